@@ -1,0 +1,86 @@
+# samplefs build.  `make` builds the daemon and tools, `make test` runs every
+# test (unit + integration, plain and ASan/UBSan), `make demo` mounts a small
+# generated dataset, `make bench` runs the benchmark.  When run as root, missing
+# Debian packages are installed first (tools/deps.sh).
+
+PREFIX   ?= /usr/local
+CC       ?= cc
+CFLAGS   ?= -O2 -g
+WARN     := -Wall -Wextra -Wno-unused-parameter -Wshadow -Wstrict-prototypes
+PKGS     := fuse3 zlib libarchive libcurl
+DEPCFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+DEPLIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread
+CPPFLAGS += -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -Icore
+
+# BUILD=build (plain) or BUILD=build-asan (SAN=1)
+SAN      ?= 0
+ifeq ($(SAN),1)
+BUILD    ?= build-asan
+SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+else
+BUILD    ?= build
+SANFLAGS :=
+endif
+ALLCFLAGS = $(CFLAGS) $(SANFLAGS) $(WARN) $(CPPFLAGS) $(DEPCFLAGS) -MMD -MP
+
+CORE_SRC  := $(wildcard core/*.c)
+FS_SRC    := $(wildcard fs/*.c)
+UNIT_SRC  := $(wildcard tests/unit/test_*.c)
+CORE_OBJ  := $(CORE_SRC:%.c=$(BUILD)/%.o)
+FS_OBJ    := $(FS_SRC:%.c=$(BUILD)/%.o)
+UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+TOOL_BIN  := $(BUILD)/samplefs-inspect $(BUILD)/samplefs-floorfs
+
+.PHONY: all deps test unit integration demo bench install clean asan
+all: $(BUILD)/samplefs $(TOOL_BIN)
+
+deps:
+	@bash tools/deps.sh
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLCFLAGS) -c $< -o $@
+
+$(BUILD)/libsamplefs.a: $(CORE_OBJ)
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+
+$(BUILD)/samplefs: $(FS_OBJ) $(BUILD)/libsamplefs.a
+	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $(FS_OBJ) $(BUILD)/libsamplefs.a $(DEPLIBS)
+
+$(BUILD)/samplefs-inspect: $(BUILD)/tools/inspect/samplefs-inspect.o $(BUILD)/libsamplefs.a
+	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(DEPLIBS)
+
+$(BUILD)/samplefs-floorfs: $(BUILD)/tools/bench/floorfs.o
+	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(DEPLIBS)
+
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libsamplefs.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLCFLAGS) -o $@ $< $(BUILD)/libsamplefs.a $(DEPLIBS) -lcriterion
+
+unit: $(UNIT_BIN)
+	@bash tests/run_unit.sh $(BUILD) $(UNIT_BIN)
+
+asan:
+	$(MAKE) SAN=1 all $(UNIT_SRC:tests/unit/%.c=build-asan/tests/%)
+
+# The whole suite: deps, plain and sanitizer builds, unit and integration tests.
+test: deps
+	$(MAKE) all $(UNIT_BIN)
+	$(MAKE) asan
+	bash tests/run_all.sh
+
+demo: deps all
+	bash tools/demo.sh
+
+bench: deps all
+	bash tools/bench/bench.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(BUILD)/samplefs $(BUILD)/samplefs-inspect $(DESTDIR)$(PREFIX)/bin/
+
+clean:
+	rm -rf build build-asan
+
+-include $(wildcard build/*/*.d build/*/*/*.d build-asan/*/*.d build-asan/*/*/*.d)

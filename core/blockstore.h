@@ -1,0 +1,58 @@
+/*
+ * blockstore.h - variable-length records packed into independently
+ * compressed blocks, for random access to one record without inflating more
+ * than one block (zran.c-style access points are far too coarse for
+ * per-sample reads).  Blocks hold at most BLOCKSTORE_BLOCK bytes inflated,
+ * deflated with zlib, or stored raw when that is not larger.
+ *
+ * Built once (into index sections), then read from the mmap'ed index.
+ * Not for: what the records mean (the layout knows).
+ */
+#ifndef SFS_BLOCKSTORE_H
+#define SFS_BLOCKSTORE_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#include "index.h"
+#include "lru.h"
+
+#define BLOCKSTORE_BLOCK (32u << 10)
+
+/*
+ * Building: records are appended in id order (0, 1, 2...).  Block bytes are
+ * streamed into the index writer as section `data_tag` as blocks fill; the
+ * block table and record table are kept in memory and written at finish as
+ * sections `blk_tag` and `rec_tag`.  A record may not exceed BLOCKSTORE_BLOCK.
+ */
+struct blockstore_builder;
+int blockstore_builder_new(struct blockstore_builder **b, struct index_writer *w,
+			   uint32_t data_tag);
+/* returns the record id (>= 0) or -errno; -E2BIG if len > BLOCKSTORE_BLOCK */
+int64_t blockstore_builder_add(struct blockstore_builder *b, const void *rec,
+			       uint32_t len);
+/* flushes the last block, ends the data section, writes blk/rec sections, frees b */
+int blockstore_builder_finish(struct blockstore_builder *b, uint32_t blk_tag,
+			      uint32_t rec_tag);
+void blockstore_builder_abort(struct blockstore_builder *b);
+
+/* Reading: a view over the three sections of a mapped index. */
+struct blockstore {
+	const uint8_t *data; uint64_t data_len;
+	const void *blk; uint64_t nblk;   /* block table (private layout) */
+	const void *rec; uint64_t nrec;   /* record table (private layout) */
+	uint64_t key_base;                /* distinguishes stores in one LRU */
+};
+/* 0 or -EBADMSG if the sections are inconsistent (checked once, here). */
+int blockstore_open(struct blockstore *bs, const struct index_map *m,
+		    uint32_t data_tag, uint32_t blk_tag, uint32_t rec_tag,
+		    uint64_t key_base);
+uint64_t blockstore_count(const struct blockstore *bs);
+/* length of record id, or -ENOENT */
+int64_t blockstore_len(const struct blockstore *bs, uint64_t id);
+/* copies record id into out (outlen >= its length); inflates its block
+ * through the cache on a miss.  Returns length, -ENOENT, -EIO (corrupt). */
+int64_t blockstore_get(const struct blockstore *bs, struct lru *cache,
+		       uint64_t id, void *out, size_t outlen);
+
+#endif

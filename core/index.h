@@ -1,0 +1,83 @@
+/*
+ * index.h - the persistent index file shared by all layouts.
+ *
+ * An index is one file: a fixed header, a table of tagged sections, then the
+ * sections themselves (each 64-byte aligned), so a layout can mmap it and use
+ * its arrays in place: no per-entry heap objects when mounted.  The header
+ * records a fingerprint of the sources (path, size, mtime of each file, plus
+ * the options that shape the index) and a checksum (crc32 of everything
+ * after the header), so a stale or corrupt index is detected and rebuilt.
+ *
+ * Writing goes to "<path>.tmp.<pid>" and is renamed into place, so readers
+ * never see a half-written index.
+ *
+ * Not for: deciding what goes in a section (that is each layout's business).
+ */
+#ifndef SFS_INDEX_H
+#define SFS_INDEX_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#include "options.h"
+
+/* A running 64-bit hash (FNV-1a) over the things an index depends on. */
+struct index_fp {
+	uint64_t h;
+};
+void index_fp_init(struct index_fp *fp, const char *layout_name);
+void index_fp_add_bytes(struct index_fp *fp, const void *p, size_t n);
+void index_fp_add_str(struct index_fp *fp, const char *s);
+void index_fp_add_u64(struct index_fp *fp, uint64_t v);
+/* adds path, size and mtime (ns) of the file; -errno if it cannot be stat'ed */
+int index_fp_add_file(struct index_fp *fp, const char *path);
+
+/*
+ * Where the index of `source` under layout `layout_name` lives:
+ * <index_dir>/<layout>-<hash of realpath(source) and key>.sfsidx.
+ * `key` distinguishes variants built from the same source (may be "").
+ * Creates index_dir if needed.  0 or -errno.
+ */
+int index_path(const struct sfs_opts *o, const char *layout_name,
+	       const char *key, char *out, size_t outlen);
+
+struct index_writer;
+/* -errno on failure (message printed). */
+int index_writer_open(struct index_writer **w, const char *path);
+/* Appends a section; returns 0 or -errno.  Tags are four chars, e.g.
+ * INDEX_TAG('C','L','S','S').  A tag may be added once. */
+int index_writer_add(struct index_writer *w, uint32_t tag, const void *data,
+		     uint64_t len);
+/* Streams a section in pieces: begin, append any number of times, end. */
+int index_writer_begin(struct index_writer *w, uint32_t tag);
+int index_writer_append(struct index_writer *w, const void *data, uint64_t len);
+int index_writer_end(struct index_writer *w);
+/* Writes header, table and checksum, fsyncs and renames into place. Frees w. */
+int index_writer_commit(struct index_writer *w, const struct index_fp *fp);
+/* Drops the temporary file.  Frees w. */
+void index_writer_abort(struct index_writer *w);
+
+#define INDEX_TAG(a, b, c, d) \
+	((uint32_t)(a) | (uint32_t)(b) << 8 | (uint32_t)(c) << 16 | (uint32_t)(d) << 24)
+
+/* A mapped, validated index.  Read-only, shared by all threads. */
+struct index_map {
+	const uint8_t *base;
+	size_t len;
+	uint32_t nsect;
+	const void *table; /* private */
+};
+/*
+ * Maps and validates `path` against `fp`.  Returns 0, -ENOENT when there is
+ * no index, -ESTALE when the fingerprint differs, -EBADMSG when it is corrupt
+ * (bad magic, version, checksum or section bounds); `why` then says which,
+ * for the "rebuilding index" message.
+ */
+int index_map_open(struct index_map *m, const char *path,
+		   const struct index_fp *fp, char *why, size_t whylen);
+/* The section `tag`, or NULL (and *len = 0) if absent.  64-byte aligned. */
+const void *index_map_section(const struct index_map *m, uint32_t tag,
+			      uint64_t *len);
+void index_map_close(struct index_map *m);
+
+#endif

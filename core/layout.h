@@ -1,0 +1,95 @@
+/*
+ * layout.h - the contract between a layout (a virtual tree built from a
+ * source) and the FUSE layer.
+ *
+ * A layout owns an index and answers questions by inode number.  It knows
+ * nothing of FUSE: fs/ops.c translates requests into these calls and replies.
+ * Inode numbers are computed by the layout from what a node is (e.g. class,
+ * sample, kind), never allocated per lookup, so the FUSE layer keeps no inode
+ * table and `forget` is a no-op.  SFS_ROOT_INO (1) is the root directory.
+ *
+ * Threads: after *_open returns, every op may be called from many threads at
+ * once.  A layout's own mutable state (caches) must be locked by the layout.
+ *
+ * Errors: ops return 0 / a byte count, or a negative errno.  -ENOENT for an
+ * unknown name or inode, -EIO when the source cannot give the right bytes
+ * (truncated, changed while mounted, corrupt block): never wrong bytes.
+ */
+#ifndef SFS_LAYOUT_H
+#define SFS_LAYOUT_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "options.h"
+
+#define SFS_ROOT_INO 1
+
+struct sfs_attr {
+	uint64_t ino;
+	uint32_t mode;    /* S_IFDIR | 0555, S_IFREG | 0444 or S_IFLNK | 0777 */
+	uint32_t nlink;   /* 1 for files; 2 + subdirectories for directories */
+	uint64_t size;    /* exact byte size the reads will produce */
+	int64_t  mtime;   /* seconds since the epoch (the source's mtime) */
+};
+
+/*
+ * readdir callback: called once per entry in directory order.  `cookie` is
+ * the value to pass back as `off` to continue *after* this entry.  Returns
+ * nonzero when the reply buffer is full; the layout must then stop at once
+ * (that entry was not taken and will be asked for again).
+ */
+typedef int (*sfs_fill_fn)(void *arg, const char *name,
+			   const struct sfs_attr *attr, uint64_t cookie);
+
+struct layout_ops {
+	const char *name;
+	/* attributes of an inode */
+	int (*getattr)(void *priv, uint64_t ino, struct sfs_attr *out);
+	/* child `name` of directory `parent`; -ENOENT if none, -ENOTDIR */
+	int (*lookup)(void *priv, uint64_t parent, const char *name,
+		      struct sfs_attr *out);
+	/* entries of `dir` from position `off` (0 = first entry; "." and ".."
+	 * are added by the FUSE layer, not by the layout) */
+	int (*readdir)(void *priv, uint64_t dir, uint64_t off,
+		       sfs_fill_fn fill, void *arg);
+	/* up to `size` bytes at `off` into buf; returns bytes (short only at
+	 * end of file) or -errno */
+	ssize_t (*read)(void *priv, uint64_t ino, char *buf, size_t size,
+			uint64_t off);
+	/* optional (may be NULL): when a file's bytes are one contiguous range
+	 * of an open descriptor, say which, so the FUSE layer can splice.
+	 * Returns 0 and sets *fd / *base (file offset of byte 0), or -ENOTSUP. */
+	int (*extent)(void *priv, uint64_t ino, int *fd, uint64_t *base);
+	/* optional: symlink target into buf (NUL-terminated); -EINVAL if not */
+	int (*readlink)(void *priv, uint64_t ino, char *buf, size_t size);
+	/* number of virtual inodes and total bytes, for statfs */
+	void (*statfs)(void *priv, uint64_t *files, uint64_t *bytes);
+	void (*destroy)(void *priv);
+};
+
+struct layout {
+	const struct layout_ops *ops;
+	void *priv;
+};
+
+/*
+ * Opens the layout named by o->layout, or detects it from the source when
+ * o->layout is NULL.  On error prints one clear line (naming the file) and
+ * returns -errno.  Builds or loads the persistent index as needed.
+ */
+int layout_open(const struct sfs_opts *o, struct layout *out);
+void layout_close(struct layout *l);
+
+/* Each layout's constructor (core/layout_<name>.c). */
+int layout_quickdraw_open(const struct sfs_opts *o, struct layout *out);
+int layout_npy_open(const struct sfs_opts *o, struct layout *out);
+int layout_tar_open(const struct sfs_opts *o, struct layout *out);
+int layout_imagenet_open(const struct sfs_opts *o, struct layout *out);
+
+/* Detection predicates, used by layout_open when no layout is named. */
+int layout_quickdraw_detect(const char *source);
+int layout_imagenet_detect(const char *source);
+
+#endif

@@ -1,0 +1,24 @@
+/*
+ * lru.h - a bounded, thread-safe cache of inflated blocks, keyed by a 64-bit
+ * id.  Callers copy bytes out under the cache's lock, so no reference counts
+ * and no use-after-evict.  Bounded by total bytes (-o cache=SIZE).
+ * Not a general map: keys are dense-ish 64-bit ids chosen by the caller.
+ */
+#ifndef SFS_LRU_H
+#define SFS_LRU_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+struct lru;
+
+struct lru *lru_new(uint64_t max_bytes);
+void lru_free(struct lru *c);
+/* Copies len bytes at off of block `key` into out: 1 on hit, 0 on miss. */
+int lru_copy_out(struct lru *c, uint64_t key, size_t off, void *out, size_t len);
+/* Inserts a block (takes ownership of data, malloc'ed; freed on evict). If
+ * the key is already present, data is freed.  Blocks larger than the whole
+ * cache are freed and not kept. */
+void lru_insert(struct lru *c, uint64_t key, void *data, size_t len);
+
+#endif

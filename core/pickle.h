@@ -1,0 +1,35 @@
+/*
+ * pickle.h - a tiny, allowlisted pickle interpreter for the object arrays in
+ * Quick, Draw! sketchrnn .npz files: a 1-D object ndarray whose elements are
+ * int16 (n, 3) ndarrays.  Understands protocols 2-5 as written by Python 2
+ * (BINSTRING/SHORT_BINSTRING raw bytes), Python 3 re-saves (protocol 2 with
+ * _codecs.encode(str, 'latin1'), BINBYTES/SHORT_BINBYTES, FRAME, MEMOIZE,
+ * STACK_GLOBAL, BINUNICODE) and numpy 1 or 2 module names
+ * (numpy.core.multiarray / numpy._core.multiarray _reconstruct, numpy.ndarray,
+ * numpy.dtype).  Any other global or opcode is an error naming the file,
+ * member and offset.  Nothing is ever executed or imported.
+ */
+#ifndef SFS_PICKLE_H
+#define SFS_PICKLE_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+/*
+ * Called once per element array, in order.  `pts` points at n*3 int16
+ * values, little-endian, row-major (dx, dy, pen), NOT necessarily aligned
+ * (read with memcpy).  Return 0 to go on, or -errno to stop the parse.
+ */
+typedef int (*pickle_stroke_fn)(void *arg, const uint8_t *pts, uint32_t n);
+
+/*
+ * Parses the pickle in buf[0..len) (the bytes after the .npy header of a
+ * member with descr '|O').  `what` is "file:member" for messages.
+ * Calls fn for each element; returns the number of elements or -EINVAL
+ * (disallowed opcode/global, malformed, element not int16 (n,3), absurd
+ * sizes: any count larger than the bytes that could back it).
+ */
+long pickle_parse_strokes(const uint8_t *buf, size_t len, const char *what,
+			  pickle_stroke_fn fn, void *arg);
+
+#endif

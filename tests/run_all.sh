@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The whole test suite, as `make test` runs it after building build/ and
+# build-asan/: unit tests of both builds, then every integration test with the
+# plain daemon and with the ASan+UBSan daemon.  Ends with "N passed, N failed".
+set -u
+cd "$(dirname "$0")/.."
+export SFS_RESULTS=$(mktemp /tmp/sfs-results.XXXXXX)
+trap 'rm -f "$SFS_RESULTS"' EXIT
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:halt_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+
+# Unit-test fixtures, written by numpy/scipy/tarfile (the oracles) into one
+# temporary directory that criterion tests find through $SFS_FIXTURES.
+export SFS_FIXTURES=$(mktemp -d /tmp/sfs-fixtures.XXXXXX)
+trap 'rm -f "$SFS_RESULTS"; rm -rf "$SFS_FIXTURES"' EXIT
+for g in tests/fixtures/make_*.py; do
+	[ -e "$g" ] || continue
+	/usr/bin/python3 "$g" "$SFS_FIXTURES" || { echo "fixture generator $g failed"; echo "0 1" >> "$SFS_RESULTS"; }
+done
+
+for b in build build-asan; do
+	bash tests/run_unit.sh "$b" "$b"/tests/test_*
+done
+for b in build build-asan; do
+	for t in tests/integration/test_*.sh; do
+		[ -e "$t" ] || continue
+		echo "== $t ($b)"
+		start=$(date +%s)
+		SAMPLEFS_BUILD=$b timeout 900 bash "$t"
+		rc=$?
+		[ $rc -ne 0 ] && echo "$(basename "$t") exited $rc" && echo "0 1" >> "$SFS_RESULTS"
+		echo "   ($(( $(date +%s) - start )) s)"
+	done
+done
+read -r passed failed < <(awk '{p+=$1; f+=$2} END {print p+0, f+0}' "$SFS_RESULTS")
+echo
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]

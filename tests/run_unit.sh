@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Runs criterion unit test binaries; prints one summary line per binary and
+# appends "passed failed" counts to $SFS_RESULTS when set.
+set -u
+build=$1; shift
+fail=0
+for t in "$@"; do
+	out=$("$t" --jobs 2 2>&1); rc=$?
+	syn=$(printf '%s\n' "$out" | grep -a 'Synthesis:' | tail -n1)
+	pass=$(printf '%s' "$syn" | sed -n 's/.*Passing: \([0-9]*\).*/\1/p')
+	failing=$(printf '%s' "$syn" | sed -n 's/.*Failing: \([0-9]*\).*/\1/p')
+	crash=$(printf '%s' "$syn" | sed -n 's/.*Crashing: \([0-9]*\).*/\1/p')
+	pass=${pass:-0}; failing=$(( ${failing:-0} + ${crash:-0} ))
+	if [ $rc -ne 0 ] || [ -z "$syn" ]; then
+		printf '%s\n' "$out" | grep -av '^\[----\]' | tail -n 40
+		[ "$failing" -eq 0 ] && failing=1
+		fail=1
+	fi
+	printf '[unit %s] %-28s passed %s, failed %s\n' "$build" "$(basename "$t")" "$pass" "$failing"
+	[ -n "${SFS_RESULTS:-}" ] && echo "$pass $failing" >> "$SFS_RESULTS"
+done
+exit $fail

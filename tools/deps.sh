@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs the Debian packages samplefs needs to build, test, demo and bench,
+# when they are missing and we are root.  Prints what it installs; silent otherwise.
+set -euo pipefail
+pkgs=(build-essential pkg-config libfuse3-dev fuse3 zlib1g-dev libarchive-dev
+      libcurl4-openssl-dev libcriterion-dev python3-numpy python3-scipy python3-pil
+      python3-torch python3-torchvision squashfuse squashfs-tools archivemount)
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" != 0 ]; then
+	echo "samplefs: missing packages: ${missing[*]} (run as root, or: sudo apt-get install ${missing[*]})" >&2
+	exit 1
+fi
+echo "samplefs: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"
