@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# make demo: generates a small Quick, Draw!-style dataset (5 classes) and a
+# tiny ImageNet-style one with numpy/PIL, mounts each with samplefs, shows
+# what a user and a loader see, and unmounts (DEMO_KEEP=1 leaves them mounted).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=/usr/bin/python3
+D=${DEMO_DIR:-/tmp/samplefs-demo}
+BIN=$PWD/build/samplefs
+mkdir -p "$D"
+mounts=()
+cleanup() {
+	[ "${DEMO_KEEP:-0}" = 1 ] && return
+	for m in "${mounts[@]}"; do fusermount3 -u "$m" 2>/dev/null || true; done
+}
+trap cleanup EXIT
+
+echo "== generating a 5-class Quick, Draw! dataset in $D/quickdraw"
+rm -rf "$D/quickdraw" "$D/qd" "$D/imagenet" "$D/in"
+$PY - "$D/quickdraw" <<'PY'
+import sys
+sys.path.insert(0, "tests/fixtures")
+from make_quickdraw import make_quickdraw
+make_quickdraw(sys.argv[1], ["cat", "The Eiffel Tower", "aircraft carrier", "t-shirt", "dog"], 200, 150, seed=1)
+PY
+mkdir -p "$D/qd"
+XDG_CACHE_HOME=$D/cache "$BIN" "$D/quickdraw" "$D/qd"
+mounts+=("$D/qd")
+echo "== mounted: samplefs $D/quickdraw $D/qd"
+set -x
+ls "$D/qd"
+cat "$D/qd/classes.txt"
+ls "$D/qd/images/The Eiffel Tower" | head -3
+ls -l "$D/qd/strokes/cat" | head -4
+head -3 "$D/qd/splits/train.txt"
+df -i "$D/qd"
+{ set +x; } 2>/dev/null
+$PY -c "
+import numpy as np, glob, sys
+root = sys.argv[1]
+paths = sorted(glob.glob(root + '/images/cat/*.npy'))
+x = np.load(paths[0]); s = np.load(paths[0].replace('images', 'strokes'))
+print(len(paths), 'cat images; first:', x.shape, x.dtype, 'min %.3f max %.3f' % (x.min(), x.max()))
+print('its strokes:', s.shape, s.dtype, 'x range %.1f..%.1f' % (s[:, 0].min(), s[:, 0].max()))
+" "$D/qd"
+
+echo "== generating a tiny ILSVRC2012 (4 classes) in $D/imagenet"
+$PY - "$D/imagenet" <<'PY'
+import sys
+sys.path.insert(0, "tests/fixtures")
+from make_imagenet import make_imagenet
+wnids = [l.split()[0] for l in open("../shared/data/imagenet-wnids.txt")][:4] if __import__("os").path.exists("../shared/data/imagenet-wnids.txt") else ["n01440764", "n01443537", "n01484850", "n01491361"]
+make_imagenet(sys.argv[1], wnids, 6, 8)
+PY
+mkdir -p "$D/in"
+XDG_CACHE_HOME=$D/cache "$BIN" -o shard_size=10 "$D/imagenet" "$D/in"
+mounts+=("$D/in")
+set -x
+ls "$D/in" "$D/in/train" "$D/in/shards"
+cat "$D/in/classes.txt"
+tar -tvf "$D/in/shards/train-000000.tar" | head -4
+{ set +x; } 2>/dev/null
+if [ "${DEMO_KEEP:-0}" = 1 ]; then
+	echo "== left mounted at $D/qd and $D/in; unmount with: fusermount3 -u $D/qd; fusermount3 -u $D/in"
+else
+	echo "== unmounting (DEMO_KEEP=1 make demo leaves the mounts up)"
+fi
