@@ -1,0 +1,173 @@
+/*
+ * tarindex.h - a compact, persistent index of the members of one or more
+ * uncompressed tar files, used in place from the mmap'ed index file.
+ *
+ * The tree: every source tar is placed at a directory of the mount ("" =
+ * the root, else one path component such as "train").  Members whose name
+ * ends in ".tar" and that parse as tars are expanded in place, up to
+ * `recursive` levels: member "a/b.tar" becomes directory "a/b" holding the
+ * nested members.  A nested member's data offset is an absolute offset in
+ * the OUTER source file, so reading it is one pread (or a splice) from the
+ * source fd.  Implicit parent directories are created; for duplicate paths
+ * the last member wins (as `tar -x`); hard links are resolved to the data of
+ * their target; symlinks are kept only if their target stays inside the
+ * mount (lexically), others are skipped with a warning.
+ *
+ * On disk (sections of an index file, tags INDEX_TAG(c, 'T', 'x', 'x')
+ * where c is the caller's tag_prefix_char, so one index file can hold
+ * several tarindexes plus a layout's own sections):
+ *   - nodes: struct tarindex_node[nnodes], in breadth-first order with
+ *     the children of each directory contiguous and sorted by name
+ *     (strcmp order), so lookup is a binary search; node 0 is the root;
+ *   - dirs: uint32_t node numbers of the directories in node order (their
+ *     child ranges are increasing, so a node's parent is a binary search);
+ *   - names: one pool of NUL-terminated names (and symlink targets);
+ *   - sources: the source paths and their sizes at build time.
+ * 24 bytes per node + the name and its NUL: ~45 bytes per ImageNet image.
+ *
+ * Threads: after tarindex_open a struct tarindex is read-only and may be
+ * used from any number of threads (reads use pread on shared fds).
+ *
+ * Not for: compressed tars, writing tars, deciding inode numbers (layouts
+ * do that, typically node number + a constant).
+ */
+#ifndef SFS_TARINDEX_H
+#define SFS_TARINDEX_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "index.h"
+
+enum tarindex_type {
+	TARINDEX_DIR = 1,
+	TARINDEX_FILE = 2,
+	TARINDEX_SYMLINK = 3,
+};
+
+/* Bounds that keep a hostile archive from exhausting memory at build time. */
+#define TARINDEX_MAX_NODES   (1u << 26)      /* members + directories */
+#define TARINDEX_MAX_SOURCES (1u << 20)
+#define TARINDEX_MAX_SIZE    ((1ull << 40) - 1) /* larger members: skipped */
+
+/* One node as stored on disk (little-endian host assumed, as the index is). */
+struct tarindex_node {
+	uint32_t name;   /* byte offset of the NUL-terminated name in the pool */
+	uint32_t mtime;  /* seconds since the epoch, clamped to [0, 2^32) */
+	/* file: absolute data offset in its source; dir: node number of the
+	 * first child; symlink: offset of the NUL-terminated target in pool */
+	uint64_t off;
+	/* bits 0-39: file size, number of children (dir), target length
+	 * (symlink); bits 40-43: enum tarindex_type; bits 44-63: source number */
+	uint64_t meta;
+};
+
+static inline enum tarindex_type tarindex_node_type(const struct tarindex_node *n)
+{
+	return (enum tarindex_type)((n->meta >> 40) & 0xf);
+}
+static inline uint64_t tarindex_node_size(const struct tarindex_node *n)
+{
+	return n->meta & TARINDEX_MAX_SIZE;
+}
+static inline uint32_t tarindex_node_src(const struct tarindex_node *n)
+{
+	return (uint32_t)(n->meta >> 44);
+}
+
+/* Where a source tar goes in the tree. */
+struct tarindex_source {
+	const char *path;  /* the tar file */
+	const char *dir;   /* "" = its members at the root, else a relative
+			    * directory path such as "train" */
+};
+
+struct tarindex_build_opts {
+	uint32_t recursive; /* levels of nested tars to expand (0 = none) */
+	int quiet;          /* no progress display */
+	const char *what;   /* progress label, e.g. "indexing tar" */
+};
+
+/*
+ * Adds to `fp` what a tarindex of these sources depends on: each source
+ * file (path, size, mtime), its directory, and `recursive`.  0 or -errno.
+ */
+int tarindex_fp_add(struct index_fp *fp, const struct tarindex_source *src,
+		    size_t nsrc, uint32_t recursive);
+
+/*
+ * Reads the headers of every source (seeking over member data) and writes
+ * the tarindex sections with prefix `tag_prefix_char` into `w`.  The caller
+ * commits or aborts `w`.  Corrupt or truncated sources keep the members
+ * before the damage (with a warning); a source that cannot be opened or is
+ * not a tar at all is an error.  0 or -errno (message printed).
+ */
+int tarindex_build(struct index_writer *w, uint32_t tag_prefix_char,
+		   const struct tarindex_source *src, size_t nsrc,
+		   const struct tarindex_build_opts *bo);
+
+/* A mounted tarindex: views into the map plus the open source fds. */
+struct tarindex {
+	const struct tarindex_node *nodes;
+	uint32_t nnodes;
+	const uint32_t *dirs;    /* directory node numbers, increasing */
+	uint32_t ndirs;
+	const char *pool;
+	uint64_t pool_len;
+	uint32_t nsrc;
+	int *fds;                /* fds[source number], O_RDONLY */
+	uint64_t nfiles;         /* regular files */
+	uint64_t total_bytes;    /* sum of regular file sizes */
+};
+
+/*
+ * Validates the sections with prefix `tag_prefix_char` in `m` (bounds of
+ * every node, name and child range are checked here, so lookups need not)
+ * and opens the sources, which must be the same list, in the same order,
+ * as at build time.  -EBADMSG when the sections are missing or
+ * inconsistent (rebuild), -errno when a source cannot be opened.
+ * The map must outlive the tarindex.
+ */
+int tarindex_open(struct tarindex *t, const struct index_map *m,
+		  uint32_t tag_prefix_char, const struct tarindex_source *src,
+		  size_t nsrc);
+/* Closes the fds; the map is the caller's. */
+void tarindex_close(struct tarindex *t);
+
+#define TARINDEX_ROOT 0u
+
+static inline const struct tarindex_node *tarindex_node(const struct tarindex *t,
+							uint32_t i)
+{
+	return &t->nodes[i];
+}
+static inline const char *tarindex_name(const struct tarindex *t, uint32_t i)
+{
+	return t->pool + t->nodes[i].name;
+}
+
+/*
+ * Children of directory `dir`: node numbers *first .. *first + *count - 1,
+ * in name order.  0, or -ENOTDIR.
+ */
+int tarindex_children(const struct tarindex *t, uint32_t dir, uint32_t *first,
+		      uint32_t *count);
+/* Child `name` of `dir`: its node number (>= 0), -ENOENT or -ENOTDIR. */
+int64_t tarindex_lookup(const struct tarindex *t, uint32_t dir, const char *name);
+/* Node at "a/b/c" ("" = root; no leading '/'), or -ENOENT / -ENOTDIR. */
+int64_t tarindex_find(const struct tarindex *t, const char *path);
+/* Parent directory of node i (the root is its own parent). */
+uint32_t tarindex_parent(const struct tarindex *t, uint32_t i);
+/* Symlink target of node i (NUL-terminated, *len bytes) or NULL. */
+const char *tarindex_link(const struct tarindex *t, uint32_t i, uint64_t *len);
+
+/*
+ * Reads up to `size` bytes at `off` of file node i: bytes read (short only
+ * at the end of the member), -EISDIR / -EINVAL for non-files, -EIO when the
+ * source is shorter than the index says (truncated or changed since).
+ */
+ssize_t tarindex_pread(const struct tarindex *t, uint32_t i, void *buf,
+		       size_t size, uint64_t off);
+
+#endif
