@@ -1,0 +1,138 @@
+/*
+ * test_mt19937.c - core/mt19937.c against numpy's legacy RandomState: raw
+ * outputs, random_interval and shuffle, from fixtures written by
+ * tests/fixtures/make_rng.py into $SFS_FIXTURES/rng.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mt19937.h"
+
+static const uint32_t seeds[] = { 0, 1, 42, 4294967295u };
+static const size_t sizes[] = { 0, 1, 2, 10, 1000, 100003 };
+
+/* Reads $SFS_FIXTURES/rng/<name> whole; *len is its size in bytes. */
+static void *fixture(const char *name, size_t *len)
+{
+	const char *dir = getenv("SFS_FIXTURES");
+	char path[4096];
+	FILE *f;
+	void *buf;
+	long n;
+
+	cr_assert(dir, "SFS_FIXTURES is not set (run tests/run_all.sh)");
+	snprintf(path, sizeof(path), "%s/rng/%s", dir, name);
+	f = fopen(path, "rb");
+	cr_assert(f, "missing fixture %s", path);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = malloc(n ? (size_t)n : 1);
+	cr_assert(buf);
+	cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	*len = (size_t)n;
+	return buf;
+}
+
+Test(mt19937, raw_stream_matches_numpy)
+{
+	for (size_t s = 0; s < sizeof(seeds) / sizeof(seeds[0]); s++) {
+		char name[64];
+		size_t len;
+		uint32_t *want;
+		struct mt19937 mt;
+
+		snprintf(name, sizeof(name), "raw_%u.u32", seeds[s]);
+		want = fixture(name, &len);
+		cr_assert_eq(len, 2000 * 4);
+		mt19937_seed(&mt, seeds[s]);
+		for (size_t i = 0; i < len / 4; i++)
+			cr_assert_eq(mt19937_next32(&mt), want[i],
+				     "seed %u draw %zu", seeds[s], i);
+		free(want);
+	}
+}
+
+Test(mt19937, interval_matches_numpy)
+{
+	size_t nmax, len;
+	uint64_t *max = fixture("interval_max.u64", &nmax);
+
+	nmax /= 8;
+	for (size_t s = 0; s < sizeof(seeds) / sizeof(seeds[0]); s++) {
+		char name[64];
+		uint64_t *want;
+		struct mt19937 mt;
+
+		snprintf(name, sizeof(name), "interval_%u.u64", seeds[s]);
+		want = fixture(name, &len);
+		cr_assert_eq(len / 8, nmax);
+		mt19937_seed(&mt, seeds[s]);
+		for (size_t i = 0; i < nmax; i++) {
+			uint64_t v = mt19937_interval(&mt, max[i]);
+
+			cr_assert_eq(v, want[i], "seed %u max %llu: %llu != %llu",
+				     seeds[s], (unsigned long long)max[i],
+				     (unsigned long long)v,
+				     (unsigned long long)want[i]);
+			cr_assert_leq(v, max[i]);
+		}
+		free(want);
+	}
+	free(max);
+}
+
+static void check_shuffle(uint32_t seed, size_t n)
+{
+	char name[64];
+	size_t len;
+	uint32_t *want, *a32;
+	uint64_t *a64;
+	struct mt19937 mt;
+
+	snprintf(name, sizeof(name), "shuffle_%u_%zu.u32", seed, n);
+	want = fixture(name, &len);
+	cr_assert_eq(len, n * 4, "%s: %zu bytes", name, len);
+	a32 = malloc(n * 4 + 4);
+	a64 = malloc(n * 8 + 8);
+	for (size_t i = 0; i < n; i++) {
+		a32[i] = (uint32_t)i;
+		a64[i] = i;
+	}
+	mt19937_seed(&mt, seed);
+	mt19937_shuffle_u32(&mt, a32, n);
+	mt19937_seed(&mt, seed);
+	mt19937_shuffle_u64(&mt, a64, n);
+	for (size_t i = 0; i < n; i++) {
+		cr_assert_eq(a32[i], want[i], "seed %u n %zu at %zu", seed, n, i);
+		cr_assert_eq(a64[i], want[i], "seed %u n %zu at %zu (u64)", seed, n, i);
+	}
+	free(a32);
+	free(a64);
+	free(want);
+}
+
+Test(mt19937, shuffle_matches_numpy)
+{
+	for (size_t s = 0; s < sizeof(seeds) / sizeof(seeds[0]); s++)
+		for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++)
+			check_shuffle(seeds[s], sizes[k]);
+}
+
+/* A reseed restarts the stream: the split files depend on it. */
+Test(mt19937, reseed_restarts)
+{
+	struct mt19937 mt;
+	uint32_t a, b;
+
+	mt19937_seed(&mt, 7);
+	a = mt19937_next32(&mt);
+	for (int i = 0; i < 1000; i++)
+		mt19937_next32(&mt);
+	mt19937_seed(&mt, 7);
+	b = mt19937_next32(&mt);
+	cr_assert_eq(a, b);
+}
