@@ -43,4 +43,11 @@ uint64_t npy_count(const struct npy_header *h, int from);
 int npy_header_emit(char *out, size_t outlen, const char *descr, int ndim,
 		    const uint64_t *shape);
 
+/*
+ * The descr np.save writes for an array numpy loaded with `descr`, on this
+ * (little-endian) machine: "u1" -> "|u1", "=f4" -> "<f4", "?" -> "|b1",
+ * ">i4" stays.  0, -EINVAL for a descr npy_header_parse rejects, -ENOSPC.
+ */
+int npy_descr_normalize(const char *descr, char *out, size_t outlen);
+
 #endif
