@@ -1,0 +1,67 @@
+/*
+ * tar.h - walking the headers of an uncompressed tar (v7, ustar, GNU, pax)
+ * that lies at [base, base + len) of an open file, seeking over member data.
+ *
+ * Each member is reported once, with its long name / pax records applied,
+ * its path normalised (no leading '/', no "." or empty components, ".."
+ * resolved lexically) and the absolute offset of its data in the file.
+ * Names that escape the root, are empty, hold NUL bytes or components over
+ * 255 bytes, sparse members, devices and fifos are skipped with a warning.
+ *
+ * Not for: compressed tars, building trees (tarindex.c), writing tars.
+ */
+#ifndef SFS_TAR_H
+#define SFS_TAR_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#define TAR_BLOCK 512
+#define TAR_PATH_MAX 4096
+
+enum tar_type {
+	TAR_FILE = 1,
+	TAR_DIR,
+	TAR_HARDLINK,
+	TAR_SYMLINK,
+};
+
+struct tar_member {
+	const char *path;   /* normalised, never empty */
+	/* hard link: normalised target path; symlink: target as stored;
+	 * otherwise "" */
+	const char *link;
+	enum tar_type type;
+	uint32_t mode;      /* permission bits from the header */
+	int64_t mtime;      /* seconds since the epoch */
+	uint64_t size;      /* data bytes (0 for links and directories) */
+	uint64_t offset;    /* absolute offset of the data in the file */
+	uint64_t header;    /* absolute offset of the (first) header block */
+};
+
+/* Called once per member; nonzero stops the walk and is returned. */
+typedef int (*tar_member_fn)(void *arg, const struct tar_member *m);
+
+/*
+ * Walks the tar at [base, base + len) of fd.  `what` names it in messages
+ * (e.g. "a.tar" or "a.tar:b.tar").  Returns 0 at the end of the archive
+ * (two zero blocks or the end of the range), -EBADMSG when the archive is
+ * damaged after at least one header (bad checksum, truncated member, bad
+ * field: members before it have been reported; a warning is printed),
+ * -EINVAL when the first header is not a tar header, -errno on I/O error,
+ * or the callback's nonzero return.
+ */
+int tar_walk(int fd, uint64_t base, uint64_t len, const char *what,
+	     tar_member_fn fn, void *arg);
+
+/* 1 if the 512 bytes at `hdr` are a tar header with a valid checksum. */
+int tar_header_ok(const unsigned char *hdr);
+
+/*
+ * Normalises the '/'-separated path in place (see above).  0; -ENOENT if
+ * it is empty after normalising ("", "/", "./"); -EINVAL if it escapes the
+ * root or has a component longer than 255 bytes.
+ */
+int tar_normalise(char *path);
+
+#endif
