@@ -1,0 +1,334 @@
+/*
+ * devkit.c - ILSVRC2012 labels from the devkit tarball (see devkit.h).
+ *
+ * The tarball is small (2.5 MB), so both members are read whole into memory
+ * with libarchive and parsed there.  Not used while mounted: the layout
+ * copies what it needs into its index.
+ */
+#include "devkit.h"
+#include "mat5.h"
+#include "log.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define META_SUFFIX "data/meta.mat"
+#define TRUTH_SUFFIX "data/ILSVRC2012_validation_ground_truth.txt"
+#define MEMBER_MAX (64u << 20)	/* both members are a few MB at most */
+
+struct leaf {
+	uint32_t id;
+	const char *wnid;
+	const char *words;
+};
+
+static int cmp_leaf(const void *a, const void *b)
+{
+	return strcmp(((const struct leaf *)a)->wnid, ((const struct leaf *)b)->wnid);
+}
+
+/* A synset's ID, WNID and num_children; 1 if it is a leaf, 0 if not. */
+static int read_synset(const struct mat5_array *s, uint64_t i, const char *what,
+		       struct leaf *out)
+{
+	double id, nch;
+
+	if (mat5_scalar(mat5_field(s, i, "ILSVRC2012_ID"), &id) ||
+	    mat5_scalar(mat5_field(s, i, "num_children"), &nch) ||
+	    !(out->wnid = mat5_string(mat5_field(s, i, "WNID")))) {
+		sfs_err("%s: synsets(%llu): expected numeric ILSVRC2012_ID and num_children and a char WNID",
+			what, (unsigned long long)i + 1);
+		return -EBADMSG;
+	}
+	if (nch != 0)
+		return 0;
+	if (!(id >= 1 && id <= DEVKIT_MAX_CLASSES && id == floor(id)) ||
+	    strlen(out->wnid) < 2 || strlen(out->wnid) >= DEVKIT_WNID_MAX) {
+		sfs_err("%s: synsets(%llu): expected an ILSVRC2012_ID in 1..%u and a WNID like n01440764",
+			what, (unsigned long long)i + 1, DEVKIT_MAX_CLASSES);
+		return -EBADMSG;
+	}
+	out->id = (uint32_t)id;
+	out->words = mat5_string(mat5_field(s, i, "words"));
+	if (!out->words)
+		out->words = "";
+	return 1;
+}
+
+/* leaves sorted by WNID -> dk; duplicates of either key are an error */
+static int fill_classes(struct leaf *lv, uint32_t n, const char *what,
+			struct devkit *dk)
+{
+	uint32_t i;
+
+	qsort(lv, n, sizeof(*lv), cmp_leaf);
+	dk->max_id = 0;
+	for (i = 0; i < n; i++)
+		if (lv[i].id > dk->max_id)
+			dk->max_id = lv[i].id;
+	dk->wnid = calloc(n, sizeof(*dk->wnid));
+	dk->words = calloc(n, sizeof(char *));
+	dk->id_label = malloc(((size_t)dk->max_id + 1) * sizeof(uint32_t));
+	if (!dk->wnid || !dk->words || !dk->id_label)
+		return -ENOMEM;
+	memset(dk->id_label, 0xff, ((size_t)dk->max_id + 1) * sizeof(uint32_t));
+	for (i = 0; i < n; i++) {
+		if ((i && !strcmp(lv[i].wnid, lv[i - 1].wnid)) ||
+		    dk->id_label[lv[i].id] != UINT32_MAX) {
+			sfs_err("%s: synsets: duplicate leaf WNID %s or ILSVRC2012_ID %u",
+				what, lv[i].wnid, lv[i].id);
+			return -EBADMSG;
+		}
+		strcpy(dk->wnid[i], lv[i].wnid);
+		dk->words[i] = strdup(lv[i].words);
+		if (!dk->words[i])
+			return -ENOMEM;
+		dk->id_label[lv[i].id] = i;
+		dk->nclasses = i + 1;
+	}
+	return 0;
+}
+
+int devkit_parse_meta(const uint8_t *buf, size_t len, const char *what,
+		      struct devkit *dk)
+{
+	struct mat5_array *s = NULL;
+	struct leaf *lv = NULL;
+	uint32_t n = 0;
+	uint64_t i;
+	int rc;
+
+	memset(dk, 0, sizeof(*dk));
+	rc = mat5_read_var(buf, len, what, "synsets", &s);
+	if (rc == -ENOENT)
+		sfs_err("%s: no variable `synsets'", what);
+	if (rc)
+		goto out;
+	rc = -EBADMSG;
+	if (s->cls != MAT5_STRUCT || !s->numel || s->numel > DEVKIT_MAX_CLASSES * 4) {
+		sfs_err("%s: `synsets' is not a non-empty struct array", what);
+		goto out;
+	}
+	rc = -ENOMEM;
+	lv = calloc(s->numel, sizeof(*lv));
+	if (!lv)
+		goto out;
+	for (i = 0; i < s->numel; i++) {
+		rc = read_synset(s, i, what, &lv[n]);
+		if (rc < 0)
+			goto out;
+		n += rc;
+	}
+	rc = -EBADMSG;
+	if (!n) {
+		sfs_err("%s: synsets: no leaf classes (num_children == 0)", what);
+		goto out;
+	}
+	rc = fill_classes(lv, n, what, dk);
+out:
+	free(lv);
+	mat5_free(s);
+	if (rc)
+		devkit_free(dk);
+	return rc;
+}
+
+int devkit_parse_truth(const char *text, size_t len, const char *what,
+		       struct devkit *dk)
+{
+	size_t pos = 0, cap = 0;
+	uint32_t *v = NULL;
+	int rc = -EBADMSG;
+
+	dk->nval = 0;
+	while (pos < len) {
+		size_t start = pos;
+		unsigned long id = 0;
+
+		while (pos < len && text[pos] >= '0' && text[pos] <= '9' && id <= DEVKIT_MAX_CLASSES)
+			id = id * 10 + (unsigned long)(text[pos++] - '0');
+		if (pos < len && text[pos] == '\r')
+			pos++;
+		if (pos == start && pos < len && text[pos] == '\n' && pos + 1 == len)
+			break;	/* a trailing empty line */
+		if (pos == start || (pos < len && text[pos] != '\n') ||
+		    id > dk->max_id || dk->id_label[id] == UINT32_MAX) {
+			sfs_err("%s: line %u (offset %zu): expected the ILSVRC2012_ID of a leaf class",
+				what, dk->nval + 1, start);
+			goto out;
+		}
+		pos++;
+		if (dk->nval == cap) {
+			uint32_t *nv;
+
+			rc = -EFBIG;
+			if (cap >= DEVKIT_MAX_VAL)
+				goto out;
+			cap = cap ? cap * 2 : 65536;
+			rc = -ENOMEM;
+			if (!(nv = realloc(v, cap * sizeof(*v))))
+				goto out;
+			v = nv;
+			rc = -EBADMSG;
+		}
+		v[dk->nval++] = dk->id_label[id];
+	}
+	free(dk->val_label);
+	dk->val_label = v;
+	v = NULL;
+	rc = 0;
+out:
+	free(v);
+	if (rc)
+		dk->nval = 0;
+	return rc;
+}
+
+static int has_suffix(const char *s, const char *suf)
+{
+	size_t n = strlen(s), m = strlen(suf);
+
+	return n >= m && !strcmp(s + n - m, suf) && (n == m || s[n - m - 1] == '/');
+}
+
+/* the current member, whole, at most MEMBER_MAX bytes */
+static int read_member(struct archive *a, const char *what, const char *name,
+		       char **out, size_t *outlen)
+{
+	size_t cap = 1 << 16, len = 0;
+	char *buf = malloc(cap + 1), *nb;
+	la_ssize_t n;
+
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		if (len == cap) {
+			if (cap >= MEMBER_MAX) {
+				sfs_err("%s: %s: larger than %u MiB", what, name, MEMBER_MAX >> 20);
+				free(buf);
+				return -EFBIG;
+			}
+			cap *= 2;
+			if (!(nb = realloc(buf, cap + 1))) {
+				free(buf);
+				return -ENOMEM;
+			}
+			buf = nb;
+		}
+		n = archive_read_data(a, buf + len, cap - len);
+		if (n < 0) {
+			sfs_err("%s: %s: %s", what, name, archive_error_string(a));
+			free(buf);
+			return -EIO;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	buf[len] = '\0';
+	*out = buf;
+	*outlen = len;
+	return 0;
+}
+
+/* both members of the tarball, by suffix */
+static int read_members(const char *path, char **meta, size_t *mlen,
+			char **truth, size_t *tlen)
+{
+	struct archive *a = archive_read_new();
+	struct archive_entry *e;
+	int rc = -ENOMEM, r;
+
+	if (!a)
+		return rc;
+	archive_read_support_filter_all(a);
+	archive_read_support_format_tar(a);
+	rc = -EIO;
+	if (archive_read_open_filename(a, path, 1 << 16) != ARCHIVE_OK) {
+		sfs_err("%s: %s", path, archive_error_string(a));
+		goto out;
+	}
+	while ((r = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
+		const char *name = archive_entry_pathname(e);
+
+		rc = 0;
+		if (name && !*meta && has_suffix(name, META_SUFFIX))
+			rc = read_member(a, path, name, meta, mlen);
+		else if (name && !*truth && has_suffix(name, TRUTH_SUFFIX))
+			rc = read_member(a, path, name, truth, tlen);
+		if (rc)
+			goto out;
+		if (*meta && *truth)
+			break;
+	}
+	rc = 0;
+	if (r != ARCHIVE_OK && r != ARCHIVE_EOF) {
+		sfs_err("%s: %s", path, archive_error_string(a));
+		rc = -EIO;
+	} else if (!*meta) {
+		sfs_err("%s: no member " META_SUFFIX, path);
+		rc = -ENOENT;
+	}
+out:
+	archive_read_free(a);
+	return rc;
+}
+
+int devkit_load(const char *path, struct devkit *dk)
+{
+	char *meta = NULL, *truth = NULL, what[4096];
+	size_t mlen = 0, tlen = 0;
+	int rc;
+
+	memset(dk, 0, sizeof(*dk));
+	rc = read_members(path, &meta, &mlen, &truth, &tlen);
+	if (rc)
+		goto out;
+	snprintf(what, sizeof(what), "%s: " META_SUFFIX, path);
+	rc = devkit_parse_meta((const uint8_t *)meta, mlen, what, dk);
+	if (rc || !truth)
+		goto out;	/* no ground truth: val stays unlabelled */
+	snprintf(what, sizeof(what), "%s: " TRUTH_SUFFIX, path);
+	rc = devkit_parse_truth(truth, tlen, what, dk);
+	if (rc)
+		devkit_free(dk);
+out:
+	free(meta);
+	free(truth);
+	return rc;
+}
+
+void devkit_free(struct devkit *dk)
+{
+	uint32_t i;
+
+	for (i = 0; dk->words && i < dk->nclasses; i++)
+		free(dk->words[i]);
+	free(dk->words);
+	free(dk->wnid);
+	free(dk->id_label);
+	free(dk->val_label);
+	memset(dk, 0, sizeof(*dk));
+}
+
+int64_t devkit_label(const struct devkit *dk, const char *wnid)
+{
+	uint32_t lo = 0, hi = dk->nclasses;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(dk->wnid[mid], wnid);
+
+		if (!c)
+			return mid;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -1;
+}

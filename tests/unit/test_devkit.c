@@ -1,0 +1,132 @@
+/*
+ * test_devkit.c - labels from fake devkit tarballs against the generator's
+ * truth (tests/fixtures/make_imagenet.py): classes sorted by WNID with their
+ * ILSVRC2012_IDs and words, one label per val image in file-name order.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "devkit.h"
+
+static char *fixture_path(const char *name, char *buf, size_t len)
+{
+	const char *dir = getenv("SFS_FIXTURES");
+
+	cr_assert(dir, "SFS_FIXTURES is not set");
+	snprintf(buf, len, "%s/%s", dir, name);
+	return buf;
+}
+
+static void check_variant(const char *variant)
+{
+	char path[4096], line[1024];
+	struct devkit dk;
+	uint32_t n = 0;
+	FILE *f;
+
+	snprintf(line, sizeof(line), "%s/ILSVRC2012_devkit_t12.tar.gz", variant);
+	cr_assert_eq(devkit_load(fixture_path(line, path, sizeof(path)), &dk), 0);
+
+	snprintf(line, sizeof(line), "%s.classes.txt", variant);
+	f = fopen(fixture_path(line, path, sizeof(path)), "r");
+	cr_assert(f);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned label, id;
+		char wnid[32];
+		int pos;
+
+		line[strcspn(line, "\n")] = 0;
+		cr_assert_eq(sscanf(line, "%u\t%31s\t%u\t%n", &label, wnid, &id, &pos), 3);
+		cr_assert_lt(label, dk.nclasses);
+		cr_assert_str_eq(dk.wnid[label], wnid);
+		cr_assert_str_eq(dk.words[label], line + pos);
+		cr_assert_leq(id, dk.max_id);
+		cr_assert_eq(dk.id_label[id], label);
+		cr_assert_eq(devkit_label(&dk, wnid), (int64_t)label);
+		n++;
+	}
+	fclose(f);
+	cr_assert_eq(dk.nclasses, n, "%u classes, the truth has %u", dk.nclasses, n);
+	cr_assert_eq(devkit_label(&dk, "n99999999"), -1);
+	cr_assert_eq(devkit_label(&dk, "n00000000"), -1);
+
+	snprintf(line, sizeof(line), "%s.val.txt", variant);
+	f = fopen(fixture_path(line, path, sizeof(path)), "r");
+	cr_assert(f);
+	for (n = 0; fgets(line, sizeof(line), f); n++) {
+		cr_assert_lt(n, dk.nval);
+		cr_assert_eq(dk.val_label[n], (uint32_t)atoi(line), "val %u", n + 1);
+	}
+	fclose(f);
+	cr_assert_eq(dk.nval, n);
+	devkit_free(&dk);
+}
+
+Test(devkit, scipy_compressed) { check_variant("imagenet"); }
+Test(devkit, scipy_uncompressed) { check_variant("imagenet-plain"); }
+Test(devkit, matlab_style) { check_variant("imagenet-matlab"); }
+
+Test(devkit, missing_file)
+{
+	struct devkit dk;
+
+	cr_assert_lt(devkit_load("/nonexistent/devkit.tar.gz", &dk), 0);
+}
+
+Test(devkit, not_a_tarball)
+{
+	char path[4096];
+	struct devkit dk;
+
+	/* a MAT-file is not a tar: libarchive must say so, not crash */
+	cr_assert_lt(devkit_load(fixture_path("imagenet.meta.mat", path, sizeof(path)), &dk), 0);
+}
+
+Test(devkit, hostile_meta)
+{
+	const char *bad[] = { "mat-bomb.mat", "mat-dims.mat", "mat-wrongtype.mat",
+			      "mat-text.mat", "mat-deep.mat" };
+	struct devkit dk;
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char path[4096];
+		FILE *f = fopen(fixture_path(bad[i], path, sizeof(path)), "rb");
+		static uint8_t buf[1 << 20];
+		size_t n;
+
+		cr_assert(f);
+		n = fread(buf, 1, sizeof(buf), f);
+		fclose(f);
+		cr_assert_lt(devkit_parse_meta(buf, n, bad[i], &dk), 0, "%s", bad[i]);
+		cr_assert_null(dk.wnid);
+	}
+}
+
+Test(devkit, bad_truth)
+{
+	char path[4096];
+	struct devkit dk;
+	static const char *bad[] = { "1\nx\n", "1\n99999\n", "1 2\n", "0\n",
+				     "18446744073709551617\n" };
+	size_t i;
+	FILE *f = fopen(fixture_path("imagenet.meta.mat", path, sizeof(path)), "rb");
+	static uint8_t buf[1 << 20];
+	size_t n;
+
+	cr_assert(f);
+	n = fread(buf, 1, sizeof(buf), f);
+	fclose(f);
+	cr_assert_eq(devkit_parse_meta(buf, n, "meta.mat", &dk), 0);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_assert_eq(devkit_parse_truth(bad[i], strlen(bad[i]), "gt", &dk),
+			     -EBADMSG, "%s", bad[i]);
+	cr_assert_eq(devkit_parse_truth("1\r\n2", 4, "gt", &dk), 0);
+	cr_assert_eq(dk.nval, 2);
+	cr_assert_eq(dk.val_label[0], dk.id_label[1]);
+	cr_assert_eq(dk.val_label[1], dk.id_label[2]);
+	devkit_free(&dk);
+}

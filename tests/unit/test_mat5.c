@@ -1,0 +1,195 @@
+/*
+ * test_mat5.c - the MAT-file reader against scipy.io: meta.mat files written
+ * by scipy.io.savemat (with and without compression) and by a MATLAB-style
+ * writer (miUINT16 chars, doubles stored as miUINT8), compared field by field
+ * with what scipy.io.loadmat read (tests/fixtures/make_imagenet.py writes
+ * <variant>.synsets.txt).  Then hostile files, every truncation, byte flips.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mat5.h"
+
+static uint8_t *slurp(const char *name, size_t *len)
+{
+	char path[4096];
+	const char *dir = getenv("SFS_FIXTURES");
+	FILE *f;
+	uint8_t *buf;
+	long n;
+
+	cr_assert(dir, "SFS_FIXTURES is not set");
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "rb");
+	cr_assert(f, "cannot open %s", path);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = malloc((size_t)n + 1);
+	cr_assert(buf);
+	cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	buf[n] = 0;
+	*len = (size_t)n;
+	return buf;
+}
+
+/* "1,2,3" -> the children array must hold exactly these values */
+static void check_children(const struct mat5_array *a, const char *list)
+{
+	uint64_t i = 0;
+	const char *p = list;
+
+	cr_assert(a);
+	while (*p) {
+		cr_assert_lt(i, a->numel);
+		cr_assert_eq(a->num[i], strtod(p, (char **)&p));
+		i++;
+		if (*p == ',')
+			p++;
+	}
+	cr_assert_eq(a->numel, i, "children: %llu values, scipy says %llu",
+		     (unsigned long long)a->numel, (unsigned long long)i);
+}
+
+static void check_variant(const char *variant)
+{
+	char name[256], *oracle, *line, *save = NULL;
+	struct mat5_array *s;
+	size_t len, olen;
+	uint8_t *buf;
+	uint64_t i = 0;
+
+	snprintf(name, sizeof(name), "%s.meta.mat", variant);
+	buf = slurp(name, &len);
+	cr_assert_eq(mat5_read_var(buf, len, name, "synsets", &s), 0);
+	cr_assert_eq(s->cls, MAT5_STRUCT);
+	snprintf(name, sizeof(name), "%s.synsets.txt", variant);
+	oracle = (char *)slurp(name, &olen);
+	for (line = strtok_r(oracle, "\n", &save); line; line = strtok_r(NULL, "\n", &save), i++) {
+		char *f[5], *q = line;
+		double v;
+		int k;
+
+		for (k = 0; k < 5; k++)
+			f[k] = strsep(&q, "\t");
+		cr_assert(f[4], "bad oracle line");
+		cr_assert_lt(i, s->numel);
+		cr_assert_eq(mat5_scalar(mat5_field(s, i, "ILSVRC2012_ID"), &v), 0);
+		cr_assert_eq(v, atof(f[0]));
+		cr_assert_str_eq(mat5_string(mat5_field(s, i, "WNID")), f[1]);
+		cr_assert_eq(mat5_scalar(mat5_field(s, i, "num_children"), &v), 0);
+		cr_assert_eq(v, atof(f[2]));
+		check_children(mat5_field(s, i, "children"), f[3]);
+		cr_assert_str_eq(mat5_string(mat5_field(s, i, "words")), f[4]);
+		cr_assert(mat5_string(mat5_field(s, i, "gloss")));
+	}
+	cr_assert_eq(s->numel, i);
+	cr_assert_null(mat5_field(s, 0, "no_such_field"));
+	cr_assert_null(mat5_field(s, s->numel, "WNID"));
+	mat5_free(s);
+	free(oracle);
+	free(buf);
+}
+
+Test(mat5, scipy_compressed) { check_variant("imagenet"); }
+Test(mat5, scipy_uncompressed) { check_variant("imagenet-plain"); }
+Test(mat5, matlab_style_uint16_chars_uint8_doubles) { check_variant("imagenet-matlab"); }
+
+Test(mat5, missing_variable)
+{
+	struct mat5_array *s;
+	size_t len;
+	uint8_t *buf = slurp("imagenet.meta.mat", &len);
+
+	cr_assert_eq(mat5_read_var(buf, len, "meta.mat", "nothere", &s), -ENOENT);
+	cr_assert_null(s);
+	free(buf);
+}
+
+static void expect_bad(const char *file)
+{
+	struct mat5_array *s = (void *)1;
+	size_t len;
+	uint8_t *buf = slurp(file, &len);
+	int rc = mat5_read_var(buf, len, file, "synsets", &s);
+
+	cr_assert_eq(rc, -EBADMSG, "%s: rc %d, expected -EBADMSG", file, rc);
+	cr_assert_null(s);
+	free(buf);
+}
+
+Test(mat5, inflate_bomb) { expect_bad("mat-bomb.mat"); }
+Test(mat5, absurd_dims) { expect_bad("mat-dims.mat"); }
+Test(mat5, tag_overrun) { expect_bad("mat-overrun.mat"); }
+Test(mat5, short_numeric) { expect_bad("mat-short.mat"); }
+Test(mat5, deep_nesting) { expect_bad("mat-deep.mat"); }
+Test(mat5, truncated_zlib) { expect_bad("mat-ztrunc.mat"); }
+Test(mat5, not_a_mat_file) { expect_bad("mat-text.mat"); }
+
+/* the wrong class parses, but it is not a struct: the caller's check */
+Test(mat5, wrong_type)
+{
+	struct mat5_array *s;
+	size_t len;
+	uint8_t *buf = slurp("mat-wrongtype.mat", &len);
+
+	cr_assert_eq(mat5_read_var(buf, len, "x", "synsets", &s), 0);
+	cr_assert_eq(s->cls, MAT5_CHAR);
+	cr_assert_str_eq(mat5_string(s), "abc");
+	cr_assert_null(mat5_field(s, 0, "WNID"));
+	mat5_free(s);
+	free(buf);
+}
+
+/* Every prefix must fail cleanly (only the final padding may go). */
+static void truncations(const char *file)
+{
+	size_t len, n;
+	uint8_t *buf = slurp(file, &len);
+
+	for (n = 0; n < len; n++) {
+		struct mat5_array *s = NULL;
+		uint8_t *copy = malloc(n ? n : 1);
+		int rc;
+
+		memcpy(copy, buf, n);
+		rc = mat5_read_var(copy, n, file, "synsets", &s);
+		if (n + 8 <= len)
+			cr_assert_lt(rc, 0, "%s truncated to %zu bytes parsed", file, n);
+		mat5_free(s);
+		free(copy);
+	}
+	free(buf);
+}
+
+Test(mat5, every_truncation_plain) { truncations("imagenet-plain.meta.mat"); }
+Test(mat5, every_truncation_compressed) { truncations("imagenet.meta.mat"); }
+
+/* Random byte flips: any result but a crash or a sanitizer report. */
+Test(mat5, byte_flips)
+{
+	size_t len, i;
+	uint8_t *buf = slurp("imagenet-plain.meta.mat", &len);
+	uint32_t x = 12345;
+
+	for (i = 0; i < 3000; i++) {
+		struct mat5_array *s = NULL;
+		uint8_t *copy = malloc(len);
+		int k;
+
+		memcpy(copy, buf, len);
+		for (k = 0; k < 4; k++) {
+			x = x * 1103515245 + 12345;
+			copy[128 + (x >> 8) % (len - 128)] ^= (uint8_t)(1u << (x & 7));
+		}
+		if (mat5_read_var(copy, len, "flipped", "synsets", &s) == 0)
+			cr_assert(s);
+		mat5_free(s);
+		free(copy);
+	}
+	free(buf);
+}
