@@ -1,0 +1,579 @@
+/*
+ * index.c - the persistent index file (see index.h for the contract).
+ *
+ * On disk (native byte order: an index is a local cache, and a foreign one
+ * fails the version check and is rebuilt):
+ *
+ *   header (64 bytes)  magic "SFSIDX\0\1", version, header size, fingerprint,
+ *                      nsect, table offset, total length, crc32
+ *   sections           each starting on a 64-byte boundary, zero padded
+ *   section table      nsect x {tag, pad, offset, length}, at the end
+ *
+ * The table comes last because sections are streamed and their number is
+ * known only at commit.  The crc32 covers every byte after the header and is
+ * computed while writing, so committing never re-reads the file.
+ *
+ * Not for: what sections mean, or deciding when to rebuild (the caller does,
+ * from index_map_open's -ESTALE / -EBADMSG / -ENOENT).
+ */
+#include "index.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "log.h"
+
+#define INDEX_MAGIC "SFSIDX\0\1"
+#define INDEX_VERSION 1u
+#define INDEX_ALIGN 64u
+#define INDEX_MAX_SECT 4096u
+#define WBUF_SIZE (256u << 10)
+
+#define FNV_OFFSET 0xcbf29ce484222325ull
+#define FNV_PRIME 0x100000001b3ull
+
+struct index_hdr {
+	char magic[8];
+	uint32_t version;
+	uint32_t hdr_size;
+	uint64_t fp;
+	uint32_t nsect;
+	uint32_t crc;       /* crc32 of bytes [hdr_size, total_len) */
+	uint64_t table_off;
+	uint64_t total_len;
+	uint8_t pad[16];
+};
+
+struct index_sect {
+	uint32_t tag;
+	uint32_t pad;
+	uint64_t off;
+	uint64_t len;
+};
+
+_Static_assert(sizeof(struct index_hdr) == INDEX_ALIGN, "header is 64 bytes");
+_Static_assert(sizeof(struct index_sect) == 24, "section entry is 24 bytes");
+
+/* ---- fingerprint ---- */
+
+void index_fp_init(struct index_fp *fp, const char *layout_name)
+{
+	fp->h = FNV_OFFSET;
+	index_fp_add_str(fp, layout_name);
+}
+
+void index_fp_add_bytes(struct index_fp *fp, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	uint64_t h = fp->h;
+
+	while (n--) {
+		h ^= *b++;
+		h *= FNV_PRIME;
+	}
+	fp->h = h;
+}
+
+/* The NUL is hashed too, so ("ab", "c") and ("a", "bc") differ. */
+void index_fp_add_str(struct index_fp *fp, const char *s)
+{
+	index_fp_add_bytes(fp, s ? s : "", strlen(s ? s : "") + 1);
+}
+
+void index_fp_add_u64(struct index_fp *fp, uint64_t v)
+{
+	uint8_t b[8];
+
+	for (int i = 0; i < 8; i++)
+		b[i] = (uint8_t)(v >> (8 * i));
+	index_fp_add_bytes(fp, b, sizeof(b));
+}
+
+int index_fp_add_file(struct index_fp *fp, const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0)
+		return -errno;
+	index_fp_add_str(fp, path);
+	index_fp_add_u64(fp, (uint64_t)st.st_size);
+	index_fp_add_u64(fp, (uint64_t)st.st_mtim.tv_sec * 1000000000ull +
+			 (uint64_t)st.st_mtim.tv_nsec);
+	return 0;
+}
+
+/* ---- index_path ---- */
+
+/* mkdir -p, mode 0755; existing directories are fine. */
+static int mkdir_p(const char *dir)
+{
+	char tmp[PATH_MAX];
+	size_t len = strlen(dir);
+
+	if (len == 0 || len >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	memcpy(tmp, dir, len + 1);
+	for (char *p = tmp + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+static int default_index_dir(char *out, size_t outlen)
+{
+	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	int n;
+
+	if (xdg && xdg[0] == '/')
+		n = snprintf(out, outlen, "%s/samplefs", xdg);
+	else if (home && home[0])
+		n = snprintf(out, outlen, "%s/.cache/samplefs", home);
+	else
+		return -ENOENT;
+	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
+}
+
+int index_path(const struct sfs_opts *o, const char *layout_name,
+	       const char *key, char *out, size_t outlen)
+{
+	char dir[PATH_MAX], real[PATH_MAX];
+	struct index_fp h = { FNV_OFFSET };
+	const char *src = o->source ? o->source : "";
+	int n, ret;
+
+	if (o->index_dir) {
+		n = snprintf(dir, sizeof(dir), "%s", o->index_dir);
+		if (n < 0 || (size_t)n >= sizeof(dir))
+			return -ENAMETOOLONG;
+	} else if ((ret = default_index_dir(dir, sizeof(dir))) < 0) {
+		sfs_err("no index directory: set HOME or XDG_CACHE_HOME, or -o index_dir=DIR");
+		return ret;
+	}
+	ret = mkdir_p(dir);
+	if (ret < 0) {
+		sfs_err("%s: cannot create index directory: %s", dir, strerror(-ret));
+		return ret;
+	}
+	/* a source that is not a local path (a URL) is hashed as given */
+	index_fp_add_str(&h, realpath(src, real) ? real : src);
+	index_fp_add_str(&h, key ? key : "");
+	n = snprintf(out, outlen, "%s/%s-%016llx.sfsidx", dir, layout_name,
+		     (unsigned long long)h.h);
+	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
+}
+
+/* ---- writer ---- */
+
+struct index_writer {
+	int fd;
+	char *path, *tmp;
+	uint64_t pos;          /* file offset of the next byte written */
+	uint32_t crc;
+	uint8_t *buf;          /* write buffer, WBUF_SIZE */
+	size_t buffered;
+	int open_sect;         /* a begin without its end */
+	uint32_t nsect, cap;
+	struct index_sect *sect;
+	int err;               /* first error; every later call fails with it */
+};
+
+static int write_all(int fd, const void *p, size_t n, const char *path)
+{
+	const uint8_t *b = p;
+	ssize_t k;
+
+	while (n) {
+		k = write(fd, b, n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0) {
+			sfs_err("%s: write: %s", path, strerror(errno));
+			return -errno;
+		}
+		b += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+static int wflush(struct index_writer *w)
+{
+	int ret;
+
+	if (!w->buffered)
+		return 0;
+	ret = write_all(w->fd, w->buf, w->buffered, w->tmp);
+	w->buffered = 0;
+	return ret;
+}
+
+/* Appends bytes after the header, through the buffer and the crc. */
+static int wput(struct index_writer *w, const void *p, uint64_t n)
+{
+	const uint8_t *b = p;
+	size_t k;
+	int ret;
+
+	if (w->err)
+		return w->err;
+	while (n) {
+		if (w->buffered == WBUF_SIZE && (ret = wflush(w)) < 0)
+			return w->err = ret;
+		k = WBUF_SIZE - w->buffered;
+		if (k > n)
+			k = (size_t)n;
+		memcpy(w->buf + w->buffered, b, k);
+		w->crc = (uint32_t)crc32(w->crc, b, (uInt)k);
+		w->buffered += k;
+		w->pos += k;
+		b += k;
+		n -= k;
+	}
+	return 0;
+}
+
+static int wpad(struct index_writer *w)
+{
+	static const uint8_t zero[INDEX_ALIGN];
+
+	return wput(w, zero, (INDEX_ALIGN - w->pos % INDEX_ALIGN) % INDEX_ALIGN);
+}
+
+int index_writer_open(struct index_writer **wp, const char *path)
+{
+	struct index_writer *w = calloc(1, sizeof(*w));
+	struct index_hdr zero;
+	int ret = -ENOMEM;
+
+	*wp = NULL;
+	if (!w)
+		return -ENOMEM;
+	memset(&zero, 0, sizeof(zero));   /* placeholder until commit */
+	w->fd = -1;
+	w->path = strdup(path);
+	w->buf = malloc(WBUF_SIZE);
+	if (!w->path || !w->buf || asprintf(&w->tmp, "%s.tmp.%ld", path, (long)getpid()) < 0) {
+		w->tmp = NULL;
+		goto out;
+	}
+	/* a leftover of a dead process with our pid is ours to replace */
+	unlink(w->tmp);
+	w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (w->fd < 0) {
+		ret = -errno;
+		sfs_err("%s: cannot create index: %s", w->tmp, strerror(errno));
+		goto out;
+	}
+	ret = write_all(w->fd, &zero, sizeof(zero), w->tmp);
+	if (ret < 0)
+		goto out;
+	w->pos = sizeof(zero);
+	w->crc = (uint32_t)crc32(0, NULL, 0);
+	*wp = w;
+	return 0;
+out:
+	index_writer_abort(w);
+	return ret;
+}
+
+int index_writer_begin(struct index_writer *w, uint32_t tag)
+{
+	struct index_sect *s;
+	int ret;
+
+	if (w->err)
+		return w->err;
+	if (w->open_sect)
+		return w->err = -EINVAL;
+	for (uint32_t i = 0; i < w->nsect; i++)
+		if (w->sect[i].tag == tag)
+			return w->err = -EEXIST;
+	if (w->nsect == INDEX_MAX_SECT)
+		return w->err = -E2BIG;
+	if (w->nsect == w->cap) {
+		uint32_t cap = w->cap ? 2 * w->cap : 16;
+
+		s = realloc(w->sect, cap * sizeof(*s));
+		if (!s)
+			return w->err = -ENOMEM;
+		w->sect = s;
+		w->cap = cap;
+	}
+	ret = wpad(w);
+	if (ret < 0)
+		return ret;
+	s = &w->sect[w->nsect++];
+	memset(s, 0, sizeof(*s));
+	s->tag = tag;
+	s->off = w->pos;
+	w->open_sect = 1;
+	return 0;
+}
+
+int index_writer_append(struct index_writer *w, const void *data, uint64_t len)
+{
+	if (!w->err && !w->open_sect)
+		w->err = -EINVAL;
+	return wput(w, data, len);
+}
+
+int index_writer_end(struct index_writer *w)
+{
+	if (w->err)
+		return w->err;
+	if (!w->open_sect)
+		return w->err = -EINVAL;
+	w->sect[w->nsect - 1].len = w->pos - w->sect[w->nsect - 1].off;
+	w->open_sect = 0;
+	return 0;
+}
+
+int index_writer_add(struct index_writer *w, uint32_t tag, const void *data,
+		     uint64_t len)
+{
+	int ret = index_writer_begin(w, tag);
+
+	if (ret == 0)
+		ret = index_writer_append(w, data, len);
+	if (ret == 0)
+		ret = index_writer_end(w);
+	return ret;
+}
+
+/* Makes the rename itself durable; a failure here only costs a rebuild. */
+static void fsync_dir_of(const char *path)
+{
+	char *dir = strdup(path), *slash;
+	int fd;
+
+	if (!dir)
+		return;
+	slash = strrchr(dir, '/');
+	if (slash == dir)
+		slash[1] = '\0';
+	else if (slash)
+		*slash = '\0';
+	fd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		fsync(fd);
+		close(fd);
+	}
+	free(dir);
+}
+
+int index_writer_commit(struct index_writer *w, const struct index_fp *fp)
+{
+	struct index_hdr h;
+	int ret;
+
+	if (w->open_sect && !w->err)
+		w->err = -EINVAL;
+	ret = wpad(w);
+	if (ret < 0)
+		goto out;
+	memset(&h, 0, sizeof(h));
+	h.table_off = w->pos;
+	ret = wput(w, w->sect, (uint64_t)w->nsect * sizeof(*w->sect));
+	if (ret == 0)
+		ret = wflush(w);
+	if (ret < 0)
+		goto out;
+	memcpy(h.magic, INDEX_MAGIC, 8);
+	h.version = INDEX_VERSION;
+	h.hdr_size = sizeof(h);
+	h.fp = fp->h;
+	h.nsect = w->nsect;
+	h.crc = w->crc;
+	h.total_len = w->pos;
+	if (pwrite(w->fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) || fsync(w->fd) < 0) {
+		ret = errno ? -errno : -EIO;
+		sfs_err("%s: writing index header: %s", w->tmp, strerror(-ret));
+		goto out;
+	}
+	if (rename(w->tmp, w->path) < 0) {
+		ret = -errno;
+		sfs_err("%s: rename to %s: %s", w->tmp, w->path, strerror(errno));
+		goto out;
+	}
+	fsync_dir_of(w->path);
+	free(w->tmp);
+	w->tmp = NULL;   /* renamed: nothing left for abort to unlink */
+out:
+	index_writer_abort(w);
+	return ret;
+}
+
+void index_writer_abort(struct index_writer *w)
+{
+	if (!w)
+		return;
+	if (w->fd >= 0)
+		close(w->fd);
+	if (w->tmp)
+		unlink(w->tmp);
+	free(w->tmp);
+	free(w->path);
+	free(w->buf);
+	free(w->sect);
+	free(w);
+}
+
+/* ---- reader ---- */
+
+static int bad(char *why, size_t whylen, const char *fmt, const char *path,
+	       unsigned long long a, unsigned long long b)
+{
+	if (why && whylen) {
+		int n = snprintf(why, whylen, "%s: ", path);
+
+		if (n >= 0 && (size_t)n < whylen)
+			snprintf(why + n, whylen - (size_t)n, fmt, a, b);
+	}
+	return -EBADMSG;
+}
+
+/* Every section inside [hdr_size, table_off), aligned, tags unique. */
+static int check_table(const struct index_hdr *h, const struct index_sect *t,
+		       const char *path, char *why, size_t whylen)
+{
+	for (uint32_t i = 0; i < h->nsect; i++) {
+		if (t[i].off < h->hdr_size || t[i].off % INDEX_ALIGN ||
+		    t[i].off > h->table_off || t[i].len > h->table_off - t[i].off)
+			return bad(why, whylen, "section %llu out of bounds (offset %llu)",
+				   path, i, (unsigned long long)t[i].off);
+		for (uint32_t j = 0; j < i; j++)
+			if (t[j].tag == t[i].tag)
+				return bad(why, whylen, "sections %llu and %llu share a tag",
+					   path, j, i);
+	}
+	return 0;
+}
+
+static int check_map(const struct index_map *m, const struct index_fp *fp,
+		     const char *path, char *why, size_t whylen)
+{
+	const struct index_hdr *h = (const void *)m->base;
+	uint32_t crc;
+
+	if (m->len < sizeof(*h))
+		return bad(why, whylen, "%llu bytes, shorter than the %llu-byte header",
+			   path, m->len, sizeof(*h));
+	if (memcmp(h->magic, INDEX_MAGIC, 8))
+		return bad(why, whylen, "bad magic at offset %llu (%llu bytes)", path,
+			   0, 8);
+	if (h->version != INDEX_VERSION || h->hdr_size != sizeof(*h))
+		return bad(why, whylen, "index version %llu, expected %llu", path,
+			   h->version, INDEX_VERSION);
+	if (h->total_len != m->len)
+		return bad(why, whylen, "length %llu, header says %llu", path,
+			   m->len, h->total_len);
+	if (h->nsect > INDEX_MAX_SECT || h->table_off % 8 || h->table_off < h->hdr_size ||
+	    h->table_off > m->len ||
+	    (m->len - h->table_off) != (uint64_t)h->nsect * sizeof(struct index_sect))
+		return bad(why, whylen, "section table at %llu does not fit %llu sections",
+			   path, h->table_off, h->nsect);
+	if (h->fp != fp->h) {
+		if (why && whylen)
+			snprintf(why, whylen, "%s: sources or options changed", path);
+		return -ESTALE;
+	}
+	crc = (uint32_t)crc32(0, NULL, 0);
+	for (uint64_t off = h->hdr_size; off < m->len;) {
+		uint64_t k = m->len - off < (1u << 30) ? m->len - off : (1u << 30);
+
+		crc = (uint32_t)crc32(crc, m->base + off, (uInt)k);
+		off += k;
+	}
+	if (crc != h->crc)
+		return bad(why, whylen, "checksum %08llx, header says %08llx", path,
+			   crc, h->crc);
+	return check_table(h, (const void *)(m->base + h->table_off), path, why, whylen);
+}
+
+int index_map_open(struct index_map *m, const char *path,
+		   const struct index_fp *fp, char *why, size_t whylen)
+{
+	struct stat st;
+	void *p = MAP_FAILED;
+	int fd, ret;
+
+	memset(m, 0, sizeof(*m));
+	if (why && whylen)
+		why[0] = '\0';
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		ret = -errno;
+		if (why && whylen)
+			snprintf(why, whylen, "%s: %s", path, strerror(errno));
+		return ret;
+	}
+	if (fstat(fd, &st) < 0) {
+		ret = -errno;
+		goto out;
+	}
+	if ((uint64_t)st.st_size < sizeof(struct index_hdr) || (uint64_t)st.st_size > SIZE_MAX) {
+		ret = bad(why, whylen, "%llu bytes, not an index (header is %llu)", path,
+			  (unsigned long long)st.st_size, sizeof(struct index_hdr));
+		goto out;
+	}
+	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (p == MAP_FAILED) {
+		ret = -errno;
+		sfs_err("%s: mmap of %lld bytes: %s", path, (long long)st.st_size,
+			strerror(errno));
+		goto out;
+	}
+	m->base = p;
+	m->len = (size_t)st.st_size;
+	ret = check_map(m, fp, path, why, whylen);
+	if (ret == 0) {
+		const struct index_hdr *h = p;
+
+		m->nsect = h->nsect;
+		m->table = m->base + h->table_off;
+	}
+out:
+	close(fd);   /* the mapping stays valid without the descriptor */
+	if (ret < 0 && p != MAP_FAILED)
+		munmap(p, (size_t)st.st_size);
+	if (ret < 0)
+		memset(m, 0, sizeof(*m));
+	return ret;
+}
+
+const void *index_map_section(const struct index_map *m, uint32_t tag,
+			      uint64_t *len)
+{
+	const struct index_sect *t = m->table;
+
+	for (uint32_t i = 0; i < m->nsect; i++) {
+		if (t[i].tag == tag) {
+			*len = t[i].len;
+			return m->base + t[i].off;
+		}
+	}
+	*len = 0;
+	return NULL;
+}
+
+void index_map_close(struct index_map *m)
+{
+	if (m->base)
+		munmap((void *)m->base, m->len);
+	memset(m, 0, sizeof(*m));
+}

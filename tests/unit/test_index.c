@@ -1,0 +1,308 @@
+/*
+ * test_index.c - core/index.c: writer/map round trip, and every way an index
+ * can be unusable (missing, stale, corrupt, truncated) giving its errno;
+ * index_path naming; two processes committing the same index at once.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <dirent.h>
+#include <unistd.h>
+
+#include "index.h"
+
+#define TAG_A INDEX_TAG('A', 'A', 'A', 'A')
+#define TAG_B INDEX_TAG('B', 'B', 'B', 'B')
+#define TAG_E INDEX_TAG('E', 'M', 'P', 'T')
+
+static char dir[64];
+
+static void mkdir_tmp(void)
+{
+	strcpy(dir, "/tmp/sfs-test-index.XXXXXX");
+	cr_assert(mkdtemp(dir));
+}
+
+static void rm_tmp(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+TestSuite(index, .init = mkdir_tmp, .fini = rm_tmp);
+
+static void fp_of(struct index_fp *fp, uint64_t v)
+{
+	index_fp_init(fp, "test");
+	index_fp_add_u64(fp, v);
+}
+
+/* Section A: 1000 bytes at once; B: 100003 bytes in odd pieces; E: empty. */
+static void write_index(const char *path, uint64_t fpv)
+{
+	struct index_writer *w;
+	struct index_fp fp;
+	uint8_t a[1000], *b = malloc(100003);
+
+	for (size_t i = 0; i < sizeof(a); i++)
+		a[i] = (uint8_t)(i * 7);
+	for (size_t i = 0; i < 100003; i++)
+		b[i] = (uint8_t)(i * 13 + 1);
+	cr_assert_eq(index_writer_open(&w, path), 0);
+	cr_assert_eq(index_writer_add(w, TAG_A, a, sizeof(a)), 0);
+	cr_assert_eq(index_writer_begin(w, TAG_B), 0);
+	for (size_t off = 0, k = 1; off < 100003; off += k, k = k * 3 + 1) {
+		if (off + k > 100003)
+			k = 100003 - off;
+		cr_assert_eq(index_writer_append(w, b + off, k), 0);
+	}
+	cr_assert_eq(index_writer_end(w), 0);
+	cr_assert_eq(index_writer_add(w, TAG_E, NULL, 0), 0);
+	fp_of(&fp, fpv);
+	cr_assert_eq(index_writer_commit(w, &fp), 0);
+	free(b);
+}
+
+static int open_with(const char *path, uint64_t fpv, struct index_map *m)
+{
+	struct index_fp fp;
+	char why[256];
+
+	fp_of(&fp, fpv);
+	return index_map_open(m, path, &fp, why, sizeof(why));
+}
+
+static void path_in_dir(char *out, size_t n, const char *name)
+{
+	snprintf(out, n, "%s/%s", dir, name);
+}
+
+/* Nothing but the index itself may be left in the directory. */
+static int count_files(void)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	cr_assert(d);
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+Test(index, round_trip)
+{
+	char path[128];
+	struct index_map m;
+	const uint8_t *a, *b;
+	uint64_t len;
+
+	path_in_dir(path, sizeof(path), "x.sfsidx");
+	write_index(path, 99);
+	cr_assert_eq(count_files(), 1, "temporary file left behind");
+	cr_assert_eq(open_with(path, 99, &m), 0);
+	cr_assert_eq(m.nsect, 3);
+	a = index_map_section(&m, TAG_A, &len);
+	cr_assert(a);
+	cr_assert_eq(len, 1000);
+	cr_assert_eq((uintptr_t)a % 64, 0);
+	for (size_t i = 0; i < len; i++)
+		cr_assert_eq(a[i], (uint8_t)(i * 7));
+	b = index_map_section(&m, TAG_B, &len);
+	cr_assert(b);
+	cr_assert_eq(len, 100003);
+	cr_assert_eq((uintptr_t)b % 64, 0);
+	for (size_t i = 0; i < len; i++)
+		cr_assert_eq(b[i], (uint8_t)(i * 13 + 1), "at %zu", i);
+	cr_assert(index_map_section(&m, TAG_E, &len));
+	cr_assert_eq(len, 0);
+	len = 7;
+	cr_assert_null(index_map_section(&m, INDEX_TAG('N', 'O', 'P', 'E'), &len));
+	cr_assert_eq(len, 0);
+	index_map_close(&m);
+}
+
+Test(index, missing_is_enoent)
+{
+	char path[128];
+	struct index_map m;
+
+	path_in_dir(path, sizeof(path), "none.sfsidx");
+	cr_assert_eq(open_with(path, 1, &m), -ENOENT);
+}
+
+Test(index, stale_fingerprint_is_estale)
+{
+	char path[128];
+	struct index_map m;
+
+	path_in_dir(path, sizeof(path), "x.sfsidx");
+	write_index(path, 1);
+	cr_assert_eq(open_with(path, 2, &m), -ESTALE);
+}
+
+static void flip_byte(const char *path, long off)
+{
+	int fd = open(path, O_RDWR);
+	uint8_t c;
+
+	cr_assert(fd >= 0);
+	cr_assert_eq(pread(fd, &c, 1, off), 1);
+	c ^= 0x20;
+	cr_assert_eq(pwrite(fd, &c, 1, off), 1);
+	close(fd);
+}
+
+Test(index, flipped_byte_is_ebadmsg)
+{
+	char path[128];
+	struct index_map m;
+	struct stat st;
+	/* in section A, deep in B, in the table (last bytes), in the magic */
+	long offs[] = { 64 + 10, 64 + 1024 + 50000, -1, 0, 3 };
+
+	path_in_dir(path, sizeof(path), "x.sfsidx");
+	for (size_t i = 0; i < sizeof(offs) / sizeof(offs[0]); i++) {
+		write_index(path, 5);
+		cr_assert_eq(stat(path, &st), 0);
+		flip_byte(path, offs[i] < 0 ? st.st_size + offs[i] : offs[i]);
+		cr_assert_eq(open_with(path, 5, &m), -EBADMSG, "flip at %ld", offs[i]);
+	}
+}
+
+Test(index, truncated_is_ebadmsg)
+{
+	char path[128];
+	struct index_map m;
+	struct stat st;
+
+	path_in_dir(path, sizeof(path), "x.sfsidx");
+	write_index(path, 5);
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert_eq(truncate(path, st.st_size - 1), 0);
+	cr_assert_eq(open_with(path, 5, &m), -EBADMSG);
+	cr_assert_eq(truncate(path, 10), 0);
+	cr_assert_eq(open_with(path, 5, &m), -EBADMSG);
+	cr_assert_eq(truncate(path, 0), 0);
+	cr_assert_eq(open_with(path, 5, &m), -EBADMSG);
+}
+
+Test(index, abort_and_misuse)
+{
+	char path[128];
+	struct index_writer *w;
+	struct index_fp fp;
+	struct index_map m;
+
+	path_in_dir(path, sizeof(path), "x.sfsidx");
+	cr_assert_eq(index_writer_open(&w, path), 0);
+	cr_assert_eq(index_writer_add(w, TAG_A, "abc", 3), 0);
+	index_writer_abort(w);
+	cr_assert_eq(count_files(), 0, "abort left a file");
+
+	/* a duplicate tag fails, and so does the commit after it */
+	cr_assert_eq(index_writer_open(&w, path), 0);
+	cr_assert_eq(index_writer_add(w, TAG_A, "abc", 3), 0);
+	cr_assert_neq(index_writer_add(w, TAG_A, "abc", 3), 0);
+	fp_of(&fp, 1);
+	cr_assert_neq(index_writer_commit(w, &fp), 0);
+	cr_assert_eq(count_files(), 0);
+	cr_assert_eq(open_with(path, 1, &m), -ENOENT);
+}
+
+Test(index, path_naming)
+{
+	struct sfs_opts o;
+	char p1[4096], p2[4096], p3[4096], p4[4096], src[128], alias[160], sub[128];
+
+	memset(&o, 0, sizeof(o));
+	path_in_dir(src, sizeof(src), "data.npy");
+	fclose(fopen(src, "w"));
+	snprintf(alias, sizeof(alias), "%s/./../%s/data.npy", dir, strrchr(dir, '/') + 1);
+	snprintf(sub, sizeof(sub), "%s/a/b", dir);
+	o.index_dir = sub;
+	o.source = src;
+	cr_assert_eq(index_path(&o, "npy", "", p1, sizeof(p1)), 0);
+	cr_assert_eq(strncmp(p1, sub, strlen(sub)), 0);
+	cr_assert(strstr(p1, "/npy-"));
+	cr_assert_eq(strlen(strstr(p1, "/npy-")), strlen("/npy-") + 16 + strlen(".sfsidx"));
+	cr_assert_eq(access(sub, W_OK), 0, "index_dir not created");
+	o.source = alias;
+	cr_assert_eq(index_path(&o, "npy", "", p2, sizeof(p2)), 0);
+	cr_assert_str_eq(p1, p2, "same file, different spelling");
+	cr_assert_eq(index_path(&o, "npy", "k=1", p3, sizeof(p3)), 0);
+	cr_assert_str_neq(p1, p3);
+
+	/* default directory: $XDG_CACHE_HOME/samplefs */
+	o.index_dir = NULL;
+	setenv("XDG_CACHE_HOME", sub, 1);
+	cr_assert_eq(index_path(&o, "npy", "", p4, sizeof(p4)), 0);
+	cr_assert_eq(strncmp(p4, sub, strlen(sub)), 0);
+	cr_assert(strstr(p4, "/samplefs/npy-"));
+	cr_assert_eq(index_path(&o, "npy", "", p4, sizeof(p4) > 20 ? 20 : 1), -ENAMETOOLONG);
+}
+
+Test(index, fingerprint_sees_file_changes)
+{
+	char src[128];
+	struct index_fp a, b;
+	FILE *f;
+
+	path_in_dir(src, sizeof(src), "f");
+	f = fopen(src, "w");
+	fputs("x", f);
+	fclose(f);
+	index_fp_init(&a, "l");
+	cr_assert_eq(index_fp_add_file(&a, src), 0);
+	f = fopen(src, "a");
+	fputs("y", f);
+	fclose(f);
+	index_fp_init(&b, "l");
+	cr_assert_eq(index_fp_add_file(&b, src), 0);
+	cr_assert_neq(a.h, b.h);
+	cr_assert_eq(index_fp_add_file(&b, "/nonexistent/x"), -ENOENT);
+	/* field boundaries matter */
+	index_fp_init(&a, "l");
+	index_fp_add_str(&a, "ab");
+	index_fp_add_str(&a, "c");
+	index_fp_init(&b, "l");
+	index_fp_add_str(&b, "a");
+	index_fp_add_str(&b, "bc");
+	cr_assert_neq(a.h, b.h);
+}
+
+/* Two processes building the same index: both commit, the result is whole. */
+Test(index, concurrent_commits)
+{
+	char path[128];
+	struct index_map m;
+	pid_t pid;
+	int st;
+
+	path_in_dir(path, sizeof(path), "x.sfsidx");
+	pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		for (int i = 0; i < 20; i++)
+			write_index(path, 7);
+		_exit(0);
+	}
+	for (int i = 0; i < 20; i++) {
+		write_index(path, 7);
+		cr_assert_eq(open_with(path, 7, &m), 0);
+		index_map_close(&m);
+	}
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	cr_assert_eq(open_with(path, 7, &m), 0);
+	index_map_close(&m);
+	cr_assert_eq(count_files(), 1);
+}
