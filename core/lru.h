@@ -14,11 +14,14 @@ struct lru;
 
 struct lru *lru_new(uint64_t max_bytes);
 void lru_free(struct lru *c);
-/* Copies len bytes at off of block `key` into out: 1 on hit, 0 on miss. */
+/* Copies len bytes at off of block `key` into out: 1 on hit, 0 on miss,
+ * -EINVAL if [off, off + len) is not inside the cached block. */
 int lru_copy_out(struct lru *c, uint64_t key, size_t off, void *out, size_t len);
 /* Inserts a block (takes ownership of data, malloc'ed; freed on evict). If
  * the key is already present, data is freed.  Blocks larger than the whole
  * cache are freed and not kept. */
 void lru_insert(struct lru *c, uint64_t key, void *data, size_t len);
+/* Current use: bytes charged (data plus per-entry overhead) and entries. */
+void lru_usage(struct lru *c, uint64_t *bytes, uint64_t *entries);
 
 #endif

@@ -1,0 +1,169 @@
+/*
+ * test_lru.c - core/lru.c: hits and misses, recency order, the byte bound,
+ * ownership of inserted data (leaks show under ASan), and 8 threads
+ * hammering one cache while checking every byte they copy out.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lru.h"
+
+/* Block `key` of length len: bytes derived from both, to catch mix-ups. */
+static void *make_block(uint64_t key, size_t len)
+{
+	uint8_t *p = malloc(len ? len : 1);
+
+	cr_assert(p);
+	for (size_t i = 0; i < len; i++)
+		p[i] = (uint8_t)(key * 31 + i * 7 + (i >> 8));
+	return p;
+}
+
+static int block_ok(uint64_t key, size_t off, const uint8_t *p, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (p[i] != (uint8_t)(key * 31 + (off + i) * 7 + ((off + i) >> 8)))
+			return 0;
+	return 1;
+}
+
+Test(lru, hit_miss_and_bounds)
+{
+	struct lru *c = lru_new(1 << 20);
+	uint8_t buf[100];
+
+	cr_assert_eq(lru_copy_out(c, 5, 0, buf, 10), 0);
+	lru_insert(c, 5, make_block(5, 1000), 1000);
+	cr_assert_eq(lru_copy_out(c, 5, 900, buf, 100), 1);
+	cr_assert(block_ok(5, 900, buf, 100));
+	cr_assert_eq(lru_copy_out(c, 5, 901, buf, 100), -EINVAL);
+	cr_assert_eq(lru_copy_out(c, 5, (size_t)-1, buf, 2), -EINVAL);
+	cr_assert_eq(lru_copy_out(c, 5, 1000, buf, 0), 1);
+	cr_assert_eq(lru_copy_out(c, 6, 0, buf, 10), 0);
+	/* a second insert of the same key keeps the first, frees the second */
+	lru_insert(c, 5, make_block(77, 1000), 1000);
+	cr_assert_eq(lru_copy_out(c, 5, 0, buf, 100), 1);
+	cr_assert(block_ok(5, 0, buf, 100));
+	lru_insert(c, 9, make_block(9, 0), 0);
+	cr_assert_eq(lru_copy_out(c, 9, 0, buf, 0), 1);
+	lru_free(c);
+}
+
+Test(lru, evicts_least_recently_used)
+{
+	uint64_t bytes, n;
+	/* room for three 1000-byte blocks and their entries, not four */
+	struct lru *c = lru_new(3 * 1000 + 3 * 64 + 500);
+	uint8_t b[1];
+
+	for (uint64_t k = 1; k <= 3; k++)
+		lru_insert(c, k, make_block(k, 1000), 1000);
+	lru_usage(c, &bytes, &n);
+	cr_assert_eq(n, 3);
+	cr_assert_eq(lru_copy_out(c, 1, 0, b, 1), 1);   /* 1 is now newest */
+	lru_insert(c, 4, make_block(4, 1000), 1000);    /* evicts 2 */
+	cr_assert_eq(lru_copy_out(c, 2, 0, b, 1), 0);
+	cr_assert_eq(lru_copy_out(c, 1, 0, b, 1), 1);
+	cr_assert_eq(lru_copy_out(c, 3, 0, b, 1), 1);
+	cr_assert_eq(lru_copy_out(c, 4, 0, b, 1), 1);
+	lru_insert(c, 5, make_block(5, 1000), 1000);    /* evicts 1 */
+	cr_assert_eq(lru_copy_out(c, 1, 0, b, 1), 0);
+	/* bigger than the whole cache: not kept, nothing evicted */
+	lru_insert(c, 6, make_block(6, 100000), 100000);
+	cr_assert_eq(lru_copy_out(c, 6, 0, b, 1), 0);
+	lru_usage(c, &bytes, &n);
+	cr_assert_eq(n, 3);
+	lru_free(c);
+}
+
+Test(lru, byte_bound_holds)
+{
+	const uint64_t max = 200000;
+	struct lru *c = lru_new(max);
+	uint64_t bytes, n, maxn = 0;
+	uint8_t buf[16];
+
+	srand(1);
+	for (uint64_t k = 0; k < 20000; k++) {
+		size_t len = (size_t)rand() % 9000;
+
+		lru_insert(c, k, make_block(k, len), len);
+		lru_usage(c, &bytes, &n);
+		cr_assert_leq(bytes, max, "after %llu inserts: %llu bytes",
+			      (unsigned long long)k, (unsigned long long)bytes);
+		maxn = n > maxn ? n : maxn;
+		if (len >= 16)
+			cr_assert_eq(lru_copy_out(c, k, 0, buf, 16), 1);
+	}
+	cr_assert_geq(maxn, 30, "the cache never filled");
+	lru_free(c);
+}
+
+/* Many keys hash to few buckets only if the table stops growing. */
+Test(lru, many_small_entries)
+{
+	struct lru *c = lru_new(1 << 30);
+	uint64_t bytes, n;
+	uint8_t b[4];
+
+	for (uint64_t k = 0; k < 100000; k++)
+		lru_insert(c, k << 32 | 3, make_block(k, 4), 4);
+	lru_usage(c, &bytes, &n);
+	cr_assert_eq(n, 100000);
+	for (uint64_t k = 0; k < 100000; k += 7) {
+		cr_assert_eq(lru_copy_out(c, k << 32 | 3, 0, b, 4), 1);
+		cr_assert(block_ok(k, 0, b, 4));
+	}
+	lru_free(c);
+}
+
+struct hammer {
+	struct lru *c;
+	unsigned seed;
+	int bad;
+};
+
+static void *hammer_run(void *arg)
+{
+	struct hammer *h = arg;
+	uint8_t buf[512];
+
+	for (int i = 0; i < 60000; i++) {
+		uint64_t key = (uint64_t)rand_r(&h->seed) % 600;
+		size_t len = 1000 + key * 13, off = (size_t)rand_r(&h->seed) % (len - 512);
+		int r = lru_copy_out(h->c, key, off, buf, 512);
+
+		if (r == 1 && !block_ok(key, off, buf, 512))
+			h->bad++;
+		else if (r == 0)
+			lru_insert(h->c, key, make_block(key, len), len);
+		else if (r < 0)
+			h->bad++;
+	}
+	return NULL;
+}
+
+Test(lru, eight_thread_hammer)
+{
+	/* holds about a third of the 600 blocks: hits, misses and evictions */
+	struct lru *c = lru_new(1 << 20);
+	struct hammer h[8];
+	pthread_t t[8];
+	uint64_t bytes, n;
+
+	for (int i = 0; i < 8; i++) {
+		h[i] = (struct hammer){ c, (unsigned)i * 7919 + 1, 0 };
+		cr_assert_eq(pthread_create(&t[i], NULL, hammer_run, &h[i]), 0);
+	}
+	for (int i = 0; i < 8; i++) {
+		pthread_join(t[i], NULL);
+		cr_assert_eq(h[i].bad, 0, "thread %d read wrong bytes", i);
+	}
+	lru_usage(c, &bytes, &n);
+	cr_assert_leq(bytes, 1 << 20);
+	cr_assert_gt(n, 50);
+	lru_free(c);
+}
