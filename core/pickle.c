@@ -1,0 +1,801 @@
+/*
+ * pickle.c - an allowlisted pickle reader for the object arrays of Quick,
+ * Draw! sketchrnn .npz members (see pickle.h).
+ *
+ * This is not a Python unpickler.  It runs the pickle stack machine over a
+ * closed set of opcodes and six known globals, and every value it can hold
+ * is one of a few fixed-size kinds: tuples are recognised the moment they
+ * are built (a shape, dtype arguments, an ndarray state, ...) and anything
+ * else is rejected.  So nothing is executed, nothing recurses, and no memory
+ * is allocated in proportion to a count the input merely claims: the stack
+ * and mark stack are fixed, the memo only grows by one entry per memo
+ * opcode actually present, and every length is checked against the bytes
+ * that remain before it is used.
+ *
+ * Element arrays are handed to the callback when they are appended to the
+ * (single) list that becomes the object array's data, pointing into the
+ * input when the bytes are raw; text that must be decoded (_codecs.encode
+ * latin-1 strings of Python 3 protocol 2 pickles) or Fortran-ordered data
+ * goes through one scratch buffer reused for every element.
+ */
+#include "pickle.h"
+#include "log.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* numpy's pickles need a depth of about 20 and a mark depth of 4; a batch
+ * of APPENDS holds 1000 items (both CPython pickle and cPickle). */
+#define PK_STACK_MAX 4096
+#define PK_MARKS_MAX 32
+#define PK_NAME_MAX  64
+
+enum pk_kind {
+	PV_NONE, PV_INT, PV_BYTES, PV_TEXT, PV_LATIN1, PV_GLOBAL, PV_LIST,
+	PV_EMPTY_TUPLE, PV_SHAPE, PV_RECON_ARGS, PV_DTYPE_ARGS, PV_DTYPE,
+	PV_DTYPE_STATE, PV_CODEC_ARGS, PV_FROMBUF_ARGS, PV_ARRAY,
+	PV_ELEM_STATE, PV_OBJ_STATE, PV_ELEM, PV_OBJARRAY,
+};
+
+enum pk_global {
+	G_RECONSTRUCT, G_NDARRAY, G_DTYPE, G_ENCODE, G_BYTES, G_FROMBUFFER,
+};
+
+enum pk_type { T_I2 = 1, T_OBJ };
+
+#define PF_LATIN1  1   /* data is UTF-8 text of latin-1 code points */
+#define PF_FORTRAN 2   /* data is column-major */
+#define PF_BIG     4   /* dtype state said big-endian */
+
+/*
+ * One value.  Strings (BYTES, TEXT, LATIN1) point into the input: for
+ * LATIN1, p/ulen are the UTF-8 text and len the decoded length.  Element
+ * arrays (ELEM, ELEM_STATE, FROMBUF_ARGS) keep the same p/ulen and n rows.
+ */
+struct pv {
+	uint8_t kind;
+	uint8_t sub;            /* GLOBAL: pk_global; DTYPE*: pk_type; SHAPE: ndim */
+	uint8_t flags;          /* PF_* */
+	union {
+		int64_t num;                                    /* INT (bools too) */
+		struct { const uint8_t *p; uint64_t len, ulen; } s;
+		struct { uint64_t d[2]; } shape;
+		struct { const uint8_t *p; uint64_t n, ulen; } arr;
+	} u;
+};
+
+struct pstate {
+	const uint8_t *buf;
+	size_t len, pos, op;    /* op: offset of the opcode being run */
+	const char *what;
+	pickle_stroke_fn fn;
+	void *arg;
+	struct pv stack[PK_STACK_MAX];
+	size_t sp;
+	size_t marks[PK_MARKS_MAX];
+	size_t nmarks;
+	struct pv *memo;
+	size_t nmemo, memo_cap;
+	uint8_t *scratch;
+	size_t scratch_cap;
+	int have_list;          /* only one list may exist: the data list */
+	uint64_t list_len;      /* elements appended to it (and passed to fn) */
+};
+
+static int fail(struct pstate *st, const char *fmt, ...) SFS_PRINTF(2, 3);
+
+static int fail(struct pstate *st, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	sfs_err("%s: pickle offset %zu (opcode 0x%02x): %s", st->what, st->op,
+		st->buf[st->op], msg);
+	return -EINVAL;
+}
+
+/* ---- input ---------------------------------------------------------- */
+
+static int take(struct pstate *st, uint64_t n, const uint8_t **p)
+{
+	if (n > st->len - st->pos)
+		return fail(st, "needs %llu bytes, only %zu left",
+			    (unsigned long long)n, st->len - st->pos);
+	*p = st->buf + st->pos;
+	st->pos += n;
+	return 0;
+}
+
+static int take_le(struct pstate *st, unsigned width, uint64_t *v)
+{
+	const uint8_t *p;
+	int rc = take(st, width, &p);
+
+	*v = 0;
+	while (rc == 0 && width--)
+		*v = *v << 8 | p[width];
+	return rc;
+}
+
+/* ---- stack and memo ------------------------------------------------- */
+
+static int push(struct pstate *st, const struct pv *v)
+{
+	if (st->sp == PK_STACK_MAX)
+		return fail(st, "stack deeper than %d", PK_STACK_MAX);
+	st->stack[st->sp++] = *v;
+	return 0;
+}
+
+static int pop(struct pstate *st, struct pv *v)
+{
+	size_t floor = st->nmarks ? st->marks[st->nmarks - 1] : 0;
+
+	if (st->sp == floor)
+		return fail(st, "stack underflow");
+	*v = st->stack[--st->sp];
+	return 0;
+}
+
+/* Items above the topmost mark; the mark is removed. */
+static int pop_mark(struct pstate *st, size_t *first)
+{
+	if (!st->nmarks)
+		return fail(st, "no MARK to pop");
+	*first = st->marks[--st->nmarks];
+	return 0;
+}
+
+/* Picklers number memo entries 0, 1, 2, ... so an index may rewrite an
+ * entry or add the next one, never leave a gap to be allocated. */
+static int memo_put(struct pstate *st, uint64_t idx)
+{
+	size_t floor = st->nmarks ? st->marks[st->nmarks - 1] : 0;
+
+	if (st->sp == floor)
+		return fail(st, "memo put with an empty stack");
+	if (idx > st->nmemo)
+		return fail(st, "memo index %llu skips past %zu",
+			    (unsigned long long)idx, st->nmemo);
+	if (idx == st->memo_cap) {
+		size_t cap = st->memo_cap ? st->memo_cap * 2 : 256;
+		struct pv *m = realloc(st->memo, cap * sizeof(*m));
+
+		if (!m)
+			return -ENOMEM;
+		st->memo = m;
+		st->memo_cap = cap;
+	}
+	st->memo[idx] = st->stack[st->sp - 1];
+	if (idx == st->nmemo)
+		st->nmemo++;
+	return 0;
+}
+
+static int memo_get(struct pstate *st, uint64_t idx)
+{
+	if (idx >= st->nmemo)
+		return fail(st, "memo index %llu not set (%zu entries)",
+			    (unsigned long long)idx, st->nmemo);
+	return push(st, &st->memo[idx]);
+}
+
+/* ---- recognising values --------------------------------------------- */
+
+static int is_str(const struct pv *v)
+{
+	return v->kind == PV_BYTES || v->kind == PV_TEXT || v->kind == PV_LATIN1;
+}
+
+/* Compares an ASCII literal with a string value of any kind (ASCII is the
+ * same in UTF-8 and latin-1). */
+static int str_eq(const struct pv *v, const char *lit)
+{
+	size_t n = strlen(lit);
+	uint64_t vlen = v->kind == PV_LATIN1 ? v->u.s.ulen : v->u.s.len;
+
+	return is_str(v) && vlen == n && memcmp(v->u.s.p, lit, n) == 0;
+}
+
+static int is_int(const struct pv *v, int64_t want)
+{
+	return v->kind == PV_INT && v->u.num == want;
+}
+
+/* Length of `n` UTF-8 bytes decoded to latin-1, or -1 if any code point
+ * is outside U+0000..U+00FF. */
+static int64_t latin1_len(const uint8_t *p, uint64_t n)
+{
+	uint64_t i = 0, out = 0;
+
+	while (i < n) {
+		if (p[i] < 0x80) {
+			i++;
+		} else if ((p[i] == 0xc2 || p[i] == 0xc3) && i + 1 < n &&
+			   (p[i + 1] & 0xc0) == 0x80) {
+			i += 2;
+		} else {
+			return -1;
+		}
+		out++;
+	}
+	return (int64_t)out;
+}
+
+static void latin1_decode(const uint8_t *p, uint64_t n, uint8_t *out)
+{
+	uint64_t i = 0;
+
+	while (i < n) {
+		if (p[i] < 0x80) {
+			*out++ = p[i++];
+		} else {
+			*out++ = (uint8_t)((p[i] & 0x03) << 6 | (p[i + 1] & 0x3f));
+			i += 2;
+		}
+	}
+}
+
+static uint64_t str_len(const struct pv *v)
+{
+	return v->u.s.len;
+}
+
+/*
+ * Checks an element's shape, dtype and data and fills out (ELEM_STATE or
+ * FROMBUF_ARGS).  Data must be exactly n*6 bytes: int16 (n, 3).
+ */
+static int elem_check(struct pstate *st, const struct pv *shape,
+		      const struct pv *dtype, const struct pv *data,
+		      int fortran, struct pv *out)
+{
+	uint64_t n;
+
+	if (dtype->kind != PV_DTYPE || dtype->sub != T_I2)
+		return fail(st, "element dtype is not int16");
+	if (dtype->flags & PF_BIG)
+		return fail(st, "element dtype is big-endian int16, expected '<i2'");
+	if (shape->kind != PV_SHAPE || shape->sub != 2 || shape->u.shape.d[1] != 3)
+		return fail(st, "element shape is not (n, 3)");
+	if (data->kind != PV_BYTES && data->kind != PV_LATIN1)
+		return fail(st, "element data is not a byte string");
+	n = shape->u.shape.d[0];
+	if (n > UINT32_MAX || str_len(data) != n * 6)
+		return fail(st, "element of shape (%llu, 3) has %llu data bytes, expected %llu",
+			    (unsigned long long)n,
+			    (unsigned long long)str_len(data),
+			    (unsigned long long)n * 6);
+	out->flags = (uint8_t)((data->kind == PV_LATIN1 ? PF_LATIN1 : 0) |
+			       (fortran && n > 1 ? PF_FORTRAN : 0));
+	out->u.arr.p = data->u.s.p;
+	out->u.arr.n = n;
+	out->u.arr.ulen = data->u.s.ulen;
+	return 0;
+}
+
+/* (1, shape, dtype, fortran, data): an ndarray's __setstate__ argument. */
+static int classify_array_state(struct pstate *st, const struct pv *it,
+				struct pv *out)
+{
+	const struct pv *dt = &it[2];
+
+	if (!is_int(&it[0], 1) || it[1].kind != PV_SHAPE ||
+	    dt->kind != PV_DTYPE || it[3].kind != PV_INT)
+		return fail(st, "5-tuple is not an ndarray state (1, shape, dtype, fortran, data)");
+	if (dt->sub == T_OBJ) {
+		if (it[1].sub != 1 || it[4].kind != PV_LIST)
+			return fail(st, "object array state is not (N,) with a list");
+		if (it[1].u.shape.d[0] != st->list_len)
+			return fail(st, "object array claims %llu elements, its list has %llu",
+				    (unsigned long long)it[1].u.shape.d[0],
+				    (unsigned long long)st->list_len);
+		out->kind = PV_OBJ_STATE;
+		out->u.num = (int64_t)st->list_len;
+		return 0;
+	}
+	out->kind = PV_ELEM_STATE;
+	return elem_check(st, &it[1], dt, &it[4], it[3].u.num != 0, out);
+}
+
+/* (3, endian, None, None, None, elsize, alignment, flags) */
+static int classify_dtype_state(struct pstate *st, const struct pv *it,
+				struct pv *out)
+{
+	const struct pv *e = &it[1];
+
+	if (!is_int(&it[0], 3) || !is_str(e) || str_len(e) != 1 ||
+	    it[2].kind != PV_NONE || it[3].kind != PV_NONE ||
+	    it[4].kind != PV_NONE || it[5].kind != PV_INT ||
+	    it[6].kind != PV_INT || it[7].kind != PV_INT)
+		return fail(st, "8-tuple is not a simple dtype state (3, endian, None, None, None, ...)");
+	out->kind = PV_DTYPE_STATE;
+	out->flags = str_eq(e, ">") ? PF_BIG : 0;
+	if (!out->flags && !str_eq(e, "<") && !str_eq(e, "|") && !str_eq(e, "="))
+		return fail(st, "dtype byte order is not one of < > | =");
+	return 0;
+}
+
+/* ('i2' | 'O8' | 'O4', align, copy) */
+static int classify_dtype_args(struct pstate *st, const struct pv *it,
+			       struct pv *out)
+{
+	if (it[1].kind != PV_INT || it[2].kind != PV_INT)
+		return fail(st, "dtype arguments are not (name, bool, bool)");
+	out->kind = PV_DTYPE_ARGS;
+	if (str_eq(&it[0], "i2"))
+		out->sub = T_I2;
+	else if (str_eq(&it[0], "O8") || str_eq(&it[0], "O4"))
+		out->sub = T_OBJ;
+	else
+		return fail(st, "dtype '%.*s' is neither int16 nor object",
+			    (int)(str_len(&it[0]) < 16 ? str_len(&it[0]) : 16),
+			    (const char *)it[0].u.s.p);
+	return 0;
+}
+
+static int classify_shape(struct pstate *st, const struct pv *it, size_t k,
+			  struct pv *out)
+{
+	size_t i;
+
+	for (i = 0; i < k; i++) {
+		if (it[i].u.num < 0)
+			return fail(st, "negative dimension %lld",
+				    (long long)it[i].u.num);
+		out->u.shape.d[i] = (uint64_t)it[i].u.num;
+	}
+	out->kind = PV_SHAPE;
+	out->sub = (uint8_t)k;
+	return 0;
+}
+
+/*
+ * Turns the k items it[0..k) into the one kind of tuple they can be, or
+ * fails.  These are all the tuples numpy's ndarray and dtype pickles use.
+ */
+static int classify_tuple(struct pstate *st, const struct pv *it, size_t k,
+			  struct pv *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (k == 0) {
+		out->kind = PV_EMPTY_TUPLE;
+		return 0;
+	}
+	if (k <= 2 && it[0].kind == PV_INT && it[k - 1].kind == PV_INT)
+		return classify_shape(st, it, k, out);
+	if (k == 2 && it[0].kind == PV_TEXT && (str_eq(&it[1], "latin1") ||
+						 str_eq(&it[1], "latin-1"))) {
+		out->kind = PV_CODEC_ARGS;
+		out->u.s = it[0].u.s;
+		return 0;
+	}
+	if (k == 3 && it[0].kind == PV_GLOBAL && it[0].sub == G_NDARRAY &&
+	    it[1].kind == PV_SHAPE && is_str(&it[2])) {
+		out->kind = PV_RECON_ARGS;
+		return 0;
+	}
+	if (k == 3 && is_str(&it[0]))
+		return classify_dtype_args(st, it, out);
+	if (k == 4 && it[0].kind == PV_BYTES && str_eq(&it[3], "C")) {
+		out->kind = PV_FROMBUF_ARGS;
+		return elem_check(st, &it[2], &it[1], &it[0], 0, out);
+	}
+	if (k == 4 && it[0].kind == PV_BYTES && str_eq(&it[3], "F")) {
+		out->kind = PV_FROMBUF_ARGS;
+		return elem_check(st, &it[2], &it[1], &it[0], 1, out);
+	}
+	if (k == 5)
+		return classify_array_state(st, it, out);
+	if (k == 8)
+		return classify_dtype_state(st, it, out);
+	return fail(st, "unexpected %zu-tuple", k);
+}
+
+/* ---- opcodes -------------------------------------------------------- */
+
+static int op_tuple(struct pstate *st, size_t k)
+{
+	struct pv t;
+	size_t first = 0;
+	int rc;
+
+	if (k == (size_t)-1) {
+		rc = pop_mark(st, &first);
+		if (rc)
+			return rc;
+		k = st->sp - first;
+	} else {
+		size_t floor = st->nmarks ? st->marks[st->nmarks - 1] : 0;
+
+		if (st->sp - floor < k)
+			return fail(st, "TUPLE%zu with %zu items on the stack",
+				    k, st->sp - floor);
+	}
+	rc = classify_tuple(st, &st->stack[st->sp - k], k, &t);
+	if (rc)
+		return rc;
+	st->sp -= k;
+	return push(st, &t);
+}
+
+static int lookup_global(struct pstate *st, const uint8_t *mod, size_t ml,
+			 const uint8_t *name, size_t nl)
+{
+	static const struct { const char *mod, *name; int id; } allow[] = {
+		{ "numpy.core.multiarray", "_reconstruct", G_RECONSTRUCT },
+		{ "numpy._core.multiarray", "_reconstruct", G_RECONSTRUCT },
+		{ "numpy", "ndarray", G_NDARRAY },
+		{ "numpy", "dtype", G_DTYPE },
+		{ "_codecs", "encode", G_ENCODE },
+		{ "__builtin__", "bytes", G_BYTES },
+		{ "builtins", "bytes", G_BYTES },
+		{ "numpy.core.numeric", "_frombuffer", G_FROMBUFFER },
+		{ "numpy._core.numeric", "_frombuffer", G_FROMBUFFER },
+	};
+	struct pv v = { .kind = PV_GLOBAL };
+	size_t i;
+
+	for (i = 0; i < sizeof(allow) / sizeof(allow[0]); i++) {
+		if (strlen(allow[i].mod) == ml && !memcmp(allow[i].mod, mod, ml) &&
+		    strlen(allow[i].name) == nl && !memcmp(allow[i].name, name, nl)) {
+			v.sub = (uint8_t)allow[i].id;
+			return push(st, &v);
+		}
+	}
+	return fail(st, "global %.*s.%.*s is not allowed",
+		    (int)(ml < PK_NAME_MAX ? ml : PK_NAME_MAX), (const char *)mod,
+		    (int)(nl < PK_NAME_MAX ? nl : PK_NAME_MAX), (const char *)name);
+}
+
+/* GLOBAL: "module\nname\n" */
+static int op_global(struct pstate *st)
+{
+	const uint8_t *mod = st->buf + st->pos, *name, *end = st->buf + st->len;
+	const uint8_t *nl1, *nl2;
+
+	nl1 = memchr(mod, '\n', (size_t)(end - mod));
+	if (!nl1)
+		return fail(st, "GLOBAL module name not terminated");
+	name = nl1 + 1;
+	nl2 = memchr(name, '\n', (size_t)(end - name));
+	if (!nl2)
+		return fail(st, "GLOBAL name not terminated");
+	st->pos = (size_t)(nl2 + 1 - st->buf);
+	return lookup_global(st, mod, (size_t)(nl1 - mod), name,
+			     (size_t)(nl2 - name));
+}
+
+static int op_stack_global(struct pstate *st)
+{
+	struct pv mod, name;
+	int rc;
+
+	if ((rc = pop(st, &name)) || (rc = pop(st, &mod)))
+		return rc;
+	if (mod.kind != PV_TEXT || name.kind != PV_TEXT)
+		return fail(st, "STACK_GLOBAL operands are not strings");
+	return lookup_global(st, mod.u.s.p, mod.u.s.len, name.u.s.p,
+			     name.u.s.len);
+}
+
+/* Any string or bytes push: a length of `width` bytes, then the data. */
+static int op_string(struct pstate *st, unsigned width, enum pk_kind kind)
+{
+	struct pv v = { .kind = (uint8_t)kind };
+	uint64_t n;
+	int rc = take_le(st, width, &n);
+
+	if (rc)
+		return rc;
+	/* Python 2 reads BINSTRING's length as signed */
+	if (st->buf[st->op] == 'T' && n > INT32_MAX)
+		return fail(st, "BINSTRING with negative length");
+	rc = take(st, n, &v.u.s.p);
+	if (rc)
+		return rc;
+	v.u.s.len = v.u.s.ulen = n;
+	return push(st, &v);
+}
+
+static int op_int(struct pstate *st, unsigned width, int is_signed)
+{
+	struct pv v = { .kind = PV_INT };
+	uint64_t u;
+	int rc = take_le(st, width, &u);
+
+	if (rc)
+		return rc;
+	v.u.num = is_signed ? (int64_t)(int32_t)(uint32_t)u : (int64_t)u;
+	return push(st, &v);
+}
+
+/* LONG1: n bytes of little-endian two's complement; we need at most 8. */
+static int op_long1(struct pstate *st)
+{
+	struct pv v = { .kind = PV_INT };
+	const uint8_t *p;
+	uint64_t n, i, u = 0;
+	int rc;
+
+	if ((rc = take_le(st, 1, &n)) || (rc = take(st, n, &p)))
+		return rc;
+	if (n > 8)
+		return fail(st, "LONG1 of %llu bytes is out of range",
+			    (unsigned long long)n);
+	for (i = n; i > 0; i--)
+		u = u << 8 | p[i - 1];
+	if (n > 0 && n < 8 && (p[n - 1] & 0x80))
+		u |= ~0ULL << (8 * n);          /* sign-extend */
+	v.u.num = (int64_t)u;
+	return push(st, &v);
+}
+
+static int op_reduce(struct pstate *st)
+{
+	struct pv args, fn, out;
+	int64_t l1;
+	int rc;
+
+	if ((rc = pop(st, &args)) || (rc = pop(st, &fn)))
+		return rc;
+	if (fn.kind != PV_GLOBAL)
+		return fail(st, "REDUCE of something that is not a global");
+	memset(&out, 0, sizeof(out));
+	if (fn.sub == G_RECONSTRUCT && args.kind == PV_RECON_ARGS) {
+		out.kind = PV_ARRAY;            /* empty until BUILD */
+	} else if (fn.sub == G_DTYPE && args.kind == PV_DTYPE_ARGS) {
+		out.kind = PV_DTYPE;
+		out.sub = args.sub;
+	} else if (fn.sub == G_ENCODE && args.kind == PV_CODEC_ARGS) {
+		l1 = latin1_len(args.u.s.p, args.u.s.len);
+		if (l1 < 0)
+			return fail(st, "_codecs.encode text is not latin-1");
+		out.kind = PV_LATIN1;
+		out.u.s.p = args.u.s.p;
+		out.u.s.ulen = args.u.s.len;
+		out.u.s.len = (uint64_t)l1;
+	} else if (fn.sub == G_BYTES && args.kind == PV_EMPTY_TUPLE) {
+		out.kind = PV_BYTES;            /* bytes() == b'' */
+		out.u.s.p = st->buf + st->op;   /* any valid pointer */
+	} else if (fn.sub == G_FROMBUFFER && args.kind == PV_FROMBUF_ARGS) {
+		out = args;
+		out.kind = PV_ELEM;
+	} else {
+		return fail(st, "REDUCE with unexpected arguments");
+	}
+	return push(st, &out);
+}
+
+static int op_build(struct pstate *st)
+{
+	struct pv state, *obj;
+	int rc = pop(st, &state);
+
+	if (rc)
+		return rc;
+	if (st->sp == 0 || (st->nmarks && st->sp == st->marks[st->nmarks - 1]))
+		return fail(st, "BUILD with nothing to build");
+	obj = &st->stack[st->sp - 1];
+	if (obj->kind == PV_DTYPE && state.kind == PV_DTYPE_STATE) {
+		obj->flags = state.flags;
+	} else if (obj->kind == PV_ARRAY && state.kind == PV_ELEM_STATE) {
+		*obj = state;
+		obj->kind = PV_ELEM;
+	} else if (obj->kind == PV_ARRAY && state.kind == PV_OBJ_STATE) {
+		*obj = state;
+		obj->kind = PV_OBJARRAY;
+	} else {
+		return fail(st, "BUILD of an unexpected object or state");
+	}
+	return 0;
+}
+
+/* Makes the element contiguous little-endian C-order int16 and calls fn. */
+static int emit(struct pstate *st, const struct pv *e)
+{
+	uint64_t n = e->u.arr.n, bytes = n * 6, need, r, c;
+	const uint8_t *src = e->u.arr.p;
+	uint8_t *tmp;
+
+	if (n == 0 || !(e->flags & (PF_LATIN1 | PF_FORTRAN)))
+		return st->fn(st->arg, src, (uint32_t)n);
+	need = (e->flags & PF_LATIN1) && (e->flags & PF_FORTRAN) ? 2 * bytes : bytes;
+	if (need > st->scratch_cap) {
+		tmp = realloc(st->scratch, need);
+		if (!tmp)
+			return -ENOMEM;
+		st->scratch = tmp;
+		st->scratch_cap = need;
+	}
+	if (e->flags & PF_LATIN1) {
+		tmp = (e->flags & PF_FORTRAN) ? st->scratch + bytes : st->scratch;
+		latin1_decode(src, e->u.arr.ulen, tmp);
+		src = tmp;
+	}
+	if (e->flags & PF_FORTRAN) {
+		for (r = 0; r < n; r++)
+			for (c = 0; c < 3; c++)
+				memcpy(st->scratch + (r * 3 + c) * 2,
+				       src + (c * n + r) * 2, 2);
+	}
+	return st->fn(st->arg, st->scratch, (uint32_t)n);
+}
+
+/* APPEND (one item) or APPENDS (items above the mark) to the data list. */
+static int op_append(struct pstate *st, int many)
+{
+	size_t first = 0, i;
+	int rc;
+
+	if (many) {
+		if ((rc = pop_mark(st, &first)))
+			return rc;
+	} else {
+		size_t floor = st->nmarks ? st->marks[st->nmarks - 1] : 0;
+
+		if (st->sp - floor < 2)
+			return fail(st, "APPEND with too few items");
+		first = st->sp - 1;
+	}
+	if (first == 0 || st->stack[first - 1].kind != PV_LIST)
+		return fail(st, "APPEND to something that is not a list");
+	for (i = first; i < st->sp; i++) {
+		if (st->stack[i].kind != PV_ELEM)
+			return fail(st, "list item %llu is not an int16 (n, 3) array",
+				    (unsigned long long)st->list_len);
+		rc = emit(st, &st->stack[i]);
+		if (rc)
+			return rc;
+		st->list_len++;
+	}
+	st->sp = first;
+	return 0;
+}
+
+static int op_mark(struct pstate *st)
+{
+	if (st->nmarks == PK_MARKS_MAX)
+		return fail(st, "MARKs nested deeper than %d", PK_MARKS_MAX);
+	st->marks[st->nmarks++] = st->sp;
+	return 0;
+}
+
+static int op_empty_list(struct pstate *st)
+{
+	struct pv v = { .kind = PV_LIST };
+
+	if (st->have_list)
+		return fail(st, "a second list (only the object array's data list is expected)");
+	st->have_list = 1;
+	return push(st, &v);
+}
+
+static int op_const(struct pstate *st, enum pk_kind kind, int64_t num)
+{
+	struct pv v = { .kind = (uint8_t)kind };
+
+	v.u.num = num;
+	return push(st, &v);
+}
+
+static int op_memo(struct pstate *st, unsigned width, int put)
+{
+	uint64_t idx;
+	int rc = take_le(st, width, &idx);
+
+	if (rc)
+		return rc;
+	return put ? memo_put(st, idx) : memo_get(st, idx);
+}
+
+static int op_proto_frame(struct pstate *st, int frame)
+{
+	uint64_t v;
+	int rc = take_le(st, frame ? 8 : 1, &v);
+
+	if (rc)
+		return rc;
+	if (frame && v > st->len - st->pos)
+		return fail(st, "FRAME of %llu bytes, only %zu left",
+			    (unsigned long long)v, st->len - st->pos);
+	if (!frame && (v < 2 || v > 5))
+		return fail(st, "pickle protocol %llu, expected 2 to 5",
+			    (unsigned long long)v);
+	return 0;
+}
+
+/* STOP: the whole pickle must have reduced to one built object array. */
+static long op_stop(struct pstate *st)
+{
+	if (st->nmarks || st->sp != 1 || st->stack[0].kind != PV_OBJARRAY)
+		return fail(st, "STOP without exactly one object array on the stack");
+	if ((uint64_t)st->stack[0].u.num != st->list_len)
+		return fail(st, "elements appended after the object array was built");
+	if (st->list_len > (uint64_t)LONG_MAX)
+		return fail(st, "too many elements");
+	return (long)st->list_len;
+}
+
+static int step(struct pstate *st, uint8_t op)
+{
+	switch (op) {
+	case 0x80: return op_proto_frame(st, 0);           /* PROTO */
+	case 0x95: return op_proto_frame(st, 1);           /* FRAME */
+	case 'c':  return op_global(st);
+	case 0x93: return op_stack_global(st);
+	case 'U':  return op_string(st, 1, PV_BYTES);      /* SHORT_BINSTRING */
+	case 'T':  return op_string(st, 4, PV_BYTES);      /* BINSTRING */
+	case 'C':  return op_string(st, 1, PV_BYTES);      /* SHORT_BINBYTES */
+	case 'B':  return op_string(st, 4, PV_BYTES);      /* BINBYTES */
+	case 0x8e: return op_string(st, 8, PV_BYTES);      /* BINBYTES8 */
+	case 0x96: return op_string(st, 8, PV_BYTES);      /* BYTEARRAY8 */
+	case 0x8c: return op_string(st, 1, PV_TEXT);       /* SHORT_BINUNICODE */
+	case 'X':  return op_string(st, 4, PV_TEXT);       /* BINUNICODE */
+	case 0x8d: return op_string(st, 8, PV_TEXT);       /* BINUNICODE8 */
+	case 'K':  return op_int(st, 1, 0);                /* BININT1 */
+	case 'M':  return op_int(st, 2, 0);                /* BININT2 */
+	case 'J':  return op_int(st, 4, 1);                /* BININT */
+	case 0x8a: return op_long1(st);
+	case 'N':  return op_const(st, PV_NONE, 0);
+	case 0x88: return op_const(st, PV_INT, 1);         /* NEWTRUE */
+	case 0x89: return op_const(st, PV_INT, 0);         /* NEWFALSE */
+	case ')':  return op_tuple(st, 0);                 /* EMPTY_TUPLE */
+	case 0x85: return op_tuple(st, 1);
+	case 0x86: return op_tuple(st, 2);
+	case 0x87: return op_tuple(st, 3);
+	case 't':  return op_tuple(st, (size_t)-1);        /* TUPLE (to MARK) */
+	case '(':  return op_mark(st);
+	case ']':  return op_empty_list(st);
+	case 'a':  return op_append(st, 0);
+	case 'e':  return op_append(st, 1);
+	case 'R':  return op_reduce(st);
+	case 'b':  return op_build(st);
+	case 'q':  return op_memo(st, 1, 1);               /* BINPUT */
+	case 'r':  return op_memo(st, 4, 1);               /* LONG_BINPUT */
+	case 0x94: return memo_put(st, st->nmemo);         /* MEMOIZE */
+	case 'h':  return op_memo(st, 1, 0);               /* BINGET */
+	case 'j':  return op_memo(st, 4, 0);               /* LONG_BINGET */
+	default:
+		return fail(st, "opcode 0x%02x is not allowed", op);
+	}
+}
+
+long pickle_parse_strokes(const uint8_t *buf, size_t len, const char *what,
+			  pickle_stroke_fn fn, void *arg)
+{
+	struct pstate *st;
+	long rc = -EINVAL;
+
+	st = calloc(1, sizeof(*st));
+	if (!st)
+		return -ENOMEM;
+	st->buf = buf;
+	st->len = len;
+	st->what = what;
+	st->fn = fn;
+	st->arg = arg;
+	while (st->pos < st->len) {
+		st->op = st->pos++;
+		if (buf[st->op] == '.') {
+			rc = op_stop(st);
+			goto out;
+		}
+		rc = step(st, buf[st->op]);
+		if (rc)
+			goto out;
+	}
+	sfs_err("%s: pickle offset %zu: truncated, no STOP opcode", what, len);
+	rc = -EINVAL;
+out:
+	free(st->memo);
+	free(st->scratch);
+	free(st);
+	return rc;
+}
