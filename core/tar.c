@@ -36,6 +36,7 @@ struct reader {
 	uint64_t lo, hi;
 	uint64_t boff;
 	size_t blen;
+	size_t want;        /* bytes to read on a miss: see rd_get */
 	unsigned char buf[WINDOW];
 };
 
@@ -63,7 +64,12 @@ static void pending_clear(struct pending *p)
 	memset(p, 0, sizeof(*p));
 }
 
-/* Points *p at n (<= WINDOW) bytes at off; -EBADMSG if the range ends first. */
+/*
+ * Points *p at n (<= WINDOW) bytes at off; -EBADMSG if the range ends first.
+ * A miss reads r->want bytes: a whole window while members are small (so
+ * one pread serves many headers), one block when they are large (copying
+ * a window of data we will skip would cost more than the pread).
+ */
 static int rd_get(struct reader *r, uint64_t off, size_t n,
 		  const unsigned char **p)
 {
@@ -76,7 +82,9 @@ static int rd_get(struct reader *r, uint64_t off, size_t n,
 		*p = r->buf + (off - r->boff);
 		return 0;
 	}
-	want = r->hi - off < WINDOW ? (size_t)(r->hi - off) : WINDOW;
+	want = n > r->want ? n : r->want;
+	if (r->hi - off < want)
+		want = (size_t)(r->hi - off);
 	while (got < want) {
 		k = pread(r->fd, r->buf + got, want - got, (off_t)(off + got));
 		if (k < 0 && errno == EINTR)
@@ -563,6 +571,7 @@ static int walk_loop(struct walk *w, tar_member_fn fn, void *arg)
 			return rc;
 		if (rc > 0 && (rc = fn(arg, &m)) != 0)
 			return rc;
+		w->rd.want = next - pos > WINDOW / 2 ? TAR_BLOCK : WINDOW;
 		pos = next;
 	}
 	if (pos < w->rd.hi) {
@@ -586,6 +595,7 @@ int tar_walk(int fd, uint64_t base, uint64_t len, const char *what,
 	w->rd.fd = fd;
 	w->rd.lo = base;
 	w->rd.hi = base + len;
+	w->rd.want = WINDOW;
 	w->what = what;
 	rc = walk_loop(w, fn, arg);
 	pending_clear(&w->next);

@@ -1,0 +1,1018 @@
+/*
+ * tarindex.c - builds the compact tar index described in tarindex.h, and
+ * answers lookups from it in place in the mmap'ed index file.
+ *
+ * Building (single-threaded, heap arrays, never used while mounted):
+ *   1. walk every source with tar_walk, expanding nested tars, collecting
+ *      one `struct ent` per member with its full path in one arena;
+ *   2. sort the entries by path, comparing component by component (so a
+ *      directory's descendants follow it: a depth-first preorder with the
+ *      children of each directory in name order) and keep the last of
+ *      equal paths;
+ *   3. resolve hard links by binary search in that sorted array;
+ *   4. one pass with a stack of open directories emits the tree items,
+ *      creating implicit parents;
+ *   5. a stable bucket sort by depth turns the preorder into breadth-first
+ *      order, in which the children of every directory are contiguous and
+ *      the directories' child ranges tile [1, nnodes) in node order.
+ *
+ * Not for: layout decisions (names of the mount's top level, inodes).
+ */
+#include "tarindex.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "progress.h"
+#include "tar.h"
+
+#define TARINDEX_VERSION 1
+#define TAG(c, x, y) INDEX_TAG((c), 'T', (x), (y))
+#define NONE UINT32_MAX
+
+/* Section header, stored as section TAG(c, 'H', 'D'). */
+struct tarindex_hdr {
+	uint32_t version;
+	uint32_t nnodes;
+	uint32_t ndirs;
+	uint32_t nsrc;
+	uint64_t pool_len;
+	uint64_t nfiles;
+	uint64_t total_bytes;
+};
+
+/* ---------------------------------------------------------------- build */
+
+/* One collected member (or nested tar directory). */
+struct ent {
+	uint64_t path;      /* arena offset of the full path */
+	uint64_t link;      /* arena offset of the link target, or 0 */
+	uint64_t off, size;
+	int64_t mtime;
+	uint32_t seq, src;
+	uint8_t type;       /* enum tar_type */
+	uint8_t dropped;
+};
+
+/* One node of the tree in preorder, before renumbering. */
+struct item {
+	uint64_t name;      /* arena offset of the name (not NUL-terminated) */
+	uint64_t off, size; /* file data / symlink target arena offset+length */
+	int64_t mtime;
+	uint32_t name_len, parent, src, depth;
+	uint8_t type;       /* enum tarindex_type */
+};
+
+struct builder {
+	char *arena;
+	uint64_t arena_len, arena_cap;
+	struct ent *ents;
+	uint32_t nents, ents_cap;
+	struct item *items;
+	uint32_t nitems, items_cap;
+	uint32_t recursive;
+	struct progress prog;
+	uint64_t bytes_before;  /* sizes of the sources already walked */
+	int too_many;
+};
+
+/* What one tar_walk is walking: a source, or a nested tar inside one. */
+struct walkctx {
+	struct builder *b;
+	int fd;
+	uint32_t src, depth;
+	const char *prefix;     /* "" or "dir" for the members' paths */
+	const char *what;
+};
+
+static int grow(void **p, uint32_t *cap, uint32_t n, size_t elt)
+{
+	uint32_t c = *cap ? *cap : 1024;
+	void *q;
+
+	if (n < *cap)
+		return 0;
+	while (c <= n)
+		c *= 2;
+	q = realloc(*p, (size_t)c * elt);
+	if (!q)
+		return -ENOMEM;
+	*p = q;
+	*cap = c;
+	return 0;
+}
+
+/* Appends a NUL-terminated string (two pieces joined by '/' if a is set). */
+static int arena_put(struct builder *b, const char *a, const char *s,
+		     size_t slen, uint64_t *out)
+{
+	size_t alen = a && *a ? strlen(a) + 1 : 0;
+	uint64_t need = b->arena_len + alen + slen + 1;
+
+	if (need > b->arena_cap) {
+		uint64_t c = b->arena_cap ? b->arena_cap : 1 << 20;
+		char *q;
+
+		while (c < need)
+			c *= 2;
+		q = realloc(b->arena, c);
+		if (!q)
+			return -ENOMEM;
+		b->arena = q;
+		b->arena_cap = c;
+	}
+	*out = b->arena_len;
+	if (alen) {
+		memcpy(b->arena + b->arena_len, a, alen - 1);
+		b->arena[b->arena_len + alen - 1] = '/';
+	}
+	memcpy(b->arena + b->arena_len + alen, s, slen);
+	b->arena[need - 1] = '\0';
+	b->arena_len = need;
+	return 0;
+}
+
+/*
+ * Symlinks may point anywhere inside the mount, judged lexically from the
+ * link's directory prefix/path (an absolute target always leaves).
+ */
+static int symlink_inside(const char *prefix, const char *path,
+			  const char *target)
+{
+	char buf[3 * TAR_PATH_MAX + 3];
+	const char *slash = strrchr(path, '/');
+	size_t dlen = slash ? (size_t)(slash - path) : 0;
+
+	if (target[0] == '/' || strlen(prefix) + dlen + strlen(target) + 3 > sizeof(buf))
+		return 0;
+	snprintf(buf, sizeof(buf), "%s/%.*s/%s", prefix, (int)dlen, path, target);
+	return tar_normalise(buf) != -EINVAL;
+}
+
+static int add_ent(struct walkctx *c, const struct tar_member *m,
+		   const char *path, uint8_t type)
+{
+	struct builder *b = c->b;
+	struct ent *e;
+	int rc;
+
+	if (b->nents + 1 >= TARINDEX_MAX_NODES / 2) {
+		sfs_err("%s: more than %u members: refusing to index (tar bomb?)",
+			c->what, TARINDEX_MAX_NODES / 2);
+		b->too_many = 1;
+		return -E2BIG;
+	}
+	rc = grow((void **)&b->ents, &b->ents_cap, b->nents, sizeof(*e));
+	if (rc < 0)
+		return rc;
+	e = &b->ents[b->nents];
+	memset(e, 0, sizeof(*e));
+	rc = arena_put(b, c->prefix, path, strlen(path), &e->path);
+	if (rc == 0 && m->link[0] && type != TAR_DIR)
+		rc = arena_put(b, type == TAR_HARDLINK ? c->prefix : NULL, m->link,
+			       strlen(m->link), &e->link);
+	if (rc < 0)
+		return rc;
+	e->off = m->offset;
+	e->size = m->size;
+	e->mtime = m->mtime;
+	e->seq = b->nents;
+	e->src = c->src;
+	e->type = type;
+	b->nents++;
+	return 0;
+}
+
+static int walk_cb(void *arg, const struct tar_member *m);
+
+/*
+ * A member named "*.tar" that starts with a valid tar header becomes a
+ * directory of its members (name minus ".tar").  1 if expanded, 0 if it
+ * is to be kept as a plain file, <0 on error.
+ */
+static int try_nested(struct walkctx *c, const struct tar_member *m)
+{
+	unsigned char hdr[TAR_BLOCK];
+	size_t len = strlen(m->path);
+	const char *base = strrchr(m->path, '/');
+	char dir[TAR_PATH_MAX + 1], what[512];
+	struct walkctx sub = *c;
+	int rc;
+
+	base = base ? base + 1 : m->path;
+	if (c->depth >= c->b->recursive || m->size < TAR_BLOCK || len < 5 ||
+	    strcmp(m->path + len - 4, ".tar") || strlen(base) < 5)
+		return 0;
+	if (pread(c->fd, hdr, sizeof(hdr), (off_t)m->offset) != sizeof(hdr) ||
+	    !tar_header_ok(hdr))
+		return 0;
+	memcpy(dir, m->path, len - 4);
+	dir[len - 4] = '\0';
+	rc = add_ent(c, m, dir, TAR_DIR);
+	if (rc < 0)
+		return rc;
+	snprintf(what, sizeof(what), "%s:%s", c->what, m->path);
+	sub.depth++;
+	sub.what = what;
+	sub.prefix = c->b->arena + c->b->ents[c->b->nents - 1].path;
+	/* the arena may move while the nested walk adds paths: copy */
+	snprintf(dir, sizeof(dir), "%s", sub.prefix);
+	sub.prefix = dir;
+	rc = tar_walk(c->fd, m->offset, m->size, what, walk_cb, &sub);
+	if (rc == -EBADMSG)
+		sfs_warn("%s: keeping the members before the damage", what);
+	return rc == -EBADMSG || rc == 0 ? 1 : rc;
+}
+
+static int walk_cb(void *arg, const struct tar_member *m)
+{
+	struct walkctx *c = arg;
+	struct builder *b = c->b;
+	int rc;
+
+	progress_update(&b->prog, b->nents, b->bytes_before + m->offset);
+	switch (m->type) {
+	case TAR_FILE:
+		if (m->size > TARINDEX_MAX_SIZE) {
+			sfs_warn("%s: member '%s' of %llu bytes is too large: skipped",
+				 c->what, m->path, (unsigned long long)m->size);
+			return 0;
+		}
+		rc = try_nested(c, m);
+		if (rc != 0)
+			return rc < 0 ? rc : 0;
+		break;
+	case TAR_SYMLINK:
+		if (!symlink_inside(c->prefix, m->path, m->link)) {
+			sfs_warn("%s: symlink '%s' -> '%s' leaves the mount: skipped",
+				 c->what, m->path, m->link);
+			return 0;
+		}
+		break;
+	default:
+		break;
+	}
+	return add_ent(c, m, m->path, (uint8_t)m->type);
+}
+
+/* Path order, component by component: "" < "/" < every other byte. */
+static int pathcmp(const char *a, const char *b)
+{
+	const unsigned char *x = (const unsigned char *)a;
+	const unsigned char *y = (const unsigned char *)b;
+	unsigned cx, cy;
+
+	while (*x && *x == *y) {
+		x++;
+		y++;
+	}
+	cx = *x == '/' ? 1u : *x ? *x + 1u : 0u;
+	cy = *y == '/' ? 1u : *y ? *y + 1u : 0u;
+	return (int)cx - (int)cy;
+}
+
+static int ent_cmp(const void *pa, const void *pb, void *arg)
+{
+	const struct builder *b = arg;
+	const struct ent *x = pa, *y = pb;
+	int r = pathcmp(b->arena + x->path, b->arena + y->path);
+
+	if (r)
+		return r;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Sorts the entries by path and keeps the last of each path (tar -x). */
+static void sort_dedupe(struct builder *b)
+{
+	uint32_t i, n = 0;
+
+	qsort_r(b->ents, b->nents, sizeof(*b->ents), ent_cmp, b);
+	for (i = 0; i < b->nents; i++) {
+		if (n && !strcmp(b->arena + b->ents[n - 1].path,
+				 b->arena + b->ents[i].path))
+			n--;
+		b->ents[n++] = b->ents[i];
+	}
+	b->nents = n;
+}
+
+static struct ent *find_ent(struct builder *b, const char *path)
+{
+	uint32_t lo = 0, hi = b->nents;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		int r = pathcmp(b->arena + b->ents[mid].path, path);
+
+		if (r == 0)
+			return &b->ents[mid];
+		if (r < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/* Hard links take their target's data; chains are followed a few steps. */
+static void resolve_links(struct builder *b)
+{
+	uint32_t i;
+	int hops;
+
+	for (i = 0; i < b->nents; i++) {
+		struct ent *e = &b->ents[i], *t = e;
+
+		if (e->type != TAR_HARDLINK)
+			continue;
+		for (hops = 0; t && t->type == TAR_HARDLINK && hops < 16; hops++)
+			t = find_ent(b, b->arena + t->link);
+		if (!t || t->type != TAR_FILE) {
+			sfs_warn("hard link '%s' -> '%s': target is not a regular "
+				 "file in the archive: skipped",
+				 b->arena + e->path, b->arena + e->link);
+			e->dropped = 1;
+			continue;
+		}
+		e->type = TAR_FILE;
+		e->off = t->off;
+		e->size = t->size;
+		e->src = t->src;
+	}
+}
+
+static int add_item(struct builder *b, uint64_t name, uint32_t name_len,
+		    uint32_t parent, uint32_t depth, uint8_t type,
+		    const struct ent *e)
+{
+	struct item *it;
+	int rc;
+
+	if (b->nitems + 1 >= TARINDEX_MAX_NODES) {
+		sfs_err("more than %u nodes: refusing to index", TARINDEX_MAX_NODES);
+		return -E2BIG;
+	}
+	rc = grow((void **)&b->items, &b->items_cap, b->nitems, sizeof(*it));
+	if (rc < 0)
+		return rc;
+	it = &b->items[b->nitems++];
+	memset(it, 0, sizeof(*it));
+	it->name = name;
+	it->name_len = name_len;
+	it->parent = parent;
+	it->depth = depth;
+	it->type = type;
+	it->mtime = e ? e->mtime : 0;
+	if (e && type == TARINDEX_FILE) {
+		it->off = e->off;
+		it->size = e->size;
+		it->src = e->src;
+	} else if (e && type == TARINDEX_SYMLINK) {
+		it->off = e->link;
+		it->size = strlen(b->arena + e->link);
+	}
+	return 0;
+}
+
+static uint8_t item_type(uint8_t tar_type)
+{
+	return tar_type == TAR_DIR ? TARINDEX_DIR :
+	       tar_type == TAR_SYMLINK ? TARINDEX_SYMLINK : TARINDEX_FILE;
+}
+
+/* The open directories along the current path during tree_pass. */
+struct dirstack {
+	uint32_t depth;
+	struct {
+		uint32_t item;
+		uint32_t len;   /* length of its full path */
+		uint64_t path;  /* arena offset of its full path */
+	} d[TAR_PATH_MAX / 2 + 2];
+};
+
+static void push_dir(struct dirstack *st, uint32_t item, uint64_t path,
+		     uint32_t len)
+{
+	st->depth++;
+	st->d[st->depth].item = item;
+	st->d[st->depth].path = path;
+	st->d[st->depth].len = len;
+}
+
+/* Whether directory `st->d[k]` is an ancestor of path p. */
+static int under(const struct builder *b, const struct dirstack *st,
+		 uint32_t k, const char *p)
+{
+	uint32_t len = st->d[k].len;
+
+	return !memcmp(p, b->arena + st->d[k].path, len) && p[len] == '/';
+}
+
+/*
+ * Emits the items of one entry (implicit parents first).  `prev` is the
+ * previous entry emitted: if this entry lies under it and it is not a
+ * directory, the file gives way to the directory (warned).
+ */
+static int tree_entry(struct builder *b, struct dirstack *st,
+		      const struct ent *e, const struct ent *prev)
+{
+	const char *p = b->arena + e->path;
+	uint32_t top, start, end;
+	int rc;
+
+	while (st->depth && !under(b, st, st->depth, p))
+		st->depth--;
+	if (prev && b->items[b->nitems - 1].type != TARINDEX_DIR) {
+		const char *q = b->arena + prev->path;
+		size_t ql = strlen(q);
+
+		if (!strncmp(p, q, ql) && p[ql] == '/') {
+			sfs_warn("'%s' is both a file and a directory: the file is hidden", q);
+			b->items[b->nitems - 1].type = TARINDEX_DIR;
+			push_dir(st, b->nitems - 1, prev->path, (uint32_t)ql);
+		}
+	}
+	start = st->depth ? st->d[st->depth].len + 1 : 0;
+	for (;;) {
+		for (end = start; p[end] && p[end] != '/'; end++)
+			;
+		top = st->d[st->depth].item;
+		if (!p[end])
+			break;
+		rc = add_item(b, e->path + start, end - start, top, st->depth + 1,
+			      TARINDEX_DIR, e);
+		if (rc < 0)
+			return rc;
+		push_dir(st, b->nitems - 1, e->path, end);
+		start = end + 1;
+	}
+	rc = add_item(b, e->path + start, end - start, top, st->depth + 1,
+		      item_type(e->type), e);
+	if (rc < 0 || e->type != TAR_DIR)
+		return rc;
+	push_dir(st, b->nitems - 1, e->path, end);
+	return 0;
+}
+
+/* Steps 4: the preorder item list, item 0 being the root. */
+static int tree_pass(struct builder *b, int64_t root_mtime)
+{
+	struct dirstack *st;
+	const struct ent *prev = NULL;
+	uint32_t i;
+	int rc;
+
+	st = calloc(1, sizeof(*st));
+	if (!st)
+		return -ENOMEM;
+	rc = add_item(b, 0, 0, NONE, 0, TARINDEX_DIR, NULL);
+	b->items[0].mtime = root_mtime;
+	st->d[0].item = 0;
+	for (i = 0; rc == 0 && i < b->nents; i++) {
+		if (b->ents[i].dropped)
+			continue;
+		rc = tree_entry(b, st, &b->ents[i], prev);
+		prev = &b->ents[i];
+	}
+	free(st);
+	return rc;
+}
+
+/* The built arrays, in the on-disk format. */
+struct out {
+	struct tarindex_hdr hdr;
+	struct tarindex_node *nodes;
+	uint32_t *dirs;
+	char *pool;
+	uint64_t pool_len, pool_cap;
+};
+
+static int pool_put(struct out *o, const char *s, size_t n, uint64_t *at)
+{
+	if (o->pool_len + n + 1 > UINT32_MAX) {
+		sfs_err("names of the archive exceed 4 GiB: refusing to index");
+		return -E2BIG;
+	}
+	if (o->pool_len + n + 1 > o->pool_cap) {
+		uint64_t c = o->pool_cap ? o->pool_cap * 2 : 1 << 20;
+		char *q;
+
+		while (c < o->pool_len + n + 1)
+			c *= 2;
+		q = realloc(o->pool, c);
+		if (!q)
+			return -ENOMEM;
+		o->pool = q;
+		o->pool_cap = c;
+	}
+	memcpy(o->pool + o->pool_len, s, n);
+	o->pool[o->pool_len + n] = '\0';
+	*at = o->pool_len;
+	o->pool_len += n + 1;
+	return 0;
+}
+
+static uint32_t clamp_time(int64_t t)
+{
+	return t < 0 ? 0 : t > (int64_t)UINT32_MAX ? UINT32_MAX : (uint32_t)t;
+}
+
+/* Fills node k from item it (children are counted separately). */
+static int make_node(struct builder *b, struct out *o, uint32_t k,
+		     const struct item *it)
+{
+	struct tarindex_node *n = &o->nodes[k];
+	uint64_t at, size = 0;
+	int rc;
+
+	rc = pool_put(o, b->arena + it->name, it->name_len, &at);
+	if (rc < 0)
+		return rc;
+	n->name = (uint32_t)at;
+	n->mtime = clamp_time(it->mtime);
+	n->off = 0;
+	if (it->type == TARINDEX_FILE) {
+		n->off = it->off;
+		size = it->size;
+		o->hdr.nfiles++;
+		o->hdr.total_bytes += it->size;
+	} else if (it->type == TARINDEX_SYMLINK) {
+		rc = pool_put(o, b->arena + it->off, it->size, &at);
+		if (rc < 0)
+			return rc;
+		n->off = at;
+		size = it->size;
+	}
+	n->meta = size | (uint64_t)it->type << 40 | (uint64_t)it->src << 44;
+	return 0;
+}
+
+/*
+ * Step 5: breadth-first numbering by a stable bucket sort on depth, then
+ * child counts and first-child numbers (the ranges tile [1, nnodes)).
+ */
+static int renumber(struct builder *b, struct out *o)
+{
+	uint32_t *num = NULL, *bucket = NULL, maxd = 0, i, k, nd = 0;
+	uint64_t cursor = 1;
+	int rc = -ENOMEM;
+
+	for (i = 0; i < b->nitems; i++)
+		if (b->items[i].depth > maxd)
+			maxd = b->items[i].depth;
+	num = malloc((size_t)b->nitems * sizeof(*num));
+	bucket = calloc((size_t)maxd + 2, sizeof(*bucket));
+	o->nodes = calloc(b->nitems, sizeof(*o->nodes));
+	if (!num || !bucket || !o->nodes)
+		goto out;
+	for (i = 0; i < b->nitems; i++)
+		bucket[b->items[i].depth + 1]++;
+	for (i = 1; i <= maxd + 1; i++)
+		bucket[i] += bucket[i - 1];
+	for (i = 0; i < b->nitems; i++)
+		num[i] = bucket[b->items[i].depth]++;
+	for (i = 0; i < b->nitems; i++) {
+		rc = make_node(b, o, num[i], &b->items[i]);
+		if (rc < 0)
+			goto out;
+		if (b->items[i].type == TARINDEX_DIR)
+			nd++;
+		if (i)  /* count the child in its parent */
+			o->nodes[num[b->items[i].parent]].meta++;
+	}
+	rc = -ENOMEM;
+	o->dirs = malloc((size_t)nd * sizeof(*o->dirs));
+	if (!o->dirs)
+		goto out;
+	for (k = 0, nd = 0; k < b->nitems; k++) {
+		struct tarindex_node *n = &o->nodes[k];
+
+		if (tarindex_node_type(n) != TARINDEX_DIR)
+			continue;
+		o->dirs[nd++] = k;
+		n->off = cursor;
+		cursor += tarindex_node_size(n);
+	}
+	o->hdr.version = TARINDEX_VERSION;
+	o->hdr.nnodes = b->nitems;
+	o->hdr.ndirs = nd;
+	o->hdr.pool_len = o->pool_len;
+	rc = 0;
+out:
+	free(num);
+	free(bucket);
+	return rc;
+}
+
+static int write_sections(struct index_writer *w, uint32_t c, struct out *o,
+			  const uint64_t *sizes)
+{
+	int rc;
+
+	rc = index_writer_add(w, TAG(c, 'H', 'D'), &o->hdr, sizeof(o->hdr));
+	if (rc == 0)
+		rc = index_writer_add(w, TAG(c, 'N', 'D'), o->nodes,
+				      (uint64_t)o->hdr.nnodes * sizeof(*o->nodes));
+	if (rc == 0)
+		rc = index_writer_add(w, TAG(c, 'D', 'R'), o->dirs,
+				      (uint64_t)o->hdr.ndirs * sizeof(*o->dirs));
+	if (rc == 0)
+		rc = index_writer_add(w, TAG(c, 'N', 'M'), o->pool, o->pool_len);
+	if (rc == 0)
+		rc = index_writer_add(w, TAG(c, 'S', 'R'), sizes,
+				      (uint64_t)o->hdr.nsrc * sizeof(*sizes));
+	return rc;
+}
+
+/* Walks one source tar into the builder. */
+static int walk_source(struct builder *b, const struct tarindex_source *s,
+		       uint32_t src, uint64_t *size, int64_t *mtime)
+{
+	struct walkctx c = { .b = b, .src = src, .what = s->path };
+	char dir[TAR_PATH_MAX + 1];
+	struct stat sb;
+	int rc = 0;
+
+	snprintf(dir, sizeof(dir), "%s", s->dir ? s->dir : "");
+	if (dir[0] && tar_normalise(dir) < 0) {
+		sfs_err("%s: bad directory name '%s' for it", s->path, s->dir);
+		return -EINVAL;
+	}
+	c.prefix = dir;
+	c.fd = open(s->path, O_RDONLY | O_CLOEXEC);
+	if (c.fd < 0 || fstat(c.fd, &sb) < 0) {
+		rc = -errno;
+		sfs_err("%s: cannot open: %s", s->path, strerror(errno));
+		goto out;
+	}
+	*size = (uint64_t)sb.st_size;
+	*mtime = sb.st_mtime;
+	/* we read one header per member and skip the data: readahead would
+	 * read the data we skip */
+	posix_fadvise(c.fd, 0, 0, POSIX_FADV_RANDOM);
+	rc = tar_walk(c.fd, 0, *size, s->path, walk_cb, &c);
+	if (rc == -EINVAL)
+		sfs_err("%s: not a tar archive (no valid header at offset 0)", s->path);
+	else if (rc == -EBADMSG)
+		sfs_warn("%s: keeping the %u members before the damage", s->path,
+			 b->nents);
+	if (rc == -EBADMSG)
+		rc = 0;
+	posix_fadvise(c.fd, 0, 0, POSIX_FADV_NORMAL);
+	b->bytes_before += *size;
+out:
+	if (c.fd >= 0)
+		close(c.fd);
+	return rc;
+}
+
+static void builder_free(struct builder *b, struct out *o)
+{
+	free(b->arena);
+	free(b->ents);
+	free(b->items);
+	free(o->nodes);
+	free(o->dirs);
+	free(o->pool);
+}
+
+int tarindex_build(struct index_writer *w, uint32_t tag_prefix_char,
+		   const struct tarindex_source *src, size_t nsrc,
+		   const struct tarindex_build_opts *bo)
+{
+	struct builder b = { .recursive = bo->recursive };
+	struct out o = { .hdr.nsrc = (uint32_t)nsrc };
+	uint64_t *sizes, total = 0, at;
+	int64_t mtime, root_mtime = 0;
+	struct stat sb;
+	size_t i;
+	int rc = -ENOMEM;
+
+	if (nsrc > TARINDEX_MAX_SOURCES) {
+		sfs_err("%zu tar files: at most %u are supported", nsrc,
+			TARINDEX_MAX_SOURCES);
+		return -E2BIG;
+	}
+	sizes = calloc(nsrc + 1, sizeof(*sizes));
+	if (!sizes)
+		return -ENOMEM;
+	for (i = 0; i < nsrc; i++)
+		if (stat(src[i].path, &sb) == 0)
+			total += (uint64_t)sb.st_size;
+	progress_start(&b.prog, bo->what ? bo->what : "indexing tar", 0, total,
+		       bo->quiet);
+	rc = pool_put(&o, "", 0, &at);     /* the root's name at offset 0 */
+	for (i = 0; rc == 0 && i < nsrc; i++) {
+		mtime = 0;
+		rc = walk_source(&b, &src[i], (uint32_t)i, &sizes[i], &mtime);
+		if (mtime > root_mtime)
+			root_mtime = mtime;
+	}
+	progress_finish(&b.prog);
+	if (rc < 0)
+		goto out;
+	sort_dedupe(&b);
+	resolve_links(&b);
+	rc = tree_pass(&b, root_mtime);
+	if (rc == 0)
+		rc = renumber(&b, &o);
+	if (rc == 0)
+		rc = write_sections(w, tag_prefix_char, &o, sizes);
+out:
+	builder_free(&b, &o);
+	free(sizes);
+	return rc;
+}
+
+int tarindex_fp_add(struct index_fp *fp, const struct tarindex_source *src,
+		    size_t nsrc, uint32_t recursive)
+{
+	size_t i;
+	int rc;
+
+	index_fp_add_str(fp, "tarindex");
+	index_fp_add_u64(fp, TARINDEX_VERSION);
+	index_fp_add_u64(fp, recursive);
+	index_fp_add_u64(fp, nsrc);
+	for (i = 0; i < nsrc; i++) {
+		rc = index_fp_add_file(fp, src[i].path);
+		if (rc < 0)
+			return rc;
+		index_fp_add_str(fp, src[i].dir ? src[i].dir : "");
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------------- mounted */
+
+static int bad(const char *what, uint64_t i)
+{
+	sfs_warn("tar index: %s (node %llu): rebuilding", what, (unsigned long long)i);
+	return -EBADMSG;
+}
+
+/* Checks one node against the pool and node counts. */
+static int check_node(const struct tarindex *t, uint32_t i)
+{
+	const struct tarindex_node *n = &t->nodes[i];
+	uint64_t size = tarindex_node_size(n);
+
+	if (n->name >= t->pool_len)
+		return bad("name outside the pool", i);
+	switch (tarindex_node_type(n)) {
+	case TARINDEX_DIR:
+		if (size && (n->off <= i || n->off + size > t->nnodes))
+			return bad("child range out of bounds", i);
+		break;
+	case TARINDEX_FILE:
+		if (tarindex_node_src(n) >= t->nsrc || n->off + size < n->off)
+			return bad("bad source or extent", i);
+		break;
+	case TARINDEX_SYMLINK:
+		if (n->off >= t->pool_len || size >= t->pool_len - n->off ||
+		    t->pool[n->off + size] != '\0')
+			return bad("symlink target outside the pool", i);
+		break;
+	default:
+		return bad("unknown node type", i);
+	}
+	return 0;
+}
+
+/* Lookups are binary searches: names in a directory must be increasing. */
+static int check_sorted(const struct tarindex *t, uint64_t first, uint64_t n)
+{
+	uint64_t i;
+
+	for (i = first + 1; i < first + n; i++)
+		if (strcmp(tarindex_name(t, (uint32_t)i - 1),
+			   tarindex_name(t, (uint32_t)i)) >= 0)
+			return bad("children not sorted", i);
+	return 0;
+}
+
+/*
+ * The directories' child ranges must tile [1, nnodes) in node order, each
+ * after its directory (so the tree has no cycles), names sorted.
+ */
+static int check_dirs(const struct tarindex *t)
+{
+	uint64_t cursor = 1;
+	uint32_t k, prev = 0;
+
+	if (!t->ndirs || t->dirs[0] != 0)
+		return bad("root is not the first directory", 0);
+	for (k = 0; k < t->ndirs; k++) {
+		const struct tarindex_node *n;
+
+		if (t->dirs[k] >= t->nnodes || (k && t->dirs[k] <= prev))
+			return bad("directory list out of order", k);
+		n = &t->nodes[t->dirs[k]];
+		if (tarindex_node_type(n) != TARINDEX_DIR || n->off != cursor ||
+		    (tarindex_node_size(n) && n->off <= t->dirs[k]) ||
+		    t->nnodes - cursor < tarindex_node_size(n))
+			return bad("directory ranges do not tile", t->dirs[k]);
+		if (check_sorted(t, cursor, tarindex_node_size(n)) < 0)
+			return -EBADMSG;
+		cursor += tarindex_node_size(n);
+		prev = t->dirs[k];
+	}
+	return cursor == t->nnodes ? 0 : bad("directory ranges do not tile", cursor);
+}
+
+static int map_sections(struct tarindex *t, const struct index_map *m,
+			uint32_t c)
+{
+	const struct tarindex_hdr *h;
+	uint64_t len[5];
+
+	h = index_map_section(m, TAG(c, 'H', 'D'), &len[0]);
+	t->nodes = index_map_section(m, TAG(c, 'N', 'D'), &len[1]);
+	t->dirs = index_map_section(m, TAG(c, 'D', 'R'), &len[2]);
+	t->pool = index_map_section(m, TAG(c, 'N', 'M'), &len[3]);
+	index_map_section(m, TAG(c, 'S', 'R'), &len[4]);
+	if (!h || len[0] != sizeof(*h) || h->version != TARINDEX_VERSION)
+		return bad("missing header or other version", 0);
+	if (!t->nodes || !h->nnodes || len[1] != (uint64_t)h->nnodes * sizeof(*t->nodes) ||
+	    len[2] != (uint64_t)h->ndirs * sizeof(*t->dirs) ||
+	    !t->pool || len[3] != h->pool_len || t->pool[len[3] - 1] != '\0' ||
+	    len[4] != (uint64_t)h->nsrc * sizeof(uint64_t))
+		return bad("section sizes disagree with the header", 0);
+	t->nnodes = h->nnodes;
+	t->ndirs = h->ndirs;
+	t->pool_len = h->pool_len;
+	t->nsrc = h->nsrc;
+	t->nfiles = h->nfiles;
+	t->total_bytes = h->total_bytes;
+	return 0;
+}
+
+int tarindex_open(struct tarindex *t, const struct index_map *m,
+		  uint32_t tag_prefix_char, const struct tarindex_source *src,
+		  size_t nsrc)
+{
+	uint32_t i;
+	int rc;
+
+	memset(t, 0, sizeof(*t));
+	rc = map_sections(t, m, tag_prefix_char);
+	if (rc == 0 && t->nsrc != nsrc)
+		rc = bad("number of sources differs", nsrc);
+	for (i = 0; rc == 0 && i < t->nnodes; i++)
+		rc = check_node(t, i);
+	if (rc == 0)
+		rc = check_dirs(t);
+	if (rc < 0)
+		goto out;
+	t->fds = malloc((nsrc + 1) * sizeof(*t->fds));
+	if (!t->fds) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < nsrc; i++) {
+		t->fds[i] = open(src[i].path, O_RDONLY | O_CLOEXEC);
+		if (t->fds[i] < 0) {
+			rc = -errno;
+			sfs_err("%s: cannot open: %s", src[i].path, strerror(errno));
+			t->nsrc = i;
+			goto out;
+		}
+	}
+	return 0;
+out:
+	tarindex_close(t);
+	return rc;
+}
+
+void tarindex_close(struct tarindex *t)
+{
+	uint32_t i;
+
+	if (t->fds)
+		for (i = 0; i < t->nsrc; i++)
+			close(t->fds[i]);
+	free(t->fds);
+	memset(t, 0, sizeof(*t));
+}
+
+int tarindex_children(const struct tarindex *t, uint32_t dir, uint32_t *first,
+		      uint32_t *count)
+{
+	const struct tarindex_node *n = &t->nodes[dir];
+
+	if (tarindex_node_type(n) != TARINDEX_DIR)
+		return -ENOTDIR;
+	*first = (uint32_t)n->off;
+	*count = (uint32_t)tarindex_node_size(n);
+	return 0;
+}
+
+int64_t tarindex_lookup(const struct tarindex *t, uint32_t dir, const char *name)
+{
+	uint32_t lo, hi, count;
+	int rc = tarindex_children(t, dir, &lo, &count);
+
+	if (rc < 0)
+		return rc;
+	hi = lo + count;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		int r = strcmp(tarindex_name(t, mid), name);
+
+		if (r == 0)
+			return mid;
+		if (r < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -ENOENT;
+}
+
+int64_t tarindex_find(const struct tarindex *t, const char *path)
+{
+	char comp[256];
+	int64_t cur = TARINDEX_ROOT;
+	const char *p = path, *e;
+
+	while (*p) {
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		e = strchrnul(p, '/');
+		if ((size_t)(e - p) >= sizeof(comp))
+			return -ENOENT;
+		memcpy(comp, p, (size_t)(e - p));
+		comp[e - p] = '\0';
+		cur = tarindex_lookup(t, (uint32_t)cur, comp);
+		if (cur < 0)
+			return cur;
+		p = e;
+	}
+	return cur;
+}
+
+/* The directory whose child range holds i: the first one ending after i. */
+uint32_t tarindex_parent(const struct tarindex *t, uint32_t i)
+{
+	uint32_t lo = 0, hi = t->ndirs;
+
+	if (i == TARINDEX_ROOT || i >= t->nnodes)
+		return TARINDEX_ROOT;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		const struct tarindex_node *d = &t->nodes[t->dirs[mid]];
+
+		if (d->off + tarindex_node_size(d) <= i)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < t->ndirs ? t->dirs[lo] : TARINDEX_ROOT;
+}
+
+const char *tarindex_link(const struct tarindex *t, uint32_t i, uint64_t *len)
+{
+	const struct tarindex_node *n = &t->nodes[i];
+
+	if (tarindex_node_type(n) != TARINDEX_SYMLINK)
+		return NULL;
+	*len = tarindex_node_size(n);
+	return t->pool + n->off;
+}
+
+ssize_t tarindex_pread(const struct tarindex *t, uint32_t i, void *buf,
+		       size_t size, uint64_t off)
+{
+	const struct tarindex_node *n = &t->nodes[i];
+	uint64_t fsize = tarindex_node_size(n);
+	size_t done = 0;
+	ssize_t k;
+
+	if (tarindex_node_type(n) == TARINDEX_DIR)
+		return -EISDIR;
+	if (tarindex_node_type(n) != TARINDEX_FILE)
+		return -EINVAL;
+	if (off >= fsize)
+		return 0;
+	if (size > fsize - off)
+		size = (size_t)(fsize - off);
+	while (done < size) {
+		k = pread(t->fds[tarindex_node_src(n)], (char *)buf + done,
+			  size - done, (off_t)(n->off + off + done));
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return -EIO;    /* the source is shorter than indexed */
+		done += (size_t)k;
+	}
+	return (ssize_t)done;
+}
