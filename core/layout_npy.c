@@ -1,0 +1,554 @@
+/*
+ * layout_npy.c - `-o layout=npy`: every row of every .npy as its own .npy.
+ *
+ * SOURCE is a .npy file or a directory of them.  Each X.npy of shape
+ * (N, ...) becomes a directory X/ holding 000000.npy ... (printf "%06d"),
+ * file i being byte-identical to np.save(path, arr[i]): the header numpy
+ * would write for one row (emitted once per array at mount) followed by
+ * the row's bytes, read with one pread from the source fd, kept open for
+ * the life of the mount.  No index file: headers are parsed at mount.
+ *
+ * Inodes are computed: 1 is the root, 2 + k is array k's directory (arrays
+ * sorted by name), and row i of array k is row_ino0 + first_row[k] + i.
+ * Nothing is allocated per row.
+ *
+ * Not served (skipped with a warning naming the file): Fortran-order and
+ * object arrays, 0-d arrays, unsupported dtypes, and files whose size does
+ * not match their header.  If a source shrinks while mounted, reads of the
+ * missing bytes give -EIO (pread comes up short), never stale or zero bytes.
+ *
+ * Threads: everything below is written by layout_npy_open and read-only
+ * afterwards; pread on a shared fd is thread-safe.
+ */
+#include "layout.h"
+#include "log.h"
+#include "npy.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define HDR_MAX 512	/* a row header: 16 dims of 21 digits fit */
+
+struct npy_array {
+	char *name;		/* directory name: file name without ".npy" */
+	int fd;
+	uint64_t rows;
+	uint64_t row_bytes;	/* bytes of one row's data */
+	uint64_t data_offset;	/* of row 0 in the source */
+	int64_t mtime;
+	uint32_t hdr_len;
+	char hdr[HDR_MAX];	/* np.save's header for one row */
+};
+
+struct npy_layout {
+	struct npy_array *a;	/* sorted by name */
+	uint64_t *first_row;	/* first_row[k] = rows of arrays 0..k-1; [n] = total */
+	size_t n, cap;
+	uint64_t row_ino0;
+	uint64_t total_bytes;
+	int64_t mtime;		/* of SOURCE, for the root */
+};
+
+static int has_npy_suffix(const char *name)
+{
+	size_t len = strlen(name);
+
+	return len > 4 && !strcmp(name + len - 4, ".npy");
+}
+
+/* Reads the header of the open file `what` into h; -EINVAL if bad. */
+static int read_header(int fd, const char *what, uint64_t fsize,
+		       struct npy_header *h)
+{
+	uint8_t small[4096], *buf = small;
+	size_t want = sizeof(small), need = 0;
+	ssize_t got;
+	int rc;
+
+	for (;;) {
+		got = pread(fd, buf, want, 0);
+		if (got < 0) {
+			rc = -errno;
+			sfs_err("%s: %s", what, strerror(errno));
+			break;
+		}
+		rc = npy_header_parse(buf, (size_t)got, what, h, &need);
+		if (rc != -EAGAIN)
+			break;
+		if ((size_t)got < want || need > fsize) {
+			sfs_err("%s: offset %llu: truncated, the npy header needs %zu bytes",
+				what, (unsigned long long)fsize, need);
+			rc = -EINVAL;
+			break;
+		}
+		if (buf != small)
+			free(buf);
+		want = need;
+		if (!(buf = malloc(want))) {
+			rc = -ENOMEM;
+			break;
+		}
+	}
+	if (buf != small)
+		free(buf);
+	return rc;
+}
+
+/* Checks what the layout can serve and fills a's sizes and row header. */
+static int describe(struct npy_array *a, const char *what,
+		    const struct npy_header *h, uint64_t fsize)
+{
+	char descr[32];
+	uint64_t row_elems, expect;
+	int n;
+
+	if (h->fortran_order || h->itemsize == 0 || h->ndim == 0) {
+		sfs_warn("%s: skipped: %s arrays are not served", what,
+			 h->fortran_order ? "Fortran-order" :
+			 h->itemsize == 0 ? "object" : "0-d");
+		return -EINVAL;
+	}
+	row_elems = npy_count(h, 1);
+	if (row_elems > UINT64_MAX / h->itemsize ||
+	    (h->shape[0] && row_elems * h->itemsize > (UINT64_MAX - h->data_offset) / h->shape[0])) {
+		sfs_warn("%s: skipped: shape too large", what);
+		return -EINVAL;
+	}
+	a->rows = h->shape[0];
+	a->row_bytes = row_elems * h->itemsize;
+	a->data_offset = h->data_offset;
+	expect = a->data_offset + a->rows * a->row_bytes;
+	if (expect != fsize) {
+		sfs_warn("%s: skipped: the header says %llu bytes (offset %u + %llu rows of %llu), the file has %llu",
+			 what, (unsigned long long)expect, h->data_offset,
+			 (unsigned long long)a->rows, (unsigned long long)a->row_bytes,
+			 (unsigned long long)fsize);
+		return -EINVAL;
+	}
+	if (npy_descr_normalize(h->descr, descr, sizeof(descr)) ||
+	    (n = npy_header_emit(a->hdr, sizeof(a->hdr), descr, h->ndim - 1,
+				 h->shape + 1)) < 0) {
+		sfs_warn("%s: skipped: cannot describe a row", what);
+		return -EINVAL;
+	}
+	a->hdr_len = (uint32_t)n;
+	return 0;
+}
+
+static int grow(struct npy_layout *L)
+{
+	size_t cap = L->cap ? L->cap * 2 : 16;
+	struct npy_array *a = realloc(L->a, cap * sizeof(*a));
+
+	if (!a)
+		return -ENOMEM;
+	L->a = a;
+	L->cap = cap;
+	return 0;
+}
+
+/*
+ * Adds `name` (opened relative to dirfd) if it can be served.  Returns 0
+ * when added or skipped with a warning, -errno for a fatal error.
+ */
+static int add_array(struct npy_layout *L, int dirfd, const char *name,
+		     const char *what)
+{
+	struct npy_array *a;
+	struct npy_header h;
+	struct stat st;
+	int fd, rc;
+
+	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		rc = -errno;
+		sfs_err("%s: %s", what, strerror(errno));
+		return rc;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return 0;	/* a directory named x.npy: not ours */
+	}
+	if (L->n == L->cap && (rc = grow(L))) {
+		close(fd);
+		return rc;
+	}
+	a = &L->a[L->n];
+	memset(a, 0, sizeof(*a));
+	if (read_header(fd, what, (uint64_t)st.st_size, &h)) {
+		sfs_warn("%s: skipped: not a valid npy file", what);
+		goto skip;
+	}
+	if (describe(a, what, &h, (uint64_t)st.st_size))
+		goto skip;
+	a->name = strndup(name, strlen(name) - 4);
+	if (!a->name) {
+		close(fd);
+		return -ENOMEM;
+	}
+	a->fd = fd;
+	a->mtime = st.st_mtime;
+	L->n++;
+	return 0;
+skip:
+	close(fd);
+	return 0;
+}
+
+static int by_name(const void *x, const void *y)
+{
+	return strcmp(((const struct npy_array *)x)->name,
+		      ((const struct npy_array *)y)->name);
+}
+
+/* Every regular *.npy directly in the directory `path`. */
+static int scan_dir(struct npy_layout *L, const char *path)
+{
+	char what[4096];
+	struct dirent *de;
+	DIR *d;
+	int rc = 0;
+
+	if (!(d = opendir(path))) {
+		rc = -errno;
+		sfs_err("%s: %s", path, strerror(errno));
+		return rc;
+	}
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.' || !has_npy_suffix(de->d_name))
+			continue;
+		snprintf(what, sizeof(what), "%s/%s", path, de->d_name);
+		if ((rc = add_array(L, dirfd(d), de->d_name, what)))
+			break;
+	}
+	closedir(d);
+	return rc;
+}
+
+static int scan_file(struct npy_layout *L, const char *path)
+{
+	const char *base = strrchr(path, '/');
+	char *dir;
+	int dfd, rc;
+
+	base = base ? base + 1 : path;
+	if (!has_npy_suffix(base)) {
+		sfs_err("%s: expected a .npy file or a directory of them", path);
+		return -EINVAL;
+	}
+	dir = base == path ? strdup(".") : strndup(path, (size_t)(base - path));
+	if (!dir)
+		return -ENOMEM;
+	dfd = open(*dir ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	free(dir);
+	if (dfd < 0) {
+		rc = -errno;
+		sfs_err("%s: %s", path, strerror(errno));
+		return rc;
+	}
+	rc = add_array(L, dfd, base, path);
+	close(dfd);
+	return rc;
+}
+
+/* Sorts the arrays and fills first_row, row_ino0 and total_bytes. */
+static int finish(struct npy_layout *L)
+{
+	size_t k;
+
+	if (L->n)
+		qsort(L->a, L->n, sizeof(*L->a), by_name);
+	L->first_row = calloc(L->n + 1, sizeof(*L->first_row));
+	if (!L->first_row)
+		return -ENOMEM;
+	for (k = 0; k < L->n; k++) {
+		L->first_row[k + 1] = L->first_row[k] + L->a[k].rows;
+		L->total_bytes += L->a[k].rows * (L->a[k].hdr_len + L->a[k].row_bytes);
+	}
+	L->row_ino0 = 2 + L->n;
+	return 0;
+}
+
+/* ---- the ops: ino -> node ---- */
+
+enum kind { K_NONE, K_ROOT, K_DIR, K_ROW };
+
+static enum kind classify(const struct npy_layout *L, uint64_t ino,
+			  size_t *k, uint64_t *row)
+{
+	size_t lo, hi, mid;
+
+	if (ino == SFS_ROOT_INO)
+		return K_ROOT;
+	if (ino >= 2 && ino < L->row_ino0) {
+		*k = ino - 2;
+		return K_DIR;
+	}
+	if (ino < L->row_ino0 || ino - L->row_ino0 >= L->first_row[L->n])
+		return K_NONE;
+	ino -= L->row_ino0;
+	/* the last k with first_row[k] <= ino (skipping empty arrays) */
+	lo = 0;
+	hi = L->n;
+	while (hi - lo > 1) {
+		mid = lo + (hi - lo) / 2;
+		if (L->first_row[mid] <= ino)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	*k = lo;
+	*row = ino - L->first_row[lo];
+	return K_ROW;
+}
+
+static void attr_of(const struct npy_layout *L, enum kind kind, size_t k,
+		    uint64_t row, struct sfs_attr *out)
+{
+	memset(out, 0, sizeof(*out));
+	switch (kind) {
+	case K_ROOT:
+		out->ino = SFS_ROOT_INO;
+		out->mode = S_IFDIR | 0555;
+		out->nlink = 2 + (uint32_t)L->n;
+		out->mtime = L->mtime;
+		break;
+	case K_DIR:
+		out->ino = 2 + k;
+		out->mode = S_IFDIR | 0555;
+		out->nlink = 2;
+		out->mtime = L->a[k].mtime;
+		break;
+	case K_ROW:
+		out->ino = L->row_ino0 + L->first_row[k] + row;
+		out->mode = S_IFREG | 0444;
+		out->nlink = 1;
+		out->size = L->a[k].hdr_len + L->a[k].row_bytes;
+		out->mtime = L->a[k].mtime;
+		break;
+	case K_NONE:
+		break;
+	}
+}
+
+static int npy_getattr(void *priv, uint64_t ino, struct sfs_attr *out)
+{
+	const struct npy_layout *L = priv;
+	enum kind kind;
+	uint64_t row = 0;
+	size_t k = 0;
+
+	if ((kind = classify(L, ino, &k, &row)) == K_NONE)
+		return -ENOENT;
+	attr_of(L, kind, k, row, out);
+	return 0;
+}
+
+static int find_array(const struct npy_layout *L, const char *name, size_t *k)
+{
+	size_t lo = 0, hi = L->n, mid;
+	int c;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		c = strcmp(name, L->a[mid].name);
+		if (!c) {
+			*k = mid;
+			return 0;
+		}
+		if (c < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return -ENOENT;
+}
+
+/* "000042.npy" -> 42; only the exact "%06d.npy" spelling is accepted. */
+static int parse_row_name(const char *name, uint64_t *row)
+{
+	char again[32];
+	char *end;
+	unsigned long long v;
+
+	if (name[0] < '0' || name[0] > '9')
+		return -ENOENT;
+	errno = 0;
+	v = strtoull(name, &end, 10);
+	if (errno || strcmp(end, ".npy") || v > INT32_MAX)
+		return -ENOENT;
+	snprintf(again, sizeof(again), "%06llu.npy", v);
+	if (strcmp(again, name))
+		return -ENOENT;
+	*row = v;
+	return 0;
+}
+
+static int npy_lookup(void *priv, uint64_t parent, const char *name,
+		      struct sfs_attr *out)
+{
+	const struct npy_layout *L = priv;
+	enum kind kind;
+	uint64_t row = 0;
+	size_t k = 0;
+
+	kind = classify(L, parent, &k, &row);
+	if (kind == K_ROOT) {
+		if (find_array(L, name, &k))
+			return -ENOENT;
+		attr_of(L, K_DIR, k, 0, out);
+		return 0;
+	}
+	if (kind == K_DIR) {
+		if (parse_row_name(name, &row) || row >= L->a[k].rows)
+			return -ENOENT;
+		attr_of(L, K_ROW, k, row, out);
+		return 0;
+	}
+	return kind == K_ROW ? -ENOTDIR : -ENOENT;
+}
+
+static int npy_readdir(void *priv, uint64_t dir, uint64_t off,
+		       sfs_fill_fn fill, void *arg)
+{
+	const struct npy_layout *L = priv;
+	struct sfs_attr attr;
+	char name[32];
+	enum kind kind;
+	uint64_t row = 0, i;
+	size_t k = 0;
+
+	kind = classify(L, dir, &k, &row);
+	if (kind == K_ROOT) {
+		for (i = off; i < L->n; i++) {
+			attr_of(L, K_DIR, i, 0, &attr);
+			if (fill(arg, L->a[i].name, &attr, i + 1))
+				break;
+		}
+		return 0;
+	}
+	if (kind != K_DIR)
+		return kind == K_ROW ? -ENOTDIR : -ENOENT;
+	for (i = off; i < L->a[k].rows; i++) {
+		snprintf(name, sizeof(name), "%06llu.npy", (unsigned long long)i);
+		attr_of(L, K_ROW, k, i, &attr);
+		if (fill(arg, name, &attr, i + 1))
+			break;
+	}
+	return 0;
+}
+
+/* Reads exactly `size` bytes at `off`, or -EIO if the file came up short. */
+static ssize_t pread_full(int fd, char *buf, size_t size, uint64_t off)
+{
+	size_t done = 0;
+	ssize_t got;
+
+	while (done < size) {
+		got = pread(fd, buf + done, size - done, (off_t)(off + done));
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			return -errno;
+		if (got == 0)
+			return -EIO;	/* shrank since mount */
+		done += (size_t)got;
+	}
+	return (ssize_t)done;
+}
+
+static ssize_t npy_read(void *priv, uint64_t ino, char *buf, size_t size,
+			uint64_t off)
+{
+	const struct npy_layout *L = priv;
+	const struct npy_array *a;
+	uint64_t row = 0, fsize, n, h = 0;
+	size_t k = 0;
+	ssize_t rc;
+
+	if (classify(L, ino, &k, &row) != K_ROW)
+		return -EISDIR;
+	a = &L->a[k];
+	fsize = a->hdr_len + a->row_bytes;
+	if (off >= fsize)
+		return 0;
+	n = size < fsize - off ? size : fsize - off;
+	if (off < a->hdr_len) {
+		h = n < a->hdr_len - off ? n : a->hdr_len - off;
+		memcpy(buf, a->hdr + off, h);
+	}
+	if (n > h) {
+		rc = pread_full(a->fd, buf + h, n - h, a->data_offset +
+				row * a->row_bytes + (off + h - a->hdr_len));
+		if (rc < 0)
+			return rc;
+	}
+	return (ssize_t)n;
+}
+
+static void npy_statfs(void *priv, uint64_t *files, uint64_t *bytes)
+{
+	const struct npy_layout *L = priv;
+
+	*files = 1 + L->n + L->first_row[L->n];
+	*bytes = L->total_bytes;
+}
+
+static void npy_destroy(void *priv)
+{
+	struct npy_layout *L = priv;
+	size_t k;
+
+	for (k = 0; k < L->n; k++) {
+		close(L->a[k].fd);
+		free(L->a[k].name);
+	}
+	free(L->a);
+	free(L->first_row);
+	free(L);
+}
+
+static const struct layout_ops npy_ops = {
+	.name = "npy",
+	.getattr = npy_getattr,
+	.lookup = npy_lookup,
+	.readdir = npy_readdir,
+	.read = npy_read,
+	.statfs = npy_statfs,
+	.destroy = npy_destroy,
+};
+
+int layout_npy_open(const struct sfs_opts *o, struct layout *out)
+{
+	struct npy_layout *L;
+	struct stat st;
+	int rc;
+
+	if (stat(o->source, &st)) {
+		rc = -errno;
+		sfs_err("%s: %s", o->source, strerror(errno));
+		return rc;
+	}
+	if (!(L = calloc(1, sizeof(*L))))
+		return -ENOMEM;
+	L->mtime = st.st_mtime;
+	rc = S_ISDIR(st.st_mode) ? scan_dir(L, o->source) : scan_file(L, o->source);
+	if (!rc)
+		rc = finish(L);
+	if (rc)
+		goto out;
+	if (!L->n)
+		sfs_warn("%s: no servable .npy files; the mount is empty", o->source);
+	out->ops = &npy_ops;
+	out->priv = L;
+	return 0;
+out:
+	npy_destroy(L);
+	return rc;
+}

@@ -1,0 +1,144 @@
+/*
+ * main.c - the samplefs daemon:
+ *
+ *     samplefs [FUSE options] [-o samplefs options] SOURCE MOUNTPOINT
+ *
+ * also run as `mount -t fuse.samplefs SOURCE MNT -o OPTS` or from fstab
+ * through mount.fuse3.  Everything that can fail because of the source or
+ * the options (parsing, opening the layout, building its index) happens
+ * before mounting and daemonizing, so such errors print one line and exit
+ * non-zero with nothing mounted.  The mount is always read-only.
+ */
+#include "ops.h"
+#include "opts.h"
+#include "log.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#define SAMPLEFS_VERSION "0.1"
+#define TIMEOUT 86400.0	/* the tree never changes while mounted */
+
+static void usage(const char *prog)
+{
+	printf("usage: %s [options] SOURCE MOUNTPOINT\n\n", prog);
+	sfs_opts_help();
+	fuse_cmdline_help();
+	fuse_lowlevel_help();
+}
+
+/* Layouts keep one fd per source file open: allow as many as we may. */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+/*
+ * Read-only, and named after the source in /proc/mounts and df (the
+ * subtype, "samplefs", is added by fuse_parse_cmdline).
+ */
+static int add_mount_args(struct fuse_args *args, const char *source)
+{
+	char *esc = NULL, *arg = NULL;
+	int rc = -1;
+
+	if (fuse_opt_add_opt_escaped(&esc, source) ||
+	    asprintf(&arg, "-oro,fsname=%s", esc) < 0) {
+		arg = NULL;
+		goto out;
+	}
+	rc = fuse_opt_add_arg(args, arg);
+out:
+	free(esc);
+	free(arg);
+	return rc;
+}
+
+static int run_loop(struct fuse_session *se, const struct fuse_cmdline_opts *c)
+{
+	struct fuse_loop_config *cfg;
+	int rc;
+
+	if (c->singlethread)
+		return fuse_session_loop(se);
+	if (!(cfg = fuse_loop_cfg_create()))
+		return -1;
+	fuse_loop_cfg_set_clone_fd(cfg, (unsigned)c->clone_fd);
+	if (c->max_idle_threads != UINT_MAX)	/* UINT_MAX: not given */
+		fuse_loop_cfg_set_idle_threads(cfg, c->max_idle_threads);
+	fuse_loop_cfg_set_max_threads(cfg, c->max_threads);
+	rc = fuse_session_loop_mt(se, cfg);
+	fuse_loop_cfg_destroy(cfg);
+	return rc;
+}
+
+int main(int argc, char *argv[])
+{
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	struct fuse_cmdline_opts copts = {0};
+	struct fuse_session *se = NULL;
+	struct sfs_fs fs = {0};
+	int ret = 1, mounted = 0, handlers = 0;
+
+	fs.uid = getuid();
+	fs.gid = getgid();
+	fs.timeout = TIMEOUT;
+	if (sfs_opts_parse(&args, &fs.opts) || fuse_parse_cmdline(&args, &copts))
+		goto out;
+	if (copts.show_help) {
+		usage(argv[0]);
+		ret = 0;
+		goto out;
+	}
+	if (copts.show_version) {
+		printf("samplefs version %s\n", SAMPLEFS_VERSION);
+		printf("FUSE library version %s\n", fuse_pkgversion());
+		fuse_lowlevel_version();
+		ret = 0;
+		goto out;
+	}
+	if (!fs.opts.source || !copts.mountpoint) {
+		sfs_err("usage: %s [options] SOURCE MOUNTPOINT (see --help)", argv[0]);
+		goto out;
+	}
+	if (sfs_opts_absolute_source(&fs.opts) ||
+	    add_mount_args(&args, fs.opts.source))
+		goto out;
+	/* before the layout: libfuse rejects unknown options here */
+	se = fuse_session_new(&args, &sfs_ll_ops, sizeof(sfs_ll_ops), &fs);
+	if (!se)
+		goto out;
+	raise_nofile();
+	if (layout_open(&fs.opts, &fs.layout))
+		goto out;
+	if (fuse_set_signal_handlers(se))
+		goto out;
+	handlers = 1;
+	if (fuse_session_mount(se, copts.mountpoint))
+		goto out;
+	mounted = 1;
+	fuse_daemonize(copts.foreground);
+	ret = run_loop(se, &copts) ? 1 : 0;
+out:
+	if (mounted)
+		fuse_session_unmount(se);
+	if (handlers)
+		fuse_remove_signal_handlers(se);
+	if (se)
+		fuse_session_destroy(se);
+	layout_close(&fs.layout);
+	sfs_opts_free(&fs.opts);
+	free(copts.mountpoint);
+	fuse_opt_free_args(&args);
+	return ret;
+}

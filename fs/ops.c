@@ -1,0 +1,471 @@
+/*
+ * ops.c - FUSE low-level operations: one function per request, each only
+ * translating to struct layout calls (core/layout.h) and replying.
+ *
+ * The tree never changes while mounted, so entries and attributes are
+ * cached by the kernel for a day, unknown names are cached as negative
+ * entries, open/opendir answer ENOSYS (the kernel then stops sending
+ * open/release and keeps the page cache), and forget is a no-op because
+ * inode numbers are computed by the layout, not allocated here.
+ * Everything that would write answers EROFS.
+ *
+ * Threads: requests run concurrently; struct sfs_fs is read-only, and
+ * each request's buffers are its own (stack, or malloc'd and freed before
+ * replying returns).
+ */
+#include "ops.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+
+#define BLKSIZE    65536	/* st_blksize: what cp and friends read at once */
+#define STACK_READ 65536	/* reads up to this use a stack buffer */
+
+static struct sfs_fs *fs_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+static void to_stat(const struct sfs_fs *fs, const struct sfs_attr *a,
+		    struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = a->ino;
+	st->st_mode = a->mode;
+	st->st_nlink = a->nlink;
+	st->st_size = (off_t)a->size;
+	st->st_blocks = (blkcnt_t)((a->size + 511) / 512);
+	st->st_blksize = BLKSIZE;
+	st->st_uid = fs->uid;
+	st->st_gid = fs->gid;
+	st->st_atim.tv_sec = a->mtime;
+	st->st_mtim.tv_sec = a->mtime;
+	st->st_ctim.tv_sec = a->mtime;
+}
+
+static void to_entry(const struct sfs_fs *fs, const struct sfs_attr *a,
+		     struct fuse_entry_param *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->ino = a->ino;
+	e->attr_timeout = fs->timeout;
+	e->entry_timeout = fs->timeout;
+	to_stat(fs, a, &e->attr);
+}
+
+static void sfs_init(void *userdata, struct fuse_conn_info *conn)
+{
+	unsigned want = FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE |
+			FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO |
+			FUSE_CAP_ASYNC_READ | FUSE_CAP_CACHE_SYMLINKS;
+
+	(void)userdata;
+	conn->want |= conn->capable & want;
+	/* no writeback cache: nothing is ever written */
+	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+}
+
+static void sfs_destroy(void *userdata)
+{
+	(void)userdata;	/* main() closes the layout after the loop ends */
+}
+
+static void sfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct sfs_fs *fs = fs_of(req);
+	struct fuse_entry_param e;
+	struct sfs_attr a;
+	int rc;
+
+	rc = fs->layout.ops->lookup(fs->layout.priv, parent, name, &a);
+	if (rc == -ENOENT) {
+		/* ino 0 with a timeout: the kernel caches the miss */
+		memset(&e, 0, sizeof(e));
+		e.entry_timeout = fs->timeout;
+		fuse_reply_entry(req, &e);
+		return;
+	}
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	to_entry(fs, &a, &e);
+	fuse_reply_entry(req, &e);
+}
+
+static void sfs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	(void)ino;
+	(void)nlookup;
+	fuse_reply_none(req);
+}
+
+static void sfs_forget_multi(fuse_req_t req, size_t count,
+			     struct fuse_forget_data *forgets)
+{
+	(void)count;
+	(void)forgets;
+	fuse_reply_none(req);
+}
+
+static void sfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct sfs_fs *fs = fs_of(req);
+	struct sfs_attr a;
+	struct stat st;
+	int rc;
+
+	(void)fi;
+	rc = fs->layout.ops->getattr(fs->layout.priv, ino, &a);
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	to_stat(fs, &a, &st);
+	fuse_reply_attr(req, &st, fs->timeout);
+}
+
+static void sfs_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	struct sfs_fs *fs = fs_of(req);
+	char buf[PATH_MAX];
+	int rc = -EINVAL;
+
+	if (fs->layout.ops->readlink)
+		rc = fs->layout.ops->readlink(fs->layout.priv, ino, buf, sizeof(buf));
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_readlink(req, buf);
+}
+
+/*
+ * ENOSYS makes the kernel treat open and opendir as always succeeding with
+ * FOPEN_KEEP_CACHE (fs/fuse/file.c: fc->no_open), so no open/release round
+ * trips and the page cache survives close.
+ */
+static void sfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	(void)fi;
+	fuse_reply_err(req, ENOSYS);
+}
+
+static void sfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	(void)fi;
+	fuse_reply_err(req, ENOSYS);
+}
+
+/* ---- readdir ---- */
+
+/*
+ * Directory offsets: 0 and 1 are before "." and ".."; layout entry with
+ * cookie c gets offset c + 2, and offset o >= 2 resumes the layout at o - 2.
+ */
+struct dirbuf {
+	fuse_req_t req;
+	const struct sfs_fs *fs;
+	char *buf;
+	size_t size, pos;
+	int plus;
+};
+
+static int add_entry(struct dirbuf *d, const char *name,
+		     const struct sfs_attr *a, uint64_t next)
+{
+	struct fuse_entry_param e;
+	size_t n;
+
+	to_entry(d->fs, a, &e);
+	if (d->plus)
+		n = fuse_add_direntry_plus(d->req, d->buf + d->pos, d->size - d->pos,
+					   name, &e, (off_t)next);
+	else
+		n = fuse_add_direntry(d->req, d->buf + d->pos, d->size - d->pos,
+				      name, &e.attr, (off_t)next);
+	if (n > d->size - d->pos)
+		return 1;	/* full: not added */
+	d->pos += n;
+	return 0;
+}
+
+static int fill(void *arg, const char *name, const struct sfs_attr *a,
+		uint64_t cookie)
+{
+	return add_entry(arg, name, a, cookie + 2);
+}
+
+/* "." and ".." carry no lookup (ino 0 in readdirplus means "do not link") */
+static int add_dots(struct dirbuf *d, fuse_ino_t ino, uint64_t off)
+{
+	struct sfs_attr a = {.mode = S_IFDIR | 0555};
+
+	if (off == 0) {
+		a.ino = d->plus ? 0 : ino;
+		if (add_entry(d, ".", &a, 1))
+			return 1;
+	}
+	if (off <= 1) {
+		a.ino = d->plus ? 0 : SFS_ROOT_INO;
+		if (add_entry(d, "..", &a, 2))
+			return 1;
+	}
+	return 0;
+}
+
+static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       int plus)
+{
+	struct sfs_fs *fs = fs_of(req);
+	struct dirbuf d = {.req = req, .fs = fs, .size = size, .plus = plus};
+	int rc = 0;
+
+	if (!(d.buf = malloc(size))) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	if (!add_dots(&d, ino, (uint64_t)off))
+		rc = fs->layout.ops->readdir(fs->layout.priv, ino,
+					     off < 2 ? 0 : (uint64_t)off - 2, fill, &d);
+	if (rc < 0 && d.pos == 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_buf(req, d.buf, d.pos);
+	free(d.buf);
+}
+
+static void sfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			struct fuse_file_info *fi)
+{
+	(void)fi;
+	do_readdir(req, ino, size, off, 0);
+}
+
+static void sfs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
+			    off_t off, struct fuse_file_info *fi)
+{
+	(void)fi;
+	do_readdir(req, ino, size, off, 1);
+}
+
+/* ---- read ---- */
+
+/* The file's bytes are a range of an open fd: let libfuse splice them. */
+static int read_extent(fuse_req_t req, struct sfs_fs *fs, fuse_ino_t ino,
+		       size_t size, off_t off)
+{
+	struct fuse_bufvec bv = FUSE_BUFVEC_INIT(0);
+	struct sfs_attr a;
+	uint64_t base;
+	int fd, rc;
+
+	if (fs->layout.ops->extent(fs->layout.priv, ino, &fd, &base))
+		return -ENOTSUP;
+	if ((rc = fs->layout.ops->getattr(fs->layout.priv, ino, &a)) < 0)
+		return rc;
+	if ((uint64_t)off >= a.size)
+		size = 0;
+	else if (size > a.size - (uint64_t)off)
+		size = a.size - (uint64_t)off;
+	bv.buf[0].size = size;
+	bv.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+	bv.buf[0].fd = fd;
+	bv.buf[0].pos = (off_t)(base + (uint64_t)off);
+	fuse_reply_data(req, &bv, FUSE_BUF_SPLICE_MOVE);
+	return 0;
+}
+
+static void read_copy(fuse_req_t req, struct sfs_fs *fs, fuse_ino_t ino,
+		      size_t size, off_t off)
+{
+	char stack[STACK_READ], *buf = stack;
+	ssize_t n;
+
+	if (size > sizeof(stack) && !(buf = malloc(size))) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	n = fs->layout.ops->read(fs->layout.priv, ino, buf, size, (uint64_t)off);
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
+	if (buf != stack)
+		free(buf);
+}
+
+static void sfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		     struct fuse_file_info *fi)
+{
+	struct sfs_fs *fs = fs_of(req);
+	int rc;
+
+	(void)fi;
+	if (off < 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if (fs->layout.ops->extent) {
+		rc = read_extent(req, fs, ino, size, off);
+		if (rc != -ENOTSUP) {
+			if (rc < 0)
+				fuse_reply_err(req, -rc);
+			return;
+		}
+	}
+	read_copy(req, fs, ino, size, off);
+}
+
+static void sfs_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct sfs_fs *fs = fs_of(req);
+	struct statvfs sv;
+	uint64_t files = 0, bytes = 0;
+
+	(void)ino;
+	fs->layout.ops->statfs(fs->layout.priv, &files, &bytes);
+	memset(&sv, 0, sizeof(sv));
+	sv.f_bsize = BLKSIZE;
+	sv.f_frsize = 512;
+	sv.f_blocks = (bytes + 511) / 512;
+	sv.f_files = files;
+	sv.f_namemax = 255;
+	sv.f_flag = ST_RDONLY;
+	fuse_reply_statfs(req, &sv);
+}
+
+/* ---- everything that would write: EROFS ---- */
+
+static void sfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
+			int to_set, struct fuse_file_info *fi)
+{
+	(void)ino; (void)attr; (void)to_set; (void)fi;
+	fuse_reply_err(req, EROFS);
+}
+
+static void sfs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      mode_t mode, dev_t rdev)
+{
+	(void)parent; (void)name; (void)mode; (void)rdev;
+	fuse_reply_err(req, EROFS);
+}
+
+static void sfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      mode_t mode)
+{
+	(void)parent; (void)name; (void)mode;
+	fuse_reply_err(req, EROFS);
+}
+
+static void sfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	(void)parent; (void)name;
+	fuse_reply_err(req, EROFS);
+}
+
+static void sfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	(void)parent; (void)name;
+	fuse_reply_err(req, EROFS);
+}
+
+static void sfs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
+			const char *name)
+{
+	(void)link; (void)parent; (void)name;
+	fuse_reply_err(req, EROFS);
+}
+
+static void sfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+		       fuse_ino_t newparent, const char *newname, unsigned flags)
+{
+	(void)parent; (void)name; (void)newparent; (void)newname; (void)flags;
+	fuse_reply_err(req, EROFS);
+}
+
+static void sfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
+		     const char *newname)
+{
+	(void)ino; (void)newparent; (void)newname;
+	fuse_reply_err(req, EROFS);
+}
+
+static void sfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
+		      size_t size, off_t off, struct fuse_file_info *fi)
+{
+	(void)ino; (void)buf; (void)size; (void)off; (void)fi;
+	fuse_reply_err(req, EROFS);
+}
+
+static void sfs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+		       mode_t mode, struct fuse_file_info *fi)
+{
+	(void)parent; (void)name; (void)mode; (void)fi;
+	fuse_reply_err(req, EROFS);
+}
+
+static void sfs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+			 const char *value, size_t size, int flags)
+{
+	(void)ino; (void)name; (void)value; (void)size; (void)flags;
+	fuse_reply_err(req, EROFS);
+}
+
+static void sfs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	(void)ino; (void)name;
+	fuse_reply_err(req, EROFS);
+}
+
+static void sfs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
+			  off_t offset, off_t length, struct fuse_file_info *fi)
+{
+	(void)ino; (void)mode; (void)offset; (void)length; (void)fi;
+	fuse_reply_err(req, EROFS);
+}
+
+static void sfs_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
+				struct fuse_file_info *fi_in, fuse_ino_t ino_out,
+				off_t off_out, struct fuse_file_info *fi_out,
+				size_t len, int flags)
+{
+	(void)ino_in; (void)off_in; (void)fi_in; (void)ino_out;
+	(void)off_out; (void)fi_out; (void)len; (void)flags;
+	fuse_reply_err(req, EROFS);
+}
+
+const struct fuse_lowlevel_ops sfs_ll_ops = {
+	.init = sfs_init,
+	.destroy = sfs_destroy,
+	.lookup = sfs_lookup,
+	.forget = sfs_forget,
+	.forget_multi = sfs_forget_multi,
+	.getattr = sfs_getattr,
+	.readlink = sfs_readlink,
+	.open = sfs_open,
+	.opendir = sfs_opendir,
+	.read = sfs_read,
+	.readdir = sfs_readdir,
+	.readdirplus = sfs_readdirplus,
+	.statfs = sfs_statfs,
+	.setattr = sfs_setattr,
+	.mknod = sfs_mknod,
+	.mkdir = sfs_mkdir,
+	.unlink = sfs_unlink,
+	.rmdir = sfs_rmdir,
+	.symlink = sfs_symlink,
+	.rename = sfs_rename,
+	.link = sfs_link,
+	.write = sfs_write,
+	.create = sfs_create,
+	.setxattr = sfs_setxattr,
+	.removexattr = sfs_removexattr,
+	.fallocate = sfs_fallocate,
+	.copy_file_range = sfs_copy_file_range,
+};

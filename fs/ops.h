@@ -1,0 +1,26 @@
+/*
+ * ops.h - the FUSE low-level operations of samplefs.  Each one translates a
+ * request into calls on the mounted struct layout and replies; none knows
+ * any file format.
+ */
+#ifndef SFS_FS_OPS_H
+#define SFS_FS_OPS_H
+
+#define FUSE_USE_VERSION 314
+#include <fuse_lowlevel.h>
+
+#include "layout.h"
+#include "options.h"
+
+/* The session's userdata.  Filled before mounting, read-only afterwards. */
+struct sfs_fs {
+	struct sfs_opts opts;
+	struct layout layout;
+	uid_t uid;		/* of the mounting user, for every inode */
+	gid_t gid;
+	double timeout;		/* entry and attr timeouts: nothing changes */
+};
+
+extern const struct fuse_lowlevel_ops sfs_ll_ops;
+
+#endif

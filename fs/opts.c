@@ -1,0 +1,221 @@
+/*
+ * opts.c - parses SOURCE and the samplefs -o options (see opts.h).
+ *
+ * Each option is one row of `table`: its name, how its value is parsed and
+ * where it goes in struct sfs_opts.  Values are checked strictly (no
+ * trailing junk, no overflow) so a typo fails the mount instead of meaning
+ * something else.  Unknown options are left for libfuse, which rejects
+ * those it does not know either.
+ */
+#include "opts.h"
+#include "log.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum kind { T_STR, T_U32, T_U64, T_SIZE, T_FLAG, T_IMAGE, T_SPLIT, T_SEED };
+
+struct opt_row {
+	const char *name;	/* without '=' */
+	enum kind kind;
+	size_t off;		/* into struct sfs_opts */
+	const char *help;
+};
+
+#define O(f) offsetof(struct sfs_opts, f)
+static const struct opt_row table[] = {
+	{"layout", T_STR, O(layout), "quickdraw|npy|tar|imagenet (default: detect)"},
+	{"index_dir", T_STR, O(index_dir), "where indexes live (default ~/.cache/samplefs)"},
+	{"cache", T_SIZE, O(cache_bytes), "inflated-block cache, e.g. 64M (default 32M)"},
+	{"quiet", T_FLAG, O(quiet), "no progress bar"},
+	{"classes", T_STR, O(classes_file), "quickdraw: file listing the classes to serve"},
+	{"per_class", T_U64, O(per_class), "quickdraw: samples per class (0 = all)"},
+	{"image", T_IMAGE, O(image_uint8), "quickdraw: uint8|float32 (default float32)"},
+	{"stroke_len", T_U32, O(stroke_len), "quickdraw: points per stroke file (default 130)"},
+	{"seed", T_U32, O(seed), "quickdraw: split seed (default 42)"},
+	{"split", T_SPLIT, O(split), "quickdraw: train/valid/test percent (default 80/10/10)"},
+	{"recursive", T_U32, O(recursive), "tar: nested tar levels to expand (default 1)"},
+	{"shard_size", T_U64, O(shard_size), "tar: samples per shard (default 10000)"},
+	{"shard_seed", T_SEED, O(shard_seed), "tar: shuffle samples into shards with this seed"},
+	{"shuffle_seed", T_U32, O(shuffle_seed), "tar: order seed (default 0)"},
+};
+#undef O
+
+/* mount(8) and fstab options that reach us through mount.fuse3 */
+static const char *const ignored[] = {
+	"defaults", "nofail", "noauto", "auto", "user", "nouser", "users",
+	"owner", "_netdev", "nodiratime", "relatime", "strictatime", "lazytime",
+};
+
+static const struct fuse_opt templates[] = {
+	FUSE_OPT_KEY("layout=", 0), FUSE_OPT_KEY("index_dir=", 1),
+	FUSE_OPT_KEY("cache=", 2), FUSE_OPT_KEY("quiet", 3),
+	FUSE_OPT_KEY("classes=", 4), FUSE_OPT_KEY("per_class=", 5),
+	FUSE_OPT_KEY("image=", 6), FUSE_OPT_KEY("stroke_len=", 7),
+	FUSE_OPT_KEY("seed=", 8), FUSE_OPT_KEY("split=", 9),
+	FUSE_OPT_KEY("recursive=", 10), FUSE_OPT_KEY("shard_size=", 11),
+	FUSE_OPT_KEY("shard_seed=", 12), FUSE_OPT_KEY("shuffle_seed=", 13),
+	FUSE_OPT_END
+};
+_Static_assert(sizeof(templates) / sizeof(templates[0]) ==
+	       sizeof(table) / sizeof(table[0]) + 1, "one template per row");
+
+static int parse_u64(const char *s, uint64_t max, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+/* "80/10/10": three percentages adding up to 100 */
+static int parse_split(const char *s, uint32_t *split)
+{
+	unsigned a, b, c;
+	int n = 0;
+
+	if (sscanf(s, "%3u/%3u/%3u%n", &a, &b, &c, &n) != 3 || s[n] ||
+	    a + b + c != 100)
+		return -EINVAL;
+	split[0] = a;
+	split[1] = b;
+	split[2] = c;
+	return 0;
+}
+
+static int set_value(const struct opt_row *r, const char *val, struct sfs_opts *o)
+{
+	char *field = (char *)o + r->off;
+	uint64_t v;
+	char *s;
+
+	switch (r->kind) {
+	case T_STR:
+		if (!*val || !(s = strdup(val)))
+			return -EINVAL;
+		free(*(char **)field);
+		*(char **)field = s;
+		return 0;
+	case T_U32:
+	case T_SEED:
+		if (parse_u64(val, UINT32_MAX, &v))
+			return -EINVAL;
+		*(uint32_t *)field = (uint32_t)v;
+		if (r->kind == T_SEED)
+			o->has_shard_seed = 1;
+		return 0;
+	case T_U64:
+		if (parse_u64(val, UINT64_MAX, &v))
+			return -EINVAL;
+		*(uint64_t *)field = v;
+		return 0;
+	case T_SIZE:
+		return sfs_parse_size(val, (uint64_t *)field);
+	case T_FLAG:
+		*(int *)field = 1;
+		return 0;
+	case T_IMAGE:
+		if (strcmp(val, "uint8") && strcmp(val, "float32"))
+			return -EINVAL;
+		*(int *)field = !strcmp(val, "uint8");
+		return 0;
+	case T_SPLIT:
+		return parse_split(val, (uint32_t *)field);
+	}
+	return -EINVAL;
+}
+
+static int is_ignored(const char *arg)
+{
+	size_t i;
+
+	if (!strncmp(arg, "x-", 2) || !strncmp(arg, "comment=", 8))
+		return 1;
+	for (i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++)
+		if (!strcmp(arg, ignored[i]))
+			return 1;
+	return 0;
+}
+
+static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
+{
+	struct sfs_opts *o = data;
+	const struct opt_row *r;
+	const char *eq;
+
+	(void)outargs;
+	if (key == FUSE_OPT_KEY_NONOPT) {
+		if (o->source)
+			return 1;	/* the mountpoint: libfuse's */
+		o->source = strdup(arg);
+		return o->source ? 0 : -1;
+	}
+	if (key == FUSE_OPT_KEY_OPT)
+		return is_ignored(arg) ? 0 : 1;
+	r = &table[key];
+	eq = strchr(arg, '=');
+	if (set_value(r, eq ? eq + 1 : "", o)) {
+		sfs_err("bad value in -o %s: expected %s", arg, r->help);
+		return -1;
+	}
+	return 0;
+}
+
+int sfs_opts_parse(struct fuse_args *args, struct sfs_opts *o)
+{
+	sfs_opts_default(o);
+	return fuse_opt_parse(args, o, templates, opt_proc) ? -1 : 0;
+}
+
+int sfs_opts_absolute_source(struct sfs_opts *o)
+{
+	char *abs;
+	int rc;
+
+	if (strstr(o->source, "://"))
+		return 0;
+	if (!(abs = realpath(o->source, NULL))) {
+		rc = -errno;
+		sfs_err("%s: %s", o->source, strerror(errno));
+		return rc;
+	}
+	free((char *)o->source);
+	o->source = abs;
+	return 0;
+}
+
+void sfs_opts_free(struct sfs_opts *o)
+{
+	size_t i;
+
+	free((char *)o->source);
+	for (i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+		if (table[i].kind == T_STR)
+			free(*(char **)((char *)o + table[i].off));
+	sfs_opts_default(o);
+}
+
+void sfs_opts_help(void)
+{
+	size_t i;
+	char name[32];
+
+	printf("samplefs options:\n");
+	for (i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+		snprintf(name, sizeof(name), "%s%s", table[i].name,
+			 table[i].kind == T_FLAG ? "" : "=V");
+		printf("    -o %-20s %s\n", name, table[i].help);
+	}
+	printf("\n");
+}

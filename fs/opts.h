@@ -1,0 +1,32 @@
+/*
+ * opts.h - the samplefs command line: SOURCE and the -o options that fill
+ * struct sfs_opts.  FUSE's own options (-f, -d, -s, allow_other, ...) are
+ * left in the argument list for libfuse.  Not for option semantics: the
+ * layouts decide what each value means.
+ */
+#ifndef SFS_FS_OPTS_H
+#define SFS_FS_OPTS_H
+
+#include <fuse_opt.h>
+
+#include "options.h"
+
+/*
+ * Removes SOURCE (the first non-option argument) and every samplefs option
+ * from args into o (after sfs_opts_default), accepting and dropping the
+ * mount(8)/fstab options that mean nothing to a FUSE daemon (nofail,
+ * noauto, _netdev, x-*, ...).  Prints one line and returns -1 on a bad
+ * value.  o->source is NULL when no SOURCE was given.
+ */
+int sfs_opts_parse(struct fuse_args *args, struct sfs_opts *o);
+
+/* Replaces o->source by its realpath (kept as is for URLs); -errno. */
+int sfs_opts_absolute_source(struct sfs_opts *o);
+
+/* Frees the strings sfs_opts_parse allocated. */
+void sfs_opts_free(struct sfs_opts *o);
+
+/* The "-o" lines of --help. */
+void sfs_opts_help(void);
+
+#endif
