@@ -1,0 +1,263 @@
+/*
+ * vtar.c - WebDataset tar shards generated on demand (see vtar.h).
+ *
+ * A sample's record is laid out as
+ *   [.cls header block(s)] [label, one block] [.jpg header block(s)]
+ *   [data] [zero padding to 512]
+ * and a read walks records from the one holding `off`, synthesising
+ * header blocks into a 512-byte stack buffer and pread'ing data through
+ * the caller.  Not for: reading real tars (tar.c).
+ */
+#include "vtar.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#define PAD(x) (((x) + VTAR_BLOCK - 1) & ~(uint64_t)(VTAR_BLOCK - 1))
+#define USTAR_NAME 100
+#define OCTAL11_MAX 077777777777ull
+
+static unsigned ndigits(uint64_t v)
+{
+	unsigned d = 1;
+
+	while (v >= 10) {
+		v /= 10;
+		d++;
+	}
+	return d;
+}
+
+/* length of the pax record "%d path=%s\n" (the length counts itself) */
+static uint64_t pax_len(size_t name_len)
+{
+	uint64_t body = name_len + 7, len = body + ndigits(body);
+
+	if (ndigits(len) > ndigits(body))
+		len++;
+	return len;
+}
+
+/* header blocks of a member named name_len bytes: ustar, or pax + ustar */
+static uint64_t header_size(size_t name_len)
+{
+	if (name_len <= USTAR_NAME)
+		return VTAR_BLOCK;
+	return 2 * VTAR_BLOCK + PAD(pax_len(name_len));
+}
+
+uint64_t vtar_sample_size(size_t stem_len, uint64_t size, uint32_t label)
+{
+	(void)label;	/* at most 10 digits: always one data block */
+	return 2 * header_size(stem_len + 4) + VTAR_BLOCK + PAD(size);
+}
+
+uint64_t vtar_archive_size(uint64_t body)
+{
+	uint64_t n = body + 2 * VTAR_BLOCK;
+
+	return (n + VTAR_RECORD - 1) / VTAR_RECORD * VTAR_RECORD;
+}
+
+int vtar_size(const struct vtar_shard *s, uint64_t *size)
+{
+	uint64_t body;
+	int rc = s->offset(s->arg, s->n, &body);
+
+	if (rc)
+		return rc;
+	*size = vtar_archive_size(body);
+	return 0;
+}
+
+static void put_octal(char *field, size_t width, uint64_t v)
+{
+	char tmp[32];
+
+	snprintf(tmp, sizeof(tmp), "%0*llo", (int)width - 1, (unsigned long long)v);
+	memcpy(field, tmp, width - 1);
+	field[width - 1] = '\0';
+}
+
+/* size field: octal, or GNU/POSIX base-256 beyond 8 GiB */
+static void put_size(char *field, uint64_t v)
+{
+	int i;
+
+	if (v <= OCTAL11_MAX) {
+		put_octal(field, 12, v);
+		return;
+	}
+	memset(field, 0, 12);
+	field[0] = (char)0x80;
+	for (i = 11; i >= 4; i--, v >>= 8)
+		field[i] = (char)(v & 0xff);
+}
+
+static void ustar_header(char *h, const char *name, size_t name_len,
+			 uint64_t size, int64_t mtime, char type)
+{
+	unsigned sum = 0;
+	int i;
+
+	memset(h, 0, VTAR_BLOCK);
+	memcpy(h, name, name_len < USTAR_NAME ? name_len : USTAR_NAME);
+	put_octal(h + 100, 8, 0444);
+	put_octal(h + 108, 8, 0);
+	put_octal(h + 116, 8, 0);
+	put_size(h + 124, size);
+	put_octal(h + 136, 12, mtime < 0 ? 0 : (uint64_t)mtime > OCTAL11_MAX ?
+		  OCTAL11_MAX : (uint64_t)mtime);
+	h[156] = type;
+	memcpy(h + 257, "ustar", 6);
+	memcpy(h + 263, "00", 2);
+	memset(h + 148, ' ', 8);
+	for (i = 0; i < VTAR_BLOCK; i++)
+		sum += (unsigned char)h[i];
+	snprintf(h + 148, 8, "%06o", sum);
+	h[155] = ' ';
+}
+
+/*
+ * Block `blk` of the header of member <stem>.<ext> (`size` data bytes):
+ * for long names, block 0 is the pax header, then the pax data, then the
+ * ustar header with the name cut to 100 bytes.
+ */
+static void header_block(const struct vtar_entry *e, const char *ext,
+			 uint64_t size, int64_t mtime, uint64_t blk, char *out)
+{
+	char name[VTAR_STEM_MAX + 8];
+	size_t nl = e->stem_len + 4;
+	uint64_t plen, pblocks, k;
+	char rec[VTAR_STEM_MAX + 32];
+
+	memcpy(name, e->stem, e->stem_len);
+	memcpy(name + e->stem_len, ext, 5);
+	if (nl <= USTAR_NAME) {
+		ustar_header(out, name, nl, size, mtime, '0');
+		return;
+	}
+	plen = pax_len(nl);
+	pblocks = PAD(plen) / VTAR_BLOCK;
+	if (blk == 0) {
+		ustar_header(out, "././@PaxHeader", 14, plen, mtime, 'x');
+	} else if (blk <= pblocks) {
+		snprintf(rec, sizeof(rec), "%llu path=%s\n", (unsigned long long)plen, name);
+		memset(out, 0, VTAR_BLOCK);
+		k = (blk - 1) * VTAR_BLOCK;
+		if (k < plen)
+			memcpy(out, rec + k, plen - k < VTAR_BLOCK ? plen - k : VTAR_BLOCK);
+	} else {
+		ustar_header(out, name, nl, size, mtime, '0');
+	}
+}
+
+/* index of the sample holding offset `off` (< body), by binary search */
+static int find_sample(const struct vtar_shard *s, uint64_t off, uint64_t *idx,
+		       uint64_t *start)
+{
+	uint64_t lo = 0, hi = s->n, mid, o;
+	int rc;
+
+	while (hi - lo > 1) {	/* invariant: offset(lo) <= off < offset(hi) */
+		mid = lo + (hi - lo) / 2;
+		rc = s->offset(s->arg, mid, &o);
+		if (rc)
+			return rc;
+		if (o <= off)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	*idx = lo;
+	return s->offset(s->arg, lo, start);
+}
+
+/* Copies bytes [rel, rel + len) of sample i's record; returns bytes copied. */
+static ssize_t read_record(const struct vtar_shard *s, uint64_t i, char *buf,
+			   size_t len, uint64_t rel)
+{
+	struct vtar_entry e;
+	uint64_t hl, a, b, c, d, end;
+	char blk[VTAR_BLOCK];
+	size_t n;
+	int rc;
+
+	rc = s->entry(s->arg, i, &e);
+	if (rc)
+		return rc;
+	if (e.stem_len > VTAR_STEM_MAX)
+		return -ENAMETOOLONG;
+	hl = header_size(e.stem_len + 4);
+	a = hl;			/* .cls data */
+	b = a + VTAR_BLOCK;	/* .jpg header */
+	c = b + hl;		/* .jpg data */
+	d = c + e.size;
+	end = c + PAD(e.size);
+	if (rel >= end)
+		return 0;
+	if (rel >= c && rel < d) {
+		ssize_t r;
+
+		n = len < d - rel ? len : (size_t)(d - rel);
+		r = s->pread(s->arg, i, buf, n, rel - c);
+		return r == 0 ? -EIO : r;	/* the source ended early */
+	}
+	if (rel >= d) {
+		n = len < end - rel ? len : (size_t)(end - rel);
+		memset(buf, 0, n);
+		return (ssize_t)n;
+	}
+	if (rel < a)
+		header_block(&e, ".cls", ndigits(e.label), s->mtime, rel / VTAR_BLOCK, blk);
+	else if (rel < b) {
+		memset(blk, 0, sizeof(blk));
+		snprintf(blk, sizeof(blk), "%u", e.label);
+	} else
+		header_block(&e, ".jpg", e.size, s->mtime, (rel - b) / VTAR_BLOCK, blk);
+	n = VTAR_BLOCK - rel % VTAR_BLOCK;
+	if (n > len)
+		n = len;
+	memcpy(buf, blk + rel % VTAR_BLOCK, n);
+	return (ssize_t)n;
+}
+
+ssize_t vtar_read(const struct vtar_shard *s, char *buf, size_t len, uint64_t off)
+{
+	uint64_t body, total, i = 0, start = 0, next;
+	size_t done = 0;
+	ssize_t n;
+	int rc;
+
+	rc = s->offset(s->arg, s->n, &body);
+	if (rc)
+		return rc;
+	total = vtar_archive_size(body);
+	if (off >= total)
+		return 0;
+	if (len > total - off)
+		len = (size_t)(total - off);
+	if (off < body && (rc = find_sample(s, off, &i, &start)))
+		return rc;
+	while (done < len && off < body) {
+		n = read_record(s, i, buf + done, len - done, off - start);
+		if (n < 0)
+			return n;
+		if (n == 0) {	/* past this record: on to the next one */
+			if ((rc = s->offset(s->arg, ++i, &next)))
+				return rc;
+			if (next <= start || i > s->n)
+				return -EIO;
+			start = next;
+			continue;
+		}
+		done += (size_t)n;
+		off += (uint64_t)n;
+	}
+	if (done < len) {	/* end blocks and record padding */
+		memset(buf + done, 0, len - done);
+		done = len;
+	}
+	return (ssize_t)done;
+}

@@ -1,0 +1,65 @@
+/*
+ * vtar.h - virtual WebDataset tar shards, generated on demand.
+ *
+ * A shard is a list of samples; sample i becomes two members, written the
+ * way webdataset's TarWriter writes them (keys in sorted order):
+ *   <stem>.cls   the label in decimal ASCII, no newline (str(label))
+ *   <stem>.jpg   the sample's bytes, as they are
+ * Headers are POSIX ustar: mode 0444, uid/gid 0, empty uname/gname, the
+ * shard's fixed mtime, typeflag '0'.  Member names longer than 100 bytes
+ * get a pax 'x' header with a path record (the ustar prefix field only
+ * helps at a '/', and stems have none).  Data is padded to 512 bytes; the
+ * archive ends with two zero blocks, padded to a 10240-byte record as
+ * Python's tarfile and GNU tar do.
+ *
+ * Sizes and offsets are computed from (stem length, data size, label)
+ * alone, so a shard's size is known without reading any data, and any byte
+ * range can be produced: headers are synthesised, data comes from the
+ * caller's pread.  Nothing is allocated per read.
+ *
+ * Not for: reading tars (tar.h), choosing shard contents (the layout).
+ */
+#ifndef SFS_VTAR_H
+#define SFS_VTAR_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#define VTAR_BLOCK 512
+#define VTAR_RECORD 10240
+#define VTAR_STEM_MAX 1024	/* longer stems are the caller's to refuse */
+
+struct vtar_entry {
+	const char *stem;	/* key, without extension; no '\0' inside */
+	size_t stem_len;
+	uint64_t size;		/* bytes of <stem>.jpg */
+	uint32_t label;
+};
+
+/*
+ * The caller's view of one shard.  Callbacks return 0 / a byte count or a
+ * negative errno, which vtar_read passes on.  `offset(i)` must equal the
+ * sum of vtar_sample_size over entries 0..i-1 (i may be n); callers
+ * typically keep sparse prefix sums and add the rest.
+ */
+struct vtar_shard {
+	uint64_t n;
+	int64_t mtime;
+	void *arg;
+	int (*entry)(void *arg, uint64_t i, struct vtar_entry *e);
+	int (*offset)(void *arg, uint64_t i, uint64_t *off);
+	ssize_t (*pread)(void *arg, uint64_t i, void *buf, size_t len, uint64_t off);
+};
+
+/* Bytes that sample (stem_len, size, label) occupies in a shard. */
+uint64_t vtar_sample_size(size_t stem_len, uint64_t size, uint32_t label);
+/* Archive size for `body` bytes of samples: end blocks and record padding. */
+uint64_t vtar_archive_size(uint64_t body);
+/* Exact size of the shard, or -errno from the offset callback. */
+int vtar_size(const struct vtar_shard *s, uint64_t *size);
+
+/* Up to len bytes at off: count (short only at the end) or -errno. */
+ssize_t vtar_read(const struct vtar_shard *s, char *buf, size_t len, uint64_t off);
+
+#endif

@@ -1,0 +1,287 @@
+/*
+ * test_vtar.c - virtual WebDataset shards, checked by independent readers:
+ * a shard is written to a file through vtar_read and read back by Python's
+ * tarfile (names, order, sizes, mode/uid/mtime, contents compared with the
+ * expected member files written directly by this test) and by `tar -tvf`;
+ * then every chunking and random pread into the middle must give the same
+ * bytes as one sequential pass.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "vtar.h"
+
+#define MTIME 1331856000
+
+struct sample {
+	char stem[300];
+	uint64_t size;
+	uint32_t label;
+};
+
+struct shard {
+	struct sample *s;
+	uint64_t n;
+	int fail_at;	/* pread of this sample fails (or -1) */
+	int short_at;	/* pread of this sample returns 0 (or -1) */
+};
+
+static uint8_t byte_of(uint64_t i, uint64_t j)
+{
+	return (uint8_t)(i * 31 + j * 7 + (j >> 8));
+}
+
+static int cb_entry(void *arg, uint64_t i, struct vtar_entry *e)
+{
+	struct shard *sh = arg;
+
+	e->stem = sh->s[i].stem;
+	e->stem_len = strlen(sh->s[i].stem);
+	e->size = sh->s[i].size;
+	e->label = sh->s[i].label;
+	return 0;
+}
+
+/* prefix sums recomputed each time: the test favours obviousness */
+static int cb_offset(void *arg, uint64_t i, uint64_t *off)
+{
+	struct shard *sh = arg;
+	uint64_t k;
+
+	*off = 0;
+	for (k = 0; k < i; k++)
+		*off += vtar_sample_size(strlen(sh->s[k].stem), sh->s[k].size, sh->s[k].label);
+	return 0;
+}
+
+static ssize_t cb_pread(void *arg, uint64_t i, void *buf, size_t len, uint64_t off)
+{
+	struct shard *sh = arg;
+	uint8_t *b = buf;
+	size_t k;
+
+	if ((int)i == sh->fail_at)
+		return -EIO;
+	if ((int)i == sh->short_at)
+		return 0;
+	for (k = 0; k < len; k++)
+		b[k] = byte_of(i, off + k);
+	return (ssize_t)len;
+}
+
+static const uint64_t sizes[] = { 0, 1, 511, 512, 513, 1024, 3000, 70000, 5, 100000 };
+
+static void make_shard(struct shard *sh, struct vtar_shard *v, uint64_t n)
+{
+	uint64_t i;
+
+	sh->s = calloc(n, sizeof(*sh->s));
+	sh->n = n;
+	sh->fail_at = sh->short_at = -1;
+	for (i = 0; i < n; i++) {
+		if (i == 3)	/* 96 + ".jpg" = exactly 100 bytes */
+			memset(sh->s[i].stem, 'a', 96);
+		else if (i == 4)	/* long: needs a pax header */
+			snprintf(sh->s[i].stem, 300, "n01440764_%0200d", 7);
+		else if (i == 6)	/* a pax record that spans two blocks */
+			memset(sh->s[i].stem, 'z', 290);
+		else
+			snprintf(sh->s[i].stem, 300, "n%08llu_%llu", (unsigned long long)(1440764 + i), (unsigned long long)(i * 37));
+		sh->s[i].size = sizes[i % (sizeof(sizes) / sizeof(sizes[0]))];
+		sh->s[i].label = (uint32_t)(i * 997 % 1000);
+	}
+	sh->s[n - 1].label = 4294967295u;
+	*v = (struct vtar_shard){ n, MTIME, sh, cb_entry, cb_offset, cb_pread };
+}
+
+/* the whole shard, read in `chunk`-byte pieces */
+static char *read_all(const struct vtar_shard *v, uint64_t *size, size_t chunk)
+{
+	uint64_t off = 0;
+	char *buf;
+
+	cr_assert_eq(vtar_size(v, size), 0);
+	buf = malloc(*size + 1);
+	while (off < *size) {
+		ssize_t n = vtar_read(v, buf + off, chunk, off);
+
+		cr_assert_gt(n, 0, "read at %llu returned %zd", (unsigned long long)off, n);
+		off += (uint64_t)n;
+	}
+	cr_assert_eq(vtar_read(v, buf, 10, *size), 0);
+	return buf;
+}
+
+static const char *checker =
+	"import sys, tarfile, os\n"
+	"d = sys.argv[1]\n"
+	"want = [l.rstrip('\\n') for l in open(d + '/manifest')]\n"
+	"got = []\n"
+	"with tarfile.open(d + '/shard.tar') as tf:\n"
+	"    for m in tf:\n"
+	"        assert m.isfile() and m.mode == 0o444 and m.uid == 0 and m.gid == 0, m\n"
+	"        assert m.mtime == 1331856000, m.mtime\n"
+	"        data = tf.extractfile(m).read()\n"
+	"        assert len(data) == m.size\n"
+	"        exp = open(os.path.join(d, 'want', str(len(got))), 'rb').read()\n"
+	"        assert data == exp, (m.name, len(data), len(exp))\n"
+	"        got.append(m.name)\n"
+	"assert got == want, (got[:4], want[:4])\n"
+	"assert os.path.getsize(d + '/shard.tar') % 10240 == 0\n"
+	"print('tarfile ok', len(got))\n";
+
+static void write_file(const char *path, const void *data, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+
+	cr_assert(f, "%s", path);
+	cr_assert_eq(fwrite(data, 1, len, f), len);
+	fclose(f);
+}
+
+/* expected members, written without vtar: <dir>/want/<k> and the names */
+static void write_expected(const struct shard *sh, const char *dir)
+{
+	char path[4096], txt[16];
+	FILE *man;
+	uint64_t i, j, k = 0;
+
+	snprintf(path, sizeof(path), "%s/want", dir);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/manifest", dir);
+	man = fopen(path, "w");
+	for (i = 0; i < sh->n; i++) {
+		uint8_t *d = malloc(sh->s[i].size + 1);
+
+		fprintf(man, "%s.cls\n%s.jpg\n", sh->s[i].stem, sh->s[i].stem);
+		snprintf(txt, sizeof(txt), "%u", sh->s[i].label);
+		snprintf(path, sizeof(path), "%s/want/%llu", dir, (unsigned long long)k++);
+		write_file(path, txt, strlen(txt));
+		for (j = 0; j < sh->s[i].size; j++)
+			d[j] = byte_of(i, j);
+		snprintf(path, sizeof(path), "%s/want/%llu", dir, (unsigned long long)k++);
+		write_file(path, d, sh->s[i].size);
+		free(d);
+	}
+	fclose(man);
+}
+
+Test(vtar, python_tarfile_and_gnu_tar_read_it)
+{
+	char dir[] = "/tmp/sfs-vtar.XXXXXX", path[4096], cmd[8192];
+	struct shard sh;
+	struct vtar_shard v;
+	uint64_t size;
+	char *buf;
+	FILE *p;
+	int lines = 0, c;
+
+	make_shard(&sh, &v, 23);
+	buf = read_all(&v, &size, 1 << 20);
+	cr_assert(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/shard.tar", dir);
+	write_file(path, buf, size);
+	write_expected(&sh, dir);
+	snprintf(path, sizeof(path), "%s/check.py", dir);
+	write_file(path, checker, strlen(checker));
+	snprintf(cmd, sizeof(cmd), "/usr/bin/python3 %s/check.py %s", dir, dir);
+	cr_assert_eq(system(cmd), 0, "python tarfile rejected the shard");
+	snprintf(cmd, sizeof(cmd), "tar -tvf %s/shard.tar", dir);
+	p = popen(cmd, "r");
+	while ((c = fgetc(p)) != EOF)
+		lines += c == '\n';
+	cr_assert_eq(pclose(p), 0, "tar -tvf failed");
+	cr_assert_eq(lines, 46);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_assert_eq(system(cmd), 0);
+	free(buf);
+	free(sh.s);
+}
+
+Test(vtar, every_chunking_and_random_preads_agree)
+{
+	static const size_t chunks[] = { 1, 7, 511, 512, 513, 4096, 65536 };
+	struct shard sh;
+	struct vtar_shard v;
+	uint64_t size, size2;
+	char *ref, *buf, *piece;
+	uint32_t x = 7;
+	size_t k;
+	int i;
+
+	make_shard(&sh, &v, 23);
+	ref = read_all(&v, &size, 1 << 30);
+	for (k = 0; k < sizeof(chunks) / sizeof(chunks[0]); k++) {
+		buf = read_all(&v, &size2, chunks[k]);
+		cr_assert_eq(size2, size);
+		cr_assert_eq(memcmp(buf, ref, size), 0, "chunk %zu differs", chunks[k]);
+		free(buf);
+	}
+	piece = malloc(200000);
+	for (i = 0; i < 3000; i++) {
+		uint64_t off;
+		size_t len;
+		ssize_t n;
+
+		x = x * 1103515245 + 12345;
+		off = ((uint64_t)x << 7 ^ x >> 3) % (size + 100);
+		x = x * 1103515245 + 12345;
+		len = x % 200000;
+		n = vtar_read(&v, piece, len, off);
+		if (off >= size) {
+			cr_assert_eq(n, 0);
+			continue;
+		}
+		cr_assert_eq((uint64_t)n, len < size - off ? len : size - off);
+		cr_assert_eq(memcmp(piece, ref + off, (size_t)n), 0,
+			     "pread(%zu at %llu) differs", len, (unsigned long long)off);
+	}
+	free(piece);
+	free(ref);
+	free(sh.s);
+}
+
+Test(vtar, sizes_are_computed_without_data)
+{
+	/* a shard whose one sample is 10 GiB: header uses base-256 size */
+	struct sample s = { "big", 10ull << 30, 3 };
+	struct shard sh = { &s, 1, -1, -1 };
+	struct vtar_shard v = { 1, MTIME, &sh, cb_entry, cb_offset, cb_pread };
+	uint64_t size;
+	char hdr[512];
+
+	cr_assert_eq(vtar_size(&v, &size), 0);
+	cr_assert_eq(size, vtar_archive_size(512 * 3 + (10ull << 30)));
+	cr_assert_eq(size % VTAR_RECORD, 0);
+	cr_assert_eq(vtar_read(&v, hdr, 512, 1024), 512);
+	cr_assert_str_eq(hdr, "big.jpg");
+	cr_assert_eq((unsigned char)hdr[124], 0x80);
+	cr_assert_eq(vtar_read(&v, hdr, 512, 512), 512);
+	cr_assert_str_eq(hdr, "3");
+}
+
+Test(vtar, source_errors_are_eio_never_wrong_bytes)
+{
+	struct shard sh;
+	struct vtar_shard v;
+	uint64_t size, off = 0;
+	char *buf;
+
+	make_shard(&sh, &v, 12);
+	cr_assert_eq(vtar_size(&v, &size), 0);
+	buf = malloc(size);
+	sh.fail_at = 7;
+	cr_assert_eq(vtar_read(&v, buf, size, 0), -EIO);
+	sh.fail_at = -1;
+	sh.short_at = 7;
+	cr_assert_eq(vtar_read(&v, buf, size, 0), -EIO);
+	cb_offset(&sh, 8, &off);
+	cr_assert_gt(vtar_read(&v, buf, size, off), 0);	/* after it: fine */
+	free(buf);
+	free(sh.s);
+}
