@@ -533,10 +533,8 @@ static int walk_loop(struct walk *w, tar_member_fn fn, void *arg)
 		if (rc < 0)
 			return rc == -EBADMSG && !nhdr ? -EINVAL : rc;
 		if (all_zero(h)) {
-			if (!nhdr)
-				return -EINVAL;
 			end_marker(w, pos);
-			return 0;
+			return 0;       /* at pos 0: an empty archive, as GNU tar */
 		}
 		if (!tar_header_ok(h)) {
 			if (!nhdr)

@@ -48,8 +48,9 @@ typedef int (*tar_member_fn)(void *arg, const struct tar_member *m);
  * (two zero blocks or the end of the range), -EBADMSG when the archive is
  * damaged after at least one header (bad checksum, truncated member, bad
  * field: members before it have been reported; a warning is printed),
- * -EINVAL when the first header is not a tar header, -errno on I/O error,
- * or the callback's nonzero return.
+ * -EINVAL when the first header is not a tar header (a range that starts
+ * with a zero block is an empty archive: 0), -errno on I/O error, or the
+ * callback's nonzero return.
  */
 int tar_walk(int fd, uint64_t base, uint64_t len, const char *what,
 	     tar_member_fn fn, void *arg);
