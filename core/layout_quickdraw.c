@@ -1,0 +1,721 @@
+/*
+ * layout_quickdraw.c - the Quick, Draw! tree:
+ *
+ *   /classes.txt                      label order, one name per line
+ *   /images/<class>/<gidx:06d>.npy    float32 (28, 28, 1) = uint8 / 255.0, or raw uint8
+ *   /strokes/<class>/<gidx:06d>.npy   float32 (stroke_len, 3)
+ *   /splits/{train,val,test}.txt      one shuffled line per sample
+ *
+ * Every node is computed from the mmap'ed index (quickdraw_index.c) and the
+ * open class .npy files: inode numbers encode (kind, class or gidx), names
+ * are formatted on demand, and nothing is allocated per sample.  Images are
+ * one pread of 784 bytes; strokes inflate at most one block through the LRU.
+ *
+ * Threads: everything in struct qd is read-only after open, except the LRU,
+ * which locks itself.
+ *
+ * Not the index build or the source scan (quickdraw_index.c).
+ */
+#include "layout.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "blockstore.h"
+#include "index.h"
+#include "log.h"
+#include "lru.h"
+#include "npy.h"
+#include "quickdraw_index.h"
+#include "strokes.h"
+
+#define MAX_STROKE_LEN (1u << 20)
+#define LINE_MAX_LEN   (2 * QD_MAX_NAME + 80)
+
+/* Inode numbers: fixed nodes are small; others are kind << 56 | class or gidx. */
+enum { INO_CLASSES = 2, INO_IMAGES, INO_STROKES, INO_SPLITS, INO_TRAIN, INO_VAL, INO_TEST };
+enum { K_FIXED, K_IMGDIR, K_STKDIR, K_IMG, K_STK };
+#define KIND_SHIFT 56
+#define INO(kind, v) ((uint64_t)(kind) << KIND_SHIFT | (v))
+#define INO_KIND(ino) ((int)((ino) >> KIND_SHIFT))
+#define INO_VAL_OF(ino) ((ino) & ((1ull << KIND_SHIFT) - 1))
+
+static const char *const split_names[3] = { "train.txt", "val.txt", "test.txt" };
+
+struct qd {
+	struct qd_scan scan;          /* class files: fds, stats at mount */
+	struct index_map map;
+	const struct qd_head *hd;
+	const struct qd_class *cls;
+	const char *names;            /* classes.txt bytes */
+	const uint32_t *sorted;       /* class ids in bytewise name order */
+	const uint32_t *perm;         /* shuffled gidx: train, val, test */
+	const uint64_t *ckpt;
+	uint64_t nckpt;
+	const uint8_t *xl;            /* long drawings */
+	uint64_t xl_len;
+	struct blockstore bs;
+	struct lru *cache;
+	int image_uint8;
+	uint32_t stroke_len;
+	char img_hdr[128], stk_hdr[256];
+	uint32_t img_hdr_len, stk_hdr_len;
+	uint64_t img_size, stk_size;  /* whole per-sample files */
+	float lut[256];               /* uint8 -> float32 / 255.0 */
+};
+
+/* ---- attributes ---- */
+
+static void attr_dir(struct sfs_attr *a, uint64_t ino, uint32_t nsub, int64_t mtime)
+{
+	a->ino = ino;
+	a->mode = S_IFDIR | 0555;
+	a->nlink = 2 + nsub;
+	a->size = 0;
+	a->mtime = mtime;
+}
+
+static void attr_file(struct sfs_attr *a, uint64_t ino, uint64_t size, int64_t mtime)
+{
+	a->ino = ino;
+	a->mode = S_IFREG | 0444;
+	a->nlink = 1;
+	a->size = size;
+	a->mtime = mtime;
+}
+
+static int fixed_attr(const struct qd *q, uint64_t ino, struct sfs_attr *a)
+{
+	const struct qd_head *hd = q->hd;
+	int64_t t = q->scan.root_mtime;
+
+	switch (ino) {
+	case SFS_ROOT_INO:
+		attr_dir(a, ino, 1 + !!hd->has_images + !!hd->has_strokes, t);
+		return 0;
+	case INO_CLASSES:
+		attr_file(a, ino, hd->names_len, t);
+		return 0;
+	case INO_IMAGES:
+	case INO_STROKES:
+		if (!(ino == INO_IMAGES ? hd->has_images : hd->has_strokes))
+			return -ENOENT;
+		attr_dir(a, ino, hd->nclass, t);
+		return 0;
+	case INO_SPLITS:
+		attr_dir(a, ino, 0, t);
+		return 0;
+	case INO_TRAIN:
+	case INO_VAL:
+	case INO_TEST:
+		attr_file(a, ino, hd->split_bytes[ino - INO_TRAIN], t);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+static int qd_getattr(void *priv, uint64_t ino, struct sfs_attr *a)
+{
+	const struct qd *q = priv;
+	uint64_t v = INO_VAL_OF(ino);
+	uint32_t label;
+
+	switch (INO_KIND(ino)) {
+	case K_FIXED:
+		return fixed_attr(q, ino, a);
+	case K_IMGDIR:
+	case K_STKDIR:
+		if (v >= q->hd->nclass || !(INO_KIND(ino) == K_IMGDIR ? q->hd->has_images :
+					    q->hd->has_strokes))
+			return -ENOENT;
+		attr_dir(a, ino, 0, INO_KIND(ino) == K_IMGDIR ?
+			 q->scan.cls[v].img_st.st_mtime : q->scan.cls[v].stk_st.st_mtime);
+		return 0;
+	case K_IMG:
+	case K_STK:
+		if (v >= q->hd->total || !(INO_KIND(ino) == K_IMG ? q->hd->has_images :
+					   q->hd->has_strokes))
+			return -ENOENT;
+		qd_class_of(q->cls, q->hd->nclass, v, &label);
+		if (INO_KIND(ino) == K_IMG)
+			attr_file(a, ino, q->img_size, q->scan.cls[label].img_st.st_mtime);
+		else
+			attr_file(a, ino, q->stk_size, q->scan.cls[label].stk_st.st_mtime);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+/* ---- names ---- */
+
+/* strcmp of a NUL-terminated name against class c's name. */
+static int cmp_class(const struct qd *q, const char *name, uint32_t c)
+{
+	const char *cn = q->names + q->cls[c].name_off;
+	size_t len = q->cls[c].name_len, i;
+
+	for (i = 0; i < len && name[i]; i++)
+		if (name[i] != cn[i])
+			return (unsigned char)name[i] - (unsigned char)cn[i];
+	return i < len ? -1 : (name[i] ? 1 : 0);
+}
+
+static int find_class(const struct qd *q, const char *name, uint32_t *c)
+{
+	uint32_t lo = 0, hi = q->hd->nclass, mid;
+	int r;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		r = cmp_class(q, name, q->sorted[mid]);
+		if (!r) {
+			*c = q->sorted[mid];
+			return 0;
+		}
+		if (r < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return -ENOENT;
+}
+
+static int lookup_root(const struct qd *q, const char *name, struct sfs_attr *a)
+{
+	static const char *const names[] = { "classes.txt", "images", "strokes", "splits" };
+	int i;
+
+	for (i = 0; i < 4; i++)
+		if (!strcmp(name, names[i]))
+			return fixed_attr(q, INO_CLASSES + (uint64_t)i, a);
+	return -ENOENT;
+}
+
+static int qd_lookup(void *priv, uint64_t parent, const char *name, struct sfs_attr *a)
+{
+	const struct qd *q = priv;
+	const struct qd_class *c;
+	uint64_t gidx;
+	uint32_t id;
+	int i, kind = INO_KIND(parent);
+
+	if (parent == SFS_ROOT_INO)
+		return lookup_root(q, name, a);
+	if (parent == INO_IMAGES || parent == INO_STROKES) {
+		if (qd_getattr(priv, parent, a) || find_class(q, name, &id))
+			return -ENOENT;
+		return qd_getattr(priv, INO(parent == INO_IMAGES ? K_IMGDIR : K_STKDIR, id), a);
+	}
+	if (parent == INO_SPLITS) {
+		for (i = 0; i < 3; i++)
+			if (!strcmp(name, split_names[i]))
+				return fixed_attr(q, INO_TRAIN + (uint64_t)i, a);
+		return -ENOENT;
+	}
+	if (kind == K_IMGDIR || kind == K_STKDIR) {
+		if (qd_getattr(priv, parent, a))
+			return -ENOENT;
+		c = &q->cls[INO_VAL_OF(parent)];
+		if (qd_parse_sample_name(name, &gidx) || gidx < c->gidx_base ||
+		    gidx - c->gidx_base >= c->n)
+			return -ENOENT;
+		return qd_getattr(priv, INO(kind == K_IMGDIR ? K_IMG : K_STK, gidx), a);
+	}
+	return qd_getattr(priv, parent, a) ? -ENOENT : -ENOTDIR;
+}
+
+/* ---- readdir ---- */
+
+static int readdir_root(const struct qd *q, uint64_t off, sfs_fill_fn fill, void *arg)
+{
+	/* bytewise order */
+	static const char *const names[] = { "classes.txt", "images", "splits", "strokes" };
+	static const uint64_t inos[] = { INO_CLASSES, INO_IMAGES, INO_SPLITS, INO_STROKES };
+	struct sfs_attr a;
+	uint64_t i;
+
+	for (i = off; i < 4; i++) {
+		if (fixed_attr(q, inos[i], &a))
+			continue;
+		if (fill(arg, names[i], &a, i + 1))
+			break;
+	}
+	return 0;
+}
+
+static int readdir_classes(const struct qd *q, int kind, uint64_t off, sfs_fill_fn fill,
+			   void *arg)
+{
+	char name[QD_MAX_NAME + 1];
+	struct sfs_attr a;
+	uint64_t i;
+	uint32_t c;
+
+	for (i = off; i < q->hd->nclass; i++) {
+		c = q->sorted[i];
+		snprintf(name, sizeof(name), "%.*s", (int)q->cls[c].name_len,
+			 q->names + q->cls[c].name_off);
+		qd_getattr((void *)q, INO(kind, c), &a);
+		if (fill(arg, name, &a, i + 1))
+			break;
+	}
+	return 0;
+}
+
+/* Names in bytewise order; the cookie of an entry is its gidx + 1. */
+static int readdir_samples(const struct qd *q, uint64_t dir, uint64_t off,
+			   sfs_fill_fn fill, void *arg)
+{
+	const struct qd_class *c = &q->cls[INO_VAL_OF(dir)];
+	int kind = INO_KIND(dir) == K_IMGDIR ? K_IMG : K_STK;
+	uint64_t lo = c->gidx_base, hi = c->gidx_base + c->n, g;
+	struct sfs_attr a;
+	char name[32];
+
+	g = off ? qd_name_next(lo, hi, off - 1) : qd_name_first(lo, hi);
+	for (; g != UINT64_MAX; g = qd_name_next(lo, hi, g)) {
+		qd_sample_name(name, sizeof(name), g);
+		qd_getattr((void *)q, INO(kind, g), &a);
+		if (fill(arg, name, &a, g + 1))
+			break;
+	}
+	return 0;
+}
+
+static int qd_readdir(void *priv, uint64_t dir, uint64_t off, sfs_fill_fn fill, void *arg)
+{
+	const struct qd *q = priv;
+	struct sfs_attr a;
+	uint64_t i;
+	int rc = qd_getattr(priv, dir, &a);
+
+	if (rc)
+		return rc;
+	if (!S_ISDIR(a.mode))
+		return -ENOTDIR;
+	if (dir == SFS_ROOT_INO)
+		return readdir_root(q, off, fill, arg);
+	if (dir == INO_IMAGES)
+		return readdir_classes(q, K_IMGDIR, off, fill, arg);
+	if (dir == INO_STROKES)
+		return readdir_classes(q, K_STKDIR, off, fill, arg);
+	if (dir == INO_SPLITS) {
+		for (i = off; i < 3; i++) {
+			fixed_attr(q, INO_TRAIN + i, &a);
+			if (fill(arg, split_names[i], &a, i + 1))
+				break;
+		}
+		return 0;
+	}
+	return readdir_samples(q, dir, off, fill, arg);
+}
+
+/* ---- read ---- */
+
+/* Copies [off, off + size) of the file hdr ++ body into dst. */
+static ssize_t copy_range(char *dst, size_t size, uint64_t off, const void *hdr,
+			  size_t hlen, const void *body, size_t blen)
+{
+	size_t n = 0, k;
+
+	if (off < hlen) {
+		k = hlen - off < size ? hlen - (size_t)off : size;
+		memcpy(dst, (const char *)hdr + off, k);
+		n = k;
+		off = hlen;
+	}
+	if (off - hlen < blen && n < size) {
+		k = blen - (off - hlen);
+		if (k > size - n)
+			k = size - n;
+		memcpy(dst + n, (const char *)body + (off - hlen), k);
+		n += k;
+	}
+	return (ssize_t)n;
+}
+
+/* The class file must still be what was scanned: same size and mtime. */
+static int image_unchanged(const struct qd_src *s)
+{
+	struct stat st;
+
+	if (fstat(s->img_fd, &st) == 0 && st.st_size == s->img_st.st_size &&
+	    st.st_mtim.tv_sec == s->img_st.st_mtim.tv_sec &&
+	    st.st_mtim.tv_nsec == s->img_st.st_mtim.tv_nsec)
+		return 1;
+	sfs_err("%s: changed since it was mounted; remount to see the new data", s->img_path);
+	return 0;
+}
+
+static ssize_t read_image(const struct qd *q, uint64_t gidx, char *buf, size_t size,
+			  uint64_t off)
+{
+	const struct qd_src *s;
+	const struct qd_class *c;
+	uint8_t row[QD_ROW];
+	float f[QD_ROW];
+	uint64_t at;
+	uint32_t label, i;
+	ssize_t got;
+
+	if (off >= q->img_size)
+		return 0;
+	c = qd_class_of(q->cls, q->hd->nclass, gidx, &label);
+	s = &q->scan.cls[label];
+	at = s->img_off + (gidx - c->gidx_base) * QD_ROW;
+	got = pread(s->img_fd, row, QD_ROW, (off_t)at);
+	if (got != QD_ROW || !image_unchanged(s)) {
+		if (got != QD_ROW)
+			sfs_err("%s: offset %" PRIu64 ": expected %u bytes, got %zd",
+				s->img_path, at, QD_ROW, got);
+		return -EIO;
+	}
+	if (q->image_uint8)
+		return copy_range(buf, size, off, q->img_hdr, q->img_hdr_len, row, QD_ROW);
+	for (i = 0; i < QD_ROW; i++)
+		f[i] = q->lut[row[i]];
+	return copy_range(buf, size, off, q->img_hdr, q->img_hdr_len, f, sizeof(f));
+}
+
+/* The points of sample gidx: in rec (a record) or in the long-drawing section. */
+static int stroke_points(const struct qd *q, uint64_t gidx, uint8_t *rec,
+			 const uint8_t **pts, uint32_t *n)
+{
+	struct qd_xl xl;
+	int64_t len = blockstore_get(&q->bs, q->cache, gidx, rec, BLOCKSTORE_BLOCK);
+
+	if (len < 0)
+		return -EIO;
+	if (len % 6 == 0) {
+		*pts = rec;
+		*n = (uint32_t)(len / 6);
+		return 0;
+	}
+	memcpy(&xl, rec, sizeof(xl));
+	if (len != sizeof(xl) || xl.magic != QD_XL_MAGIC || xl.off > q->xl_len ||
+	    (uint64_t)xl.npts * 6 > q->xl_len - xl.off) {
+		sfs_err("stroke record %" PRIu64 ": corrupt redirect in the index", gidx);
+		return -EIO;
+	}
+	*pts = q->xl + xl.off;
+	*n = xl.npts;
+	return 0;
+}
+
+static ssize_t read_stroke(const struct qd *q, uint64_t gidx, char *buf, size_t size,
+			   uint64_t off)
+{
+	uint8_t rec[BLOCKSTORE_BLOCK];
+	float small[130 * 3], *f = small;
+	size_t flen = (size_t)q->stroke_len * 3 * sizeof(float);
+	const uint8_t *pts;
+	uint32_t n;
+	ssize_t rc;
+
+	if (off >= q->stk_size)
+		return 0;
+	rc = stroke_points(q, gidx, rec, &pts, &n);
+	if (rc)
+		return rc;
+	if (flen > sizeof(small) && !(f = malloc(flen)))
+		return -ENOMEM;
+	stroke_transform(pts, n, q->stroke_len, f);
+	rc = copy_range(buf, size, off, q->stk_hdr, q->stk_hdr_len, f, flen);
+	if (f != small)
+		free(f);
+	return rc;
+}
+
+/* Lines of split s from byte off: the checkpoint before off, then walk. */
+static ssize_t read_split(const struct qd *q, int s, char *buf, size_t size, uint64_t off)
+{
+	const struct qd_head *hd = q->hd;
+	const uint64_t *ck = q->ckpt + hd->ckpt_base[s];
+	uint64_t nck = (hd->nsplit[s] + QD_CKPT - 1) / QD_CKPT, lo = 0, hi = nck, mid;
+	uint64_t first = 0, j, pos, g, skip;
+	const struct qd_class *c;
+	char line[LINE_MAX_LEN];
+	size_t n = 0, len, k;
+	uint32_t label;
+	int i;
+
+	if (off >= hd->split_bytes[s])
+		return 0;
+	for (i = 0; i < s; i++)
+		first += hd->nsplit[i];
+	while (hi - lo > 1) { /* last checkpoint at or before off */
+		mid = lo + (hi - lo) / 2;
+		if (ck[mid] <= off)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	for (j = lo * QD_CKPT, pos = ck[lo]; j < hd->nsplit[s] && n < size; j++) {
+		g = q->perm[first + j];
+		if (g >= hd->total)
+			return -EIO;
+		c = qd_class_of(q->cls, hd->nclass, g, &label);
+		len = qd_split_line(line, sizeof(line), hd->has_images, hd->has_strokes,
+				    q->names + c->name_off, c->name_len, g, label);
+		if (pos + len > off) {
+			skip = off > pos ? off - pos : 0;
+			k = len - skip < size - n ? len - skip : size - n;
+			memcpy(buf + n, line + skip, k);
+			n += k;
+		}
+		pos += len;
+	}
+	return (ssize_t)n;
+}
+
+static ssize_t qd_read(void *priv, uint64_t ino, char *buf, size_t size, uint64_t off)
+{
+	const struct qd *q = priv;
+	struct sfs_attr a;
+	int rc = qd_getattr(priv, ino, &a);
+
+	if (rc)
+		return rc;
+	if (S_ISDIR(a.mode))
+		return -EISDIR;
+	switch (INO_KIND(ino)) {
+	case K_IMG:
+		return read_image(q, INO_VAL_OF(ino), buf, size, off);
+	case K_STK:
+		return read_stroke(q, INO_VAL_OF(ino), buf, size, off);
+	}
+	if (ino == INO_CLASSES)
+		return copy_range(buf, size, off, "", 0, q->names, q->hd->names_len);
+	return read_split(q, (int)(ino - INO_TRAIN), buf, size, off);
+}
+
+static void qd_statfs(void *priv, uint64_t *files, uint64_t *bytes)
+{
+	const struct qd *q = priv;
+	const struct qd_head *hd = q->hd;
+	uint64_t per_kind = 1 + hd->nclass + hd->total;
+
+	*files = 6 + (hd->has_images ? per_kind : 0) + (hd->has_strokes ? per_kind : 0);
+	*bytes = hd->names_len + hd->split_bytes[0] + hd->split_bytes[1] +
+		 hd->split_bytes[2] + (hd->has_images ? hd->total * q->img_size : 0) +
+		 (hd->has_strokes ? hd->total * q->stk_size : 0);
+}
+
+static void qd_destroy(void *priv)
+{
+	struct qd *q = priv;
+
+	if (!q)
+		return;
+	if (q->cache)
+		lru_free(q->cache);
+	if (q->map.base)
+		index_map_close(&q->map);
+	qd_scan_free(&q->scan);
+	free(q);
+}
+
+static const struct layout_ops qd_ops = {
+	.name = "quickdraw",
+	.getattr = qd_getattr,
+	.lookup = qd_lookup,
+	.readdir = qd_readdir,
+	.read = qd_read,
+	.statfs = qd_statfs,
+	.destroy = qd_destroy,
+};
+
+/* ---- open ---- */
+
+static const void *section(const struct qd *q, uint32_t tag, uint64_t want_len,
+			   uint64_t unit, uint64_t *len)
+{
+	uint64_t l = 0;
+	const void *p = index_map_section(&q->map, tag, &l);
+
+	if (len)
+		*len = l;
+	if ((!p && want_len) || (unit && l % unit) || (want_len != UINT64_MAX && l != want_len))
+		return NULL;
+	return p ? p : "";
+}
+
+/* Points the tables into the mapped index and checks them against the scan. */
+static int attach(struct qd *q)
+{
+	const struct qd_head *hd;
+	uint64_t i, total = 0, nck;
+
+	hd = q->hd = section(q, QD_TAG_HEAD, sizeof(*hd), 0, NULL);
+	if (!hd || hd->format != QD_FORMAT || hd->nclass != q->scan.nclass ||
+	    !hd->has_images != !q->scan.has_images || !hd->has_strokes != !q->scan.has_strokes)
+		return -EBADMSG;
+	q->cls = section(q, QD_TAG_CLS, hd->nclass * sizeof(*q->cls), 0, NULL);
+	q->names = section(q, QD_TAG_NAME, hd->names_len, 0, NULL);
+	q->sorted = section(q, QD_TAG_SORT, hd->nclass * 4ull, 0, NULL);
+	q->perm = section(q, QD_TAG_PERM, hd->total * 4, 0, NULL);
+	q->ckpt = section(q, QD_TAG_CKPT, UINT64_MAX, 8, &q->nckpt);
+	q->xl = section(q, QD_TAG_XL, UINT64_MAX, 0, &q->xl_len);
+	if (!q->cls || !q->names || !q->sorted || !q->perm || !q->ckpt)
+		return -EBADMSG;
+	q->nckpt /= 8;
+	nck = hd->ckpt_base[2] + (hd->nsplit[2] + QD_CKPT - 1) / QD_CKPT;
+	if (nck > q->nckpt || hd->nsplit[0] + hd->nsplit[1] + hd->nsplit[2] != hd->total)
+		return -EBADMSG;
+	for (i = 0; i < hd->nclass; i++) {
+		const struct qd_class *c = &q->cls[i];
+
+		if (c->gidx_base != total || (uint64_t)c->name_off + c->name_len > hd->names_len ||
+		    q->sorted[i] >= hd->nclass || c->name_len != strlen(q->scan.cls[i].name) ||
+		    memcmp(q->names + c->name_off, q->scan.cls[i].name, c->name_len) ||
+		    (hd->has_images && c->n > q->scan.cls[i].img_rows))
+			return -EBADMSG;
+		total += c->n;
+	}
+	if (total != hd->total)
+		return -EBADMSG;
+	if (hd->has_strokes &&
+	    (blockstore_open(&q->bs, &q->map, QD_TAG_SDAT, QD_TAG_SBLK, QD_TAG_SREC, 0) ||
+	     blockstore_count(&q->bs) < hd->total))
+		return -EBADMSG;
+	return 0;
+}
+
+/* The per-sample file headers, as np.save writes them. */
+static int make_headers(struct qd *q, const struct sfs_opts *o)
+{
+	uint64_t ishape[3] = { 28, 28, 1 }, sshape[2] = { o->stroke_len, 3 };
+	int n, i;
+
+	n = npy_header_emit(q->img_hdr, sizeof(q->img_hdr), o->image_uint8 ? "|u1" : "<f4",
+			    3, ishape);
+	if (n < 0)
+		return n;
+	q->img_hdr_len = (uint32_t)n;
+	q->img_size = (uint64_t)n + QD_ROW * (o->image_uint8 ? 1 : 4);
+	n = npy_header_emit(q->stk_hdr, sizeof(q->stk_hdr), "<f4", 2, sshape);
+	if (n < 0)
+		return n;
+	q->stk_hdr_len = (uint32_t)n;
+	q->stk_size = (uint64_t)n + (uint64_t)o->stroke_len * 12;
+	/* numpy: arr.astype(np.float32) / 255.0 divides in float32; the
+	 * float64 route rounds to the same values for all 256 inputs */
+	for (i = 0; i < 256; i++)
+		q->lut[i] = (float)i / 255.0f;
+	return 0;
+}
+
+/* Maps the saved index, or builds it when missing, stale or corrupt. */
+static int load_index(struct qd *q, const struct sfs_opts *o)
+{
+	struct index_fp fp;
+	char path[4096], key[4096 + 96], why[256] = "";
+	int rc;
+
+	rc = qd_fingerprint(o, &q->scan, &fp);
+	if (rc)
+		return rc;
+	snprintf(key, sizeof(key), "p%" PRIu64 "-s%u-%u.%u.%u-%s", o->per_class, o->seed,
+		 o->split[0], o->split[1], o->split[2], o->classes_file ? o->classes_file : "");
+	rc = index_path(o, "quickdraw", key, path, sizeof(path));
+	if (rc)
+		return rc;
+	rc = index_map_open(&q->map, path, &fp, why, sizeof(why));
+	if (rc == 0 && (rc = attach(q)) != 0) {
+		index_map_close(&q->map);
+		memset(&q->map, 0, sizeof(q->map));
+		snprintf(why, sizeof(why), "tables inconsistent with the sources");
+	}
+	if (rc == 0) {
+		sfs_info("%s: using the saved index", path);
+		return 0;
+	}
+	if (rc != -ENOENT)
+		sfs_info("%s: %s; rebuilding the index", path, why);
+	rc = qd_index_build(o, &q->scan, path, &fp);
+	if (rc)
+		return rc;
+	rc = index_map_open(&q->map, path, &fp, why, sizeof(why));
+	if (rc == 0 && (rc = attach(q)) != 0)
+		sfs_err("%s: the index just built is inconsistent", path);
+	else if (rc)
+		sfs_err("%s: cannot map the index just built: %s", path, why);
+	else
+		sfs_info("%s: index built", path);
+	return rc;
+}
+
+int layout_quickdraw_open(const struct sfs_opts *o, struct layout *out)
+{
+	struct qd *q;
+	int rc;
+
+	if (o->stroke_len < 1 || o->stroke_len > MAX_STROKE_LEN) {
+		sfs_err("stroke_len=%u: expected 1 to %u", o->stroke_len, MAX_STROKE_LEN);
+		return -EINVAL;
+	}
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	q->image_uint8 = o->image_uint8;
+	q->stroke_len = o->stroke_len;
+	rc = make_headers(q, o);
+	if (!rc)
+		rc = qd_scan(o, &q->scan);
+	if (!rc)
+		rc = load_index(q, o);
+	if (!rc && !(q->cache = lru_new(o->cache_bytes)))
+		rc = -ENOMEM;
+	if (rc) {
+		qd_destroy(q);
+		return rc;
+	}
+	out->ops = &qd_ops;
+	out->priv = q;
+	return 0;
+}
+
+/* ---- detection ---- */
+
+static int dir_has(const char *dir, const char *ext, int need_npz_pair)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char pair[4096];
+	size_t n;
+	int found = 0;
+
+	if (!d)
+		return 0;
+	while (!found && (e = readdir(d))) {
+		n = strlen(e->d_name);
+		if (n <= 4 || strcmp(e->d_name + n - 4, ext))
+			continue;
+		if (!need_npz_pair)
+			found = 1;
+		else if ((size_t)snprintf(pair, sizeof(pair), "%s/%.*s.npz", dir, (int)(n - 4),
+					  e->d_name) < sizeof(pair))
+			found = access(pair, F_OK) == 0;
+	}
+	closedir(d);
+	return found;
+}
+
+int layout_quickdraw_detect(const char *source)
+{
+	char dir[4096];
+
+	snprintf(dir, sizeof(dir), "%s/numpy_bitmap", source);
+	if (dir_has(dir, ".npy", 0))
+		return 1;
+	snprintf(dir, sizeof(dir), "%s/sketchrnn", source);
+	if (dir_has(dir, ".npz", 0))
+		return 1;
+	return dir_has(source, ".npy", 1);
+}

@@ -1,0 +1,903 @@
+/*
+ * quickdraw_index.c - the Quick, Draw! source scan and index build.
+ *
+ * The scan (every mount) finds the classes and their files and opens the
+ * image .npy files; it reads only their headers.  The build (first mount, or
+ * when the sources or shaping options changed) inflates every stroke .npz
+ * member once, re-blocks each drawing's points into a blockstore, shuffles
+ * the split permutation as numpy does and writes everything into one index.
+ * Also the pure helpers the FUSE side and the unit tests share.
+ *
+ * Not the FUSE-facing ops: layout_quickdraw.c.
+ */
+#include "quickdraw_index.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "blockstore.h"
+#include "log.h"
+#include "mt19937.h"
+#include "npy.h"
+#include "pickle.h"
+#include "progress.h"
+#include "zip.h"
+
+#define MAX_CLASSES   100000u
+#define MAX_MEMBER    (4ull << 30)  /* an inflated .npz member, at most */
+#define MAX_XL_BYTES  (1ull << 30)  /* long drawings kept raw, at most */
+#define CLASSES_MAX   (16u << 20)   /* a classes file, at most */
+
+/* ---- pure helpers ---- */
+
+void qd_split_counts(uint64_t total, const uint32_t pct[3], uint64_t out[3])
+{
+	/* Python: int(0.8 * total); 80 / 100.0 is the same double as 0.8. */
+	double a = (double)pct[0] / 100.0 * (double)total;
+	double b = (double)pct[1] / 100.0 * (double)total;
+
+	out[0] = a < (double)total ? (uint64_t)a : total;
+	out[1] = b < (double)(total - out[0]) ? (uint64_t)b : total - out[0];
+	out[2] = total - out[0] - out[1];
+}
+
+int qd_sample_name(char *out, size_t outlen, uint64_t gidx)
+{
+	return snprintf(out, outlen, "%06" PRIu64 ".npy", gidx);
+}
+
+int qd_parse_sample_name(const char *name, uint64_t *gidx)
+{
+	uint64_t v = 0;
+	size_t nd = 0;
+
+	while (name[nd] >= '0' && name[nd] <= '9') {
+		if (nd == 19)
+			return -ENOENT;
+		v = v * 10 + (uint64_t)(name[nd] - '0');
+		nd++;
+	}
+	/* what %06d prints: at least 6 digits, no extra leading zero */
+	if (nd < 6 || (nd > 6 && name[0] == '0') || strcmp(name + nd, ".npy"))
+		return -ENOENT;
+	*gidx = v;
+	return 0;
+}
+
+static int ndigits(uint64_t v)
+{
+	int n = 1;
+
+	while (v >= 10) {
+		v /= 10;
+		n++;
+	}
+	return n;
+}
+
+static int name_width(uint64_t v)
+{
+	int n = ndigits(v);
+
+	return n < 6 ? 6 : n;
+}
+
+static uint64_t pow10u(int e)
+{
+	uint64_t p = 1;
+
+	while (e-- > 0)
+		p *= 10;
+	return p;
+}
+
+/*
+ * Names of different widths compare as strings: with x shorter than y by d
+ * digits, x's name sorts first iff x <= y / 10^d ('.' sorts before digits,
+ * so a name that is a prefix of the other's digits comes first).
+ */
+int qd_name_less(uint64_t a, uint64_t b)
+{
+	int wa = name_width(a), wb = name_width(b);
+
+	if (wa == wb)
+		return a < b;
+	if (wa < wb)
+		return a <= b / pow10u(wb - wa);
+	return a / pow10u(wa - wb) < b;
+}
+
+/* [*glo, *ghi): the values of [lo, hi) whose names have w digits. */
+static int width_range(uint64_t lo, uint64_t hi, int w, uint64_t *glo, uint64_t *ghi)
+{
+	*glo = w == 6 ? 0 : pow10u(w - 1);
+	*ghi = pow10u(w);
+	if (*glo < lo)
+		*glo = lo;
+	if (*ghi > hi)
+		*ghi = hi;
+	return *glo < *ghi;
+}
+
+/* Smallest value of width w in [lo, hi) whose name sorts after prev's. */
+static uint64_t next_in_width(uint64_t lo, uint64_t hi, int w, uint64_t prev)
+{
+	uint64_t glo, ghi, c;
+	int wp = name_width(prev);
+
+	if (!width_range(lo, hi, w, &glo, &ghi))
+		return UINT64_MAX;
+	if (wp == w)
+		c = prev + 1;
+	else if (w > wp)
+		c = prev * pow10u(w - wp);
+	else
+		c = prev / pow10u(wp - w) + 1;
+	if (c < glo)
+		c = glo;
+	return c < ghi ? c : UINT64_MAX;
+}
+
+/*
+ * Sample indices are below 2^32, so names have 6 to 10 digits; each width
+ * is numerically sorted, and the next name overall is the smallest of the
+ * next name of each width.  No allocation, O(1) per entry.
+ */
+uint64_t qd_name_first(uint64_t lo, uint64_t hi)
+{
+	uint64_t best = UINT64_MAX, glo, ghi;
+	int w;
+
+	for (w = 6; w <= 10; w++)
+		if (width_range(lo, hi, w, &glo, &ghi) &&
+		    (best == UINT64_MAX || qd_name_less(glo, best)))
+			best = glo;
+	return best;
+}
+
+uint64_t qd_name_next(uint64_t lo, uint64_t hi, uint64_t prev)
+{
+	uint64_t best = UINT64_MAX, c;
+	int w;
+
+	for (w = 6; w <= 10; w++) {
+		c = next_in_width(lo, hi, w, prev);
+		if (c != UINT64_MAX && (best == UINT64_MAX || qd_name_less(c, best)))
+			best = c;
+	}
+	return best;
+}
+
+size_t qd_split_line(char *out, size_t outlen, int has_images, int has_strokes,
+		     const char *name, size_t name_len, uint64_t gidx,
+		     uint64_t label)
+{
+	int n = 0, nl = (int)name_len;
+
+	if (has_images)
+		n += snprintf(out + n, outlen - (size_t)n, "images/%.*s/%06" PRIu64 ".npy\t",
+			      nl, name, gidx);
+	if (has_strokes)
+		n += snprintf(out + n, outlen - (size_t)n, "strokes/%.*s/%06" PRIu64 ".npy\t",
+			      nl, name, gidx);
+	n += snprintf(out + n, outlen - (size_t)n, "%" PRIu64 "\n", label);
+	return (size_t)n;
+}
+
+uint64_t qd_split_line_len(int has_images, int has_strokes, size_t name_len,
+			       uint64_t gidx, uint64_t label)
+{
+	uint64_t part = name_len + (uint64_t)name_width(gidx) + 6; /* "/", ".npy\t" */
+
+	return (has_images ? 7 + part : 0) + (has_strokes ? 8 + part : 0) +
+	       (uint64_t)ndigits(label) + 1;
+}
+
+int qd_name_ok(const char *name, size_t len)
+{
+	if (len == 0 || len > QD_MAX_NAME || memchr(name, '/', len) ||
+	    memchr(name, '\n', len) || memchr(name, '\0', len) ||
+	    (len == 1 && name[0] == '.') || (len == 2 && !memcmp(name, "..", 2)))
+		return 0;
+	return 1;
+}
+
+/* ---- the scan ---- */
+
+static int is_dir(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static int has_suffix(const char *s, const char *suf)
+{
+	size_t n = strlen(s), m = strlen(suf);
+
+	return n > m && !strcmp(s + n - m, suf);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+struct names {
+	char **v;
+	size_t n, cap;
+};
+
+static int names_add(struct names *ns, const char *s, size_t len)
+{
+	char **v;
+
+	if (ns->n == MAX_CLASSES) {
+		sfs_err("more than %u classes", MAX_CLASSES);
+		return -E2BIG;
+	}
+	if (ns->n == ns->cap) {
+		ns->cap = ns->cap ? 2 * ns->cap : 64;
+		v = realloc(ns->v, ns->cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		ns->v = v;
+	}
+	ns->v[ns->n] = strndup(s, len);
+	if (!ns->v[ns->n])
+		return -ENOMEM;
+	ns->n++;
+	return 0;
+}
+
+static void names_free(struct names *ns)
+{
+	size_t i;
+
+	for (i = 0; i < ns->n; i++)
+		free(ns->v[i]);
+	free(ns->v);
+	memset(ns, 0, sizeof(*ns));
+}
+
+/* Adds the class names of `dir`'s "*<ext>" files (not "*.full.npz"). */
+static int list_classes(const char *dir, const char *ext, struct names *ns,
+			int *found)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	size_t len;
+	int rc = 0;
+
+	if (!d) {
+		sfs_err("%s: cannot list: %s", dir, strerror(errno));
+		return -errno;
+	}
+	while ((e = readdir(d)) && !rc) {
+		if (!has_suffix(e->d_name, ext) || has_suffix(e->d_name, ".full.npz"))
+			continue;
+		len = strlen(e->d_name) - strlen(ext);
+		if (!qd_name_ok(e->d_name, len))
+			continue;
+		*found = 1;
+		rc = names_add(ns, e->d_name, len);
+	}
+	closedir(d);
+	return rc;
+}
+
+static void names_sort_unique(struct names *ns)
+{
+	size_t i, j = 0;
+
+	qsort(ns->v, ns->n, sizeof(*ns->v), cmp_str);
+	for (i = 0; i < ns->n; i++) {
+		if (j && !strcmp(ns->v[j - 1], ns->v[i]))
+			free(ns->v[i]);
+		else
+			ns->v[j++] = ns->v[i];
+	}
+	ns->n = j;
+}
+
+/* One name per line; a trailing '\r' is dropped, blank lines skipped. */
+static int read_classes_file(const char *path, struct names *ns)
+{
+	char *buf = NULL, *p, *end, *nl;
+	size_t i, len;
+	ssize_t got;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
+
+	if (fd < 0) {
+		sfs_err("%s: cannot open the classes file: %s", path, strerror(errno));
+		return -errno;
+	}
+	buf = malloc(CLASSES_MAX);
+	if (!buf) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	got = read(fd, buf, CLASSES_MAX);
+	if (got < 0 || got == CLASSES_MAX) {
+		sfs_err("%s: expected a classes file under %u bytes", path, CLASSES_MAX);
+		rc = -EINVAL;
+		goto out;
+	}
+	for (p = buf, end = buf + got; p < end && !rc; p = nl + 1) {
+		nl = memchr(p, '\n', (size_t)(end - p));
+		if (!nl)
+			nl = end;
+		len = (size_t)(nl - p);
+		if (len && p[len - 1] == '\r')
+			len--;
+		if (!len)
+			continue;
+		if (!qd_name_ok(p, len)) {
+			sfs_err("%s: offset %zu: expected a class name (1-%u bytes, no '/')",
+				path, (size_t)(p - buf), QD_MAX_NAME);
+			rc = -EINVAL;
+			break;
+		}
+		for (i = 0; i < ns->n && !rc; i++)
+			if (strlen(ns->v[i]) == len && !memcmp(ns->v[i], p, len)) {
+				sfs_err("%s: offset %zu: class '%s' listed twice",
+					path, (size_t)(p - buf), ns->v[i]);
+				rc = -EINVAL;
+			}
+		if (!rc)
+			rc = names_add(ns, p, len);
+	}
+out:
+	free(buf);
+	close(fd);
+	return rc;
+}
+
+/* Reads and checks the header of a raster class file: uint8, C order,
+ * (N, 784) or (N, 28, 28).  Rows the file is too short for are dropped. */
+static int scan_image(struct qd_src *c)
+{
+	uint8_t buf[4096];
+	struct npy_header h;
+	size_t need = 0;
+	ssize_t got;
+	uint64_t whole;
+	int rc;
+
+	got = pread(c->img_fd, buf, sizeof(buf), 0);
+	if (got < 0)
+		return -errno;
+	rc = npy_header_parse(buf, (size_t)got, c->img_path, &h, &need);
+	if (rc == -EAGAIN) {
+		sfs_err("%s: offset %zd: expected a .npy header of %zu bytes", c->img_path,
+			got, need);
+		return -EINVAL;
+	}
+	if (rc)
+		return rc;
+	if (h.itemsize != 1 || !strchr("|<>=", h.descr[0]) || strcmp(h.descr + 1, "u1") ||
+	    h.fortran_order || !((h.ndim == 2 && h.shape[1] == QD_ROW) ||
+				 (h.ndim == 3 && h.shape[1] == 28 && h.shape[2] == 28))) {
+		sfs_err("%s: offset 0: expected a C-order uint8 array of shape (N, 784), "
+			"found descr '%s', %d dims", c->img_path, h.descr, h.ndim);
+		return -EINVAL;
+	}
+	c->img_off = h.data_offset;
+	whole = (uint64_t)c->img_st.st_size > h.data_offset ?
+		((uint64_t)c->img_st.st_size - h.data_offset) / QD_ROW : 0;
+	c->img_rows = h.shape[0];
+	if (whole < h.shape[0]) {
+		sfs_warn("%s: offset %" PRIu64 ": header says %" PRIu64 " rows, the file "
+			 "holds %" PRIu64 " whole rows; using those", c->img_path,
+			 (uint64_t)c->img_st.st_size, h.shape[0], whole);
+		c->img_rows = whole;
+	}
+	return 0;
+}
+
+static int src_files(struct qd_src *c, const char *img_dir, const char *stk_dir,
+		     int has_images, int has_strokes)
+{
+	if (has_images) {
+		if (asprintf(&c->img_path, "%s/%s.npy", img_dir, c->name) < 0) {
+			c->img_path = NULL;
+			return -ENOMEM;
+		}
+		c->img_fd = open(c->img_path, O_RDONLY | O_CLOEXEC);
+		if (c->img_fd < 0 || fstat(c->img_fd, &c->img_st)) {
+			sfs_err("%s: class '%s' has no image file: %s", c->img_path,
+				c->name, strerror(errno));
+			return -ENOENT;
+		}
+		/* reads go in gidx order more often than not */
+		posix_fadvise(c->img_fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+		if (scan_image(c))
+			return -EINVAL;
+	}
+	if (has_strokes) {
+		if (asprintf(&c->stk_path, "%s/%s.npz", stk_dir, c->name) < 0) {
+			c->stk_path = NULL;
+			return -ENOMEM;
+		}
+		if (stat(c->stk_path, &c->stk_st) || !S_ISREG(c->stk_st.st_mode)) {
+			sfs_err("%s: class '%s' has no stroke file", c->stk_path, c->name);
+			return -ENOENT;
+		}
+	}
+	return 0;
+}
+
+/* numpy_bitmap/ and sketchrnn/ (official) or one flat directory. */
+static int source_dirs(const char *src, char **img_dir, char **stk_dir)
+{
+	char *a = NULL, *b = NULL;
+
+	if (asprintf(&a, "%s/numpy_bitmap", src) < 0 || asprintf(&b, "%s/sketchrnn", src) < 0) {
+		free(a);
+		return -ENOMEM;
+	}
+	if (!is_dir(a) && !is_dir(b)) {
+		free(a);
+		free(b);
+		a = strdup(src);
+		b = strdup(src);
+		if (!a || !b) {
+			free(a);
+			free(b);
+			return -ENOMEM;
+		}
+	}
+	*img_dir = a;
+	*stk_dir = b;
+	return 0;
+}
+
+int qd_scan(const struct sfs_opts *o, struct qd_scan *s)
+{
+	struct names all = {0}, order = {0};
+	char *img_dir = NULL, *stk_dir = NULL, *cf = NULL;
+	struct stat st;
+	size_t i;
+	int rc;
+
+	memset(s, 0, sizeof(*s));
+	if (stat(o->source, &st)) {
+		sfs_err("%s: %s", o->source, strerror(errno));
+		return -errno;
+	}
+	s->root_mtime = st.st_mtime;
+	rc = source_dirs(o->source, &img_dir, &stk_dir);
+	if (rc)
+		goto out;
+	if (is_dir(img_dir) && (rc = list_classes(img_dir, ".npy", &all, &s->has_images)))
+		goto out;
+	if (is_dir(stk_dir) && (rc = list_classes(stk_dir, ".npz", &all, &s->has_strokes)))
+		goto out;
+	if (!s->has_images && !s->has_strokes) {
+		sfs_err("%s: expected Quick, Draw! class files (numpy_bitmap/*.npy, "
+			"sketchrnn/*.npz or <class>.npy with <class>.npz)", o->source);
+		rc = -ENOENT;
+		goto out;
+	}
+	names_sort_unique(&all);
+	if (o->classes_file)
+		cf = strdup(o->classes_file);
+	else if (asprintf(&cf, "%s/classes.txt", o->source) < 0)
+		cf = NULL;
+	if (!cf) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if (o->classes_file || access(cf, F_OK) == 0) {
+		if ((rc = read_classes_file(cf, &order)))
+			goto out;
+		names_free(&all);
+		all = order;
+		memset(&order, 0, sizeof(order));
+	}
+	s->cls = calloc(all.n ? all.n : 1, sizeof(*s->cls));
+	if (!s->cls) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < all.n; i++) {
+		s->cls[i].name = all.v[i];
+		s->cls[i].img_fd = -1;
+		all.v[i] = NULL;
+		s->nclass = i + 1;
+		if ((rc = src_files(&s->cls[i], img_dir, stk_dir, s->has_images,
+				    s->has_strokes)))
+			goto out;
+	}
+out:
+	names_free(&all);
+	names_free(&order);
+	free(img_dir);
+	free(stk_dir);
+	free(cf);
+	if (rc)
+		qd_scan_free(s);
+	return rc;
+}
+
+void qd_scan_free(struct qd_scan *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->nclass; i++) {
+		free(s->cls[i].name);
+		free(s->cls[i].img_path);
+		free(s->cls[i].stk_path);
+		if (s->cls[i].img_fd >= 0)
+			close(s->cls[i].img_fd);
+	}
+	free(s->cls);
+	memset(s, 0, sizeof(*s));
+}
+
+int qd_fingerprint(const struct sfs_opts *o, const struct qd_scan *s,
+		   struct index_fp *fp)
+{
+	size_t i;
+	int rc;
+
+	index_fp_init(fp, "quickdraw");
+	index_fp_add_u64(fp, QD_FORMAT);
+	index_fp_add_u64(fp, (uint64_t)s->has_images << 1 | (uint64_t)s->has_strokes);
+	index_fp_add_u64(fp, o->per_class);
+	index_fp_add_u64(fp, o->seed);
+	for (i = 0; i < 3; i++)
+		index_fp_add_u64(fp, o->split[i]);
+	for (i = 0; i < s->nclass; i++) {
+		index_fp_add_str(fp, s->cls[i].name);
+		if (s->cls[i].img_path && (rc = index_fp_add_file(fp, s->cls[i].img_path)))
+			return rc;
+		if (s->cls[i].stk_path && (rc = index_fp_add_file(fp, s->cls[i].stk_path)))
+			return rc;
+	}
+	return 0;
+}
+
+/* ---- the build ---- */
+
+/* State of one build; owned by the building thread. */
+struct build {
+	const struct sfs_opts *o;
+	const struct qd_scan *s;
+	struct index_writer *w;
+	struct blockstore_builder *bs;
+	struct qd_class *cls;
+	uint64_t limit, got;      /* samples wanted / taken of the current class */
+	uint8_t *xl;              /* long drawings, raw */
+	uint64_t xl_len, xl_cap;
+	const char *what;
+};
+
+static int add_long(struct build *b, const uint8_t *pts, uint32_t n)
+{
+	struct qd_xl r = { QD_XL_MAGIC, n, b->xl_len };
+	uint64_t len = (uint64_t)n * 6, cap;
+	uint8_t *p;
+
+	if (b->xl_len + len > MAX_XL_BYTES) {
+		sfs_err("%s: drawings longer than %u points add up to more than %llu bytes",
+			b->what, BLOCKSTORE_BLOCK / 6, (unsigned long long)MAX_XL_BYTES);
+		return -EFBIG;
+	}
+	if (b->xl_len + len > b->xl_cap) {
+		cap = b->xl_cap ? b->xl_cap : 1 << 16;
+		while (cap < b->xl_len + len)
+			cap *= 2;
+		p = realloc(b->xl, cap);
+		if (!p)
+			return -ENOMEM;
+		b->xl = p;
+		b->xl_cap = cap;
+	}
+	memcpy(b->xl + b->xl_len, pts, len);
+	b->xl_len += len;
+	return blockstore_builder_add(b->bs, &r, sizeof(r)) < 0 ? -EIO : 0;
+}
+
+/* pickle callback: one drawing; takes the first `limit` of the class. */
+static int take_stroke(void *arg, const uint8_t *pts, uint32_t n)
+{
+	struct build *b = arg;
+	int64_t id;
+
+	if (b->got == b->limit)
+		return 0;
+	b->got++;
+	if ((uint64_t)n * 6 > BLOCKSTORE_BLOCK)
+		return add_long(b, pts, n);
+	id = blockstore_builder_add(b->bs, pts, n * 6);
+	return id < 0 ? (int)id : 0;
+}
+
+/* One .npz member: a '|O' 1-D .npy whose payload is a pickle of arrays. */
+static int take_member(struct build *b, struct zip_archive *za,
+		       const struct zip_member *m, const char *path)
+{
+	char what[4096 + 64];
+	struct npy_header h;
+	uint8_t *buf = NULL;
+	size_t len = 0, need;
+	long n;
+	int rc;
+
+	snprintf(what, sizeof(what), "%s:%s", path, m->name);
+	b->what = what;
+	/* deflate expands at most ~1032:1; a larger claim is a bomb */
+	if (m->method == 8 && m->usize / 1032 > m->csize + 1) {
+		sfs_err("%s: declared size %" PRIu64 " is impossible for %" PRIu64
+			" compressed bytes", what, m->usize, m->csize);
+		return -EINVAL;
+	}
+	rc = zip_read_member(za, m, MAX_MEMBER, &buf, &len);
+	if (rc) {
+		if (rc == -EFBIG)
+			sfs_err("%s: member of %" PRIu64 " bytes exceeds the %llu-byte limit",
+				what, m->usize, (unsigned long long)MAX_MEMBER);
+		return rc;
+	}
+	rc = npy_header_parse(buf, len, what, &h, &need);
+	if (rc == -EAGAIN)
+		sfs_err("%s: offset %zu: expected a .npy header of %zu bytes", what, len, need);
+	if (rc)
+		goto out;
+	if (strcmp(h.descr, "|O") || h.ndim != 1) {
+		sfs_err("%s: offset 0: expected a 1-D object array, found descr '%s', %d dims",
+			what, h.descr, h.ndim);
+		rc = -EINVAL;
+		goto out;
+	}
+	n = pickle_parse_strokes(buf + h.data_offset, len - h.data_offset, what,
+				 take_stroke, b);
+	if (n < 0) {
+		rc = (int)n;
+		goto out;
+	}
+	if ((uint64_t)n != h.shape[0]) {
+		sfs_err("%s: offset %u: header says %" PRIu64 " drawings, the pickle holds %ld",
+			what, h.data_offset, h.shape[0], n);
+		rc = -EINVAL;
+	}
+out:
+	free(buf);
+	return rc;
+}
+
+/* train, valid (or val), test in that order, else strokes. */
+static int take_class_strokes(struct build *b, const char *path)
+{
+	static const char *const keys[][2] = {
+		{ "train.npy", NULL }, { "valid.npy", "val.npy" }, { "test.npy", NULL },
+	};
+	const struct zip_member *m;
+	struct zip_archive *za = NULL;
+	int rc, found = 0;
+	size_t i;
+
+	rc = zip_open(&za, path);
+	if (rc)
+		return rc;
+	for (i = 0; i < 3 && !rc && b->got < b->limit; i++) {
+		m = zip_find(za, keys[i][0]);
+		if (!m && keys[i][1])
+			m = zip_find(za, keys[i][1]);
+		if (!m)
+			continue;
+		found = 1;
+		rc = take_member(b, za, m, path);
+	}
+	if (!found && !rc && b->got < b->limit) {
+		m = zip_find(za, "strokes.npy");
+		if (m)
+			rc = take_member(b, za, m, path);
+		else {
+			sfs_err("%s: expected members train/valid/test.npy or strokes.npy", path);
+			rc = -EINVAL;
+		}
+	}
+	zip_close(za);
+	return rc;
+}
+
+/* Class table, names (classes.txt bytes) and the stroke records. */
+static int build_classes(struct build *b, char **names, uint64_t *names_len)
+{
+	const struct qd_scan *s = b->s;
+	struct progress pr;
+	uint64_t total = 0, bytes = 0, done = 0, nl = 0;
+	size_t i, len;
+	char *p;
+	int rc = 0;
+
+	for (i = 0; i < s->nclass; i++) {
+		bytes += s->has_strokes ? (uint64_t)s->cls[i].stk_st.st_size : 0;
+		nl += strlen(s->cls[i].name) + 1;
+	}
+	*names = p = malloc(nl ? nl : 1);
+	if (!p)
+		return -ENOMEM;
+	*names_len = nl;
+	progress_start(&pr, "indexing strokes", s->nclass, bytes, b->o->quiet);
+	for (i = 0; i < s->nclass && !rc; i++) {
+		len = strlen(s->cls[i].name);
+		memcpy(p, s->cls[i].name, len);
+		p[len] = '\n';
+		b->cls[i].name_off = (uint32_t)(p - *names);
+		b->cls[i].name_len = (uint32_t)len;
+		p += len + 1;
+		b->limit = s->has_images ? s->cls[i].img_rows : UINT64_MAX;
+		if (b->o->per_class && b->o->per_class < b->limit)
+			b->limit = b->o->per_class;
+		b->got = 0;
+		if (s->has_strokes) {
+			rc = take_class_strokes(b, s->cls[i].stk_path);
+			b->limit = b->got;
+			done += (uint64_t)s->cls[i].stk_st.st_size;
+		}
+		b->cls[i].gidx_base = total;
+		b->cls[i].n = b->limit;
+		total += b->limit;
+		progress_update(&pr, i + 1, done);
+	}
+	progress_finish(&pr);
+	if (!rc && total >= UINT32_MAX) {
+		sfs_err("%s: %" PRIu64 " samples; at most %u are supported", b->o->source,
+			total, UINT32_MAX - 1);
+		rc = -EFBIG;
+	}
+	return rc;
+}
+
+const struct qd_class *qd_class_of(const struct qd_class *cls, uint32_t ncls,
+				   uint64_t gidx, uint32_t *label)
+{
+	uint32_t lo = 0, hi = ncls, mid;
+
+	while (hi - lo > 1) { /* last class with gidx_base <= gidx */
+		mid = lo + (hi - lo) / 2;
+		if (cls[mid].gidx_base <= gidx)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	/* skip empty classes that share the base */
+	while (lo + 1 < ncls && cls[lo].gidx_base + cls[lo].n <= gidx)
+		lo++;
+	*label = lo;
+	return &cls[lo];
+}
+
+/* Split permutation (numpy's shuffle of arange(total)) and line offsets. */
+static int build_splits(struct build *b, struct qd_head *hd)
+{
+	uint64_t nck = 0, j, off, first = 0;
+	uint64_t *ck = NULL;
+	uint32_t *perm = NULL, label;
+	const struct qd_class *c;
+	struct mt19937 mt;
+	int s, rc;
+
+	perm = malloc((hd->total ? hd->total : 1) * sizeof(*perm));
+	ck = malloc((hd->total / QD_CKPT + 3) * sizeof(*ck));
+	rc = perm && ck ? 0 : -ENOMEM;
+	if (rc)
+		goto out;
+	for (j = 0; j < hd->total; j++)
+		perm[j] = (uint32_t)j;
+	mt19937_seed(&mt, b->o->seed);
+	mt19937_shuffle_u32(&mt, perm, hd->total);
+	qd_split_counts(hd->total, b->o->split, hd->nsplit);
+	for (s = 0; s < 3; s++) {
+		hd->ckpt_base[s] = nck;
+		for (off = 0, j = 0; j < hd->nsplit[s]; j++) {
+			if (j % QD_CKPT == 0)
+				ck[nck++] = off;
+			c = qd_class_of(b->cls, hd->nclass, perm[first + j], &label);
+			off += qd_split_line_len(hd->has_images, hd->has_strokes, c->name_len,
+					      perm[first + j], label);
+		}
+		hd->split_bytes[s] = off;
+		first += hd->nsplit[s];
+	}
+	rc = index_writer_add(b->w, QD_TAG_PERM, perm, hd->total * sizeof(*perm));
+	if (!rc)
+		rc = index_writer_add(b->w, QD_TAG_CKPT, ck, nck * sizeof(*ck));
+out:
+	free(perm);
+	free(ck);
+	return rc;
+}
+
+static int cmp_class_names(const void *a, const void *b, void *arg)
+{
+	const struct build *bd = arg;
+	const char *na = bd->s->cls[*(const uint32_t *)a].name;
+	const char *nb = bd->s->cls[*(const uint32_t *)b].name;
+
+	return strcmp(na, nb);
+}
+
+static int build_tables(struct build *b, const char *names, uint64_t names_len)
+{
+	const struct qd_scan *s = b->s;
+	struct qd_head hd = { 0 };
+	uint32_t *order;
+	size_t i;
+	int rc;
+
+	hd.format = QD_FORMAT;
+	hd.nclass = (uint32_t)s->nclass;
+	hd.has_images = (uint32_t)s->has_images;
+	hd.has_strokes = (uint32_t)s->has_strokes;
+	hd.names_len = names_len;
+	for (i = 0; i < s->nclass; i++)
+		hd.total += b->cls[i].n;
+	order = malloc((s->nclass ? s->nclass : 1) * sizeof(*order));
+	if (!order)
+		return -ENOMEM;
+	for (i = 0; i < s->nclass; i++)
+		order[i] = (uint32_t)i;
+	qsort_r(order, s->nclass, sizeof(*order), cmp_class_names, b);
+	rc = build_splits(b, &hd);
+	if (!rc)
+		rc = index_writer_add(b->w, QD_TAG_SORT, order, s->nclass * sizeof(*order));
+	if (!rc)
+		rc = index_writer_add(b->w, QD_TAG_CLS, b->cls, s->nclass * sizeof(*b->cls));
+	if (!rc)
+		rc = index_writer_add(b->w, QD_TAG_NAME, names, names_len);
+	if (!rc)
+		rc = index_writer_add(b->w, QD_TAG_HEAD, &hd, sizeof(hd));
+	free(order);
+	return rc;
+}
+
+int qd_index_build(const struct sfs_opts *o, const struct qd_scan *s,
+		   const char *path, const struct index_fp *fp)
+{
+	struct build b = { .o = o, .s = s };
+	uint64_t names_len = 0;
+	char *names = NULL;
+	int rc;
+
+	b.cls = calloc(s->nclass ? s->nclass : 1, sizeof(*b.cls));
+	if (!b.cls)
+		return -ENOMEM;
+	rc = index_writer_open(&b.w, path);
+	if (rc)
+		goto out;
+	if (s->has_strokes && (rc = blockstore_builder_new(&b.bs, b.w, QD_TAG_SDAT)))
+		goto out;
+	rc = build_classes(&b, &names, &names_len);
+	if (b.bs) {
+		if (rc)
+			blockstore_builder_abort(b.bs);
+		else
+			rc = blockstore_builder_finish(b.bs, QD_TAG_SBLK, QD_TAG_SREC);
+		b.bs = NULL;
+	}
+	if (!rc && b.xl_len)
+		rc = index_writer_add(b.w, QD_TAG_XL, b.xl, b.xl_len);
+	if (!rc)
+		rc = build_tables(&b, names, names_len);
+	if (!rc) {
+		rc = index_writer_commit(b.w, fp);
+		b.w = NULL;
+	}
+out:
+	if (b.w)
+		index_writer_abort(b.w);
+	free(b.cls);
+	free(b.xl);
+	free(names);
+	return rc;
+}

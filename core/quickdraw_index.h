@@ -1,0 +1,135 @@
+/*
+ * quickdraw_index.h - what layout_quickdraw.c needs from the Quick, Draw!
+ * source scan and index build: the on-disk tables of the index, the scan of
+ * SOURCE (class list, image headers, open descriptors) and the pure helpers
+ * (sample names, split sizes, split lines) that unit tests check.
+ *
+ * Not the FUSE-facing ops (layout_quickdraw.c).
+ */
+#ifndef SFS_QUICKDRAW_INDEX_H
+#define SFS_QUICKDRAW_INDEX_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include <sys/stat.h>
+
+#include "index.h"
+#include "options.h"
+
+#define QD_FORMAT     3u         /* bump when a section changes meaning */
+#define QD_ROW        784u       /* bytes of one 28x28 uint8 image */
+#define QD_CKPT       256u       /* split lines per byte-offset checkpoint */
+#define QD_MAX_NAME   250u       /* bytes of a class name (+ ".npz" fits NAME_MAX) */
+#define QD_XL_MAGIC   0x4c58u    /* "XL": a redirect record (see below) */
+
+/* Index sections. */
+#define QD_TAG_HEAD INDEX_TAG('Q', 'D', 'H', 'D') /* struct qd_head */
+#define QD_TAG_CLS  INDEX_TAG('Q', 'D', 'C', 'L') /* struct qd_class[nclass] */
+#define QD_TAG_NAME INDEX_TAG('Q', 'D', 'N', 'M') /* classes.txt bytes */
+#define QD_TAG_SORT INDEX_TAG('Q', 'D', 'S', 'O') /* u32[nclass]: bytewise name order */
+#define QD_TAG_PERM INDEX_TAG('Q', 'D', 'P', 'M') /* u32[total]: shuffled gidx */
+#define QD_TAG_CKPT INDEX_TAG('Q', 'D', 'C', 'K') /* u64: split line offsets */
+#define QD_TAG_SDAT INDEX_TAG('Q', 'D', 'S', 'D') /* stroke blockstore */
+#define QD_TAG_SBLK INDEX_TAG('Q', 'D', 'S', 'B')
+#define QD_TAG_SREC INDEX_TAG('Q', 'D', 'S', 'R')
+#define QD_TAG_XL   INDEX_TAG('Q', 'D', 'X', 'L') /* long drawings, raw int16 */
+
+/*
+ * Stroke records: record gidx holds sample gidx's int16 (dx, dy, pen)
+ * points, 6 bytes each.  A drawing too long for one record (more than
+ * BLOCKSTORE_BLOCK / 6 points; rare) is stored raw in section QD_TAG_XL and
+ * its record is a 16-byte redirect {u32 QD_XL_MAGIC, u32 npts, u64 offset
+ * into QD_TAG_XL}; 16 is not a multiple of 6, so the kinds cannot be confused.
+ */
+struct qd_xl {
+	uint32_t magic, npts;
+	uint64_t off;
+};
+
+struct qd_head {
+	uint32_t format, nclass;
+	uint32_t has_images, has_strokes;
+	uint64_t total;          /* samples over all classes */
+	uint64_t nsplit[3];      /* lines of train, val, test */
+	uint64_t split_bytes[3]; /* size of each split file */
+	uint64_t ckpt_base[3];   /* first checkpoint of each split in QD_TAG_CKPT */
+	uint64_t names_len;      /* bytes of classes.txt */
+};
+
+struct qd_class {
+	uint64_t gidx_base;      /* first global index of the class */
+	uint64_t n;              /* samples */
+	uint32_t name_off, name_len; /* the name within QD_TAG_NAME */
+};
+
+/* One class's sources, found at mount: O(classes) heap, read-only once
+ * the scan returns. */
+struct qd_src {
+	char *name;
+	char *img_path, *stk_path;   /* NULL when the dataset has none */
+	int img_fd;                  /* -1 when no images */
+	uint64_t img_off;            /* data offset of the first row */
+	uint64_t img_rows;           /* whole rows present in the file */
+	struct stat img_st, stk_st;  /* at scan time: reads compare against it */
+};
+
+struct qd_scan {
+	size_t nclass;
+	struct qd_src *cls;
+	int has_images, has_strokes;
+	int64_t root_mtime;
+};
+
+/* Finds the classes and their files, opens and checks the image files.
+ * 0 or -errno (message printed). */
+int qd_scan(const struct sfs_opts *o, struct qd_scan *s);
+void qd_scan_free(struct qd_scan *s);
+
+/* The fingerprint of everything the index depends on (sources, class order,
+ * per_class, seed, split). */
+int qd_fingerprint(const struct sfs_opts *o, const struct qd_scan *s,
+		   struct index_fp *fp);
+
+/* Builds the index at `path` (reads every stroke file once).  0 or -errno. */
+int qd_index_build(const struct sfs_opts *o, const struct qd_scan *s,
+		   const char *path, const struct index_fp *fp);
+
+/* ---- pure helpers ---- */
+
+/* Sizes of train / val / test: int(p/100.0 * total) for the first two, as
+ * Python computes int(0.8 * total); test gets the rest. */
+void qd_split_counts(uint64_t total, const uint32_t pct[3], uint64_t out[3]);
+
+/* Parses a sample file name "%06d.npy" strictly (what snprintf would print
+ * for the value, nothing else).  0 and *gidx, or -ENOENT. */
+int qd_parse_sample_name(const char *name, uint64_t *gidx);
+/* Writes "%06llu.npy"; returns its length. */
+int qd_sample_name(char *out, size_t outlen, uint64_t gidx);
+
+/* Bytewise order of the sample names of two indices: nonzero if name(a) <
+ * name(b). */
+int qd_name_less(uint64_t a, uint64_t b);
+/* The first name of [lo, hi) in bytewise order, or the one after `prev`;
+ * UINT64_MAX when there is none.  Indices below 2^32. */
+uint64_t qd_name_first(uint64_t lo, uint64_t hi);
+uint64_t qd_name_next(uint64_t lo, uint64_t hi, uint64_t prev);
+
+/* One split line for sample gidx of class `name` with `label`, into out
+ * (at least 2 * QD_MAX_NAME + 80 bytes).  Returns its length. */
+size_t qd_split_line(char *out, size_t outlen, int has_images, int has_strokes,
+		     const char *name, size_t name_len, uint64_t gidx,
+		     uint64_t label);
+/* Its length, computed without formatting. */
+uint64_t qd_split_line_len(int has_images, int has_strokes, size_t name_len,
+			   uint64_t gidx, uint64_t label);
+
+/* The class holding gidx (binary search over gidx_base; ncls > 0) and its
+ * label.  A gidx past the end gives the last class. */
+const struct qd_class *qd_class_of(const struct qd_class *cls, uint32_t ncls,
+				   uint64_t gidx, uint32_t *label);
+
+/* Checks one class name (from a classes file or a file name): non-empty,
+ * at most QD_MAX_NAME bytes, no '/', '\n', NUL, not "." or "..". */
+int qd_name_ok(const char *name, size_t len);
+
+#endif
