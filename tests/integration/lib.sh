@@ -5,10 +5,11 @@
 set -u
 SFS_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 SAMPLEFS_BUILD=${SAMPLEFS_BUILD:-build}
-SAMPLEFS=$SFS_ROOT/$SAMPLEFS_BUILD/samplefs
+SAMPLEFS=${SAMPLEFS:-$SFS_ROOT/$SAMPLEFS_BUILD/samplefs}
 PY=/usr/bin/python3
 SFS_MOUNTS=()
 SFS_PIDS=()
+declare -A SFS_PID_OF SFS_LOG_OF
 SFS_PASS=0
 SFS_FAIL=0
 
@@ -41,6 +42,8 @@ sfs_mount() {
 	"$SAMPLEFS" -f "$@" "$src" "$mnt" 2>"$log" &
 	local pid=$!
 	SFS_PIDS+=("$pid")
+	SFS_PID_OF[$mnt]=$pid
+	SFS_LOG_OF[$mnt]=$log
 	for i in $(seq 1 600); do
 		grep -q " $mnt fuse" /proc/mounts && return 0
 		kill -0 "$pid" 2>/dev/null || { cat "$log" >&2; return 1; }
@@ -51,18 +54,20 @@ sfs_mount() {
 	return 1
 }
 
-# sfs_umount MNT: unmounts and waits for the daemon to exit; fails on any
-# sanitizer report in the daemon's log.
+# sfs_umount MNT: unmounts and waits for the daemon sfs_mount started on
+# MNT to exit; fails on any sanitizer report in the daemon's log.
 sfs_umount() {
-	local mnt=$1 pid=${SFS_PIDS[-1]} i
+	local mnt=$1 i
+	local pid=${SFS_PID_OF[$mnt]:-} log=${SFS_LOG_OF[$mnt]:-/dev/null}
 	fusermount3 -u "$mnt" || return 1
+	[ -n "$pid" ] || return 0
 	for i in $(seq 1 300); do
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.1
 	done
 	wait "$pid" 2>/dev/null
 	local rc=$?
-	local log=$SFS_TMP/daemon-$(( ${#SFS_PIDS[@]} - 1 )).log
+	unset "SFS_PID_OF[$mnt]"
 	if grep -q 'ERROR: AddressSanitizer\|ERROR: LeakSanitizer\|runtime error:' "$log"; then
 		cat "$log" >&2
 		return 1

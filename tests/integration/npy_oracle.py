@@ -1,0 +1,106 @@
+#!/usr/bin/python3
+"""numpy oracle for tests/integration/test_daemon.sh.
+
+  npy_oracle.py make SRC            writes the test arrays SRC/*.npy
+  npy_oracle.py bad SRC             writes one good and several broken .npy
+  npy_oracle.py big SRC N           writes SRC/big.npy with N one-byte rows
+  npy_oracle.py expect SRC OUT      writes OUT/X/%06d.npy = np.save(arr[i]) for
+                                    every SRC/X.npy numpy loads and the npy
+                                    layout serves (C order, not object)
+"""
+import os
+import sys
+
+import numpy as np
+
+
+def make(src):
+    os.makedirs(src, exist_ok=True)
+    rng = np.random.default_rng(1234)
+    arrays = {
+        "digits": rng.integers(0, 256, (37, 784), dtype=np.uint8),
+        "images": rng.random((9, 28, 28), dtype=np.float32),
+        "labels": rng.integers(-2**62, 2**62, 23, dtype=np.int64),
+        "bigend": rng.integers(-2**31, 2**31, (11, 3), dtype=np.int64).astype(">i4"),
+        "flags": rng.random(13) > 0.5,
+        "cplx": (rng.random((6, 2)) + 1j * rng.random((6, 2))).astype(np.complex128),
+        "half": rng.random((4, 3, 2)).astype("<f2"),
+        "empty": np.zeros((0, 5), np.float32),
+        "name with space": np.arange(3, dtype=np.int16),
+        "deep": rng.integers(0, 9, (2, 1, 2, 1, 3), dtype=np.uint16),
+    }
+    for name, a in arrays.items():
+        np.save(os.path.join(src, name + ".npy"), a)
+    # version 2.0 and 3.0 sources serve the same rows
+    from numpy.lib import format as fmt
+    with open(os.path.join(src, "v2.npy"), "wb") as f:
+        fmt.write_array(f, np.arange(12, dtype="<f8").reshape(4, 3), version=(2, 0))
+    with open(os.path.join(src, "v3.npy"), "wb") as f:
+        fmt.write_array(f, np.arange(5, dtype="<u4"), version=(3, 0))
+    # not .npy: ignored
+    with open(os.path.join(src, "README.txt"), "w") as f:
+        f.write("not an array\n")
+
+
+def bad(src):
+    os.makedirs(src, exist_ok=True)
+    np.save(os.path.join(src, "good.npy"), np.arange(20, dtype="<i4").reshape(5, 4))
+    # truncated: the last row is half missing
+    p = os.path.join(src, "trunc.npy")
+    np.save(p, np.arange(40, dtype="<i4").reshape(10, 4))
+    os.truncate(p, os.path.getsize(p) - 8)
+    # header lies: says 10 rows, has 5
+    p = os.path.join(src, "lies.npy")
+    np.save(p, np.arange(20, dtype="<i4").reshape(5, 4))
+    with open(p, "r+b") as f:
+        h = f.read(128)
+        f.seek(0)
+        f.write(h.replace(b"(5, 4)", b"(9, 4)"))
+    np.save(os.path.join(src, "fortran.npy"),
+            np.asfortranarray(np.arange(12, dtype="<f4").reshape(3, 4)))
+    np.save(os.path.join(src, "objects.npy"), np.array([1, "a", None], dtype=object))
+    np.save(os.path.join(src, "scalar.npy"), np.float64(3.5))
+    with open(os.path.join(src, "garbage.npy"), "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00\x10\x00{'descr': 'zz'}")
+
+
+def big(src, n):
+    os.makedirs(src, exist_ok=True)
+    np.save(os.path.join(src, "big.npy"), (np.arange(n) % 251).astype(np.uint8).reshape(n, 1))
+
+
+def servable(path):
+    try:
+        a = np.load(path, allow_pickle=False, mmap_mode="r")
+    except Exception:
+        return None
+    if a.ndim == 0 or a.dtype.kind not in "biufc" or (a.ndim > 1 and np.isfortran(a)):
+        return None
+    return np.asarray(a)
+
+
+def expect(src, out):
+    paths = [src] if src.endswith(".npy") else \
+        [os.path.join(src, n) for n in os.listdir(src) if n.endswith(".npy")]
+    for p in paths:
+        a = servable(p)
+        if a is None:
+            continue
+        d = os.path.join(out, os.path.basename(p)[:-4])
+        os.makedirs(d)
+        for i in range(a.shape[0]):
+            np.save(os.path.join(d, "%06d.npy" % i), a[i])
+
+
+if __name__ == "__main__":
+    cmd = sys.argv[1]
+    if cmd == "make":
+        make(sys.argv[2])
+    elif cmd == "bad":
+        bad(sys.argv[2])
+    elif cmd == "big":
+        big(sys.argv[2], int(sys.argv[3]))
+    elif cmd == "expect":
+        expect(sys.argv[2], sys.argv[3])
+    else:
+        sys.exit("unknown command " + cmd)

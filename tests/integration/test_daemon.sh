@@ -1,0 +1,210 @@
+#!/usr/bin/env bash
+# The daemon and the npy layout end to end: every file of the mount equals
+# np.save(arr[i]) written by numpy (tests/integration/npy_oracle.py), the
+# tree agrees with the oracle under ls/stat/find/du/df, writes fail with
+# EROFS, bad sources and options fail before mounting, mount(8) and fstab
+# work, broken sources are skipped, parallel readers agree, and a source
+# that shrinks while mounted gives EIO.
+. "$(dirname "$0")/lib.sh"
+sfs_setup
+ORACLE="$PY $SFS_ROOT/tests/integration/npy_oracle.py"
+T=$SFS_TMP
+BUILD_DIR=$(dirname "$SAMPLEFS")
+
+$ORACLE make "$T/src"
+$ORACLE expect "$T/src" "$T/want"
+
+# tree listing as find/stat show it: path, type, links and file size
+# (modes are checked on their own: the oracle's are not 0444/0555)
+tree_of() {
+	(cd "$1" && find . \( -type d -printf '%p d %n\n' \) -o -printf '%p %y %n %s\n' | sort)
+}
+same_tree() {
+	diff <(tree_of "$1") <(tree_of "$2") | sed 's/^/    /' | head -20
+	[ "${PIPESTATUS[0]}" -eq 0 ]
+}
+same_bytes() {
+	diff -r "$1" "$2" | head -5
+	[ "${PIPESTATUS[0]}" -eq 0 ]
+}
+# expect_fail PATTERN CMD...: CMD fails and its stderr matches PATTERN
+expect_fail() {
+	local pat=$1 err; shift
+	if err=$("$@" 2>&1); then
+		echo "    unexpectedly succeeded: $*"
+		return 1
+	fi
+	grep -q "$pat" <<<"$err" || { echo "    $*: $err"; return 1; }
+}
+mounted() {
+	grep -q " $1 fuse" /proc/mounts
+}
+
+# ---- explicit layout ----
+M=$T/m1
+check "mount -o layout=npy" sfs_mount "$T/src" "$M" -o layout=npy
+check "every file equals np.save(arr[i])" same_bytes "$T/want" "$M"
+check "ls/stat/find agree with the oracle" same_tree "$T/want" "$M"
+check "du --apparent-size agrees" \
+	test "$(du -sb --apparent-size "$M/digits" | cut -f1)" = \
+	     "$(cd "$T/want/digits" && cat -- * | wc -c | awk '{print $1 + 0}')"
+check "file modes 0444, directories 0555" \
+	test "$(find "$M" -printf '%y%m\n' | sort -u | tr '\n' ' ')" = "d555 f444 "
+check "st_blocks = ceil(size/512)" \
+	test "$(stat -c %b "$M/digits/000000.npy")" = $(( ($(stat -c %s "$M/digits/000000.npy") + 511) / 512 ))
+check "mtime is the source's" \
+	test "$(stat -c %Y "$M/images/000003.npy")" = "$(stat -c %Y "$T/src/images.npy")"
+check "owner is the mounting user" test "$(stat -c %u:%g "$M/flags")" = "$(id -u):$(id -g)"
+check "0-row array is an empty directory" test -z "$(ls -A "$M/empty")"
+check "df -i counts every inode" \
+	test "$(df --output=itotal "$M" | tail -1 | tr -d ' ')" = "$(find "$T/want" | wc -l)"
+check "unknown name: ENOENT" expect_fail "No such file" stat "$M/nope"
+check "unknown row: ENOENT" expect_fail "No such file" stat "$M/digits/000037.npy"
+check "non-canonical row name: ENOENT" expect_fail "No such file" stat "$M/digits/0000001.npy"
+check "negative lookups stay negative" expect_fail "No such file" stat "$M/nope"
+check "touch: EROFS" expect_fail "Read-only file system" touch "$M/new"
+check "touch existing: EROFS" expect_fail "Read-only file system" touch "$M/digits/000000.npy"
+check "echo >: EROFS" expect_fail "Read-only file system" sh -c "echo x > '$M/digits/000001.npy'"
+check "mkdir: EROFS" expect_fail "Read-only file system" mkdir "$M/d"
+check "rm: EROFS" expect_fail "Read-only file system" rm -f "$M/digits/000002.npy"
+check "mv: EROFS" expect_fail "Read-only file system" mv "$M/digits" "$M/x"
+check "read past the end is empty" \
+	test "$(dd if="$M/digits/000000.npy" bs=1 skip=5000 count=10 2>/dev/null | wc -c)" = 0
+check "odd offsets read the right bytes" \
+	cmp <(dd if="$M/images/000001.npy" bs=7 skip=13 2>/dev/null) \
+	    <(dd if="$T/want/images/000001.npy" bs=7 skip=13 2>/dev/null)
+check "unmount" sfs_umount "$M"
+
+# ---- detected layout, single file, -s, debug: no OPEN after ENOSYS ----
+M=$T/m2
+check "mount with the layout detected" sfs_mount "$T/src" "$M"
+check "detected mount serves the same bytes" same_bytes "$T/want" "$M"
+check "unmount detected" sfs_umount "$M"
+
+mkdir -p "$T/want1"
+$ORACLE expect "$T/src/digits.npy" "$T/want1"
+check "mount a single .npy file (-s)" sfs_mount "$T/src/digits.npy" "$M" -s
+check "single file: tree and bytes" same_bytes "$T/want1" "$M"
+check "unmount single" sfs_umount "$M"
+
+check "mount -d" sfs_mount "$T/src" "$M" -d
+cat "$M/labels/000001.npy" "$M/labels/000001.npy" "$M/labels/000002.npy" >/dev/null
+n_open=$(grep -c 'opcode: OPEN ' "${SFS_LOG_OF[$M]}")
+n_read=$(grep -c 'opcode: READ ' "${SFS_LOG_OF[$M]}")
+check "open answered once (ENOSYS), then never sent ($n_open)" test "$n_open" -le 1
+check "page cache kept across opens ($n_read reads for 2 files)" test "$n_read" -le 2
+check "unmount -d" sfs_umount "$M"
+
+# ---- 50,000 entries across many small readdir replies ----
+$ORACLE big "$T/bigsrc" 50000
+check "mount 50k rows" sfs_mount "$T/bigsrc" "$M" -o layout=npy
+check "ls | wc -l = 50000" test "$(ls "$M/big" | wc -l)" = 50000
+check "ls lists 000000.npy..049999.npy in order" \
+	cmp -s <(ls -f "$M/big" | grep -v '^\.\.\?$') <(seq -f '%06.0f.npy' 0 49999)
+check "find sees 50000 files" test "$(find "$M/big" -type f | wc -l)" = 50000
+check "unmount 50k" sfs_umount "$M"
+
+# ---- 8 parallel readers on a cold mount ----
+check "mount for parallel readers" sfs_mount "$T/src" "$M" -o layout=npy
+pids=()
+for i in 1 2 3 4 5 6 7 8; do
+	diff -r "$T/want" "$M" >"$T/par.$i" 2>&1 &
+	pids+=($!)
+done
+bad=0
+for p in "${pids[@]}"; do wait "$p" || bad=$((bad + 1)); done
+check "8 parallel readers agree with the oracle" test "$bad" = 0
+check "unmount parallel" sfs_umount "$M"
+
+# ---- broken sources are skipped with a warning naming them ----
+$ORACLE bad "$T/bad"
+mkdir -p "$T/wantbad"
+$ORACLE expect "$T/bad" "$T/wantbad"
+check "mount a directory with broken files" sfs_mount "$T/bad" "$M" -o layout=npy
+log=${SFS_LOG_OF[$M]}
+check "only the good array is served" same_tree "$T/wantbad" "$M"
+check "good array bytes" same_bytes "$T/wantbad" "$M"
+for f in trunc lies fortran objects scalar garbage; do
+	check "warning names $f.npy" grep -q "warning: .*$f.npy" "$log"
+done
+check "unmount broken" sfs_umount "$M"
+
+# ---- a source that shrinks while mounted: EIO, never wrong bytes ----
+mkdir -p "$T/shrink"
+cp "$T/src/digits.npy" "$T/shrink/"
+check "mount a source to shrink" sfs_mount "$T/shrink" "$M" -o layout=npy
+check "row 30 reads before" cmp -s "$M/digits/000030.npy" "$T/want/digits/000030.npy"
+truncate -s $(( 128 + 784 * 20 + 100 )) "$T/shrink/digits.npy"
+check "row 5 still reads" cmp -s "$M/digits/000005.npy" "$T/want/digits/000005.npy"
+check "row 20 (cut short) gives EIO" expect_fail "Input/output error" cat "$M/digits/000020.npy"
+check "row 36 (gone) gives EIO" expect_fail "Input/output error" cat "$M/digits/000036.npy"
+check "unmount shrunk" sfs_umount "$M"
+
+# ---- errors before mounting: one line, non-zero, nothing mounted ----
+# mount_error NAME PATTERN ARGS...: samplefs ARGS fails with one line
+mount_error() {
+	local name=$1 pat=$2 err rc; shift 2
+	mkdir -p "$T/never"
+	SFS_MOUNTS+=("$T/never")
+	err=$(timeout 20 "$SAMPLEFS" "$@" 2>&1 >/dev/null); rc=$?
+	[ $rc -ne 0 ] && [ $rc -ne 124 ] && ! mounted "$T/never" &&
+		[ "$(printf '%s\n' "$err" | grep -vc '^$')" = 1 ] &&
+		grep -q -- "$pat" <<<"$err" && return 0
+	echo "    rc=$rc: $err"
+	return 1
+}
+check "missing source" mount_error x "$T/nosuch: No such file" "$T/nosuch" "$T/never"
+check "bad option value" mount_error x "seed=abc" -o seed=abc "$T/src" "$T/never"
+check "bad size" mount_error x "cache=12Q" -o cache=12Q "$T/src" "$T/never"
+check "bad split" mount_error x "split=50/10/10" -o split=50/10/10 "$T/src" "$T/never"
+check "unknown layout" mount_error x "unknown layout 'bogus'" -o layout=bogus "$T/src" "$T/never"
+check "unknown option" mount_error x "bogus_opt" -o bogus_opt "$T/src" "$T/never"
+check "undetectable source" mount_error x "cannot tell the layout" "$T/bad/../src/README.txt" "$T/never"
+check "empty layout name" mount_error x "layout=" -o layout= "$T/src" "$T/never"
+check "no mountpoint" mount_error x "usage" "$T/src"
+check "--help exits 0" sh -c "'$SAMPLEFS' --help | grep -q 'layout='"
+check "--version exits 0" sh -c "'$SAMPLEFS' --version | grep -q 'samplefs version'"
+
+# ---- mount(8) and fstab through mount.fuse3 ----
+# mount.fuse3 runs `samplefs SOURCE MNT -o OPTS` through /bin/sh, daemonized,
+# so its stderr is gone: sanitizer reports go to files instead.
+export ASAN_OPTIONS="${ASAN_OPTIONS:-}:log_path=$T/asan-mount"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-}:log_path=$T/asan-mount"
+M=$T/m3
+mkdir -p "$M"
+SFS_MOUNTS+=("$M")
+check "mount.fuse3 with samplefs on PATH" env PATH="$BUILD_DIR:$PATH" \
+	mount.fuse3 "$T/src" "$M" -o rw,dev,suid,layout=npy,nofail,_netdev -t fuse.samplefs
+check "mount.fuse3 mount serves the oracle" same_bytes "$T/want" "$M"
+check "mount.fuse3 mount is read-only" expect_fail "Read-only file system" touch "$M/x"
+check "fusermount3 -u" fusermount3 -u "$M"
+
+# mount(8) resets PATH for its helpers, so in a private mount namespace the
+# build directory is bound over /usr/local/bin (in the default PATH).
+printf '%s %s fuse.samplefs layout=npy,quiet,nofail,noauto,x-systemd.automount 0 0\n' \
+	"$T/src" "$M" > "$T/fstab"
+in_ns() {
+	unshare -m --propagation private sh -c '
+		mount --bind "$1" /usr/local/bin || exit 1
+		shift
+		"$@" || exit 1
+		diff -r "$WANT" "$MNT" >/dev/null; rc=$?
+		touch "$MNT/x" 2>/dev/null && rc=1
+		fusermount3 -u "$MNT" || rc=1
+		exit $rc' sh "$BUILD_DIR" "$@"
+}
+if unshare -m true 2>/dev/null; then
+	export WANT=$T/want MNT=$M
+	check "mount -t fuse.samplefs serves the oracle, read-only" \
+		in_ns mount -t fuse.samplefs "$T/src" "$M" -o layout=npy,nofail
+	check "fstab line via mount -T serves the oracle, read-only" \
+		in_ns mount -T "$T/fstab" "$M"
+else
+	echo "skip - mount(8) tests: no unshare -m here"
+fi
+sleep 0.5	# the daemonized samplefs exits after unmount; let it write logs
+check "nothing left mounted" sh -c "! grep -q ' $M fuse' /proc/mounts"
+check "no sanitizer reports from daemonized mounts" \
+	sh -c "! cat '$T'/asan-mount* 2>/dev/null | grep -q ."
+
+sfs_done
