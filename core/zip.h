@@ -14,6 +14,7 @@
 struct zip_member {
 	const char *name;        /* NUL-terminated, owned by the archive */
 	uint16_t method;         /* 0 stored, 8 deflate */
+	uint16_t flags;          /* general purpose bits (1: encrypted) */
 	uint64_t csize, usize;   /* compressed and declared uncompressed size */
 	uint32_t crc32;
 	uint64_t header_off;     /* offset of the local file header */
