@@ -229,3 +229,245 @@ Test(npy, mutations_never_crash, .init = cr_redirect_stderr)
 	}
 	free(file);
 }
+
+/* ---- the npy layout (core/layout_npy.c) against np.save(arr[i]) ---- */
+
+#include <dirent.h>
+#include <unistd.h>
+
+#include "layout.h"
+
+struct entry {
+	char name[64];
+	struct sfs_attr attr;
+	uint64_t cookie;
+};
+
+struct listing {
+	struct entry *e;
+	size_t n, cap, stop_after;	/* stop_after: say "full" after this many */
+};
+
+static int collect(void *arg, const char *name, const struct sfs_attr *attr,
+		   uint64_t cookie)
+{
+	struct listing *l = arg;
+
+	if (l->stop_after && l->n == l->stop_after)
+		return 1;
+	if (l->n == l->cap) {
+		l->cap = l->cap ? 2 * l->cap : 64;
+		l->e = realloc(l->e, l->cap * sizeof(*l->e));
+		cr_assert(l->e);
+	}
+	snprintf(l->e[l->n].name, sizeof(l->e[l->n].name), "%s", name);
+	l->e[l->n].attr = *attr;
+	l->e[l->n].cookie = cookie;
+	l->n++;
+	return 0;
+}
+
+static void list_all(struct layout *L, uint64_t dir, struct listing *out)
+{
+	memset(out, 0, sizeof(*out));
+	cr_assert(L->ops->readdir(L->priv, dir, 0, collect, out) == 0);
+}
+
+/* Names in a real directory, sorted, as the oracle's listing. */
+static int oracle_names(const char *dir, char names[][64], int max)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+
+	cr_assert(d, "cannot open %s", dir);
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.' && n < max)
+			snprintf(names[n++], 64, "%.63s", de->d_name);
+	closedir(d);
+	qsort(names, (size_t)n, 64, (int (*)(const void *, const void *))strcmp);
+	return n;
+}
+
+static void open_npy(const char *src, struct sfs_opts *o, struct layout *L)
+{
+	sfs_opts_default(o);
+	o->source = src;
+	o->layout = "npy";
+	cr_assert(layout_npy_open(o, L) == 0, "layout_npy_open %s", src);
+}
+
+/* Reads the whole file in chunks of `step` bytes and compares with want. */
+static void check_file(struct layout *L, uint64_t ino, const uint8_t *want,
+		       size_t len, size_t step, const char *what)
+{
+	char buf[8192];
+	size_t off = 0;
+
+	while (off < len) {
+		ssize_t n = L->ops->read(L->priv, ino, buf, step, off);
+		cr_assert(n > 0, "%s: read at %zu: %zd", what, off, n);
+		cr_assert((size_t)n == (step < len - off ? step : len - off), "%s: short", what);
+		cr_assert(memcmp(buf, want + off, (size_t)n) == 0, "%s: bytes at %zu", what, off);
+		off += (size_t)n;
+	}
+	cr_expect(L->ops->read(L->priv, ino, buf, step, len) == 0, "%s: read at EOF", what);
+	cr_expect(L->ops->read(L->priv, ino, buf, step, len + 100) == 0);
+}
+
+Test(npy_layout, serves_np_save_rows, .init = cr_redirect_stderr)
+{
+	static char arrays[16][64], rows[2000][64];
+	char *src = fixture_path("../npy_layout/src"), *rowdir;
+	uint64_t files = 0, bytes = 0, want_files = 1, want_bytes = 0;
+	struct listing root, dir;
+	struct sfs_opts o;
+	struct sfs_attr a;
+	struct layout L;
+	int na, nr;
+
+	open_npy(src, &o, &L);
+	cr_assert(asprintf(&rowdir, "%.*s/rows", (int)(strlen(src) - 4), src) > 0);
+	na = oracle_names(rowdir, arrays, 16);
+	list_all(&L, SFS_ROOT_INO, &root);
+	cr_assert(root.n == (size_t)na, "%zu arrays served, numpy wrote %d", root.n, na);
+	cr_assert(L.ops->getattr(L.priv, SFS_ROOT_INO, &a) == 0);
+	cr_expect(a.nlink == 2u + (uint32_t)na && (a.mode & 0777) == 0555);
+	want_files += (uint64_t)na;
+	for (int k = 0; k < na; k++) {
+		char path[4096];
+		struct sfs_attr d;
+
+		cr_assert_str_eq(root.e[k].name, arrays[k]);
+		cr_assert(L.ops->lookup(L.priv, SFS_ROOT_INO, arrays[k], &d) == 0);
+		cr_expect(d.ino == root.e[k].attr.ino && d.nlink == 2);
+		snprintf(path, sizeof(path), "%s/%s", rowdir, arrays[k]);
+		nr = oracle_names(path, rows, 2000);
+		list_all(&L, d.ino, &dir);
+		cr_assert(dir.n == (size_t)nr, "%s: %zu rows, numpy wrote %d", arrays[k], dir.n, nr);
+		for (int i = 0; i < nr; i++) {
+			struct sfs_attr r, g;
+			size_t len;
+			uint8_t *want;
+
+			cr_assert_str_eq(dir.e[i].name, rows[i]);
+			snprintf(path, sizeof(path), "../npy_layout/rows/%s/%s", arrays[k], rows[i]);
+			want = slurp(path, &len);
+			cr_assert(L.ops->lookup(L.priv, d.ino, rows[i], &r) == 0);
+			cr_assert(L.ops->getattr(L.priv, r.ino, &g) == 0);
+			cr_expect(g.ino == r.ino && g.size == r.size && r.ino == dir.e[i].attr.ino);
+			cr_expect(r.size == len, "%s/%s: size %llu, numpy %zu", arrays[k], rows[i],
+				  (unsigned long long)r.size, len);
+			check_file(&L, r.ino, want, len, 8192, rows[i]);
+			if (i < 3)
+				check_file(&L, r.ino, want, len, 7, rows[i]);
+			want_files++;
+			want_bytes += len;
+			free(want);
+		}
+		free(dir.e);
+	}
+	L.ops->statfs(L.priv, &files, &bytes);
+	cr_expect(files == want_files && bytes == want_bytes, "statfs %llu files %llu bytes",
+		  (unsigned long long)files, (unsigned long long)bytes);
+	free(root.e);
+	layout_close(&L);
+	free(rowdir);
+	free(src);
+}
+
+/* Resuming from each cookie, a few entries per call, gives the same list. */
+Test(npy_layout, readdir_resumes_at_cookies, .init = cr_redirect_stderr)
+{
+	char *src = fixture_path("../npy_layout/src");
+	struct listing all, part;
+	struct sfs_opts o;
+	struct sfs_attr d;
+	struct layout L;
+	uint64_t off = 0;
+	size_t got = 0;
+
+	open_npy(src, &o, &L);
+	cr_assert(L.ops->lookup(L.priv, SFS_ROOT_INO, "f", &d) == 0);
+	list_all(&L, d.ino, &all);
+	cr_assert(all.n == 1200);
+	for (size_t chunk = 1; got < all.n; chunk = chunk % 13 + 1) {
+		memset(&part, 0, sizeof(part));
+		part.stop_after = chunk;
+		cr_assert(L.ops->readdir(L.priv, d.ino, off, collect, &part) == 0);
+		cr_assert(part.n > 0, "no progress at %llu", (unsigned long long)off);
+		for (size_t i = 0; i < part.n; i++, got++) {
+			cr_assert_str_eq(part.e[i].name, all.e[got].name);
+			cr_assert(part.e[i].cookie == all.e[got].cookie);
+		}
+		off = part.e[part.n - 1].cookie;
+		free(part.e);
+	}
+	memset(&part, 0, sizeof(part));
+	cr_expect(L.ops->readdir(L.priv, d.ino, off, collect, &part) == 0 && part.n == 0);
+	free(all.e);
+	layout_close(&L);
+	free(src);
+}
+
+Test(npy_layout, unknown_names_and_wrong_kinds, .init = cr_redirect_stderr)
+{
+	static const char *bad_rows[] = {"000003.npy", "0000001.npy", "00001.npy", "+00001.npy",
+					 "-00001.npy", "000001.npz", "000001", "", "a.npy",
+					 "999999999999999999999.npy", "000001.npy/x"};
+	char *src = fixture_path("../npy_layout/src"), buf[16];
+	struct sfs_opts o;
+	struct sfs_attr d, r;
+	struct layout L;
+	struct listing l;
+
+	open_npy(src, &o, &L);
+	cr_assert(L.ops->lookup(L.priv, SFS_ROOT_INO, "a", &d) == 0);
+	for (size_t i = 0; i < sizeof(bad_rows) / sizeof(bad_rows[0]); i++)
+		cr_expect(L.ops->lookup(L.priv, d.ino, bad_rows[i], &r) == -ENOENT, "%s", bad_rows[i]);
+	cr_expect(L.ops->lookup(L.priv, SFS_ROOT_INO, "x", &r) == -ENOENT);
+	cr_expect(L.ops->lookup(L.priv, SFS_ROOT_INO, "broken", &r) == -ENOENT);
+	cr_expect(L.ops->lookup(L.priv, SFS_ROOT_INO, "a.npy", &r) == -ENOENT);
+	cr_assert(L.ops->lookup(L.priv, d.ino, "000002.npy", &r) == 0);
+	cr_expect(L.ops->lookup(L.priv, r.ino, "x", &d) == -ENOTDIR);
+	memset(&l, 0, sizeof(l));
+	cr_expect(L.ops->readdir(L.priv, r.ino, 0, collect, &l) == -ENOTDIR);
+	cr_expect(L.ops->read(L.priv, SFS_ROOT_INO, buf, sizeof(buf), 0) < 0);
+	cr_expect(L.ops->getattr(L.priv, r.ino + 100000, &d) == -ENOENT);
+	cr_expect(L.ops->getattr(L.priv, 0, &d) == -ENOENT);
+	cr_expect(L.ops->getattr(L.priv, UINT64_MAX, &d) == -ENOENT);
+	layout_close(&L);
+	free(src);
+}
+
+/* A source that shrinks after mount: -EIO for missing bytes, never zeros. */
+Test(npy_layout, shrunk_source_gives_eio)
+{
+	char *src = fixture_path("../npy_layout/src/f.npy"), dir[] = "/tmp/sfs-npy-XXXXXX";
+	char copy[64], buf[256];
+	struct sfs_opts o;
+	struct sfs_attr d, r;
+	struct layout L;
+	size_t len;
+	uint8_t *data = slurp("../npy_layout/src/f.npy", &len);
+	FILE *f;
+
+	cr_assert(mkdtemp(dir));
+	snprintf(copy, sizeof(copy), "%s/f.npy", dir);
+	cr_assert((f = fopen(copy, "wb")) && fwrite(data, 1, len, f) == len && !fclose(f));
+	open_npy(copy, &o, &L);
+	cr_assert(truncate(copy, 128 + 24 * 100 + 10) == 0);
+	cr_assert(L.ops->lookup(L.priv, SFS_ROOT_INO, "f", &d) == 0);
+	cr_assert(L.ops->lookup(L.priv, d.ino, "000099.npy", &r) == 0);
+	cr_expect(L.ops->read(L.priv, r.ino, buf, sizeof(buf), 0) == (ssize_t)r.size);
+	cr_assert(L.ops->lookup(L.priv, d.ino, "000100.npy", &r) == 0);
+	cr_expect(L.ops->read(L.priv, r.ino, buf, sizeof(buf), 0) == -EIO);
+	cr_expect(L.ops->read(L.priv, r.ino, buf, 10, 0) == 10, "the header is still ours");
+	cr_assert(L.ops->lookup(L.priv, d.ino, "001000.npy", &r) == 0);
+	cr_expect(L.ops->read(L.priv, r.ino, buf, sizeof(buf), 0) == -EIO);
+	layout_close(&L);
+	unlink(copy);
+	rmdir(dir);
+	free(data);
+	free(src);
+}
