@@ -1,0 +1,646 @@
+/*
+ * test_tarindex.c - the tar index against Python's tarfile: for every
+ * fixture of tests/fixtures/make_tars.py and recursive = 0..3, the tree
+ * read back from a built, committed and re-mapped index (types, sizes,
+ * data offsets, mtimes, symlink targets, and the sha256 of every file's
+ * bytes as read by tarindex_pread) must equal the oracle's.  Also lookups,
+ * parents, -EIO on a source truncated after indexing, corrupt sections,
+ * staleness, two tarindexes in one file, and the bytes per member.
+ */
+#include <criterion/criterion.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "index.h"
+#include "tarindex.h"
+
+/* ------------------------------------------------------------ sha256 */
+
+struct sha256 {
+	uint32_t h[8];
+	uint64_t len;
+	unsigned char buf[64];
+};
+
+static const uint32_t K[64] = {
+	0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1,
+	0x923f82a4, 0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3,
+	0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786,
+	0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+	0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147,
+	0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13,
+	0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
+	0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+	0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a,
+	0x5b9cca4f, 0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208,
+	0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
+};
+
+#define ROR(x, n) ((x) >> (n) | (x) << (32 - (n)))
+
+static void sha_block(struct sha256 *s, const unsigned char *p)
+{
+	uint32_t w[64], a[8], t1, t2;
+	int i;
+
+	for (i = 0; i < 16; i++)
+		w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
+		       (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
+	for (; i < 64; i++)
+		w[i] = w[i - 16] + (ROR(w[i - 15], 7) ^ ROR(w[i - 15], 18) ^ w[i - 15] >> 3) +
+		       w[i - 7] + (ROR(w[i - 2], 17) ^ ROR(w[i - 2], 19) ^ w[i - 2] >> 10);
+	memcpy(a, s->h, sizeof(a));
+	for (i = 0; i < 64; i++) {
+		t1 = a[7] + (ROR(a[4], 6) ^ ROR(a[4], 11) ^ ROR(a[4], 25)) +
+		     ((a[4] & a[5]) ^ (~a[4] & a[6])) + K[i] + w[i];
+		t2 = (ROR(a[0], 2) ^ ROR(a[0], 13) ^ ROR(a[0], 22)) +
+		     ((a[0] & a[1]) ^ (a[0] & a[2]) ^ (a[1] & a[2]));
+		memmove(a + 1, a, 7 * sizeof(*a));
+		a[4] += t1;
+		a[0] = t1 + t2;
+	}
+	for (i = 0; i < 8; i++)
+		s->h[i] += a[i];
+}
+
+static void sha_init(struct sha256 *s)
+{
+	static const uint32_t h0[8] = {
+		0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+		0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
+	};
+
+	memcpy(s->h, h0, sizeof(h0));
+	s->len = 0;
+}
+
+static void sha_update(struct sha256 *s, const void *data, size_t n)
+{
+	const unsigned char *p = data;
+
+	while (n--) {
+		s->buf[s->len++ % 64] = *p++;
+		if (s->len % 64 == 0)
+			sha_block(s, s->buf);
+	}
+}
+
+static void sha_hex(struct sha256 *s, char out[65])
+{
+	uint64_t bits = s->len * 8;
+	unsigned char pad = 0x80, len[8];
+	int i;
+
+	sha_update(s, &pad, 1);
+	pad = 0;
+	while (s->len % 64 != 56)
+		sha_update(s, &pad, 1);
+	for (i = 0; i < 8; i++)
+		len[i] = (unsigned char)(bits >> (56 - 8 * i));
+	sha_update(s, len, 8);
+	for (i = 0; i < 8; i++)
+		sprintf(out + 8 * i, "%08x", s->h[i]);
+}
+
+Test(tarindex, sha256_self_check)
+{
+	struct sha256 s;
+	char hex[65];
+
+	sha_init(&s);
+	sha_update(&s, "abc", 3);
+	sha_hex(&s, hex);
+	cr_assert_str_eq(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+/* ------------------------------------------------------------ helpers */
+
+static const char *fixdir(void)
+{
+	const char *d = getenv("SFS_FIXTURES");
+
+	cr_assert(d, "SFS_FIXTURES is not set (run tests/run_all.sh)");
+	return d;
+}
+
+static char *fixpath(const char *name)
+{
+	char *p;
+
+	cr_assert(asprintf(&p, "%s/tars/%s", fixdir(), name) > 0);
+	return p;
+}
+
+/* An index file holding one tarindex, opened. */
+struct built {
+	char path[64];
+	struct index_fp fp;
+	struct index_map m;
+	struct tarindex t;
+};
+
+static int build(struct built *b, const struct tarindex_source *src, size_t n,
+		 uint32_t recursive)
+{
+	struct tarindex_build_opts bo = { .recursive = recursive, .quiet = 1 };
+	struct index_writer *w;
+	char why[256];
+	int fd, rc;
+
+	strcpy(b->path, "/tmp/sfs-tarindex-XXXXXX");
+	fd = mkstemp(b->path);
+	cr_assert(fd >= 0);
+	close(fd);
+	index_fp_init(&b->fp, "tar");
+	cr_assert_eq(tarindex_fp_add(&b->fp, src, n, recursive), 0);
+	cr_assert_eq(index_writer_open(&w, b->path), 0);
+	rc = tarindex_build(w, 'A', src, n, &bo);
+	if (rc < 0) {
+		index_writer_abort(w);
+		unlink(b->path);
+		return rc;
+	}
+	cr_assert_eq(index_writer_commit(w, &b->fp), 0);
+	cr_assert_eq(index_map_open(&b->m, b->path, &b->fp, why, sizeof(why)), 0,
+		     "%s", why);
+	cr_assert_eq(tarindex_open(&b->t, &b->m, 'A', src, n), 0);
+	return 0;
+}
+
+static void unbuild(struct built *b)
+{
+	tarindex_close(&b->t);
+	index_map_close(&b->m);
+	unlink(b->path);
+}
+
+/* One line of a .tree file, or of our own dump. */
+struct rec {
+	char type[16], sha[65];
+	unsigned long long size, off;
+	long long mtime;
+	char *path, *target;
+};
+
+static int rec_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct rec *)a)->path, ((const struct rec *)b)->path);
+}
+
+static size_t parse_tree(char *text, struct rec **out)
+{
+	size_t n = 0, cap = 16;
+	struct rec *r = malloc(cap * sizeof(*r));
+	char *line, *save = NULL;
+
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *f[7];
+		int i;
+
+		if (n == cap)
+			r = realloc(r, (cap *= 2) * sizeof(*r));
+		for (i = 0; i < 7; i++)
+			f[i] = strsep(&line, "\t");
+		cr_assert(f[6], "bad tree line");
+		snprintf(r[n].type, sizeof(r[n].type), "%s", f[0]);
+		r[n].size = strtoull(f[1], NULL, 10);
+		r[n].off = strtoull(f[2], NULL, 10);
+		r[n].mtime = strtoll(f[3], NULL, 10);
+		snprintf(r[n].sha, sizeof(r[n].sha), "%s", f[4]);
+		r[n].path = f[5];
+		r[n].target = f[6];
+		n++;
+	}
+	*out = r;
+	return n;
+}
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+	long n;
+
+	cr_assert(f, "cannot open %s", path);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = calloc(1, (size_t)n + 1);
+	cr_assert(fread(buf, 1, (size_t)n, f) == (size_t)n);
+	fclose(f);
+	return buf;
+}
+
+static void file_sha(const struct tarindex *t, uint32_t i, char hex[65])
+{
+	static char buf[4096];
+	struct sha256 s;
+	uint64_t off = 0;
+	ssize_t k;
+
+	sha_init(&s);
+	while ((k = tarindex_pread(t, i, buf, sizeof(buf), off)) > 0) {
+		sha_update(&s, buf, (size_t)k);
+		off += (uint64_t)k;
+	}
+	cr_assert_eq(k, 0, "read error %zd", k);
+	cr_assert_eq(off, tarindex_node_size(tarindex_node(t, i)));
+	sha_hex(&s, hex);
+}
+
+/* Dumps the subtree of dir into recs (depth first), checking lookups. */
+static void dump(const struct tarindex *t, uint32_t dir, const char *prefix,
+		 struct rec **recs, size_t *n, size_t *cap)
+{
+	uint32_t first, count, i;
+
+	cr_assert_eq(tarindex_children(t, dir, &first, &count), 0);
+	for (i = first; i < first + count; i++) {
+		const struct tarindex_node *nd = tarindex_node(t, i);
+		struct rec *r;
+		uint64_t len;
+
+		if (*n == *cap)
+			*recs = realloc(*recs, (*cap = *cap * 2 + 16) * sizeof(**recs));
+		r = &(*recs)[(*n)++];
+		memset(r, 0, sizeof(*r));
+		cr_assert(asprintf(&r->path, "%s%s%s", prefix, *prefix ? "/" : "",
+				   tarindex_name(t, i)) > 0);
+		cr_expect_eq(tarindex_parent(t, i), dir, "parent of %s", r->path);
+		cr_expect_eq(tarindex_lookup(t, dir, tarindex_name(t, i)), i);
+		cr_expect_eq(tarindex_find(t, r->path), i, "find %s", r->path);
+		r->mtime = nd->mtime;
+		r->target = strdup("");
+		strcpy(r->sha, "-");
+		switch (tarindex_node_type(nd)) {
+		case TARINDEX_DIR:
+			strcpy(r->type, "dir");
+			cr_expect_eq(tarindex_pread(t, i, r->sha, 1, 0), -EISDIR);
+			dump(t, i, r->path, recs, n, cap);
+			break;
+		case TARINDEX_FILE:
+			strcpy(r->type, "file");
+			r->size = tarindex_node_size(nd);
+			r->off = nd->off;
+			file_sha(t, i, r->sha);
+			cr_expect_eq(tarindex_lookup(t, i, "x"), -ENOTDIR);
+			break;
+		case TARINDEX_SYMLINK:
+			strcpy(r->type, "symlink");
+			free(r->target);
+			r->target = strdup(tarindex_link(t, i, &len));
+			cr_expect_eq(strlen(r->target), len);
+			break;
+		}
+	}
+}
+
+static void compare(const struct tarindex *t, const char *treefile)
+{
+	char *text = slurp(treefile);
+	struct rec *want, *got = NULL;
+	size_t nwant = parse_tree(text, &want), ngot = 0, cap = 0, i;
+
+	dump(t, TARINDEX_ROOT, "", &got, &ngot, &cap);
+	qsort(want, nwant, sizeof(*want), rec_cmp);
+	qsort(got, ngot, sizeof(*got), rec_cmp);
+	cr_expect_eq(ngot, nwant, "%s: %zu nodes, oracle has %zu", treefile, ngot, nwant);
+	for (i = 0; i < ngot && i < nwant; i++) {
+		struct rec *g = &got[i], *w = &want[i];
+
+		cr_expect_str_eq(g->path, w->path, "%s: node %zu", treefile, i);
+		if (strcmp(g->path, w->path))
+			break;
+		cr_expect_str_eq(g->type, w->type, "%s: type of %s", treefile, g->path);
+		cr_expect_eq(g->size, w->size, "%s: size of %s", treefile, g->path);
+		cr_expect_eq(g->off, w->off, "%s: offset of %s", treefile, g->path);
+		cr_expect_str_eq(g->sha, w->sha, "%s: sha256 of %s", treefile, g->path);
+		cr_expect_str_eq(g->target, w->target, "%s: target of %s", treefile, g->path);
+		if (w->mtime >= 0)
+			cr_expect_eq(g->mtime, w->mtime, "%s: mtime of %s", treefile, g->path);
+	}
+	cr_expect_eq(t->nnodes, ngot + 1);
+	for (i = 0; i < ngot; i++) {
+		free(got[i].path);
+		free(got[i].target);
+	}
+	free(got);
+	free(want);
+	free(text);
+}
+
+static void check_fixture(const char *base)
+{
+	char name[64], *tar, *tree, *status;
+	struct tarindex_source src;
+	struct built b;
+	uint32_t r;
+	int rc;
+
+	snprintf(name, sizeof(name), "%s.tar", base);
+	tar = fixpath(name);
+	snprintf(name, sizeof(name), "%s.status", base);
+	status = fixpath(name);
+	src.path = tar;
+	src.dir = "";
+	for (r = 0; r <= 3; r++) {
+		char *st = slurp(status);
+
+		rc = build(&b, &src, 1, r);
+		if (!strcmp(st, "error\n")) {
+			cr_expect_eq(rc, -EINVAL, "%s: build returned %d", base, rc);
+			free(st);
+			continue;
+		}
+		free(st);
+		cr_assert_eq(rc, 0, "%s: build returned %d", base, rc);
+		snprintf(name, sizeof(name), "%s.r%u.tree", base, r);
+		tree = fixpath(name);
+		compare(&b.t, tree);
+		free(tree);
+		unbuild(&b);
+	}
+	free(status);
+	free(tar);
+}
+
+Test(tarindex, gnu) { check_fixture("gnu"); }
+Test(tarindex, pax) { check_fixture("pax"); }
+Test(tarindex, ustar) { check_fixture("ustar"); }
+Test(tarindex, v7) { check_fixture("v7"); }
+Test(tarindex, base256) { check_fixture("base256"); }
+Test(tarindex, sparse) { check_fixture("sparse"); }
+Test(tarindex, hostile) { check_fixture("hostile"); }
+Test(tarindex, badsum) { check_fixture("badsum"); }
+Test(tarindex, truncated) { check_fixture("truncated"); }
+Test(tarindex, negsize) { check_fixture("negsize"); }
+Test(tarindex, hugesize) { check_fixture("hugesize"); }
+Test(tarindex, deep_nesting_bounded_by_recursive) { check_fixture("deep"); }
+Test(tarindex, not_a_tar) { check_fixture("notatar"); }
+Test(tarindex, empty) { check_fixture("empty"); }
+Test(tarindex, imagenet_like) { check_fixture("imagenet_like"); }
+
+Test(tarindex, directory_of_tars)
+{
+	struct tarindex_source src[3];
+	const char *names[3] = { "gnu", "ustar", "v7" };
+	char *tree = fixpath("dir.r1.tree");
+	struct built b;
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		char n[64];
+
+		snprintf(n, sizeof(n), "dir/%s.tar", names[i]);
+		src[i].path = fixpath(n);
+		src[i].dir = names[i];
+	}
+	cr_assert_eq(build(&b, src, 3, 1), 0);
+	compare(&b.t, tree);
+	cr_expect_eq(b.t.nsrc, 3);
+	unbuild(&b);
+	for (i = 0; i < 3; i++)
+		free((char *)src[i].path);
+	free(tree);
+}
+
+Test(tarindex, lookup_misses)
+{
+	struct tarindex_source src = { fixpath("gnu.tar"), "" };
+	struct built b;
+	int64_t i;
+
+	cr_assert_eq(build(&b, &src, 1, 1), 0);
+	cr_expect_eq(tarindex_lookup(&b.t, TARINDEX_ROOT, "nope"), -ENOENT);
+	cr_expect_eq(tarindex_lookup(&b.t, TARINDEX_ROOT, ""), -ENOENT);
+	cr_expect_eq(tarindex_find(&b.t, "data/zzz"), -ENOENT);
+	cr_expect_eq(tarindex_find(&b.t, "data/a.txt/x"), -ENOTDIR);
+	cr_expect_eq(tarindex_find(&b.t, ""), TARINDEX_ROOT);
+	i = tarindex_find(&b.t, "/data//a.txt");
+	cr_assert_geq(i, 0);
+	cr_expect_eq(tarindex_parent(&b.t, TARINDEX_ROOT), TARINDEX_ROOT);
+	/* reads at and past the end of a file */
+	{
+		char buf[16];
+
+		cr_expect_eq(tarindex_pread(&b.t, (uint32_t)i, buf, 16, 1234), 0);
+		cr_expect_eq(tarindex_pread(&b.t, (uint32_t)i, buf, 16, 1230), 4);
+		cr_expect_eq(tarindex_pread(&b.t, (uint32_t)i, buf, 16, 99999), 0);
+	}
+	i = tarindex_find(&b.t, "link_in");
+	cr_assert_geq(i, 0);
+	cr_expect_eq(tarindex_pread(&b.t, (uint32_t)i, &i, 1, 0), -EINVAL);
+	unbuild(&b);
+	free((char *)src.path);
+}
+
+static void copy_file(const char *from, const char *to)
+{
+	char *cmd;
+
+	cr_assert(asprintf(&cmd, "cp '%s' '%s'", from, to) > 0);
+	cr_assert_eq(system(cmd), 0);
+	free(cmd);
+}
+
+/* A source truncated after indexing: reads past its end give -EIO. */
+Test(tarindex, truncated_after_build_gives_eio)
+{
+	char copy[] = "/tmp/sfs-tarcopy-XXXXXX", buf[4096];
+	struct tarindex_source src = { copy, "" };
+	char *orig = fixpath("gnu.tar");
+	struct built b;
+	int64_t a, e;
+	int fd = mkstemp(copy);
+
+	cr_assert(fd >= 0);
+	close(fd);
+	copy_file(orig, copy);
+	cr_assert_eq(build(&b, &src, 1, 1), 0);
+	a = tarindex_find(&b.t, "data/a.txt");
+	e = tarindex_find(&b.t, "old.txt");  /* the last member */
+	cr_assert(a >= 0 && e >= 0);
+	cr_assert_eq(truncate(copy, (off_t)tarindex_node(&b.t, (uint32_t)e)->off + 2), 0);
+	cr_expect_eq(tarindex_pread(&b.t, (uint32_t)e, buf, sizeof(buf), 0), -EIO);
+	cr_expect_eq(tarindex_pread(&b.t, (uint32_t)e, buf, 1, 0), 1, "bytes before the cut");
+	cr_expect_eq(tarindex_pread(&b.t, (uint32_t)a, buf, sizeof(buf), 0), 1234);
+	unbuild(&b);
+	unlink(copy);
+	free(orig);
+}
+
+/* A source changed since the build: the fingerprint no longer matches. */
+Test(tarindex, changed_source_is_stale)
+{
+	char copy[] = "/tmp/sfs-tarcopy-XXXXXX", why[256];
+	struct tarindex_source src = { copy, "" };
+	char *orig = fixpath("ustar.tar");
+	struct index_fp fp;
+	struct built b;
+	struct timespec ts[2] = { { 1000, 0 }, { 1000, 0 } };
+	int fd = mkstemp(copy);
+
+	cr_assert(fd >= 0);
+	close(fd);
+	copy_file(orig, copy);
+	cr_assert_eq(build(&b, &src, 1, 1), 0);
+	tarindex_close(&b.t);
+	index_map_close(&b.m);
+	cr_assert_eq(utimensat(AT_FDCWD, copy, ts, 0), 0);
+	index_fp_init(&fp, "tar");
+	cr_assert_eq(tarindex_fp_add(&fp, &src, 1, 1), 0);
+	cr_expect_eq(index_map_open(&b.m, b.path, &fp, why, sizeof(why)), -ESTALE);
+	/* and so does another recursion depth */
+	index_fp_init(&fp, "tar");
+	cr_assert_eq(utimensat(AT_FDCWD, copy, NULL, 0), 0);
+	cr_assert_eq(tarindex_fp_add(&fp, &src, 1, 1), 0);
+	index_fp_init(&b.fp, "tar");
+	cr_assert_eq(tarindex_fp_add(&b.fp, &src, 1, 2), 0);
+	cr_expect_neq(fp.h, b.fp.h);
+	unlink(b.path);
+	unlink(copy);
+	free(orig);
+}
+
+/* Rewrites the index with node `victim` changed by `edit`; open must refuse. */
+static void corrupt_and_open(void (*edit)(struct tarindex_node *nodes, uint32_t n))
+{
+	struct tarindex_source src = { fixpath("gnu.tar"), "" };
+	static const char tags[5][2] = { "HD", "ND", "DR", "NM", "SR" };
+	struct index_writer *w;
+	struct index_map m2;
+	struct tarindex t2;
+	char path2[] = "/tmp/sfs-tarbad-XXXXXX", why[256];
+	struct built b;
+	int i, fd;
+
+	cr_assert_eq(build(&b, &src, 1, 1), 0);
+	fd = mkstemp(path2);
+	cr_assert(fd >= 0);
+	close(fd);
+	cr_assert_eq(index_writer_open(&w, path2), 0);
+	for (i = 0; i < 5; i++) {
+		uint32_t tag = INDEX_TAG('A', 'T', tags[i][0], tags[i][1]);
+		uint64_t len;
+		const void *p = index_map_section(&b.m, tag, &len);
+		void *copy = malloc(len + 1);
+
+		cr_assert(p);
+		memcpy(copy, p, len);
+		if (i == 1)
+			edit(copy, (uint32_t)(len / sizeof(struct tarindex_node)));
+		cr_assert_eq(index_writer_add(w, tag, copy, len), 0);
+		free(copy);
+	}
+	cr_assert_eq(index_writer_commit(w, &b.fp), 0);
+	cr_assert_eq(index_map_open(&m2, path2, &b.fp, why, sizeof(why)), 0);
+	cr_expect_eq(tarindex_open(&t2, &m2, 'A', &src, 1), -EBADMSG);
+	cr_expect_eq(tarindex_open(&t2, &m2, 'B', &src, 1), -EBADMSG, "no such sections");
+	index_map_close(&m2);
+	unlink(path2);
+	unbuild(&b);
+	free((char *)src.path);
+}
+
+static void edit_child_range(struct tarindex_node *n, uint32_t count)
+{
+	n[0].meta += 1000;      /* root claims more children than exist */
+	(void)count;
+}
+
+static void edit_name(struct tarindex_node *n, uint32_t count)
+{
+	n[count - 1].name = UINT32_MAX;
+}
+
+static void edit_order(struct tarindex_node *n, uint32_t count)
+{
+	uint32_t t = n[1].name;  /* swap two root children's names */
+
+	n[1].name = n[2].name;
+	n[2].name = t;
+	(void)count;
+}
+
+static void edit_type(struct tarindex_node *n, uint32_t count)
+{
+	n[count / 2].meta |= 0xfull << 40;
+}
+
+static void edit_source(struct tarindex_node *n, uint32_t count)
+{
+	uint32_t i;
+
+	for (i = 0; i < count; i++)
+		if (tarindex_node_type(&n[i]) == TARINDEX_FILE)
+			n[i].meta |= 5ull << 44;
+}
+
+Test(tarindex, corrupt_child_range) { corrupt_and_open(edit_child_range); }
+Test(tarindex, corrupt_name) { corrupt_and_open(edit_name); }
+Test(tarindex, corrupt_order) { corrupt_and_open(edit_order); }
+Test(tarindex, corrupt_type) { corrupt_and_open(edit_type); }
+Test(tarindex, corrupt_source) { corrupt_and_open(edit_source); }
+
+/* Several tarindexes (and other sections) share one index file. */
+Test(tarindex, two_in_one_file)
+{
+	struct tarindex_source a = { fixpath("gnu.tar"), "" };
+	struct tarindex_source u = { fixpath("ustar.tar"), "u" };
+	struct tarindex_build_opts bo = { .recursive = 1, .quiet = 1 };
+	char path[] = "/tmp/sfs-tartwo-XXXXXX", why[256];
+	struct index_writer *w;
+	struct index_fp fp;
+	struct index_map m;
+	struct tarindex ta, tu;
+	int fd = mkstemp(path);
+
+	cr_assert(fd >= 0);
+	close(fd);
+	index_fp_init(&fp, "test");
+	cr_assert_eq(index_writer_open(&w, path), 0);
+	cr_assert_eq(tarindex_build(w, 'A', &a, 1, &bo), 0);
+	cr_assert_eq(tarindex_build(w, 'U', &u, 1, &bo), 0);
+	cr_assert_eq(index_writer_add(w, INDEX_TAG('X', 'T', 'R', 'A'), "x", 1), 0);
+	cr_assert_eq(index_writer_commit(w, &fp), 0);
+	cr_assert_eq(index_map_open(&m, path, &fp, why, sizeof(why)), 0);
+	cr_assert_eq(tarindex_open(&ta, &m, 'A', &a, 1), 0);
+	cr_assert_eq(tarindex_open(&tu, &m, 'U', &u, 1), 0);
+	cr_expect_geq(tarindex_find(&ta, "data/a.txt"), 0);
+	cr_expect_eq(tarindex_find(&ta, "u/plain.txt"), -ENOENT);
+	cr_expect_geq(tarindex_find(&tu, "u/plain.txt"), 0);
+	tarindex_close(&ta);
+	tarindex_close(&tu);
+	cr_expect_eq(tarindex_open(&tu, &m, 'U', &u, 2), -EBADMSG, "source count");
+	index_map_close(&m);
+	unlink(path);
+	free((char *)a.path);
+	free((char *)u.path);
+}
+
+/* ImageNet-like names (nested class tars): under 48 bytes per member. */
+Test(tarindex, bytes_per_member)
+{
+	struct tarindex_source src = { fixpath("imagenet_like.tar"), "" };
+	struct built b;
+	uint64_t len, total = 0;
+	static const char tags[3][2] = { "ND", "DR", "NM" };
+	int i;
+
+	cr_assert_eq(build(&b, &src, 1, 1), 0);
+	for (i = 0; i < 3; i++) {
+		cr_assert(index_map_section(&b.m, INDEX_TAG('A', 'T', tags[i][0], tags[i][1]), &len));
+		total += len;
+	}
+	cr_assert_gt(b.t.nfiles, 1000);
+	cr_expect_lt((double)total / (double)b.t.nfiles, 48.0,
+		     "%.1f bytes per member", (double)total / (double)b.t.nfiles);
+	unbuild(&b);
+	free((char *)src.path);
+}
