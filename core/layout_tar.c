@@ -1,0 +1,437 @@
+/*
+ * layout_tar.c - `-o layout=tar`: the members of a tar, or of a directory of
+ * tars, as files.
+ *
+ * SOURCE is a tar file (its members at the root) or a directory holding
+ * *.tar files (each one's members under a directory named like the tar
+ * minus ".tar").  Nested tars are expanded -o recursive=N levels (see
+ * tarindex.h).  The tree lives in a persistent tarindex (index_path(o,
+ * "tar", ...)), rebuilt with a message when missing, stale or corrupt,
+ * and used in place from the mmap.
+ *
+ * Inodes: node number + 1, so node 0 (the root) is SFS_ROOT_INO.  Member
+ * data is one range of a source fd, so `extent` lets the FUSE layer
+ * splice it; when the source has shrunk below a member's end since it was
+ * indexed, extent declines and read() answers -EIO.
+ *
+ * Threads: after layout_tar_open everything here is read-only; pread and
+ * fstat on the shared fds are thread-safe.
+ *
+ * Not for: compressed tars, tar shards synthesised from samples (vtar.c).
+ */
+#include "layout.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "index.h"
+#include "log.h"
+#include "tarindex.h"
+
+#define INO0 1          /* inode of node 0 */
+#define TAG_PREFIX 'T'
+
+struct tar_layout {
+	struct index_map map;
+	struct tarindex t;
+	struct tarindex_source *src;
+	size_t nsrc;
+	char *strings;      /* the sources' paths and dirs, one allocation */
+};
+
+/* ------------------------------------------------------------ sources */
+
+static int is_tar_name(const char *name)
+{
+	size_t n = strlen(name);
+
+	return name[0] != '.' && n > 4 && !strcmp(name + n - 4, ".tar");
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The *.tar files of directory `dir`, sorted: names in *out (malloc'ed). */
+static int list_tars(const char *dir, char ***out, size_t *n)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	char **v = NULL, **q;
+	size_t cap = 0;
+	int rc = 0;
+
+	*n = 0;
+	if (!d) {
+		rc = -errno;
+		sfs_err("%s: cannot list: %s", dir, strerror(errno));
+		return rc;
+	}
+	while ((de = readdir(d))) {
+		if (!is_tar_name(de->d_name))
+			continue;
+		if (*n == cap) {
+			cap = cap ? 2 * cap : 64;
+			q = realloc(v, cap * sizeof(*v));
+			if (!q) {
+				rc = -ENOMEM;
+				break;
+			}
+			v = q;
+		}
+		if (!(v[*n] = strdup(de->d_name))) {
+			rc = -ENOMEM;
+			break;
+		}
+		(*n)++;
+	}
+	closedir(d);
+	if (rc == 0 && *n == 0) {
+		sfs_err("%s: no .tar files in this directory", dir);
+		rc = -ENOENT;
+	}
+	if (rc < 0) {
+		while (*n)
+			free(v[--*n]);
+		free(v);
+		return rc;
+	}
+	qsort(v, *n, sizeof(*v), name_cmp);
+	*out = v;
+	return 0;
+}
+
+/* Fills l->src from SOURCE: one tar, or every tar of a directory. */
+static int find_sources(struct tar_layout *l, const char *source)
+{
+	char **names = NULL, *p;
+	size_t i, n = 1, len = strlen(source) + 2;
+	struct stat st;
+	int rc;
+
+	if (stat(source, &st) < 0) {
+		rc = -errno;
+		sfs_err("%s: %s", source, strerror(errno));
+		return rc;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		rc = list_tars(source, &names, &n);
+		if (rc < 0)
+			return rc;
+		for (i = 0; i < n; i++)
+			len += 2 * strlen(source) + 2 * strlen(names[i]) + 4;
+	}
+	l->src = calloc(n, sizeof(*l->src));
+	l->strings = p = malloc(len);
+	rc = -ENOMEM;
+	if (!l->src || !p)
+		goto out;
+	l->nsrc = n;
+	if (!names) {
+		l->src[0].path = strcpy(p, source);
+		l->src[0].dir = p + strlen(p);  /* "" */
+	}
+	for (i = 0; names && i < n; i++) {
+		l->src[i].path = p;
+		p += sprintf(p, "%s/%s", source, names[i]) + 1;
+		l->src[i].dir = p;
+		p += sprintf(p, "%.*s", (int)(strlen(names[i]) - 4), names[i]) + 1;
+	}
+	rc = 0;
+out:
+	for (i = 0; names && i < n; i++)
+		free(names[i]);
+	free(names);
+	return rc;
+}
+
+/* ------------------------------------------------------------ index */
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int build_index(struct tar_layout *l, const struct sfs_opts *o,
+		       const char *path, const struct index_fp *fp)
+{
+	struct tarindex_build_opts bo = {
+		.recursive = o->recursive, .quiet = o->quiet, .what = "indexing tar",
+	};
+	struct index_writer *w;
+	double t0 = now();
+	int rc;
+
+	rc = index_writer_open(&w, path);
+	if (rc < 0)
+		return rc;
+	rc = tarindex_build(w, TAG_PREFIX, l->src, l->nsrc, &bo);
+	if (rc < 0) {
+		index_writer_abort(w);
+		return rc;
+	}
+	rc = index_writer_commit(w, fp);
+	if (rc == 0)
+		sfs_info("%s: indexed in %.2f s into %s", o->source, now() - t0, path);
+	return rc;
+}
+
+/* Maps the index, building it first when missing, stale or corrupt. */
+static int load_index(struct tar_layout *l, const struct sfs_opts *o)
+{
+	char path[4096], why[256] = "";
+	struct index_fp fp;
+	int rc, built = 0;
+
+	index_fp_init(&fp, "tar");
+	rc = tarindex_fp_add(&fp, l->src, l->nsrc, o->recursive);
+	if (rc == 0)
+		rc = index_path(o, "tar", "", path, sizeof(path));
+	if (rc < 0)
+		return rc;
+	for (;;) {
+		rc = index_map_open(&l->map, path, &fp, why, sizeof(why));
+		if (rc == 0) {
+			rc = tarindex_open(&l->t, &l->map, TAG_PREFIX, l->src, l->nsrc);
+			if (rc == 0)
+				return 0;
+			index_map_close(&l->map);
+			if (rc != -EBADMSG)
+				return rc;
+			snprintf(why, sizeof(why), "inconsistent tar sections");
+		} else if (rc != -ENOENT && rc != -ESTALE && rc != -EBADMSG) {
+			return rc;
+		}
+		if (built) {    /* what we just wrote does not load: give up */
+			sfs_err("%s: the index just built does not load (%s)", path, why);
+			return -EIO;
+		}
+		if (rc != -ENOENT)
+			sfs_info("%s: rebuilding index (%s)", path, why);
+		rc = build_index(l, o, path, &fp);
+		if (rc < 0)
+			return rc;
+		built = 1;
+	}
+}
+
+/* ------------------------------------------------------------ ops */
+
+static int node_of(const struct tar_layout *l, uint64_t ino, uint32_t *i)
+{
+	if (ino < INO0 || ino - INO0 >= l->t.nnodes)
+		return -ENOENT;
+	*i = (uint32_t)(ino - INO0);
+	return 0;
+}
+
+/* Directories among nodes [0, end): a binary search in the dirs list. */
+static uint32_t dirs_before(const struct tarindex *t, uint64_t end)
+{
+	uint32_t lo = 0, hi = t->ndirs;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (t->dirs[mid] < end)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static void fill_attr(const struct tar_layout *l, uint32_t i, struct sfs_attr *a)
+{
+	const struct tarindex_node *n = tarindex_node(&l->t, i);
+	uint64_t size = tarindex_node_size(n);
+
+	a->ino = i + INO0;
+	a->mtime = n->mtime;
+	switch (tarindex_node_type(n)) {
+	case TARINDEX_DIR:
+		/* children are contiguous, so are their subdirectories */
+		a->mode = S_IFDIR | 0555;
+		a->nlink = 2 + dirs_before(&l->t, n->off + size) -
+			   dirs_before(&l->t, n->off);
+		a->size = 0;
+		break;
+	case TARINDEX_SYMLINK:
+		a->mode = S_IFLNK | 0777;
+		a->nlink = 1;
+		a->size = size;
+		break;
+	default:
+		a->mode = S_IFREG | 0444;
+		a->nlink = 1;
+		a->size = size;
+	}
+}
+
+static int tar_getattr(void *priv, uint64_t ino, struct sfs_attr *out)
+{
+	struct tar_layout *l = priv;
+	uint32_t i;
+	int rc = node_of(l, ino, &i);
+
+	if (rc == 0)
+		fill_attr(l, i, out);
+	return rc;
+}
+
+static int tar_lookup(void *priv, uint64_t parent, const char *name,
+		      struct sfs_attr *out)
+{
+	struct tar_layout *l = priv;
+	uint32_t dir;
+	int64_t i;
+	int rc = node_of(l, parent, &dir);
+
+	if (rc < 0)
+		return rc;
+	i = tarindex_lookup(&l->t, dir, name);
+	if (i < 0)
+		return (int)i;
+	fill_attr(l, (uint32_t)i, out);
+	return 0;
+}
+
+static int tar_readdir(void *priv, uint64_t ino, uint64_t off, sfs_fill_fn fill,
+		       void *arg)
+{
+	struct tar_layout *l = priv;
+	struct sfs_attr a;
+	uint32_t dir, first, count;
+	uint64_t k;
+	int rc = node_of(l, ino, &dir);
+
+	if (rc == 0)
+		rc = tarindex_children(&l->t, dir, &first, &count);
+	if (rc < 0)
+		return rc;
+	for (k = off; k < count; k++) {
+		fill_attr(l, first + (uint32_t)k, &a);
+		if (fill(arg, tarindex_name(&l->t, first + (uint32_t)k), &a, k + 1))
+			break;
+	}
+	return 0;
+}
+
+static ssize_t tar_read(void *priv, uint64_t ino, char *buf, size_t size,
+			uint64_t off)
+{
+	struct tar_layout *l = priv;
+	uint32_t i;
+	int rc = node_of(l, ino, &i);
+
+	if (rc < 0)
+		return rc;
+	return tarindex_pread(&l->t, i, buf, size, off);
+}
+
+/*
+ * The member's bytes are [off, off + size) of its source.  A source that
+ * shrank since indexing would splice short (the kernel would see a short
+ * file, not an error): decline, so that read() reports -EIO.
+ */
+static int tar_extent(void *priv, uint64_t ino, int *fd, uint64_t *base)
+{
+	struct tar_layout *l = priv;
+	const struct tarindex_node *n;
+	struct stat st;
+	uint32_t i;
+
+	if (node_of(l, ino, &i) < 0)
+		return -ENOTSUP;
+	n = tarindex_node(&l->t, i);
+	if (tarindex_node_type(n) != TARINDEX_FILE)
+		return -ENOTSUP;
+	*fd = l->t.fds[tarindex_node_src(n)];
+	if (fstat(*fd, &st) < 0 ||
+	    (uint64_t)st.st_size < n->off + tarindex_node_size(n))
+		return -ENOTSUP;
+	*base = n->off;
+	return 0;
+}
+
+static int tar_readlink(void *priv, uint64_t ino, char *buf, size_t size)
+{
+	struct tar_layout *l = priv;
+	const char *target;
+	uint64_t len;
+	uint32_t i;
+	int rc = node_of(l, ino, &i);
+
+	if (rc < 0)
+		return rc;
+	target = tarindex_link(&l->t, i, &len);
+	if (!target)
+		return -EINVAL;
+	if (len + 1 > size)
+		return -ENAMETOOLONG;
+	memcpy(buf, target, len + 1);
+	return 0;
+}
+
+static void tar_statfs(void *priv, uint64_t *files, uint64_t *bytes)
+{
+	struct tar_layout *l = priv;
+
+	*files = l->t.nnodes;
+	*bytes = l->t.total_bytes;
+}
+
+static void tar_destroy(void *priv)
+{
+	struct tar_layout *l = priv;
+
+	if (!l)
+		return;
+	if (l->t.nodes) {
+		tarindex_close(&l->t);
+		index_map_close(&l->map);
+	}
+	free(l->src);
+	free(l->strings);
+	free(l);
+}
+
+static const struct layout_ops tar_ops = {
+	.name = "tar",
+	.getattr = tar_getattr,
+	.lookup = tar_lookup,
+	.readdir = tar_readdir,
+	.read = tar_read,
+	.extent = tar_extent,
+	.readlink = tar_readlink,
+	.statfs = tar_statfs,
+	.destroy = tar_destroy,
+};
+
+int layout_tar_open(const struct sfs_opts *o, struct layout *out)
+{
+	struct tar_layout *l = calloc(1, sizeof(*l));
+	int rc;
+
+	if (!l)
+		return -ENOMEM;
+	rc = find_sources(l, o->source);
+	if (rc == 0)
+		rc = load_index(l, o);
+	if (rc < 0) {
+		tar_destroy(l);
+		return rc;
+	}
+	out->ops = &tar_ops;
+	out->priv = l;
+	return 0;
+}
