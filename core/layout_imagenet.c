@@ -1,0 +1,1536 @@
+/*
+ * layout_imagenet.c - `-o layout=imagenet`: ILSVRC2012 as ImageFolder trees
+ * and WebDataset shards, straight out of the release tars.
+ *
+ * SOURCE (see layout_imagenet.h for detection) holds the train tar of class
+ * tars (or train/<wnid>.tar), the val tar and, optionally, the devkit.
+ *   /classes.txt                       "<label>\t<wnid>\t<words>\n"
+ *   /train/<wnid>/<member>             bytes of the tar member
+ *   /val/<wnid>/ILSVRC2012_val_*.JPEG  (flat /val/<member> without labels)
+ *   /shards/<split>/<k>/<label>.<member>
+ *   /shards/<split>-<k:06d>.tar        the same shard as a WebDataset tar
+ *   /shuffled/<split>.txt              "<k>/<label>.<member>\n" per sample
+ * Labels are indices into the sorted WNIDs (the devkit's leaf classes, or
+ * without it the train class directories).  A split's samples in
+ * ImageFolder order (class, then name) are its "canonical" order; shard k
+ * holds positions [k*S, (k+1)*S) of the shard order, which is the order of
+ * the source tar, or np.random.seed(shard_seed); np.random.shuffle(arange(n))
+ * of the canonical order with -o shard_seed.  shuffled/<split>.txt lists the
+ * canonical samples in np.random.seed(shuffle_seed) shuffle order.  Shards
+ * and shuffled files exist only for labelled splits.
+ *
+ * Two index files: the tar headers (tarindex, sections 'T' and 'V'),
+ * expensive to build and independent of options, and this layout's arrays
+ * (cheap, keyed by the shard options).  Per sample: a u32 node id (samp), a
+ * u32 shard-order entry (ord) and its inverse (pos), a u32 shuffle entry;
+ * vtar offsets and shuffled.txt offsets are kept every 64 / 256 samples and
+ * the rest recomputed from sizes.  Everything is used in place from the
+ * mmap'ed indexes: nothing is allocated per sample when mounted.
+ *
+ * Inodes: 1..10 are the fixed files and directories; the rest are
+ * kind << 48 | index, kind saying what (class dir, file, shard dir, shard
+ * file, vtar) and of which split.
+ *
+ * Threads: after layout_imagenet_open everything here is read-only; reads
+ * are preads on shared fds.  Not for: decoding images, other datasets.
+ */
+#include "layout.h"
+#include "layout_imagenet.h"
+#include "devkit.h"
+#include "index.h"
+#include "log.h"
+#include "mt19937.h"
+#include "tarindex.h"
+#include "vtar.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+enum { TRAIN, VAL, NSPLIT };
+static const char *const split_name[NSPLIT] = { "train", "val" };
+static const char tar_tag[NSPLIT] = { 'T', 'V' };
+
+#define LAYOUT_VERSION 1
+#define VOFF_STEP 64	/* vtar prefix offsets kept every 64 positions */
+#define SOFF_STEP 256	/* shuffled.txt line offsets kept every 256 lines */
+#define NAME_MAX_ 512	/* "<label>.<member>": member names are <= 255 */
+#define WNID_LEN DEVKIT_WNID_MAX
+
+/* fixed inodes */
+enum {
+	INO_CLASSES = 2, INO_SPLIT = 3 /* + split */, INO_SHARDS = 5,
+	INO_SHUFFLED = 6, INO_SHARDS_SPLIT = 7 /* + split */,
+	INO_SHUF_TXT = 9 /* + split */,
+};
+/* computed inodes: (kind + split) << 48 | index */
+enum { K_CLASSDIR = 1, K_FILE = 3, K_SHARDDIR = 5, K_SHARDFILE = 7, K_VTAR = 9 };
+#define INO(kind, idx) ((uint64_t)(kind) << 48 | (uint64_t)(idx))
+#define KIND(ino) ((uint32_t)((ino) >> 48))
+#define IDX(ino) ((ino) & ((UINT64_C(1) << 48) - 1))
+
+#define TAG(a, b, c) INDEX_TAG('I', a, b, c)
+#define STAG(s, a, b) INDEX_TAG('I', "tv"[s], a, b)
+
+struct in_split_head {
+	uint64_t n;		/* samples */
+	uint64_t nshards;
+	uint64_t txt_size;	/* shuffled/<split>.txt */
+	uint32_t labelled;	/* class directories, shards, shuffled */
+	uint32_t present;	/* its tar(s) exist */
+};
+
+struct in_head {
+	uint32_t version, nclasses;
+	uint64_t shard_size;
+	int64_t mtime;
+	uint32_t words, pad;
+	struct in_split_head split[NSPLIT];
+};
+
+struct in_split {
+	struct tarindex t;
+	struct tarindex_source *src;	/* owned: paths and dirs strdup'ed */
+	size_t nsrc;
+	uint32_t recursive;
+	/* the rest points into the layout index */
+	struct in_split_head h;
+	uint32_t ncls;		/* nclasses when labelled, else 0 */
+	const uint32_t *samp, *cstart, *ord, *pos, *shuf;
+	const uint64_t *voff, *soff;
+};
+
+struct in_layout {
+	struct in_split sp[NSPLIT];
+	char *devkit;
+	struct index_map tars, lay;
+	const struct in_head *head;
+	const char (*wnid)[WNID_LEN];
+	const char *classes_txt;
+	uint64_t classes_len;
+	uint64_t S;
+	int64_t mtime;
+};
+
+/* ---- sources ---------------------------------------------------------- */
+
+static int is_wnid_tar(const char *name)
+{
+	int i;
+
+	if (name[0] != 'n')
+		return 0;
+	for (i = 1; i <= 8; i++)
+		if (name[i] < '0' || name[i] > '9')
+			return 0;
+	return !strcmp(name + 9, ".tar");
+}
+
+static int is_file(const char *path)
+{
+	struct stat st;
+
+	return !stat(path, &st) && S_ISREG(st.st_mode);
+}
+
+static char *join(const char *a, const char *b)
+{
+	char *p;
+
+	return asprintf(&p, "%s/%s", a, b) < 0 ? NULL : p;
+}
+
+static int add_source(struct in_split *sp, char *path, const char *dir)
+{
+	struct tarindex_source *n;
+
+	if (!path)
+		return -ENOMEM;
+	n = realloc(sp->src, (sp->nsrc + 1) * sizeof(*n));
+	if (!n) {
+		free(path);
+		return -ENOMEM;
+	}
+	sp->src = n;
+	n[sp->nsrc].path = path;
+	n[sp->nsrc].dir = strdup(dir);
+	if (!n[sp->nsrc].dir) {
+		free(path);
+		return -ENOMEM;
+	}
+	sp->nsrc++;
+	return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* train/<wnid>.tar, sorted: each class tar is a source at dir <wnid> */
+static int scan_class_tars(struct in_split *sp, const char *dir)
+{
+	char **names = NULL, **nn, wnid[16];
+	size_t n = 0, i;
+	struct dirent *de;
+	DIR *d = opendir(dir);
+	int rc = 0;
+
+	if (!d)
+		return 0;
+	while (!rc && (de = readdir(d))) {
+		if (!is_wnid_tar(de->d_name))
+			continue;
+		nn = realloc(names, (n + 1) * sizeof(*names));
+		rc = -ENOMEM;
+		if (nn && (nn[n] = strdup(de->d_name)))
+			rc = 0, n++;
+		if (nn)
+			names = nn;
+	}
+	closedir(d);
+	qsort(names, n, sizeof(*names), cmp_str);
+	for (i = 0; i < n; i++) {
+		if (!rc) {
+			memcpy(wnid, names[i], 9);
+			wnid[9] = '\0';
+			rc = add_source(sp, join(dir, names[i]), wnid);
+		}
+		free(names[i]);
+	}
+	free(names);
+	return rc;
+}
+
+static int find_sources(struct in_layout *L, const char *root)
+{
+	char *p;
+	int rc = 0;
+
+	p = join(root, IMAGENET_TRAIN_TAR);
+	if (p && is_file(p)) {
+		rc = add_source(&L->sp[TRAIN], p, "");
+		L->sp[TRAIN].recursive = 1;	/* expand the class tars */
+	} else {
+		free(p);
+		p = join(root, "train");
+		rc = p ? scan_class_tars(&L->sp[TRAIN], p) : -ENOMEM;
+		free(p);
+	}
+	p = join(root, IMAGENET_VAL_TAR);
+	if (!rc && p && is_file(p))
+		rc = add_source(&L->sp[VAL], p, "");
+	else
+		free(p);
+	p = join(root, IMAGENET_DEVKIT);
+	if (p && is_file(p))
+		L->devkit = p;
+	else
+		free(p);
+	return rc;
+}
+
+int layout_imagenet_detect(const char *source)
+{
+	struct in_layout L;
+	int found;
+	size_t s, i;
+
+	memset(&L, 0, sizeof(L));
+	if (find_sources(&L, source))
+		return 0;
+	found = L.sp[TRAIN].nsrc || L.sp[VAL].nsrc;
+	for (s = 0; s < NSPLIT; s++) {
+		for (i = 0; i < L.sp[s].nsrc; i++) {
+			free((char *)L.sp[s].src[i].path);
+			free((char *)L.sp[s].src[i].dir);
+		}
+		free(L.sp[s].src);
+	}
+	free(L.devkit);
+	return found;
+}
+
+/* ---- the tar index ---------------------------------------------------- */
+
+static int tars_fp(const struct in_layout *L, struct index_fp *fp)
+{
+	int s, rc;
+
+	index_fp_init(fp, "imagenet-tars");
+	for (s = 0; s < NSPLIT; s++) {
+		index_fp_add_str(fp, split_name[s]);
+		rc = tarindex_fp_add(fp, L->sp[s].src, L->sp[s].nsrc, L->sp[s].recursive);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int build_tars(const struct sfs_opts *o, struct in_layout *L,
+		      const char *path, const struct index_fp *fp)
+{
+	struct index_writer *w;
+	int s, rc;
+
+	rc = index_writer_open(&w, path);
+	if (rc)
+		return rc;
+	for (s = 0; s < NSPLIT; s++) {
+		struct tarindex_build_opts bo = { L->sp[s].recursive, o->quiet,
+			s == TRAIN ? "indexing train tar" : "indexing val tar" };
+
+		if (!L->sp[s].nsrc)
+			continue;
+		rc = tarindex_build(w, tar_tag[s], L->sp[s].src, L->sp[s].nsrc, &bo);
+		if (rc) {
+			index_writer_abort(w);
+			return rc;
+		}
+	}
+	return index_writer_commit(w, fp);
+}
+
+/* Maps the index at `path`, (re)building it with `build` when needed. */
+static int map_or_build(const char *path, const struct index_fp *fp,
+			struct index_map *m,
+			int (*build)(void *arg, const char *path, const struct index_fp *fp),
+			void *arg)
+{
+	char why[256];
+	int rc = index_map_open(m, path, fp, why, sizeof(why));
+
+	if (rc == 0)
+		return 0;
+	if (rc != -ENOENT && rc != -ESTALE && rc != -EBADMSG)
+		return rc;
+	if (rc != -ENOENT)
+		sfs_info("rebuilding index %s: %s", path, why);
+	rc = build(arg, path, fp);
+	if (rc)
+		return rc;
+	rc = index_map_open(m, path, fp, why, sizeof(why));
+	if (rc)
+		sfs_err("%s: the index just built does not open: %s", path, why);
+	return rc;
+}
+
+struct build_arg {
+	const struct sfs_opts *o;
+	struct in_layout *L;
+	uint64_t tars_fp;
+};
+
+static int build_tars_cb(void *arg, const char *path, const struct index_fp *fp)
+{
+	struct build_arg *b = arg;
+
+	return build_tars(b->o, b->L, path, fp);
+}
+
+static int open_tars(const struct sfs_opts *o, struct in_layout *L, uint64_t *fph)
+{
+	struct build_arg b = { o, L, 0 };
+	struct index_fp fp;
+	char path[4096];
+	int s, rc;
+
+	rc = tars_fp(L, &fp);
+	if (!rc)
+		rc = index_path(o, "imagenet", "tars", path, sizeof(path));
+	if (!rc)
+		rc = map_or_build(path, &fp, &L->tars, build_tars_cb, &b);
+	for (s = 0; !rc && s < NSPLIT; s++)
+		if (L->sp[s].nsrc)
+			rc = tarindex_open(&L->sp[s].t, &L->tars, tar_tag[s],
+					   L->sp[s].src, L->sp[s].nsrc);
+	*fph = fp.h;
+	return rc;
+}
+
+/* ---- building the layout index ---------------------------------------- */
+
+/* What the layout index is made of, on the heap while building. */
+struct lbuild {
+	const struct sfs_opts *o;
+	struct in_layout *L;
+	struct devkit dk;
+	uint32_t nclasses;
+	char (*wnid)[WNID_LEN];
+	char *txt;
+	size_t txt_len;
+	struct in_head head;
+	uint32_t *samp[NSPLIT], *cstart[NSPLIT], *ord[NSPLIT], *pos[NSPLIT];
+	uint32_t *shuf[NSPLIT];
+	uint64_t *voff[NSPLIT], *soff[NSPLIT];
+};
+
+static int classes_from_devkit(struct lbuild *b)
+{
+	uint32_t i;
+
+	b->nclasses = b->dk.nclasses;
+	b->wnid = calloc(b->nclasses ? b->nclasses : 1, WNID_LEN);
+	if (!b->wnid)
+		return -ENOMEM;
+	for (i = 0; i < b->nclasses; i++)
+		memcpy(b->wnid[i], b->dk.wnid[i], WNID_LEN);
+	b->head.words = 1;
+	return 0;
+}
+
+/* without a devkit: the train class directories, in name order */
+static int classes_from_train(struct lbuild *b)
+{
+	const struct tarindex *t = &b->L->sp[TRAIN].t;
+	uint32_t first = 0, count = 0, i;
+
+	if (b->L->sp[TRAIN].nsrc)
+		tarindex_children(t, TARINDEX_ROOT, &first, &count);
+	b->wnid = calloc(count ? count : 1, WNID_LEN);
+	if (!b->wnid)
+		return -ENOMEM;
+	for (i = first; i < first + count; i++) {
+		const char *name = tarindex_name(t, i);
+
+		if (tarindex_node_type(tarindex_node(t, i)) != TARINDEX_DIR ||
+		    strlen(name) >= WNID_LEN) {
+			sfs_warn("%s: %s: not a class tar, skipped", IMAGENET_TRAIN_TAR, name);
+			continue;
+		}
+		strcpy(b->wnid[b->nclasses++], name);
+	}
+	return 0;
+}
+
+static int classes_text(struct lbuild *b)
+{
+	FILE *f = open_memstream(&b->txt, &b->txt_len);
+	uint32_t i;
+
+	if (!f)
+		return -ENOMEM;
+	for (i = 0; i < b->nclasses; i++)
+		fprintf(f, "%u\t%s\t%s\n", i, b->wnid[i],
+			b->head.words ? b->dk.words[i] : "");
+	return fclose(f) ? -ENOMEM : 0;
+}
+
+/* train samples: the files of each class directory, class by class */
+static int collect_train(struct lbuild *b)
+{
+	const struct tarindex *t = &b->L->sp[TRAIN].t;
+	uint32_t l, first, count, i, n = 0;
+	int64_t d;
+
+	b->cstart[TRAIN] = calloc(b->nclasses + 1, sizeof(uint32_t));
+	b->samp[TRAIN] = malloc(((size_t)t->nnodes + 1) * sizeof(uint32_t));
+	if (!b->cstart[TRAIN] || !b->samp[TRAIN])
+		return -ENOMEM;
+	for (l = 0; l < b->nclasses; l++) {
+		b->cstart[TRAIN][l] = n;
+		d = t->nnodes ? tarindex_lookup(t, TARINDEX_ROOT, b->wnid[l]) : -ENOENT;
+		if (d < 0 || tarindex_children(t, (uint32_t)d, &first, &count))
+			continue;
+		for (i = first; i < first + count; i++) {
+			if (tarindex_node_type(tarindex_node(t, i)) == TARINDEX_FILE)
+				b->samp[TRAIN][n++] = i;
+			else
+				sfs_warn("%s/%s: not a file, skipped", b->wnid[l], tarindex_name(t, i));
+		}
+	}
+	b->cstart[TRAIN][b->nclasses] = n;
+	b->head.split[TRAIN].n = n;
+	b->head.split[TRAIN].labelled = b->nclasses > 0;
+	return 0;
+}
+
+/* ILSVRC2012_val_00000001.JPEG -> 1, or 0 */
+static uint32_t val_number(const char *name)
+{
+	static const char pre[] = "ILSVRC2012_val_";
+	uint32_t k = 0;
+	const char *p;
+
+	if (strncmp(name, pre, sizeof(pre) - 1))
+		return 0;
+	for (p = name + sizeof(pre) - 1; *p >= '0' && *p <= '9' && k < 100000000; p++)
+		k = k * 10 + (uint32_t)(*p - '0');
+	return *p == '.' && p - name == sizeof(pre) - 1 + 8 ? k : 0;
+}
+
+/* Stable counting sort of the val samples by label (name order within a
+ * class); frees lab.  cstart[l] = first sample of class l. */
+static int group_by_label(struct lbuild *b, uint32_t *lab, uint32_t n)
+{
+	uint32_t *cs = b->cstart[VAL], *sorted, i, l;
+
+	sorted = malloc(((size_t)n + 1) * sizeof(uint32_t));
+	if (!sorted) {
+		free(lab);
+		return -ENOMEM;
+	}
+	for (i = 0; i < n; i++)
+		cs[lab[i] + 1]++;
+	for (l = 1; l <= b->nclasses; l++)
+		cs[l] += cs[l - 1];
+	for (i = 0; i < n; i++)	/* cs[l] moves to the end of class l ... */
+		sorted[cs[lab[i]]++] = b->samp[VAL][i];
+	/* ... which is the start of class l + 1: shift back by one */
+	memmove(cs + 1, cs, b->nclasses * sizeof(uint32_t));
+	cs[0] = 0;
+	free(b->samp[VAL]);
+	b->samp[VAL] = sorted;
+	free(lab);
+	return 0;
+}
+
+/* val files: labelled by the ground truth (then grouped by class, a
+ * stable counting sort keeping name order), else flat in name order */
+static int collect_val(struct lbuild *b)
+{
+	const struct tarindex *t = &b->L->sp[VAL].t;
+	uint32_t first = 0, count = 0, i, n = 0, *lab;
+	int labelled = b->dk.nval > 0 && b->nclasses > 0;
+
+	tarindex_children(t, TARINDEX_ROOT, &first, &count);
+	lab = malloc(((size_t)count + 1) * sizeof(uint32_t));
+	b->samp[VAL] = malloc(((size_t)count + 1) * sizeof(uint32_t));
+	b->cstart[VAL] = calloc(b->nclasses + 2, sizeof(uint32_t));
+	if (!lab || !b->samp[VAL] || !b->cstart[VAL]) {
+		free(lab);
+		return -ENOMEM;
+	}
+	for (i = first; i < first + count; i++) {
+		uint32_t k = val_number(tarindex_name(t, i));
+
+		if (tarindex_node_type(tarindex_node(t, i)) != TARINDEX_FILE ||
+		    (labelled && (k == 0 || k > b->dk.nval))) {
+			sfs_warn("%s: %s: not a labelled val image, skipped",
+				 IMAGENET_VAL_TAR, tarindex_name(t, i));
+			continue;
+		}
+		lab[n] = labelled ? b->dk.val_label[k - 1] : 0;
+		b->samp[VAL][n++] = i;
+	}
+	b->head.split[VAL].n = n;
+	b->head.split[VAL].labelled = labelled;
+	if (labelled)
+		return group_by_label(b, lab, n);
+	free(lab);
+	return 0;
+}
+
+/* ---- per-sample helpers, shared by the builder and the mount ---------- */
+
+static uint32_t node_of(const struct in_split *sp, uint64_t c)
+{
+	return sp->samp[c];
+}
+
+/* the label of canonical sample c: the last class starting at or before c */
+static uint32_t label_of(const struct in_split *sp, uint64_t c)
+{
+	uint32_t lo = 0, hi = sp->ncls;
+
+	while (hi - lo > 1) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (sp->cstart[mid] <= c)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* a member's WebDataset key: its name up to the last dot */
+static size_t stem_len(const char *name)
+{
+	const char *dot = strrchr(name, '.');
+
+	return dot && dot != name ? (size_t)(dot - name) : strlen(name);
+}
+
+static uint64_t record_bytes(const struct in_split *sp, uint64_t p)
+{
+	uint32_t node = node_of(sp, sp->ord[p]);
+
+	return vtar_sample_size(stem_len(tarindex_name(&sp->t, node)),
+				tarindex_node_size(tarindex_node(&sp->t, node)), 0);
+}
+
+/* byte offset of position p in the concatenated records of the split */
+static uint64_t cum_offset(const struct in_split *sp, uint64_t p)
+{
+	uint64_t q = p - p % VOFF_STEP, off = sp->voff[p / VOFF_STEP];
+
+	for (; q < p; q++)
+		off += record_bytes(sp, q);
+	return off;
+}
+
+/* line j of shuffled/<split>.txt into buf; returns its length */
+static int shuffled_line(const struct in_split *sp, uint64_t S, uint64_t j,
+			 char *buf, size_t len)
+{
+	uint32_t c = sp->shuf[j];
+
+	return snprintf(buf, len, "%llu/%u.%s\n",
+			(unsigned long long)(sp->pos[c] / S), label_of(sp, c),
+			tarindex_name(&sp->t, node_of(sp, c)));
+}
+
+/* ---- building the layout index, continued ----------------------------- */
+
+struct ordctx {
+	const struct tarindex *t;
+	const uint32_t *samp;
+};
+
+/* tar order: source number, then data offset */
+static int cmp_tar_order(const void *a, const void *b, void *arg)
+{
+	const struct ordctx *c = arg;
+	const struct tarindex_node *x = tarindex_node(c->t, c->samp[*(const uint32_t *)a]);
+	const struct tarindex_node *y = tarindex_node(c->t, c->samp[*(const uint32_t *)b]);
+
+	if (tarindex_node_src(x) != tarindex_node_src(y))
+		return tarindex_node_src(x) < tarindex_node_src(y) ? -1 : 1;
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+static int make_orders(struct lbuild *b, int s)
+{
+	struct in_split *sp = &b->L->sp[s];
+	uint64_t n = b->head.split[s].n, i;
+	struct ordctx ctx = { &sp->t, b->samp[s] };
+	struct mt19937 mt;
+
+	b->ord[s] = malloc((n + 1) * sizeof(uint32_t));
+	b->pos[s] = malloc((n + 1) * sizeof(uint32_t));
+	b->shuf[s] = malloc((n + 1) * sizeof(uint32_t));
+	if (!b->ord[s] || !b->pos[s] || !b->shuf[s])
+		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		b->ord[s][i] = b->shuf[s][i] = (uint32_t)i;
+	if (b->o->has_shard_seed) {
+		mt19937_seed(&mt, b->o->shard_seed);
+		mt19937_shuffle_u32(&mt, b->ord[s], n);
+	} else {
+		qsort_r(b->ord[s], n, sizeof(uint32_t), cmp_tar_order, &ctx);
+	}
+	for (i = 0; i < n; i++)
+		b->pos[s][b->ord[s][i]] = (uint32_t)i;
+	mt19937_seed(&mt, b->o->shuffle_seed);
+	mt19937_shuffle_u32(&mt, b->shuf[s], n);
+	b->head.split[s].nshards = (n + b->L->S - 1) / b->L->S;
+	return 0;
+}
+
+/* sparse prefix sums: vtar record offsets and shuffled.txt line offsets */
+static int make_offsets(struct lbuild *b, int s)
+{
+	struct in_split *sp = &b->L->sp[s];
+	uint64_t n = b->head.split[s].n, p, off = 0;
+	char line[NAME_MAX_];
+
+	b->voff[s] = malloc((n / VOFF_STEP + 1) * sizeof(uint64_t));
+	b->soff[s] = malloc((n / SOFF_STEP + 1) * sizeof(uint64_t));
+	if (!b->voff[s] || !b->soff[s])
+		return -ENOMEM;
+	sp->samp = b->samp[s];
+	sp->cstart = b->cstart[s];
+	sp->ord = b->ord[s];
+	sp->pos = b->pos[s];
+	sp->shuf = b->shuf[s];
+	sp->ncls = b->nclasses;
+	for (p = 0; p <= n; off += p < n ? record_bytes(sp, p) : 0, p++)
+		if (p % VOFF_STEP == 0)
+			b->voff[s][p / VOFF_STEP] = off;
+	for (p = 0, off = 0; p <= n; p++) {
+		if (p % SOFF_STEP == 0)
+			b->soff[s][p / SOFF_STEP] = off;
+		if (p < n)
+			off += (uint64_t)shuffled_line(sp, b->L->S, p, line, sizeof(line));
+	}
+	b->head.split[s].txt_size = off;
+	return 0;
+}
+
+static int write_split(struct index_writer *w, const struct lbuild *b, int s)
+{
+	const struct in_split_head *h = &b->head.split[s];
+	uint64_t n = h->n;
+	int rc;
+
+	rc = index_writer_add(w, STAG(s, 'S', 'P'), b->samp[s], n * 4);
+	if (rc || !h->labelled)
+		return rc;
+	if (!rc)
+		rc = index_writer_add(w, STAG(s, 'C', 'S'), b->cstart[s], (b->nclasses + 1) * 4ull);
+	if (!rc)
+		rc = index_writer_add(w, STAG(s, 'O', 'R'), b->ord[s], n * 4);
+	if (!rc)
+		rc = index_writer_add(w, STAG(s, 'P', 'O'), b->pos[s], n * 4);
+	if (!rc)
+		rc = index_writer_add(w, STAG(s, 'S', 'H'), b->shuf[s], n * 4);
+	if (!rc)
+		rc = index_writer_add(w, STAG(s, 'V', 'O'), b->voff[s], (n / VOFF_STEP + 1) * 8);
+	if (!rc)
+		rc = index_writer_add(w, STAG(s, 'S', 'O'), b->soff[s], (n / SOFF_STEP + 1) * 8);
+	return rc;
+}
+
+static int write_layout(const struct lbuild *b, const char *path,
+			const struct index_fp *fp)
+{
+	struct index_writer *w;
+	int s, rc;
+
+	rc = index_writer_open(&w, path);
+	if (rc)
+		return rc;
+	rc = index_writer_add(w, TAG('H', 'D', 'R'), &b->head, sizeof(b->head));
+	if (!rc)
+		rc = index_writer_add(w, TAG('C', 'L', 'S'), b->wnid, (uint64_t)b->nclasses * WNID_LEN);
+	if (!rc)
+		rc = index_writer_add(w, TAG('T', 'X', 'T'), b->txt, b->txt_len);
+	for (s = 0; !rc && s < NSPLIT; s++)
+		rc = write_split(w, b, s);
+	if (rc) {
+		index_writer_abort(w);
+		return rc;
+	}
+	return index_writer_commit(w, fp);
+}
+
+static int64_t sources_mtime(const struct in_layout *L)
+{
+	int64_t m = 0;
+	struct stat st;
+	size_t s, i;
+
+	for (s = 0; s < NSPLIT; s++)
+		for (i = 0; i < L->sp[s].nsrc; i++)
+			if (!stat(L->sp[s].src[i].path, &st) && st.st_mtime > m)
+				m = st.st_mtime;
+	return m;
+}
+
+static int build_samples(struct lbuild *b)
+{
+	int s, rc;
+
+	rc = b->dk.nclasses ? classes_from_devkit(b) : classes_from_train(b);
+	if (!rc)
+		rc = classes_text(b);
+	if (!rc)
+		rc = collect_train(b);
+	if (!rc && b->L->sp[VAL].nsrc)
+		rc = collect_val(b);
+	for (s = 0; !rc && s < NSPLIT; s++) {
+		b->head.split[s].present = b->L->sp[s].nsrc > 0;
+		if (!b->head.split[s].labelled)
+			continue;
+		rc = make_orders(b, s);
+		if (!rc)
+			rc = make_offsets(b, s);
+	}
+	return rc;
+}
+
+static int build_layout_cb(void *arg, const char *path, const struct index_fp *fp)
+{
+	struct build_arg *ba = arg;
+	struct lbuild b;
+	int s, rc = 0;
+
+	memset(&b, 0, sizeof(b));
+	b.o = ba->o;
+	b.L = ba->L;
+	if (ba->L->devkit && devkit_load(ba->L->devkit, &b.dk))
+		sfs_warn("%s: unusable, labels come from the train class names", ba->L->devkit);
+	b.head.version = LAYOUT_VERSION;
+	b.head.shard_size = ba->L->S;
+	b.head.mtime = sources_mtime(ba->L);
+	rc = build_samples(&b);
+	b.head.nclasses = b.nclasses;
+	if (!rc)
+		rc = write_layout(&b, path, fp);
+	for (s = 0; s < NSPLIT; s++) {
+		struct in_split *sp = &ba->L->sp[s];
+
+		/* the views pointed at the heap arrays freed here */
+		sp->samp = sp->cstart = sp->ord = sp->pos = sp->shuf = NULL;
+		free(b.samp[s]); free(b.cstart[s]); free(b.ord[s]); free(b.pos[s]);
+		free(b.shuf[s]); free(b.voff[s]); free(b.soff[s]);
+	}
+	free(b.wnid);
+	free(b.txt);
+	devkit_free(&b.dk);
+	return rc;
+}
+
+/* ---- binding the mapped layout index ---------------------------------- */
+
+static const void *sect(const struct index_map *m, uint32_t tag, uint64_t want,
+			int *bad)
+{
+	uint64_t len;
+	const void *p = index_map_section(m, tag, &len);
+
+	if (len != want || (want && !p))
+		*bad = 1;
+	return p;
+}
+
+/* every value that a lookup or read will index with is checked once here */
+static int check_split(const struct in_split *sp, uint32_t nclasses)
+{
+	uint64_t n = sp->h.n, i;
+
+	for (i = 0; i < n; i++)
+		if (sp->samp[i] >= sp->t.nnodes ||
+		    tarindex_node_type(tarindex_node(&sp->t, sp->samp[i])) != TARINDEX_FILE)
+			return -EBADMSG;
+	if (!sp->h.labelled)
+		return 0;
+	if (sp->cstart[0] != 0 || sp->cstart[nclasses] != n)
+		return -EBADMSG;
+	for (i = 0; i < nclasses; i++)
+		if (sp->cstart[i] > sp->cstart[i + 1])
+			return -EBADMSG;
+	for (i = 0; i < n; i++)
+		if (sp->ord[i] >= n || sp->pos[sp->ord[i]] != i || sp->shuf[i] >= n)
+			return -EBADMSG;
+	return 0;
+}
+
+static int bind_split(struct in_layout *L, int s)
+{
+	struct in_split *sp = &L->sp[s];
+	uint64_t n;
+	int bad = 0;
+
+	sp->h = L->head->split[s];
+	n = sp->h.n;
+	if (n > UINT32_MAX || (n && !sp->nsrc) || (sp->h.labelled && !L->head->nclasses))
+		return -EBADMSG;
+	sp->samp = sect(&L->lay, STAG(s, 'S', 'P'), n * 4, &bad);
+	if (sp->h.labelled) {
+		sp->ncls = L->head->nclasses;
+		sp->cstart = sect(&L->lay, STAG(s, 'C', 'S'), (sp->ncls + 1) * 4ull, &bad);
+		sp->ord = sect(&L->lay, STAG(s, 'O', 'R'), n * 4, &bad);
+		sp->pos = sect(&L->lay, STAG(s, 'P', 'O'), n * 4, &bad);
+		sp->shuf = sect(&L->lay, STAG(s, 'S', 'H'), n * 4, &bad);
+		sp->voff = sect(&L->lay, STAG(s, 'V', 'O'), (n / VOFF_STEP + 1) * 8, &bad);
+		sp->soff = sect(&L->lay, STAG(s, 'S', 'O'), (n / SOFF_STEP + 1) * 8, &bad);
+		if (!bad && (sp->soff[n / SOFF_STEP] > sp->h.txt_size ||
+			     sp->h.nshards != (n + L->S - 1) / L->S))
+			bad = 1;
+	}
+	return bad ? -EBADMSG : check_split(sp, sp->ncls);
+}
+
+static int bind_layout(struct in_layout *L)
+{
+	int bad = 0, s, rc = 0;
+
+	L->head = sect(&L->lay, TAG('H', 'D', 'R'), sizeof(struct in_head), &bad);
+	if (bad || L->head->version != LAYOUT_VERSION || L->head->shard_size != L->S ||
+	    L->head->nclasses > DEVKIT_MAX_CLASSES)
+		return -EBADMSG;
+	L->mtime = L->head->mtime;
+	L->wnid = sect(&L->lay, TAG('C', 'L', 'S'), (uint64_t)L->head->nclasses * WNID_LEN, &bad);
+	L->classes_txt = index_map_section(&L->lay, TAG('T', 'X', 'T'), &L->classes_len);
+	for (s = 0; !bad && !rc && s < NSPLIT; s++)
+		rc = bind_split(L, s);
+	return bad ? -EBADMSG : rc;
+}
+
+static int open_layout_index(const struct sfs_opts *o, struct in_layout *L,
+			     uint64_t tars_fp)
+{
+	struct build_arg b = { o, L, tars_fp };
+	struct index_fp fp;
+	char key[128], path[4096];
+	int rc;
+
+	index_fp_init(&fp, "imagenet-layout");
+	index_fp_add_u64(&fp, tars_fp);
+	index_fp_add_u64(&fp, LAYOUT_VERSION);
+	if (L->devkit && (rc = index_fp_add_file(&fp, L->devkit)))
+		return rc;
+	snprintf(key, sizeof(key), "layout-s%llu-%s%u-r%u",
+		 (unsigned long long)L->S, o->has_shard_seed ? "seed" : "tar",
+		 o->has_shard_seed ? o->shard_seed : 0, o->shuffle_seed);
+	index_fp_add_str(&fp, key);
+	rc = index_path(o, "imagenet", key, path, sizeof(path));
+	if (!rc)
+		rc = map_or_build(path, &fp, &L->lay, build_layout_cb, &b);
+	if (!rc && (rc = bind_layout(L)) == -EBADMSG) {
+		/* valid checksum, wrong contents (e.g. a tar index rebuilt
+		 * differently since): build it again, once */
+		sfs_info("rebuilding index %s: inconsistent with the tar index", path);
+		index_map_close(&L->lay);
+		rc = build_layout_cb(&b, path, &fp);
+		if (!rc)
+			rc = map_or_build(path, &fp, &L->lay, build_layout_cb, &b);
+		if (!rc && (rc = bind_layout(L)))
+			sfs_err("%s: the ImageNet index just built is inconsistent", path);
+	}
+	return rc;
+}
+
+/* ---- the tree ---------------------------------------------------------- */
+
+static int labelled(const struct in_layout *L, int s)
+{
+	return (int)L->sp[s].h.labelled;
+}
+
+static int any_labelled(const struct in_layout *L)
+{
+	return labelled(L, TRAIN) || labelled(L, VAL);
+}
+
+/* split of a computed inode of kind base (train) or base + 1 (val), or -1 */
+static int split_of(uint64_t ino, uint32_t base)
+{
+	uint32_t k = KIND(ino);
+
+	return k == base || k == base + 1 ? (int)(k - base) : -1;
+}
+
+/* split of a fixed inode base (train) or base + 1 (val), or -1 */
+static int fixed_split(uint64_t ino, uint64_t base)
+{
+	return ino == base || ino == base + 1 ? (int)(ino - base) : -1;
+}
+
+static uint64_t shard_len(const struct in_layout *L, const struct in_split *sp,
+			  uint64_t k)
+{
+	uint64_t first = k * L->S;
+
+	return sp->h.n - first < L->S ? sp->h.n - first : L->S;
+}
+
+static void dir_attr(const struct in_layout *L, uint64_t ino, uint64_t subdirs,
+		     struct sfs_attr *a)
+{
+	*a = (struct sfs_attr){ ino, 0040555, (uint32_t)(2 + subdirs), 0, L->mtime };
+}
+
+static void file_attr(int64_t mtime, uint64_t ino, uint64_t size, struct sfs_attr *a)
+{
+	*a = (struct sfs_attr){ ino, 0100444, 1, size, mtime };
+}
+
+static void node_attr(const struct in_split *sp, uint32_t node, uint64_t ino,
+		      struct sfs_attr *a)
+{
+	const struct tarindex_node *n = tarindex_node(&sp->t, node);
+
+	file_attr(n->mtime, ino, tarindex_node_size(n), a);
+}
+
+static int vtar_of(const struct in_layout *L, int s, uint64_t k, struct vtar_shard *v,
+		   void *ctx);
+
+static int fixed_attr(const struct in_layout *L, uint64_t ino, struct sfs_attr *a)
+{
+	int s, n = 0;
+
+	switch (ino) {
+	case SFS_ROOT_INO:
+		n = L->sp[TRAIN].h.present + L->sp[VAL].h.present + 2 * any_labelled(L);
+		dir_attr(L, ino, (uint64_t)n, a);
+		return 0;
+	case INO_CLASSES:
+		file_attr(L->mtime, ino, L->classes_len, a);
+		return 0;
+	case INO_SHARDS:
+	case INO_SHUFFLED:
+		if (!any_labelled(L))
+			return -ENOENT;
+		n = ino == INO_SHARDS ? labelled(L, TRAIN) + labelled(L, VAL) : 0;
+		dir_attr(L, ino, (uint64_t)n, a);
+		return 0;
+	}
+	s = (int)(ino & 1) ^ 1;	/* 3, 7, 9 are train; 4, 8, 10 are val */
+	if (ino == INO_SPLIT + (uint64_t)s && L->sp[s].h.present) {
+		dir_attr(L, ino, labelled(L, s) ? L->sp[s].ncls : 0, a);
+		return 0;
+	}
+	if (ino == INO_SHARDS_SPLIT + (uint64_t)s && labelled(L, s)) {
+		dir_attr(L, ino, L->sp[s].h.nshards, a);
+		return 0;
+	}
+	if (ino == INO_SHUF_TXT + (uint64_t)s && labelled(L, s)) {
+		file_attr(L->mtime, ino, L->sp[s].h.txt_size, a);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+struct vt {
+	const struct in_split *sp;
+	uint64_t first, n, base;
+};
+
+static int attr_of(const struct in_layout *L, uint64_t ino, struct sfs_attr *a)
+{
+	uint64_t i = IDX(ino);
+	const struct in_split *sp;
+	struct vtar_shard v;
+	struct vt ctx;
+	int s;
+
+	if (KIND(ino) == 0)
+		return fixed_attr(L, ino, a);
+	if ((s = split_of(ino, K_CLASSDIR)) >= 0 && labelled(L, s) && i < L->sp[s].ncls) {
+		dir_attr(L, ino, 0, a);
+		return 0;
+	}
+	if ((s = split_of(ino, K_FILE)) >= 0 && i < L->sp[s].h.n) {
+		node_attr(&L->sp[s], node_of(&L->sp[s], i), ino, a);
+		return 0;
+	}
+	if ((s = split_of(ino, K_SHARDDIR)) >= 0 && labelled(L, s) && i < L->sp[s].h.nshards) {
+		dir_attr(L, ino, 0, a);
+		return 0;
+	}
+	if ((s = split_of(ino, K_SHARDFILE)) >= 0 && labelled(L, s) && i < L->sp[s].h.n) {
+		sp = &L->sp[s];
+		node_attr(sp, node_of(sp, sp->ord[i]), ino, a);
+		return 0;
+	}
+	if ((s = split_of(ino, K_VTAR)) >= 0 && labelled(L, s) && i < L->sp[s].h.nshards) {
+		file_attr(L->mtime, ino, 0, a);
+		vtar_of(L, s, i, &v, &ctx);
+		return vtar_size(&v, &a->size);
+	}
+	return -ENOENT;
+}
+
+/* ---- directory entries ------------------------------------------------- */
+
+static int root_child(const struct in_layout *L, uint64_t i, char *name,
+		      size_t len, uint64_t *ino)
+{
+	static const char *const names[] = { "classes.txt", "train", "val", "shards", "shuffled" };
+	static const uint64_t inos[] = { INO_CLASSES, INO_SPLIT, INO_SPLIT + 1, INO_SHARDS,
+					 INO_SHUFFLED };
+	int present[] = { 1, (int)L->sp[TRAIN].h.present, (int)L->sp[VAL].h.present,
+			  any_labelled(L), any_labelled(L) };
+	size_t k;
+
+	for (k = 0; k < 5; k++) {
+		if (!present[k] || i--)
+			continue;
+		snprintf(name, len, "%s", names[k]);
+		*ino = inos[k];
+		return 0;
+	}
+	return -ENOENT;
+}
+
+/* /shards: per labelled split, its directory then its vtars */
+static int shards_child(const struct in_layout *L, uint64_t i, char *name,
+			size_t len, uint64_t *ino)
+{
+	int s;
+
+	for (s = 0; s < NSPLIT; s++) {
+		if (!labelled(L, s))
+			continue;
+		if (i == 0) {
+			snprintf(name, len, "%s", split_name[s]);
+			*ino = INO_SHARDS_SPLIT + (uint64_t)s;
+			return 0;
+		}
+		if (i <= L->sp[s].h.nshards) {
+			snprintf(name, len, "%s-%06llu.tar", split_name[s], (unsigned long long)(i - 1));
+			*ino = INO(K_VTAR + s, i - 1);
+			return 0;
+		}
+		i -= 1 + L->sp[s].h.nshards;
+	}
+	return -ENOENT;
+}
+
+static int shuffled_child(const struct in_layout *L, uint64_t i, char *name,
+			  size_t len, uint64_t *ino)
+{
+	int s;
+
+	for (s = 0; s < NSPLIT; s++) {
+		if (!labelled(L, s) || i--)
+			continue;
+		snprintf(name, len, "%s.txt", split_name[s]);
+		*ino = INO_SHUF_TXT + (uint64_t)s;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+static int file_child(const struct in_split *sp, int s, uint64_t c, char *name,
+		      size_t len, uint64_t *ino)
+{
+	snprintf(name, len, "%s", tarindex_name(&sp->t, node_of(sp, c)));
+	*ino = INO(K_FILE + s, c);
+	return 0;
+}
+
+/* canonical range of a class (or the whole unlabelled split) */
+static void class_range(const struct in_split *sp, uint64_t l, uint64_t *lo,
+			uint64_t *hi)
+{
+	*lo = sp->h.labelled ? sp->cstart[l] : 0;
+	*hi = sp->h.labelled ? sp->cstart[l + 1] : sp->h.n;
+}
+
+static int split_child(const struct in_layout *L, uint64_t dir, uint64_t i,
+		       char *name, size_t len, uint64_t *ino)
+{
+	const struct in_split *sp;
+	uint64_t lo, hi, k;
+	int s;
+
+	if ((s = fixed_split(dir, INO_SPLIT)) >= 0) {
+		sp = &L->sp[s];
+		if (!labelled(L, s))
+			return i < sp->h.n ? file_child(sp, s, i, name, len, ino) : -ENOENT;
+		if (i >= sp->ncls)
+			return -ENOENT;
+		snprintf(name, len, "%s", L->wnid[i]);
+		*ino = INO(K_CLASSDIR + s, i);
+		return 0;
+	}
+	if ((s = fixed_split(dir, INO_SHARDS_SPLIT)) >= 0) {
+		if (i >= L->sp[s].h.nshards)
+			return -ENOENT;
+		snprintf(name, len, "%llu", (unsigned long long)i);
+		*ino = INO(K_SHARDDIR + s, i);
+		return 0;
+	}
+	if ((s = split_of(dir, K_CLASSDIR)) >= 0) {
+		sp = &L->sp[s];
+		class_range(sp, IDX(dir), &lo, &hi);
+		return i < hi - lo ? file_child(sp, s, lo + i, name, len, ino) : -ENOENT;
+	}
+	s = split_of(dir, K_SHARDDIR);
+	sp = &L->sp[s];
+	k = IDX(dir) * L->S + i;
+	if (i >= shard_len(L, sp, IDX(dir)))
+		return -ENOENT;
+	snprintf(name, len, "%u.%s", label_of(sp, sp->ord[k]),
+		 tarindex_name(&sp->t, node_of(sp, sp->ord[k])));
+	*ino = INO(K_SHARDFILE + s, k);
+	return 0;
+}
+
+/* Child i of directory `dir` (already known to be one). */
+static int child_at(const struct in_layout *L, uint64_t dir, uint64_t i,
+		    char *name, size_t len, uint64_t *ino)
+{
+	switch (dir) {
+	case SFS_ROOT_INO:
+		return root_child(L, i, name, len, ino);
+	case INO_SHARDS:
+		return shards_child(L, i, name, len, ino);
+	case INO_SHUFFLED:
+		return shuffled_child(L, i, name, len, ino);
+	default:
+		return split_child(L, dir, i, name, len, ino);
+	}
+}
+
+static int in_readdir(void *priv, uint64_t dir, uint64_t off, sfs_fill_fn fill,
+		      void *arg)
+{
+	const struct in_layout *L = priv;
+	struct sfs_attr a;
+	char name[NAME_MAX_];
+	uint64_t ino, i;
+	int rc = attr_of(L, dir, &a);
+
+	if (rc)
+		return rc;
+	if (!(a.mode & 0040000))
+		return -ENOTDIR;
+	for (i = off; child_at(L, dir, i, name, sizeof(name), &ino) == 0; i++) {
+		if ((rc = attr_of(L, ino, &a)))
+			return rc;
+		if (fill(arg, name, &a, i + 1))
+			break;
+	}
+	return 0;
+}
+
+/* ---- lookup ------------------------------------------------------------ */
+
+/* canonical sample named `name` in [lo, hi) (name order), or -ENOENT */
+static int64_t find_member(const struct in_split *sp, uint64_t lo, uint64_t hi,
+			   const char *name)
+{
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		int r = strcmp(tarindex_name(&sp->t, node_of(sp, mid)), name);
+
+		if (r == 0)
+			return (int64_t)mid;
+		if (r < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -ENOENT;
+}
+
+/* "123" -> 123; no sign, no leading zeros, no overflow */
+static int parse_u64(const char *s, const char *end, uint64_t *v)
+{
+	*v = 0;
+	if (s == end || (*s == '0' && end - s > 1) || end - s > 15)
+		return -ENOENT;
+	for (; s < end; s++) {
+		if (*s < '0' || *s > '9')
+			return -ENOENT;
+		*v = *v * 10 + (uint64_t)(*s - '0');
+	}
+	return 0;
+}
+
+static int64_t find_class(const struct in_layout *L, const char *name)
+{
+	uint32_t lo = 0, hi = L->head->nclasses;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		int r = strncmp(L->wnid[mid], name, WNID_LEN);
+
+		if (r == 0)
+			return mid;
+		if (r < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -ENOENT;
+}
+
+/* "<label>.<member>" in shard directory k */
+static int64_t find_shard_file(const struct in_layout *L, int s, uint64_t k,
+			       const char *name)
+{
+	const struct in_split *sp = &L->sp[s];
+	const char *dot = strchr(name, '.');
+	uint64_t label, lo, hi;
+	int64_t c;
+
+	if (!dot || parse_u64(name, dot, &label) || label >= sp->ncls)
+		return -ENOENT;
+	class_range(sp, label, &lo, &hi);
+	c = find_member(sp, lo, hi, dot + 1);
+	if (c < 0 || sp->pos[c] / L->S != k)
+		return -ENOENT;
+	return (int64_t)INO(K_SHARDFILE + s, sp->pos[c]);
+}
+
+/* the big directories: binary searches; the small ones: a scan */
+static int64_t find_child(const struct in_layout *L, uint64_t dir, const char *name)
+{
+	char buf[NAME_MAX_];
+	uint64_t lo, hi, ino, i;
+	int64_t r;
+	int s;
+
+	if ((s = fixed_split(dir, INO_SPLIT)) >= 0) {
+		if (!labelled(L, s))
+			return (r = find_member(&L->sp[s], 0, L->sp[s].h.n, name)) < 0 ? r :
+				(int64_t)INO(K_FILE + s, r);
+		return (r = find_class(L, name)) < 0 ? r : (int64_t)INO(K_CLASSDIR + s, r);
+	}
+	if ((s = split_of(dir, K_CLASSDIR)) >= 0) {
+		class_range(&L->sp[s], IDX(dir), &lo, &hi);
+		return (r = find_member(&L->sp[s], lo, hi, name)) < 0 ? r :
+			(int64_t)INO(K_FILE + s, r);
+	}
+	if ((s = split_of(dir, K_SHARDDIR)) >= 0)
+		return find_shard_file(L, s, IDX(dir), name);
+	if ((s = fixed_split(dir, INO_SHARDS_SPLIT)) >= 0)
+		return parse_u64(name, name + strlen(name), &i) || i >= L->sp[s].h.nshards ?
+			-ENOENT : (int64_t)INO(K_SHARDDIR + s, i);
+	for (i = 0; child_at(L, dir, i, buf, sizeof(buf), &ino) == 0; i++)
+		if (!strcmp(buf, name))
+			return (int64_t)ino;
+	return -ENOENT;
+}
+
+static int in_lookup(void *priv, uint64_t parent, const char *name,
+		     struct sfs_attr *out)
+{
+	const struct in_layout *L = priv;
+	int64_t ino;
+	int rc = attr_of(L, parent, out);
+
+	if (rc)
+		return rc;
+	if (!(out->mode & 0040000))
+		return -ENOTDIR;
+	ino = find_child(L, parent, name);
+	return ino < 0 ? (int)ino : attr_of(L, (uint64_t)ino, out);
+}
+
+static int in_getattr(void *priv, uint64_t ino, struct sfs_attr *out)
+{
+	return attr_of(priv, ino, out);
+}
+
+/* ---- reads ------------------------------------------------------------- */
+
+static int vt_entry(void *arg, uint64_t i, struct vtar_entry *e)
+{
+	const struct vt *v = arg;
+	uint32_t c = v->sp->ord[v->first + i], node = node_of(v->sp, c);
+	const char *name = tarindex_name(&v->sp->t, node);
+
+	e->stem = name;
+	e->stem_len = stem_len(name);
+	e->size = tarindex_node_size(tarindex_node(&v->sp->t, node));
+	e->label = label_of(v->sp, c);
+	return 0;
+}
+
+static int vt_offset(void *arg, uint64_t i, uint64_t *off)
+{
+	const struct vt *v = arg;
+
+	*off = cum_offset(v->sp, v->first + i) - v->base;
+	return 0;
+}
+
+static ssize_t vt_pread(void *arg, uint64_t i, void *buf, size_t len, uint64_t off)
+{
+	const struct vt *v = arg;
+
+	return tarindex_pread(&v->sp->t, node_of(v->sp, v->sp->ord[v->first + i]),
+			      buf, len, off);
+}
+
+static int vtar_of(const struct in_layout *L, int s, uint64_t k, struct vtar_shard *v,
+		   void *ctxp)
+{
+	struct vt *ctx = ctxp;
+	const struct in_split *sp = &L->sp[s];
+
+	ctx->sp = sp;
+	ctx->first = k * L->S;
+	ctx->n = shard_len(L, sp, k);
+	ctx->base = cum_offset(sp, ctx->first);
+	*v = (struct vtar_shard){ ctx->n, L->mtime, ctx, vt_entry, vt_offset, vt_pread };
+	return 0;
+}
+
+/* bytes of shuffled/<split>.txt, regenerated from the nearest kept offset */
+static ssize_t shuffled_read(const struct in_layout *L, const struct in_split *sp,
+			     char *buf, size_t size, uint64_t off)
+{
+	uint64_t lo = 0, hi = sp->h.n / SOFF_STEP + 1, j, at;
+	size_t done = 0;
+	char line[NAME_MAX_];
+
+	if (off >= sp->h.txt_size)
+		return 0;
+	if (size > sp->h.txt_size - off)
+		size = (size_t)(sp->h.txt_size - off);
+	while (hi - lo > 1) {	/* the last block starting at or before off */
+		uint64_t mid = lo + (hi - lo) / 2;
+
+		if (sp->soff[mid] <= off)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	for (j = lo * SOFF_STEP, at = sp->soff[lo]; done < size && j < sp->h.n; j++) {
+		int n = shuffled_line(sp, L->S, j, line, sizeof(line));
+		uint64_t cur = off + done;
+
+		if (n <= 0 || (size_t)n >= sizeof(line))
+			return -EIO;
+		if (cur < at + (uint64_t)n) {
+			size_t from = (size_t)(cur - at), k = (size_t)n - from;
+
+			if (k > size - done)
+				k = size - done;
+			memcpy(buf + done, line + from, k);
+			done += k;
+		}
+		at += (uint64_t)n;
+	}
+	return done == size ? (ssize_t)done : -EIO;
+}
+
+static ssize_t in_read(void *priv, uint64_t ino, char *buf, size_t size, uint64_t off)
+{
+	const struct in_layout *L = priv;
+	uint64_t i = IDX(ino);
+	struct vtar_shard v;
+	struct sfs_attr a;
+	struct vt ctx;
+	int s, rc = attr_of(L, ino, &a);
+
+	if (rc)
+		return rc;
+	if (a.mode & 0040000)
+		return -EISDIR;
+	if (ino == INO_CLASSES) {
+		if (off >= L->classes_len)
+			return 0;
+		size = size < L->classes_len - off ? size : (size_t)(L->classes_len - off);
+		memcpy(buf, L->classes_txt + off, size);
+		return (ssize_t)size;
+	}
+	if ((s = fixed_split(ino, INO_SHUF_TXT)) >= 0)
+		return shuffled_read(L, &L->sp[s], buf, size, off);
+	if ((s = split_of(ino, K_FILE)) >= 0)
+		return tarindex_pread(&L->sp[s].t, node_of(&L->sp[s], i), buf, size, off);
+	if ((s = split_of(ino, K_SHARDFILE)) >= 0)
+		return tarindex_pread(&L->sp[s].t, node_of(&L->sp[s], L->sp[s].ord[i]),
+				      buf, size, off);
+	s = split_of(ino, K_VTAR);
+	vtar_of(L, s, i, &v, &ctx);
+	return vtar_read(&v, buf, size, off);
+}
+
+static int in_extent(void *priv, uint64_t ino, int *fd, uint64_t *base)
+{
+	const struct in_layout *L = priv;
+	const struct in_split *sp;
+	const struct tarindex_node *n;
+	uint64_t i = IDX(ino);
+	int s;
+
+	if ((s = split_of(ino, K_FILE)) >= 0 && i < L->sp[s].h.n)
+		n = tarindex_node(&L->sp[s].t, node_of(&L->sp[s], i));
+	else if ((s = split_of(ino, K_SHARDFILE)) >= 0 && labelled(L, s) && i < L->sp[s].h.n)
+		n = tarindex_node(&L->sp[s].t, node_of(&L->sp[s], L->sp[s].ord[i]));
+	else
+		return -ENOTSUP;
+	sp = &L->sp[s];
+	*fd = sp->t.fds[tarindex_node_src(n)];
+	*base = n->off;
+	return 0;
+}
+
+static void in_statfs(void *priv, uint64_t *files, uint64_t *bytes)
+{
+	const struct in_layout *L = priv;
+	int s;
+
+	*files = 0;
+	*bytes = 0;
+	for (s = 0; s < NSPLIT; s++) {
+		*files += L->sp[s].h.n * (labelled(L, s) ? 2 : 1) + L->sp[s].h.nshards;
+		*bytes += L->sp[s].t.total_bytes * (labelled(L, s) ? 2 : 1);
+	}
+}
+
+static void in_destroy(void *priv)
+{
+	struct in_layout *L = priv;
+	size_t s, i;
+
+	if (!L)
+		return;
+	for (s = 0; s < NSPLIT; s++) {
+		tarindex_close(&L->sp[s].t);
+		for (i = 0; i < L->sp[s].nsrc; i++) {
+			free((char *)L->sp[s].src[i].path);
+			free((char *)L->sp[s].src[i].dir);
+		}
+		free(L->sp[s].src);
+	}
+	index_map_close(&L->lay);
+	index_map_close(&L->tars);
+	free(L->devkit);
+	free(L);
+}
+
+static const struct layout_ops imagenet_ops = {
+	.name = "imagenet",
+	.getattr = in_getattr,
+	.lookup = in_lookup,
+	.readdir = in_readdir,
+	.read = in_read,
+	.extent = in_extent,
+	.statfs = in_statfs,
+	.destroy = in_destroy,
+};
+
+int layout_imagenet_open(const struct sfs_opts *o, struct layout *out)
+{
+	struct in_layout *L = calloc(1, sizeof(*L));
+	uint64_t fph = 0;
+	int rc;
+
+	if (!L)
+		return -ENOMEM;
+	L->S = o->shard_size ? o->shard_size : 10000;
+	rc = find_sources(L, o->source);
+	if (!rc && !L->sp[TRAIN].nsrc && !L->sp[VAL].nsrc) {
+		sfs_err("%s: no " IMAGENET_TRAIN_TAR ", " IMAGENET_VAL_TAR
+			" or train/<wnid>.tar", o->source);
+		rc = -ENOENT;
+	}
+	if (!rc)
+		rc = open_tars(o, L, &fph);
+	if (!rc)
+		rc = open_layout_index(o, L, fph);
+	if (rc) {
+		in_destroy(L);
+		return rc;
+	}
+	out->ops = &imagenet_ops;
+	out->priv = L;
+	return 0;
+}
+
+int layout_imagenet_summary(const struct layout *l, struct imagenet_summary *s)
+{
+	const struct in_layout *L;
+
+	if (!l || l->ops != &imagenet_ops)
+		return -EINVAL;
+	L = l->priv;
+	memset(s, 0, sizeof(*s));
+	s->classes = L->head->nclasses;
+	s->train = L->sp[TRAIN].h.n;
+	s->val = L->sp[VAL].h.n;
+	s->val_labelled = labelled(L, VAL);
+	s->words = (int)L->head->words;
+	s->nshards[TRAIN] = L->sp[TRAIN].h.nshards;
+	s->nshards[VAL] = L->sp[VAL].h.nshards;
+	return 0;
+}
+
+size_t layout_imagenet_sources(const struct layout *l, const char **paths,
+			       size_t max)
+{
+	const struct in_layout *L;
+	size_t n = 0, s, i;
+
+	if (!l || l->ops != &imagenet_ops)
+		return 0;
+	L = l->priv;
+	for (s = 0; s < NSPLIT; s++)
+		for (i = 0; i < L->sp[s].nsrc && n < max; i++)
+			paths[n++] = L->sp[s].src[i].path;
+	return n;
+}
