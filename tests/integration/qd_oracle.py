@@ -11,6 +11,10 @@ Usage:
     in random order) and the directory listings; prints the first mismatches;
     exit status 1 if any.
   qd_oracle.py splits SOURCE [same options]   prints train.txt as expected
+  qd_oracle.py make-bad DIR   writes DIR/<case>/ datasets, each with a good
+    class and one broken file (see make_bad); prints "<case> <expect>" lines,
+    expect = refuse (mount must fail naming the file) or N (the broken
+    class serves N samples, with a warning)
 """
 import argparse
 import io
@@ -203,6 +207,92 @@ class Checker:
                 self.fail('splits/%s differs (%d bytes, expected %d)' % (s, len(got), len(want)))
 
 
+def _zip_patch_usize(path, usize):
+    """Rewrites the declared uncompressed size of the (single) member in
+    both the local header and the central directory."""
+    import struct
+    b = bytearray(open(path, 'rb').read())
+    lh = b.find(b'PK\x03\x04')
+    cd = b.find(b'PK\x01\x02')
+    struct.pack_into('<I', b, lh + 22, usize)
+    struct.pack_into('<I', b, cd + 24, usize)
+    open(path, 'wb').write(bytes(b))
+
+
+def make_bad(root):
+    """One dataset per hostile input; class 'good' is fine in each."""
+    import zipfile
+    from make_quickdraw import make_quickdraw
+    from qd_pickles import random_strokes
+    cases = []
+    rng = np.random.default_rng(7)
+
+    def base(case, n_img=20, n_stk=20, **kw):
+        d = os.path.join(root, case)
+        make_quickdraw(d, ['good', 'broken'], n_img, n_stk, seed=3, **kw)
+        return d
+
+    d = base('trunc')  # cut in the middle of row 12
+    with open(os.path.join(d, 'broken.npy'), 'r+b') as f:
+        f.truncate(128 + 784 * 12 + 300)
+    cases.append(('trunc', 12))
+    d = base('lies')  # header claims 1000 rows, 20 present
+    path = os.path.join(d, 'broken.npy')
+    raw = open(path, 'rb').read()
+    open(path, 'wb').write(raw.replace(b"(20, 784), }  ", b"(1000, 784), }", 1))
+    cases.append(('lies', 20))
+    d = base('badheader')
+    open(os.path.join(d, 'broken.npy'), 'wb').write(b'\x93NUMPY\x01\x00\x10\x00{garbage: 1}   \n' + bytes(784))
+    cases.append(('badheader', 'refuse'))
+    d = base('float')
+    np.save(os.path.join(d, 'broken.npy'), np.zeros((20, 784), np.float32))
+    cases.append(('float', 'refuse'))
+    d = base('corruptzip')
+    open(os.path.join(d, 'broken.npz'), 'wb').write(b'PK\x03\x04' + bytes(rng.integers(0, 256, 5000, dtype=np.uint8)))
+    cases.append(('corruptzip', 'refuse'))
+    d = base('crc', compress_per_class=[True, False])
+    path = os.path.join(d, 'broken.npz')
+    b = bytearray(open(path, 'rb').read())
+    b[len(b) // 2] ^= 0x55  # inside the stored train member's pickle
+    open(path, 'wb').write(bytes(b))
+    cases.append(('crc', 'refuse'))
+    d = base('global')
+    import datetime
+    arr = np.empty(2, dtype=object)
+    arr[0], arr[1] = datetime.date(2020, 1, 1), np.zeros((3, 3), np.int16)
+    np.savez(os.path.join(d, 'broken.npz'), train=arr)
+    cases.append(('global', 'refuse'))
+    d = base('billion')  # the pickle claims 10**9 drawings; CRC is right
+    from qd_pickles import npy_bytes
+    b = npy_bytes(random_strokes(rng, 5), 'py3p2')
+    i = b.find(b'K\x05\x85')  # the outer shape (5,)
+    assert i > 0
+    b = b[:i] + b'J' + (10 ** 9).to_bytes(4, 'little') + b'\x85' + b[i + 3:]
+    with zipfile.ZipFile(os.path.join(d, 'broken.npz'), 'w') as zf:
+        zf.writestr('train.npy', b)
+    cases.append(('billion', 'refuse'))
+    d = base('bomb')  # 64 MiB of zeros declared as 1000 bytes
+    path = os.path.join(d, 'broken.npz')
+    with zipfile.ZipFile(path, 'w', zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr('train.npy', bytes(64 << 20))
+    _zip_patch_usize(path, 1000)
+    cases.append(('bomb', 'refuse'))
+    d = base('bomb2')  # declared 4 GiB for a few KiB
+    path = os.path.join(d, 'broken.npz')
+    with zipfile.ZipFile(path, 'w', zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr('train.npy', bytes(1 << 20))
+    _zip_patch_usize(path, 0xfffffff0)
+    cases.append(('bomb2', 'refuse'))
+    d = base('nokeys')
+    np.savez(os.path.join(d, 'broken.npz'), other=np.zeros(3))
+    cases.append(('nokeys', 'refuse'))
+    d = base('missing')
+    os.remove(os.path.join(d, 'broken.npz'))
+    cases.append(('missing', 'refuse'))
+    for c, e in cases:
+        print(c, e)
+
+
 def parse_args(argv):
     p = argparse.ArgumentParser()
     p.add_argument('cmd')
@@ -220,6 +310,9 @@ def parse_args(argv):
 
 
 def main(argv):
+    if argv and argv[0] == 'make-bad':
+        make_bad(argv[1])
+        return 0
     a = parse_args(argv)
     ds = Dataset(a.source, a.classes, a.per_class, a.image, a.stroke_len, a.seed,
                  tuple(int(x) for x in a.split.split('/')))

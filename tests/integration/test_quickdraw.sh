@@ -1,0 +1,181 @@
+#!/usr/bin/env bash
+# The Quick, Draw! layout end to end: small datasets written by numpy
+# (tests/fixtures/make_quickdraw.py: names with spaces, capitals and hyphens,
+# every pickle flavour, a recombined `strokes` npz, npy v1/v2/v3 image files,
+# more images than strokes and the reverse, a drawing longer than one stroke
+# record), mounted and compared file by file with numpy's np.save of the
+# pipeline's preprocessing (tests/integration/qd_oracle.py): images exactly,
+# strokes with an exact header and |diff| <= 1e-4, split files line by line
+# against RandomState's shuffle.  Then options, the saved index, hostile
+# inputs and a source that changes while mounted.
+. "$(dirname "$0")/lib.sh"
+sfs_setup
+T=$SFS_TMP
+ORACLE="$PY $SFS_ROOT/tests/integration/qd_oracle.py"
+
+expect_fail() { # expect_fail PATTERN CMD...: CMD fails, stderr matches
+	local pat=$1 err; shift
+	if err=$("$@" 2>&1); then
+		echo "    unexpectedly succeeded: $*"
+		return 1
+	fi
+	grep -q "$pat" <<<"$err" || { echo "    $*: $err"; return 1; }
+}
+oracle() { # oracle SRC MNT [opts]: every file and listing agrees
+	$ORACLE check "$@" | tail -n 11 | sed 's/^/    /'
+	[ "${PIPESTATUS[0]}" -eq 0 ]
+}
+log_of() { echo "${SFS_LOG_OF[$1]}"; }
+
+# ---- the datasets ----
+$PY - "$T" "$SFS_ROOT" <<'PY'
+import os, sys
+sys.path.insert(0, os.path.join(sys.argv[2], 'tests', 'fixtures'))
+from make_quickdraw import make_quickdraw
+from qd_pickles import FLAVOURS
+t = sys.argv[1]
+names = ['cat', 'The Eiffel Tower', 'aircraft carrier', 't-shirt', 'teddy-bear',
+         'Zebra', 'dog', 'ice cream', 'long one']
+#               more img  more stk  equal  stored   ...
+images  = [40, 25, 30, 20, 15, 12, 0, 9, 6]
+strokes = [30, 35, 30, 22, 12, 14, 5, 9, 6]
+make_quickdraw(t + '/flat', names, images, strokes,
+               flavour_per_class=list(FLAVOURS),
+               keys_per_class=[None, 'val', 'strokes', None, 'val', None, None, 'strokes', None],
+               compress_per_class=[True, True, True, False, True, False, True, True, True],
+               max_points=[60] * 8 + [7000], min_points=[1] * 8 + [5000], seed=1)
+# official layout with classes.txt in the official (unsorted) order
+o = t + '/official'
+make_quickdraw(o, ['t-shirt', 'The Mona Lisa', 'apple', 'bus'], [8, 11, 7, 9], [9, 10, 7, 12],
+               flavour_per_class=['py2'] * 4, layout='official', seed=2)
+open(o + '/classes.txt', 'w').write('t-shirt\nThe Mona Lisa\napple\nbus\n')
+make_quickdraw(t + '/imgonly', ['b', 'a c'], [13, 17], None, layout='official', seed=3)
+make_quickdraw(t + '/stkonly', ['b', 'a c'], None, [13, 17], layout='official', seed=4)
+open(t + '/subset.txt', 'w').write('t-shirt\nice cream\ncat\n')
+PY
+$ORACLE make-bad "$T/bad" >"$T/bad.cases"
+SRC=$T/flat
+M=$T/m
+
+# ---- defaults, every file ----
+start=$(date +%s.%N)
+check "mount (layout detected)" sfs_mount "$SRC" "$M"
+build_s=$(echo "$(date +%s.%N) - $start" | bc)
+check "index built (log says so)" grep -q "index built" "$(log_of "$M")"
+check "every file equals the numpy oracle" oracle "$SRC" "$M"
+check "ls of the root" test "$(ls "$M" | tr '\n' ' ')" = "classes.txt images splits strokes "
+check "names with spaces, capitals, hyphens" \
+	test -f "$M/images/The Eiffel Tower/000020.npy" -a -f "$M/strokes/t-shirt/000120.npy"
+check "cat classes.txt" test "$(cat "$M/classes.txt" | tr '\n' '|')" = \
+	"The Eiffel Tower|Zebra|aircraft carrier|cat|dog|ice cream|long one|t-shirt|teddy-bear|"
+check "file modes 0444, directories 0555" \
+	test "$(find "$M" -printf '%y%m\n' | sort -u | tr '\n' ' ')" = "d555 f444 "
+check "st_size of an image is 3264, of a stroke file 1688" \
+	test "$(stat -c %s "$M/images/cat/000070.npy") $(stat -c %s "$M/strokes/cat/000070.npy")" = "3264 1688"
+check "nlink: root 5, images/ 2 + 9 classes, class dir 2" \
+	test "$(stat -c %h "$M" "$M/images" "$M/images/cat" | tr '\n' ' ')" = "5 11 2 "
+check "mtime is the class file's" \
+	test "$(stat -c %Y "$M/images/cat/000070.npy")" = "$(stat -c %Y "$SRC/cat.npy")"
+total=$(cat "$M/splits/"*.txt | wc -l)
+check "find counts 2 x $total sample files" \
+	test "$(find "$M/images" "$M/strokes" -type f | wc -l)" = $((2 * total))
+check "du --apparent-size = sum of sizes" \
+	test "$(du -sb --apparent-size "$M/images" | cut -f1)" = $((total * 3264))
+check "df -i counts the virtual files" \
+	test "$(df --output=itotal "$M" | tail -1 | tr -d ' ')" = $((6 + 2 * (1 + 9 + total)))
+check "lookup is strict (1.npy, 0000060.npy, another class's gidx)" \
+	expect_fail "No such file" stat "$M/images/cat/70.npy" "$M/images/cat/0000070.npy" \
+	"$M/images/cat/000000.npy"
+check "wrong class gives ENOENT" expect_fail "No such file" stat "$M/images/cow"
+check "writes get EROFS" expect_fail "Read-only file system" touch "$M/images/cat/000070.npy"
+check "mkdir gets EROFS" expect_fail "Read-only file system" mkdir "$M/x"
+check "rm gets EROFS" expect_fail "Read-only file system" rm -f "$M/classes.txt"
+check "odd ranges of a split file" \
+	cmp <(dd if="$M/splits/train.txt" bs=333 skip=3 2>/dev/null) \
+	    <($ORACLE splits "$SRC" | dd bs=333 skip=3 2>/dev/null)
+check "8 threads at random agree with the oracle" oracle "$SRC" "$M" --threads 8
+check "unmount" sfs_umount "$M"
+
+# ---- the saved index: remount reads no .npz ----
+# Garble every .npz keeping size and mtime: the fingerprint still matches,
+# so a mount that read any stroke file would fail; it must serve the same.
+cp -a "$SRC" "$T/flat.orig"
+for f in "$SRC"/*.npz; do
+	$PY -c "import sys; f=open(sys.argv[1],'r+b'); n=len(f.read()); f.seek(0); f.write(b'\x55'*n)" "$f"
+	touch -r "$T/flat.orig/$(basename "$f")" "$f"
+done
+start=$(date +%s.%N)
+check "remount with garbled .npz (same size and mtime)" sfs_mount "$SRC" "$M"
+remount_s=$(echo "$(date +%s.%N) - $start" | bc)
+check "it says it used the saved index" grep -q "using the saved index" "$(log_of "$M")"
+check "and serves the original strokes" oracle "$T/flat.orig" "$M"
+echo "    (first mount ${build_s}s, remount ${remount_s}s)"
+check "unmount remount" sfs_umount "$M"
+rm -rf "$SRC" && cp -a "$T/flat.orig" "$SRC"
+
+# ---- stale and corrupt indexes are rebuilt ----
+touch -d '2001-01-01' "$SRC/dog.npz"
+check "mount after a source changed" sfs_mount "$SRC" "$M"
+check "stale index rebuilt with a message" grep -q "rebuilding the index" "$(log_of "$M")"
+check "unmount stale" sfs_umount "$M"
+idx=$(ls "$T"/cache/samplefs/quickdraw-*.sfsidx | head -1)
+for i in $(ls "$T"/cache/samplefs/quickdraw-*.sfsidx); do
+	printf '\xff\xfe' | dd of="$i" bs=1 seek=$(( $(stat -c %s "$i") / 2 )) conv=notrunc 2>/dev/null
+done
+check "mount with a corrupt index" sfs_mount "$SRC" "$M"
+check "corrupt index rebuilt with a message" grep -q "rebuilding the index" "$(log_of "$M")"
+check "rebuilt index serves the oracle's bytes" oracle "$SRC" "$M" --sample 200
+check "unmount corrupt" sfs_umount "$M"
+
+# ---- options ----
+check "mount -o image=uint8,stroke_len=50,per_class=7,seed=3,split=70/20/10" \
+	sfs_mount "$SRC" "$M" -o image=uint8,stroke_len=50,per_class=7,seed=3,split=70/20/10
+check "options: every file equals the oracle" oracle "$SRC" "$M" --image uint8 \
+	--stroke-len 50 --per-class 7 --seed 3 --split 70/20/10
+check "uint8 image is 128 + 784 bytes" test "$(stat -c %s "$M/images/The Eiffel Tower/000000.npy")" = 912
+check "unmount options" sfs_umount "$M"
+check "mount -o classes=FILE (a subset, in its order)" \
+	sfs_mount "$SRC" "$M" -o "classes=$T/subset.txt,stroke_len=200"
+check "classes=FILE: every file equals the oracle" oracle "$SRC" "$M" \
+	--classes "$T/subset.txt" --stroke-len 200
+check "classes=FILE: label order" test "$(head -c 8 "$M/classes.txt")" = "t-shirt"
+check "unmount classes" sfs_umount "$M"
+
+# ---- official layout, classes.txt order, images only, strokes only ----
+check "mount numpy_bitmap/ + sketchrnn/ with classes.txt" sfs_mount "$T/official" "$M"
+check "official: every file equals the oracle" oracle "$T/official" "$M"
+check "unmount official" sfs_umount "$M"
+check "mount images only" sfs_mount "$T/imgonly" "$M"
+check "images only: no strokes/, lines without strokes" oracle "$T/imgonly" "$M"
+check "unmount images only" sfs_umount "$M"
+check "mount strokes only" sfs_mount "$T/stkonly" "$M"
+check "strokes only: no images/" oracle "$T/stkonly" "$M"
+check "unmount strokes only" sfs_umount "$M"
+
+# ---- hostile inputs: refused naming the file, or served with a warning ----
+while read -r c want; do
+	B=$T/bad/$c
+	if [ "$want" = refuse ]; then
+		check "bad input '$c': mount refused" expect_fail "error: .*broken" \
+			timeout 60 "$SAMPLEFS" -f "$B" "$M"
+		grep -q " $M fuse" /proc/mounts && fusermount3 -u "$M"
+	else
+		check "bad input '$c': mounts" sfs_mount "$B" "$M"
+		check "bad input '$c': warning names the file" grep -q "warning: .*broken.npy" "$(log_of "$M")"
+		check "bad input '$c': $want whole rows served" \
+			test "$(ls "$M/images/broken" | wc -l)" = "$want"
+		check "bad input '$c': good class intact" test "$(ls "$M/images/good" | wc -l)" = 20
+		check "unmount '$c'" sfs_umount "$M"
+	fi
+done <"$T/bad.cases"
+
+# ---- a class file truncated while mounted: EIO, never wrong bytes ----
+cp -a "$T/flat.orig" "$T/shrink"
+check "mount a source to shrink" sfs_mount "$T/shrink" "$M"
+check "image reads before" sh -c "cat '$M/images/cat/000070.npy' >/dev/null"
+truncate -s 5000 "$T/shrink/cat.npy"
+check "image of the cut file gives EIO" expect_fail "Input/output error" cat "$M/images/cat/000079.npy"
+check "other classes still read" sh -c "cat '$M/images/Zebra/000030.npy' >/dev/null"
+check "unmount shrink" sfs_umount "$M"
+
+sfs_done
