@@ -192,7 +192,7 @@ def main(out, nclasses, per_class, nval, flat_classes, seed=0):
     with open(os.path.join(out, "manifest.json"), "w") as f:
         json.dump(dict(classes=len(wnids), per_class=per_class, nval=nval,
                        members=len(wnids) * per_class, member_bytes=total,
-                       flat_classes=flat_classes, seed=seed), f)
+                       flat_wnids=wnids[:flat_classes], seed=seed), f)
     print("gen_imagenet: %d x %d members (mean %.0f bytes) in %.1f s"
           % (len(wnids), per_class, total / (len(wnids) * per_class),
              time.time() - t0))

@@ -1,0 +1,526 @@
+#!/usr/bin/env bash
+# bench.sh - `make bench`: samplefs against what people do without it
+# (explode to one file per sample, extract the tars, squashfuse, archivemount)
+# and against the FUSE floor (build/samplefs-floorfs: the least any FUSE
+# filesystem can do per file), side by side in one run, medians of
+# BENCH_RUNS runs, cold and warm caches.  Writes tools/bench/results.md.
+#
+#   tools/bench/bench.sh [A] [B]   parts: A Quick, Draw!, B ImageNet (default both)
+#   BENCH_QUICK=1   small data and one run, for debugging; the table goes to
+#                   $BENCH_DIR/quick/results.md, not into the repository
+#   BENCH_RUNS=N    runs per measurement (default 3)
+#   BENCH_DIR=DIR   generated data, kept between runs (default /var/tmp/samplefs-bench)
+#   BENCH_OUT=FILE  where the table goes
+#   BENCH_BUILD=DIR where build/samplefs and build/samplefs-floorfs are
+#
+# Data is generated once (by the fast numpy generators next to this script)
+# and reused; the explode and extract steps are timed on every run.  Cold
+# means `sync; echo 3 > /proc/sys/vm/drop_caches` (needs root; without it
+# cold rows are skipped).  Every mount is unmounted by the EXIT trap and
+# every daemon we started is killed by its PID.  Not a test: it fails only
+# when a tool it needs is missing or a reader hits an error.
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$ROOT" || exit 1
+PY=/usr/bin/python3
+HERE=$ROOT/tools/bench
+BUILD=${BENCH_BUILD:-build}		# where make put the binaries
+case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
+SAMPLEFS=$BUILD/samplefs
+FLOORFS=$BUILD/samplefs-floorfs
+READER=$BUILD/bench-readfiles
+
+QUICK=${BENCH_QUICK:-0}
+BASE=${BENCH_DIR:-/var/tmp/samplefs-bench}
+PARTS=${*:-A B}
+if [ "$QUICK" = 1 ]; then
+	DATA=$BASE/quick
+	RUNS=${BENCH_RUNS:-1}
+	OUT=${BENCH_OUT:-$DATA/results.md}
+	QD_CLASSES=20 QD_PER=1000 QD_SCALE="200:0.2k 3000:3k"
+	QD_READ=20000 QD_STROKES=5000
+	IN_CLASSES=40 IN_PER=500 IN_VAL=1000 IN_FLAT=5 IN_READ=5000 AM_READ=500
+	AM_TIMEOUT=60
+else
+	DATA=$BASE
+	RUNS=${BENCH_RUNS:-3}
+	OUT=${BENCH_OUT:-$HERE/results.md}
+	QD_CLASSES=345 QD_PER=3000 QD_SCALE="1000:1k 10000:10k"
+	QD_READ=100000 QD_STROKES=20000
+	IN_CLASSES=1000 IN_PER=1281 IN_VAL=50000 IN_FLAT=20 IN_READ=20000
+	AM_READ=1000 AM_TIMEOUT=300
+fi
+CATEGORIES=/work/shared/data/quickdraw-categories.txt
+[ -f "$CATEGORIES" ] || CATEGORIES=$ROOT/../shared/data/quickdraw-categories.txt
+MNT=$DATA/mnt
+RES=$DATA/results.tsv
+LOG=$DATA/bench.log
+LISTS=$DATA/lists
+
+MOUNTS=()
+PIDS=()
+cleanup() {
+	local m p
+	for m in "${MOUNTS[@]}"; do
+		is_mounted "$m" && { fusermount3 -u "$m" 2>/dev/null ||
+			fusermount -u "$m" 2>/dev/null || umount -l "$m" 2>/dev/null; }
+	done
+	for p in "${PIDS[@]}"; do
+		kill "$p" 2>/dev/null
+	done
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+say() { printf '[bench %s] %s\n' "$(date +%T)" "$*" | tee -a "$LOG" >&2; }
+rec() { printf 'm\t%s\t%s\n' "$1" "$2" >>"$RES"; say "$1 = $2"; }
+fail() { printf 'fail\t%s\t%s\n' "$1" "$2" >>"$RES"; say "FAILED $1: $2"; }
+fact() { printf 'fact\t%s\t%s\n' "$1" "$2" >>"$RES"; }
+note() { printf 'note\t%s\n' "$1" >>"$RES"; }
+usec() { local t=$EPOCHREALTIME; echo "${t/./}"; }
+secs_since() { awk -v a="$1" -v b="$(usec)" 'BEGIN { printf "%.4f", (b - a) / 1e6 }'; }
+is_mounted() { grep -qs " $1 fuse" /proc/mounts; }
+
+CAN_DROP=0
+drop_caches() {
+	sync
+	[ "$CAN_DROP" = 1 ] && echo 3 >/proc/sys/vm/drop_caches
+}
+
+# fs_start MNT TIMEOUT CMD...: starts a FUSE daemon that stays in the
+# foreground (CMD has -f), waits until MNT is mounted.  Sets FS_PID and
+# FS_SECS (launch to mount, the mount time).  Nonzero if it did not mount.
+fs_start() {
+	local mnt=$1 timeout=$2 t0
+	shift 2
+	mkdir -p "$mnt"
+	if is_mounted "$mnt"; then
+		say "$mnt is already mounted"
+		return 1
+	fi
+	t0=$(usec)
+	"$@" >>"$LOG" 2>&1 &
+	FS_PID=$!
+	PIDS+=("$FS_PID")
+	MOUNTS+=("$mnt")
+	while ! is_mounted "$mnt"; do
+		if ! kill -0 "$FS_PID" 2>/dev/null; then
+			say "$1 exited before mounting (see $LOG)"
+			return 1
+		fi
+		if [ $(( $(usec) - t0 )) -gt $((timeout * 1000000)) ]; then
+			say "$1 did not mount within $timeout s; killing it"
+			kill "$FS_PID"
+			wait "$FS_PID" 2>/dev/null
+			is_mounted "$mnt" && fusermount3 -u "$mnt"
+			return 1
+		fi
+		sleep 0.005
+	done
+	FS_SECS=$(secs_since "$t0")
+}
+
+# fs_stop MNT: sets FS_HWM (the daemon's VmHWM in KiB), unmounts, waits.
+fs_stop() {
+	local mnt=$1 i
+	FS_HWM=$(awk '/^VmHWM:/ { print $2 }' "/proc/$FS_PID/status" 2>/dev/null)
+	fusermount3 -u "$mnt" 2>/dev/null || fusermount -u "$mnt" 2>/dev/null ||
+		umount -l "$mnt"
+	for i in $(seq 1 200); do
+		kill -0 "$FS_PID" 2>/dev/null || break
+		sleep 0.05
+	done
+	kill "$FS_PID" 2>/dev/null
+	wait "$FS_PID" 2>/dev/null
+	return 0
+}
+
+# samplefs_start SOURCE INDEX_DIR [more -o options]: layout $SFS_LAYOUT
+samplefs_start() {
+	local src=$1 idx=$2 extra=${3:+,$3}
+	fs_start "$MNT" 600 "$SAMPLEFS" -f \
+		-o "quiet,layout=$SFS_LAYOUT,index_dir=$idx$extra" "$src" "$MNT"
+}
+
+floor_start() {	# files size per_dir ext
+	fs_start "$MNT" 60 "$FLOORFS" -f \
+		-o "files=$1,size=$2,per_dir=$3,ext=$4" "$MNT"
+}
+
+# readlist LIST ROOT THREADS [TIMEOUT]: prints files/s; nonzero on any error.
+readlist() {
+	local out
+	out=$(timeout "${4:-900}" "$READER" -t "$3" -p "$2" "$1" 2>>"$LOG") || {
+		say "reader failed on $2 ($1): $out"
+		return 1
+	}
+	echo "$out" >>"$LOG"
+	sed -n 's/.*files_per_s=\([0-9.]*\).*/\1/p' <<<"$out"
+}
+
+# measure KEY LIST ROOT THREADS [TIMEOUT]: reads and records files/s.
+measure() {
+	local v
+	if v=$(readlist "$2" "$3" "$4" "${5:-900}"); then
+		rec "$1" "$v"
+	else
+		fail "$1" "reader error or timeout (see bench.log)"
+		return 1
+	fi
+}
+
+cat_files() { cat "$@" >/dev/null 2>&1; }
+index_bytes() { du -sb "$1" | awk '{ print $1 }'; }
+
+setup() {
+	local t
+	mkdir -p "$DATA" "$LISTS" "$MNT"
+	: >"$RES"
+	say "data in $DATA, $RUNS run(s) per measurement, parts: $PARTS"
+	for t in "$SAMPLEFS" "$FLOORFS"; do
+		[ -x "$t" ] || { say "missing $t: run make first"; exit 1; }
+	done
+	cc -O2 -Wall -Wextra -D_GNU_SOURCE -o "$READER" "$HERE/readfiles.c" -lpthread ||
+		exit 1
+	if [ "$(id -u)" = 0 ] && sync && echo 3 >/proc/sys/vm/drop_caches 2>/dev/null; then
+		CAN_DROP=1
+	else
+		note "not root: could not drop caches, so the cold rows are missing"
+	fi
+	fact "command" "\`${BENCH_CMD:-BENCH_QUICK=$QUICK BENCH_RUNS=$RUNS tools/bench/bench.sh $PARTS}\`"
+	fact "commit" "$(git rev-parse --short HEAD 2>/dev/null) ($(date -u '+%F %H:%M UTC'))"
+	fact "machine" "$(nproc) CPUs ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)), $(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo) RAM, kernel $(uname -r), $(df -T "$DATA" | awk 'NR == 2 { print $2 }') on $(df "$DATA" | awk 'NR == 2 { print $1 }')"
+	fact "load average at start" "$(cut -d' ' -f1-3 /proc/loadavg) (the machine is shared: expect noise)"
+	fact "runs" "$RUNS per measurement, median shown with the spread"
+}
+
+# ---- A. Quick, Draw! ----------------------------------------------------
+
+qd_source() {	# DIR NCLASSES PER_CLASS
+	[ -f "$1/.done" ] && return 0
+	say "generating $2 x $3 Quick, Draw! classes in $1"
+	rm -rf "$1"
+	"$PY" "$HERE/gen_quickdraw.py" "$1" "$CATEGORIES" "$2" "$3" 1 >>"$LOG" &&
+		touch "$1/.done"
+}
+
+qd_warm() {	# SOURCE INDEX_DIR: drop caches, then read the sources and index
+	drop_caches
+	cat_files "$1"/numpy_bitmap/* "$1"/sketchrnn/* "$2"/*
+}
+
+qd_explode() {	# SOURCE: times the explode step into $DATA/qd-exploded
+	local x=$DATA/qd-exploded t0
+	rm -rf "$x.new"
+	drop_caches
+	t0=$(usec)
+	if "$PY" "$HERE/explode_quickdraw.py" "$1" "$x.new" 2 >>"$LOG"; then
+		sync
+		rec qd.explode_s "$(secs_since "$t0")"
+		rm -rf "$x"
+		mv "$x.new" "$x"
+	else
+		fail qd.explode_s "explode_quickdraw.py failed"
+	fi
+}
+
+qd_squashfs() {	# the exploded images as a squashfs image, made once
+	local img=$DATA/qd-images.sqfs
+	[ -f "$img" ] && return 0	# the explode step is deterministic
+	say "mksquashfs of the exploded images (once)"
+	rm -f "$img"
+	mksquashfs "$DATA/qd-exploded" "$img" -e strokes -no-progress -quiet \
+		>>"$LOG" 2>&1
+}
+
+qd_mounts() {	# SOURCE INDEX_DIR: first mount and remount times
+	local src=$1 idx=$2 r
+	for r in $(seq 1 "$RUNS"); do
+		rm -rf "$idx"
+		drop_caches
+		samplefs_start "$src" "$idx" || { fail qd.mount1_cold_s "mount failed"; return 1; }
+		rec qd.mount1_cold_s "$FS_SECS"
+		fs_stop "$MNT"
+		drop_caches
+		samplefs_start "$src" "$idx" && rec qd.remount_cold_s "$FS_SECS" && fs_stop "$MNT"
+		qd_warm "$src" "$idx"
+		samplefs_start "$src" "$idx" && rec qd.remount_warm_s "$FS_SECS" && fs_stop "$MNT"
+		rm -rf "$idx"
+		qd_warm "$src" "$idx"
+		samplefs_start "$src" "$idx" && rec qd.mount1_warm_s "$FS_SECS" && fs_stop "$MNT"
+	done
+	rec qd.index_ratio "$(awk -v i="$(index_bytes "$idx")" -v n="$(qd_npz_bytes "$src")" \
+		'BEGIN { printf "%.4f", i / n }')"
+}
+
+qd_npz_bytes() { du -sb "$1/sketchrnn" | awk '{ print $1 }'; }
+
+qd_hwm() { [ -n "${FS_HWM:-}" ] && [ "$FS_HWM" -gt "${QD_HWM:-0}" ] && QD_HWM=$FS_HWM; return 0; }
+
+qd_reads() {	# SOURCE INDEX_DIR IMAGE_BYTES STROKE_BYTES
+	local src=$1 idx=$2 isz=$3 ssz=$4 x=$DATA/qd-exploded r t
+	local il=$LISTS/qd_images.txt fl=$LISTS/floor_images.txt
+	local nimg nstr
+	nimg=$(wc -l <"$il")
+	nstr=$(wc -l <"$LISTS/qd_strokes.txt")
+	for r in $(seq 1 "$RUNS"); do
+		say "Quick, Draw! reads, run $r"
+		if [ "$CAN_DROP" = 1 ]; then
+			drop_caches
+			measure qd.cold.exploded "$il" "$x" 1
+			if fs_start "$MNT" 60 squashfuse_ll -f "$DATA/qd-images.sqfs" "$MNT"; then
+				drop_caches
+				measure qd.cold.squashfs "$il" "$MNT" 1
+				fs_stop "$MNT"
+			fi
+			if samplefs_start "$src" "$idx"; then
+				drop_caches
+				measure qd.cold.samplefs "$il" "$MNT" 1
+				fs_stop "$MNT"; qd_hwm
+			fi
+		fi
+		for t in 1 4; do
+			qd_warm "$src" "$idx"
+			if samplefs_start "$src" "$idx"; then
+				measure "qd.first$t.samplefs" "$il" "$MNT" "$t"
+				measure "qd.second$t.samplefs" "$il" "$MNT" "$t"
+				fs_stop "$MNT"; qd_hwm
+			fi
+			drop_caches
+			if floor_start "$nimg" "$isz" "$QD_PER" npy; then
+				measure "qd.first$t.floor" "$fl" "$MNT" "$t"
+				measure "qd.second$t.floor" "$fl" "$MNT" "$t"
+				fs_stop "$MNT"
+			fi
+			readlist "$il" "$x" "$t" >/dev/null	# warm the exploded tree
+			measure "qd.second$t.exploded" "$il" "$x" "$t"
+		done
+		qd_warm "$src" "$idx"
+		if samplefs_start "$src" "$idx"; then
+			measure qd.strokes1.samplefs "$LISTS/qd_strokes.txt" "$MNT" 1
+			fs_stop "$MNT"; qd_hwm
+		fi
+		drop_caches
+		if floor_start "$nstr" "$ssz" "$QD_PER" npy; then
+			measure qd.strokes1.floor "$LISTS/floor_strokes.txt" "$MNT" 1
+			fs_stop "$MNT"
+		fi
+	done
+	[ -n "${QD_HWM:-}" ] && rec qd.rss_kb "$QD_HWM"
+}
+
+# How first mount, remount, RSS and index size grow with samples per class.
+qd_scale() {	# PER:LABEL (3k is measured above)
+	local per=${1%%:*} label=${1##*:} src idx
+	src=$DATA/qd-$per
+	idx=$DATA/index/qd-$per
+	qd_source "$src" "$QD_CLASSES" "$per" || { fail "scale.mount1.$label" "generator failed"; return 1; }
+	mkdir -p "$LISTS/scale"
+	"$PY" "$HERE/lists.py" qd "$src/manifest.json" "$LISTS/scale" "$QD_STROKES" "$QD_STROKES" 2 >/dev/null
+	rm -rf "$idx"
+	drop_caches
+	samplefs_start "$src" "$idx" || { fail "scale.mount1.$label" "mount failed"; return 1; }
+	rec "scale.mount1.$label" "$FS_SECS"
+	fs_stop "$MNT"
+	qd_warm "$src" "$idx"
+	samplefs_start "$src" "$idx" || return 1
+	rec "scale.remount.$label" "$FS_SECS"
+	readlist "$LISTS/scale/qd_strokes.txt" "$MNT" 1 >/dev/null
+	fs_stop "$MNT"
+	rec "scale.rss.$label" "$FS_HWM"
+	rec "scale.index.$label" "$(awk -v i="$(index_bytes "$idx")" -v n="$(qd_npz_bytes "$src")" \
+		'BEGIN { printf "%.4f", i / n }')"
+}
+
+# The main data set's point of the growth table: copies of the medians above,
+# and RSS after the same stroke reads as the other points.
+qd_scale_main() {	# SOURCE INDEX_DIR
+	local label m
+	label=$(awk -v n="$QD_PER" 'BEGIN { printf "%gk", n / 1000 }')
+	for m in mount1:qd.mount1_cold_s remount:qd.remount_warm_s index:qd.index_ratio; do
+		awk -F'\t' -v k="${m#*:}" -v o="scale.${m%%:*}.$label" \
+			'$1 == "m" && $2 == k { print "m\t" o "\t" $3 }' "$RES" >>"$RES.tmp"
+	done
+	[ -f "$RES.tmp" ] && cat "$RES.tmp" >>"$RES" && rm -f "$RES.tmp"
+	mkdir -p "$LISTS/scale"
+	"$PY" "$HERE/lists.py" qd "$1/manifest.json" "$LISTS/scale" "$QD_STROKES" "$QD_STROKES" 2 >/dev/null
+	samplefs_start "$1" "$2" || return 1
+	readlist "$LISTS/scale/qd_strokes.txt" "$MNT" 1 >/dev/null
+	fs_stop "$MNT"
+	rec "scale.rss.$label" "$FS_HWM"
+}
+
+part_a() {
+	local src=$DATA/qd-$QD_PER idx=$DATA/index/qd-$QD_PER sizes isz ssz total s
+	say "== A. Quick, Draw! ($QD_CLASSES classes x $QD_PER)"
+	SFS_LAYOUT=quickdraw
+	qd_source "$src" "$QD_CLASSES" "$QD_PER" || { fail qd.explode_s "generator failed"; return 1; }
+	sizes=$("$PY" "$HERE/lists.py" qd "$src/manifest.json" "$LISTS" "$QD_READ" "$QD_STROKES" 1) || return 1
+	read -r isz ssz total <<<"$sizes"
+	fact "A data" "$QD_CLASSES classes x $QD_PER samples = $total samples ($((2 * total)) files); .npy $(du -sh "$src/numpy_bitmap" | cut -f1), .npz $(du -sh "$src/sketchrnn" | cut -f1); image files $isz B, stroke files $ssz B; reads: $(wc -l <"$LISTS/qd_images.txt") image files in gidx order, $(wc -l <"$LISTS/qd_strokes.txt") stroke files in random order"
+	qd_explode "$src"
+	qd_squashfs || fail qd.cold.squashfs "mksquashfs failed"
+	qd_mounts "$src" "$idx"
+	qd_reads "$src" "$idx" "$isz" "$ssz"
+	qd_scale_main "$src" "$idx"
+	for s in $QD_SCALE; do
+		qd_scale "$s"
+	done
+	note "A: 'gidx order' reads the first $(wc -l <"$LISTS/qd_images.txt") image files (classes in label order); the squashfs image holds the exploded images only (the strokes are not read from it)."
+	note "A: the explode step is timed once per bench run; samplefs mounts use a fresh -o index_dir under $DATA/index."
+}
+
+# ---- B. ImageNet ------------------------------------------------------------
+
+in_source() {
+	local d=$DATA/imagenet
+	[ -f "$d/.done" ] && return 0
+	say "generating an ImageNet-sized release ($IN_CLASSES x $IN_PER) in $d"
+	rm -rf "$d"
+	"$PY" "$HERE/gen_imagenet.py" "$d" "$IN_CLASSES" "$IN_PER" "$IN_VAL" "$IN_FLAT" 1 >>"$LOG" &&
+		touch "$d/.done"
+}
+
+in_warm() {	# INDEX_DIR
+	drop_caches
+	cat_files "$DATA/imagenet"/ILSVRC2012_* "$1"/*
+}
+
+# The usual recipe: untar the outer tar, untar each class tar into its
+# directory and delete it, untar val.
+in_extract() {
+	local src=$DATA/imagenet x=$DATA/in-extracted t0
+	rm -rf "$x.new"
+	mkdir -p "$x.new/train" "$x.new/val"
+	drop_caches
+	t0=$(usec)
+	if (cd "$x.new/train" && tar -xf "$src/ILSVRC2012_img_train.tar" &&
+	    for t in *.tar; do
+		mkdir -p "${t%.tar}" && tar -xf "$t" -C "${t%.tar}" && rm -f "$t" || exit 1
+	    done && tar -xf "$src/ILSVRC2012_img_val.tar" -C ../val && sync); then
+		rec in.extract_s "$(secs_since "$t0")"
+		rm -rf "$x"
+		mv "$x.new" "$x"
+	else
+		fail in.extract_s "tar failed"
+	fi
+}
+
+in_hwm() { [ -n "${FS_HWM:-}" ] && [ "$FS_HWM" -gt "${IN_HWM:-0}" ] && IN_HWM=$FS_HWM; return 0; }
+
+in_mounts() {	# INDEX_DIR MEMBERS
+	local src=$DATA/imagenet idx=$1 members=$2 r n t0
+	for r in $(seq 1 "$RUNS"); do
+		rm -rf "$idx"
+		if [ "$CAN_DROP" = 1 ]; then
+			drop_caches
+			samplefs_start "$src" "$idx" || { fail in.mount1_cold_s "mount failed"; return 1; }
+			rec in.mount1_cold_s "$FS_SECS"
+			fs_stop "$MNT"; in_hwm
+			rm -rf "$idx"
+		fi
+		in_warm "$idx"
+		samplefs_start "$src" "$idx" || { fail in.mount1_warm_s "mount failed"; return 1; }
+		rec in.mount1_warm_s "$FS_SECS"
+		t0=$(usec)
+		n=$(find "$MNT/train" -type f | wc -l)
+		rec in.find_s "$(secs_since "$t0")"
+		[ "$n" = "$((IN_CLASSES * IN_PER))" ] ||
+			note "B: find on samplefs counted $n files, expected $((IN_CLASSES * IN_PER))"
+		fs_stop "$MNT"; in_hwm
+		in_warm "$idx"
+		samplefs_start "$src" "$idx" && rec in.remount_s "$FS_SECS" && fs_stop "$MNT"
+	done
+	rec in.index_per_member "$(awk -v i="$(index_bytes "$idx")" -v n="$members" \
+		'BEGIN { printf "%.2f", i / n }')"
+	find "$DATA/in-extracted/train" -type f | wc -l >/dev/null	# warm
+	t0=$(usec)
+	find "$DATA/in-extracted/train" -type f | wc -l >/dev/null
+	rec in.find_extracted_s "$(secs_since "$t0")"
+}
+
+in_reads() {	# INDEX_DIR MEAN_SIZE
+	local src=$DATA/imagenet idx=$1 msz=$2 x=$DATA/in-extracted r t
+	local l=$LISTS/in_random.txt fl=$LISTS/floor_in.txt n
+	n=$(wc -l <"$l")
+	for r in $(seq 1 "$RUNS"); do
+		say "ImageNet reads, run $r"
+		for t in 1 4; do
+			in_warm "$idx"
+			if samplefs_start "$src" "$idx"; then
+				measure "in.first$t.samplefs" "$l" "$MNT" "$t"
+				measure "in.second$t.samplefs" "$l" "$MNT" "$t"
+				fs_stop "$MNT"; in_hwm
+			fi
+			drop_caches
+			if floor_start "$n" "$msz" 1281 JPEG; then
+				measure "in.first$t.floor" "$fl" "$MNT" "$t"
+				fs_stop "$MNT"
+			fi
+			readlist "$l" "$x" "$t" >/dev/null
+			measure "in.second$t.extracted" "$l" "$x" "$t"
+		done
+		if [ "$CAN_DROP" = 1 ]; then
+			drop_caches
+			measure in.cold.extracted "$l" "$x" 1
+			if samplefs_start "$src" "$idx"; then
+				drop_caches
+				measure in.cold.samplefs "$l" "$MNT" 1
+				fs_stop "$MNT"; in_hwm
+			fi
+		fi
+	done
+	[ -n "${IN_HWM:-}" ] && rec in.rss_kb "$IN_HWM"
+}
+
+# archivemount reads a whole archive's headers at mount and does not look
+# inside nested tars, so it gets the outer tar (mount time only) and flat.tar,
+# the first IN_FLAT classes as one flat tar, for reads; both time-boxed.
+in_archivemount() {
+	local src=$DATA/imagenet idx=$1 fl=$LISTS/flat_random.txt
+	if ! command -v archivemount >/dev/null; then
+		note "B: archivemount is not installed"
+		return 0
+	fi
+	drop_caches
+	if fs_start "$MNT" "$AM_TIMEOUT" archivemount -f -o readonly "$src/ILSVRC2012_img_train.tar" "$MNT"; then
+		rec in.am_outer_mount_s "$FS_SECS"
+		fs_stop "$MNT"
+	else
+		fail in.am_outer_mount_s "did not mount within $AM_TIMEOUT s"
+	fi
+	drop_caches
+	if fs_start "$MNT" "$AM_TIMEOUT" archivemount -f -o readonly "$src/flat.tar" "$MNT"; then
+		rec in.am_flat_mount_s "$FS_SECS"
+		measure in.am_flat_read "$fl" "$MNT" 1 "$AM_TIMEOUT"
+		fs_stop "$MNT"
+	else
+		fail in.am_flat_mount_s "did not mount within $AM_TIMEOUT s"
+	fi
+	in_warm "$idx"
+	if samplefs_start "$src" "$idx"; then
+		measure in.flat_read.samplefs "$fl" "$MNT" 1
+		fs_stop "$MNT"
+	fi
+	note "B: archivemount sees the outer tar's $IN_CLASSES class tars, not the JPEGs inside them; its reads use flat.tar ($IN_FLAT classes x $IN_PER members as train/<wnid>/<member>, $(du -h "$src/flat.tar" | cut -f1)), $(wc -l <"$fl") random members."
+}
+
+part_b() {
+	local idx=$DATA/index/imagenet sizes msz members
+	say "== B. ImageNet ($IN_CLASSES class tars x $IN_PER)"
+	SFS_LAYOUT=imagenet
+	in_source || { fail in.extract_s "generator failed"; return 1; }
+	sizes=$("$PY" "$HERE/lists.py" in "$DATA/imagenet" "$LISTS" "$IN_READ" "$AM_READ" 1) || return 1
+	read -r msz members <<<"$sizes"
+	fact "B data" "$IN_CLASSES class tars x $IN_PER members = $members train JPEGs (mean $msz B) + $IN_VAL val; train tar $(du -h "$DATA/imagenet/ILSVRC2012_img_train.tar" | cut -f1); reads: $(wc -l <"$LISTS/in_random.txt") random train members"
+	in_extract
+	in_mounts "$idx" "$((members + IN_VAL))"
+	in_reads "$idx" "$msz"
+	in_archivemount "$idx"
+	note "B: index bytes per member = index file size / (train + val members); the floor serves $(wc -l <"$LISTS/in_random.txt") files of the mean member size ($msz B) in random order."
+}
+
+setup
+case " $PARTS " in *" A "*) part_a ;; esac
+case " $PARTS " in *" B "*) part_b ;; esac
+"$PY" "$HERE/table.py" "$RES" "$OUT" && say "results in $OUT"

@@ -1,0 +1,248 @@
+#!/usr/bin/python3
+"""table - turns the benchmark's raw measurements into tools/bench/results.md.
+
+Usage: table.py RESULTS_TSV OUT_MD
+
+RESULTS_TSV has one line per measurement, tab-separated:
+  m     KEY VALUE        one run's value (several lines per KEY: median taken)
+  fail  KEY TEXT         the measurement could not be made (why)
+  fact  NAME TEXT        machine facts, the command line, data sizes
+  note  TEXT             a caveat printed under the table
+Rows below say how each KEY is shown and which target applies.  A row whose
+keys were not measured (a part not run) is left out.
+"""
+import statistics
+import sys
+
+# kinds: "abs" compares the value to a limit; "ratio" divides value by ref
+# (for times, ref / value, so that bigger is always better); "info" has no
+# target.
+A = [
+    ("A. Quick, Draw!", None),
+    ("explode step (np.save per sample, 2 processes), cold", dict(
+        key="qd.explode_s", unit="s", kind="info")),
+    ("samplefs first mount (index built), cold", dict(
+        key="qd.mount1_cold_s", unit="s", kind="ratio", ref="qd.explode_s",
+        time=True, op=">=", limit=20, target="explode / mount >= 20x")),
+    ("samplefs first mount (index built), warm sources", dict(
+        key="qd.mount1_warm_s", unit="s", kind="info")),
+    ("samplefs remount, warm", dict(
+        key="qd.remount_warm_s", unit="s", kind="abs", op="<", limit=1.0)),
+    ("samplefs remount, cold", dict(
+        key="qd.remount_cold_s", unit="s", kind="info")),
+    ("cold, 1 thread, images in gidx order: exploded tree (ext4)", dict(
+        key="qd.cold.exploded", unit="files/s", kind="info")),
+    ("cold, 1 thread, images in gidx order: squashfuse_ll (squashfs of the exploded images)", dict(
+        key="qd.cold.squashfs", unit="files/s", kind="ratio", ref="qd.cold.exploded",
+        info=True)),
+    ("cold, 1 thread, images in gidx order: samplefs", dict(
+        key="qd.cold.samplefs", unit="files/s", kind="ratio", ref="qd.cold.exploded",
+        op=">=", limit=2.0, target="samplefs / exploded >= 2x")),
+    ("first pass, warm sources, 1 thread: FUSE floor (3264-byte files)", dict(
+        key="qd.first1.floor", unit="files/s", kind="info")),
+    ("first pass, warm sources, 1 thread: samplefs images", dict(
+        key="qd.first1.samplefs", unit="files/s", kind="ratio", ref="qd.first1.floor",
+        op=">=", limit=0.8, target="samplefs / floor >= 0.8x")),
+    ("first pass, warm sources, 4 threads: FUSE floor", dict(
+        key="qd.first4.floor", unit="files/s", kind="info")),
+    ("first pass, warm sources, 4 threads: samplefs images", dict(
+        key="qd.first4.samplefs", unit="files/s", kind="ratio", ref="qd.first4.floor",
+        op=">=", limit=0.8, target="samplefs / floor >= 0.8x")),
+    ("second pass, 4 threads: exploded tree, warm", dict(
+        key="qd.second4.exploded", unit="files/s", kind="info")),
+    ("second pass, 4 threads: FUSE floor", dict(
+        key="qd.second4.floor", unit="files/s", kind="info")),
+    ("second pass, 4 threads: samplefs images", dict(
+        key="qd.second4.samplefs", unit="files/s", kind="ratio", ref="qd.second4.exploded",
+        op=">=", limit=0.8, target="samplefs / exploded warm >= 0.8x")),
+    ("second pass, 1 thread: exploded tree, warm", dict(
+        key="qd.second1.exploded", unit="files/s", kind="info")),
+    ("second pass, 1 thread: samplefs images", dict(
+        key="qd.second1.samplefs", unit="files/s", kind="ratio", ref="qd.second1.exploded",
+        info=True)),
+    ("strokes, random order, first pass, warm sources, 1 thread: FUSE floor (1688-byte files)", dict(
+        key="qd.strokes1.floor", unit="files/s", kind="info")),
+    ("strokes, random order, first pass, warm sources, 1 thread: samplefs", dict(
+        key="qd.strokes1.samplefs", unit="files/s", kind="ratio", ref="qd.strokes1.floor",
+        op=">=", limit=0.5, target="samplefs / floor >= 0.5x")),
+    ("samplefs daemon peak RSS (VmHWM, default cache; max over this part's mounts)", dict(
+        key="qd.rss_kb", unit="KiB", kind="abs", op="<", limit=64 * 1024,
+        target="< 64 MiB")),
+    ("index size / total .npz size", dict(
+        key="qd.index_ratio", unit="x", kind="abs", op="<=", limit=1.2)),
+]
+
+SCALE_METRICS = [("mount1", "first mount (cold)", "s"),
+                 ("remount", "remount (warm)", "s"),
+                 ("rss", "peak RSS after random stroke reads", "KiB"),
+                 ("index", "index size / .npz size", "x")]
+
+
+def scale_rows(meas):
+    """Rows for every scale.<metric>.<N>k measured, by N then metric."""
+    labels = {k.split(".", 2)[2] for k in meas if k.startswith("scale.")}
+    rows = []
+    for label in sorted(labels, key=lambda l: float(l.rstrip("k"))):
+        for metric, what, unit in SCALE_METRICS:
+            rows.append(("%s, %s samples per class" % (what, label),
+                         dict(key="scale.%s.%s" % (metric, label), unit=unit,
+                              kind="info")))
+    return rows
+
+
+B = [
+    ("B. ImageNet-sized tar (nested class tars)", None),
+    ("extract (tar -x outer, tar -x + rm each class tar, tar -x val), cold", dict(
+        key="in.extract_s", unit="s", kind="info")),
+    ("samplefs first mount (index built), warm sources", dict(
+        key="in.mount1_warm_s", unit="s", kind="abs", op="<", limit=10.0)),
+    ("samplefs first mount (index built), cold", dict(
+        key="in.mount1_cold_s", unit="s", kind="abs", op="<", limit=30.0)),
+    ("samplefs remount, warm", dict(
+        key="in.remount_s", unit="s", kind="abs", op="<", limit=0.5)),
+    ("index bytes per member", dict(
+        key="in.index_per_member", unit="B", kind="abs", op="<", limit=48)),
+    ("samplefs daemon peak RSS (VmHWM; max over this part's mounts)", dict(
+        key="in.rss_kb", unit="KiB", kind="abs", op="<", limit=128 * 1024,
+        target="< 128 MiB")),
+    ("`find MNT/train -type f | wc -l`, fresh mount: samplefs", dict(
+        key="in.find_s", unit="s", kind="abs", op="<", limit=5.0)),
+    ("`find DIR/train -type f | wc -l`, warm: extracted tree", dict(
+        key="in.find_extracted_s", unit="s", kind="info")),
+    ("random JPEGs, first pass, warm sources, 1 thread: FUSE floor (mean member size)", dict(
+        key="in.first1.floor", unit="files/s", kind="info")),
+    ("random JPEGs, first pass, warm sources, 1 thread: samplefs", dict(
+        key="in.first1.samplefs", unit="files/s", kind="ratio", ref="in.first1.floor",
+        op=">=", limit=0.8, target="samplefs / floor >= 0.8x")),
+    ("random JPEGs, first pass, warm sources, 4 threads: FUSE floor", dict(
+        key="in.first4.floor", unit="files/s", kind="info")),
+    ("random JPEGs, first pass, warm sources, 4 threads: samplefs", dict(
+        key="in.first4.samplefs", unit="files/s", kind="ratio", ref="in.first4.floor",
+        op=">=", limit=0.8, target="samplefs / floor >= 0.8x")),
+    ("random JPEGs, second pass, 4 threads: extracted tree, warm", dict(
+        key="in.second4.extracted", unit="files/s", kind="info")),
+    ("random JPEGs, second pass, 4 threads: samplefs", dict(
+        key="in.second4.samplefs", unit="files/s", kind="ratio", ref="in.second4.extracted",
+        op=">=", limit=0.8, target="samplefs / extracted warm >= 0.8x")),
+    ("random JPEGs, cold, 1 thread: extracted tree", dict(
+        key="in.cold.extracted", unit="files/s", kind="info")),
+    ("random JPEGs, cold, 1 thread: samplefs", dict(
+        key="in.cold.samplefs", unit="files/s", kind="ratio", ref="in.cold.extracted",
+        op=">=", limit=1.0, target="samplefs / extracted >= 1x")),
+    ("archivemount of the outer tar: mount time", dict(
+        key="in.am_outer_mount_s", unit="s", kind="info")),
+    ("archivemount of flat.tar (a subset, see notes): mount time", dict(
+        key="in.am_flat_mount_s", unit="s", kind="info")),
+    ("archivemount of flat.tar: random members, first pass, 1 thread", dict(
+        key="in.am_flat_read", unit="files/s", kind="info")),
+    ("samplefs, the same members, first pass, warm sources, 1 thread", dict(
+        key="in.flat_read.samplefs", unit="files/s", kind="ratio", ref="in.am_flat_read",
+        info=True)),
+]
+
+
+def fmt(v, unit):
+    if unit == "files/s":
+        return "{:,.0f} files/s".format(v)
+    if unit == "KiB":
+        return "%.1f MiB" % (v / 1024)
+    if unit == "s":
+        return ("%.3f s" if v < 10 else "%.1f s") % v
+    if unit == "x":
+        return "%.2fx" % v
+    if unit == "B":
+        return "%.1f B" % v
+    return "%g %s" % (v, unit)
+
+
+def spread(vals, unit):
+    if len(vals) < 2:
+        return "1 run"
+    lo, hi = min(vals), max(vals)
+    if unit == "files/s":
+        return "%d runs, %s–%s" % (len(vals), "{:,.0f}".format(lo),
+                                   "{:,.0f}".format(hi))
+    return "%d runs, %s–%s" % (len(vals), fmt(lo, unit), fmt(hi, unit))
+
+
+def met(v, op, limit):
+    return {"<": v < limit, "<=": v <= limit, ">=": v >= limit,
+            ">": v > limit}[op]
+
+
+def row(label, r, meas, fails):
+    key = r["key"]
+    if key not in meas:
+        if key in fails:
+            return "| %s | not measured: %s | | | |" % (label, fails[key])
+        return None
+    vals = meas[key]
+    v = statistics.median(vals)
+    cells = [label, "%s (%s)" % (fmt(v, r["unit"]), spread(vals, r["unit"]))]
+    if r["kind"] == "info":
+        return "| %s | %s | | | |" % tuple(cells)
+    if r["kind"] == "abs":
+        target = r.get("target", "%s %s" % (r["op"], fmt(r["limit"], r["unit"])))
+        ok = met(v, r["op"], r["limit"])
+        return "| %s | %s | %s | | %s |" % (cells[0], cells[1], target,
+                                            "**met**" if ok else "**MISSED**")
+    ref = meas.get(r["ref"])
+    if not ref:
+        return "| %s | %s | | (no reference measured) | |" % tuple(cells)
+    rv = statistics.median(ref)
+    ratio = rv / v if r.get("time") else v / rv
+    if r.get("info"):
+        return "| %s | %s | | %.2fx | |" % (cells[0], cells[1], ratio)
+    ok = met(ratio, r["op"], r["limit"])
+    return "| %s | %s | %s | %.2fx | %s |" % (
+        cells[0], cells[1], r["target"], ratio, "**met**" if ok else "**MISSED**")
+
+
+def load(path):
+    meas, fails, facts, notes = {}, {}, [], []
+    with open(path) as f:
+        for line in f:
+            p = line.rstrip("\n").split("\t")
+            if p[0] == "m" and len(p) == 3:
+                meas.setdefault(p[1], []).append(float(p[2]))
+            elif p[0] == "fail" and len(p) >= 3:
+                fails[p[1]] = p[2]
+            elif p[0] == "fact" and len(p) >= 3:
+                facts.append((p[1], p[2]))
+            elif p[0] == "note" and len(p) >= 2:
+                notes.append(p[1])
+    return meas, fails, facts, notes
+
+
+def main(tsv, out):
+    meas, fails, facts, notes = load(tsv)
+    lines = ["# samplefs benchmark results", "",
+             "Written by `tools/bench/table.py` from one run of "
+             "`tools/bench/bench.sh`; do not edit by hand.", ""]
+    lines += ["- **%s**: %s" % (k, v) for k, v in facts]
+    lines += [""]
+    for section in (A + [("how mount time, RSS and index grow", None)] +
+                    scale_rows(meas), B):
+        body = []
+        for label, r in section[1:]:
+            if label and r is None:
+                body.append("| **%s** | | | | |" % label)
+                continue
+            s = row(label, r, meas, fails)
+            if s:
+                body.append(s)
+        if not any(not b.startswith("| **") for b in body):
+            continue
+        lines += ["## " + section[0][0], "",
+                  "| measurement | median (spread) | target | ratio | verdict |",
+                  "|---|---|---|---|---|"] + body + [""]
+    if notes:
+        lines += ["## Notes", ""] + ["- " + n for n in notes] + [""]
+    with open(out, "w") as f:
+        f.write("\n".join(lines))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    main(sys.argv[1], sys.argv[2])
