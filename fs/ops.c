@@ -176,13 +176,17 @@ struct dirbuf {
 	int plus;
 };
 
+/* `link` = 0 for "." and "..": readdirplus then hands out no lookup
+ * (entry ino 0), while d_ino stays real for tools that skip d_ino 0. */
 static int add_entry(struct dirbuf *d, const char *name,
-		     const struct sfs_attr *a, uint64_t next)
+		     const struct sfs_attr *a, uint64_t next, int link)
 {
 	struct fuse_entry_param e;
 	size_t n;
 
 	to_entry(d->fs, a, &e);
+	if (!link)
+		e.ino = 0;
 	if (d->plus)
 		n = fuse_add_direntry_plus(d->req, d->buf + d->pos, d->size - d->pos,
 					   name, &e, (off_t)next);
@@ -198,22 +202,23 @@ static int add_entry(struct dirbuf *d, const char *name,
 static int fill(void *arg, const char *name, const struct sfs_attr *a,
 		uint64_t cookie)
 {
-	return add_entry(arg, name, a, cookie + 2);
+	return add_entry(arg, name, a, cookie + 2, 1);
 }
 
-/* "." and ".." carry no lookup (ino 0 in readdirplus means "do not link") */
+/* ".." gets the root's number: the layout does not say who the parent is,
+ * and the kernel resolves ".." itself. */
 static int add_dots(struct dirbuf *d, fuse_ino_t ino, uint64_t off)
 {
 	struct sfs_attr a = {.mode = S_IFDIR | 0555};
 
 	if (off == 0) {
-		a.ino = d->plus ? 0 : ino;
-		if (add_entry(d, ".", &a, 1))
+		a.ino = ino;
+		if (add_entry(d, ".", &a, 1, 0))
 			return 1;
 	}
 	if (off <= 1) {
-		a.ino = d->plus ? 0 : SFS_ROOT_INO;
-		if (add_entry(d, "..", &a, 2))
+		a.ino = SFS_ROOT_INO;
+		if (add_entry(d, "..", &a, 2, 0))
 			return 1;
 	}
 	return 0;
