@@ -1,0 +1,365 @@
+/*
+ * test_pickle.c - core/pickle.c against pickles written by Python: every
+ * flavour of tests/fixtures/qd_pickles.py (Python 2 cPickle emulation,
+ * Python 3 protocols 2-5, numpy 2 names), whose element arrays must match
+ * the expect_*.counts/.pts files numpy wrote from the original arrays; and
+ * hostile pickles (make_npz.py's "pkbad" lines), every truncation and byte
+ * damage of good ones, which must fail cleanly.  Also end to end through
+ * zip.c and npy.c for each .npz.
+ */
+#include <criterion/criterion.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "npy.h"
+#include "pickle.h"
+#include "zip.h"
+
+#define MAXTOK 16
+
+struct line {
+	int ntok;
+	char *tok[MAXTOK];
+};
+
+static char *fixture_path(const char *name)
+{
+	const char *dir = getenv("SFS_FIXTURES");
+	char *p;
+
+	cr_assert(dir, "SFS_FIXTURES is not set (run tests/fixtures/make_npz.py)");
+	cr_assert(asprintf(&p, "%s/qd/%s", dir, name) > 0);
+	return p;
+}
+
+static uint8_t *slurp(const char *name, size_t *len)
+{
+	char *path = fixture_path(name);
+	FILE *f = fopen(path, "rb");
+	uint8_t *buf;
+	long n;
+
+	cr_assert(f, "cannot open %s", path);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	buf = malloc((size_t)n + 1);
+	cr_assert(buf);
+	cr_assert(fread(buf, 1, (size_t)n, f) == (size_t)n);
+	fclose(f);
+	free(path);
+	*len = (size_t)n;
+	return buf;
+}
+
+/* Calls fn for every manifest line whose first word is `kind`. */
+static int each(const char *kind, void (*fn)(struct line *))
+{
+	char *path = fixture_path("manifest.txt");
+	FILE *f = fopen(path, "r");
+	char buf[1024], *save;
+	struct line l;
+	int count = 0;
+
+	cr_assert(f, "cannot open %s", path);
+	while (fgets(buf, sizeof(buf), f)) {
+		l.ntok = 0;
+		for (char *t = strtok_r(buf, " \n", &save); t && l.ntok < MAXTOK;
+		     t = strtok_r(NULL, " \n", &save))
+			l.tok[l.ntok++] = t;
+		if (l.ntok && !strcmp(l.tok[0], kind)) {
+			fn(&l);
+			count++;
+		}
+	}
+	fclose(f);
+	free(path);
+	return count;
+}
+
+/* ---- the oracle: expected arrays of one member ------------------------ */
+
+struct expect {
+	uint32_t *counts;       /* rows of each element */
+	int16_t *pts;           /* all values, concatenated */
+	size_t n, npts;
+	size_t seen, pos;       /* progress of a parse */
+	int stop_at;            /* callback fails at this element (-1: never) */
+};
+
+static void expect_load(struct expect *e, const char *member)
+{
+	char name[64];
+	size_t len;
+
+	memset(e, 0, sizeof(*e));
+	e->stop_at = -1;
+	snprintf(name, sizeof(name), "expect_%s.counts", member);
+	e->counts = (uint32_t *)slurp(name, &len);
+	e->n = len / 4;
+	snprintf(name, sizeof(name), "expect_%s.pts", member);
+	e->pts = (int16_t *)slurp(name, &len);
+	e->npts = len / 2;
+}
+
+static void expect_free(struct expect *e)
+{
+	free(e->counts);
+	free(e->pts);
+}
+
+/* Checks each element against the next expected one as it arrives. */
+static int check_elem(void *arg, const uint8_t *pts, uint32_t n)
+{
+	struct expect *e = arg;
+	int16_t v;
+
+	if ((int)e->seen == e->stop_at)
+		return -EIO;
+	cr_assert(e->seen < e->n, "more elements than the %zu expected", e->n);
+	cr_assert(n == e->counts[e->seen], "element %zu: %u rows, expected %u",
+		  e->seen, n, e->counts[e->seen]);
+	cr_assert(pts != NULL);
+	for (uint32_t i = 0; i < n * 3; i++) {
+		memcpy(&v, pts + 2 * i, 2);
+		cr_assert(v == e->pts[e->pos + i], "element %zu value %u: %d, expected %d",
+			  e->seen, i, v, e->pts[e->pos + i]);
+	}
+	e->pos += (size_t)n * 3;
+	e->seen++;
+	return 0;
+}
+
+/* Parses buf and requires exactly the expected member. */
+static void parse_expect(const uint8_t *buf, size_t len, const char *what,
+			 const char *member)
+{
+	struct expect e;
+	long rc;
+
+	expect_load(&e, member);
+	rc = pickle_parse_strokes(buf, len, what, check_elem, &e);
+	cr_assert(rc == (long)e.n, "%s: returned %ld, expected %zu elements",
+		  what, rc, e.n);
+	cr_assert(e.seen == e.n && e.pos == e.npts, "%s: callback saw %zu", what, e.seen);
+	expect_free(&e);
+}
+
+/* pk FILE MEMBER */
+static void check_good(struct line *l)
+{
+	size_t len;
+	uint8_t *buf = slurp(l->tok[1], &len);
+	uint8_t *odd = malloc(len + 1);
+
+	parse_expect(buf, len, l->tok[1], l->tok[2]);
+	/* the same bytes at an odd address: elements are unaligned */
+	memcpy(odd + 1, buf, len);
+	parse_expect(odd + 1, len, l->tok[1], l->tok[2]);
+	free(odd);
+	free(buf);
+}
+
+Test(pickle, every_flavour_matches_numpy)
+{
+	/* 9 flavours x 4 members */
+	cr_expect(each("pk", check_good) == 36);
+}
+
+/* ---- hostile input ---------------------------------------------------- */
+
+static int count_only(void *arg, const uint8_t *pts, uint32_t n);
+
+/* Runs the parse with stderr sent to a file; returns what was printed. */
+static char *parse_capturing(const uint8_t *buf, size_t len, const char *what,
+			     long *rc)
+{
+	FILE *tmp = tmpfile();
+	int saved = dup(2);
+	size_t n;
+	char *msg = calloc(1, 4096);
+	long rows = 0;
+
+	cr_assert(tmp && saved >= 0 && msg);
+	fflush(stderr);
+	dup2(fileno(tmp), 2);
+	*rc = pickle_parse_strokes(buf, len, what, count_only, &rows);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	rewind(tmp);
+	n = fread(msg, 1, 4095, tmp);
+	msg[n] = '\0';
+	fclose(tmp);
+	return msg;
+}
+
+static int count_only(void *arg, const uint8_t *pts, uint32_t n)
+{
+	long *rows = arg;
+	int16_t v;
+
+	if (n) {        /* touch the first and last values: ASan checks bounds */
+		memcpy(&v, pts, 2);
+		memcpy(&v, pts + (size_t)n * 6 - 2, 2);
+	}
+	*rows += n;
+	return 0;
+}
+
+/* pkbad FILE OFFSET WHY... */
+static void check_bad(struct line *l)
+{
+	size_t len;
+	uint8_t *buf = slurp(l->tok[1], &len);
+	uint8_t *exact = malloc(len ? len : 1);
+	long rows = 0, rc;
+	char *msg, want[64];
+
+	/* an exact-size copy, so ASan catches any read past the end */
+	memcpy(exact, buf, len);
+	rc = pickle_parse_strokes(exact, len, l->tok[1], count_only, &rows);
+	cr_expect(rc == -EINVAL, "%s (%s): returned %ld", l->tok[1], l->tok[3], rc);
+	if (strcmp(l->tok[2], "-") != 0) {
+		msg = parse_capturing(exact, len, l->tok[1], &rc);
+		snprintf(want, sizeof(want), "offset %s ", l->tok[2]);
+		cr_expect(strstr(msg, want) && strstr(msg, l->tok[1]),
+			  "%s: message does not name the file and %s: %s",
+			  l->tok[1], want, msg);
+		free(msg);
+	}
+	free(exact);
+	free(buf);
+}
+
+Test(pickle, hostile_pickles_fail_cleanly)
+{
+	cr_expect(each("pkbad", check_bad) >= 40);
+}
+
+/* Every prefix of a good pickle is an error, never a crash or a count. */
+static void check_prefixes(struct line *l)
+{
+	size_t len, cut;
+	uint8_t *buf;
+	long rows, rc;
+
+	if (strcmp(l->tok[2], "valid") != 0 && strcmp(l->tok[2], "one") != 0)
+		return;
+	buf = slurp(l->tok[1], &len);
+	for (cut = 0; cut < len; cut++) {
+		uint8_t *p = malloc(cut ? cut : 1);
+
+		memcpy(p, buf, cut);
+		rows = 0;
+		rc = pickle_parse_strokes(p, cut, l->tok[1], count_only, &rows);
+		cr_assert(rc == -EINVAL, "%s cut at %zu: returned %ld", l->tok[1], cut, rc);
+		free(p);
+	}
+	free(buf);
+}
+
+Test(pickle, every_truncation_fails)
+{
+	int fd = open("/dev/null", O_WRONLY);
+
+	dup2(fd, 2);    /* thousands of (correct) error messages */
+	cr_expect(each("pk", check_prefixes) == 36);
+	close(fd);
+}
+
+/* Each byte of a small pickle replaced by a few values: the parse may
+ * succeed (data bytes) or fail, but never crash, overrun or hang. */
+static void check_damage(struct line *l)
+{
+	static const uint8_t repl[] = { 0x00, 0xff, 0x7f, 0x80, '(', 'e', 'h' };
+	size_t len, i, k;
+	uint8_t *buf;
+	long rows, rc;
+
+	if (strcmp(l->tok[2], "valid") != 0)
+		return;
+	buf = slurp(l->tok[1], &len);
+	for (i = 0; i < len; i++) {
+		for (k = 0; k < sizeof(repl); k++) {
+			uint8_t *p = malloc(len);
+
+			memcpy(p, buf, len);
+			p[i] = repl[k];
+			rows = 0;
+			rc = pickle_parse_strokes(p, len, l->tok[1], count_only, &rows);
+			cr_assert(rc == -EINVAL || rc >= 0, "%s: byte %zu: %ld", l->tok[1], i, rc);
+			free(p);
+		}
+	}
+	free(buf);
+}
+
+Test(pickle, damaged_bytes_never_crash)
+{
+	int fd = open("/dev/null", O_WRONLY);
+
+	dup2(fd, 2);
+	cr_expect(each("pk", check_damage) == 36);
+	close(fd);
+}
+
+Test(pickle, callback_error_stops_the_parse)
+{
+	size_t len;
+	uint8_t *buf = slurp("pk_py2_train.pkl", &len);
+	struct expect e;
+	long rc;
+
+	expect_load(&e, "train");
+	e.stop_at = 3;
+	rc = pickle_parse_strokes(buf, len, "pk_py2_train.pkl", check_elem, &e);
+	cr_expect(rc == -EIO, "returned %ld", rc);
+	cr_expect(e.seen == 3, "callback ran %zu times", e.seen);
+	expect_free(&e);
+	free(buf);
+}
+
+/* ---- end to end: zip -> npy header -> pickle --------------------------- */
+
+static void check_npz(struct line *l)
+{
+	static const char *members[] = { "train", "valid", "test", "one" };
+	struct zip_archive *za;
+	char *path = fixture_path(l->tok[1]), name[32], what[128];
+	int rc = zip_open(&za, path);
+
+	cr_assert(rc == 0, "%s: zip_open %d", l->tok[1], rc);
+	for (size_t i = 0; i < 4; i++) {
+		const struct zip_member *m;
+		struct npy_header h;
+		uint8_t *data;
+		size_t len, need;
+
+		snprintf(name, sizeof(name), "%s.npy", members[i]);
+		snprintf(what, sizeof(what), "%s:%s", l->tok[1], name);
+		m = zip_find(za, name);
+		cr_assert(m, "%s: no member", what);
+		rc = zip_read_member(za, m, 1 << 28, &data, &len);
+		cr_assert(rc == 0, "%s: read %d", what, rc);
+		rc = npy_header_parse(data, len, what, &h, &need);
+		cr_assert(rc == 0, "%s: npy header %d", what, rc);
+		cr_assert_str_eq(h.descr, "|O", "%s", what);
+		cr_assert(h.ndim == 1, "%s", what);
+		parse_expect(data + h.data_offset, len - h.data_offset, what, members[i]);
+		free(data);
+	}
+	zip_close(za);
+	free(path);
+}
+
+Test(pickle, npz_end_to_end)
+{
+	/* 9 flavours x stored/deflated, np.savez, zip64 and data descriptors */
+	cr_expect(each("npz", check_npz) == 23);
+}
