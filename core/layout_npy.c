@@ -27,6 +27,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,9 @@
 #include <unistd.h>
 
 #define HDR_MAX 512	/* a row header: 16 dims of 21 digits fit */
+/* Rows are named "%06d": an int.  More rows than this is a hostile header
+ * (e.g. 10^18 rows of shape (0,)), and listing them would never end. */
+#define MAX_ROWS INT32_MAX
 
 struct npy_array {
 	char *name;		/* directory name: file name without ".npy" */
@@ -120,6 +124,11 @@ static int describe(struct npy_array *a, const char *what,
 		sfs_warn("%s: skipped: shape too large", what);
 		return -EINVAL;
 	}
+	if (h->shape[0] > MAX_ROWS) {
+		sfs_warn("%s: skipped: %llu rows, more than %d", what,
+			 (unsigned long long)h->shape[0], MAX_ROWS);
+		return -EINVAL;
+	}
 	a->rows = h->shape[0];
 	a->row_bytes = row_elems * h->itemsize;
 	a->data_offset = h->data_offset;
@@ -165,7 +174,8 @@ static int add_array(struct npy_layout *L, int dirfd, const char *name,
 	struct stat st;
 	int fd, rc;
 
-	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO named x.npy must not hang the mount */
+	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
 		rc = -errno;
 		sfs_err("%s: %s", what, strerror(errno));
@@ -381,7 +391,7 @@ static int parse_row_name(const char *name, uint64_t *row)
 		return -ENOENT;
 	errno = 0;
 	v = strtoull(name, &end, 10);
-	if (errno || strcmp(end, ".npy") || v > INT32_MAX)
+	if (errno || strcmp(end, ".npy") || v > MAX_ROWS)
 		return -ENOENT;
 	snprintf(again, sizeof(again), "%06llu.npy", v);
 	if (strcmp(again, name))

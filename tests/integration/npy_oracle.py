@@ -62,6 +62,13 @@ def bad(src):
     np.save(os.path.join(src, "scalar.npy"), np.float64(3.5))
     with open(os.path.join(src, "garbage.npy"), "wb") as f:
         f.write(b"\x93NUMPY\x01\x00\x10\x00{'descr': 'zz'}")
+    # 10^18 rows of nothing: a consistent size, an endless directory
+    from numpy.lib import format as fmt
+    with open(os.path.join(src, "endless.npy"), "wb") as f:
+        fmt._write_array_header(f, {"descr": "<f4", "fortran_order": False,
+                                    "shape": (10**18, 0)}, (1, 0))
+    # a FIFO must not hang the mount
+    os.mkfifo(os.path.join(src, "fifo.npy"))
 
 
 def big(src, n):
@@ -70,7 +77,14 @@ def big(src, n):
 
 
 def servable(path):
+    if not os.path.isfile(path):
+        return None
     try:
+        with open(path, "rb") as f:
+            version = np.lib.format.read_magic(f)
+            shape = np.lib.format._read_array_header(f, version)[0]
+        if shape and shape[0] > 2**31 - 1:     # samplefs refuses these
+            return None
         a = np.load(path, allow_pickle=False, mmap_mode="r")
     except Exception:
         return None
