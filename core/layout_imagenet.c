@@ -1415,6 +1415,7 @@ static int in_extent(void *priv, uint64_t ino, int *fd, uint64_t *base)
 	const struct in_split *sp;
 	const struct tarindex_node *n;
 	uint64_t i = IDX(ino);
+	struct stat st;
 	int s;
 
 	if ((s = split_of(ino, K_FILE)) >= 0 && i < L->sp[s].h.n)
@@ -1426,6 +1427,10 @@ static int in_extent(void *priv, uint64_t ino, int *fd, uint64_t *base)
 	sp = &L->sp[s];
 	*fd = sp->t.fds[tarindex_node_src(n)];
 	*base = n->off;
+	/* a splice from a source that shrank would be a short read, which
+	 * the kernel takes as the new file size: let the copy path say -EIO */
+	if (fstat(*fd, &st) || (uint64_t)st.st_size < n->off + tarindex_node_size(n))
+		return -ENOTSUP;
 	return 0;
 }
 

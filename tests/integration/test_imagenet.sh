@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# ImageNet layout end to end: fake ILSVRC2012 releases (tests/fixtures/
+# make_imagenet.py) mounted and compared with an independent Python model
+# (imagenet_oracle.py: tarfile + scipy + numpy) file by file, virtual tars read
+# by tarfile and tar -tvf, ImageFolder/DataLoader over /train and /val, then
+# damaged sources: truncated train tar, bad header checksum, a meta.mat that is
+# not one, a source shrinking while mounted, samplefs-inspect --verify.
+. "$(dirname "$0")/lib.sh"
+sfs_setup
+INSPECT=$SFS_ROOT/$SAMPLEFS_BUILD/samplefs-inspect
+ORACLE="$PY $SFS_ROOT/tests/integration/imagenet_oracle.py"
+D=$SFS_TMP/data
+M=$SFS_TMP/mnt
+
+# fixtures: three releases and their truths
+$PY - "$D" <<'EOF' || { echo "fixture generation failed"; exit 1; }
+import json, os, sys
+sys.path.insert(0, os.path.join(os.environ.get("SFS_ROOT", "."), "tests/fixtures"))
+from make_imagenet import make_imagenet, pick_wnids
+d = sys.argv[1]
+wnids = pick_wnids(6, seed=5) + ["n01440764"]
+for name, kw in [("full", {}), ("dirs", dict(class_tars_dir=True, compressed_mat="matlab")),
+                 ("nodevkit", dict(devkit=False))]:
+    t = make_imagenet(os.path.join(d, name), wnids, per_class=7, n_val=21, seed=len(name), **kw)
+    json.dump(t, open(os.path.join(d, name + ".json"), "w"))
+EOF
+
+# oracle_run NAME SRC [samplefs -o options] -- [oracle options]
+oracle_run() {
+	local name=$1 src=$2 opts=$3; shift 3
+	sfs_mount "$src" "$M" -o "layout=imagenet,$opts" &&
+		check "$name: every path and byte vs the oracle" $ORACLE "$src" "$M" "$@"
+	check "$name: unmount, no sanitizer report" sfs_umount "$M"
+}
+
+export SFS_ROOT
+oracle_run "default order" "$D/full" shard_size=8 --shard-size 8 --truth "$D/full.json"
+oracle_run "shard_seed" "$D/full" shard_size=5,shard_seed=3,shuffle_seed=9 \
+	--shard-size 5 --shard-seed 3 --shuffle-seed 9 --truth "$D/full.json"
+oracle_run "train/<wnid>.tar, MATLAB-style meta.mat" "$D/dirs" shard_size=6 \
+	--shard-size 6 --truth "$D/dirs.json"
+oracle_run "no devkit" "$D/nodevkit" shard_size=4 --shard-size 4 --truth "$D/nodevkit.json"
+
+# the mount of a saved index, ImageFolder, tar -tvf
+idx_before=$(ls -l --time-style=+%s.%N "$XDG_CACHE_HOME"/samplefs/imagenet-* 2>/dev/null | md5sum)
+if sfs_mount "$D/full" "$M" -o layout=imagenet,shard_size=8; then
+	check "remount reuses the saved indexes" \
+		test "$idx_before" = "$(ls -l --time-style=+%s.%N "$XDG_CACHE_HOME"/samplefs/imagenet-* | md5sum)"
+	check "ImageFolder + DataLoader(num_workers=2) on /train and /val" \
+		$PY "$SFS_ROOT/tests/integration/imagefolder_check.py" "$M" "$D/full.json"
+	check "tar -tvf lists the shard" bash -c \
+		"tar -tvf '$M/shards/train-000001.tar' | grep -c ' n[0-9]*_[0-9]*\.\(cls\|jpg\)$' | grep -qx 16"
+	check "webdataset key grouping: .cls then .jpg per sample" bash -c \
+		"tar -tf '$M/shards/val-000000.tar' | sed 's/\.[^.]*$//' | uniq -c | awk '\$1 != 2 {exit 1}'"
+	check "a name that is not there" bash -c "! test -e '$M/train/n99999999' && ! test -e '$M/shards/train/0/0.nope.JPEG'"
+fi
+check "unmount after ImageFolder" sfs_umount "$M"
+
+check "inspect: summary line" bash -c \
+	"'$INSPECT' '$D/full' | grep -qx 'Classes: 7 | Train: 49 | Val: 21 | Elapsed: [0-9.]*s'"
+check "inspect --verify: good source" "$INSPECT" --verify "$D/full"
+
+# ---- damaged sources ----
+bad=$SFS_TMP/bad
+mkdir -p "$bad/trunc" "$bad/cksum" "$bad/meta"
+cp "$D/full/"* "$bad/trunc/"
+truncate -s $(( $(stat -c %s "$D/full/ILSVRC2012_img_train.tar") / 2 + 700 )) "$bad/trunc/ILSVRC2012_img_train.tar"
+oracle_run "truncated train tar" "$bad/trunc" "" --truth "$D/full.json"
+check "inspect --verify: truncated train tar fails, naming an offset" bash -c \
+	"! '$INSPECT' --verify '$bad/trunc' 2>'$SFS_TMP/v.err' && grep -q 'offset [0-9]' '$SFS_TMP/v.err'"
+
+cp "$D/full/"* "$bad/cksum/"
+$PY - "$bad/cksum/ILSVRC2012_img_val.tar" <<'EOF'
+import sys, tarfile
+p = sys.argv[1]
+off = [m.offset for m in tarfile.open(p)][5]
+with open(p, "r+b") as f:   # corrupt the 6th header's size field
+    f.seek(off + 130); f.write(b"9")
+EOF
+oracle_run "bad header checksum in the val tar" "$bad/cksum" ""
+check "daemon warned about the checksum" grep -q "checksum" "$SFS_TMP/daemon-$(( ${#SFS_PIDS[@]} - 1 )).log"
+check "inspect --verify: bad checksum fails" bash -c "! '$INSPECT' --verify '$bad/cksum' 2>/dev/null"
+
+cp "$D/full/"* "$bad/meta/"
+$PY - "$bad/meta/ILSVRC2012_devkit_t12.tar.gz" <<'EOF'
+import io, sys, tarfile
+p = sys.argv[1]
+with tarfile.open(p) as tf:
+    members = [(m, tf.extractfile(m).read()) for m in tf]
+with tarfile.open(p, "w:gz") as tf:
+    for m, data in members:
+        if m.name.endswith("meta.mat"):
+            data = data[:len(data) // 2]   # claims more than it holds
+        m.size = len(data)
+        tf.addfile(m, io.BytesIO(data))
+EOF
+oracle_run "truncated meta.mat: labels from the train tar" "$bad/meta" ""
+check "daemon named meta.mat" grep -q "meta.mat" "$SFS_TMP/daemon-$(( ${#SFS_PIDS[@]} - 1 )).log"
+
+# a source shrinking while mounted: -EIO, never wrong bytes
+cp -r "$D/full" "$bad/shrink"
+if sfs_mount "$bad/shrink" "$M" -o layout=imagenet; then
+	last=$($PY -c "import tarfile,sys; print([m.name for m in tarfile.open(sys.argv[1])][-1])" "$bad/shrink/ILSVRC2012_img_val.tar")
+	f=$(ls "$M"/val/*/"$last")
+	truncate -s 10240 "$bad/shrink/ILSVRC2012_img_val.tar"
+	check "read of a member past the new end fails" bash -c "! cat '$f' >/dev/null 2>&1"
+	check "virtual tar holding it fails too" bash -c "! cat '$M/shards/val-000000.tar' >/dev/null 2>&1"
+fi
+check "unmount after shrink" sfs_umount "$M"
+
+sfs_done
