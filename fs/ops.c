@@ -261,23 +261,34 @@ static void sfs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
 
 /* ---- read ---- */
 
+/* Clamps a read to the file's size, so small files never need the heap. */
+static int clamp_to_size(struct sfs_fs *fs, fuse_ino_t ino, size_t *size,
+			 off_t off)
+{
+	struct sfs_attr a;
+	int rc;
+
+	if ((rc = fs->layout.ops->getattr(fs->layout.priv, ino, &a)) < 0)
+		return rc;
+	if ((uint64_t)off >= a.size)
+		*size = 0;
+	else if (*size > a.size - (uint64_t)off)
+		*size = a.size - (uint64_t)off;
+	return 0;
+}
+
 /* The file's bytes are a range of an open fd: let libfuse splice them. */
 static int read_extent(fuse_req_t req, struct sfs_fs *fs, fuse_ino_t ino,
 		       size_t size, off_t off)
 {
 	struct fuse_bufvec bv = FUSE_BUFVEC_INIT(0);
-	struct sfs_attr a;
 	uint64_t base;
 	int fd, rc;
 
 	if (fs->layout.ops->extent(fs->layout.priv, ino, &fd, &base))
 		return -ENOTSUP;
-	if ((rc = fs->layout.ops->getattr(fs->layout.priv, ino, &a)) < 0)
+	if ((rc = clamp_to_size(fs, ino, &size, off)) < 0)
 		return rc;
-	if ((uint64_t)off >= a.size)
-		size = 0;
-	else if (size > a.size - (uint64_t)off)
-		size = a.size - (uint64_t)off;
 	bv.buf[0].size = size;
 	bv.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
 	bv.buf[0].fd = fd;
@@ -291,7 +302,16 @@ static void read_copy(fuse_req_t req, struct sfs_fs *fs, fuse_ino_t ino,
 {
 	char stack[STACK_READ], *buf = stack;
 	ssize_t n;
+	int rc;
 
+	if ((rc = clamp_to_size(fs, ino, &size, off)) < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	if (size == 0) {
+		fuse_reply_buf(req, NULL, 0);
+		return;
+	}
 	if (size > sizeof(stack) && !(buf = malloc(size))) {
 		fuse_reply_err(req, ENOMEM);
 		return;
