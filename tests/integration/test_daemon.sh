@@ -84,6 +84,10 @@ M=$T/m2
 check "mount with the layout detected" sfs_mount "$T/src" "$M"
 check "detected mount serves the same bytes" same_bytes "$T/want" "$M"
 check "unmount detected" sfs_umount "$M"
+check "every samplefs option accepted" sfs_mount "$T/src" "$M" -o \
+layout=npy,cache=64M,quiet,seed=7,split=70/20/10,image=uint8,stroke_len=100,per_class=5,\
+recursive=2,shard_size=100,shard_seed=3,shuffle_seed=4,index_dir="$T/idx",classes="$T/none"
+check "unmount all options" sfs_umount "$M"
 
 mkdir -p "$T/want1"
 $ORACLE expect "$T/src/digits.npy" "$T/want1"
@@ -183,6 +187,10 @@ check "mount.fuse3 with samplefs on PATH" env PATH="$BUILD_DIR:$PATH" \
 check "mount.fuse3 mount serves the oracle" same_bytes "$T/want" "$M"
 check "mount.fuse3 mount is read-only" expect_fail "Read-only file system" touch "$M/x"
 check "fusermount3 -u" fusermount3 -u "$M"
+
+check "daemonized with a relative SOURCE" sh -c "cd '$T' && '$SAMPLEFS' src '$M'"
+check "relative SOURCE was made absolute before chdir /" same_bytes "$T/want" "$M"
+check "unmount daemonized" fusermount3 -u "$M"
 
 # mount(8) resets PATH for its helpers, so in a private mount namespace the
 # build directory is bound over /usr/local/bin (in the default PATH).
