@@ -26,6 +26,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "blockstore.h"
 #include "index.h"
@@ -58,7 +59,7 @@ struct qd {
 	const uint32_t *perm;         /* shuffled gidx: train, val, test */
 	const uint64_t *ckpt;
 	uint64_t nckpt;
-	const uint8_t *xl;            /* long drawings */
+	const uint8_t *xl;            /* long drawings, zlib streams */
 	uint64_t xl_len;
 	struct blockstore bs;
 	struct lru *cache;
@@ -383,13 +384,46 @@ static ssize_t read_image(const struct qd *q, uint64_t gidx, char *buf, size_t s
 	return copy_range(buf, size, off, q->img_hdr, q->img_hdr_len, f, sizeof(f));
 }
 
-/* The points of sample gidx: in rec (a record) or in the long-drawing section. */
-static int stroke_points(const struct qd *q, uint64_t gidx, uint8_t *rec,
-			 const uint8_t **pts, uint32_t *n)
+/* A long drawing's points, inflated from the XL section into *owned. */
+static int long_points(const struct qd *q, uint64_t gidx, const uint8_t *rec,
+		       uint8_t **owned, uint32_t *n)
 {
-	struct qd_xl xl;
-	int64_t len = blockstore_get(&q->bs, q->cache, gidx, rec, BLOCKSTORE_BLOCK);
+	uint32_t magic, npts, zlen;
+	uint64_t off;
+	uLongf len;
 
+	memcpy(&magic, rec, 4);
+	memcpy(&npts, rec + 4, 4);
+	memcpy(&zlen, rec + 8, 4);
+	memcpy(&off, rec + 12, 8);
+	if (magic != QD_XL_MAGIC || npts > QD_XL_MAX_PTS || off > q->xl_len ||
+	    zlen > q->xl_len - off)
+		goto bad;
+	len = (uLongf)npts * 6;
+	*owned = malloc(len ? len : 1);
+	if (!*owned)
+		return -ENOMEM;
+	if (uncompress(*owned, &len, q->xl + off, zlen) != Z_OK || len != (uLongf)npts * 6) {
+		free(*owned);
+		*owned = NULL;
+		goto bad;
+	}
+	*n = npts;
+	return 0;
+bad:
+	sfs_err("stroke record %" PRIu64 ": corrupt long-drawing entry in the index", gidx);
+	return -EIO;
+}
+
+/* The points of sample gidx: in rec (its record), or inflated into *owned
+ * (long drawings; the caller frees). */
+static int stroke_points(const struct qd *q, uint64_t gidx, uint8_t *rec,
+			 const uint8_t **pts, uint32_t *n, uint8_t **owned)
+{
+	int64_t len = blockstore_get(&q->bs, q->cache, gidx, rec, BLOCKSTORE_BLOCK);
+	int rc;
+
+	*owned = NULL;
 	if (len < 0)
 		return -EIO;
 	if (len % 6 == 0) {
@@ -397,21 +431,20 @@ static int stroke_points(const struct qd *q, uint64_t gidx, uint8_t *rec,
 		*n = (uint32_t)(len / 6);
 		return 0;
 	}
-	memcpy(&xl, rec, sizeof(xl));
-	if (len != sizeof(xl) || xl.magic != QD_XL_MAGIC || xl.off > q->xl_len ||
-	    (uint64_t)xl.npts * 6 > q->xl_len - xl.off) {
-		sfs_err("stroke record %" PRIu64 ": corrupt redirect in the index", gidx);
+	if (len != QD_XL_LEN) {
+		sfs_err("stroke record %" PRIu64 ": %" PRId64 " bytes, not whole points",
+			gidx, len);
 		return -EIO;
 	}
-	*pts = q->xl + xl.off;
-	*n = xl.npts;
-	return 0;
+	rc = long_points(q, gidx, rec, owned, n);
+	*pts = *owned;
+	return rc;
 }
 
 static ssize_t read_stroke(const struct qd *q, uint64_t gidx, char *buf, size_t size,
 			   uint64_t off)
 {
-	uint8_t rec[BLOCKSTORE_BLOCK];
+	uint8_t rec[BLOCKSTORE_BLOCK], *owned;
 	float small[130 * 3], *f = small;
 	size_t flen = (size_t)q->stroke_len * 3 * sizeof(float);
 	const uint8_t *pts;
@@ -420,15 +453,18 @@ static ssize_t read_stroke(const struct qd *q, uint64_t gidx, char *buf, size_t 
 
 	if (off >= q->stk_size)
 		return 0;
-	rc = stroke_points(q, gidx, rec, &pts, &n);
+	rc = stroke_points(q, gidx, rec, &pts, &n, &owned);
 	if (rc)
 		return rc;
-	if (flen > sizeof(small) && !(f = malloc(flen)))
+	if (flen > sizeof(small) && !(f = malloc(flen))) {
+		free(owned);
 		return -ENOMEM;
+	}
 	stroke_transform(pts, n, q->stroke_len, f);
 	rc = copy_range(buf, size, off, q->stk_hdr, q->stk_hdr_len, f, flen);
 	if (f != small)
 		free(f);
+	free(owned);
 	return rc;
 }
 

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "blockstore.h"
 #include "log.h"
@@ -574,25 +575,31 @@ struct build {
 	struct blockstore_builder *bs;
 	struct qd_class *cls;
 	uint64_t limit, got;      /* samples wanted / taken of the current class */
-	uint8_t *xl;              /* long drawings, raw */
+	uint8_t *xl;              /* long drawings, zlib streams */
 	uint64_t xl_len, xl_cap;
 	const char *what;
 };
 
+/* A drawing too long for one record: zlib stream in the XL buffer, and a
+ * redirect record (see quickdraw_index.h). */
 static int add_long(struct build *b, const uint8_t *pts, uint32_t n)
 {
-	struct qd_xl r = { QD_XL_MAGIC, n, b->xl_len };
-	uint64_t len = (uint64_t)n * 6, cap;
+	uint8_t r[QD_XL_LEN];
+	uLong len = (uLong)n * 6, bound = compressBound((uLong)n * 6);
+	uLongf zlen = bound;
+	uint64_t cap;
+	uint32_t magic = QD_XL_MAGIC, z32;
 	uint8_t *p;
 
-	if (b->xl_len + len > MAX_XL_BYTES) {
-		sfs_err("%s: drawings longer than %u points add up to more than %llu bytes",
-			b->what, BLOCKSTORE_BLOCK / 6, (unsigned long long)MAX_XL_BYTES);
+	if (n > QD_XL_MAX_PTS || b->xl_len + bound > MAX_XL_BYTES) {
+		sfs_err("%s: a drawing of %u points: over the limit of %u points, or long "
+			"drawings over %llu bytes in all", b->what, n, QD_XL_MAX_PTS,
+			(unsigned long long)MAX_XL_BYTES);
 		return -EFBIG;
 	}
-	if (b->xl_len + len > b->xl_cap) {
+	if (b->xl_len + bound > b->xl_cap) {
 		cap = b->xl_cap ? b->xl_cap : 1 << 16;
-		while (cap < b->xl_len + len)
+		while (cap < b->xl_len + bound)
 			cap *= 2;
 		p = realloc(b->xl, cap);
 		if (!p)
@@ -600,9 +607,15 @@ static int add_long(struct build *b, const uint8_t *pts, uint32_t n)
 		b->xl = p;
 		b->xl_cap = cap;
 	}
-	memcpy(b->xl + b->xl_len, pts, len);
-	b->xl_len += len;
-	return blockstore_builder_add(b->bs, &r, sizeof(r)) < 0 ? -EIO : 0;
+	if (compress2(b->xl + b->xl_len, &zlen, pts, len, 6) != Z_OK)
+		return -EIO;
+	z32 = (uint32_t)zlen;
+	memcpy(r, &magic, 4);
+	memcpy(r + 4, &n, 4);
+	memcpy(r + 8, &z32, 4);
+	memcpy(r + 12, &b->xl_len, 8);
+	b->xl_len += zlen;
+	return blockstore_builder_add(b->bs, r, sizeof(r)) < 0 ? -EIO : 0;
 }
 
 /* pickle callback: one drawing; takes the first `limit` of the class. */

@@ -32,19 +32,18 @@
 #define QD_TAG_SDAT INDEX_TAG('Q', 'D', 'S', 'D') /* stroke blockstore */
 #define QD_TAG_SBLK INDEX_TAG('Q', 'D', 'S', 'B')
 #define QD_TAG_SREC INDEX_TAG('Q', 'D', 'S', 'R')
-#define QD_TAG_XL   INDEX_TAG('Q', 'D', 'X', 'L') /* long drawings, raw int16 */
+#define QD_TAG_XL   INDEX_TAG('Q', 'D', 'X', 'L') /* long drawings, zlib streams */
 
 /*
  * Stroke records: record gidx holds sample gidx's int16 (dx, dy, pen)
  * points, 6 bytes each.  A drawing too long for one record (more than
- * BLOCKSTORE_BLOCK / 6 points; rare) is stored raw in section QD_TAG_XL and
- * its record is a 16-byte redirect {u32 QD_XL_MAGIC, u32 npts, u64 offset
- * into QD_TAG_XL}; 16 is not a multiple of 6, so the kinds cannot be confused.
+ * BLOCKSTORE_BLOCK / 6 points; rare) is zlib-compressed into section
+ * QD_TAG_XL and its record is a QD_XL_LEN-byte redirect, little-endian:
+ * u32 QD_XL_MAGIC, u32 npts, u32 zlen, u64 offset of the stream in QD_TAG_XL.
+ * 20 is not a multiple of 6, so the two kinds cannot be confused.
  */
-struct qd_xl {
-	uint32_t magic, npts;
-	uint64_t off;
-};
+#define QD_XL_LEN     20u
+#define QD_XL_MAX_PTS (64u << 20) / 6 /* one drawing, inflated, at most 64 MiB */
 
 struct qd_head {
 	uint32_t format, nclass;

@@ -94,6 +94,12 @@ check "odd ranges of a split file" \
 	cmp <(dd if="$M/splits/train.txt" bs=333 skip=3 2>/dev/null) \
 	    <($ORACLE splits "$SRC" | dd bs=333 skip=3 2>/dev/null)
 check "8 threads at random agree with the oracle" oracle "$SRC" "$M" --threads 8
+check "the article's loader runs on the mount" sh -c \
+	"$PY '$SFS_ROOT/mount-examples/quickdraw/loader.py' '$M' 32 | grep -q 'train: $(( total * 8 / 10 )) samples'"
+idx_bytes=$(cat "$T"/cache/samplefs/quickdraw-*.sfsidx | wc -c)
+npz_bytes=$(cat "$SRC"/*.npz | wc -c)
+echo "    (index $idx_bytes bytes for $npz_bytes bytes of .npz)"
+check "index within 1.2 x the .npz files" test $((idx_bytes * 10)) -le $((npz_bytes * 12))
 check "unmount" sfs_umount "$M"
 
 # ---- the saved index: remount reads no .npz ----
