@@ -14,6 +14,21 @@
  * Threads: everything in struct qd is read-only after open, except the LRU,
  * which locks itself.
  *
+ * Choices where the format leaves room:
+ * - images are arr.astype(float32) / 255.0 (float32 division); numpy's
+ *   float64 route, (arr / 255.0).astype(float32), gives the same 256 values.
+ * - a class listed (or found) without one of the dataset's kinds of file, a
+ *   bad image header, or any stroke file that is not a clean .npz of allowed
+ *   pickles: the mount is refused naming the file (skipping a class would
+ *   shift every later label).  An image file shorter than its header says:
+ *   warning, its whole rows are used.
+ * - images-only or strokes-only datasets: split lines have the one path.
+ * - a class file changed while mounted (size or mtime, checked by fstat on
+ *   each read): its image reads give EIO.  Strokes come from the index, so
+ *   they stay what was indexed.
+ * - sample names are "%06d.npy" exactly; readdir lists them in bytewise
+ *   order (1000000.npy sorts before 999999.npy), as sorted(glob()) does.
+ *
  * Not the index build or the source scan (quickdraw_index.c).
  */
 #include "layout.h"
