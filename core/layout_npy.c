@@ -12,6 +12,9 @@
  * sorted by name), and row i of array k is row_ino0 + first_row[k] + i.
  * Nothing is allocated per row.
  *
+ * Rows of 1-D sources are numpy scalars, which np.save writes slightly
+ * differently from the source bytes (see FIX_*).
+ *
  * Not served (skipped with a warning naming the file): Fortran-order and
  * object arrays, 0-d arrays, unsupported dtypes, and files whose size does
  * not match their header.  If a source shrinks while mounted, reads of the
@@ -39,9 +42,21 @@
  * (e.g. 10^18 rows of shape (0,)), and listing them would never end. */
 #define MAX_ROWS INT32_MAX
 
+/*
+ * For a 1-D source, arr[i] is a numpy scalar, and np.save of a scalar
+ * writes it in native (little-endian) order, booleans as 0/1, and an x86
+ * long double (not a complex256) with its six padding bytes zeroed, as
+ * numpy 1.24 does on this machine.  These flags say which
+ * of those a row needs; rows of 2-D and wider sources are views, saved
+ * as they are.
+ */
+enum { FIX_SWAP = 1, FIX_BOOL = 2, FIX_LDPAD = 4 };
+
 struct npy_array {
 	char *name;		/* directory name: file name without ".npy" */
 	int fd;
+	uint8_t fixes;		/* FIX_*, only for 0-d rows */
+	uint8_t unit;		/* bytes per swapped unit (a complex's half) */
 	uint64_t rows;
 	uint64_t row_bytes;	/* bytes of one row's data */
 	uint64_t data_offset;	/* of row 0 in the source */
@@ -104,6 +119,42 @@ static int read_header(int fd, const char *what, uint64_t fsize,
 	return rc;
 }
 
+/* Sets a->fixes for 0-d rows and turns descr into the scalar's. */
+static void scalar_fixes(struct npy_array *a, char *descr, uint32_t itemsize)
+{
+	char kind = descr[1];
+
+	a->unit = (uint8_t)(kind == 'c' ? itemsize / 2 : itemsize);
+	if (descr[0] == '>') {
+		a->fixes |= FIX_SWAP;
+		descr[0] = '<';
+	}
+	if (kind == 'b')
+		a->fixes |= FIX_BOOL;
+	if (kind == 'f' && itemsize == 16)	/* complex256 is copied, not loaded */
+		a->fixes |= FIX_LDPAD;
+}
+
+/* Applies a->fixes to one element v (a->row_bytes bytes). */
+static void fix_scalar(const struct npy_array *a, uint8_t *v)
+{
+	uint8_t *u, t;
+	size_t i;
+
+	for (u = v; u < v + a->row_bytes; u += a->unit) {
+		if (a->fixes & FIX_SWAP)
+			for (i = 0; i < a->unit / 2u; i++) {
+				t = u[i];
+				u[i] = u[a->unit - 1 - i];
+				u[a->unit - 1 - i] = t;
+			}
+		if (a->fixes & FIX_LDPAD)
+			memset(u + 10, 0, 6);	/* 80-bit value, 6 bytes pad */
+		if (a->fixes & FIX_BOOL)
+			u[0] = u[0] != 0;
+	}
+}
+
 /* Checks what the layout can serve and fills a's sizes and row header. */
 static int describe(struct npy_array *a, const char *what,
 		    const struct npy_header *h, uint64_t fsize)
@@ -140,14 +191,18 @@ static int describe(struct npy_array *a, const char *what,
 			 (unsigned long long)fsize);
 		return -EINVAL;
 	}
-	if (npy_descr_normalize(h->descr, descr, sizeof(descr)) ||
-	    (n = npy_header_emit(a->hdr, sizeof(a->hdr), descr, h->ndim - 1,
-				 h->shape + 1)) < 0) {
-		sfs_warn("%s: skipped: cannot describe a row", what);
-		return -EINVAL;
-	}
+	if (npy_descr_normalize(h->descr, descr, sizeof(descr)))
+		goto bad;
+	if (h->ndim == 1)
+		scalar_fixes(a, descr, h->itemsize);
+	if ((n = npy_header_emit(a->hdr, sizeof(a->hdr), descr, h->ndim - 1,
+				 h->shape + 1)) < 0)
+		goto bad;
 	a->hdr_len = (uint32_t)n;
 	return 0;
+bad:
+	sfs_warn("%s: skipped: cannot describe a row", what);
+	return -EINVAL;
 }
 
 static int grow(struct npy_layout *L)
@@ -473,6 +528,23 @@ static ssize_t pread_full(int fd, char *buf, size_t size, uint64_t off)
 	return (ssize_t)done;
 }
 
+/* A 0-d row that needs fixing: build the whole (small) file, then copy. */
+static ssize_t read_fixed(const struct npy_array *a, uint64_t row, char *buf,
+			  size_t n, uint64_t off)
+{
+	uint8_t file[HDR_MAX + 32];
+	ssize_t rc;
+
+	memcpy(file, a->hdr, a->hdr_len);
+	rc = pread_full(a->fd, (char *)file + a->hdr_len, a->row_bytes,
+			a->data_offset + row * a->row_bytes);
+	if (rc < 0)
+		return rc;
+	fix_scalar(a, file + a->hdr_len);
+	memcpy(buf, file + off, n);
+	return (ssize_t)n;
+}
+
 static ssize_t npy_read(void *priv, uint64_t ino, char *buf, size_t size,
 			uint64_t off)
 {
@@ -489,6 +561,8 @@ static ssize_t npy_read(void *priv, uint64_t ino, char *buf, size_t size,
 	if (off >= fsize)
 		return 0;
 	n = size < fsize - off ? size : fsize - off;
+	if (a->fixes)
+		return read_fixed(a, row, buf, n, off);
 	if (off < a->hdr_len) {
 		h = n < a->hdr_len - off ? n : a->hdr_len - off;
 		memcpy(buf, a->hdr + off, h);

@@ -28,6 +28,12 @@ def make(src):
         "empty": np.zeros((0, 5), np.float32),
         "name with space": np.arange(3, dtype=np.int16),
         "deep": rng.integers(0, 9, (2, 1, 2, 1, 3), dtype=np.uint16),
+        # 1-D rows are numpy scalars: native order, bools 0/1, long double
+        # padding zeroed; raw random bytes make every byte count
+        "scalar_be": np.frombuffer(rng.bytes(4 * 7), ">i4"),
+        "scalar_bec16": np.frombuffer(rng.bytes(16 * 3), ">c16"),
+        "scalar_bool": np.frombuffer(bytes([0, 1, 2, 255]), "?"),
+        "scalar_ld": np.frombuffer(rng.bytes(16 * 3), "<f16"),
     }
     for name, a in arrays.items():
         np.save(os.path.join(src, name + ".npy"), a)

@@ -358,9 +358,9 @@ Test(npy_layout, serves_np_save_rows, .init = cr_redirect_stderr)
 			cr_expect(g.ino == r.ino && g.size == r.size && r.ino == dir.e[i].attr.ino);
 			cr_expect(r.size == len, "%s/%s: size %llu, numpy %zu", arrays[k], rows[i],
 				  (unsigned long long)r.size, len);
-			check_file(&L, r.ino, want, len, 8192, rows[i]);
+			check_file(&L, r.ino, want, len, 8192, path);
 			if (i < 3)
-				check_file(&L, r.ino, want, len, 7, rows[i]);
+				check_file(&L, r.ino, want, len, 7, path);
 			want_files++;
 			want_bytes += len;
 			free(want);
