@@ -64,6 +64,7 @@ static void sfs_init(void *userdata, struct fuse_conn_info *conn)
 			FUSE_CAP_ASYNC_READ | FUSE_CAP_CACHE_SYMLINKS;
 
 	(void)userdata;
+	/* conn->max_readahead stays the kernel's offer: it can only lower it */
 	conn->want |= conn->capable & want;
 	/* no writeback cache: nothing is ever written */
 	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
