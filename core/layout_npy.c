@@ -219,7 +219,8 @@ static int grow(struct npy_layout *L)
 
 /*
  * Adds `name` (opened relative to dirfd) if it can be served.  Returns 0
- * when added or skipped with a warning, -errno for a fatal error.
+ * when added or skipped with a warning (bad contents), -errno when the
+ * file cannot be opened or read at all (the mount then fails).
  */
 static int add_array(struct npy_layout *L, int dirfd, const char *name,
 		     const char *what)
@@ -246,9 +247,14 @@ static int add_array(struct npy_layout *L, int dirfd, const char *name,
 	}
 	a = &L->a[L->n];
 	memset(a, 0, sizeof(*a));
-	if (read_header(fd, what, (uint64_t)st.st_size, &h)) {
+	rc = read_header(fd, what, (uint64_t)st.st_size, &h);
+	if (rc == -EINVAL) {
 		sfs_warn("%s: skipped: not a valid npy file", what);
 		goto skip;
+	}
+	if (rc) {	/* unreadable: the mount fails, as for open */
+		close(fd);
+		return rc;
 	}
 	if (describe(a, what, &h, (uint64_t)st.st_size))
 		goto skip;
