@@ -158,6 +158,43 @@ check "mount strokes only" sfs_mount "$T/stkonly" "$M"
 check "strokes only: no images/" oracle "$T/stkonly" "$M"
 check "unmount strokes only" sfs_umount "$M"
 
+# ---- past gidx 999999: names widen, readdir stays in bytewise order ----
+# class 'a' is a sparse file of 999,990 zero rows; 'b' (30 random rows) spans
+# gidx 999990..1000019.
+$PY - "$T/wide" <<'PY'
+import os, sys
+import numpy as np
+d = sys.argv[1] + '/numpy_bitmap'
+os.makedirs(d)
+for name, n in (('a', 999990), ('b', 30)):
+    with open('%s/%s.npy' % (d, name), 'wb') as f:
+        np.lib.format.write_array_header_1_0(
+            f, {'descr': '|u1', 'fortran_order': False, 'shape': (n, 784)})
+        if name == 'b':
+            f.write(np.random.default_rng(5).integers(0, 256, (n, 784), np.uint8).tobytes())
+        else:
+            f.truncate(f.tell() + n * 784)
+import io
+names = sorted('%06d.npy' % g for g in range(999990, 1000020))
+with open(sys.argv[1] + '/b.sorted', 'w') as f:
+    f.write(''.join(n + '\n' for n in names))
+rows = np.load(d + '/b.npy')
+with open(sys.argv[1] + '/b.want', 'wb') as f:
+    for n in names:
+        b = io.BytesIO()
+        np.save(b, rows[int(n[:-4]) - 999990].reshape(28, 28, 1).astype(np.float32) / 255.0)
+        f.write(b.getvalue())
+PY
+check "mount 1,000,020 images" sfs_mount "$T/wide" "$M"
+check "ls images/b is in bytewise order" cmp -s <(ls -f "$M/images/b" | grep -v '^\.') "$T/wide/b.sorted"
+check "1000000.npy found, 0999999.npy and a's 999989.npy not" sh -c \
+	"test -f '$M/images/b/1000000.npy' && ! test -e '$M/images/b/0999999.npy' && ! test -e '$M/images/b/999989.npy'"
+check "sampled files equal the oracle" oracle "$T/wide" "$M" --sample 300
+check "every b file equals the oracle" cmp -s "$T/wide/b.want" \
+	<(cd "$M/images/b" && cat $(cat "$T/wide/b.sorted"))
+check "train.txt of 1M lines equals the oracle" cmp -s "$M/splits/train.txt" <($ORACLE splits "$T/wide")
+check "unmount 1M" sfs_umount "$M"
+
 # ---- hostile inputs: refused naming the file, or served with a warning ----
 while read -r c want; do
 	B=$T/bad/$c
