@@ -161,7 +161,8 @@ int lru_copy_out(struct lru *c, uint64_t key, size_t off, void *out, size_t len)
 	if (e && (off > e->len || len > e->len - off)) {
 		ret = -EINVAL;
 	} else if (e) {
-		memcpy(out, (const char *)e->data + off, len);
+		if (len)
+			memcpy(out, (const char *)e->data + off, len);
 		list_unlink(e);
 		list_push_front(c, e);
 		ret = 1;

@@ -1,0 +1,433 @@
+/*
+ * test_blockstore.c - core/blockstore.c through a real index file: round
+ * trips of random-sized records (0 and BLOCKSTORE_BLOCK included), deflated
+ * and stored blocks, random access with and without a cache, and corrupt
+ * input: a damaged data byte gives -EIO (never wrong bytes), damaged or
+ * truncated sections make blockstore_open fail, bad record offsets -EIO.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "blockstore.h"
+
+#define T_DATA INDEX_TAG('D', 'A', 'T', 'A')
+#define T_BLK INDEX_TAG('B', 'L', 'K', 'S')
+#define T_REC INDEX_TAG('R', 'E', 'C', 'S')
+
+static char dir[64], path[128];
+
+static void mkdir_tmp(void)
+{
+	strcpy(dir, "/tmp/sfs-test-bs.XXXXXX");
+	cr_assert(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/bs.sfsidx", dir);
+}
+
+static void rm_tmp(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+TestSuite(blockstore, .init = mkdir_tmp, .fini = rm_tmp);
+
+struct recs {
+	size_t n;
+	uint32_t *len;
+	uint8_t **p;
+};
+
+enum kind { STROKES, RANDOM, MIXED };
+
+/* Stroke-like records (small int16 deltas: deflate well) or random bytes
+ * (do not), sizes random with 0 and the maximum sprinkled in. */
+static struct recs make_recs(size_t n, enum kind kind, unsigned seed)
+{
+	struct recs r = { n, calloc(n, 4), calloc(n, sizeof(uint8_t *)) };
+
+	srand(seed);
+	for (size_t i = 0; i < n; i++) {
+		int k = rand() % 50;
+		uint32_t len = k == 0 ? 0 : k == 1 ? BLOCKSTORE_BLOCK : (uint32_t)(rand() % 2000);
+		int random = kind == RANDOM || (kind == MIXED && (i / 40) % 2);
+
+		r.len[i] = len;
+		r.p[i] = malloc(len + 1);
+		for (uint32_t j = 0; j < len; j++)
+			r.p[i][j] = random ? (uint8_t)rand() :
+				    j % 2 ? (uint8_t)(rand() % 3 == 0 ? 0xff : 0) :
+				    (uint8_t)(rand() % 9);
+	}
+	return r;
+}
+
+static void free_recs(struct recs *r)
+{
+	for (size_t i = 0; i < r->n; i++)
+		free(r->p[i]);
+	free(r->p);
+	free(r->len);
+}
+
+static void build(const struct recs *r)
+{
+	struct index_writer *w;
+	struct blockstore_builder *b;
+	struct index_fp fp;
+
+	cr_assert_eq(index_writer_open(&w, path), 0);
+	cr_assert_eq(blockstore_builder_new(&b, w, T_DATA), 0);
+	for (size_t i = 0; i < r->n; i++)
+		cr_assert_eq(blockstore_builder_add(b, r->p[i], r->len[i]), (int64_t)i);
+	cr_assert_eq(blockstore_builder_finish(b, T_BLK, T_REC), 0);
+	index_fp_init(&fp, "bs");
+	cr_assert_eq(index_writer_commit(w, &fp), 0);
+}
+
+static void map(struct index_map *m)
+{
+	struct index_fp fp;
+	char why[256];
+
+	index_fp_init(&fp, "bs");
+	cr_assert_eq(index_map_open(m, path, &fp, why, sizeof(why)), 0, "%s", why);
+}
+
+/* Reads every record in a random order; each must be right. */
+static void check_all(const struct blockstore *bs, struct lru *cache,
+		      const struct recs *r, unsigned seed)
+{
+	size_t *order = malloc(r->n * sizeof(*order));
+	uint8_t *buf = malloc(BLOCKSTORE_BLOCK);
+
+	for (size_t i = 0; i < r->n; i++)
+		order[i] = i;
+	srand(seed);
+	for (size_t i = r->n; i > 1; i--) {
+		size_t j = (size_t)rand() % i, t = order[i - 1];
+
+		order[i - 1] = order[j];
+		order[j] = t;
+	}
+	cr_assert_eq(blockstore_count(bs), r->n);
+	for (size_t k = 0; k < r->n; k++) {
+		size_t i = order[k];
+
+		cr_assert_eq(blockstore_len(bs, i), r->len[i]);
+		cr_assert_eq(blockstore_get(bs, cache, i, buf, BLOCKSTORE_BLOCK),
+			     (int64_t)r->len[i], "record %zu", i);
+		cr_assert_eq(memcmp(buf, r->p[i], r->len[i]), 0, "record %zu bytes", i);
+	}
+	free(order);
+	free(buf);
+}
+
+static uint64_t raw_total(const struct recs *r)
+{
+	uint64_t t = 0;
+
+	for (size_t i = 0; i < r->n; i++)
+		t += r->len[i];
+	return t;
+}
+
+Test(blockstore, round_trip_deflated)
+{
+	struct recs r = make_recs(3000, STROKES, 1);
+	struct index_map m;
+	struct blockstore bs;
+	struct lru *small = lru_new(3 * BLOCKSTORE_BLOCK), *big = lru_new(1 << 30);
+
+	build(&r);
+	map(&m);
+	cr_assert_eq(blockstore_open(&bs, &m, T_DATA, T_BLK, T_REC, 1000), 0);
+	cr_assert_lt(bs.data_len, raw_total(&r) / 2, "stroke-like data did not deflate");
+	check_all(&bs, NULL, &r, 2);
+	check_all(&bs, small, &r, 3);   /* mostly misses, many evictions */
+	check_all(&bs, big, &r, 4);
+	check_all(&bs, big, &r, 5);     /* all hits */
+	lru_free(small);
+	lru_free(big);
+	index_map_close(&m);
+	free_recs(&r);
+}
+
+Test(blockstore, round_trip_stored)
+{
+	struct recs r = make_recs(500, RANDOM, 6);
+	struct index_map m;
+	struct blockstore bs;
+	struct lru *c = lru_new(8 * BLOCKSTORE_BLOCK);
+
+	build(&r);
+	map(&m);
+	cr_assert_eq(blockstore_open(&bs, &m, T_DATA, T_BLK, T_REC, 0), 0);
+	cr_assert_eq(bs.data_len, raw_total(&r), "random bytes must be stored raw");
+	check_all(&bs, c, &r, 7);
+	check_all(&bs, NULL, &r, 8);
+	lru_free(c);
+	index_map_close(&m);
+	free_recs(&r);
+}
+
+Test(blockstore, empty_and_zero_length)
+{
+	struct recs r = { 0 };
+	struct index_map m;
+	struct blockstore bs;
+	uint8_t buf[4];
+
+	build(&r);
+	map(&m);
+	cr_assert_eq(blockstore_open(&bs, &m, T_DATA, T_BLK, T_REC, 0), 0);
+	cr_assert_eq(blockstore_count(&bs), 0);
+	cr_assert_eq(blockstore_get(&bs, NULL, 0, buf, sizeof(buf)), -ENOENT);
+	index_map_close(&m);
+
+	/* 70000 empty records: more than a u16 can count, in one block */
+	r = (struct recs){ 70000, calloc(70000, 4), calloc(70000, sizeof(uint8_t *)) };
+	build(&r);
+	map(&m);
+	cr_assert_eq(blockstore_open(&bs, &m, T_DATA, T_BLK, T_REC, 0), 0);
+	cr_assert_eq(blockstore_count(&bs), 70000);
+	cr_assert_eq(blockstore_get(&bs, NULL, 69999, buf, 0), 0);
+	cr_assert_eq(blockstore_len(&bs, 70000), -ENOENT);
+	index_map_close(&m);
+	free_recs(&r);
+}
+
+Test(blockstore, limits)
+{
+	struct index_writer *w;
+	struct blockstore_builder *b;
+	struct index_map m;
+	struct blockstore bs;
+	struct index_fp fp;
+	static uint8_t big[BLOCKSTORE_BLOCK + 1];
+	uint8_t small[10];
+
+	cr_assert_eq(index_writer_open(&w, path), 0);
+	cr_assert_eq(blockstore_builder_new(&b, w, T_DATA), 0);
+	cr_assert_eq(blockstore_builder_add(b, big, BLOCKSTORE_BLOCK + 1), -E2BIG);
+	cr_assert_eq(blockstore_builder_add(b, big, 100), 0);   /* still usable */
+	cr_assert_eq(blockstore_builder_finish(b, T_BLK, T_REC), 0);
+	index_fp_init(&fp, "bs");
+	cr_assert_eq(index_writer_commit(w, &fp), 0);
+	map(&m);
+	cr_assert_eq(blockstore_open(&bs, &m, T_DATA, T_BLK, T_REC, 0), 0);
+	cr_assert_eq(blockstore_get(&bs, NULL, 0, small, sizeof(small)), -ERANGE);
+	index_map_close(&m);
+
+	cr_assert_eq(index_writer_open(&w, path), 0);
+	cr_assert_eq(blockstore_builder_new(&b, w, T_DATA), 0);
+	cr_assert_eq(blockstore_builder_add(b, big, 100), 0);
+	blockstore_builder_abort(b);
+	index_writer_abort(w);
+}
+
+/* A private copy of the store's sections, to damage. */
+struct copy {
+	struct blockstore bs;
+	uint8_t *data, *blk, *rec;
+};
+
+static void copy_store(struct copy *c, const struct blockstore *bs)
+{
+	c->bs = *bs;
+	c->data = malloc(bs->data_len + 1);
+	c->blk = malloc((bs->nblk + 1) * 24);   /* blocks and the sentinel */
+	c->rec = malloc(bs->nrec * 2 + 1);
+	memcpy(c->data, bs->data, bs->data_len);
+	memcpy(c->blk, bs->blk, (bs->nblk + 1) * 24);
+	memcpy(c->rec, bs->rec, bs->nrec * 2);
+	c->bs.data = c->data;
+	c->bs.blk = c->blk;
+	c->bs.rec = c->rec;
+}
+
+static void free_copy(struct copy *c)
+{
+	free(c->data);
+	free(c->blk);
+	free(c->rec);
+}
+
+/* Every read gives the right bytes or -EIO; returns how many gave -EIO. */
+static size_t right_or_eio(const struct blockstore *bs, const struct recs *r)
+{
+	uint8_t *buf = malloc(BLOCKSTORE_BLOCK);
+	size_t eio = 0;
+
+	for (size_t i = 0; i < r->n; i++) {
+		int64_t got = blockstore_get(bs, NULL, i, buf, BLOCKSTORE_BLOCK);
+
+		if (got == -EIO) {
+			eio++;
+			continue;
+		}
+		cr_assert_eq(got, (int64_t)r->len[i], "record %zu: %lld", i, (long long)got);
+		cr_assert_eq(memcmp(buf, r->p[i], r->len[i]), 0, "record %zu: wrong bytes", i);
+	}
+	free(buf);
+	return eio;
+}
+
+Test(blockstore, corrupt_data_byte_is_eio)
+{
+	struct recs r = make_recs(2000, MIXED, 9);
+	struct index_map m;
+	struct blockstore bs;
+	struct copy c;
+
+	build(&r);
+	map(&m);
+	cr_assert_eq(blockstore_open(&bs, &m, T_DATA, T_BLK, T_REC, 0), 0);
+	/* single flips spread over the data: deflated and stored blocks */
+	for (uint64_t off = 7; off < bs.data_len; off += bs.data_len / 23) {
+		copy_store(&c, &bs);
+		c.data[off] ^= 0x10;
+		cr_assert_gt(right_or_eio(&c.bs, &r), 0, "flip at %llu unnoticed",
+			     (unsigned long long)off);
+		free_copy(&c);
+	}
+	index_map_close(&m);
+	free_recs(&r);
+}
+
+Test(blockstore, corrupt_record_offsets_are_eio)
+{
+	struct recs r = make_recs(2000, STROKES, 10);
+	struct index_map m;
+	struct blockstore bs;
+	struct copy c;
+
+	build(&r);
+	map(&m);
+	cr_assert_eq(blockstore_open(&bs, &m, T_DATA, T_BLK, T_REC, 0), 0);
+	copy_store(&c, &bs);
+	for (size_t i = 5; i < bs.nrec; i += 97) {
+		c.rec[2 * i] = 0xff;
+		c.rec[2 * i + 1] = 0xff;
+	}
+	cr_assert_gt(right_or_eio(&c.bs, &r), 0);
+	free_copy(&c);
+	index_map_close(&m);
+	free_recs(&r);
+}
+
+/* Rewrites the index with one section replaced; blockstore_open must fail. */
+static void rewrite_with(const struct index_map *m, uint32_t tag,
+			 const void *data, uint64_t len)
+{
+	static const uint32_t tags[] = { T_DATA, T_BLK, T_REC };
+	struct index_writer *w;
+	struct index_fp fp;
+	char tmp[160];
+
+	snprintf(tmp, sizeof(tmp), "%s/bad.sfsidx", dir);
+	cr_assert_eq(index_writer_open(&w, tmp), 0);
+	for (size_t i = 0; i < 3; i++) {
+		uint64_t l;
+		const void *p = index_map_section(m, tags[i], &l);
+
+		if (tags[i] == tag) {
+			p = data;
+			l = len;
+		}
+		if (p)
+			cr_assert_eq(index_writer_add(w, tags[i], p, l), 0);
+	}
+	index_fp_init(&fp, "bs");
+	cr_assert_eq(index_writer_commit(w, &fp), 0);
+}
+
+/* Opens bad.sfsidx: the blockstore_open result.  When open accepts it, at
+ * least every read must give the right bytes or -EIO, and `r` says which
+ * bytes are right. */
+static int open_bad_or_eio(const struct recs *r)
+{
+	struct index_map m;
+	struct blockstore bs;
+	struct index_fp fp;
+	char tmp[160], why[256];
+	int ret;
+
+	snprintf(tmp, sizeof(tmp), "%s/bad.sfsidx", dir);
+	index_fp_init(&fp, "bs");
+	cr_assert_eq(index_map_open(&m, tmp, &fp, why, sizeof(why)), 0, "%s", why);
+	ret = blockstore_open(&bs, &m, T_DATA, T_BLK, T_REC, 0);
+	if (ret == 0 && r)
+		cr_assert_gt(right_or_eio(&bs, r), 0, "damage unnoticed");
+	index_map_close(&m);
+	return ret;
+}
+
+static int open_bad(void)
+{
+	return open_bad_or_eio(NULL);
+}
+
+Test(blockstore, bad_sections_fail_open)
+{
+	struct recs r = make_recs(2000, MIXED, 11);
+	struct index_map m;
+	uint64_t dlen, blen, rlen;
+	const uint8_t *d, *bl, *rc;
+	uint8_t *x;
+
+	build(&r);
+	map(&m);
+	d = index_map_section(&m, T_DATA, &dlen);
+	bl = index_map_section(&m, T_BLK, &blen);
+	rc = index_map_section(&m, T_REC, &rlen);
+	rewrite_with(&m, T_DATA, d, dlen - 1);          /* truncated data */
+	cr_assert_eq(open_bad(), -EBADMSG);
+	rewrite_with(&m, T_BLK, bl, blen - 1);          /* truncated block table */
+	cr_assert_eq(open_bad(), -EBADMSG);
+	rewrite_with(&m, T_BLK, bl, blen - 24);         /* a block fewer */
+	cr_assert_eq(open_bad(), -EBADMSG);
+	rewrite_with(&m, T_BLK, bl + 24, blen - 24);    /* the first block fewer */
+	cr_assert_eq(open_bad(), -EBADMSG);
+	rewrite_with(&m, T_REC, rc, rlen - 2);          /* a record fewer */
+	cr_assert_eq(open_bad(), -EBADMSG);
+	rewrite_with(&m, T_REC, rc, rlen - 1);
+	cr_assert_eq(open_bad(), -EBADMSG);
+	rewrite_with(&m, T_REC, NULL, 0);               /* missing section */
+	cr_assert_eq(open_bad(), -EBADMSG);
+	/* each byte of the first block entry (whose check reads the records
+	 * up to the second's first record), then of the second, set to 0xff */
+	x = malloc(blen);
+	for (int i = 0; i < 48; i++) {
+		memcpy(x, bl, blen);
+		x[i] = 0xff;
+		rewrite_with(&m, T_BLK, x, blen);
+		/* the adler32, and a rawlen that still fits, are checked on read */
+		if (i % 24 >= 12 && i % 24 < 16)
+			cr_assert_eq(open_bad_or_eio(&r), 0);
+		else if (i % 24 >= 20)
+			cr_assert(open_bad_or_eio(&r) == 0 || open_bad() == -EBADMSG);
+		else
+			cr_assert_eq(open_bad(), -EBADMSG, "block entry byte %d", i);
+	}
+	free(x);
+	/* a record offset past its block, or going backwards */
+	x = malloc(rlen);
+	memcpy(x, rc, rlen);
+	x[2 * 10] = x[2 * 10 + 1] = 0xff;
+	rewrite_with(&m, T_REC, x, rlen);
+	cr_assert_eq(open_bad(), -EBADMSG);
+	memcpy(x, rc, rlen);
+	x[2 * 20] = x[2 * 20 + 1] = 0;
+	rewrite_with(&m, T_REC, x, rlen);
+	cr_assert_eq(open_bad(), -EBADMSG);
+	free(x);
+	rewrite_with(&m, T_BLK, bl, blen);              /* control: intact */
+	cr_assert_eq(open_bad(), 0);
+	index_map_close(&m);
+	free_recs(&r);
+}
