@@ -7,7 +7,8 @@ same length in its own d<k>/<i>.<ext> tree.  Everything is derived from the
 generators' manifests, never from walking a mount (that would warm the very
 caches a first pass must find empty).
 
-  lists.py qd MANIFEST OUTDIR NREAD NSTROKES SEED
+  lists.py qd MANIFEST OUTDIR NREAD NSTROKES SEED [NCLASSES]
+      (NCLASSES: only the first NCLASSES classes, as with -o classes=)
       qd_images.txt       the first NREAD images/<class>/<gidx:06d>.npy, gidx order
       qd_strokes.txt      NSTROKES strokes/<class>/<gidx:06d>.npy, random order
       floor_images.txt    NREAD floor files in order (per_dir = per_class)
@@ -45,11 +46,11 @@ def write(path, lines):
         f.writelines(l + "\n" for l in lines)
 
 
-def quickdraw(manifest, out, nread, nstrokes, seed):
+def quickdraw(manifest, out, nread, nstrokes, seed, nclasses=None):
     import json
     with open(manifest) as f:
         m = json.load(f)
-    classes, per = m["classes"], m["per_class"]
+    classes, per = m["classes"][:nclasses], m["per_class"]
     total = len(classes) * per
     nread, nstrokes = min(nread, total), min(nstrokes, total)
 
@@ -92,9 +93,9 @@ def imagenet(src, out, nread, nflat, seed):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 7 and sys.argv[1] == "qd":
+    if len(sys.argv) in (7, 8) and sys.argv[1] == "qd":
         quickdraw(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]),
-                  int(sys.argv[6]))
+                  int(sys.argv[6]), int(sys.argv[7]) if len(sys.argv) == 8 else None)
     elif len(sys.argv) == 7 and sys.argv[1] == "in":
         imagenet(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]),
                  int(sys.argv[6]))
