@@ -82,15 +82,25 @@ static int parse_u64(const char *s, uint64_t max, uint64_t *out)
 /* "80/10/10": three percentages adding up to 100 */
 static int parse_split(const char *s, uint32_t *split)
 {
-	unsigned a, b, c;
-	int n = 0;
+	char part[8];
+	uint64_t v[3];
+	size_t len;
+	int i;
 
-	if (sscanf(s, "%3u/%3u/%3u%n", &a, &b, &c, &n) != 3 || s[n] ||
-	    a + b + c != 100)
+	for (i = 0; i < 3; i++) {
+		len = strcspn(s, "/");
+		if (len >= sizeof(part) || (i < 2) != (s[len] == '/'))
+			return -EINVAL;
+		memcpy(part, s, len);
+		part[len] = '\0';
+		if (parse_u64(part, 100, &v[i]))
+			return -EINVAL;
+		s += len + (i < 2);
+	}
+	if (v[0] + v[1] + v[2] != 100)
 		return -EINVAL;
-	split[0] = a;
-	split[1] = b;
-	split[2] = c;
+	for (i = 0; i < 3; i++)
+		split[i] = (uint32_t)v[i];
 	return 0;
 }
 
