@@ -86,9 +86,12 @@ struct pstate {
 	uint64_t list_len;      /* elements appended to it (and passed to fn) */
 };
 
-static int fail(struct pstate *st, const char *fmt, ...) SFS_PRINTF(2, 3);
+static void report(const struct pstate *st, const char *fmt, ...) SFS_PRINTF(2, 3);
 
-static int fail(struct pstate *st, const char *fmt, ...)
+/* Every malformed input ends here; a macro so the compiler sees -EINVAL. */
+#define FAIL(st, ...) (report((st), __VA_ARGS__), -EINVAL)
+
+static void report(const struct pstate *st, const char *fmt, ...)
 {
 	char msg[256];
 	va_list ap;
@@ -98,7 +101,6 @@ static int fail(struct pstate *st, const char *fmt, ...)
 	va_end(ap);
 	sfs_err("%s: pickle offset %zu (opcode 0x%02x): %s", st->what, st->op,
 		st->buf[st->op], msg);
-	return -EINVAL;
 }
 
 /* ---- input ---------------------------------------------------------- */
@@ -106,7 +108,7 @@ static int fail(struct pstate *st, const char *fmt, ...)
 static int take(struct pstate *st, uint64_t n, const uint8_t **p)
 {
 	if (n > st->len - st->pos)
-		return fail(st, "needs %llu bytes, only %zu left",
+		return FAIL(st, "needs %llu bytes, only %zu left",
 			    (unsigned long long)n, st->len - st->pos);
 	*p = st->buf + st->pos;
 	st->pos += n;
@@ -129,7 +131,7 @@ static int take_le(struct pstate *st, unsigned width, uint64_t *v)
 static int push(struct pstate *st, const struct pv *v)
 {
 	if (st->sp == PK_STACK_MAX)
-		return fail(st, "stack deeper than %d", PK_STACK_MAX);
+		return FAIL(st, "stack deeper than %d", PK_STACK_MAX);
 	st->stack[st->sp++] = *v;
 	return 0;
 }
@@ -139,7 +141,7 @@ static int pop(struct pstate *st, struct pv *v)
 	size_t floor = st->nmarks ? st->marks[st->nmarks - 1] : 0;
 
 	if (st->sp == floor)
-		return fail(st, "stack underflow");
+		return FAIL(st, "stack underflow");
 	*v = st->stack[--st->sp];
 	return 0;
 }
@@ -148,7 +150,7 @@ static int pop(struct pstate *st, struct pv *v)
 static int pop_mark(struct pstate *st, size_t *first)
 {
 	if (!st->nmarks)
-		return fail(st, "no MARK to pop");
+		return FAIL(st, "no MARK to pop");
 	*first = st->marks[--st->nmarks];
 	return 0;
 }
@@ -160,9 +162,9 @@ static int memo_put(struct pstate *st, uint64_t idx)
 	size_t floor = st->nmarks ? st->marks[st->nmarks - 1] : 0;
 
 	if (st->sp == floor)
-		return fail(st, "memo put with an empty stack");
+		return FAIL(st, "memo put with an empty stack");
 	if (idx > st->nmemo)
-		return fail(st, "memo index %llu skips past %zu",
+		return FAIL(st, "memo index %llu skips past %zu",
 			    (unsigned long long)idx, st->nmemo);
 	if (idx == st->memo_cap) {
 		size_t cap = st->memo_cap ? st->memo_cap * 2 : 256;
@@ -182,7 +184,7 @@ static int memo_put(struct pstate *st, uint64_t idx)
 static int memo_get(struct pstate *st, uint64_t idx)
 {
 	if (idx >= st->nmemo)
-		return fail(st, "memo index %llu not set (%zu entries)",
+		return FAIL(st, "memo index %llu not set (%zu entries)",
 			    (unsigned long long)idx, st->nmemo);
 	return push(st, &st->memo[idx]);
 }
@@ -259,16 +261,16 @@ static int elem_check(struct pstate *st, const struct pv *shape,
 	uint64_t n;
 
 	if (dtype->kind != PV_DTYPE || dtype->sub != T_I2)
-		return fail(st, "element dtype is not int16");
+		return FAIL(st, "element dtype is not int16");
 	if (dtype->flags & PF_BIG)
-		return fail(st, "element dtype is big-endian int16, expected '<i2'");
+		return FAIL(st, "element dtype is big-endian int16, expected '<i2'");
 	if (shape->kind != PV_SHAPE || shape->sub != 2 || shape->u.shape.d[1] != 3)
-		return fail(st, "element shape is not (n, 3)");
+		return FAIL(st, "element shape is not (n, 3)");
 	if (data->kind != PV_BYTES && data->kind != PV_LATIN1)
-		return fail(st, "element data is not a byte string");
+		return FAIL(st, "element data is not a byte string");
 	n = shape->u.shape.d[0];
 	if (n > UINT32_MAX || str_len(data) != n * 6)
-		return fail(st, "element of shape (%llu, 3) has %llu data bytes, expected %llu",
+		return FAIL(st, "element of shape (%llu, 3) has %llu data bytes, expected %llu",
 			    (unsigned long long)n,
 			    (unsigned long long)str_len(data),
 			    (unsigned long long)n * 6);
@@ -288,12 +290,12 @@ static int classify_array_state(struct pstate *st, const struct pv *it,
 
 	if (!is_int(&it[0], 1) || it[1].kind != PV_SHAPE ||
 	    dt->kind != PV_DTYPE || it[3].kind != PV_INT)
-		return fail(st, "5-tuple is not an ndarray state (1, shape, dtype, fortran, data)");
+		return FAIL(st, "5-tuple is not an ndarray state (1, shape, dtype, fortran, data)");
 	if (dt->sub == T_OBJ) {
 		if (it[1].sub != 1 || it[4].kind != PV_LIST)
-			return fail(st, "object array state is not (N,) with a list");
+			return FAIL(st, "object array state is not (N,) with a list");
 		if (it[1].u.shape.d[0] != st->list_len)
-			return fail(st, "object array claims %llu elements, its list has %llu",
+			return FAIL(st, "object array claims %llu elements, its list has %llu",
 				    (unsigned long long)it[1].u.shape.d[0],
 				    (unsigned long long)st->list_len);
 		out->kind = PV_OBJ_STATE;
@@ -314,11 +316,11 @@ static int classify_dtype_state(struct pstate *st, const struct pv *it,
 	    it[2].kind != PV_NONE || it[3].kind != PV_NONE ||
 	    it[4].kind != PV_NONE || it[5].kind != PV_INT ||
 	    it[6].kind != PV_INT || it[7].kind != PV_INT)
-		return fail(st, "8-tuple is not a simple dtype state (3, endian, None, None, None, ...)");
+		return FAIL(st, "8-tuple is not a simple dtype state (3, endian, None, None, None, ...)");
 	out->kind = PV_DTYPE_STATE;
 	out->flags = str_eq(e, ">") ? PF_BIG : 0;
 	if (!out->flags && !str_eq(e, "<") && !str_eq(e, "|") && !str_eq(e, "="))
-		return fail(st, "dtype byte order is not one of < > | =");
+		return FAIL(st, "dtype byte order is not one of < > | =");
 	return 0;
 }
 
@@ -327,14 +329,14 @@ static int classify_dtype_args(struct pstate *st, const struct pv *it,
 			       struct pv *out)
 {
 	if (it[1].kind != PV_INT || it[2].kind != PV_INT)
-		return fail(st, "dtype arguments are not (name, bool, bool)");
+		return FAIL(st, "dtype arguments are not (name, bool, bool)");
 	out->kind = PV_DTYPE_ARGS;
 	if (str_eq(&it[0], "i2"))
 		out->sub = T_I2;
 	else if (str_eq(&it[0], "O8") || str_eq(&it[0], "O4"))
 		out->sub = T_OBJ;
 	else
-		return fail(st, "dtype '%.*s' is neither int16 nor object",
+		return FAIL(st, "dtype '%.*s' is neither int16 nor object",
 			    (int)(str_len(&it[0]) < 16 ? str_len(&it[0]) : 16),
 			    (const char *)it[0].u.s.p);
 	return 0;
@@ -347,7 +349,7 @@ static int classify_shape(struct pstate *st, const struct pv *it, size_t k,
 
 	for (i = 0; i < k; i++) {
 		if (it[i].u.num < 0)
-			return fail(st, "negative dimension %lld",
+			return FAIL(st, "negative dimension %lld",
 				    (long long)it[i].u.num);
 		out->u.shape.d[i] = (uint64_t)it[i].u.num;
 	}
@@ -395,7 +397,7 @@ static int classify_tuple(struct pstate *st, const struct pv *it, size_t k,
 		return classify_array_state(st, it, out);
 	if (k == 8)
 		return classify_dtype_state(st, it, out);
-	return fail(st, "unexpected %zu-tuple", k);
+	return FAIL(st, "unexpected %zu-tuple", k);
 }
 
 /* ---- opcodes -------------------------------------------------------- */
@@ -415,7 +417,7 @@ static int op_tuple(struct pstate *st, size_t k)
 		size_t floor = st->nmarks ? st->marks[st->nmarks - 1] : 0;
 
 		if (st->sp - floor < k)
-			return fail(st, "TUPLE%zu with %zu items on the stack",
+			return FAIL(st, "TUPLE%zu with %zu items on the stack",
 				    k, st->sp - floor);
 	}
 	rc = classify_tuple(st, &st->stack[st->sp - k], k, &t);
@@ -449,7 +451,7 @@ static int lookup_global(struct pstate *st, const uint8_t *mod, size_t ml,
 			return push(st, &v);
 		}
 	}
-	return fail(st, "global %.*s.%.*s is not allowed",
+	return FAIL(st, "global %.*s.%.*s is not allowed",
 		    (int)(ml < PK_NAME_MAX ? ml : PK_NAME_MAX), (const char *)mod,
 		    (int)(nl < PK_NAME_MAX ? nl : PK_NAME_MAX), (const char *)name);
 }
@@ -462,11 +464,11 @@ static int op_global(struct pstate *st)
 
 	nl1 = memchr(mod, '\n', (size_t)(end - mod));
 	if (!nl1)
-		return fail(st, "GLOBAL module name not terminated");
+		return FAIL(st, "GLOBAL module name not terminated");
 	name = nl1 + 1;
 	nl2 = memchr(name, '\n', (size_t)(end - name));
 	if (!nl2)
-		return fail(st, "GLOBAL name not terminated");
+		return FAIL(st, "GLOBAL name not terminated");
 	st->pos = (size_t)(nl2 + 1 - st->buf);
 	return lookup_global(st, mod, (size_t)(nl1 - mod), name,
 			     (size_t)(nl2 - name));
@@ -480,7 +482,7 @@ static int op_stack_global(struct pstate *st)
 	if ((rc = pop(st, &name)) || (rc = pop(st, &mod)))
 		return rc;
 	if (mod.kind != PV_TEXT || name.kind != PV_TEXT)
-		return fail(st, "STACK_GLOBAL operands are not strings");
+		return FAIL(st, "STACK_GLOBAL operands are not strings");
 	return lookup_global(st, mod.u.s.p, mod.u.s.len, name.u.s.p,
 			     name.u.s.len);
 }
@@ -496,7 +498,7 @@ static int op_string(struct pstate *st, unsigned width, enum pk_kind kind)
 		return rc;
 	/* Python 2 reads BINSTRING's length as signed */
 	if (st->buf[st->op] == 'T' && n > INT32_MAX)
-		return fail(st, "BINSTRING with negative length");
+		return FAIL(st, "BINSTRING with negative length");
 	rc = take(st, n, &v.u.s.p);
 	if (rc)
 		return rc;
@@ -527,7 +529,7 @@ static int op_long1(struct pstate *st)
 	if ((rc = take_le(st, 1, &n)) || (rc = take(st, n, &p)))
 		return rc;
 	if (n > 8)
-		return fail(st, "LONG1 of %llu bytes is out of range",
+		return FAIL(st, "LONG1 of %llu bytes is out of range",
 			    (unsigned long long)n);
 	for (i = n; i > 0; i--)
 		u = u << 8 | p[i - 1];
@@ -546,7 +548,7 @@ static int op_reduce(struct pstate *st)
 	if ((rc = pop(st, &args)) || (rc = pop(st, &fn)))
 		return rc;
 	if (fn.kind != PV_GLOBAL)
-		return fail(st, "REDUCE of something that is not a global");
+		return FAIL(st, "REDUCE of something that is not a global");
 	memset(&out, 0, sizeof(out));
 	if (fn.sub == G_RECONSTRUCT && args.kind == PV_RECON_ARGS) {
 		out.kind = PV_ARRAY;            /* empty until BUILD */
@@ -556,7 +558,7 @@ static int op_reduce(struct pstate *st)
 	} else if (fn.sub == G_ENCODE && args.kind == PV_CODEC_ARGS) {
 		l1 = latin1_len(args.u.s.p, args.u.s.len);
 		if (l1 < 0)
-			return fail(st, "_codecs.encode text is not latin-1");
+			return FAIL(st, "_codecs.encode text is not latin-1");
 		out.kind = PV_LATIN1;
 		out.u.s.p = args.u.s.p;
 		out.u.s.ulen = args.u.s.len;
@@ -568,7 +570,7 @@ static int op_reduce(struct pstate *st)
 		out = args;
 		out.kind = PV_ELEM;
 	} else {
-		return fail(st, "REDUCE with unexpected arguments");
+		return FAIL(st, "REDUCE with unexpected arguments");
 	}
 	return push(st, &out);
 }
@@ -581,7 +583,7 @@ static int op_build(struct pstate *st)
 	if (rc)
 		return rc;
 	if (st->sp == 0 || (st->nmarks && st->sp == st->marks[st->nmarks - 1]))
-		return fail(st, "BUILD with nothing to build");
+		return FAIL(st, "BUILD with nothing to build");
 	obj = &st->stack[st->sp - 1];
 	if (obj->kind == PV_DTYPE && state.kind == PV_DTYPE_STATE) {
 		obj->flags = state.flags;
@@ -592,7 +594,7 @@ static int op_build(struct pstate *st)
 		*obj = state;
 		obj->kind = PV_OBJARRAY;
 	} else {
-		return fail(st, "BUILD of an unexpected object or state");
+		return FAIL(st, "BUILD of an unexpected object or state");
 	}
 	return 0;
 }
@@ -641,14 +643,14 @@ static int op_append(struct pstate *st, int many)
 		size_t floor = st->nmarks ? st->marks[st->nmarks - 1] : 0;
 
 		if (st->sp - floor < 2)
-			return fail(st, "APPEND with too few items");
+			return FAIL(st, "APPEND with too few items");
 		first = st->sp - 1;
 	}
 	if (first == 0 || st->stack[first - 1].kind != PV_LIST)
-		return fail(st, "APPEND to something that is not a list");
+		return FAIL(st, "APPEND to something that is not a list");
 	for (i = first; i < st->sp; i++) {
 		if (st->stack[i].kind != PV_ELEM)
-			return fail(st, "list item %llu is not an int16 (n, 3) array",
+			return FAIL(st, "list item %llu is not an int16 (n, 3) array",
 				    (unsigned long long)st->list_len);
 		rc = emit(st, &st->stack[i]);
 		if (rc)
@@ -662,7 +664,7 @@ static int op_append(struct pstate *st, int many)
 static int op_mark(struct pstate *st)
 {
 	if (st->nmarks == PK_MARKS_MAX)
-		return fail(st, "MARKs nested deeper than %d", PK_MARKS_MAX);
+		return FAIL(st, "MARKs nested deeper than %d", PK_MARKS_MAX);
 	st->marks[st->nmarks++] = st->sp;
 	return 0;
 }
@@ -672,7 +674,7 @@ static int op_empty_list(struct pstate *st)
 	struct pv v = { .kind = PV_LIST };
 
 	if (st->have_list)
-		return fail(st, "a second list (only the object array's data list is expected)");
+		return FAIL(st, "a second list (only the object array's data list is expected)");
 	st->have_list = 1;
 	return push(st, &v);
 }
@@ -703,10 +705,10 @@ static int op_proto_frame(struct pstate *st, int frame)
 	if (rc)
 		return rc;
 	if (frame && v > st->len - st->pos)
-		return fail(st, "FRAME of %llu bytes, only %zu left",
+		return FAIL(st, "FRAME of %llu bytes, only %zu left",
 			    (unsigned long long)v, st->len - st->pos);
 	if (!frame && (v < 2 || v > 5))
-		return fail(st, "pickle protocol %llu, expected 2 to 5",
+		return FAIL(st, "pickle protocol %llu, expected 2 to 5",
 			    (unsigned long long)v);
 	return 0;
 }
@@ -715,11 +717,11 @@ static int op_proto_frame(struct pstate *st, int frame)
 static long op_stop(struct pstate *st)
 {
 	if (st->nmarks || st->sp != 1 || st->stack[0].kind != PV_OBJARRAY)
-		return fail(st, "STOP without exactly one object array on the stack");
+		return FAIL(st, "STOP without exactly one object array on the stack");
 	if ((uint64_t)st->stack[0].u.num != st->list_len)
-		return fail(st, "elements appended after the object array was built");
+		return FAIL(st, "elements appended after the object array was built");
 	if (st->list_len > (uint64_t)LONG_MAX)
-		return fail(st, "too many elements");
+		return FAIL(st, "too many elements");
 	return (long)st->list_len;
 }
 
@@ -763,7 +765,7 @@ static int step(struct pstate *st, uint8_t op)
 	case 'h':  return op_memo(st, 1, 0);               /* BINGET */
 	case 'j':  return op_memo(st, 4, 0);               /* LONG_BINGET */
 	default:
-		return fail(st, "opcode 0x%02x is not allowed", op);
+		return FAIL(st, "opcode 0x%02x is not allowed", op);
 	}
 }
 

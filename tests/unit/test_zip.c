@@ -1,0 +1,337 @@
+/*
+ * test_zip.c - core/zip.c against Python's zipfile: for each archive
+ * make_npz.py wrote (np.savez and savez_compressed, zip64 everywhere, data
+ * descriptors, an archive comment, empty members) the directory must match
+ * zipfile's infolist and every member zipfile's read of it; the "zipbad"
+ * archives (truncated, corrupt, CRC mismatch, bombs, absurd counts) must
+ * fail with the errno the manifest names; and any truncation of a good
+ * archive must fail or return exactly zipfile's bytes.
+ */
+#include <criterion/criterion.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "zip.h"
+
+#define MAXTOK 16
+#define MAXMEMBERS 8
+
+struct line {
+	int ntok;
+	char *tok[MAXTOK];
+};
+
+static char *fixture_path(const char *name)
+{
+	const char *dir = getenv("SFS_FIXTURES");
+	char *p;
+
+	cr_assert(dir, "SFS_FIXTURES is not set (run tests/fixtures/make_npz.py)");
+	cr_assert(asprintf(&p, "%s/qd/%s", dir, name) > 0);
+	return p;
+}
+
+static uint8_t *slurp(const char *name, size_t *len)
+{
+	char *path = fixture_path(name);
+	FILE *f = fopen(path, "rb");
+	uint8_t *buf;
+	long n;
+
+	cr_assert(f, "cannot open %s", path);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	buf = malloc((size_t)n + 1);
+	cr_assert(buf);
+	cr_assert(fread(buf, 1, (size_t)n, f) == (size_t)n);
+	fclose(f);
+	free(path);
+	*len = (size_t)n;
+	return buf;
+}
+
+/* One archive from the manifest: "zip FILE COUNT" and its member lines. */
+struct zcase {
+	char file[128];
+	int count;
+	struct {
+		char name[64], raw[160];
+		unsigned method;
+		uint64_t csize, usize, crc, off;
+	} m[MAXMEMBERS];
+};
+
+/* Reads every zip case of the manifest; returns how many. */
+static int load_cases(struct zcase *cases, int max)
+{
+	char *path = fixture_path("manifest.txt");
+	FILE *f = fopen(path, "r");
+	char buf[1024];
+	int n = 0, k = 0;
+
+	cr_assert(f);
+	while (fgets(buf, sizeof(buf), f)) {
+		struct zcase *c = &cases[n - 1];
+
+		if (!strncmp(buf, "zip ", 4)) {
+			cr_assert(n < max);
+			c = &cases[n++];
+			cr_assert(sscanf(buf, "zip %127s %d", c->file, &c->count) == 2);
+			cr_assert(c->count <= MAXMEMBERS);
+			k = 0;
+		} else if (!strncmp(buf, "member ", 7)) {
+			cr_assert(n > 0 && k < c->count);
+			cr_assert(sscanf(buf, "member %63s %u %lu %lu %lu %lu %159s",
+					 c->m[k].name, &c->m[k].method, &c->m[k].csize,
+					 &c->m[k].usize, &c->m[k].crc, &c->m[k].off,
+					 c->m[k].raw) == 7, "bad line %s", buf);
+			k++;
+		}
+	}
+	fclose(f);
+	free(path);
+	return n;
+}
+
+static void check_archive(const struct zcase *c)
+{
+	struct zip_archive *za;
+	char *path = fixture_path(c->file);
+	int rc = zip_open(&za, path);
+
+	cr_assert(rc == 0, "%s: zip_open %d", c->file, rc);
+	cr_assert(zip_count(za) == (size_t)c->count, "%s: %zu members", c->file,
+		  zip_count(za));
+	cr_expect(zip_member_at(za, (size_t)c->count) == NULL);
+	for (int k = 0; k < c->count; k++) {
+		const struct zip_member *m = zip_member_at(za, (size_t)k);
+		uint8_t *data, *raw;
+		size_t len, rawlen;
+
+		cr_assert(!strcmp(m->name, c->m[k].name), "%s: member %d is %s",
+			  c->file, k, m->name);
+		cr_expect(zip_find(za, m->name) == m, "%s: zip_find(%s)", c->file, m->name);
+		cr_expect(m->method == c->m[k].method && m->csize == c->m[k].csize &&
+			  m->usize == c->m[k].usize && m->crc32 == c->m[k].crc &&
+			  m->header_off == c->m[k].off,
+			  "%s: %s: directory fields differ from zipfile's", c->file, m->name);
+		raw = slurp(c->m[k].raw, &rawlen);
+		rc = zip_read_member(za, m, m->usize, &data, &len);
+		cr_assert(rc == 0, "%s: %s: read %d", c->file, m->name, rc);
+		cr_assert(len == rawlen && memcmp(data, raw, len) == 0,
+			  "%s: %s: bytes differ from zipfile's", c->file, m->name);
+		free(data);
+		if (m->usize > 0) {
+			rc = zip_read_member(za, m, m->usize - 1, &data, &len);
+			cr_expect(rc == -EFBIG && data == NULL, "%s: %s: limit: %d",
+				  c->file, m->name, rc);
+		}
+		free(raw);
+	}
+	cr_expect(zip_find(za, "no-such-member.npy") == NULL);
+	zip_close(za);
+	free(path);
+}
+
+Test(zip, directory_and_data_match_zipfile)
+{
+	static struct zcase cases[32];
+	int n = load_cases(cases, 32);
+
+	/* py2/p3 x stored/deflated, np.savez x2, zip64 x2, descriptor, comment */
+	cr_expect(n == 10, "%d zip cases", n);
+	for (int i = 0; i < n; i++)
+		check_archive(&cases[i]);
+}
+
+/* ---- bad archives ----------------------------------------------------- */
+
+static int errno_of(const char *name)
+{
+	if (!strcmp(name, "EINVAL"))
+		return EINVAL;
+	if (!strcmp(name, "EIO"))
+		return EIO;
+	if (!strcmp(name, "EFBIG"))
+		return EFBIG;
+	cr_assert_fail("unknown errno %s", name);
+	return 0;
+}
+
+/* zipbad FILE ERRNO MEMBER WHY... */
+static void check_bad(const char *file, int err, const char *member)
+{
+	struct zip_archive *za = (struct zip_archive *)1;
+	const struct zip_member *m;
+	char *path = fixture_path(file);
+	uint8_t *data = (uint8_t *)1;
+	size_t len = 1;
+	int rc = zip_open(&za, path);
+
+	if (!strcmp(member, "-")) {
+		cr_expect(rc == -err && za == NULL, "%s: zip_open %d, expected %d",
+			  file, rc, -err);
+		if (rc == 0)
+			zip_close(za);
+		free(path);
+		return;
+	}
+	cr_assert(rc == 0, "%s: zip_open %d", file, rc);
+	m = zip_find(za, member);
+	cr_assert(m, "%s: no %s", file, member);
+	rc = zip_read_member(za, m, 1 << 20, &data, &len);
+	cr_expect(rc == -err && data == NULL && len == 0,
+		  "%s: read %d, expected %d", file, rc, -err);
+	zip_close(za);
+	free(path);
+}
+
+Test(zip, bad_archives_fail_with_the_right_errno)
+{
+	char *path = fixture_path("manifest.txt");
+	FILE *f = fopen(path, "r");
+	char buf[1024], file[128], err[16], member[64];
+	int n = 0;
+
+	cr_assert(f);
+	while (fgets(buf, sizeof(buf), f)) {
+		if (sscanf(buf, "zipbad %127s %15s %63s", file, err, member) != 3)
+			continue;
+		check_bad(file, errno_of(err), member);
+		n++;
+	}
+	fclose(f);
+	free(path);
+	cr_expect(n >= 20, "%d bad archives", n);
+}
+
+Test(zip, missing_file)
+{
+	struct zip_archive *za;
+
+	cr_expect(zip_open(&za, "/nonexistent/x.npz") == -ENOENT);
+	cr_expect(za == NULL);
+}
+
+/* ---- truncations ------------------------------------------------------ */
+
+/* Every length of a small archive (and ~300 of a larger one): zip_open
+ * fails, or each member read fails or gives zipfile's exact bytes. */
+static void check_truncations(const struct zcase *c, size_t step)
+{
+	size_t len, cut;
+	uint8_t *whole = slurp(c->file, &len);
+	/* in memory: truncating a disk file thousands of times is slow */
+	int fd = memfd_create("test_zip", 0);
+	char tmpl[64];
+	uint8_t *raw[MAXMEMBERS];
+	size_t rawlen[MAXMEMBERS];
+
+	cr_assert(fd >= 0);
+	snprintf(tmpl, sizeof(tmpl), "/proc/self/fd/%d", fd);
+	for (int k = 0; k < c->count; k++)
+		raw[k] = slurp(c->m[k].raw, &rawlen[k]);
+	for (cut = 0; cut < len; cut += step) {
+		struct zip_archive *za;
+
+		cr_assert(ftruncate(fd, 0) == 0 && pwrite(fd, whole, cut, 0) == (ssize_t)cut);
+		if (zip_open(&za, tmpl) != 0)
+			continue;
+		for (size_t k = 0; k < zip_count(za); k++) {
+			const struct zip_member *m = zip_member_at(za, k);
+			uint8_t *data;
+			size_t dlen;
+
+			if (zip_read_member(za, m, 1 << 24, &data, &dlen) != 0)
+				continue;
+			cr_assert(k < (size_t)c->count && dlen == rawlen[k] &&
+				  !memcmp(data, raw[k], dlen),
+				  "%s cut at %zu: %s read wrong bytes", c->file, cut, m->name);
+			free(data);
+		}
+		zip_close(za);
+	}
+	for (int k = 0; k < c->count; k++)
+		free(raw[k]);
+	close(fd);
+	free(whole);
+}
+
+Test(zip, truncated_archives_never_give_wrong_bytes)
+{
+	static struct zcase cases[32];
+	int n = load_cases(cases, 32), fd = open("/dev/null", O_WRONLY);
+
+	dup2(fd, 2);    /* many (correct) error messages */
+	close(fd);
+	for (int i = 0; i < n; i++) {
+		if (!strcmp(cases[i].file, "comment.zip"))
+			check_truncations(&cases[i], 1);
+		if (!strcmp(cases[i].file, "zip64_deflated.npz"))
+			check_truncations(&cases[i], 997);
+	}
+}
+
+/* ---- concurrent reads --------------------------------------------------- */
+
+struct reader {
+	struct zip_archive *za;
+	const struct zcase *c;
+	int ok;
+};
+
+static void *read_all(void *arg)
+{
+	struct reader *r = arg;
+
+	r->ok = 1;
+	for (int round = 0; round < 20; round++) {
+		for (int k = 0; k < r->c->count; k++) {
+			const struct zip_member *m = zip_member_at(r->za, (size_t)k);
+			uint8_t *data;
+			size_t len;
+
+			if (zip_read_member(r->za, m, m->usize, &data, &len) != 0 ||
+			    len != m->usize)
+				r->ok = 0;
+			else
+				free(data);
+		}
+	}
+	return NULL;
+}
+
+Test(zip, concurrent_reads_of_one_archive)
+{
+	static struct zcase cases[32];
+	int n = load_cases(cases, 32);
+	struct reader r[4];
+	pthread_t t[4];
+	struct zip_archive *za = NULL;
+	const struct zcase *c = NULL;
+
+	for (int i = 0; i < n; i++)
+		if (!strcmp(cases[i].file, "npz_py2_deflated.npz"))
+			c = &cases[i];
+	cr_assert(c);
+	char *path = fixture_path(c->file);
+	cr_assert(zip_open(&za, path) == 0);
+	for (int i = 0; i < 4; i++) {
+		r[i] = (struct reader){ za, c, 0 };
+		cr_assert(pthread_create(&t[i], NULL, read_all, &r[i]) == 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(t[i], NULL);
+		cr_expect(r[i].ok, "reader %d failed", i);
+	}
+	zip_close(za);
+	free(path);
+}
