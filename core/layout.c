@@ -12,25 +12,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-/*
- * The other layouts may not be linked in (they are written in parallel):
- * weak references are NULL when absent, and we say so instead of failing
- * to link.  TODO(integration): drop weak refs
- */
-extern int layout_quickdraw_open(const struct sfs_opts *o, struct layout *out)
-	__attribute__((weak));
-extern int layout_tar_open(const struct sfs_opts *o, struct layout *out)
-	__attribute__((weak));
-extern int layout_imagenet_open(const struct sfs_opts *o, struct layout *out)
-	__attribute__((weak));
-extern int layout_quickdraw_detect(const char *source) __attribute__((weak));
-extern int layout_imagenet_detect(const char *source) __attribute__((weak));
-
 typedef int (*open_fn)(const struct sfs_opts *o, struct layout *out);
 
-static open_fn by_name(const char *name, int *known)
+static open_fn by_name(const char *name)
 {
-	*known = 1;
 	if (!strcmp(name, "npy"))
 		return layout_npy_open;
 	if (!strcmp(name, "quickdraw"))
@@ -39,7 +24,6 @@ static open_fn by_name(const char *name, int *known)
 		return layout_tar_open;
 	if (!strcmp(name, "imagenet"))
 		return layout_imagenet_open;
-	*known = 0;
 	return NULL;
 }
 
@@ -70,9 +54,9 @@ static const char *detect(const char *source)
 	struct stat st;
 	int isdir;
 
-	if (layout_quickdraw_detect && layout_quickdraw_detect(source))
+	if (layout_quickdraw_detect(source))
 		return "quickdraw";
-	if (layout_imagenet_detect && layout_imagenet_detect(source))
+	if (layout_imagenet_detect(source))
 		return "imagenet";
 	if (stat(source, &st))
 		return NULL;
@@ -89,7 +73,6 @@ int layout_open(const struct sfs_opts *o, struct layout *out)
 	const char *name = o->layout;
 	struct stat st;
 	open_fn fn;
-	int known;
 
 	if (!strstr(o->source, "://") && stat(o->source, &st)) {
 		int rc = -errno;
@@ -101,14 +84,9 @@ int layout_open(const struct sfs_opts *o, struct layout *out)
 			o->source);
 		return -EINVAL;
 	}
-	fn = by_name(name, &known);
-	if (!known) {
+	if (!(fn = by_name(name))) {
 		sfs_err("unknown layout '%s'; expected quickdraw, npy, tar or imagenet", name);
 		return -EINVAL;
-	}
-	if (!fn) {
-		sfs_err("layout '%s' is not built into this samplefs", name);
-		return -ENOSYS;
 	}
 	return fn(o, out);
 }
