@@ -35,6 +35,7 @@
 #define PK_NAME_MAX  64
 
 enum pk_kind {
+	PV_UNSET,               /* a memo slot never written */
 	PV_NONE, PV_INT, PV_BYTES, PV_TEXT, PV_LATIN1, PV_GLOBAL, PV_LIST,
 	PV_EMPTY_TUPLE, PV_SHAPE, PV_RECON_ARGS, PV_DTYPE_ARGS, PV_DTYPE,
 	PV_DTYPE_STATE, PV_CODEC_ARGS, PV_FROMBUF_ARGS, PV_ARRAY,
@@ -155,18 +156,22 @@ static int pop_mark(struct pstate *st, size_t *first)
 	return 0;
 }
 
-/* Picklers number memo entries 0, 1, 2, ... so an index may rewrite an
- * entry or add the next one, never leave a gap to be allocated. */
+/*
+ * Picklers number memo slots densely: from 0, or from 1 in Python 2's
+ * cPickle (whose put2 keeps "memo keys positive").  So an index may rewrite
+ * a slot or add one at most one past the end; it can never make us
+ * allocate for a gap, and the memo stays within two slots per opcode.
+ */
 static int memo_put(struct pstate *st, uint64_t idx)
 {
 	size_t floor = st->nmarks ? st->marks[st->nmarks - 1] : 0;
 
 	if (st->sp == floor)
 		return FAIL(st, "memo put with an empty stack");
-	if (idx > st->nmemo)
+	if (idx > st->nmemo + 1)
 		return FAIL(st, "memo index %llu skips past %zu",
 			    (unsigned long long)idx, st->nmemo);
-	if (idx == st->memo_cap) {
+	if (idx >= st->memo_cap) {
 		size_t cap = st->memo_cap ? st->memo_cap * 2 : 256;
 		struct pv *m = realloc(st->memo, cap * sizeof(*m));
 
@@ -175,15 +180,17 @@ static int memo_put(struct pstate *st, uint64_t idx)
 		st->memo = m;
 		st->memo_cap = cap;
 	}
+	if (idx == st->nmemo + 1)
+		st->memo[st->nmemo].kind = PV_UNSET;
 	st->memo[idx] = st->stack[st->sp - 1];
-	if (idx == st->nmemo)
-		st->nmemo++;
+	if (idx >= st->nmemo)
+		st->nmemo = idx + 1;
 	return 0;
 }
 
 static int memo_get(struct pstate *st, uint64_t idx)
 {
-	if (idx >= st->nmemo)
+	if (idx >= st->nmemo || st->memo[idx].kind == PV_UNSET)
 		return FAIL(st, "memo index %llu not set (%zu entries)",
 			    (unsigned long long)idx, st->nmemo);
 	return push(st, &st->memo[idx]);
