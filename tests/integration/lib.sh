@@ -18,7 +18,9 @@ sfs_cleanup() {
 	for m in "${SFS_MOUNTS[@]}"; do
 		grep -q " $m fuse" /proc/mounts 2>/dev/null && { fusermount3 -u "$m" 2>/dev/null || fusermount3 -uz "$m" 2>/dev/null; }
 	done
-	for p in "${SFS_PIDS[@]}"; do
+	# only daemons not yet seen to exit (sfs_umount unregisters them), so
+	# a recycled PID is never signalled
+	for p in "${SFS_PID_OF[@]}"; do
 		kill "$p" 2>/dev/null
 	done
 	[ -n "${SFS_TMP:-}" ] && [ -d "$SFS_TMP" ] && rm -rf "$SFS_TMP"
@@ -73,6 +75,11 @@ sfs_umount() {
 		return 1
 	fi
 	return $rc
+}
+
+# sfs_log MNT: the daemon log of the mount sfs_mount made on MNT
+sfs_log() {
+	echo "${SFS_LOG_OF[$1]}"
 }
 
 # check NAME CMD...: runs CMD, records pass/fail.
