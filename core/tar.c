@@ -173,7 +173,12 @@ static int parse_num(const unsigned char *f, size_t n, int64_t *out)
 	return 0;
 }
 
-/* As GNU tar: the stored sum may be of unsigned or of signed bytes. */
+/*
+ * As GNU tar: the stored sum may be of unsigned or of signed bytes, with
+ * the checksum field itself counted as spaces.  (Summing all bytes and
+ * then correcting for the field keeps the loop simple enough to vectorise:
+ * this runs once per member.)
+ */
 int tar_header_ok(const unsigned char *h)
 {
 	int64_t stored;
@@ -183,10 +188,12 @@ int tar_header_ok(const unsigned char *h)
 	if (parse_num(h + H_CHKSUM, 8, &stored) < 0)
 		return 0;
 	for (i = 0; i < TAR_BLOCK; i++) {
-		unsigned char c = i >= H_CHKSUM && i < H_CHKSUM + 8 ? ' ' : h[i];
-
-		us += c;
-		ss += (signed char)c;
+		us += h[i];
+		ss += (signed char)h[i];
+	}
+	for (i = H_CHKSUM; i < H_CHKSUM + 8; i++) {
+		us += ' ' - h[i];
+		ss += ' ' - (signed char)h[i];
 	}
 	return stored == us || stored == ss;
 }
