@@ -21,7 +21,8 @@
  *
  * Two index files: the tar headers (tarindex, sections 'T' and 'V'),
  * expensive to build and independent of options, and this layout's arrays
- * (cheap, keyed by the shard options).  Per sample: a u32 node id (samp), a
+ * (cheap, keyed by the shard options).  Per sample: a u32 node id (samp,
+ * omitted when the samples are consecutive nodes, as train usually is), a
  * u32 shard-order entry (ord) and its inverse (pos), a u32 shuffle entry;
  * vtar offsets and shuffled.txt offsets are kept every 64 / 256 samples and
  * the rest recomputed from sizes.  Everything is used in place from the
@@ -54,7 +55,7 @@ enum { TRAIN, VAL, NSPLIT };
 static const char *const split_name[NSPLIT] = { "train", "val" };
 static const char tar_tag[NSPLIT] = { 'T', 'V' };
 
-#define LAYOUT_VERSION 1
+#define LAYOUT_VERSION 2
 #define VOFF_STEP 64	/* vtar prefix offsets kept every 64 positions */
 #define SOFF_STEP 256	/* shuffled.txt line offsets kept every 256 lines */
 #define NAME_MAX_ 512	/* "<label>.<member>": member names are <= 255 */
@@ -81,6 +82,8 @@ struct in_split_head {
 	uint64_t txt_size;	/* shuffled/<split>.txt */
 	uint32_t labelled;	/* class directories, shards, shuffled */
 	uint32_t present;	/* its tar(s) exist */
+	uint32_t samp_dense;	/* sample c is node samp_base + c: no samp array */
+	uint32_t samp_base;
 };
 
 struct in_head {
@@ -528,7 +531,7 @@ static int collect_val(struct lbuild *b)
 
 static uint32_t node_of(const struct in_split *sp, uint64_t c)
 {
-	return sp->samp[c];
+	return sp->samp ? sp->samp[c] : sp->h.samp_base + (uint32_t)c;
 }
 
 /* the label of canonical sample c: the last class starting at or before c */
@@ -665,9 +668,10 @@ static int write_split(struct index_writer *w, const struct lbuild *b, int s)
 {
 	const struct in_split_head *h = &b->head.split[s];
 	uint64_t n = h->n;
-	int rc;
+	int rc = 0;
 
-	rc = index_writer_add(w, STAG(s, 'S', 'P'), b->samp[s], n * 4);
+	if (!h->samp_dense)
+		rc = index_writer_add(w, STAG(s, 'S', 'P'), b->samp[s], n * 4);
 	if (rc || !h->labelled)
 		return rc;
 	if (!rc)
@@ -721,6 +725,18 @@ static int64_t sources_mtime(const struct in_layout *L)
 	return m;
 }
 
+/* consecutive node numbers need no samp array */
+static void check_dense(struct lbuild *b, int s)
+{
+	struct in_split_head *h = &b->head.split[s];
+	uint64_t c;
+
+	h->samp_dense = 1;
+	h->samp_base = h->n ? b->samp[s][0] : 0;
+	for (c = 1; c < h->n && h->samp_dense; c++)
+		h->samp_dense = b->samp[s][c] == h->samp_base + c;
+}
+
 static int build_samples(struct lbuild *b)
 {
 	int s, rc;
@@ -734,6 +750,7 @@ static int build_samples(struct lbuild *b)
 		rc = collect_val(b);
 	for (s = 0; !rc && s < NSPLIT; s++) {
 		b->head.split[s].present = b->L->sp[s].nsrc > 0;
+		check_dense(b, s);
 		if (!b->head.split[s].labelled)
 			continue;
 		rc = make_orders(b, s);
@@ -793,9 +810,11 @@ static int check_split(const struct in_split *sp, uint32_t nclasses)
 {
 	uint64_t n = sp->h.n, i;
 
+	if (sp->h.samp_dense && (uint64_t)sp->h.samp_base + n > sp->t.nnodes)
+		return -EBADMSG;
 	for (i = 0; i < n; i++)
-		if (sp->samp[i] >= sp->t.nnodes ||
-		    tarindex_node_type(tarindex_node(&sp->t, sp->samp[i])) != TARINDEX_FILE)
+		if (node_of(sp, i) >= sp->t.nnodes ||
+		    tarindex_node_type(tarindex_node(&sp->t, node_of(sp, i))) != TARINDEX_FILE)
 			return -EBADMSG;
 	if (!sp->h.labelled)
 		return 0;
@@ -820,7 +839,7 @@ static int bind_split(struct in_layout *L, int s)
 	n = sp->h.n;
 	if (n > UINT32_MAX || (n && !sp->nsrc) || (sp->h.labelled && !L->head->nclasses))
 		return -EBADMSG;
-	sp->samp = sect(&L->lay, STAG(s, 'S', 'P'), n * 4, &bad);
+	sp->samp = sp->h.samp_dense ? NULL : sect(&L->lay, STAG(s, 'S', 'P'), n * 4, &bad);
 	if (sp->h.labelled) {
 		sp->ncls = L->head->nclasses;
 		sp->cstart = sect(&L->lay, STAG(s, 'C', 'S'), (sp->ncls + 1) * 4ull, &bad);

@@ -98,6 +98,15 @@ def read_train(src):
     return out
 
 
+def last_wins(items, key):
+    """Duplicate names: the last member wins, at its own place (tar -x)."""
+    d = {}
+    for it in items:
+        d.pop(key(it), None)
+        d[key(it)] = it
+    return list(d.values())
+
+
 def read_class_tar(wnid, data):
     out = []
     try:
@@ -107,7 +116,7 @@ def read_class_tar(wnid, data):
                     out.append((wnid, m.name, tf.extractfile(m).read()))
     except tarfile.ReadError:
         pass
-    return out
+    return last_wins(out, lambda x: x[1])
 
 
 def read_val(src):
@@ -115,7 +124,8 @@ def read_val(src):
     if not os.path.exists(p):
         return None
     with tarfile.open(p) as tf:
-        return [(m.name, tf.extractfile(m).read()) for m in safe_members(tf) if m.isfile()]
+        return last_wins([(m.name, tf.extractfile(m).read())
+                          for m in safe_members(tf) if m.isfile()], lambda x: x[0])
 
 
 def model(src, shard_size, shard_seed, shuffle_seed):
