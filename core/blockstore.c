@@ -270,32 +270,45 @@ static int check_blocks(const struct blockstore *bs)
 	return 0;
 }
 
-int blockstore_open(struct blockstore *bs, const struct index_map *m,
-		    uint32_t data_tag, uint32_t blk_tag, uint32_t rec_tag,
-		    uint64_t key_base)
+int blockstore_open_sections(struct blockstore *bs, const void *data,
+			     uint64_t data_len, const void *blk, uint64_t blk_len,
+			     const void *rec, uint64_t rec_len, uint64_t key_base)
 {
-	uint64_t blen, rlen;
-
 	memset(bs, 0, sizeof(*bs));
-	bs->data = index_map_section(m, data_tag, &bs->data_len);
-	bs->blk = index_map_section(m, blk_tag, &blen);
-	bs->rec = index_map_section(m, rec_tag, &rlen);
-	bs->key_base = key_base;
-	if (!bs->data || !bs->blk || !bs->rec || blen % sizeof(struct bs_blk) ||
-	    blen == 0 || rlen % sizeof(uint16_t) || rlen / 2 > UINT32_MAX) {
+	if (!data || !blk || !rec || blk_len % sizeof(struct bs_blk) ||
+	    blk_len == 0 || rec_len % sizeof(uint16_t) || rec_len / 2 > UINT32_MAX ||
+	    (uintptr_t)blk % 8 || (uintptr_t)rec % 2) {
 		sfs_err("index: block store sections missing or of bad size "
 			"(blocks %llu bytes, records %llu bytes)",
-			(unsigned long long)blen, (unsigned long long)rlen);
+			(unsigned long long)blk_len, (unsigned long long)rec_len);
 		return -EBADMSG;
 	}
-	bs->nblk = blen / sizeof(struct bs_blk) - 1;   /* less the sentinel */
-	bs->nrec = rlen / sizeof(uint16_t);
+	bs->data = data;
+	bs->data_len = data_len;
+	bs->blk = blk;
+	bs->nblk = blk_len / sizeof(struct bs_blk) - 1;   /* less the sentinel */
+	bs->rec = rec;
+	bs->nrec = rec_len / sizeof(uint16_t);
+	bs->key_base = key_base;
 	if ((bs->nrec > 0) != (bs->nblk > 0)) {
 		sfs_err("index: %llu records in %llu blocks",
 			(unsigned long long)bs->nrec, (unsigned long long)bs->nblk);
 		return -EBADMSG;
 	}
 	return check_blocks(bs);
+}
+
+int blockstore_open(struct blockstore *bs, const struct index_map *m,
+		    uint32_t data_tag, uint32_t blk_tag, uint32_t rec_tag,
+		    uint64_t key_base)
+{
+	uint64_t dlen, blen, rlen;
+	const void *data = index_map_section(m, data_tag, &dlen);
+	const void *blk = index_map_section(m, blk_tag, &blen);
+	const void *rec = index_map_section(m, rec_tag, &rlen);
+
+	return blockstore_open_sections(bs, data, dlen, blk, blen, rec, rlen,
+					key_base);
 }
 
 uint64_t blockstore_count(const struct blockstore *bs)

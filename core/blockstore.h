@@ -55,6 +55,10 @@ struct blockstore {
 int blockstore_open(struct blockstore *bs, const struct index_map *m,
 		    uint32_t data_tag, uint32_t blk_tag, uint32_t rec_tag,
 		    uint64_t key_base);
+/* The same over sections found some other way (blk 8-byte aligned). */
+int blockstore_open_sections(struct blockstore *bs, const void *data,
+			     uint64_t data_len, const void *blk, uint64_t blk_len,
+			     const void *rec, uint64_t rec_len, uint64_t key_base);
 uint64_t blockstore_count(const struct blockstore *bs);
 /* length of record id, or -ENOENT */
 int64_t blockstore_len(const struct blockstore *bs, uint64_t id);
