@@ -438,27 +438,33 @@ in_extract() {
 
 
 in_mounts() {	# INDEX_DIR MEMBERS
-	local src=$DATA/imagenet idx=$1 members=$2 r n t0
+	local src=$DATA/imagenet idx=$1 members=$2 r n=$RUNS c t0
 	for r in $(seq 1 "$RUNS"); do
-		rm -rf "$idx"
-		if [ "$CAN_DROP" = 1 ]; then
+		if [ "$r" -le "$n" ] && [ "$CAN_DROP" = 1 ]; then
+			rm -rf "$idx"
 			drop_caches
 			samplefs_start "$src" "$idx" || { fail in.mount1_cold_s "mount failed"; return 1; }
 			rec in.mount1_cold_s "$FS_SECS"
+			[ "$r" = 1 ] && slower "$FS_SECS" "$SLOW_BUILD" && n=1 &&
+				note "B: the first mount took more than $SLOW_BUILD s, so it was timed once cold and once warm"
 			fs_stop "$MNT"; build_hwm IN_BUILD_HWM
+		fi
+		if [ "$r" -le "$n" ]; then
 			rm -rf "$idx"
+			in_warm "$idx"
+			samplefs_start "$src" "$idx" || { fail in.mount1_warm_s "mount failed"; return 1; }
+			rec in.mount1_warm_s "$FS_SECS"
+			fs_stop "$MNT"; build_hwm IN_BUILD_HWM
 		fi
 		in_warm "$idx"
-		samplefs_start "$src" "$idx" || { fail in.mount1_warm_s "mount failed"; return 1; }
-		rec in.mount1_warm_s "$FS_SECS"
+		samplefs_start "$src" "$idx" || continue
+		rec in.remount_s "$FS_SECS"
 		t0=$(usec)
-		n=$(find "$MNT/train" -type f | wc -l)
+		c=$(find "$MNT/train" -type f | wc -l)
 		rec in.find_s "$(secs_since "$t0")"
-		[ "$n" = "$((IN_CLASSES * IN_PER))" ] ||
-			note "B: find on samplefs counted $n files, expected $((IN_CLASSES * IN_PER))"
-		fs_stop "$MNT"; build_hwm IN_BUILD_HWM
-		in_warm "$idx"
-		samplefs_start "$src" "$idx" && rec in.remount_s "$FS_SECS" && fs_stop "$MNT"
+		[ "$c" = "$((IN_CLASSES * IN_PER))" ] ||
+			note "B: find on samplefs counted $c files, expected $((IN_CLASSES * IN_PER))"
+		fs_stop "$MNT"; build_hwm IN_HWM
 	done
 	[ -n "${IN_BUILD_HWM:-}" ] && rec in.build_rss_kb "$IN_BUILD_HWM"
 	rec in.index_per_member "$(awk -v i="$(index_bytes "$idx")" -v n="$members" \

@@ -108,10 +108,10 @@ B = [
     ("samplefs daemon peak RSS serving the reads below (VmHWM, max over mounts)", dict(
         key="in.rss_kb", unit="KiB", kind="abs", op="<", limit=128 * 1024,
         target="< 128 MiB")),
-    ("samplefs daemon peak RSS of a first mount (index build, then find)", dict(
+    ("samplefs daemon peak RSS of a first mount (index build)", dict(
         key="in.build_rss_kb", unit="KiB", kind="abs", op="<", limit=128 * 1024,
         target="< 128 MiB")),
-    ("`find MNT/train -type f \\| wc -l`, fresh mount: samplefs", dict(
+    ("`find MNT/train -type f \\| wc -l`, fresh mount (saved index): samplefs", dict(
         key="in.find_s", unit="s", kind="abs", op="<", limit=5.0)),
     ("`find DIR/train -type f \\| wc -l`, warm: extracted tree", dict(
         key="in.find_extracted_s", unit="s", kind="info")),
