@@ -18,7 +18,12 @@
 /*
  * Called once per element array, in order.  `pts` points at n*3 int16
  * values, little-endian, row-major (dx, dy, pen), NOT necessarily aligned
- * (read with memcpy).  Return 0 to go on, or -errno to stop the parse.
+ * (read with memcpy), valid only during the call: it points into buf when
+ * the pickle holds the raw bytes, else into a scratch buffer (latin-1 text
+ * of Python 3 protocol 2 pickles, Fortran-ordered elements).  Elements are
+ * passed as they are appended, before the end of the pickle is checked:
+ * on a negative return, discard what the callback collected.  Return 0 to
+ * go on, or -errno to stop the parse (that value is returned).
  */
 typedef int (*pickle_stroke_fn)(void *arg, const uint8_t *pts, uint32_t n);
 
