@@ -24,6 +24,7 @@
 
 #define BLKSIZE    65536	/* st_blksize: what cp and friends read at once */
 #define STACK_READ 65536	/* reads up to this use a stack buffer */
+#define STACK_DIR  16384	/* and readdir replies (the kernel asks 4 KiB) */
 
 static struct sfs_fs *fs_of(fuse_req_t req)
 {
@@ -230,20 +231,23 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
 	struct sfs_fs *fs = fs_of(req);
 	struct dirbuf d = {.req = req, .fs = fs, .size = size, .plus = plus};
+	char stack[STACK_DIR];
 	int rc = 0;
 
-	if (!(d.buf = malloc(size))) {
+	d.buf = size <= sizeof(stack) ? stack : malloc(size);
+	if (!d.buf) {
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
 	if (!add_dots(&d, ino, (uint64_t)off))
 		rc = fs->layout.ops->readdir(fs->layout.priv, ino,
 					     off < 2 ? 0 : (uint64_t)off - 2, fill, &d);
-	if (rc < 0 && d.pos == 0)
+	if (rc < 0)
 		fuse_reply_err(req, -rc);
 	else
 		fuse_reply_buf(req, d.buf, d.pos);
-	free(d.buf);
+	if (d.buf != stack)
+		free(d.buf);
 }
 
 static void sfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
