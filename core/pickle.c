@@ -129,6 +129,13 @@ static int take_le(struct pstate *st, unsigned width, uint64_t *v)
 
 /* ---- stack and memo ------------------------------------------------- */
 
+/* The bottom of the current frame: values below the topmost MARK are out
+ * of reach until it is popped. */
+static size_t stack_floor(const struct pstate *st)
+{
+	return st->nmarks ? st->marks[st->nmarks - 1] : 0;
+}
+
 static int push(struct pstate *st, const struct pv *v)
 {
 	if (st->sp == PK_STACK_MAX)
@@ -139,7 +146,7 @@ static int push(struct pstate *st, const struct pv *v)
 
 static int pop(struct pstate *st, struct pv *v)
 {
-	size_t floor = st->nmarks ? st->marks[st->nmarks - 1] : 0;
+	size_t floor = stack_floor(st);
 
 	if (st->sp == floor)
 		return FAIL(st, "stack underflow");
@@ -164,7 +171,7 @@ static int pop_mark(struct pstate *st, size_t *first)
  */
 static int memo_put(struct pstate *st, uint64_t idx)
 {
-	size_t floor = st->nmarks ? st->marks[st->nmarks - 1] : 0;
+	size_t floor = stack_floor(st);
 
 	if (st->sp == floor)
 		return FAIL(st, "memo put with an empty stack");
@@ -216,6 +223,17 @@ static int str_eq(const struct pv *v, const char *lit)
 static int is_int(const struct pv *v, int64_t want)
 {
 	return v->kind == PV_INT && v->u.num == want;
+}
+
+/* Hostile names go into messages only if they are short printable ASCII. */
+static int printable(const uint8_t *p, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (p[i] < 0x20 || p[i] > 0x7e)
+			return 0;
+	return n <= PK_NAME_MAX;
 }
 
 /* Length of `n` UTF-8 bytes decoded to latin-1, or -1 if any code point
@@ -342,10 +360,11 @@ static int classify_dtype_args(struct pstate *st, const struct pv *it,
 		out->sub = T_I2;
 	else if (str_eq(&it[0], "O8") || str_eq(&it[0], "O4"))
 		out->sub = T_OBJ;
-	else
+	else if (it[0].kind != PV_LATIN1 && printable(it[0].u.s.p, str_len(&it[0])))
 		return FAIL(st, "dtype '%.*s' is neither int16 nor object",
-			    (int)(str_len(&it[0]) < 16 ? str_len(&it[0]) : 16),
-			    (const char *)it[0].u.s.p);
+			    (int)str_len(&it[0]), (const char *)it[0].u.s.p);
+	else
+		return FAIL(st, "dtype is neither int16 nor object");
 	return 0;
 }
 
@@ -421,7 +440,7 @@ static int op_tuple(struct pstate *st, size_t k)
 			return rc;
 		k = st->sp - first;
 	} else {
-		size_t floor = st->nmarks ? st->marks[st->nmarks - 1] : 0;
+		size_t floor = stack_floor(st);
 
 		if (st->sp - floor < k)
 			return FAIL(st, "TUPLE%zu with %zu items on the stack",
@@ -458,9 +477,10 @@ static int lookup_global(struct pstate *st, const uint8_t *mod, size_t ml,
 			return push(st, &v);
 		}
 	}
-	return FAIL(st, "global %.*s.%.*s is not allowed",
-		    (int)(ml < PK_NAME_MAX ? ml : PK_NAME_MAX), (const char *)mod,
-		    (int)(nl < PK_NAME_MAX ? nl : PK_NAME_MAX), (const char *)name);
+	if (!printable(mod, ml) || !printable(name, nl))
+		return FAIL(st, "global with an unprintable or long name is not allowed");
+	return FAIL(st, "global %.*s.%.*s is not allowed", (int)ml,
+		    (const char *)mod, (int)nl, (const char *)name);
 }
 
 /* GLOBAL: "module\nname\n" */
@@ -589,7 +609,7 @@ static int op_build(struct pstate *st)
 
 	if (rc)
 		return rc;
-	if (st->sp == 0 || (st->nmarks && st->sp == st->marks[st->nmarks - 1]))
+	if (st->sp == stack_floor(st))
 		return FAIL(st, "BUILD with nothing to build");
 	obj = &st->stack[st->sp - 1];
 	if (obj->kind == PV_DTYPE && state.kind == PV_DTYPE_STATE) {
@@ -647,7 +667,7 @@ static int op_append(struct pstate *st, int many)
 		if ((rc = pop_mark(st, &first)))
 			return rc;
 	} else {
-		size_t floor = st->nmarks ? st->marks[st->nmarks - 1] : 0;
+		size_t floor = stack_floor(st);
 
 		if (st->sp - floor < 2)
 			return FAIL(st, "APPEND with too few items");
