@@ -422,6 +422,40 @@ static int classes_text(struct lbuild *b)
 	return fclose(f) ? -ENOMEM : 0;
 }
 
+/* class `name` in a sorted WNID table, or -ENOENT */
+static int64_t find_class_in(const char (*wnid)[WNID_LEN], uint32_t n, const char *name)
+{
+	uint32_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		int r = strncmp(wnid[mid], name, WNID_LEN);
+
+		if (r == 0)
+			return mid;
+		if (r < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -ENOENT;
+}
+
+/* what the train tar holds besides the devkit's classes, said once each */
+static void warn_strays(const struct lbuild *b)
+{
+	const struct tarindex *t = &b->L->sp[TRAIN].t;
+	uint32_t first, count, i;
+
+	if (!t->nnodes || tarindex_children(t, TARINDEX_ROOT, &first, &count))
+		return;
+	for (i = first; i < first + count; i++)
+		if (tarindex_node_type(tarindex_node(t, i)) != TARINDEX_DIR ||
+		    find_class_in((const char (*)[WNID_LEN])b->wnid, b->nclasses, tarindex_name(t, i)) < 0)
+			sfs_warn("train: %s: not a class tar of a known class, skipped",
+				 tarindex_name(t, i));
+}
+
 /* train samples: the files of each class directory, class by class */
 static int collect_train(struct lbuild *b)
 {
@@ -447,6 +481,8 @@ static int collect_train(struct lbuild *b)
 	}
 	b->cstart[TRAIN][b->nclasses] = n;
 	b->head.split[TRAIN].n = n;
+	if (b->head.words)	/* else classes_from_train said it already */
+		warn_strays(b);
 	b->head.split[TRAIN].labelled = b->nclasses > 0;
 	return 0;
 }
@@ -1228,20 +1264,7 @@ static int parse_u64(const char *s, const char *end, uint64_t *v)
 
 static int64_t find_class(const struct in_layout *L, const char *name)
 {
-	uint32_t lo = 0, hi = L->head->nclasses;
-
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		int r = strncmp(L->wnid[mid], name, WNID_LEN);
-
-		if (r == 0)
-			return mid;
-		if (r < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return -ENOENT;
+	return find_class_in(L->wnid, L->head->nclasses, name);
 }
 
 /* "<label>.<member>" in shard directory k */
