@@ -23,25 +23,26 @@ struct opt_row {
 	const char *name;	/* without '=' */
 	enum kind kind;
 	size_t off;		/* into struct sfs_opts */
+	const char *metavar;	/* for --help */
 	const char *help;
 };
 
 #define O(f) offsetof(struct sfs_opts, f)
 static const struct opt_row table[] = {
-	{"layout", T_STR, O(layout), "quickdraw|npy|tar|imagenet (default: detect)"},
-	{"index_dir", T_STR, O(index_dir), "where indexes live (default ~/.cache/samplefs)"},
-	{"cache", T_SIZE, O(cache_bytes), "inflated-block cache, e.g. 64M (default 32M)"},
-	{"quiet", T_FLAG, O(quiet), "no progress bar"},
-	{"classes", T_STR, O(classes_file), "quickdraw: file listing the classes to serve"},
-	{"per_class", T_U64, O(per_class), "quickdraw: samples per class (0 = all)"},
-	{"image", T_IMAGE, O(image_uint8), "quickdraw: uint8|float32 (default float32)"},
-	{"stroke_len", T_U32, O(stroke_len), "quickdraw: points per stroke file (default 130)"},
-	{"seed", T_U32, O(seed), "quickdraw: split seed (default 42)"},
-	{"split", T_SPLIT, O(split), "quickdraw: train/valid/test percent (default 80/10/10)"},
-	{"recursive", T_U32, O(recursive), "tar: nested tar levels to expand (default 1)"},
-	{"shard_size", T_U64, O(shard_size), "tar: samples per shard (default 10000)"},
-	{"shard_seed", T_SEED, O(shard_seed), "tar: shuffle samples into shards with this seed"},
-	{"shuffle_seed", T_U32, O(shuffle_seed), "tar: order seed (default 0)"},
+	{"layout", T_STR, O(layout), "NAME", "quickdraw|npy|tar|imagenet (default: detect)"},
+	{"index_dir", T_STR, O(index_dir), "DIR", "where indexes live (default ~/.cache/samplefs)"},
+	{"cache", T_SIZE, O(cache_bytes), "SIZE", "inflated-block cache, e.g. 64M (default 32M)"},
+	{"quiet", T_FLAG, O(quiet), NULL, "no progress bar"},
+	{"classes", T_STR, O(classes_file), "FILE", "quickdraw: file listing the classes to serve"},
+	{"per_class", T_U64, O(per_class), "N", "quickdraw: samples per class (0 = all)"},
+	{"image", T_IMAGE, O(image_uint8), "TYPE", "quickdraw: uint8|float32 (default float32)"},
+	{"stroke_len", T_U32, O(stroke_len), "N", "quickdraw: points per stroke file (default 130)"},
+	{"seed", T_U32, O(seed), "N", "quickdraw: split seed (default 42)"},
+	{"split", T_SPLIT, O(split), "A/B/C", "quickdraw: train/valid/test percent (default 80/10/10)"},
+	{"recursive", T_U32, O(recursive), "N", "tar: nested tar levels to expand (default 1)"},
+	{"shard_size", T_U64, O(shard_size), "N", "tar, imagenet: samples per shard (default 10000)"},
+	{"shard_seed", T_SEED, O(shard_seed), "N", "tar, imagenet: shuffle samples into shards with this seed"},
+	{"shuffle_seed", T_U32, O(shuffle_seed), "N", "tar, imagenet: order seed (default 0)"},
 };
 #undef O
 
@@ -176,7 +177,8 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
 	r = &table[key];
 	eq = strchr(arg, '=');
 	if (set_value(r, eq ? eq + 1 : "", o)) {
-		sfs_err("bad value in -o %s: expected %s", arg, r->help);
+		sfs_err("bad value in -o %s: expected %s=%s; %s", arg, r->name,
+			r->metavar ? r->metavar : "", r->help);
 		return -1;
 	}
 	return 0;
@@ -223,8 +225,9 @@ void sfs_opts_help(void)
 
 	printf("samplefs options:\n");
 	for (i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
-		snprintf(name, sizeof(name), "%s%s", table[i].name,
-			 table[i].kind == T_FLAG ? "" : "=V");
+		snprintf(name, sizeof(name), "%s%s%s", table[i].name,
+			 table[i].metavar ? "=" : "",
+			 table[i].metavar ? table[i].metavar : "");
 		printf("    -o %-20s %s\n", name, table[i].help);
 	}
 	printf("\n");
