@@ -1179,7 +1179,8 @@ static int split_child(const struct in_layout *L, uint64_t dir, uint64_t i,
 		class_range(sp, IDX(dir), &lo, &hi);
 		return i < hi - lo ? file_child(sp, s, lo + i, name, len, ino) : -ENOENT;
 	}
-	s = split_of(dir, K_SHARDDIR);
+	if ((s = split_of(dir, K_SHARDDIR)) < 0)
+		return -ENOENT;
 	sp = &L->sp[s];
 	k = IDX(dir) * L->S + i;
 	if (i >= shard_len(L, sp, IDX(dir)))
@@ -1446,7 +1447,8 @@ static ssize_t in_read(void *priv, uint64_t ino, char *buf, size_t size, uint64_
 	if ((s = split_of(ino, K_SHARDFILE)) >= 0)
 		return tarindex_pread(&L->sp[s].t, node_of(&L->sp[s], L->sp[s].ord[i]),
 				      buf, size, off);
-	s = split_of(ino, K_VTAR);
+	if ((s = split_of(ino, K_VTAR)) < 0)
+		return -ENOENT;
 	vtar_of(L, s, i, &v, &ctx);
 	return vtar_read(&v, buf, size, off);
 }
