@@ -53,6 +53,16 @@ if sfs_mount "$D/full" "$M" -o layout=imagenet,shard_size=8; then
 	check "webdataset key grouping: .cls then .jpg per sample" bash -c \
 		"tar -tf '$M/shards/val-000000.tar' | sed 's/\.[^.]*$//' | uniq -c | awk '\$1 != 2 {exit 1}'"
 	check "a name that is not there" bash -c "! test -e '$M/train/n99999999' && ! test -e '$M/shards/train/0/0.nope.JPEG'"
+	f0=$(ls "$M/shards/train/0" | head -n1)
+	check "shard names: no leading zeros, right shard, right label only" bash -c "
+		test -e '$M/shards/train/0/$f0' && ! test -e '$M/shards/train/00' &&
+		! test -e '$M/shards/train/1/$f0' && ! test -e '$M/shards/train/0/9${f0}' &&
+		! test -e '$M/shards/train/0/0${f0}' && ! test -e '$M/shards/train-0.tar' &&
+		! test -e '$M/shards/train-999999.tar' && ! test -e '$M/shuffled/test.txt'"
+	check "a train member is not a val member" bash -c \
+		"! test -e '$M/val/$(ls "$M/train" | head -n1)/${f0#*.}'"
+	check "shuffled/train.txt names every shard file once" bash -c \
+		"cd '$M/shards/train' && sort '$M/shuffled/train.txt' | diff - <(find . -type f | sed 's|^\./||' | sort)"
 fi
 check "unmount after ImageFolder" sfs_umount "$M"
 
