@@ -290,11 +290,12 @@ static int parse_dict(struct cur *c, struct npy_header *h)
 int npy_header_parse(const uint8_t *buf, size_t len, const char *what,
 		     struct npy_header *h, size_t *need)
 {
-	size_t prefix, hlen, total;
+	size_t prefix, hlen, total, m;
 	struct cur c;
 
 	memset(h, 0, sizeof(*h));
-	if (memcmp(buf, NPY_MAGIC, len < NPY_MAGIC_LEN ? len : NPY_MAGIC_LEN)) {
+	m = len < NPY_MAGIC_LEN ? len : NPY_MAGIC_LEN;
+	if (m && memcmp(buf, NPY_MAGIC, m)) {
 		sfs_err("%s: offset 0: expected the npy magic \\x93NUMPY", what);
 		return -EINVAL;
 	}
