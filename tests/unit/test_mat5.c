@@ -70,13 +70,13 @@ static void check_variant(const char *variant)
 	snprintf(name, sizeof(name), "%s.synsets.txt", variant);
 	oracle = (char *)slurp(name, &olen);
 	for (line = strtok_r(oracle, "\n", &save); line; line = strtok_r(NULL, "\n", &save), i++) {
-		char *f[5], *q = line;
+		char *f[6], *q = line;
 		double v;
 		int k;
 
-		for (k = 0; k < 5; k++)
+		for (k = 0; k < 6; k++)
 			f[k] = strsep(&q, "\t");
-		cr_assert(f[4], "bad oracle line");
+		cr_assert(f[5], "bad oracle line");
 		cr_assert_lt(i, s->numel);
 		cr_assert_eq(mat5_scalar(mat5_field(s, i, "ILSVRC2012_ID"), &v), 0);
 		cr_assert_eq(v, atof(f[0]));
@@ -84,7 +84,9 @@ static void check_variant(const char *variant)
 		cr_assert_eq(mat5_scalar(mat5_field(s, i, "num_children"), &v), 0);
 		cr_assert_eq(v, atof(f[2]));
 		check_children(mat5_field(s, i, "children"), f[3]);
-		cr_assert_str_eq(mat5_string(mat5_field(s, i, "words")), f[4]);
+		cr_assert_eq(mat5_scalar(mat5_field(s, i, "num_train_images"), &v), 0);
+		cr_assert_eq(v, atof(f[4]));
+		cr_assert_str_eq(mat5_string(mat5_field(s, i, "words")), f[5]);
 		cr_assert(mat5_string(mat5_field(s, i, "gloss")));
 	}
 	cr_assert_eq(s->numel, i);
