@@ -12,6 +12,10 @@
  * opcode actually present, and every length is checked against the bytes
  * that remain before it is used.
  *
+ * Objects that BUILD changes after they may have been memoised (arrays,
+ * dtypes) live in one table and the stack and memo hold references to
+ * them, so every copy sees the change, as in Python.
+ *
  * Element arrays are handed to the callback when they are appended to the
  * (single) list that becomes the object array's data, pointing into the
  * input when the bytes are raw; text that must be decoded (_codecs.encode
@@ -40,6 +44,7 @@ enum pk_kind {
 	PV_EMPTY_TUPLE, PV_SHAPE, PV_RECON_ARGS, PV_DTYPE_ARGS, PV_DTYPE,
 	PV_DTYPE_STATE, PV_CODEC_ARGS, PV_FROMBUF_ARGS, PV_ARRAY,
 	PV_ELEM_STATE, PV_OBJ_STATE, PV_ELEM, PV_OBJARRAY,
+	PV_REF,                 /* u.num indexes pstate.objs */
 };
 
 enum pk_global {
@@ -81,6 +86,8 @@ struct pstate {
 	size_t nmarks;
 	struct pv *memo;
 	size_t nmemo, memo_cap;
+	struct pv *objs;        /* arrays and dtypes, one per REDUCE */
+	size_t nobjs, objs_cap;
 	uint8_t *scratch;
 	size_t scratch_cap;
 	int have_list;          /* only one list may exist: the data list */
@@ -201,6 +208,31 @@ static int memo_get(struct pstate *st, uint64_t idx)
 		return FAIL(st, "memo index %llu not set (%zu entries)",
 			    (unsigned long long)idx, st->nmemo);
 	return push(st, &st->memo[idx]);
+}
+
+/* Puts v in the object table and pushes a reference to it. */
+static int push_object(struct pstate *st, const struct pv *v)
+{
+	struct pv ref = { .kind = PV_REF };
+
+	if (st->nobjs == st->objs_cap) {
+		size_t cap = st->objs_cap ? st->objs_cap * 2 : 256;
+		struct pv *o = realloc(st->objs, cap * sizeof(*o));
+
+		if (!o)
+			return -ENOMEM;
+		st->objs = o;
+		st->objs_cap = cap;
+	}
+	st->objs[st->nobjs] = *v;
+	ref.u.num = (int64_t)st->nobjs++;
+	return push(st, &ref);
+}
+
+/* The value itself, or the object a reference names. */
+static struct pv *deref(struct pstate *st, struct pv *v)
+{
+	return v->kind == PV_REF ? &st->objs[v->u.num] : v;
 }
 
 /* ---- recognising values --------------------------------------------- */
@@ -430,8 +462,8 @@ static int classify_tuple(struct pstate *st, const struct pv *it, size_t k,
 
 static int op_tuple(struct pstate *st, size_t k)
 {
-	struct pv t;
-	size_t first = 0;
+	struct pv t, items[8];
+	size_t first = 0, i;
 	int rc;
 
 	if (k == (size_t)-1) {
@@ -446,7 +478,12 @@ static int op_tuple(struct pstate *st, size_t k)
 			return FAIL(st, "TUPLE%zu with %zu items on the stack",
 				    k, st->sp - floor);
 	}
-	rc = classify_tuple(st, &st->stack[st->sp - k], k, &t);
+	/* numpy's tuples have at most 8 items; classify their values */
+	if (k > 8)
+		return FAIL(st, "unexpected %zu-tuple", k);
+	for (i = 0; i < k; i++)
+		items[i] = *deref(st, &st->stack[st->sp - k + i]);
+	rc = classify_tuple(st, items, k, &t);
 	if (rc)
 		return rc;
 	st->sp -= k;
@@ -579,9 +616,11 @@ static int op_reduce(struct pstate *st)
 	memset(&out, 0, sizeof(out));
 	if (fn.sub == G_RECONSTRUCT && args.kind == PV_RECON_ARGS) {
 		out.kind = PV_ARRAY;            /* empty until BUILD */
+		return push_object(st, &out);
 	} else if (fn.sub == G_DTYPE && args.kind == PV_DTYPE_ARGS) {
-		out.kind = PV_DTYPE;
+		out.kind = PV_DTYPE;            /* byte order set by BUILD */
 		out.sub = args.sub;
+		return push_object(st, &out);
 	} else if (fn.sub == G_ENCODE && args.kind == PV_CODEC_ARGS) {
 		l1 = latin1_len(args.u.s.p, args.u.s.len);
 		if (l1 < 0)
@@ -611,7 +650,7 @@ static int op_build(struct pstate *st)
 		return rc;
 	if (st->sp == stack_floor(st))
 		return FAIL(st, "BUILD with nothing to build");
-	obj = &st->stack[st->sp - 1];
+	obj = deref(st, &st->stack[st->sp - 1]);
 	if (obj->kind == PV_DTYPE && state.kind == PV_DTYPE_STATE) {
 		obj->flags = state.flags;
 	} else if (obj->kind == PV_ARRAY && state.kind == PV_ELEM_STATE) {
@@ -676,10 +715,12 @@ static int op_append(struct pstate *st, int many)
 	if (first == 0 || st->stack[first - 1].kind != PV_LIST)
 		return FAIL(st, "APPEND to something that is not a list");
 	for (i = first; i < st->sp; i++) {
-		if (st->stack[i].kind != PV_ELEM)
+		const struct pv *e = deref(st, &st->stack[i]);
+
+		if (e->kind != PV_ELEM)
 			return FAIL(st, "list item %llu is not an int16 (n, 3) array",
 				    (unsigned long long)st->list_len);
-		rc = emit(st, &st->stack[i]);
+		rc = emit(st, e);
 		if (rc)
 			return rc;
 		st->list_len++;
@@ -743,9 +784,11 @@ static int op_proto_frame(struct pstate *st, int frame)
 /* STOP: the whole pickle must have reduced to one built object array. */
 static long op_stop(struct pstate *st)
 {
-	if (st->nmarks || st->sp != 1 || st->stack[0].kind != PV_OBJARRAY)
+	const struct pv *top = st->sp ? deref(st, &st->stack[0]) : NULL;
+
+	if (st->nmarks || st->sp != 1 || top->kind != PV_OBJARRAY)
 		return FAIL(st, "STOP without exactly one object array on the stack");
-	if ((uint64_t)st->stack[0].u.num != st->list_len)
+	if ((uint64_t)top->u.num != st->list_len)
 		return FAIL(st, "elements appended after the object array was built");
 	if (st->list_len > (uint64_t)LONG_MAX)
 		return FAIL(st, "too many elements");
@@ -824,6 +867,7 @@ long pickle_parse_strokes(const uint8_t *buf, size_t len, const char *what,
 	rc = -EINVAL;
 out:
 	free(st->memo);
+	free(st->objs);
 	free(st->scratch);
 	free(st);
 	return rc;
