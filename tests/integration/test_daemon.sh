@@ -161,7 +161,8 @@ mount_error() {
 	local name=$1 pat=$2 err rc; shift 2
 	mkdir -p "$T/never"
 	SFS_MOUNTS+=("$T/never")
-	err=$(timeout 20 "$SAMPLEFS" "$@" 2>&1 >/dev/null); rc=$?
+	[ "$1" = setpriv ] || set -- "$SAMPLEFS" "$@"
+	err=$(timeout 20 "$@" 2>&1 >/dev/null); rc=$?
 	[ $rc -ne 0 ] && [ $rc -ne 124 ] && ! mounted "$T/never" &&
 		[ "$(printf '%s\n' "$err" | grep -vc '^$')" = 1 ] &&
 		grep -q -- "$pat" <<<"$err" && return 0
@@ -177,6 +178,18 @@ check "unknown option" mount_error x "bogus_opt" -o bogus_opt "$T/src" "$T/never
 check "undetectable source" mount_error x "cannot tell the layout" "$T/bad/../src/README.txt" "$T/never"
 check "empty layout name" mount_error x "layout=" -o layout= "$T/src" "$T/never"
 check "no mountpoint" mount_error x "usage" "$T/src"
+# an unreadable source file fails the mount (as an unprivileged user: root
+# reads anything); it fails before mounting, so no fusermount3 is involved
+mkdir -p "$T/locked"
+cp "$T/src/digits.npy" "$T/src/labels.npy" "$T/locked/"
+chmod 000 "$T/locked/labels.npy"
+chmod 711 "$T"
+chmod 755 "$T/locked" "$T/never"
+if command -v setpriv >/dev/null && [ "$(id -u)" = 0 ]; then
+	check "unreadable source file" mount_error x "labels.npy: Permission denied" \
+		setpriv --reuid=65534 --regid=65534 --clear-groups "$SAMPLEFS" "$T/locked" "$T/never"
+fi
+chmod 700 "$T"
 check "--help exits 0" sh -c "'$SAMPLEFS' --help | grep -q 'layout='"
 check "--version exits 0" sh -c "'$SAMPLEFS' --version | grep -q 'samplefs version'"
 
