@@ -334,23 +334,42 @@ static int build_tars_cb(void *arg, const char *path, const struct index_fp *fp)
 	return build_tars(b->o, b->L, path, fp);
 }
 
+static int open_tarindexes(struct in_layout *L)
+{
+	int s, rc = 0;
+
+	for (s = 0; !rc && s < NSPLIT; s++)
+		if (L->sp[s].nsrc)
+			rc = tarindex_open(&L->sp[s].t, &L->tars, tar_tag[s],
+					   L->sp[s].src, L->sp[s].nsrc);
+	for (s = 0; rc && s < NSPLIT; s++)
+		tarindex_close(&L->sp[s].t);
+	return rc;
+}
+
 static int open_tars(const struct sfs_opts *o, struct in_layout *L, uint64_t *fph)
 {
 	struct build_arg b = { o, L, 0 };
 	struct index_fp fp;
 	char path[4096];
-	int s, rc;
+	int rc;
 
 	rc = tars_fp(L, &fp);
+	*fph = fp.h;
 	if (!rc)
 		rc = index_path(o, "imagenet", "tars", path, sizeof(path));
 	if (!rc)
 		rc = map_or_build(path, &fp, &L->tars, build_tars_cb, &b);
-	for (s = 0; !rc && s < NSPLIT; s++)
-		if (L->sp[s].nsrc)
-			rc = tarindex_open(&L->sp[s].t, &L->tars, tar_tag[s],
-					   L->sp[s].src, L->sp[s].nsrc);
-	*fph = fp.h;
+	if (!rc && (rc = open_tarindexes(L)) == -EBADMSG) {
+		/* a valid checksum over bad sections: build it again, once */
+		sfs_info("rebuilding index %s: inconsistent tar sections", path);
+		index_map_close(&L->tars);
+		rc = build_tars(o, L, path, &fp);
+		if (!rc)
+			rc = map_or_build(path, &fp, &L->tars, build_tars_cb, &b);
+		if (!rc)
+			rc = open_tarindexes(L);
+	}
 	return rc;
 }
 

@@ -66,6 +66,13 @@ if sfs_mount "$D/full" "$M" -o layout=imagenet,shard_size=8; then
 fi
 check "unmount after ImageFolder" sfs_umount "$M"
 
+# corrupt saved indexes are noticed and rebuilt
+for f in "$XDG_CACHE_HOME"/samplefs/imagenet-*.sfsidx; do
+	$PY -c "import sys; f = open(sys.argv[1], 'r+b'); n = f.seek(0, 2); f.seek(n // 2); b = f.read(1); f.seek(n // 2); f.write(bytes([b[0] ^ 0x55]))" "$f"
+done
+oracle_run "flipped byte in the saved indexes" "$D/full" shard_size=8 --shard-size 8
+check "daemon said it rebuilt" grep -q "rebuilding index" "$SFS_TMP/daemon-$(( ${#SFS_PIDS[@]} - 1 )).log"
+
 check "inspect: summary line" bash -c \
 	"'$INSPECT' '$D/full' | grep -qx 'Classes: 7 | Train: 49 | Val: 21 | Elapsed: [0-9.]*s'"
 check "inspect --verify: good source" "$INSPECT" --verify "$D/full"
