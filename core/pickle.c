@@ -8,9 +8,9 @@
  * are built (a shape, dtype arguments, an ndarray state, ...) and anything
  * else is rejected.  So nothing is executed, nothing recurses, and no memory
  * is allocated in proportion to a count the input merely claims: the stack
- * and mark stack are fixed, the memo only grows by one entry per memo
- * opcode actually present, and every length is checked against the bytes
- * that remain before it is used.
+ * and mark stack are fixed, the memo grows by at most two slots per memo
+ * opcode and the object table by one entry per REDUCE actually present,
+ * and every length is checked against the bytes that remain before use.
  *
  * Objects that BUILD changes after they may have been memoised (arrays,
  * dtypes) live in one table and the stack and memo hold references to
@@ -67,7 +67,7 @@ struct pv {
 	uint8_t sub;            /* GLOBAL: pk_global; DTYPE*: pk_type; SHAPE: ndim */
 	uint8_t flags;          /* PF_* */
 	union {
-		int64_t num;                                    /* INT (bools too) */
+		int64_t num;    /* INT (bools too), REF, OBJ_STATE/OBJARRAY count */
 		struct { const uint8_t *p; uint64_t len, ulen; } s;
 		struct { uint64_t d[2]; } shape;
 		struct { const uint8_t *p; uint64_t n, ulen; } arr;
