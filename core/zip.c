@@ -135,7 +135,7 @@ static int read_eocd64(struct zip_archive *za, uint64_t eocd_off, struct cd_loc 
 	uint64_t off;
 	int rc;
 
-	if (eocd_off < LOCATOR64_LEN)
+	if (eocd_off < LOCATOR64_LEN + EOCD64_LEN)
 		goto bad;
 	rc = pread_full(za->fd, lr, sizeof(lr), eocd_off - LOCATOR64_LEN);
 	if (rc)
@@ -442,69 +442,75 @@ static int read_stored(struct zip_archive *za, const struct zip_member *m,
 }
 
 /*
- * Inflates exactly m->csize bytes at off into out[0..usize).  Once out is
- * full, inflate gets a one-byte sink: anything written there means the
- * stream is bigger than declared (a bomb, or a lying directory).
+ * Inflates exactly m->csize bytes at off into out[0..usize); returns NULL
+ * or what is wrong.  Once out is full, inflate gets a one-byte sink:
+ * anything written there means the stream is bigger than declared (a bomb,
+ * or a lying directory), and we stop there.
  */
+static const char *inflate_exact(struct zip_archive *za, const struct zip_member *m,
+				 uint64_t off, uint8_t *out, z_stream *zs, uint8_t *in)
+{
+	uint64_t left = m->csize, produced = 0;
+	uint8_t sink;
+	int zr = Z_OK, probing;
+
+	while (zr != Z_STREAM_END) {
+		if (zs->avail_in == 0 && left > 0) {
+			size_t n = left < INFLATE_CHUNK ? (size_t)left : INFLATE_CHUNK;
+
+			if (pread_full(za->fd, in, n, off + (m->csize - left)))
+				return "cannot read compressed data";
+			zs->next_in = in;
+			zs->avail_in = (uInt)n;
+			left -= n;
+		}
+		probing = produced == m->usize;
+		if (probing) {
+			zs->next_out = &sink;
+			zs->avail_out = 1;
+		} else {
+			uint64_t room = m->usize - produced;
+
+			zs->next_out = out + produced;
+			zs->avail_out = room > UINT32_MAX ? UINT32_MAX : (uInt)room;
+		}
+		zr = inflate(zs, Z_NO_FLUSH);
+		if (probing && zs->avail_out == 0)
+			return "inflates to more than its declared size";
+		if (!probing)
+			produced = (uint64_t)(zs->next_out - out);
+		if (zr == Z_BUF_ERROR)          /* no progress: input ran out */
+			return "deflate stream is truncated";
+		if (zr != Z_OK && zr != Z_STREAM_END)
+			return zs->msg ? zs->msg : "corrupt deflate stream";
+	}
+	if (produced != m->usize)
+		return "deflate stream ends before the declared size";
+	if (left > 0 || zs->avail_in > 0)
+		return "compressed size is larger than its deflate stream";
+	return NULL;
+}
+
 static int read_deflated(struct zip_archive *za, const struct zip_member *m,
 			 uint64_t off, uint8_t *out)
 {
-	uint8_t *in = malloc(INFLATE_CHUNK), sink;
-	uint64_t left = m->csize, produced = 0;
-	const char *why = NULL;
+	uint8_t *in = malloc(INFLATE_CHUNK);
+	const char *why;
 	z_stream zs;
-	int zr = Z_OK, rc = -EIO, probing;
 
 	memset(&zs, 0, sizeof(zs));
 	if (!in || inflateInit2(&zs, -MAX_WBITS) != Z_OK) {
 		free(in);
 		return -ENOMEM;
 	}
-	while (zr != Z_STREAM_END && !why) {
-		if (zs.avail_in == 0 && left > 0) {
-			size_t n = left < INFLATE_CHUNK ? (size_t)left : INFLATE_CHUNK;
-
-			if (pread_full(za->fd, in, n, off + (m->csize - left))) {
-				why = "cannot read compressed data";
-				break;
-			}
-			zs.next_in = in;
-			zs.avail_in = (uInt)n;
-			left -= n;
-		}
-		probing = produced == m->usize;
-		if (probing) {
-			zs.next_out = &sink;
-			zs.avail_out = 1;
-		} else {
-			uint64_t room = m->usize - produced;
-
-			zs.next_out = out + produced;
-			zs.avail_out = room > UINT32_MAX ? UINT32_MAX : (uInt)room;
-		}
-		zr = inflate(&zs, Z_NO_FLUSH);
-		if (probing && zs.avail_out == 0)
-			why = "inflates to more than its declared size";
-		else if (!probing)
-			produced = (uint64_t)(zs.next_out - out);
-		if (zr == Z_BUF_ERROR && !why)
-			why = "deflate stream is truncated";
-		else if (zr != Z_OK && zr != Z_STREAM_END && !why)
-			why = zs.msg ? zs.msg : "corrupt deflate stream";
-	}
-	if (!why && produced != m->usize)
-		why = "deflate stream ends before the declared size";
-	if (!why && (left > 0 || zs.avail_in > 0))
-		why = "compressed size is larger than its deflate stream";
+	why = inflate_exact(za, m, off, out, &zs, in);
 	if (why)
 		sfs_err("%s: member %s: data at offset %llu: %s (%llu bytes declared)",
 			za->path, m->name, (unsigned long long)off, why,
 			(unsigned long long)m->usize);
-	else
-		rc = 0;
 	inflateEnd(&zs);
 	free(in);
-	return rc;
+	return why ? -EIO : 0;
 }
 
 int zip_read_member(struct zip_archive *za, const struct zip_member *m,
