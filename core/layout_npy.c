@@ -17,8 +17,9 @@
  *
  * Not served (skipped with a warning naming the file): Fortran-order and
  * object arrays, 0-d arrays, unsupported dtypes, and files whose size does
- * not match their header.  If a source shrinks while mounted, reads of the
- * missing bytes give -EIO (pread comes up short), never stale or zero bytes.
+ * not match their header.  If a source shrinks or is rewritten while
+ * mounted, reads give -EIO (its size or mtime changed, or pread came up
+ * short), never bytes the header does not describe.
  *
  * Threads: everything below is written by layout_npy_open and read-only
  * afterwards; pread on a shared fd is thread-safe.
@@ -60,6 +61,8 @@ struct npy_array {
 	uint64_t rows;
 	uint64_t row_bytes;	/* bytes of one row's data */
 	uint64_t data_offset;	/* of row 0 in the source */
+	uint64_t fsize;		/* source size at mount, */
+	int64_t mtime_ns;	/* and mtime: reads check both */
 	int64_t mtime;
 	uint32_t hdr_len;
 	char hdr[HDR_MAX];	/* np.save's header for one row */
@@ -79,6 +82,11 @@ static int has_npy_suffix(const char *name)
 	size_t len = strlen(name);
 
 	return len > 4 && !strcmp(name + len - 4, ".npy");
+}
+
+static int64_t mtime_ns(const struct stat *st)
+{
+	return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
 }
 
 /* Reads the header of the open file `what` into h; -EINVAL if bad. */
@@ -265,6 +273,8 @@ static int add_array(struct npy_layout *L, int dirfd, const char *name,
 	}
 	a->fd = fd;
 	a->mtime = st.st_mtime;
+	a->fsize = (uint64_t)st.st_size;
+	a->mtime_ns = mtime_ns(&st);
 	L->n++;
 	return 0;
 skip:
@@ -515,6 +525,19 @@ static int npy_readdir(void *priv, uint64_t dir, uint64_t off,
 	return 0;
 }
 
+/*
+ * Whether the source was truncated or rewritten since mount: then its
+ * bytes are not the ones the headers describe, and reads give -EIO.  (A
+ * file replaced by rename keeps its old inode behind our fd: still right.)
+ */
+static int source_changed(const struct npy_array *a)
+{
+	struct stat st;
+
+	return fstat(a->fd, &st) || (uint64_t)st.st_size != a->fsize ||
+	       mtime_ns(&st) != a->mtime_ns;
+}
+
 /* Reads exactly `size` bytes at `off`, or -EIO if the file came up short. */
 static ssize_t pread_full(int fd, char *buf, size_t size, uint64_t off)
 {
@@ -567,6 +590,8 @@ static ssize_t npy_read(void *priv, uint64_t ino, char *buf, size_t size,
 	if (off >= fsize)
 		return 0;
 	n = size < fsize - off ? size : fsize - off;
+	if (source_changed(a))
+		return -EIO;
 	if (a->fixes)
 		return read_fixed(a, row, buf, n, off);
 	if (off < a->hdr_len) {

@@ -144,15 +144,21 @@ for f in trunc lies fortran objects scalar garbage endless; do
 done
 check "unmount broken" sfs_umount "$M"
 
-# ---- a source that shrinks while mounted: EIO, never wrong bytes ----
+# ---- a source that changes while mounted: EIO, never wrong bytes ----
 mkdir -p "$T/shrink"
-cp "$T/src/digits.npy" "$T/shrink/"
+cp "$T/src/digits.npy" "$T/src/images.npy" "$T/shrink/"
 check "mount a source to shrink" sfs_mount "$T/shrink" "$M" -o layout=npy
 check "row 30 reads before" cmp -s "$M/digits/000030.npy" "$T/want/digits/000030.npy"
+check "row 1 reads before" cmp -s "$M/images/000001.npy" "$T/want/images/000001.npy"
 truncate -s $(( 128 + 784 * 20 + 100 )) "$T/shrink/digits.npy"
-check "row 5 still reads" cmp -s "$M/digits/000005.npy" "$T/want/digits/000005.npy"
+check "cached row 30 still reads" cmp -s "$M/digits/000030.npy" "$T/want/digits/000030.npy"
+check "row 5 (intact bytes, changed file) gives EIO" expect_fail "Input/output error" cat "$M/digits/000005.npy"
 check "row 20 (cut short) gives EIO" expect_fail "Input/output error" cat "$M/digits/000020.npy"
 check "row 36 (gone) gives EIO" expect_fail "Input/output error" cat "$M/digits/000036.npy"
+# rewritten in place, same size: the bytes are not the ones we described
+dd if=/dev/urandom of="$T/shrink/images.npy" bs=1 seek=200 count=64 conv=notrunc status=none
+touch -d '+1 min' "$T/shrink/images.npy"
+check "rewritten source gives EIO" expect_fail "Input/output error" cat "$M/images/000002.npy"
 check "unmount shrunk" sfs_umount "$M"
 
 # ---- errors before mounting: one line, non-zero, nothing mounted ----
