@@ -55,7 +55,7 @@ enum { TRAIN, VAL, NSPLIT };
 static const char *const split_name[NSPLIT] = { "train", "val" };
 static const char tar_tag[NSPLIT] = { 'T', 'V' };
 
-#define LAYOUT_VERSION 2
+#define LAYOUT_VERSION 3
 #define VOFF_STEP 64	/* vtar prefix offsets kept every 64 positions */
 #define SOFF_STEP 256	/* shuffled.txt line offsets kept every 256 lines */
 #define NAME_MAX_ 512	/* "<label>.<member>": member names are <= 255 */
@@ -502,7 +502,7 @@ static int collect_train(struct lbuild *b)
 	b->head.split[TRAIN].n = n;
 	if (b->head.words)	/* else classes_from_train said it already */
 		warn_strays(b);
-	b->head.split[TRAIN].labelled = b->nclasses > 0;
+	b->head.split[TRAIN].labelled = b->nclasses > 0 && b->L->sp[TRAIN].nsrc > 0;
 	return 0;
 }
 

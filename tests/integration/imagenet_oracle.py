@@ -297,7 +297,7 @@ def check_truth(path, wnids, mnt):
         t = json.load(f)
     if t["devkit"] and wnids != t["wnids"]:
         fail("classes %s, truth %s" % (wnids, t["wnids"]))
-    if t["devkit"] and t["val"]:
+    if t["devkit"] and t["val"] and os.path.isdir(os.path.join(mnt, "val")):
         for (name, w, digest, _), l in zip(t["val"], t["val_label"]):
             p = os.path.join(mnt, "val", t["wnids"][l], name)
             if not os.path.exists(p):

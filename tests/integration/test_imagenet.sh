@@ -41,6 +41,13 @@ oracle_run "train/<wnid>.tar, MATLAB-style meta.mat" "$D/dirs" shard_size=6 \
 	--shard-size 6 --truth "$D/dirs.json"
 oracle_run "no devkit" "$D/nodevkit" shard_size=4 --shard-size 4 --truth "$D/nodevkit.json"
 
+# partial releases: val only, train only
+mkdir -p "$SFS_TMP/valonly" "$SFS_TMP/trainonly"
+cp "$D/full/ILSVRC2012_img_val.tar" "$D/full/ILSVRC2012_devkit_t12.tar.gz" "$SFS_TMP/valonly/"
+cp "$D/full/ILSVRC2012_img_train.tar" "$D/full/ILSVRC2012_devkit_t12.tar.gz" "$SFS_TMP/trainonly/"
+oracle_run "val tar and devkit only" "$SFS_TMP/valonly" "" --truth "$D/full.json"
+oracle_run "train tar and devkit only" "$SFS_TMP/trainonly" shard_size=10 --shard-size 10 --truth "$D/full.json"
+
 # the mount of a saved index, ImageFolder, tar -tvf
 idx_before=$(ls -l --time-style=+%s.%N "$XDG_CACHE_HOME"/samplefs/imagenet-* 2>/dev/null | md5sum)
 if sfs_mount "$D/full" "$M" -o layout=imagenet,shard_size=8; then
