@@ -12,6 +12,8 @@
  * sorted by name), and row i of array k is row_ino0 + first_row[k] + i.
  * Nothing is allocated per row.
  *
+ * -o per_class=N serves only the first N rows of each array.
+ *
  * Rows of 1-D sources are numpy scalars, which np.save writes slightly
  * differently from the source bytes (see FIX_*).
  *
@@ -74,6 +76,7 @@ struct npy_layout {
 	size_t n, cap;
 	uint64_t row_ino0;
 	uint64_t total_bytes;
+	uint64_t per_class;	/* -o per_class=N: first N rows only (0 = all) */
 	int64_t mtime;		/* of SOURCE, for the root */
 };
 
@@ -266,6 +269,8 @@ static int add_array(struct npy_layout *L, int dirfd, const char *name,
 	}
 	if (describe(a, what, &h, (uint64_t)st.st_size))
 		goto skip;
+	if (L->per_class && a->rows > L->per_class)
+		a->rows = L->per_class;
 	a->name = strndup(name, strlen(name) - 4);
 	if (!a->name) {
 		close(fd);
@@ -653,6 +658,7 @@ int layout_npy_open(const struct sfs_opts *o, struct layout *out)
 	if (!(L = calloc(1, sizeof(*L))))
 		return -ENOMEM;
 	L->mtime = st.st_mtime;
+	L->per_class = o->per_class;
 	rc = S_ISDIR(st.st_mode) ? scan_dir(L, o->source) : scan_file(L, o->source);
 	if (!rc)
 		rc = finish(L);

@@ -34,7 +34,7 @@ static const struct opt_row table[] = {
 	{"cache", T_SIZE, O(cache_bytes), "SIZE", "inflated-block cache, e.g. 64M (default 32M)"},
 	{"quiet", T_FLAG, O(quiet), NULL, "no progress bar"},
 	{"classes", T_STR, O(classes_file), "FILE", "quickdraw: file listing the classes to serve"},
-	{"per_class", T_U64, O(per_class), "N", "quickdraw: samples per class (0 = all)"},
+	{"per_class", T_U64, O(per_class), "N", "quickdraw: samples per class; npy: rows per array (0 = all)"},
 	{"image", T_IMAGE, O(image_uint8), "TYPE", "quickdraw: uint8|float32 (default float32)"},
 	{"stroke_len", T_U32, O(stroke_len), "N", "quickdraw: points per stroke file (default 130)"},
 	{"seed", T_U32, O(seed), "N", "quickdraw: split seed (default 42)"},

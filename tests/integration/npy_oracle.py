@@ -4,9 +4,10 @@
   npy_oracle.py make SRC            writes the test arrays SRC/*.npy
   npy_oracle.py bad SRC             writes one good and several broken .npy
   npy_oracle.py big SRC N           writes SRC/big.npy with N one-byte rows
-  npy_oracle.py expect SRC OUT      writes OUT/X/%06d.npy = np.save(arr[i]) for
+  npy_oracle.py expect SRC OUT [N]  writes OUT/X/%06d.npy = np.save(arr[i]) for
                                     every SRC/X.npy numpy loads and the npy
-                                    layout serves (C order, not object)
+                                    layout serves (C order, not object); with
+                                    N, only rows i < N (-o per_class=N)
 """
 import os
 import sys
@@ -99,7 +100,7 @@ def servable(path):
     return np.asarray(a)
 
 
-def expect(src, out):
+def expect(src, out, limit=None):
     paths = [src] if src.endswith(".npy") else \
         [os.path.join(src, n) for n in os.listdir(src) if n.endswith(".npy")]
     for p in paths:
@@ -108,7 +109,7 @@ def expect(src, out):
             continue
         d = os.path.join(out, os.path.basename(p)[:-4])
         os.makedirs(d)
-        for i in range(a.shape[0]):
+        for i in range(a.shape[0] if limit is None else min(limit, a.shape[0])):
             np.save(os.path.join(d, "%06d.npy" % i), a[i])
 
 
@@ -121,6 +122,6 @@ if __name__ == "__main__":
     elif cmd == "big":
         big(sys.argv[2], int(sys.argv[3]))
     elif cmd == "expect":
-        expect(sys.argv[2], sys.argv[3])
+        expect(sys.argv[2], sys.argv[3], int(sys.argv[4]) if len(sys.argv) > 4 else None)
     else:
         sys.exit("unknown command " + cmd)

@@ -90,6 +90,11 @@ check "every samplefs option accepted" sfs_mount "$T/src" "$M" -o \
 layout=npy,cache=64M,quiet,seed=7,split=70/20/10,image=uint8,stroke_len=100,per_class=5,\
 recursive=2,shard_size=100,shard_seed=3,shuffle_seed=4,index_dir="$T/idx",classes="$T/none"
 check "unmount all options" sfs_umount "$M"
+$ORACLE expect "$T/src" "$T/want3" 3
+check "mount -o per_class=3" sfs_mount "$T/src" "$M" -o layout=npy,per_class=3
+check "per_class=3: first 3 rows of each array" same_bytes "$T/want3" "$M"
+check "per_class=3: tree" same_tree "$T/want3" "$M"
+check "unmount per_class" sfs_umount "$M"
 
 mkdir -p "$T/want1"
 $ORACLE expect "$T/src/digits.npy" "$T/want1"
