@@ -40,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -667,6 +668,7 @@ static int load_index(struct qd *q, const struct sfs_opts *o)
 {
 	struct index_fp fp;
 	char path[4096], key[4096 + 96], why[256] = "";
+	struct timespec t0, t1;
 	int rc;
 
 	rc = qd_fingerprint(o, &q->scan, &fp);
@@ -681,7 +683,8 @@ static int load_index(struct qd *q, const struct sfs_opts *o)
 	if (rc == 0 && (rc = attach(q)) != 0) {
 		index_map_close(&q->map);
 		memset(&q->map, 0, sizeof(q->map));
-		snprintf(why, sizeof(why), "tables inconsistent with the sources");
+		snprintf(why, sizeof(why), "its tables do not match the sources or this "
+			 "version of samplefs");
 	}
 	if (rc == 0) {
 		sfs_info("%s: using the saved index", path);
@@ -689,6 +692,7 @@ static int load_index(struct qd *q, const struct sfs_opts *o)
 	}
 	if (rc != -ENOENT)
 		sfs_info("%s: %s; rebuilding the index", path, why);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	rc = qd_index_build(o, &q->scan, path, &fp);
 	if (rc)
 		return rc;
@@ -697,8 +701,12 @@ static int load_index(struct qd *q, const struct sfs_opts *o)
 		sfs_err("%s: the index just built is inconsistent", path);
 	else if (rc)
 		sfs_err("%s: cannot map the index just built: %s", path, why);
-	else
-		sfs_info("%s: index built", path);
+	else {
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		sfs_info("%s: index built: %" PRIu64 " samples in %u classes, %.1f MB, %.1f s",
+			 path, q->hd->total, q->hd->nclass, q->map.len / 1e6,
+			 (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
+	}
 	return rc;
 }
 
