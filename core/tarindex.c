@@ -307,6 +307,8 @@ static void sort_dedupe(struct builder *b)
 {
 	uint32_t i, n = 0;
 
+	if (!b->nents)
+		return;     /* an empty archive: ents is NULL */
 	qsort_r(b->ents, b->nents, sizeof(*b->ents), ent_cmp, b);
 	for (i = 0; i < b->nents; i++) {
 		if (n && !strcmp(b->arena + b->ents[n - 1].path,
@@ -722,7 +724,10 @@ int tarindex_build(struct index_writer *w, uint32_t tag_prefix_char,
 			total += (uint64_t)sb.st_size;
 	progress_start(&b.prog, bo->what ? bo->what : "indexing tar", 0, total,
 		       bo->quiet);
-	rc = pool_put(&o, "", 0, &at);     /* the root's name at offset 0 */
+	/* the root's name: "" at offset 0 of the pool and of the arena */
+	rc = pool_put(&o, "", 0, &at);
+	if (rc == 0)
+		rc = arena_put(&b, NULL, "", 0, &at);
 	for (i = 0; rc == 0 && i < nsrc; i++) {
 		mtime = 0;
 		rc = walk_source(&b, &src[i], (uint32_t)i, &sizes[i], &mtime);

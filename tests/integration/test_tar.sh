@@ -31,7 +31,8 @@ n=0
 mount_check() {
 	local fx=$1 r=$2 mnt=$T/m$n
 	n=$((n + 1))
-	check "mount $fx (recursive=$r)" sfs_mount "$FX/$fx" "$mnt" -o layout=tar,recursive=$r || return
+	check "mount $fx (recursive=$r)" sfs_mount "$FX/$fx" "$mnt" -o layout=tar,recursive=$r
+	grep -q " $mnt fuse" /proc/mounts || return
 	check "$fx r$r: every file's sha256, sizes, mtimes, targets = tarfile's" tree_ok "$fx" "$r" "$mnt"
 	check "$fx r$r: unmount" sfs_umount "$mnt"
 }
