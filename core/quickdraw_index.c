@@ -277,8 +277,9 @@ static int list_classes(const char *dir, const char *ext, struct names *ns,
 	int rc = 0;
 
 	if (!d) {
-		sfs_err("%s: cannot list: %s", dir, strerror(errno));
-		return -errno;
+		rc = -errno;
+		sfs_err("%s: cannot list: %s", dir, strerror(-rc));
+		return rc;
 	}
 	while ((e = readdir(d)) && !rc) {
 		if (!has_suffix(e->d_name, ext) || has_suffix(e->d_name, ".full.npz"))
@@ -316,8 +317,9 @@ static int read_classes_file(const char *path, struct names *ns)
 	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
 
 	if (fd < 0) {
-		sfs_err("%s: cannot open the classes file: %s", path, strerror(errno));
-		return -errno;
+		rc = -errno;
+		sfs_err("%s: cannot open the classes file: %s", path, strerror(-rc));
+		return rc;
 	}
 	buf = malloc(CLASSES_MAX);
 	if (!buf) {
@@ -470,8 +472,9 @@ int qd_scan(const struct sfs_opts *o, struct qd_scan *s)
 
 	memset(s, 0, sizeof(*s));
 	if (stat(o->source, &st)) {
-		sfs_err("%s: %s", o->source, strerror(errno));
-		return -errno;
+		rc = -errno;
+		sfs_err("%s: %s", o->source, strerror(-rc));
+		return rc;
 	}
 	s->root_mtime = st.st_mtime;
 	rc = source_dirs(o->source, &img_dir, &stk_dir);
@@ -502,6 +505,11 @@ int qd_scan(const struct sfs_opts *o, struct qd_scan *s)
 		names_free(&all);
 		all = order;
 		memset(&order, 0, sizeof(order));
+		if (!all.n) {
+			sfs_err("%s: expected at least one class name", cf);
+			rc = -EINVAL;
+			goto out;
+		}
 	}
 	s->cls = calloc(all.n ? all.n : 1, sizeof(*s->cls));
 	if (!s->cls) {

@@ -146,6 +146,12 @@ check "classes=FILE: every file equals the oracle" oracle "$SRC" "$M" \
 	--classes "$T/subset.txt" --stroke-len 200
 check "classes=FILE: label order" test "$(head -c 8 "$M/classes.txt")" = "t-shirt"
 check "unmount classes" sfs_umount "$M"
+: >"$T/empty.txt"
+check "an empty classes file is refused" expect_fail "at least one class" \
+	timeout 60 "$SAMPLEFS" -f -o "classes=$T/empty.txt" "$SRC" "$M"
+printf 'cat\nno such class\n' >"$T/ghost.txt"
+check "a listed class without files is refused, naming it" expect_fail "no such class.npy" \
+	timeout 60 "$SAMPLEFS" -f -o "classes=$T/ghost.txt" "$SRC" "$M"
 
 # ---- official layout, classes.txt order, images only, strokes only ----
 check "mount numpy_bitmap/ + sketchrnn/ with classes.txt" sfs_mount "$T/official" "$M"
