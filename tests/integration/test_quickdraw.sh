@@ -13,10 +13,14 @@ sfs_setup
 T=$SFS_TMP
 ORACLE="$PY $SFS_ROOT/tests/integration/qd_oracle.py"
 
-expect_fail() { # expect_fail PATTERN CMD...: CMD fails, stderr matches
+expect_fail() { # expect_fail PATTERN CMD...: CMD fails, stderr matches, no sanitizer report
 	local pat=$1 err; shift
 	if err=$("$@" 2>&1); then
 		echo "    unexpectedly succeeded: $*"
+		return 1
+	fi
+	if grep -q 'Sanitizer\|runtime error:' <<<"$err"; then
+		echo "$err" | head -30
 		return 1
 	fi
 	grep -q "$pat" <<<"$err" || { echo "    $*: $err"; return 1; }
