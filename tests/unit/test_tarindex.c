@@ -646,3 +646,80 @@ Test(tarindex, bytes_per_member)
 	unbuild(&b);
 	free((char *)src.path);
 }
+
+#ifndef MUT_ITERS
+#define MUT_ITERS 400   /* -DMUT_ITERS=100000 for a longer fuzzing run */
+#endif
+
+/* Sets the header checksum of the block at h (so mutations get past it). */
+static void fix_checksum(unsigned char *h)
+{
+	unsigned sum = 0;
+	int i;
+
+	memset(h + 148, ' ', 8);
+	for (i = 0; i < 512; i++)
+		sum += h[i];
+	snprintf((char *)h + 148, 8, "%06o", sum);
+}
+
+/*
+ * Hostile input at scale: MUT_ITERS deterministic mutations of gnu.tar (random
+ * bytes in random header blocks, checksums recomputed so they are parsed)
+ * must each build or fail cleanly, and every file of an index that builds
+ * must read back exactly its size (the source is intact).  Run under
+ * ASan/UBSan this is a small fuzzer.
+ */
+Test(tarindex, mutated_archives_never_crash, .timeout = 600)
+{
+	char *orig = fixpath("gnu.tar"), *data = slurp(orig), path[] = "/tmp/sfs-tarmut-XXXXXX";
+	struct tarindex_source src = { path, "" };
+	static unsigned char buf[65536];
+	struct stat st;
+	uint64_t seed = 12345;
+	int iter, fd = mkstemp(path), built = 0;
+
+	cr_assert(fd >= 0 && stat(orig, &st) == 0 && st.st_size < (off_t)sizeof(buf));
+	close(fd);
+	for (iter = 0; iter < MUT_ITERS; iter++) {
+		size_t nblk = (size_t)st.st_size / 512, k;
+		struct built b;
+		uint32_t i;
+		FILE *f;
+
+		memcpy(buf, data, (size_t)st.st_size);
+		for (k = 0; k < (size_t)(1 + iter % 4); k++) {
+			size_t blk, at;
+
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			blk = (seed >> 33) % nblk;
+			at = (seed >> 13) % 512;
+			buf[blk * 512 + at] = (unsigned char)(seed >> 5);
+			if (seed & 1)
+				fix_checksum(buf + blk * 512);
+		}
+		f = fopen(path, "wb");
+		cr_assert(f && fwrite(buf, 1, (size_t)st.st_size, f) == (size_t)st.st_size);
+		fclose(f);
+		if (build(&b, &src, 1, 2) < 0)
+			continue;
+		built++;
+		for (i = 0; i < b.t.nnodes; i++) {
+			const struct tarindex_node *n = tarindex_node(&b.t, i);
+			uint64_t off = 0;
+			ssize_t r;
+
+			if (tarindex_node_type(n) != TARINDEX_FILE)
+				continue;
+			while ((r = tarindex_pread(&b.t, i, buf + 40000, 8192, off)) > 0)
+				off += (uint64_t)r;
+			cr_expect_eq(r, 0);
+			cr_expect_eq(off, tarindex_node_size(n), "iteration %d node %u", iter, i);
+		}
+		unbuild(&b);
+	}
+	cr_expect_gt(built, MUT_ITERS / 4, "most mutations still build (%d)", built);
+	unlink(path);
+	free(data);
+	free(orig);
+}
