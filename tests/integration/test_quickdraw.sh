@@ -205,6 +205,33 @@ check "every b file equals the oracle" cmp -s "$T/wide/b.want" \
 check "train.txt of 1M lines equals the oracle" cmp -s "$M/splits/train.txt" <($ORACLE splits "$T/wide")
 check "unmount 1M" sfs_umount "$M"
 
+# ---- 10 million samples: O(classes) memory, not O(samples) ----
+# Ten sparse class files of 1,000,000 zero rows each (no disk used).
+$PY - "$T/huge" <<'PY'
+import os, sys
+import numpy as np
+d = sys.argv[1] + '/numpy_bitmap'
+os.makedirs(d)
+for c in range(10):
+    with open('%s/class %d.npy' % (d, c), 'wb') as f:
+        np.lib.format.write_array_header_1_0(
+            f, {'descr': '|u1', 'fortran_order': False, 'shape': (1000000, 784)})
+        f.truncate(f.tell() + 1000000 * 784)
+PY
+check "mount 10M samples (index build)" sfs_mount "$T/huge" "$M"
+check "unmount 10M build" sfs_umount "$M"
+check "remount 10M samples" sfs_mount "$T/huge" "$M"
+check "10M: find a class dir, read lines, files" sh -c "
+	test \$(find '$M/images/class 2' -type f | head -200000 | wc -l) = 200000 &&
+	test \$(head -c 4000000 '$M/splits/train.txt' | wc -l) -gt 100000 &&
+	test \$(cat '$M/images/class 9/9999999.npy' | wc -c) = 3264"
+anon=$(awk '/RssAnon/ {print $2}' "/proc/${SFS_PID_OF[$M]}/status")
+echo "    (daemon anonymous memory with 10M samples: ${anon} kB)"
+check "10M: daemon anonymous memory under 64 MiB (8 bytes/sample would be 80)" \
+	test "$anon" -lt 65536
+check "df -i counts 10M + 17 inodes" test "$(df --output=itotal "$M" | tail -1 | tr -d ' ')" = 10000017
+check "unmount 10M" sfs_umount "$M"
+
 # ---- hostile inputs: refused naming the file, or served with a warning ----
 while read -r c want; do
 	B=$T/bad/$c
