@@ -215,11 +215,11 @@ Test(tar, checksum_signed_and_unsigned)
 		ss += (signed char)c;
 	}
 	cr_assert_neq(us, ss);
-	snprintf((char *)h + 148, 8, "%06lo", us);
+	snprintf((char *)h + 148, 8, "%06o", (unsigned)(us & 0777777));
 	cr_expect(tar_header_ok(h));
-	snprintf((char *)h + 148, 8, "%06lo", ss);
+	snprintf((char *)h + 148, 8, "%06o", (unsigned)(ss & 0777777));
 	cr_expect(tar_header_ok(h));
-	snprintf((char *)h + 148, 8, "%06lo", us + 1);
+	snprintf((char *)h + 148, 8, "%06o", (unsigned)((us + 1) & 0777777));
 	cr_expect(!tar_header_ok(h));
 	memset(h, 0, sizeof(h));
 	cr_expect(!tar_header_ok(h), "a zero block is not a header");
