@@ -440,6 +440,49 @@ static int member_path_ok(struct walk *w, struct tar_member *m, uint64_t pos)
 	return 1;
 }
 
+/* The data size: the header's (octal or base-256), or the pax record's. */
+static int member_size(struct walk *w, const unsigned char *h, uint64_t pos,
+		       uint64_t *size)
+{
+	int64_t v;
+
+	if (parse_num(h + H_SIZE, 12, &v) < 0 || v < 0) {
+		sfs_warn("%s: bad size field in header at offset %llu", w->what,
+			 (unsigned long long)pos);
+		return -EBADMSG;
+	}
+	*size = (uint64_t)v;
+	if (w->next.has_size || w->global.has_size)
+		*size = w->next.has_size ? w->next.size : w->global.size;
+	return 0;
+}
+
+/*
+ * Sets m->type from the type flag; 1 if the member is to be skipped
+ * (warned).  Links and directories carry no data (as tarfile reads them);
+ * devices and fifos neither; other unknown types are skipped over by size.
+ */
+static int member_type(struct walk *w, int type, uint64_t pos,
+		       struct tar_member *m, uint64_t *size, int warn)
+{
+	switch (type) {
+	case '0': case '\0': case '7':
+		m->type = TAR_FILE;
+		if (type == '\0' && m->path[0] && m->path[strlen(m->path) - 1] == '/')
+			m->type = TAR_DIR;
+		return 0;
+	case '1': m->type = TAR_HARDLINK; *size = 0; return 0;
+	case '2': m->type = TAR_SYMLINK; *size = 0; return 0;
+	case '5': m->type = TAR_DIR; *size = 0; return 0;
+	}
+	if (warn)
+		sfs_warn("%s: %s '%s' at offset %llu: skipped", w->what,
+			 type_name(type), m->path, (unsigned long long)pos);
+	if (type == '3' || type == '4' || type == '6')
+		*size = 0;
+	return 1;
+}
+
 /*
  * Turns the header at `pos` into a member; returns 1 to report it, 0 to
  * skip it (warned), <0 on error.  *next is where the next header starts.
@@ -448,71 +491,45 @@ static int member(struct walk *w, const unsigned char *h, uint64_t pos,
 		  struct tar_member *m, uint64_t *next)
 {
 	int type = h[H_TYPE], rc, skip = 0;
-	int64_t size, v;
-	uint64_t data = pos + TAR_BLOCK;
+	uint64_t size, data = pos + TAR_BLOCK;
+	int64_t v;
 
-	rc = parse_num(h + H_SIZE, 12, &size);
-	if (rc < 0 || size < 0) {
-		sfs_warn("%s: bad size field in header at offset %llu", w->what,
-			 (unsigned long long)pos);
-		return -EBADMSG;
-	}
-	if (w->next.has_size || w->global.has_size)
-		size = (int64_t)(w->next.has_size ? w->next.size : w->global.size);
-	if (size < 0)
-		return -EBADMSG;
+	rc = member_size(w, h, pos, &size);
+	if (rc < 0)
+		return rc;
 	memset(m, 0, sizeof(*m));
 	m->header = pos;
 	m->mode = parse_num(h + H_MODE, 8, &v) == 0 ? (uint32_t)v & 07777 : 0644;
 	m->mtime = parse_num(h + H_MTIME, 12, &v) == 0 ? v : 0;
 	if (w->next.has_mtime || w->global.has_mtime)
 		m->mtime = w->next.has_mtime ? w->next.mtime : w->global.mtime;
-	if (type == 'S') {
-		rc = skip_sparse_ext(w, h, &data);
-		if (rc < 0)
-			return rc;
-	}
+	if (type == 'S' && (rc = skip_sparse_ext(w, h, &data)) < 0)
+		return rc;
 	if (member_names(w, h, m) < 0) {
 		sfs_warn("%s: name over %d bytes in header at offset %llu: skipped",
 			 w->what, TAR_PATH_MAX, (unsigned long long)pos);
 		skip = 1;
 	}
-	switch (type) {
-	case '0': case '\0': case '7':
-		m->type = TAR_FILE;
-		if (type == '\0' && m->path[0] && m->path[strlen(m->path) - 1] == '/')
-			m->type = TAR_DIR;
-		break;
-	case '1': m->type = TAR_HARDLINK; size = 0; break;
-	case '2': m->type = TAR_SYMLINK; size = 0; break;
-	case '5': m->type = TAR_DIR; size = 0; break;
-	default:
-		if (!skip)
-			sfs_warn("%s: %s '%s' at offset %llu: skipped", w->what,
-				 type_name(type), m->path, (unsigned long long)pos);
+	if (member_type(w, type, pos, m, &size, !skip))
 		skip = 1;
-		if (type == '3' || type == '4' || type == '6')
-			size = 0;
-	}
-	if (w->next.bad || w->global.bad)
-		skip = 1;
-	if (w->next.sparse || w->global.sparse) {
-		if (!skip)
-			sfs_warn("%s: pax sparse member '%s' at offset %llu: skipped",
-				 w->what, m->path, (unsigned long long)pos);
+	if (!skip && (w->next.bad || w->global.bad))
+		skip = 1;       /* already warned */
+	if (!skip && (w->next.sparse || w->global.sparse)) {
+		sfs_warn("%s: pax sparse member '%s' at offset %llu: skipped",
+			 w->what, m->path, (unsigned long long)pos);
 		skip = 1;
 	}
-	if ((uint64_t)size > w->rd.hi - data) {
+	if (size > w->rd.hi - data) {
 		sfs_warn("%s: member '%s' at offset %llu needs %llu bytes but the "
 			 "archive ends at %llu: truncated", w->what, m->path,
 			 (unsigned long long)pos, (unsigned long long)size,
 			 (unsigned long long)w->rd.hi);
 		return -EBADMSG;
 	}
-	*next = data + (((uint64_t)size + TAR_BLOCK - 1) & ~(uint64_t)(TAR_BLOCK - 1));
+	*next = data + ((size + TAR_BLOCK - 1) & ~(uint64_t)(TAR_BLOCK - 1));
 	if (skip)
 		return 0;
-	m->size = m->type == TAR_FILE ? (uint64_t)size : 0;
+	m->size = m->type == TAR_FILE ? size : 0;
 	m->offset = data;
 	return member_path_ok(w, m, pos);
 }
