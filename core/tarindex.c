@@ -202,7 +202,7 @@ static int try_nested(struct walkctx *c, const struct tar_member *m)
 	unsigned char hdr[TAR_BLOCK];
 	size_t len = strlen(m->path);
 	const char *base = strrchr(m->path, '/');
-	char dir[TAR_PATH_MAX + 1], what[512];
+	char dir[TAR_PATH_MAX + 1], prefix[TAR_PATH_MAX + 1], what[512];
 	struct walkctx sub = *c;
 	int rc;
 
@@ -218,17 +218,18 @@ static int try_nested(struct walkctx *c, const struct tar_member *m)
 	rc = add_ent(c, m, dir, TAR_DIR);
 	if (rc < 0)
 		return rc;
+	/* the nested members' prefix: ours + the directory (copied, as the
+	 * arena may move while the nested walk adds paths) */
+	snprintf(prefix, sizeof(prefix), "%s", c->b->arena + c->b->ents[c->b->nents - 1].path);
 	snprintf(what, sizeof(what), "%s:%s", c->what, m->path);
 	sub.depth++;
 	sub.what = what;
-	sub.prefix = c->b->arena + c->b->ents[c->b->nents - 1].path;
-	/* the arena may move while the nested walk adds paths: copy */
-	snprintf(dir, sizeof(dir), "%s", sub.prefix);
-	sub.prefix = dir;
+	sub.prefix = prefix;
 	rc = tar_walk(c->fd, m->offset, m->size, what, walk_cb, &sub);
 	if (rc == -EBADMSG)
 		sfs_warn("%s: keeping the members before the damage", what);
-	return rc == -EBADMSG || rc == 0 ? 1 : rc;
+	/* damaged or empty: the directory stays, with what could be read */
+	return rc == -EBADMSG || rc == -EINVAL || rc == 0 ? 1 : rc;
 }
 
 static int walk_cb(void *arg, const struct tar_member *m)
@@ -715,6 +716,11 @@ int tarindex_build(struct index_writer *w, uint32_t tag_prefix_char,
 		sfs_err("%zu tar files: at most %u are supported", nsrc,
 			TARINDEX_MAX_SOURCES);
 		return -E2BIG;
+	}
+	if (b.recursive > TARINDEX_MAX_NEST) {
+		sfs_warn("recursive=%u: expanding nested tars %u levels at most",
+			 b.recursive, TARINDEX_MAX_NEST);
+		b.recursive = TARINDEX_MAX_NEST;
 	}
 	sizes = calloc(nsrc + 1, sizeof(*sizes));
 	if (!sizes)

@@ -8,10 +8,15 @@
  * `recursive` levels: member "a/b.tar" becomes directory "a/b" holding the
  * nested members.  A nested member's data offset is an absolute offset in
  * the OUTER source file, so reading it is one pread (or a splice) from the
- * source fd.  Implicit parent directories are created; for duplicate paths
+ * source fd (a nested tar that is damaged keeps the members before the
+ * damage; recursion is capped at TARINDEX_MAX_NEST levels whatever
+ * `recursive` says).  Implicit parent directories are created (with the
+ * mtime of the member that implied them); for duplicate paths
  * the last member wins (as `tar -x`); hard links are resolved to the data of
- * their target; symlinks are kept only if their target stays inside the
- * mount (lexically), others are skipped with a warning.
+ * their target (a link whose target is missing or not a regular file is
+ * skipped); symlinks are kept only if their target stays inside the
+ * mount (lexically), others are skipped with a warning.  A path that is
+ * both a file and a directory is a directory (the file is hidden, warned).
  *
  * On disk (sections of an index file, tags INDEX_TAG(c, 'T', 'x', 'x')
  * where c is the caller's tag_prefix_char, so one index file can hold
@@ -50,6 +55,7 @@ enum tarindex_type {
 #define TARINDEX_MAX_NODES   (1u << 26)      /* members + directories */
 #define TARINDEX_MAX_SOURCES (1u << 20)
 #define TARINDEX_MAX_SIZE    ((1ull << 40) - 1) /* larger members: skipped */
+#define TARINDEX_MAX_NEST    32              /* cap on `recursive` */
 
 /* One node as stored on disk (little-endian host assumed, as the index is). */
 struct tarindex_node {
