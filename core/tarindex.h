@@ -27,8 +27,9 @@
  *   - dirs: uint32_t node numbers of the directories in node order (their
  *     child ranges are increasing, so a node's parent is a binary search);
  *   - names: one pool of NUL-terminated names (and symlink targets);
- *   - sources: the source paths and their sizes at build time.
- * 24 bytes per node + the name and its NUL: ~45 bytes per ImageNet image.
+ *   - sources: their sizes at build time (paths are in the fingerprint).
+ * 24 bytes per node + the name and its NUL: 44.8 bytes per member measured
+ * on 1.28 M ImageNet-named members in 1000 nested class tars.
  *
  * Threads: after tarindex_open a struct tarindex is read-only and may be
  * used from any number of threads (reads use pread on shared fds).

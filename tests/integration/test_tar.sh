@@ -38,7 +38,8 @@ mount_check() {
 }
 
 for fx in gnu.tar pax.tar ustar.tar v7.tar base256.tar sparse.tar hostile.tar \
-	  badsum.tar truncated.tar negsize.tar hugesize.tar empty.tar imagenet_like.tar; do
+	  badsum.tar truncated.tar negsize.tar hugesize.tar empty.tar imagenet_like.tar \
+	  conflict.tar; do
 	mount_check "$fx" 1
 done
 for r in 0 2 3; do

@@ -116,6 +116,7 @@ Test(tar, huge_base256_size) { check_fixture("hugesize"); }
 Test(tar, nested_not_expanded_by_walk) { check_fixture("deep"); }
 Test(tar, not_a_tar) { check_fixture("notatar"); }
 Test(tar, empty_archive) { check_fixture("empty"); }
+Test(tar, links_and_conflicts) { check_fixture("conflict"); }
 
 /* A walk of a range inside a file: offsets stay absolute. */
 Test(tar, range_offsets_are_absolute)

@@ -387,6 +387,7 @@ Test(tarindex, deep_nesting_bounded_by_recursive) { check_fixture("deep"); }
 Test(tarindex, not_a_tar) { check_fixture("notatar"); }
 Test(tarindex, empty) { check_fixture("empty"); }
 Test(tarindex, imagenet_like) { check_fixture("imagenet_like"); }
+Test(tarindex, file_and_dir_links_chains) { check_fixture("conflict"); }
 
 Test(tarindex, directory_of_tars)
 {
