@@ -19,7 +19,7 @@
 
 #include "log.h"
 
-#define WINDOW      (16u << 10)  /* header read-ahead window */
+#define WINDOW      (128u << 10) /* header read-ahead window */
 #define MAX_EXTDATA (1u << 20)   /* cap on one GNU long name or pax record set */
 #define NAME_MAX_   255
 
