@@ -52,7 +52,7 @@ struct tarindex_hdr {
 /* One collected member (or nested tar directory). */
 struct ent {
 	uint64_t path;      /* arena offset of the full path */
-	uint64_t link;      /* arena offset of the link target, or 0 */
+	uint64_t link;      /* arena offset of the link target (0: "") */
 	uint64_t off, size;
 	int64_t mtime;
 	uint32_t seq, src;
@@ -79,7 +79,7 @@ struct builder {
 	uint32_t recursive;
 	struct progress prog;
 	uint64_t bytes_before;  /* sizes of the sources already walked */
-	int too_many;
+	const struct tarindex_source *src;  /* for messages */
 };
 
 /* What one tar_walk is walking: a source, or a nested tar inside one. */
@@ -166,7 +166,6 @@ static int add_ent(struct walkctx *c, const struct tar_member *m,
 	if (b->nents + 1 >= TARINDEX_MAX_NODES / 2) {
 		sfs_err("%s: more than %u members: refusing to index (tar bomb?)",
 			c->what, TARINDEX_MAX_NODES / 2);
-		b->too_many = 1;
 		return -E2BIG;
 	}
 	rc = grow((void **)&b->ents, &b->ents_cap, b->nents, sizeof(*e));
@@ -352,9 +351,10 @@ static void resolve_links(struct builder *b)
 		for (hops = 0; t && t->type == TAR_HARDLINK && hops < 16; hops++)
 			t = find_ent(b, b->arena + t->link);
 		if (!t || t->type != TAR_FILE) {
-			sfs_warn("hard link '%s' -> '%s': target is not a regular "
-				 "file in the archive: skipped",
-				 b->arena + e->path, b->arena + e->link);
+			sfs_warn("%s: hard link '%s' -> '%s': target is not a "
+				 "regular file in the archive: skipped",
+				 b->src[e->src].path, b->arena + e->path,
+				 b->arena + e->link);
 			e->dropped = 1;
 			continue;
 		}
@@ -451,7 +451,8 @@ static int tree_entry(struct builder *b, struct dirstack *st,
 		size_t ql = strlen(q);
 
 		if (!strncmp(p, q, ql) && p[ql] == '/') {
-			sfs_warn("'%s' is both a file and a directory: the file is hidden", q);
+			sfs_warn("%s: '%s' is both a file and a directory: the "
+				 "file is hidden", b->src[prev->src].path, q);
 			b->items[b->nitems - 1].type = TARINDEX_DIR;
 			push_dir(st, b->nitems - 1, prev->path, (uint32_t)ql);
 		}
@@ -478,7 +479,7 @@ static int tree_entry(struct builder *b, struct dirstack *st,
 	return 0;
 }
 
-/* Steps 4: the preorder item list, item 0 being the root. */
+/* Step 4: the preorder item list, item 0 being the root. */
 static int tree_pass(struct builder *b, int64_t root_mtime)
 {
 	struct dirstack *st;
@@ -704,7 +705,7 @@ int tarindex_build(struct index_writer *w, uint32_t tag_prefix_char,
 		   const struct tarindex_source *src, size_t nsrc,
 		   const struct tarindex_build_opts *bo)
 {
-	struct builder b = { .recursive = bo->recursive };
+	struct builder b = { .recursive = bo->recursive, .src = src };
 	struct out o = { .hdr.nsrc = (uint32_t)nsrc };
 	uint64_t *sizes, total = 0, at;
 	int64_t mtime, root_mtime = 0;
