@@ -58,6 +58,19 @@ static int name_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* Whether dir/name is a regular file (following symlinks). */
+static int is_regular(const char *dir, const char *name)
+{
+	char path[4096];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
+		return 1;
+	sfs_warn("%s: not a regular file: skipped", path);
+	return 0;
+}
+
 /* The *.tar files of directory `dir`, sorted: names in *out (malloc'ed). */
 static int list_tars(const char *dir, char ***out, size_t *n)
 {
@@ -74,7 +87,7 @@ static int list_tars(const char *dir, char ***out, size_t *n)
 		return rc;
 	}
 	while ((de = readdir(d))) {
-		if (!is_tar_name(de->d_name))
+		if (!is_tar_name(de->d_name) || !is_regular(dir, de->d_name))
 			continue;
 		if (*n == cap) {
 			cap = cap ? 2 * cap : 64;
