@@ -26,6 +26,14 @@ tree_ok() {
 	"$PY" "$ORACLE" find "$MANIFEST" "$1" "$2" "$T/find.out"
 }
 
+# sha_is FIXTURE MEMBER FILE: FILE's sha256 is tarfile's for MEMBER (recursive=1)
+sha_is() {
+	test "$(sha256sum <"$3" | cut -d' ' -f1)" = "$("$PY" -c "
+import json, sys
+print(json.load(open(sys.argv[1]))[sys.argv[2]]['recursive']['1'][sys.argv[3]]['sha256'])" \
+		"$MANIFEST" "$1" "$2")"
+}
+
 n=0
 # mount_check FIXTURE R [extra -o options]: mount, compare, unmount
 mount_check() {
@@ -99,8 +107,7 @@ truncate -s "$cut_at" "$T/cut.tar"
 check "truncated after mounting: read of the cut member fails with EIO" \
 	bash -c "cat '$M/old.txt' 2>&1 >/dev/null | grep -q 'Input/output error'"
 check "truncated after mounting: earlier members still read right" \
-	test "$(sha256sum <"$M/data/a.txt" | cut -d' ' -f1)" = "$("$PY" -c "
-import json; print(json.load(open('$MANIFEST'))['gnu.tar']['recursive']['1']['data/a.txt']['sha256'])")"
+	sha_is gnu.tar data/a.txt "$M/data/a.txt"
 check "truncated after mounting: size unchanged ($size_before)" \
 	test "$(stat -c %s "$M/old.txt")" = "$size_before"
 sfs_umount "$M"
@@ -127,6 +134,20 @@ printf 'garbage!' | dd of="$idx" bs=1 seek=300 conv=notrunc 2>/dev/null
 sfs_mount "$T/re.tar" "$M" -o layout=tar
 check "corrupt index: rebuilt with a message" grep -q "rebuilding index" "$(sfs_log "$M")"
 check "corrupt index: tree still right" tree_ok pax.tar 1 "$M"
+sfs_umount "$M"
+
+# a directory of tars that gains a tar: rebuilt, the new tar served
+mkdir -p "$T/grow"
+cp "$FX/ustar.tar" "$T/grow/"
+M=$T/mgrow
+sfs_mount "$T/grow" "$M" -o layout=tar
+check "directory of one tar: only its directory" test "$(ls "$M" | tr '\n' ' ')" = "ustar "
+sfs_umount "$M"
+cp "$FX/v7.tar" "$T/grow/"
+sfs_mount "$T/grow" "$M" -o layout=tar
+check "a tar added to the directory: index rebuilt" grep -q "rebuilding index" "$(sfs_log "$M")"
+check "a tar added to the directory: served" test "$(ls "$M" | tr '\n' ' ')" = "ustar v7 "
+check "the added tar's bytes = tarfile's" sha_is v7.tar v7dir/v7b.txt "$M/v7/v7dir/v7b.txt"
 sfs_umount "$M"
 
 sfs_done
