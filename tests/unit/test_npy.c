@@ -14,67 +14,8 @@
 
 #include "npy.h"
 
-#define MAXTOK 24
-
-struct line {
-	int ntok;
-	char *tok[MAXTOK];
-};
-
-static char *fixture_path(const char *name)
-{
-	const char *dir = getenv("SFS_FIXTURES");
-	char *p;
-
-	cr_assert(dir, "SFS_FIXTURES is not set (run tests/fixtures/make_npy.py)");
-	cr_assert(asprintf(&p, "%s/npy/%s", dir, name) > 0);
-	return p;
-}
-
-static uint8_t *slurp(const char *name, size_t *len)
-{
-	char *path = fixture_path(name);
-	FILE *f = fopen(path, "rb");
-	uint8_t *buf;
-	long n;
-
-	cr_assert(f, "cannot open %s", path);
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	rewind(f);
-	buf = malloc((size_t)n + 1);
-	cr_assert(buf);
-	cr_assert(fread(buf, 1, (size_t)n, f) == (size_t)n);
-	fclose(f);
-	free(path);
-	*len = (size_t)n;
-	return buf;
-}
-
-/* Calls fn for every manifest line whose first word is `kind`; returns how many. */
-static int each(const char *kind, void (*fn)(struct line *))
-{
-	char *path = fixture_path("manifest.txt");
-	FILE *f = fopen(path, "r");
-	char buf[1024], *save;
-	struct line l;
-	int count = 0;
-
-	cr_assert(f, "cannot open %s", path);
-	while (fgets(buf, sizeof(buf), f)) {
-		l.ntok = 0;
-		for (char *t = strtok_r(buf, " \n", &save); t && l.ntok < MAXTOK;
-		     t = strtok_r(NULL, " \n", &save))
-			l.tok[l.ntok++] = t;
-		if (l.ntok && !strcmp(l.tok[0], kind)) {
-			fn(&l);
-			count++;
-		}
-	}
-	fclose(f);
-	free(path);
-	return count;
-}
+#define FIXTURE_SUBDIR "npy"
+#include "fixture.h"
 
 static uint64_t u64(const char *s)
 {

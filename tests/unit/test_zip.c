@@ -20,43 +20,9 @@
 
 #include "zip.h"
 
-#define MAXTOK 16
 #define MAXMEMBERS 8
-
-struct line {
-	int ntok;
-	char *tok[MAXTOK];
-};
-
-static char *fixture_path(const char *name)
-{
-	const char *dir = getenv("SFS_FIXTURES");
-	char *p;
-
-	cr_assert(dir, "SFS_FIXTURES is not set (run tests/fixtures/make_npz.py)");
-	cr_assert(asprintf(&p, "%s/qd/%s", dir, name) > 0);
-	return p;
-}
-
-static uint8_t *slurp(const char *name, size_t *len)
-{
-	char *path = fixture_path(name);
-	FILE *f = fopen(path, "rb");
-	uint8_t *buf;
-	long n;
-
-	cr_assert(f, "cannot open %s", path);
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	rewind(f);
-	buf = malloc((size_t)n + 1);
-	cr_assert(buf);
-	cr_assert(fread(buf, 1, (size_t)n, f) == (size_t)n);
-	fclose(f);
-	free(path);
-	*len = (size_t)n;
-	return buf;
-}
+#define FIXTURE_SUBDIR "qd"
+#include "fixture.h"
 
 /* One archive from the manifest: "zip FILE COUNT" and its member lines. */
 struct zcase {
