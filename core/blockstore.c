@@ -23,11 +23,14 @@
  * gives -EIO (reads) or -EBADMSG (open), never a crash or wrong bytes.
  *
  * Threads: a struct blockstore is read-only after open and may be shared;
- * the cache does its own locking.  A builder belongs to one thread.
+ * the cache does its own locking.  A builder belongs to one thread, which
+ * hands whole batches of blocks to a deflating thread of its own (below):
+ * a batch is touched by one thread at a time, the join orders the two.
  */
 #include "blockstore.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -54,10 +57,35 @@ struct bs_blk {
 _Static_assert(sizeof(struct bs_blk) == 24, "block entry is 24 bytes");
 _Static_assert(BLOCKSTORE_BLOCK <= 65535, "record offsets are u16");
 
+/*
+ * Blocks are deflated in batches by a second thread while the caller keeps
+ * adding records (parsing the next source, in an index build): the caller
+ * fills one batch while the other is being deflated, then joins that
+ * thread, writes its blocks out in order and hands over the batch it just
+ * filled.  One thread per batch, not a pool: a batch is ~3 ms of deflate,
+ * pthread_create ~50 us, and there is no queue to get wrong.  If no thread
+ * can be started, the batch is deflated in the caller's thread.
+ */
+#define BS_BATCH 32        /* blocks per batch: 512 KiB of input */
+
+struct bs_batch {
+	z_stream zs;                  /* used by whoever deflates the batch */
+	uint8_t *raw, *z;             /* BS_BATCH blocks in, deflate output */
+	uLong zcap;                   /* bytes of z per block */
+	uint32_t n;                   /* blocks filled */
+	uint32_t first[BS_BATCH], rawlen[BS_BATCH];
+	uint32_t zlen[BS_BATCH];      /* == rawlen: keep the block raw */
+	uint32_t adler[BS_BATCH];
+};
+
 struct blockstore_builder {
 	struct index_writer *w;
-	z_stream zs;
-	uint8_t *cur, *zbuf;          /* the block being filled; deflate output */
+	struct bs_batch bat[2];
+	struct bs_batch *fill;        /* the caller's: being filled */
+	struct bs_batch *busy;        /* being deflated, or NULL */
+	pthread_t thread;
+	int threaded;                 /* a thread is deflating busy */
+	uint8_t *cur;                 /* the block being filled, inside fill */
 	uint32_t curlen, cur_first;
 	uint64_t data_len;            /* bytes of the data section so far */
 	struct bs_blk *blk;
@@ -68,28 +96,65 @@ struct blockstore_builder {
 
 /* ---- building ---- */
 
+static int batch_init(struct bs_batch *t)
+{
+	if (deflateInit2(&t->zs, BS_LEVEL, Z_DEFLATED, -15, 8,
+			 Z_DEFAULT_STRATEGY) != Z_OK)
+		return -ENOMEM;
+	t->zcap = deflateBound(&t->zs, BLOCKSTORE_BLOCK);
+	t->raw = malloc((size_t)BS_BATCH * BLOCKSTORE_BLOCK);
+	t->z = malloc((size_t)BS_BATCH * t->zcap);
+	return t->raw && t->z ? 0 : -ENOMEM;
+}
+
+static void batch_free(struct bs_batch *t)
+{
+	deflateEnd(&t->zs);   /* harmless on a stream never initialised */
+	free(t->raw);
+	free(t->z);
+}
+
+/* Deflates every block of the batch; one that does not shrink stays raw. */
+static void *batch_deflate(void *arg)
+{
+	struct bs_batch *t = arg;
+
+	for (uint32_t i = 0; i < t->n; i++) {
+		uint8_t *raw = t->raw + (size_t)i * BLOCKSTORE_BLOCK;
+
+		deflateReset(&t->zs);
+		t->zs.next_in = raw;
+		t->zs.avail_in = t->rawlen[i];
+		t->zs.next_out = t->z + (size_t)i * t->zcap;
+		t->zs.avail_out = (uInt)t->zcap;
+		t->zlen[i] = t->rawlen[i];
+		if (deflate(&t->zs, Z_FINISH) == Z_STREAM_END &&
+		    t->zs.total_out < t->rawlen[i])
+			t->zlen[i] = (uint32_t)t->zs.total_out;
+		t->adler[i] = (uint32_t)adler32(adler32(0, NULL, 0), raw, t->rawlen[i]);
+	}
+	return NULL;
+}
+
 int blockstore_builder_new(struct blockstore_builder **bp,
 			   struct index_writer *w, uint32_t data_tag)
 {
 	struct blockstore_builder *b = calloc(1, sizeof(*b));
-	int ret = -ENOMEM;
+	int ret;
 
 	*bp = NULL;
 	if (!b)
 		return -ENOMEM;
 	b->w = w;
-	if (deflateInit2(&b->zs, BS_LEVEL, Z_DEFLATED, -15, 8,
-			 Z_DEFAULT_STRATEGY) != Z_OK) {
-		free(b);
-		return -ENOMEM;
-	}
-	b->cur = malloc(BLOCKSTORE_BLOCK);
-	b->zbuf = malloc(deflateBound(&b->zs, BLOCKSTORE_BLOCK));
-	if (!b->cur || !b->zbuf)
-		goto out;
-	ret = index_writer_begin(w, data_tag);
+	b->fill = &b->bat[0];
+	ret = batch_init(&b->bat[0]);
+	if (ret == 0)
+		ret = batch_init(&b->bat[1]);
+	if (ret == 0)
+		ret = index_writer_begin(w, data_tag);
 	if (ret < 0)
 		goto out;
+	b->cur = b->fill->raw;
 	*bp = b;
 	return 0;
 out:
@@ -114,41 +179,67 @@ static int grow(void **arr, uint64_t *cap, uint64_t need, size_t size)
 	return 0;
 }
 
-/* Deflates the current block (or keeps it raw) and streams it out. */
+/* Waits for the busy batch and streams its blocks out, in order. */
+static int drain(struct blockstore_builder *b)
+{
+	struct bs_batch *t = b->busy;
+	const uint8_t *out;
+	struct bs_blk *e;
+	int ret;
+
+	if (!t)
+		return 0;
+	if (b->threaded)
+		pthread_join(b->thread, NULL);
+	b->threaded = 0;
+	b->busy = NULL;
+	ret = grow((void **)&b->blk, &b->blkcap, b->nblk + t->n + 1, sizeof(*b->blk));
+	for (uint32_t i = 0; i < t->n && ret == 0; i++) {
+		out = t->zlen[i] < t->rawlen[i] ? t->z + (size_t)i * t->zcap :
+		      t->raw + (size_t)i * BLOCKSTORE_BLOCK;
+		ret = index_writer_append(b->w, out, t->zlen[i]);
+		e = &b->blk[b->nblk++];
+		*e = (struct bs_blk){ .off = b->data_len, .first = t->first[i],
+				      .adler = t->adler[i], .zlen = t->zlen[i],
+				      .rawlen = t->rawlen[i] };
+		b->data_len += t->zlen[i];
+	}
+	t->n = 0;
+	return ret;
+}
+
+/* Hands the filled batch to a deflating thread (after draining the one
+ * before) and takes the other batch to fill. */
+static int submit(struct blockstore_builder *b)
+{
+	struct bs_batch *t = b->fill;
+	int ret = drain(b);
+
+	if (ret < 0)
+		return ret;
+	b->busy = t;
+	b->threaded = pthread_create(&b->thread, NULL, batch_deflate, t) == 0;
+	if (!b->threaded)
+		batch_deflate(t);
+	b->fill = t == &b->bat[0] ? &b->bat[1] : &b->bat[0];
+	b->cur = b->fill->raw;
+	return 0;
+}
+
+/* Closes the current block into its batch; a full batch is submitted. */
 static int flush_block(struct blockstore_builder *b)
 {
-	struct bs_blk *e;
-	const uint8_t *out = b->cur;
-	uint32_t zlen = b->curlen;
-	int ret;
+	struct bs_batch *t = b->fill;
 
 	if (b->nrec == b->cur_first)
 		return 0;   /* no records since the last flush */
-	ret = grow((void **)&b->blk, &b->blkcap, b->nblk + 2, sizeof(*b->blk));
-	if (ret < 0)
-		return ret;
-	deflateReset(&b->zs);
-	b->zs.next_in = b->cur;
-	b->zs.avail_in = b->curlen;
-	b->zs.next_out = b->zbuf;
-	b->zs.avail_out = (uInt)deflateBound(&b->zs, BLOCKSTORE_BLOCK);
-	if (deflate(&b->zs, Z_FINISH) == Z_STREAM_END && b->zs.total_out < b->curlen) {
-		out = b->zbuf;
-		zlen = (uint32_t)b->zs.total_out;
-	}
-	ret = index_writer_append(b->w, out, zlen);
-	if (ret < 0)
-		return ret;
-	e = &b->blk[b->nblk++];
-	e->off = b->data_len;
-	e->first = b->cur_first;
-	e->adler = (uint32_t)adler32(adler32(0, NULL, 0), b->cur, b->curlen);
-	e->zlen = zlen;
-	e->rawlen = b->curlen;
-	b->data_len += zlen;
+	t->first[t->n] = b->cur_first;
+	t->rawlen[t->n] = b->curlen;
+	t->n++;
 	b->cur_first = (uint32_t)b->nrec;
 	b->curlen = 0;
-	return 0;
+	b->cur = t->raw + (size_t)t->n * BLOCKSTORE_BLOCK;
+	return t->n == BS_BATCH ? submit(b) : 0;
 }
 
 int64_t blockstore_builder_add(struct blockstore_builder *b, const void *rec,
@@ -181,6 +272,10 @@ int blockstore_builder_finish(struct blockstore_builder *b, uint32_t blk_tag,
 
 	if (ret == 0)
 		ret = flush_block(b);
+	if (ret == 0 && b->fill->n)
+		ret = submit(b);
+	if (ret == 0)
+		ret = drain(b);
 	if (ret == 0)
 		ret = grow((void **)&b->blk, &b->blkcap, b->nblk + 1, sizeof(*b->blk));
 	if (ret == 0) {
@@ -201,9 +296,10 @@ void blockstore_builder_abort(struct blockstore_builder *b)
 {
 	if (!b)
 		return;
-	deflateEnd(&b->zs);
-	free(b->cur);
-	free(b->zbuf);
+	if (b->threaded)
+		pthread_join(b->thread, NULL);
+	batch_free(&b->bat[0]);
+	batch_free(&b->bat[1]);
 	free(b->blk);
 	free(b->rec);
 	free(b);
