@@ -21,12 +21,17 @@
  *
  * Two index files: the tar headers (tarindex, sections 'T' and 'V'),
  * expensive to build and independent of options, and this layout's arrays
- * (cheap, keyed by the shard options).  Per sample: a u32 node id (samp,
- * omitted when the samples are consecutive nodes, as train usually is), a
- * u32 shard-order entry (ord) and its inverse (pos), a u32 shuffle entry;
- * vtar offsets and shuffled.txt offsets are kept every 64 / 256 samples and
- * the rest recomputed from sizes.  Everything is used in place from the
- * mmap'ed indexes: nothing is allocated per sample when mounted.
+ * (cheap, keyed by the shard options).  Per sample it stores at most a u32
+ * node id (samp, omitted when the samples are consecutive nodes, as train
+ * usually is); vtar offsets and shuffled.txt offsets are kept every 64 / 256
+ * samples and the rest recomputed from sizes.  The orders are not stored:
+ * they would cost 12 bytes a sample on disk and are quicker to derive at
+ * mount (~50 ms for 1.28 M samples) than to read cold.  The shard order
+ * (ord: position -> sample) is the tar order, a radix sort of the data
+ * offsets, or an MT19937 shuffle with -o shard_seed; pos is its inverse,
+ * shuf the shuffled.txt order.  They are three flat u32 arrays made once
+ * at mount; everything else is used in place from the mmap'ed indexes, so
+ * nothing is allocated per sample when mounted.
  *
  * Inodes: 1..10 are the fixed files and directories; the rest are
  * kind << 48 | index, kind saying what (class dir, file, shard dir, shard
@@ -55,7 +60,7 @@ enum { TRAIN, VAL, NSPLIT };
 static const char *const split_name[NSPLIT] = { "train", "val" };
 static const char tar_tag[NSPLIT] = { 'T', 'V' };
 
-#define LAYOUT_VERSION 3
+#define LAYOUT_VERSION 4
 #define VOFF_STEP 64	/* vtar prefix offsets kept every 64 positions */
 #define SOFF_STEP 256	/* shuffled.txt line offsets kept every 256 lines */
 #define NAME_MAX_ 512	/* "<label>.<member>": member names are <= 255 */
@@ -104,6 +109,7 @@ struct in_split {
 	uint32_t ncls;		/* nclasses when labelled, else 0 */
 	const uint32_t *samp, *cstart, *ord, *pos, *shuf;
 	const uint64_t *voff, *soff;
+	uint32_t *orders;	/* owned: ord, pos and shuf, n each */
 };
 
 struct in_layout {
@@ -385,8 +391,7 @@ struct lbuild {
 	char *txt;
 	size_t txt_len;
 	struct in_head head;
-	uint32_t *samp[NSPLIT], *cstart[NSPLIT], *ord[NSPLIT], *pos[NSPLIT];
-	uint32_t *shuf[NSPLIT];
+	uint32_t *samp[NSPLIT], *cstart[NSPLIT];
 	uint64_t *voff[NSPLIT], *soff[NSPLIT];
 };
 
@@ -642,52 +647,143 @@ static int shuffled_line(const struct in_split *sp, uint64_t S, uint64_t j,
 			tarindex_name(&sp->t, node_of(sp, c)));
 }
 
-/* ---- building the layout index, continued ----------------------------- */
+/* ---- the orders, derived at build time and again at every mount -------- */
 
 struct ordctx {
 	const struct tarindex *t;
-	const uint32_t *samp;
+	const struct in_split *sp;
 };
 
-/* tar order: source number, then data offset */
+/* tar order: source number, then data offset (the fallback of tar_order) */
 static int cmp_tar_order(const void *a, const void *b, void *arg)
 {
 	const struct ordctx *c = arg;
-	const struct tarindex_node *x = tarindex_node(c->t, c->samp[*(const uint32_t *)a]);
-	const struct tarindex_node *y = tarindex_node(c->t, c->samp[*(const uint32_t *)b]);
+	const struct tarindex_node *x = tarindex_node(c->t, node_of(c->sp, *(const uint32_t *)a));
+	const struct tarindex_node *y = tarindex_node(c->t, node_of(c->sp, *(const uint32_t *)b));
 
 	if (tarindex_node_src(x) != tarindex_node_src(y))
 		return tarindex_node_src(x) < tarindex_node_src(y) ? -1 : 1;
 	return x->off < y->off ? -1 : x->off > y->off;
 }
 
-static int make_orders(struct lbuild *b, int s)
-{
-	struct in_split *sp = &b->L->sp[s];
-	uint64_t n = b->head.split[s].n, i;
-	struct ordctx ctx = { &sp->t, b->samp[s] };
-	struct mt19937 mt;
+#define RADIX_BITS 11
 
-	b->ord[s] = malloc((n + 1) * sizeof(uint32_t));
-	b->pos[s] = malloc((n + 1) * sizeof(uint32_t));
-	b->shuf[s] = malloc((n + 1) * sizeof(uint32_t));
-	if (!b->ord[s] || !b->pos[s] || !b->shuf[s])
-		return -ENOMEM;
+/* One stable counting-sort pass on bits [shift, shift + RADIX_BITS). */
+static void radix_pass(const uint64_t *key, const uint32_t *idx, uint64_t *key2,
+		       uint32_t *idx2, uint64_t n, unsigned shift)
+{
+	uint32_t cnt[1u << RADIX_BITS], sum = 0, d;
+	uint64_t i;
+
+	memset(cnt, 0, sizeof(cnt));
 	for (i = 0; i < n; i++)
-		b->ord[s][i] = b->shuf[s][i] = (uint32_t)i;
-	if (b->o->has_shard_seed) {
-		mt19937_seed(&mt, b->o->shard_seed);
-		mt19937_shuffle_u32(&mt, b->ord[s], n);
-	} else {
-		qsort_r(b->ord[s], n, sizeof(uint32_t), cmp_tar_order, &ctx);
+		cnt[(key[i] >> shift) & ((1u << RADIX_BITS) - 1)]++;
+	for (d = 0; d < (1u << RADIX_BITS); d++) {
+		uint32_t c = cnt[d];
+
+		cnt[d] = sum;
+		sum += c;
 	}
+	for (i = 0; i < n; i++) {
+		uint32_t at = cnt[(key[i] >> shift) & ((1u << RADIX_BITS) - 1)]++;
+
+		key2[at] = key[i];
+		idx2[at] = idx[i];
+	}
+}
+
+/*
+ * ord = the samples sorted by (source, data offset), ties in canonical
+ * order: an LSD radix sort of src << 40 | offset over the bits that vary
+ * (3 passes for one 5 GB tar, ~20 ms for 1.28 M samples, where qsort_r
+ * takes 10 times as long).  `tmp` is n spare u32s.  Offsets past 2^40 or
+ * sources past 2^24 do not fit that key: then qsort_r.
+ */
+static int tar_order(const struct in_split *sp, uint32_t *ord, uint32_t *tmp)
+{
+	uint64_t n = sp->h.n, i, all = UINT64_MAX, any = 0, *buf, *key, *key2;
+	uint32_t *cur = ord, *other = tmp, *t;
+	unsigned shift;
+
 	for (i = 0; i < n; i++)
-		b->pos[s][b->ord[s][i]] = (uint32_t)i;
-	mt19937_seed(&mt, b->o->shuffle_seed);
-	mt19937_shuffle_u32(&mt, b->shuf[s], n);
-	b->head.split[s].nshards = (n + b->L->S - 1) / b->L->S;
+		ord[i] = (uint32_t)i;
+	buf = malloc((2 * n + 1) * sizeof(*buf));
+	if (!buf)
+		return -ENOMEM;
+	key = buf, key2 = buf + n;
+	for (i = 0; i < n; i++) {
+		const struct tarindex_node *x = tarindex_node(&sp->t, node_of(sp, i));
+		struct ordctx ctx = { &sp->t, sp };
+
+		if (x->off >> 40 || tarindex_node_src(x) >> 24) {
+			free(buf);
+			qsort_r(ord, n, sizeof(uint32_t), cmp_tar_order, &ctx);
+			return 0;
+		}
+		key[i] = (uint64_t)tarindex_node_src(x) << 40 | x->off;
+		all &= key[i];
+		any |= key[i];
+	}
+	for (shift = 0; shift < 64; shift += RADIX_BITS) {
+		if (!(((all ^ any) >> shift) & ((1u << RADIX_BITS) - 1)))
+			continue;	/* a digit every key shares */
+		radix_pass(key, cur, key2, other, n, shift);
+		key = key2, key2 = key == buf ? buf + n : buf;
+		t = cur, cur = other, other = t;
+	}
+	if (cur != ord)
+		memcpy(ord, cur, n * sizeof(uint32_t));
+	free(buf);
 	return 0;
 }
+
+/*
+ * Fills sp->orders (and the ord/pos/shuf views) for the split's samples:
+ * the same arrays at build time, which derives the stored offsets from
+ * them, and at every mount.
+ */
+static int make_orders(struct in_split *sp, const struct sfs_opts *o)
+{
+	uint64_t n = sp->h.n, i;
+	uint32_t *ord, *pos, *shuf;
+	struct mt19937 mt;
+	int rc = 0;
+
+	sp->orders = malloc((3 * n + 1) * sizeof(uint32_t));
+	if (!sp->orders)
+		return -ENOMEM;
+	ord = sp->orders, pos = ord + n, shuf = pos + n;
+	if (o->has_shard_seed) {
+		for (i = 0; i < n; i++)
+			ord[i] = (uint32_t)i;
+		mt19937_seed(&mt, o->shard_seed);
+		mt19937_shuffle_u32(&mt, ord, n);
+	} else {
+		rc = tar_order(sp, ord, pos);
+	}
+	if (rc) {
+		free(sp->orders);
+		sp->orders = NULL;
+		return rc;
+	}
+	for (i = 0; i < n; i++) {
+		pos[ord[i]] = (uint32_t)i;
+		shuf[i] = (uint32_t)i;
+	}
+	mt19937_seed(&mt, o->shuffle_seed);
+	mt19937_shuffle_u32(&mt, shuf, n);
+	sp->ord = ord, sp->pos = pos, sp->shuf = shuf;
+	return 0;
+}
+
+static void free_orders(struct in_split *sp)
+{
+	free(sp->orders);
+	sp->orders = NULL;
+	sp->ord = sp->pos = sp->shuf = NULL;
+}
+
+/* ---- building the layout index, continued ----------------------------- */
 
 /* sparse prefix sums: vtar record offsets and shuffled.txt line offsets */
 static int make_offsets(struct lbuild *b, int s)
@@ -700,12 +796,6 @@ static int make_offsets(struct lbuild *b, int s)
 	b->soff[s] = malloc((n / SOFF_STEP + 1) * sizeof(uint64_t));
 	if (!b->voff[s] || !b->soff[s])
 		return -ENOMEM;
-	sp->samp = b->samp[s];
-	sp->cstart = b->cstart[s];
-	sp->ord = b->ord[s];
-	sp->pos = b->pos[s];
-	sp->shuf = b->shuf[s];
-	sp->ncls = b->nclasses;
 	for (p = 0; p <= n; off += p < n ? record_bytes(sp, p) : 0, p++)
 		if (p % VOFF_STEP == 0)
 			b->voff[s][p / VOFF_STEP] = off;
@@ -731,12 +821,6 @@ static int write_split(struct index_writer *w, const struct lbuild *b, int s)
 		return rc;
 	if (!rc)
 		rc = index_writer_add(w, STAG(s, 'C', 'S'), b->cstart[s], (b->nclasses + 1) * 4ull);
-	if (!rc)
-		rc = index_writer_add(w, STAG(s, 'O', 'R'), b->ord[s], n * 4);
-	if (!rc)
-		rc = index_writer_add(w, STAG(s, 'P', 'O'), b->pos[s], n * 4);
-	if (!rc)
-		rc = index_writer_add(w, STAG(s, 'S', 'H'), b->shuf[s], n * 4);
 	if (!rc)
 		rc = index_writer_add(w, STAG(s, 'V', 'O'), b->voff[s], (n / VOFF_STEP + 1) * 8);
 	if (!rc)
@@ -808,9 +892,14 @@ static int build_samples(struct lbuild *b)
 		check_dense(b, s);
 		if (!b->head.split[s].labelled)
 			continue;
-		rc = make_orders(b, s);
+		b->L->sp[s].h = b->head.split[s];
+		b->L->sp[s].samp = b->samp[s];
+		b->L->sp[s].cstart = b->cstart[s];
+		b->L->sp[s].ncls = b->nclasses;
+		rc = make_orders(&b->L->sp[s], b->o);
 		if (!rc)
 			rc = make_offsets(b, s);
+		b->head.split[s].nshards = (b->head.split[s].n + b->L->S - 1) / b->L->S;
 	}
 	return rc;
 }
@@ -837,9 +926,9 @@ static int build_layout_cb(void *arg, const char *path, const struct index_fp *f
 		struct in_split *sp = &ba->L->sp[s];
 
 		/* the views pointed at the heap arrays freed here */
-		sp->samp = sp->cstart = sp->ord = sp->pos = sp->shuf = NULL;
-		free(b.samp[s]); free(b.cstart[s]); free(b.ord[s]); free(b.pos[s]);
-		free(b.shuf[s]); free(b.voff[s]); free(b.soff[s]);
+		sp->samp = sp->cstart = NULL;
+		free_orders(sp);
+		free(b.samp[s]); free(b.cstart[s]); free(b.voff[s]); free(b.soff[s]);
 	}
 	free(b.wnid);
 	free(b.txt);
@@ -878,9 +967,6 @@ static int check_split(const struct in_split *sp, uint32_t nclasses)
 	for (i = 0; i < nclasses; i++)
 		if (sp->cstart[i] > sp->cstart[i + 1])
 			return -EBADMSG;
-	for (i = 0; i < n; i++)
-		if (sp->ord[i] >= n || sp->pos[sp->ord[i]] != i || sp->shuf[i] >= n)
-			return -EBADMSG;
 	return 0;
 }
 
@@ -898,9 +984,6 @@ static int bind_split(struct in_layout *L, int s)
 	if (sp->h.labelled) {
 		sp->ncls = L->head->nclasses;
 		sp->cstart = sect(&L->lay, STAG(s, 'C', 'S'), (sp->ncls + 1) * 4ull, &bad);
-		sp->ord = sect(&L->lay, STAG(s, 'O', 'R'), n * 4, &bad);
-		sp->pos = sect(&L->lay, STAG(s, 'P', 'O'), n * 4, &bad);
-		sp->shuf = sect(&L->lay, STAG(s, 'S', 'H'), n * 4, &bad);
 		sp->voff = sect(&L->lay, STAG(s, 'V', 'O'), (n / VOFF_STEP + 1) * 8, &bad);
 		sp->soff = sect(&L->lay, STAG(s, 'S', 'O'), (n / SOFF_STEP + 1) * 8, &bad);
 		if (!bad && (sp->soff[n / SOFF_STEP] > sp->h.txt_size ||
@@ -1518,6 +1601,7 @@ static void in_destroy(void *priv)
 	if (!L)
 		return;
 	for (s = 0; s < NSPLIT; s++) {
+		free_orders(&L->sp[s]);
 		tarindex_close(&L->sp[s].t);
 		for (i = 0; i < L->sp[s].nsrc; i++) {
 			free((char *)L->sp[s].src[i].path);
@@ -1546,7 +1630,7 @@ int layout_imagenet_open(const struct sfs_opts *o, struct layout *out)
 {
 	struct in_layout *L = calloc(1, sizeof(*L));
 	uint64_t fph = 0;
-	int rc;
+	int s, rc;
 
 	if (!L)
 		return -ENOMEM;
@@ -1561,6 +1645,9 @@ int layout_imagenet_open(const struct sfs_opts *o, struct layout *out)
 		rc = open_tars(o, L, &fph);
 	if (!rc)
 		rc = open_layout_index(o, L, fph);
+	for (s = 0; !rc && s < NSPLIT; s++)
+		if (labelled(L, s))
+			rc = make_orders(&L->sp[s], o);
 	if (rc) {
 		in_destroy(L);
 		return rc;
