@@ -30,7 +30,7 @@
  *   order (1000000.npy sorts before 999999.npy), as sorted(glob()) does.
  * - split sizes: int(p / 100.0 * total) for train and val (Python's
  *   int(0.8 * total)), the rest is test.
- * - a drawing longer than one blockstore record (5461 points) is kept whole,
+ * - a drawing longer than one blockstore record (1365 points) is kept whole,
  *   zlib-compressed in its own section, and inflated on each read: the
  *   centring and scaling use every point.
  * - sketchrnn's <class>.full.npz files are not classes (ignored).

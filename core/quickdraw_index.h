@@ -16,7 +16,7 @@
 #include "index.h"
 #include "options.h"
 
-#define QD_FORMAT     3u         /* bump when a section changes meaning */
+#define QD_FORMAT     4u         /* bump when a section changes meaning */
 #define QD_ROW        784u       /* bytes of one 28x28 uint8 image */
 #define QD_CKPT       256u       /* split lines per byte-offset checkpoint */
 #define QD_MAX_NAME   250u       /* bytes of a class name (+ ".npz" fits NAME_MAX) */
