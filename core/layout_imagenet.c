@@ -29,15 +29,17 @@
  * mount (~50 ms for 1.28 M samples) than to read cold.  The shard order
  * (ord: position -> sample) is the tar order, a radix sort of the data
  * offsets, or an MT19937 shuffle with -o shard_seed; pos is its inverse,
- * shuf the shuffled.txt order.  They are three flat u32 arrays made once
- * at mount; everything else is used in place from the mmap'ed indexes, so
- * nothing is allocated per sample when mounted.
+ * shuf the shuffled.txt order.  They are three flat u32 arrays made once,
+ * when /shards or /shuffled is first touched (so a remount and the
+ * ImageFolder trees do not wait for them); everything else is used in
+ * place from the mmap'ed indexes: nothing is allocated per sample.
  *
  * Inodes: 1..10 are the fixed files and directories; the rest are
  * kind << 48 | index, kind saying what (class dir, file, shard dir, shard
  * file, vtar) and of which split.
  *
- * Threads: after layout_imagenet_open everything here is read-only; reads
+ * Threads: after layout_imagenet_open everything here is read-only, but
+ * for the orders, made once under orders_lock (see need_orders); reads
  * are preads on shared fds.  Not for: decoding images, other datasets.
  */
 #include "layout.h"
@@ -51,6 +53,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,6 +125,12 @@ struct in_layout {
 	uint64_t classes_len;
 	uint64_t S;
 	int64_t mtime;
+	uint32_t shard_seed, shuffle_seed;
+	int has_shard_seed;
+	/* the orders of every labelled split exist once orders_done is set
+	 * (with release order, read with acquire); made under the lock */
+	pthread_mutex_t orders_lock;
+	int orders_done;
 };
 
 /* ---- sources ---------------------------------------------------------- */
@@ -742,7 +751,8 @@ static int tar_order(const struct in_split *sp, uint32_t *ord, uint32_t *tmp)
  * the same arrays at build time, which derives the stored offsets from
  * them, and at every mount.
  */
-static int make_orders(struct in_split *sp, const struct sfs_opts *o)
+static int make_orders(struct in_split *sp, int has_shard_seed,
+		       uint32_t shard_seed, uint32_t shuffle_seed)
 {
 	uint64_t n = sp->h.n, i;
 	uint32_t *ord, *pos, *shuf;
@@ -753,10 +763,10 @@ static int make_orders(struct in_split *sp, const struct sfs_opts *o)
 	if (!sp->orders)
 		return -ENOMEM;
 	ord = sp->orders, pos = ord + n, shuf = pos + n;
-	if (o->has_shard_seed) {
+	if (has_shard_seed) {
 		for (i = 0; i < n; i++)
 			ord[i] = (uint32_t)i;
-		mt19937_seed(&mt, o->shard_seed);
+		mt19937_seed(&mt, shard_seed);
 		mt19937_shuffle_u32(&mt, ord, n);
 	} else {
 		rc = tar_order(sp, ord, pos);
@@ -770,7 +780,7 @@ static int make_orders(struct in_split *sp, const struct sfs_opts *o)
 		pos[ord[i]] = (uint32_t)i;
 		shuf[i] = (uint32_t)i;
 	}
-	mt19937_seed(&mt, o->shuffle_seed);
+	mt19937_seed(&mt, shuffle_seed);
 	mt19937_shuffle_u32(&mt, shuf, n);
 	sp->ord = ord, sp->pos = pos, sp->shuf = shuf;
 	return 0;
@@ -896,7 +906,8 @@ static int build_samples(struct lbuild *b)
 		b->L->sp[s].samp = b->samp[s];
 		b->L->sp[s].cstart = b->cstart[s];
 		b->L->sp[s].ncls = b->nclasses;
-		rc = make_orders(&b->L->sp[s], b->o);
+		rc = make_orders(&b->L->sp[s], b->o->has_shard_seed,
+				 b->o->shard_seed, b->o->shuffle_seed);
 		if (!rc)
 			rc = make_offsets(b, s);
 		b->head.split[s].nshards = (b->head.split[s].n + b->L->S - 1) / b->L->S;
@@ -1175,6 +1186,39 @@ static int attr_of(const struct in_layout *L, uint64_t ino, struct sfs_attr *a)
 	return -ENOENT;
 }
 
+/* ---- the orders, made on first use -------------------------------------- */
+
+/* whether answering about `ino` (or its children) may need the orders */
+static int uses_orders(uint64_t ino)
+{
+	uint32_t k = KIND(ino);
+
+	return (k >= K_SHARDDIR && k <= K_VTAR + 1) || ino == INO_SHARDS ||
+	       fixed_split(ino, INO_SHUF_TXT) >= 0;
+}
+
+/*
+ * Makes the orders of every labelled split, once; concurrent callers wait
+ * on the lock.  A failure (ENOMEM) is not remembered: the next call tries
+ * again.  0 or -errno.
+ */
+static int need_orders(struct in_layout *L, uint64_t ino)
+{
+	int s, rc = 0;
+
+	if (!uses_orders(ino) || __atomic_load_n(&L->orders_done, __ATOMIC_ACQUIRE))
+		return 0;
+	pthread_mutex_lock(&L->orders_lock);
+	for (s = 0; !rc && !L->orders_done && s < NSPLIT; s++)
+		if (labelled(L, s) && !L->sp[s].orders)
+			rc = make_orders(&L->sp[s], L->has_shard_seed, L->shard_seed,
+					 L->shuffle_seed);
+	if (!rc)
+		__atomic_store_n(&L->orders_done, 1, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&L->orders_lock);
+	return rc;
+}
+
 /* ---- directory entries ------------------------------------------------- */
 
 static int root_child(const struct in_layout *L, uint64_t i, char *name,
@@ -1316,7 +1360,10 @@ static int in_readdir(void *priv, uint64_t dir, uint64_t off, sfs_fill_fn fill,
 	struct sfs_attr a;
 	char name[NAME_MAX_];
 	uint64_t ino, i;
-	int rc = attr_of(L, dir, &a);
+	int rc = need_orders(priv, dir);
+
+	if (!rc)
+		rc = attr_of(L, dir, &a);
 
 	if (rc)
 		return rc;
@@ -1423,7 +1470,10 @@ static int in_lookup(void *priv, uint64_t parent, const char *name,
 {
 	const struct in_layout *L = priv;
 	int64_t ino;
-	int rc = attr_of(L, parent, out);
+	int rc = need_orders(priv, parent);
+
+	if (!rc)
+		rc = attr_of(L, parent, out);
 
 	if (rc)
 		return rc;
@@ -1435,7 +1485,9 @@ static int in_lookup(void *priv, uint64_t parent, const char *name,
 
 static int in_getattr(void *priv, uint64_t ino, struct sfs_attr *out)
 {
-	return attr_of(priv, ino, out);
+	int rc = need_orders(priv, ino);
+
+	return rc ? rc : attr_of(priv, ino, out);
 }
 
 /* ---- reads ------------------------------------------------------------- */
@@ -1529,8 +1581,10 @@ static ssize_t in_read(void *priv, uint64_t ino, char *buf, size_t size, uint64_
 	struct vtar_shard v;
 	struct sfs_attr a;
 	struct vt ctx;
-	int s, rc = attr_of(L, ino, &a);
+	int s, rc = need_orders(priv, ino);
 
+	if (!rc)
+		rc = attr_of(L, ino, &a);
 	if (rc)
 		return rc;
 	if (a.mode & 0040000)
@@ -1564,6 +1618,8 @@ static int in_extent(void *priv, uint64_t ino, int *fd, uint64_t *base)
 	struct stat st;
 	int s;
 
+	if (need_orders(priv, ino))
+		return -ENOTSUP;	/* the read path says why */
 	if ((s = split_of(ino, K_FILE)) >= 0 && i < L->sp[s].h.n)
 		n = tarindex_node(&L->sp[s].t, node_of(&L->sp[s], i));
 	else if ((s = split_of(ino, K_SHARDFILE)) >= 0 && labelled(L, s) && i < L->sp[s].h.n)
@@ -1612,6 +1668,7 @@ static void in_destroy(void *priv)
 	index_map_close(&L->lay);
 	index_map_close(&L->tars);
 	free(L->devkit);
+	pthread_mutex_destroy(&L->orders_lock);
 	free(L);
 }
 
@@ -1630,11 +1687,15 @@ int layout_imagenet_open(const struct sfs_opts *o, struct layout *out)
 {
 	struct in_layout *L = calloc(1, sizeof(*L));
 	uint64_t fph = 0;
-	int s, rc;
+	int rc;
 
 	if (!L)
 		return -ENOMEM;
 	L->S = o->shard_size ? o->shard_size : 10000;
+	L->has_shard_seed = o->has_shard_seed;
+	L->shard_seed = o->shard_seed;
+	L->shuffle_seed = o->shuffle_seed;
+	pthread_mutex_init(&L->orders_lock, NULL);
 	rc = find_sources(L, o->source);
 	if (!rc && !L->sp[TRAIN].nsrc && !L->sp[VAL].nsrc) {
 		sfs_err("%s: no " IMAGENET_TRAIN_TAR ", " IMAGENET_VAL_TAR
@@ -1645,9 +1706,6 @@ int layout_imagenet_open(const struct sfs_opts *o, struct layout *out)
 		rc = open_tars(o, L, &fph);
 	if (!rc)
 		rc = open_layout_index(o, L, fph);
-	for (s = 0; !rc && s < NSPLIT; s++)
-		if (labelled(L, s))
-			rc = make_orders(&L->sp[s], o);
 	if (rc) {
 		in_destroy(L);
 		return rc;
