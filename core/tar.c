@@ -13,6 +13,7 @@
 #include "tar.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -20,6 +21,7 @@
 #include "log.h"
 
 #define WINDOW      (128u << 10) /* header read-ahead window */
+#define AHEAD       (32u << 20)   /* asynchronous read-ahead while headers are dense */
 #define MAX_EXTDATA (1u << 20)   /* cap on one GNU long name or pax record set */
 #define NAME_MAX_   255
 
@@ -37,6 +39,7 @@ struct reader {
 	uint64_t boff;
 	size_t blen;
 	size_t want;        /* bytes to read on a miss: see rd_get */
+	uint64_t ra_end;    /* asked the kernel to read ahead up to here */
 	unsigned char buf[WINDOW];
 };
 
@@ -65,6 +68,27 @@ static void pending_clear(struct pending *p)
 }
 
 /*
+ * While the walk reads whole windows (members are small, so every page of
+ * the archive holds a header), asks the kernel to read the next AHEAD bytes
+ * in the background: the caller's fd may be POSIX_FADV_RANDOM (tarindex.c
+ * sets it so that large members are not read), and then each window would
+ * be one synchronous 128 KiB read: 150 MB/s cold, where the disk does 700.
+ * Asked AHEAD / 2 at a time, so the calls are few.  It may run past the
+ * end of the walk's range (at most AHEAD bytes): a nested tar is usually
+ * followed by another one, which the next walk reads at once.
+ */
+static void rd_ahead(struct reader *r, uint64_t off)
+{
+	uint64_t from = off > r->ra_end ? off : r->ra_end;
+	uint64_t to = off + AHEAD;
+
+	if (to < off || to <= from || to - from < AHEAD / 2)
+		return;
+	(void)posix_fadvise(r->fd, (off_t)from, (off_t)(to - from), POSIX_FADV_WILLNEED);
+	r->ra_end = to;
+}
+
+/*
  * Points *p at n (<= WINDOW) bytes at off; -EBADMSG if the range ends first.
  * A miss reads r->want bytes: a whole window while members are small (so
  * one pread serves many headers), one block when they are large (copying
@@ -85,6 +109,8 @@ static int rd_get(struct reader *r, uint64_t off, size_t n,
 	want = n > r->want ? n : r->want;
 	if (r->hi - off < want)
 		want = (size_t)(r->hi - off);
+	if (r->want == WINDOW)
+		rd_ahead(r, off);
 	while (got < want) {
 		k = pread(r->fd, r->buf + got, want - got, (off_t)(off + got));
 		if (k < 0 && errno == EINTR)
