@@ -12,10 +12,11 @@
  * Inodes: node number + 1, so node 0 (the root) is SFS_ROOT_INO.  Member
  * data is one range of a source fd, so `extent` lets the FUSE layer
  * splice it; when the source has shrunk below a member's end since it was
- * indexed, extent declines and read() answers -EIO.
+ * indexed, the FUSE layer's fstat before the splice answers -EIO, and so
+ * does read().
  *
- * Threads: after layout_tar_open everything here is read-only; pread and
- * fstat on the shared fds are thread-safe.
+ * Threads: after layout_tar_open everything here is read-only; pread on
+ * the shared fds is thread-safe.
  *
  * Not for: compressed tars, tar shards synthesised from samples (vtar.c).
  */
@@ -354,13 +355,13 @@ static ssize_t tar_read(void *priv, uint64_t ino, char *buf, size_t size,
 /*
  * The member's bytes are [off, off + size) of its source.  A source that
  * shrank since indexing would splice short (the kernel would see a short
- * file, not an error): decline, so that read() reports -EIO.
+ * file, not an error): the FUSE layer fstats the fd before each splice and
+ * answers -EIO (fs/ops.c read_extent), so this needs no fstat of its own.
  */
 static int tar_extent(void *priv, uint64_t ino, int *fd, uint64_t *base)
 {
 	struct tar_layout *l = priv;
 	const struct tarindex_node *n;
-	struct stat st;
 	uint32_t i;
 
 	if (node_of(l, ino, &i) < 0)
@@ -369,9 +370,6 @@ static int tar_extent(void *priv, uint64_t ino, int *fd, uint64_t *base)
 	if (tarindex_node_type(n) != TARINDEX_FILE)
 		return -ENOTSUP;
 	*fd = l->t.fds[tarindex_node_src(n)];
-	if (fstat(*fd, &st) < 0 ||
-	    (uint64_t)st.st_size < n->off + tarindex_node_size(n))
-		return -ENOTSUP;
 	*base = n->off;
 	return 0;
 }
