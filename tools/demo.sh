@@ -30,8 +30,8 @@ echo "== mounted: samplefs $D/quickdraw $D/qd"
 set -x
 ls "$D/qd"
 cat "$D/qd/classes.txt"
-ls "$D/qd/images/The Eiffel Tower" | head -3
-ls -l "$D/qd/strokes/cat" | head -4
+ls "$D/qd/images/The Eiffel Tower" | sed -n 1,3p
+ls -l "$D/qd/strokes/cat" | sed -n 1,4p
 head -3 "$D/qd/splits/train.txt"
 df -i "$D/qd"
 { set +x; } 2>/dev/null
@@ -58,7 +58,7 @@ mounts+=("$D/in")
 set -x
 ls "$D/in" "$D/in/train" "$D/in/shards"
 cat "$D/in/classes.txt"
-tar -tvf "$D/in/shards/train-000000.tar" | head -4
+tar -tvf "$D/in/shards/train-000000.tar" | sed -n 1,4p
 { set +x; } 2>/dev/null
 if [ "${DEMO_KEEP:-0}" = 1 ]; then
 	echo "== left mounted at $D/qd and $D/in; unmount with: fusermount3 -u $D/qd; fusermount3 -u $D/in"
