@@ -469,11 +469,44 @@ int64_t blockstore_len(const struct blockstore *bs, uint64_t id)
 	return ret < 0 ? ret : (int64_t)len;
 }
 
+/*
+ * zlib's inflate state (~7 KiB) lives on the reader's stack, not the heap:
+ * a cache miss would otherwise malloc and free it every time.  Whatever
+ * does not fit (another zlib's larger state; the 32 KiB window, which a
+ * one-call Z_FINISH never asks for) comes from malloc.
+ */
+#define ARENA_BYTES (10u << 10)
+
+struct arena {
+	_Alignas(16) unsigned char buf[ARENA_BYTES];
+	size_t used;
+};
+
+static voidpf arena_alloc(voidpf opaque, uInt items, uInt size)
+{
+	struct arena *a = opaque;
+	size_t n = ((size_t)items * size + 15) & ~(size_t)15;
+
+	if (n > ARENA_BYTES - a->used)
+		return malloc((size_t)items * size);
+	a->used += n;
+	return a->buf + a->used - n;
+}
+
+static void arena_free(voidpf opaque, voidpf p)
+{
+	struct arena *a = opaque;
+
+	if ((unsigned char *)p < a->buf || (unsigned char *)p >= a->buf + ARENA_BYTES)
+		free(p);
+}
+
 /* Inflates (or copies) block i into buf, which holds e->rawlen bytes, and
  * checks it is exactly rawlen bytes with the recorded adler32. */
 static int load_block(const struct blockstore *bs, uint64_t i, uint8_t *buf)
 {
 	const struct bs_blk *e = blk_at(bs, i);
+	struct arena arena;
 	z_stream zs;
 	int zret = Z_STREAM_END;
 
@@ -481,6 +514,10 @@ static int load_block(const struct blockstore *bs, uint64_t i, uint8_t *buf)
 		memcpy(buf, bs->data + e->off, e->rawlen);
 	} else {
 		memset(&zs, 0, sizeof(zs));
+		arena.used = 0;
+		zs.zalloc = arena_alloc;
+		zs.zfree = arena_free;
+		zs.opaque = &arena;
 		if (inflateInit2(&zs, -15) != Z_OK)
 			return -ENOMEM;
 		zs.next_in = (Bytef *)(bs->data + e->off);
