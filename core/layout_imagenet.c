@@ -656,6 +656,25 @@ static int shuffled_line(const struct in_split *sp, uint64_t S, uint64_t j,
 			tarindex_name(&sp->t, node_of(sp, c)));
 }
 
+static unsigned digits(uint64_t v)
+{
+	unsigned d = 1;
+
+	for (; v >= 10; v /= 10)
+		d++;
+	return d;
+}
+
+/* the length of line j as shuffled_line prints it: the build sums 1.28 M
+ * of these, and printing them took half a second */
+static uint64_t shuffled_len(const struct in_split *sp, uint64_t S, uint64_t j)
+{
+	uint32_t c = sp->shuf[j];
+
+	return digits(sp->pos[c] / S) + 1 + digits(label_of(sp, c)) + 1 +
+	       strlen(tarindex_name(&sp->t, node_of(sp, c))) + 1;
+}
+
 /* ---- the orders, derived at build time and again at every mount -------- */
 
 struct ordctx {
@@ -800,7 +819,6 @@ static int make_offsets(struct lbuild *b, int s)
 {
 	struct in_split *sp = &b->L->sp[s];
 	uint64_t n = b->head.split[s].n, p, off = 0;
-	char line[NAME_MAX_];
 
 	b->voff[s] = malloc((n / VOFF_STEP + 1) * sizeof(uint64_t));
 	b->soff[s] = malloc((n / SOFF_STEP + 1) * sizeof(uint64_t));
@@ -813,7 +831,7 @@ static int make_offsets(struct lbuild *b, int s)
 		if (p % SOFF_STEP == 0)
 			b->soff[s][p / SOFF_STEP] = off;
 		if (p < n)
-			off += (uint64_t)shuffled_line(sp, b->L->S, p, line, sizeof(line));
+			off += shuffled_len(sp, b->L->S, p);
 	}
 	b->head.split[s].txt_size = off;
 	return 0;
