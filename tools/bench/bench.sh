@@ -123,10 +123,13 @@ fs_start() {
 	FS_SECS=$(secs_since "$t0")
 }
 
-# fs_stop MNT: sets FS_HWM (the daemon's VmHWM in KiB), unmounts, waits.
+# fs_stop MNT: sets FS_HWM (the daemon's VmHWM in KiB: peak resident, mapped
+# file pages included) and FS_ANON (RssAnon now: heap and stacks), unmounts,
+# waits.
 fs_stop() {
 	local mnt=$1 i
 	FS_HWM=$(awk '/^VmHWM:/ { print $2 }' "/proc/$FS_PID/status" 2>/dev/null)
+	FS_ANON=$(awk '/^RssAnon:/ { print $2 }' "/proc/$FS_PID/status" 2>/dev/null)
 	fusermount3 -u "$mnt" 2>/dev/null || fusermount -u "$mnt" 2>/dev/null ||
 		umount -l "$mnt"
 	for i in $(seq 1 200); do
@@ -173,6 +176,18 @@ measure() {
 }
 
 cat_files() { cat "$@" >/dev/null 2>&1; }
+
+# Deleting a tree of 2 M files takes minutes: set it aside, delete at the end.
+TRASH=()
+trash() {
+	[ -e "$1" ] || return 0
+	mv "$1" "$1.old.$$" && TRASH+=("$1.old.$$")
+}
+empty_trash() {
+	[ ${#TRASH[@]} -eq 0 ] && return 0
+	say "deleting the previous exploded/extracted trees"
+	rm -rf "${TRASH[@]}"
+}
 index_bytes() { du -sb "$1" | awk '{ print $1 }'; }
 
 setup() {
@@ -214,13 +229,13 @@ qd_warm() {	# SOURCE INDEX_DIR: drop caches, then read the sources and index
 
 qd_explode() {	# SOURCE: times the explode step into $DATA/qd-exploded
 	local x=$DATA/qd-exploded t0
-	rm -rf "$x.new"
+	rm -rf "$x.new" "$x".old.*
 	drop_caches
 	t0=$(usec)
 	if "$PY" "$HERE/explode_quickdraw.py" "$1" "$x.new" 2 >>"$LOG"; then
 		sync
 		rec qd.explode_s "$(secs_since "$t0")"
-		rm -rf "$x"
+		trash "$x"
 		mv "$x.new" "$x"
 	else
 		fail qd.explode_s "explode_quickdraw.py failed"
@@ -278,8 +293,9 @@ qd_npz_bytes() {	# SOURCE [CLASSES_FILE]: bytes of the .npz files used
 }
 
 slower() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a > b) }'; }
-build_hwm() {	# VAR: keeps in VAR the largest FS_HWM seen
-	[ -n "${FS_HWM:-}" ] && [ "$FS_HWM" -gt "${!1:-0}" ] && printf -v "$1" %s "$FS_HWM"
+build_hwm() { keep_max "$1" "${FS_HWM:-}"; }	# VAR: largest FS_HWM seen
+keep_max() {	# VAR VALUE: VAR = max(VAR, VALUE)
+	[ -n "$2" ] && [ "$2" -gt "${!1:-0}" ] && printf -v "$1" %s "$2"
 	return 0
 }
 
@@ -303,7 +319,7 @@ qd_reads() {	# SOURCE INDEX_DIR IMAGE_BYTES STROKE_BYTES
 			if samplefs_start "$src" "$idx"; then
 				drop_caches
 				measure qd.cold.samplefs "$il" "$MNT" 1
-				fs_stop "$MNT"; build_hwm QD_HWM
+				fs_stop "$MNT"; build_hwm QD_HWM; keep_max QD_ANON "$FS_ANON"
 			fi
 		fi
 		for t in 1 4; do
@@ -311,7 +327,7 @@ qd_reads() {	# SOURCE INDEX_DIR IMAGE_BYTES STROKE_BYTES
 			if samplefs_start "$src" "$idx"; then
 				measure "qd.first$t.samplefs" "$il" "$MNT" "$t"
 				measure "qd.second$t.samplefs" "$il" "$MNT" "$t"
-				fs_stop "$MNT"; build_hwm QD_HWM
+				fs_stop "$MNT"; build_hwm QD_HWM; keep_max QD_ANON "$FS_ANON"
 			fi
 			drop_caches
 			if floor_start "$nimg" "$isz" "$QD_PER" npy; then
@@ -325,7 +341,7 @@ qd_reads() {	# SOURCE INDEX_DIR IMAGE_BYTES STROKE_BYTES
 		qd_warm "$src" "$idx"
 		if samplefs_start "$src" "$idx"; then
 			measure qd.strokes1.samplefs "$LISTS/qd_strokes.txt" "$MNT" 1
-			fs_stop "$MNT"; build_hwm QD_HWM
+			fs_stop "$MNT"; build_hwm QD_HWM; keep_max QD_ANON "$FS_ANON"
 		fi
 		drop_caches
 		if floor_start "$nstr" "$ssz" "$QD_PER" npy; then
@@ -334,6 +350,7 @@ qd_reads() {	# SOURCE INDEX_DIR IMAGE_BYTES STROKE_BYTES
 		fi
 	done
 	[ -n "${QD_HWM:-}" ] && rec qd.rss_kb "$QD_HWM"
+	[ -n "${QD_ANON:-}" ] && rec qd.anon_kb "$QD_ANON"
 }
 
 # How first mount, remount, RSS and index size grow with samples per class.
@@ -426,7 +443,7 @@ in_warm() {	# INDEX_DIR
 # directory and delete it, untar val.
 in_extract() {
 	local src=$DATA/imagenet x=$DATA/in-extracted t0
-	rm -rf "$x.new"
+	rm -rf "$x.new" "$x".old.*
 	mkdir -p "$x.new/train" "$x.new/val"
 	drop_caches
 	t0=$(usec)
@@ -435,7 +452,7 @@ in_extract() {
 		mkdir -p "${t%.tar}" && tar -xf "$t" -C "${t%.tar}" && rm -f "$t" || exit 1
 	    done && tar -xf "$src/ILSVRC2012_img_val.tar" -C ../val && sync); then
 		rec in.extract_s "$(secs_since "$t0")"
-		rm -rf "$x"
+		trash "$x"
 		mv "$x.new" "$x"
 	else
 		fail in.extract_s "tar failed"
@@ -470,7 +487,7 @@ in_mounts() {	# INDEX_DIR MEMBERS
 		rec in.find_s "$(secs_since "$t0")"
 		[ "$c" = "$((IN_CLASSES * IN_PER))" ] ||
 			note "B: find on samplefs counted $c files, expected $((IN_CLASSES * IN_PER))"
-		fs_stop "$MNT"; build_hwm IN_HWM
+		fs_stop "$MNT"; build_hwm IN_HWM; keep_max IN_ANON "$FS_ANON"
 	done
 	[ -n "${IN_BUILD_HWM:-}" ] && rec in.build_rss_kb "$IN_BUILD_HWM"
 	rec in.index_per_member "$(awk -v i="$(index_bytes "$idx")" -v n="$members" \
@@ -492,7 +509,7 @@ in_reads() {	# INDEX_DIR MEAN_SIZE
 			if samplefs_start "$src" "$idx"; then
 				measure "in.first$t.samplefs" "$l" "$MNT" "$t"
 				measure "in.second$t.samplefs" "$l" "$MNT" "$t"
-				fs_stop "$MNT"; build_hwm IN_HWM
+				fs_stop "$MNT"; build_hwm IN_HWM; keep_max IN_ANON "$FS_ANON"
 			fi
 			drop_caches
 			if floor_start "$n" "$msz" 1281 JPEG; then
@@ -508,11 +525,12 @@ in_reads() {	# INDEX_DIR MEAN_SIZE
 			if samplefs_start "$src" "$idx"; then
 				drop_caches
 				measure in.cold.samplefs "$l" "$MNT" 1
-				fs_stop "$MNT"; build_hwm IN_HWM
+				fs_stop "$MNT"; build_hwm IN_HWM; keep_max IN_ANON "$FS_ANON"
 			fi
 		fi
 	done
 	[ -n "${IN_HWM:-}" ] && rec in.rss_kb "$IN_HWM"
+	[ -n "${IN_ANON:-}" ] && rec in.anon_kb "$IN_ANON"
 }
 
 # archivemount reads a whole archive's headers at mount and does not look
@@ -566,3 +584,4 @@ setup
 case " $PARTS " in *" A "*) part_a ;; esac
 case " $PARTS " in *" B "*) part_b ;; esac
 "$PY" "$HERE/table.py" "$RES" "$OUT" && say "results in $OUT"
+empty_trash

@@ -68,6 +68,8 @@ A = [
     ("samplefs daemon peak RSS serving the reads above (VmHWM, default cache, max over mounts)", dict(
         key="qd.rss_kb", unit="KiB", kind="abs", op="<", limit=64 * 1024,
         target="< 64 MiB")),
+    ("samplefs daemon RssAnon at unmount (heap + stacks: VmHWM minus mapped files)", dict(
+        key="qd.anon_kb", unit="KiB", kind="info")),
     ("samplefs daemon peak RSS of a first mount (index build)", dict(
         key="qd.build_rss_kb", unit="KiB", kind="abs", op="<", limit=64 * 1024,
         target="< 64 MiB")),
@@ -108,6 +110,8 @@ B = [
     ("samplefs daemon peak RSS serving the reads below (VmHWM, max over mounts)", dict(
         key="in.rss_kb", unit="KiB", kind="abs", op="<", limit=128 * 1024,
         target="< 128 MiB")),
+    ("samplefs daemon RssAnon at unmount (heap + stacks: VmHWM minus mapped files)", dict(
+        key="in.anon_kb", unit="KiB", kind="info")),
     ("samplefs daemon peak RSS of a first mount (index build)", dict(
         key="in.build_rss_kb", unit="KiB", kind="abs", op="<", limit=128 * 1024,
         target="< 128 MiB")),
