@@ -33,6 +33,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "log.h"
@@ -392,6 +393,7 @@ int blockstore_open_sections(struct blockstore *bs, const void *data,
 	bs->rec = rec;
 	bs->nrec = rec_len / sizeof(uint16_t);
 	bs->key_base = key_base;
+	bs->fd = -1;
 	if ((bs->nrec > 0) != (bs->nblk > 0)) {
 		sfs_err("index: %llu records in %llu blocks",
 			(unsigned long long)bs->nrec, (unsigned long long)bs->nblk);
@@ -411,6 +413,12 @@ int blockstore_open(struct blockstore *bs, const struct index_map *m,
 
 	return blockstore_open_sections(bs, data, dlen, blk, blen, rec, rlen,
 					key_base);
+}
+
+void blockstore_read_from(struct blockstore *bs, int fd, uint64_t off)
+{
+	bs->fd = fd;
+	bs->fd_off = off;
 }
 
 uint64_t blockstore_count(const struct blockstore *bs)
@@ -506,12 +514,24 @@ static void arena_free(voidpf opaque, voidpf p)
 static int load_block(const struct blockstore *bs, uint64_t i, uint8_t *buf)
 {
 	const struct bs_blk *e = blk_at(bs, i);
+	const uint8_t *src = bs->data + e->off;
+	uint8_t zbuf[BLOCKSTORE_BLOCK];   /* zlen <= rawlen <= this: checked at open */
 	struct arena arena;
 	z_stream zs;
+	ssize_t got;
 	int zret = Z_STREAM_END;
 
+	if (bs->fd >= 0) {
+		got = pread(bs->fd, zbuf, e->zlen, (off_t)(bs->fd_off + e->off));
+		if (got != (ssize_t)e->zlen) {
+			sfs_err("index block %llu at data offset %llu: read %zd of %u bytes",
+				(unsigned long long)i, (unsigned long long)e->off, got, e->zlen);
+			return -EIO;
+		}
+		src = zbuf;
+	}
 	if (e->zlen == e->rawlen) {
-		memcpy(buf, bs->data + e->off, e->rawlen);
+		memcpy(buf, src, e->rawlen);
 	} else {
 		memset(&zs, 0, sizeof(zs));
 		arena.used = 0;
@@ -520,7 +540,7 @@ static int load_block(const struct blockstore *bs, uint64_t i, uint8_t *buf)
 		zs.opaque = &arena;
 		if (inflateInit2(&zs, -15) != Z_OK)
 			return -ENOMEM;
-		zs.next_in = (Bytef *)(bs->data + e->off);
+		zs.next_in = (Bytef *)src;
 		zs.avail_in = e->zlen;
 		zs.next_out = buf;
 		zs.avail_out = e->rawlen;

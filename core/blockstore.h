@@ -53,6 +53,8 @@ struct blockstore {
 	const void *blk; uint64_t nblk;   /* block table (private layout) */
 	const void *rec; uint64_t nrec;   /* record table (private layout) */
 	uint64_t key_base;                /* distinguishes stores in one LRU */
+	int fd;                           /* >= 0: see blockstore_read_from */
+	uint64_t fd_off;
 };
 /* 0 or -EBADMSG if the sections are inconsistent (checked once, here). */
 int blockstore_open(struct blockstore *bs, const struct index_map *m,
@@ -62,6 +64,14 @@ int blockstore_open(struct blockstore *bs, const struct index_map *m,
 int blockstore_open_sections(struct blockstore *bs, const void *data,
 			     uint64_t data_len, const void *blk, uint64_t blk_len,
 			     const void *rec, uint64_t rec_len, uint64_t key_base);
+/*
+ * Reads compressed blocks with pread from fd, the index file whose data
+ * section starts at file offset `off`, instead of through the mapping:
+ * random reads through a mapping leave every page they (and the kernel's
+ * fault-around) touch in the daemon's RSS.  fd stays the caller's; it must
+ * hold the same bytes as the mapping.
+ */
+void blockstore_read_from(struct blockstore *bs, int fd, uint64_t off);
 uint64_t blockstore_count(const struct blockstore *bs);
 /* length of record id, or -ENOENT */
 int64_t blockstore_len(const struct blockstore *bs, uint64_t id);
