@@ -5,7 +5,8 @@
  * per-sample reads).  Blocks hold at most BLOCKSTORE_BLOCK bytes inflated,
  * deflated with zlib, or stored raw when that is not smaller.
  *
- * Built once (into index sections), then read from the mmap'ed index.
+ * Built once (into index sections), then read from the mmap'ed index, or
+ * with pread from the index file (blockstore_read_from).
  * Not for: what the records mean (the layout knows).
  */
 #ifndef SFS_BLOCKSTORE_H
