@@ -83,4 +83,4 @@ install: all
 clean:
 	rm -rf build build-asan
 
--include $(wildcard build/*/*.d build/*/*/*.d build-asan/*/*.d build-asan/*/*/*.d)
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
