@@ -4,12 +4,18 @@
  * and stored blocks, random access with and without a cache, and corrupt
  * input: a damaged data byte gives -EIO (never wrong bytes), damaged or
  * truncated sections make blockstore_open fail, bad record offsets -EIO.
+ * Then the same through blockstore_read_from (pread from the index file):
+ * round trips, a file cut short, bytes that differ, the wrong offset, an
+ * fd that cannot be read -- right bytes or -EIO -- and threads sharing it.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "blockstore.h"
 
@@ -483,6 +489,296 @@ Test(blockstore, fuzzed_tables_never_crash)
 	free(rec);
 	free(data);
 	free(out);
+	index_map_close(&m);
+	free_recs(&r);
+}
+
+/* ---- blockstore_read_from: blocks read with pread from a file ---- */
+
+/* Copies the index at `path` to dir/name, cut to `len` bytes when len >= 0;
+ * returns an fd open on the copy (read-only). */
+static int copy_index(const char *name, off_t len, char *out, size_t outlen)
+{
+	FILE *in = fopen(path, "rb"), *o;
+	char buf[1 << 16];
+	size_t n;
+	int fd;
+
+	snprintf(out, outlen, "%s/%s", dir, name);
+	o = fopen(out, "wb");
+	cr_assert(in && o);
+	while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
+		cr_assert_eq(fwrite(buf, 1, n, o), n);
+	fclose(in);
+	cr_assert_eq(fclose(o), 0);
+	if (len >= 0)
+		cr_assert_eq(truncate(out, len), 0);
+	fd = open(out, O_RDONLY);
+	cr_assert_geq(fd, 0);
+	return fd;
+}
+
+/* The file offset of the data section: where it sits in the mapping. */
+static uint64_t data_off(const struct index_map *m, const struct blockstore *bs)
+{
+	return (uint64_t)(bs->data - m->base);
+}
+
+/* Round trips through pread, with no cache, a thrashing one and a big one.
+ * The store's own view of the data is a copy filled with junk, so a read
+ * that went through the map instead of the fd could not give the right
+ * bytes (the input records are the oracle). */
+Test(blockstore, read_from_round_trip)
+{
+	struct recs r = make_recs(3000, MIXED, 20);
+	struct index_map m;
+	struct blockstore bs;
+	struct copy c;
+	struct lru *small = lru_new(3 * BLOCKSTORE_BLOCK), *big = lru_new(1 << 30);
+	int fd;
+
+	build(&r);
+	map(&m);
+	cr_assert_eq(blockstore_open(&bs, &m, T_DATA, T_BLK, T_REC, 0), 0);
+	cr_assert_eq(bs.fd, -1, "open must read through the map by default");
+	copy_store(&c, &bs);
+	memset(c.data, 0xa5, bs.data_len);
+	cr_assert_eq(right_or_eio(&c.bs, &r), r.n, "junk data section unnoticed");
+	fd = open(path, O_RDONLY);
+	cr_assert_geq(fd, 0);
+	blockstore_read_from(&c.bs, fd, data_off(&m, &bs));
+	check_all(&c.bs, NULL, &r, 21);
+	check_all(&c.bs, small, &r, 22);
+	check_all(&c.bs, big, &r, 23);
+	check_all(&c.bs, big, &r, 24);   /* all hits */
+	/* fd -1: back to the map (here the junk copy, so -EIO, not junk) */
+	blockstore_read_from(&c.bs, -1, 0);
+	cr_assert_eq(right_or_eio(&c.bs, &r), r.n);
+	close(fd);
+	free_copy(&c);
+	lru_free(small);
+	lru_free(big);
+	index_map_close(&m);
+	free_recs(&r);
+}
+
+/* Reads every record in id order: 1 right bytes, 0 -EIO (anything else
+ * fails the test).  Returns how many were -EIO. */
+static size_t results(const struct blockstore *bs, struct lru *cache,
+		      const struct recs *r, uint8_t *ok)
+{
+	uint8_t *buf = malloc(BLOCKSTORE_BLOCK);
+	size_t eio = 0;
+
+	for (size_t i = 0; i < r->n; i++) {
+		int64_t got = blockstore_get(bs, cache, i, buf, BLOCKSTORE_BLOCK);
+
+		ok[i] = got != -EIO;
+		eio += !ok[i];
+		if (ok[i]) {
+			cr_assert_eq(got, (int64_t)r->len[i], "record %zu: %lld", i,
+				     (long long)got);
+			cr_assert_eq(memcmp(buf, r->p[i], r->len[i]), 0,
+				     "record %zu: wrong bytes", i);
+		}
+	}
+	free(buf);
+	return eio;
+}
+
+/* A file shorter than the map claims: blocks wholly before the cut read
+ * right, the rest -EIO, so in id order a run of right then a run of -EIO.
+ * A failed block must not enter the cache: the same cache then serves
+ * every record right once the store reads the intact file. */
+Test(blockstore, read_from_truncated_file_is_eio)
+{
+	struct recs r = make_recs(2000, MIXED, 25);
+	struct index_map m;
+	struct blockstore bs;
+	struct lru *c = lru_new(1 << 30);
+	uint8_t *ok = malloc(r.n), *buf = malloc(BLOCKSTORE_BLOCK);
+	uint64_t off;
+	off_t cuts[4];
+	char cut[160];
+	int fd, good;
+	size_t eio, k;
+
+	build(&r);
+	map(&m);
+	cr_assert_eq(blockstore_open(&bs, &m, T_DATA, T_BLK, T_REC, 0), 0);
+	off = data_off(&m, &bs);
+	cuts[0] = 0;                                 /* empty file */
+	cuts[1] = (off_t)off;                        /* no data at all */
+	cuts[2] = (off_t)(off + bs.data_len / 3);
+	cuts[3] = (off_t)(off + bs.data_len - 1);    /* last byte missing */
+	for (size_t t = 0; t < 4; t++) {
+		fd = copy_index("cut.sfsidx", cuts[t], cut, sizeof(cut));
+		blockstore_read_from(&bs, fd, off);
+		eio = results(&bs, t % 2 ? c : NULL, &r, ok);
+		cr_assert_gt(eio, 0, "cut at %lld unnoticed", (long long)cuts[t]);
+		for (k = 0; k < r.n && ok[k]; k++)
+			;
+		for (size_t i = k; i < r.n; i++)
+			cr_assert(!ok[i], "cut at %lld: record %zu read after %zu failed",
+				  (long long)cuts[t], i, k);
+		if (t < 2)
+			cr_assert_eq(eio, r.n, "nothing of the data is in the file");
+		else
+			cr_assert_gt(k, 0, "blocks before the cut are whole");
+		/* the cut block, just read whole from the intact file (its
+		 * bytes may still be on the stack): from the cut file, -EIO */
+		if (k < r.n) {
+			good = open(path, O_RDONLY);
+			cr_assert_geq(good, 0);
+			blockstore_read_from(&bs, good, off);
+			cr_assert_eq(blockstore_get(&bs, NULL, k, buf, BLOCKSTORE_BLOCK),
+				     (int64_t)r.len[k]);
+			blockstore_read_from(&bs, fd, off);
+			cr_assert_eq(blockstore_get(&bs, NULL, k, buf, BLOCKSTORE_BLOCK),
+				     -EIO, "cut at %lld: record %zu", (long long)cuts[t], k);
+			close(good);
+		}
+		close(fd);
+	}
+	good = open(path, O_RDONLY);
+	cr_assert_geq(good, 0);
+	blockstore_read_from(&bs, good, off);
+	cr_assert_eq(results(&bs, c, &r, ok), 0, "a failed block was cached");
+	check_all(&bs, c, &r, 26);
+	close(good);
+	free(ok);
+	free(buf);
+	lru_free(c);
+	index_map_close(&m);
+	free_recs(&r);
+}
+
+/* A file whose data bytes differ from what the tables describe: one byte
+ * flipped at a time, in deflated and stored blocks.  Reads give the right
+ * bytes or -EIO, never others, and the flip is noticed. */
+Test(blockstore, read_from_different_bytes_is_eio)
+{
+	struct recs r = make_recs(2000, MIXED, 27);
+	struct index_map m;
+	struct blockstore bs;
+	struct lru *c = lru_new(64 * BLOCKSTORE_BLOCK);
+	uint8_t *ok = malloc(r.n), b;
+	uint64_t off;
+	char bad[160];
+	int fd;
+
+	build(&r);
+	map(&m);
+	cr_assert_eq(blockstore_open(&bs, &m, T_DATA, T_BLK, T_REC, 0), 0);
+	off = data_off(&m, &bs);
+	fd = copy_index("flip.sfsidx", -1, bad, sizeof(bad));
+	close(fd);
+	fd = open(bad, O_RDWR);
+	cr_assert_geq(fd, 0);
+	blockstore_read_from(&bs, fd, off);
+	for (uint64_t at = 3; at < bs.data_len; at += bs.data_len / 19) {
+		cr_assert_eq(pread(fd, &b, 1, (off_t)(off + at)), 1);
+		b ^= 0x08;
+		cr_assert_eq(pwrite(fd, &b, 1, (off_t)(off + at)), 1);
+		cr_assert_gt(results(&bs, NULL, &r, ok), 0, "flip at %llu unnoticed",
+			     (unsigned long long)at);
+		cr_assert_gt(results(&bs, c, &r, ok), 0, "flip at %llu unnoticed "
+			     "through the cache", (unsigned long long)at);
+		b ^= 0x08;
+		cr_assert_eq(pwrite(fd, &b, 1, (off_t)(off + at)), 1);
+		lru_free(c);   /* the flip's neighbours were cached: start afresh */
+		c = lru_new(64 * BLOCKSTORE_BLOCK);
+	}
+	cr_assert_eq(results(&bs, c, &r, ok), 0, "file restored");
+	/* the right file at the wrong offset: every block's bytes differ */
+	blockstore_read_from(&bs, fd, off + 1);
+	cr_assert_eq(results(&bs, NULL, &r, ok), r.n, "data read 1 byte off");
+	close(fd);
+	free(ok);
+	lru_free(c);
+	index_map_close(&m);
+	free_recs(&r);
+}
+
+/* An fd pread cannot read (write-only, a directory) gives -EIO. */
+Test(blockstore, read_from_unreadable_fd_is_eio)
+{
+	struct recs r = make_recs(300, MIXED, 28);
+	struct index_map m;
+	struct blockstore bs;
+	uint8_t *ok = malloc(r.n);
+	int fd;
+
+	build(&r);
+	map(&m);
+	cr_assert_eq(blockstore_open(&bs, &m, T_DATA, T_BLK, T_REC, 0), 0);
+	fd = open(path, O_WRONLY);
+	cr_assert_geq(fd, 0);
+	blockstore_read_from(&bs, fd, data_off(&m, &bs));
+	cr_assert_eq(results(&bs, NULL, &r, ok), r.n);
+	close(fd);
+	fd = open(dir, O_RDONLY | O_DIRECTORY);
+	cr_assert_geq(fd, 0);
+	blockstore_read_from(&bs, fd, data_off(&m, &bs));
+	cr_assert_eq(results(&bs, NULL, &r, ok), r.n);
+	close(fd);
+	free(ok);
+	index_map_close(&m);
+	free_recs(&r);
+}
+
+/* The store and the cache shared by reader threads, as FUSE workers do:
+ * pread has no file position to race on. */
+struct reader {
+	const struct blockstore *bs;
+	struct lru *cache;
+	const struct recs *r;
+	unsigned seed;
+	size_t wrong;
+};
+
+static void *read_random(void *arg)
+{
+	struct reader *t = arg;
+	uint8_t *buf = malloc(BLOCKSTORE_BLOCK);
+
+	for (int k = 0; k < 4000; k++) {
+		size_t i = rand_r(&t->seed) % t->r->n;
+		int64_t got = blockstore_get(t->bs, t->cache, i, buf, BLOCKSTORE_BLOCK);
+
+		t->wrong += got != (int64_t)t->r->len[i] ||
+			    memcmp(buf, t->r->p[i], t->r->len[i]) != 0;
+	}
+	free(buf);
+	return NULL;
+}
+
+Test(blockstore, read_from_threads)
+{
+	struct recs r = make_recs(3000, MIXED, 29);
+	struct index_map m;
+	struct blockstore bs;
+	struct lru *c = lru_new(16 * BLOCKSTORE_BLOCK);
+	struct reader t[4];
+	pthread_t th[4];
+	int fd;
+
+	build(&r);
+	map(&m);
+	cr_assert_eq(blockstore_open(&bs, &m, T_DATA, T_BLK, T_REC, 0), 0);
+	fd = open(path, O_RDONLY);
+	cr_assert_geq(fd, 0);
+	blockstore_read_from(&bs, fd, data_off(&m, &bs));
+	for (int i = 0; i < 4; i++) {
+		t[i] = (struct reader){ &bs, i % 2 ? c : NULL, &r, 30 + i, 0 };
+		cr_assert_eq(pthread_create(&th[i], NULL, read_random, &t[i]), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		cr_assert_eq(t[i].wrong, 0, "thread %d: %zu wrong reads", i, t[i].wrong);
+	}
+	close(fd);
+	lru_free(c);
 	index_map_close(&m);
 	free_recs(&r);
 }
