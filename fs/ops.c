@@ -14,6 +14,7 @@
  * replying returns).
  */
 #include "ops.h"
+#include "log.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -328,6 +329,14 @@ static void read_copy(fuse_req_t req, struct sfs_fs *fs, fuse_ino_t ino,
 		return;
 	}
 	n = fs->layout.ops->read(fs->layout.priv, ino, buf, size, (uint64_t)off);
+	/* size is already cut to st_size, so fewer bytes means the layout could
+	 * not make bytes the file claims; a short reply would be taken by the
+	 * kernel as a new end of file, so it is EIO instead. */
+	if (n >= 0 && (size_t)n != size) {
+		sfs_err("inode %llu: read of %zu bytes at offset %lld gave %zd",
+			(unsigned long long)ino, size, (long long)off, n);
+		n = -EIO;
+	}
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
 	else
