@@ -37,7 +37,7 @@ static inline char *fixture_path(const char *name)
 	return p;
 }
 
-/* The whole fixture file, malloc'ed with one spare byte. */
+/* The whole fixture file, malloc'ed and NUL-terminated (for text oracles). */
 static inline uint8_t *slurp(const char *name, size_t *len)
 {
 	char *path = fixture_path(name);
@@ -54,6 +54,7 @@ static inline uint8_t *slurp(const char *name, size_t *len)
 	cr_assert(fread(buf, 1, (size_t)n, f) == (size_t)n);
 	fclose(f);
 	free(path);
+	buf[n] = 0;
 	*len = (size_t)n;
 	return buf;
 }

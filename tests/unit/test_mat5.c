@@ -13,29 +13,8 @@
 
 #include "mat5.h"
 
-static uint8_t *slurp(const char *name, size_t *len)
-{
-	char path[4096];
-	const char *dir = getenv("SFS_FIXTURES");
-	FILE *f;
-	uint8_t *buf;
-	long n;
-
-	cr_assert(dir, "SFS_FIXTURES is not set");
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "rb");
-	cr_assert(f, "cannot open %s", path);
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = malloc((size_t)n + 1);
-	cr_assert(buf);
-	cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-	fclose(f);
-	buf[n] = 0;
-	*len = (size_t)n;
-	return buf;
-}
+#define FIXTURE_SUBDIR "."
+#include "fixture.h"
 
 /* "1,2,3" -> the children array must hold exactly these values */
 static void check_children(const struct mat5_array *a, const char *list)

@@ -10,32 +10,11 @@
 
 #include "mt19937.h"
 
+#define FIXTURE_SUBDIR "rng"
+#include "fixture.h"
+
 static const uint32_t seeds[] = { 0, 1, 42, 4294967295u };
 static const size_t sizes[] = { 0, 1, 2, 10, 1000, 100003 };
-
-/* Reads $SFS_FIXTURES/rng/<name> whole; *len is its size in bytes. */
-static void *fixture(const char *name, size_t *len)
-{
-	const char *dir = getenv("SFS_FIXTURES");
-	char path[4096];
-	FILE *f;
-	void *buf;
-	long n;
-
-	cr_assert(dir, "SFS_FIXTURES is not set (run tests/run_all.sh)");
-	snprintf(path, sizeof(path), "%s/rng/%s", dir, name);
-	f = fopen(path, "rb");
-	cr_assert(f, "missing fixture %s", path);
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = malloc(n ? (size_t)n : 1);
-	cr_assert(buf);
-	cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-	fclose(f);
-	*len = (size_t)n;
-	return buf;
-}
 
 Test(mt19937, raw_stream_matches_numpy)
 {
@@ -46,7 +25,7 @@ Test(mt19937, raw_stream_matches_numpy)
 		struct mt19937 mt;
 
 		snprintf(name, sizeof(name), "raw_%u.u32", seeds[s]);
-		want = fixture(name, &len);
+		want = (void *)slurp(name, &len);
 		cr_assert_eq(len, 2000 * 4);
 		mt19937_seed(&mt, seeds[s]);
 		for (size_t i = 0; i < len / 4; i++)
@@ -59,7 +38,7 @@ Test(mt19937, raw_stream_matches_numpy)
 Test(mt19937, interval_matches_numpy)
 {
 	size_t nmax, len;
-	uint64_t *max = fixture("interval_max.u64", &nmax);
+	uint64_t *max = (void *)slurp("interval_max.u64", &nmax);
 
 	nmax /= 8;
 	for (size_t s = 0; s < sizeof(seeds) / sizeof(seeds[0]); s++) {
@@ -68,7 +47,7 @@ Test(mt19937, interval_matches_numpy)
 		struct mt19937 mt;
 
 		snprintf(name, sizeof(name), "interval_%u.u64", seeds[s]);
-		want = fixture(name, &len);
+		want = (void *)slurp(name, &len);
 		cr_assert_eq(len / 8, nmax);
 		mt19937_seed(&mt, seeds[s]);
 		for (size_t i = 0; i < nmax; i++) {
@@ -94,7 +73,7 @@ static void check_shuffle(uint32_t seed, size_t n)
 	struct mt19937 mt;
 
 	snprintf(name, sizeof(name), "shuffle_%u_%zu.u32", seed, n);
-	want = fixture(name, &len);
+	want = (void *)slurp(name, &len);
 	cr_assert_eq(len, n * 4, "%s: %zu bytes", name, len);
 	a32 = malloc(n * 4 + 4);
 	a64 = malloc(n * 8 + 8);

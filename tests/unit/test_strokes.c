@@ -11,28 +11,8 @@
 
 #include "strokes.h"
 
-static uint8_t *load_cases(size_t *len)
-{
-	const char *dir = getenv("SFS_FIXTURES");
-	char path[4096];
-	uint8_t *buf;
-	FILE *f;
-	long n;
-
-	cr_assert(dir, "SFS_FIXTURES is not set (run tests/run_all.sh)");
-	snprintf(path, sizeof(path), "%s/strokes/cases.bin", dir);
-	f = fopen(path, "rb");
-	cr_assert(f, "missing fixture %s", path);
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = malloc((size_t)n + 1);
-	cr_assert(buf);
-	cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-	fclose(f);
-	*len = (size_t)n;
-	return buf;
-}
+#define FIXTURE_SUBDIR "strokes"
+#include "fixture.h"
 
 /* Runs one case with the points at an odd address (the npz data is not
  * aligned) and canaries around the output. */
@@ -61,7 +41,7 @@ static void run_case(const uint8_t *raw, uint32_t n, uint32_t stroke_len,
 Test(strokes, bit_exact_with_numpy)
 {
 	size_t len, off = 0, ncase = 0, nlong = 0;
-	uint8_t *buf = load_cases(&len);
+	uint8_t *buf = slurp("cases.bin", &len);
 	uint32_t n, stroke_len;
 
 	while (off < len) {
