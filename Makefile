@@ -51,7 +51,7 @@ $(BUILD)/samplefs: $(FS_OBJ) $(BUILD)/libsamplefs.a
 $(BUILD)/samplefs-inspect: $(BUILD)/tools/inspect/samplefs-inspect.o $(BUILD)/libsamplefs.a
 	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(DEPLIBS)
 
-$(BUILD)/samplefs-floorfs: $(BUILD)/tools/bench/floorfs.o
+$(BUILD)/samplefs-floorfs: $(BUILD)/tools/bench/floorfs.o $(BUILD)/fs/devpoll.o
 	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(DEPLIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libsamplefs.a

@@ -37,6 +37,7 @@
 #include <zlib.h>
 
 #include "log.h"
+#include "nowait.h"
 
 /*
  * Level 1: deflating the blocks was ~95% of a Quick, Draw! index build at
@@ -522,7 +523,9 @@ static int load_block(const struct blockstore *bs, uint64_t i, uint8_t *buf)
 	int zret = Z_STREAM_END;
 
 	if (bs->fd >= 0) {
-		got = pread(bs->fd, zbuf, e->zlen, (off_t)(bs->fd_off + e->off));
+		got = nowait_pread(bs->fd, zbuf, e->zlen, (off_t)(bs->fd_off + e->off));
+		if (got < 0 && errno == EAGAIN)
+			return -EAGAIN;
 		if (got != (ssize_t)e->zlen) {
 			sfs_err("index block %llu at data offset %llu: read %zd of %u bytes",
 				(unsigned long long)i, (unsigned long long)e->off, got, e->zlen);

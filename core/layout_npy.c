@@ -28,6 +28,7 @@
  */
 #include "layout.h"
 #include "log.h"
+#include "nowait.h"
 #include "npy.h"
 
 #include <dirent.h>
@@ -550,7 +551,7 @@ static ssize_t pread_full(int fd, char *buf, size_t size, uint64_t off)
 	ssize_t got;
 
 	while (done < size) {
-		got = pread(fd, buf + done, size - done, (off_t)(off + done));
+		got = nowait_pread(fd, buf + done, size - done, (off_t)(off + done));
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got < 0)

@@ -54,6 +54,7 @@
 #include "blockstore.h"
 #include "index.h"
 #include "log.h"
+#include "nowait.h"
 #include "lru.h"
 #include "npy.h"
 #include "quickdraw_index.h"
@@ -394,7 +395,9 @@ static ssize_t read_image(const struct qd *q, uint64_t gidx, char *buf, size_t s
 	c = qd_class_of(q->cls, q->hd->nclass, gidx, &label);
 	s = &q->scan.cls[label];
 	at = s->img_off + (gidx - c->gidx_base) * QD_ROW;
-	got = pread(s->img_fd, row, QD_ROW, (off_t)at);
+	got = nowait_pread(s->img_fd, row, QD_ROW, (off_t)at);
+	if (got < 0 && errno == EAGAIN)
+		return -EAGAIN;
 	if (got != QD_ROW || !image_unchanged(s)) {
 		if (got != QD_ROW)
 			sfs_err("%s: offset %" PRIu64 ": expected %u bytes, got %zd",
@@ -449,7 +452,7 @@ static int stroke_points(const struct qd *q, uint64_t gidx, uint8_t *rec,
 
 	*owned = NULL;
 	if (len < 0)
-		return -EIO;
+		return len == -EAGAIN ? -EAGAIN : -EIO;
 	if (len % 6 == 0) {
 		*pts = rec;
 		*n = (uint32_t)(len / 6);

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "nowait.h"
 #include "progress.h"
 #include "tar.h"
 
@@ -1032,10 +1033,12 @@ ssize_t tarindex_pread(const struct tarindex *t, uint32_t i, void *buf,
 	if (size > fsize - off)
 		size = (size_t)(fsize - off);
 	while (done < size) {
-		k = pread(t->fds[tarindex_node_src(n)], (char *)buf + done,
-			  size - done, (off_t)(n->off + off + done));
+		k = nowait_pread(t->fds[tarindex_node_src(n)], (char *)buf + done,
+				 size - done, (off_t)(n->off + off + done));
 		if (k < 0 && errno == EINTR)
 			continue;
+		if (k < 0 && errno == EAGAIN)
+			return -EAGAIN;
 		if (k <= 0)
 			return -EIO;    /* the source is shorter than indexed */
 		done += (size_t)k;

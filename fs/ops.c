@@ -9,12 +9,15 @@
  * inode numbers are computed by the layout, not allocated here.
  * Everything that would write answers EROFS.
  *
- * Threads: requests run concurrently; struct sfs_fs is read-only, and
+ * Threads: requests run concurrently (the libfuse multi-threaded loop, or
+ * with -o poll one session thread plus the reads it queues on fs->io);
+ * struct sfs_fs is read-only apart from fs->io, which locks itself, and
  * each request's buffers are its own (stack, or malloc'd and freed before
  * replying returns).
  */
 #include "ops.h"
 #include "log.h"
+#include "nowait.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -309,8 +312,10 @@ static int read_extent(fuse_req_t req, struct sfs_fs *fs, fuse_ino_t ino,
 	return 0;
 }
 
-static void read_copy(fuse_req_t req, struct sfs_fs *fs, fuse_ino_t ino,
-		      size_t size, off_t off)
+/* Replies with the bytes the layout makes; or, in no-wait mode, returns
+ * -EAGAIN without replying when they are not in memory yet. */
+static int read_copy(fuse_req_t req, struct sfs_fs *fs, fuse_ino_t ino,
+		     size_t size, off_t off)
 {
 	char stack[STACK_READ], *buf = stack;
 	ssize_t n;
@@ -318,17 +323,21 @@ static void read_copy(fuse_req_t req, struct sfs_fs *fs, fuse_ino_t ino,
 
 	if ((rc = clamp_to_size(fs, ino, &size, off)) < 0) {
 		fuse_reply_err(req, -rc);
-		return;
+		return 0;
 	}
 	if (size == 0) {
 		fuse_reply_buf(req, NULL, 0);
-		return;
+		return 0;
 	}
 	if (size > sizeof(stack) && !(buf = malloc(size))) {
 		fuse_reply_err(req, ENOMEM);
-		return;
+		return 0;
 	}
 	n = fs->layout.ops->read(fs->layout.priv, ino, buf, size, (uint64_t)off);
+	if (n == -EAGAIN) {
+		rc = -EAGAIN;
+		goto out;
+	}
 	/* size is already cut to st_size, so fewer bytes means the layout could
 	 * not make bytes the file claims; a short reply would be taken by the
 	 * kernel as a new end of file, so it is EIO instead. */
@@ -341,21 +350,18 @@ static void read_copy(fuse_req_t req, struct sfs_fs *fs, fuse_ino_t ino,
 		fuse_reply_err(req, (int)-n);
 	else
 		fuse_reply_buf(req, buf, (size_t)n);
+out:
 	if (buf != stack)
 		free(buf);
+	return rc;
 }
 
-static void sfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		     struct fuse_file_info *fi)
+/* A read that may wait for the disk: splice when the file is an extent. */
+static void read_waiting(fuse_req_t req, struct sfs_fs *fs, fuse_ino_t ino,
+			 size_t size, off_t off)
 {
-	struct sfs_fs *fs = fs_of(req);
 	int rc;
 
-	(void)fi;
-	if (off < 0) {
-		fuse_reply_err(req, EINVAL);
-		return;
-	}
 	if (fs->layout.ops->extent) {
 		rc = read_extent(req, fs, ino, size, off);
 		if (rc != -ENOTSUP) {
@@ -364,7 +370,50 @@ static void sfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			return;
 		}
 	}
-	read_copy(req, fs, ino, size, off);
+	if (read_copy(req, fs, ino, size, off) == -EAGAIN)
+		fuse_reply_err(req, EIO);	/* cannot happen: waiting allowed */
+}
+
+static void read_job(void *ctx, const struct worker_job *job)
+{
+	read_waiting(job->req, ctx, job->ino, job->size, (off_t)job->off);
+}
+
+/*
+ * With workers, the session thread first tries to answer from memory (no
+ * splice: for cached bytes a copy costs the same) and queues the read only
+ * when it would wait for I/O.
+ */
+static void sfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		     struct fuse_file_info *fi)
+{
+	struct sfs_fs *fs = fs_of(req);
+	struct worker_job job;
+	int rc;
+
+	(void)fi;
+	if (off < 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if (!fs->io) {
+		read_waiting(req, fs, ino, size, off);
+		return;
+	}
+	nowait_set(1);
+	rc = read_copy(req, fs, ino, size, off);
+	nowait_set(0);
+	if (rc != -EAGAIN)
+		return;
+	/* Alone (one reader going file by file), waiting here is quickest: a
+	 * hand-off would add a thread wake-up to the disk's latency.  With
+	 * more requests waiting, the disk read goes to a worker. */
+	if (!devpoll_pending(&fs->dp)) {
+		read_waiting(req, fs, ino, size, off);
+		return;
+	}
+	job = (struct worker_job){ read_job, req, ino, (uint64_t)off, size };
+	workers_submit(fs->io, &job);
 }
 
 static void sfs_statfs(fuse_req_t req, fuse_ino_t ino)

@@ -9,8 +9,10 @@
 #define FUSE_USE_VERSION 314
 #include <fuse_lowlevel.h>
 
+#include "devpoll.h"
 #include "layout.h"
 #include "options.h"
+#include "workers.h"
 
 /* The session's userdata.  Filled before mounting, read-only afterwards. */
 struct sfs_fs {
@@ -19,6 +21,8 @@ struct sfs_fs {
 	uid_t uid;		/* of the mounting user, for every inode */
 	gid_t gid;
 	double timeout;		/* entry and attr timeouts: nothing changes */
+	struct devpoll dp;	/* -o poll: how the session thread reads */
+	struct workers *io;	/* reads that wait for the disk; NULL: inline */
 };
 
 extern const struct fuse_lowlevel_ops sfs_ll_ops;

@@ -43,6 +43,8 @@ static const struct opt_row table[] = {
 	{"shard_size", T_U64, O(shard_size), "N", "tar, imagenet: samples per shard (default 10000)"},
 	{"shard_seed", T_SEED, O(shard_seed), "N", "tar, imagenet: shuffle samples into shards with this seed"},
 	{"shuffle_seed", T_U32, O(shuffle_seed), "N", "tar, imagenet: order seed (default 0)"},
+	{"poll", T_U32, O(poll_us), "USEC", "poll /dev/fuse this long before sleeping (default 50, 0 = libfuse's loop)"},
+	{"workers", T_U32, O(workers), "N", "with poll: threads for reads that wait for the disk (default 4)"},
 };
 #undef O
 
@@ -60,6 +62,7 @@ static const struct fuse_opt templates[] = {
 	FUSE_OPT_KEY("seed=", 8), FUSE_OPT_KEY("split=", 9),
 	FUSE_OPT_KEY("recursive=", 10), FUSE_OPT_KEY("shard_size=", 11),
 	FUSE_OPT_KEY("shard_seed=", 12), FUSE_OPT_KEY("shuffle_seed=", 13),
+	FUSE_OPT_KEY("poll=", 14), FUSE_OPT_KEY("workers=", 15),
 	FUSE_OPT_END
 };
 _Static_assert(sizeof(templates) / sizeof(templates[0]) ==

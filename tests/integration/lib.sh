@@ -83,6 +83,35 @@ sfs_log() {
 }
 
 # check NAME CMD...: runs CMD, records pass/fail.
+# sfs_evict PATH...: writes back and drops from the page cache each file
+# PATH, and every file under each directory PATH (a mount point: the kernel
+# keeps the pages of files read through FUSE too).  Fails unless fincore(1)
+# agrees nothing of the files is left, so the reads that follow reach
+# samplefs and take its cold path (a no-wait read fails, a worker waits).
+sfs_evict() {
+	local files=() p
+	for p in "$@"; do [ -d "$p" ] || files+=("$p"); done
+	"$PY" -c 'import os, sys
+def drop(p):
+    fd = os.open(p, os.O_RDONLY)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    os.close(fd)
+os.sync()
+for p in sys.argv[1:]:
+    if not os.path.isdir(p):
+        drop(p)
+        continue
+    for d, _, names in os.walk(p):
+        for n in names:
+            q = os.path.join(d, n)
+            if os.path.isfile(q) and not os.path.islink(q):
+                drop(q)' "$@" || return 1
+	[ ${#files[@]} -eq 0 ] && return 0
+	local left
+	left=$(fincore -nb -o RES "${files[@]}" | awk '{ s += $1 } END { print s + 0 }')
+	[ "$left" = 0 ] || { echo "    still cached after eviction: $left bytes"; return 1; }
+}
+
 check() {
 	local name=$1; shift
 	if "$@"; then

@@ -69,6 +69,16 @@ check "unknown name: ENOENT" expect_fail "No such file" stat "$M/nope"
 check "unknown row: ENOENT" expect_fail "No such file" stat "$M/digits/000037.npy"
 check "non-canonical row name: ENOENT" expect_fail "No such file" stat "$M/digits/0000001.npy"
 check "touch: EROFS" expect_fail "Read-only file system" touch "$M/new"
+# Cold reads: with the sources out of the page cache every read first
+# fails its no-wait try and is then served by a worker (or in line when it
+# is the only request); 8 readers at once must still get the right bytes.
+par_cmp() {	# par_cmp WANT MNT: cmp every file, 8 processes at once
+	(cd "$1" && find . -type f -print0) | xargs -0 -P 8 -n 16 sh -c '
+		for f; do cmp -s "$0/$f" "'"$2"'/$f" || { echo "    differs: $f"; exit 1; }; done' "$1"
+}
+cold_cmp() { sfs_evict "$T"/src/*.npy "$M" && par_cmp "$T/want" "$M"; }
+check "sources evicted from the page cache" sfs_evict "$T"/src/*.npy "$M"
+check "cold: 8 readers at once get np.save's bytes" par_cmp "$T/want" "$M"
 check "touch existing: EROFS" expect_fail "Read-only file system" touch "$M/digits/000000.npy"
 check "echo >: EROFS" expect_fail "Read-only file system" sh -c "echo x > '$M/digits/000001.npy'"
 check "mkdir: EROFS" expect_fail "Read-only file system" mkdir "$M/d"
@@ -86,9 +96,19 @@ M=$T/m2
 check "mount with the layout detected" sfs_mount "$T/src" "$M"
 check "detected mount serves the same bytes" same_bytes "$T/want" "$M"
 check "unmount detected" sfs_umount "$M"
+# the three ways requests are served: polling with workers (above, the
+# default), polling alone (-s), libfuse's multi-threaded loop (poll=0)
+for how in "-s" "-o poll=0" "-o poll=0 -s" "-o workers=1,poll=1000"; do
+	check "mount $how" sfs_mount "$T/src" "$M" $how
+	check "$how: cold, 8 readers at once get np.save's bytes" cold_cmp
+	check "unmount $how" sfs_umount "$M"
+done
+check "workers=65: refused before mounting" expect_fail "at most 64" \
+	"$SAMPLEFS" -o workers=65 "$T/src" "$M"
 check "every samplefs option accepted" sfs_mount "$T/src" "$M" -o \
 layout=npy,cache=64M,quiet,seed=7,split=70/20/10,image=uint8,stroke_len=100,per_class=5,\
-recursive=2,shard_size=100,shard_seed=3,shuffle_seed=4,index_dir="$T/idx",classes="$T/none"
+recursive=2,shard_size=100,shard_seed=3,shuffle_seed=4,index_dir="$T/idx",classes="$T/none",\
+poll=20,workers=2
 check "unmount all options" sfs_umount "$M"
 $ORACLE expect "$T/src" "$T/want3" 3
 check "mount -o per_class=3" sfs_mount "$T/src" "$M" -o layout=npy,per_class=3

@@ -98,6 +98,11 @@ check "odd ranges of a split file" \
 	cmp <(dd if="$M/splits/train.txt" bs=333 skip=3 2>/dev/null) \
 	    <($ORACLE splits "$SRC" | dd bs=333 skip=3 2>/dev/null)
 check "8 threads at random agree with the oracle" oracle "$SRC" "$M" --threads 8
+# the index too, though pages the daemon has mapped (its tables) stay: the
+# stroke blocks, read with pread, go
+sfs_evict "$T"/cache/samplefs/quickdraw-*.sfsidx >/dev/null
+check "class files evicted from the page cache" sfs_evict "$SRC"/*.npy "$SRC"/*.npz "$M"
+check "cold: 8 threads at random agree with the oracle" oracle "$SRC" "$M" --threads 8
 check "the article's loader runs on the mount" sh -c \
 	"$PY '$SFS_ROOT/mount-examples/quickdraw/loader.py' '$M' 32 | grep -q 'train: $(( total * 8 / 10 )) samples'"
 idx_bytes=$(cat "$T"/cache/samplefs/quickdraw-*.sfsidx | wc -c)

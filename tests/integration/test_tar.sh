@@ -42,6 +42,8 @@ mount_check() {
 	check "mount $fx (recursive=$r)" sfs_mount "$FX/$fx" "$mnt" -o layout=tar,recursive=$r
 	grep -q " $mnt fuse" /proc/mounts || return
 	check "$fx r$r: every file's sha256, sizes, mtimes, targets = tarfile's" tree_ok "$fx" "$r" "$mnt"
+	check "$fx r$r: evicted from the page cache" sfs_evict "$FX/$fx" "$mnt"
+	check "$fx r$r: cold, every file's sha256 again" tree_ok "$fx" "$r" "$mnt"
 	check "$fx r$r: unmount" sfs_umount "$mnt"
 }
 

@@ -25,6 +25,8 @@
 
 #include <fuse_lowlevel.h>
 
+#include "../../fs/devpoll.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <stddef.h>
@@ -45,6 +47,7 @@ struct floor_opts {
 	unsigned long size;
 	unsigned long per_dir;
 	char *ext;
+	unsigned long poll_us;
 };
 
 struct floor {
@@ -52,6 +55,8 @@ struct floor {
 	const char *ext;
 	time_t mtime;
 	char *data;	/* `size` bytes, the content of every file */
+	unsigned poll_us;	/* -o poll=N: as samplefs' option of that name */
+	struct devpoll dp;
 };
 
 static const struct fuse_opt floor_opt_spec[] = {
@@ -59,6 +64,7 @@ static const struct fuse_opt floor_opt_spec[] = {
 	{ "size=%lu", offsetof(struct floor_opts, size), 0 },
 	{ "per_dir=%lu", offsetof(struct floor_opts, per_dir), 0 },
 	{ "ext=%s", offsetof(struct floor_opts, ext), 0 },
+	{ "poll=%lu", offsetof(struct floor_opts, poll_us), 0 },
 	FUSE_OPT_END
 };
 
@@ -396,6 +402,7 @@ static int floor_init(struct floor *f, const struct floor_opts *o)
 	f->per_dir = o->per_dir;
 	f->ndirs = (f->files + f->per_dir - 1) / f->per_dir;
 	f->ext = o->ext;
+	f->poll_us = (unsigned)o->poll_us;
 	f->mtime = time(NULL);
 	f->data = malloc(f->size ? f->size : 1);
 	if (!f->data) {
@@ -407,6 +414,11 @@ static int floor_init(struct floor *f, const struct floor_opts *o)
 	for (i = 0; i < f->size; i++)
 		f->data[i] = (char)(i * 131 + 7);
 	return 0;
+}
+
+static ssize_t floor_dev_read(int fd, void *buf, size_t len, void *userdata)
+{
+	return devpoll_read(&((struct floor *)userdata)->dp, fd, buf, len);
 }
 
 static int floor_serve(struct fuse_args *args, struct fuse_cmdline_opts *c,
@@ -423,8 +435,10 @@ static int floor_serve(struct fuse_args *args, struct fuse_cmdline_opts *c,
 		goto out_destroy;
 	if (fuse_session_mount(se, c->mountpoint) != 0)
 		goto out_signals;
+	if (f->poll_us && devpoll_install(&f->dp, se, f->poll_us, floor_dev_read))
+		goto out_unmount;
 	fuse_daemonize(c->foreground);
-	if (c->singlethread) {
+	if (c->singlethread || f->poll_us) {	/* polling: as samplefs does */
 		ret = fuse_session_loop(se);
 	} else {
 		cfg = fuse_loop_cfg_create();
@@ -453,7 +467,7 @@ int main(int argc, char *argv[])
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
 	struct fuse_cmdline_opts c;
-	struct floor_opts o = { 1000, 3264, 3000, NULL };
+	struct floor_opts o = { 1000, 3264, 3000, NULL, 0 };
 	struct floor f;
 	int ret = 1;
 

@@ -1,0 +1,50 @@
+/*
+ * workers.h - a few threads for the reads that must wait for the disk.
+ *
+ * With -o poll (the default) one thread takes every request off the device
+ * and answers it at once when the bytes are in memory; a read that would
+ * wait for I/O (core/nowait.h says so) is queued here instead, so the disk
+ * latency of one file never holds up the requests behind it and cold reads
+ * from several readers still reach the disk in parallel.
+ *
+ * A bounded ring of jobs under one mutex; nothing is allocated per job.
+ */
+#ifndef SFS_FS_WORKERS_H
+#define SFS_FS_WORKERS_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define WORKERS_MAX 64
+#define WORKERS_QUEUE 256	/* jobs waiting; when full, the caller waits */
+
+struct worker_job {
+	void (*fn)(void *ctx, const struct worker_job *job);
+	void *req;		/* fuse_req_t, opaque here */
+	uint64_t ino, off;
+	size_t size;
+};
+
+struct workers {
+	pthread_mutex_t lock;	/* guards everything below */
+	pthread_cond_t more;	/* a job was queued, or stop */
+	pthread_cond_t room;	/* a job was taken */
+	struct worker_job q[WORKERS_QUEUE];
+	unsigned head, count;
+	int stop;
+	unsigned nthreads;
+	pthread_t threads[WORKERS_MAX];
+	void *ctx;		/* passed to every job's fn */
+};
+
+/* Starts n (1..WORKERS_MAX) threads.  Returns 0 or -errno. */
+int workers_start(struct workers *w, unsigned n, void *ctx);
+
+/* Queues a job (copied); waits while the queue is full. */
+void workers_submit(struct workers *w, const struct worker_job *job);
+
+/* Runs the jobs still queued, then joins the threads. */
+void workers_stop(struct workers *w);
+
+#endif
