@@ -43,6 +43,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -375,7 +376,10 @@ static int image_unchanged(const struct qd_src *s)
 	    st.st_mtim.tv_sec == s->img_st.st_mtim.tv_sec &&
 	    st.st_mtim.tv_nsec == s->img_st.st_mtim.tv_nsec)
 		return 1;
-	sfs_err("%s: changed since it was mounted; remount to see the new data", s->img_path);
+	/* every read of the class fails with EIO; say why once, not per read */
+	if (!atomic_exchange(&((struct qd_src *)s)->change_logged, 1))
+		sfs_err("%s: changed since it was mounted; reads of its images fail "
+			"with EIO until it is remounted", s->img_path);
 	return 0;
 }
 
@@ -398,10 +402,13 @@ static ssize_t read_image(const struct qd *q, uint64_t gidx, char *buf, size_t s
 	got = nowait_pread(s->img_fd, row, QD_ROW, (off_t)at);
 	if (got < 0 && errno == EAGAIN)
 		return -EAGAIN;
-	if (got != QD_ROW || !image_unchanged(s)) {
-		if (got != QD_ROW)
-			sfs_err("%s: offset %" PRIu64 ": expected %u bytes, got %zd",
-				s->img_path, at, QD_ROW, got);
+	/* checked after the read, so bytes of a file changed meanwhile are
+	 * never served; a changed file is the usual cause of a short read */
+	if (!image_unchanged(s))
+		return -EIO;
+	if (got != QD_ROW) {
+		sfs_err("%s: offset %" PRIu64 ": expected %u bytes, got %zd",
+			s->img_path, at, QD_ROW, got);
 		return -EIO;
 	}
 	if (q->image_uint8)

@@ -70,6 +70,8 @@ struct qd_src {
 	uint64_t img_off;            /* data offset of the first row */
 	uint64_t img_rows;           /* whole rows present in the file */
 	struct stat img_st, stk_st;  /* at scan time: reads compare against it */
+	_Atomic int change_logged;   /* the one field written while mounted:
+	                                "changed since mounted" is said once */
 };
 
 struct qd_scan {

@@ -66,13 +66,15 @@ static void sfs_init(void *userdata, struct fuse_conn_info *conn)
 {
 	unsigned want = FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE |
 			FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO |
-			FUSE_CAP_ASYNC_READ | FUSE_CAP_CACHE_SYMLINKS;
+			FUSE_CAP_ASYNC_READ | FUSE_CAP_CACHE_SYMLINKS |
+			FUSE_CAP_PARALLEL_DIROPS;
 
 	(void)userdata;
 	/* conn->max_readahead stays the kernel's offer: it can only lower it */
 	conn->want |= conn->capable & want;
-	/* no writeback cache: nothing is ever written */
-	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+	/* no writeback cache: nothing is ever written; no checks of cached
+	 * pages against the file's attributes on every read: nothing changes */
+	conn->want &= ~(FUSE_CAP_WRITEBACK_CACHE | FUSE_CAP_AUTO_INVAL_DATA);
 }
 
 static void sfs_destroy(void *userdata)
