@@ -14,6 +14,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sched.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -26,12 +28,21 @@ static ssize_t dev_writev(int fd, struct iovec *iov, int count, void *userdata)
 	return writev(fd, iov, count);
 }
 
+/* Given, libfuse 3.14 keeps offering splice replies (FUSE_CAP_SPLICE_*). */
+static ssize_t dev_splice_send(int fdin, off_t *offin, int fdout, off_t *offout,
+			       size_t len, unsigned int flags, void *userdata)
+{
+	(void)userdata;
+	return splice(fdin, offin, fdout, offout, len, flags);
+}
+
 int devpoll_install(struct devpoll *dp, struct fuse_session *se, unsigned usec,
 		    ssize_t (*read_cb)(int fd, void *buf, size_t len,
 				       void *userdata))
 {
 	struct fuse_custom_io io;
-	int fd = fuse_session_fd(se), fl;
+	sigset_t ends;
+	int fd = fuse_session_fd(se), fl, rc;
 
 	dp->usec = usec;
 	dp->fd = fd;
@@ -41,7 +52,20 @@ int devpoll_install(struct devpoll *dp, struct fuse_session *se, unsigned usec,
 	memset(&io, 0, sizeof(io));
 	io.read = read_cb;
 	io.writev = dev_writev;
-	return fuse_session_custom_io(se, &io, fd);
+	io.splice_send = dev_splice_send;	/* never splice_receive: it
+						   would bypass devpoll_read */
+	if ((rc = fuse_session_custom_io(se, &io, fd)) < 0)
+		return rc;
+	sigemptyset(&ends);
+	sigaddset(&ends, SIGINT);
+	sigaddset(&ends, SIGTERM);
+	sigaddset(&ends, SIGHUP);
+	return -pthread_sigmask(SIG_BLOCK, &ends, &dp->sleep_mask);
+}
+
+void devpoll_uninstall(struct devpoll *dp)
+{
+	pthread_sigmask(SIG_SETMASK, &dp->sleep_mask, NULL);
 }
 
 static long long now_ns(void)
@@ -61,8 +85,8 @@ int devpoll_pending(const struct devpoll *dp)
 
 /*
  * Reads without blocking until a request comes or `usec` pass, then sleeps
- * in poll(2).  EINTR (a signal: unmount) goes back to libfuse, which
- * checks whether the session has ended.
+ * in ppoll(2), the only place the session-ending signals get in.  EINTR
+ * goes back to libfuse, which then sees the session has ended.
  */
 ssize_t devpoll_read(struct devpoll *dp, int fd, void *buf, size_t len)
 {
@@ -82,7 +106,7 @@ ssize_t devpoll_read(struct devpoll *dp, int fd, void *buf, size_t len)
 			sched_yield();
 			continue;
 		}
-		if (poll(&pfd, 1, -1) < 0 && errno == EINTR) {
+		if (ppoll(&pfd, 1, NULL, &dp->sleep_mask) < 0 && errno == EINTR) {
 			n = -1;
 			break;
 		}

@@ -18,6 +18,7 @@
 #ifndef SFS_FS_DEVPOLL_H
 #define SFS_FS_DEVPOLL_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -26,17 +27,26 @@ struct fuse_session;
 struct devpoll {
 	unsigned usec;		/* how long to poll before sleeping; 0: never */
 	int fd;			/* the session's device */
+	sigset_t sleep_mask;	/* the thread's mask before install: SIGINT,
+				   SIGTERM, SIGHUP come only while asleep */
 };
 
 /*
  * Makes the session's device fd non-blocking and routes its reads through
  * devpoll_read.  `read_cb` is the caller's fuse_custom_io read callback,
  * which finds its struct devpoll from the session's userdata and calls
- * devpoll_read.  Call after fuse_session_mount.  Returns 0 or -errno.
+ * devpoll_read.  Call after fuse_session_mount, from the thread that will
+ * run fuse_session_loop: it blocks the signals that end the session in
+ * that thread (libfuse's handler only sets a flag, which a poll in
+ * progress would not see) and lets them in only while it sleeps in
+ * ppoll(2), so an unmount by signal is never missed.  Returns 0 or -errno.
  */
 int devpoll_install(struct devpoll *dp, struct fuse_session *se, unsigned usec,
 		    ssize_t (*read_cb)(int fd, void *buf, size_t len,
 				       void *userdata));
+
+/* Gives the calling thread its signal mask back; after the session loop. */
+void devpoll_uninstall(struct devpoll *dp);
 
 /* Whether another request is waiting on the device right now. */
 int devpoll_pending(const struct devpoll *dp);

@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,14 +91,19 @@ static int run_polling(struct sfs_fs *fs, struct fuse_session *se,
 		if ((rc = workers_start(&io, fs->opts.workers, fs)) < 0) {
 			sfs_err("cannot start %u worker threads: %s",
 				fs->opts.workers, strerror(-rc));
+			devpoll_uninstall(&fs->dp);
 			return -1;
 		}
 		fs->io = &io;
 	}
 	rc = fuse_session_loop(se);
+	/* the loop resets the session on its way out: mark it ended again so
+	 * replies of reads still queued fail quietly (the kernel is gone) */
+	fuse_session_exit(se);
 	if (fs->io)
 		workers_stop(&io);
 	fs->io = NULL;
+	devpoll_uninstall(&fs->dp);
 	return rc;
 }
 
@@ -128,7 +134,7 @@ int main(int argc, char *argv[])
 	struct fuse_cmdline_opts copts = {0};
 	struct fuse_session *se = NULL;
 	struct sfs_fs fs = {0};
-	int ret = 1, mounted = 0, handlers = 0;
+	int ret = 1, rc, mounted = 0, handlers = 0;
 
 	fs.uid = getuid();
 	fs.gid = getgid();
@@ -173,7 +179,9 @@ int main(int argc, char *argv[])
 		goto out;
 	mounted = 1;
 	fuse_daemonize(copts.foreground);
-	ret = run_loop(&fs, se, &copts) ? 1 : 0;
+	rc = run_loop(&fs, se, &copts);
+	/* the loop returns the number of a signal that ended it: a clean end */
+	ret = rc && rc != SIGINT && rc != SIGTERM && rc != SIGHUP ? 1 : 0;
 out:
 	if (mounted)
 		fuse_session_unmount(se);

@@ -103,6 +103,29 @@ for how in "-s" "-o poll=0" "-o poll=0 -s" "-o workers=1,poll=1000"; do
 	check "$how: cold, 8 readers at once get np.save's bytes" cold_cmp
 	check "unmount $how" sfs_umount "$M"
 done
+# SIGTERM / SIGHUP end the daemon (it unmounts itself) even while it is
+# busy polling for the next request of a reader going file after file.
+stop_by_signal() {	# stop_by_signal SIG MNT: exits 0 within 5 s, unmounted
+	local sig=$1 mnt=$2 pid=${SFS_PID_OF[$2]} log=${SFS_LOG_OF[$2]} i rc
+	( while :; do cat "$mnt"/images/*.npy >/dev/null 2>&1 || exit 0; done ) &
+	local reader=$!
+	sleep 0.3
+	kill -"$sig" "$pid"
+	for i in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	kill -0 "$pid" 2>/dev/null && { echo "    still running 5 s after SIG$sig"; kill -9 "$pid"; }
+	wait "$pid"; rc=$?
+	kill "$reader" 2>/dev/null; wait "$reader" 2>/dev/null
+	unset "SFS_PID_OF[$mnt]"
+	grep -qs " $mnt fuse" /proc/mounts && { echo "    still mounted"; fusermount3 -u "$mnt"; return 1; }
+	grep -q 'ERROR: AddressSanitizer\|ERROR: LeakSanitizer\|runtime error:' "$log" && { cat "$log"; return 1; }
+	[ "$rc" = 0 ] || { echo "    exit status $rc"; return 1; }
+}
+# (not SIGINT: a job started with & by a script inherits SIGINT ignored,
+# and libfuse installs its handler only over the default disposition)
+for sig in TERM HUP; do
+	check "mount to stop by SIG$sig" sfs_mount "$T/src" "$M"
+	check "SIG$sig during reads: daemon exits 0 and the mount is gone" stop_by_signal $sig "$M"
+done
 check "workers=65: refused before mounting" expect_fail "at most 64" \
 	"$SAMPLEFS" -o workers=65 "$T/src" "$M"
 check "every samplefs option accepted" sfs_mount "$T/src" "$M" -o \
