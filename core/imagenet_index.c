@@ -37,7 +37,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-const char *const split_name[NSPLIT] = { "train", "val" };
+const char *const imagenet_split_name[NSPLIT] = { "train", "val" };
 static const char tar_tag[NSPLIT] = { 'T', 'V' };
 
 #define LAYOUT_VERSION 4
@@ -135,7 +135,7 @@ static int scan_class_tars(struct in_split *sp, const char *dir)
 	return rc;
 }
 
-int find_sources(struct in_layout *L, const char *root)
+int imagenet_find_sources(struct in_layout *L, const char *root)
 {
 	char *p;
 	int rc = 0;
@@ -170,7 +170,7 @@ int layout_imagenet_detect(const char *source)
 	size_t s, i;
 
 	memset(&L, 0, sizeof(L));
-	if (find_sources(&L, source))
+	if (imagenet_find_sources(&L, source))
 		return 0;
 	found = L.sp[TRAIN].nsrc || L.sp[VAL].nsrc;
 	for (s = 0; s < NSPLIT; s++) {
@@ -192,7 +192,7 @@ static int tars_fp(const struct in_layout *L, struct index_fp *fp)
 
 	index_fp_init(fp, "imagenet-tars");
 	for (s = 0; s < NSPLIT; s++) {
-		index_fp_add_str(fp, split_name[s]);
+		index_fp_add_str(fp, imagenet_split_name[s]);
 		rc = tarindex_fp_add(fp, L->sp[s].src, L->sp[s].nsrc, L->sp[s].recursive);
 		if (rc)
 			return rc;
@@ -274,7 +274,7 @@ static int open_tarindexes(struct in_layout *L)
 	return rc;
 }
 
-int open_tars(const struct sfs_opts *o, struct in_layout *L, uint64_t *fph)
+int imagenet_open_tars(const struct sfs_opts *o, struct in_layout *L, uint64_t *fph)
 {
 	struct build_arg b = { o, L, 0 };
 	struct index_fp fp;
@@ -368,7 +368,7 @@ static int classes_text(struct lbuild *b)
 }
 
 /* class `name` in a sorted WNID table, or -ENOENT */
-int64_t find_class_in(const char (*wnid)[WNID_LEN], uint32_t n, const char *name)
+int64_t imagenet_find_class_in(const char (*wnid)[WNID_LEN], uint32_t n, const char *name)
 {
 	uint32_t lo = 0, hi = n;
 
@@ -396,7 +396,7 @@ static void warn_strays(const struct lbuild *b)
 		return;
 	for (i = first; i < first + count; i++)
 		if (tarindex_node_type(tarindex_node(t, i)) != TARINDEX_DIR ||
-		    find_class_in((const char (*)[WNID_LEN])b->wnid, b->nclasses, tarindex_name(t, i)) < 0)
+		    imagenet_find_class_in((const char (*)[WNID_LEN])b->wnid, b->nclasses, tarindex_name(t, i)) < 0)
 			sfs_warn("train: %s: not a class tar of a known class, skipped",
 				 tarindex_name(t, i));
 }
@@ -513,7 +513,7 @@ static int collect_val(struct lbuild *b)
 /* node_of is inline in imagenet_index.h */
 
 /* the label of canonical sample c: the last class starting at or before c */
-uint32_t label_of(const struct in_split *sp, uint64_t c)
+uint32_t imagenet_label_of(const struct in_split *sp, uint64_t c)
 {
 	uint32_t lo = 0, hi = sp->ncls;
 
@@ -529,7 +529,7 @@ uint32_t label_of(const struct in_split *sp, uint64_t c)
 }
 
 /* a member's WebDataset key: its name up to the last dot */
-size_t stem_len(const char *name)
+size_t imagenet_stem_len(const char *name)
 {
 	const char *dot = strrchr(name, '.');
 
@@ -540,12 +540,12 @@ static uint64_t record_bytes(const struct in_split *sp, uint64_t p)
 {
 	uint32_t node = node_of(sp, sp->ord[p]);
 
-	return vtar_sample_size(stem_len(tarindex_name(&sp->t, node)),
+	return vtar_sample_size(imagenet_stem_len(tarindex_name(&sp->t, node)),
 				tarindex_node_size(tarindex_node(&sp->t, node)), 0);
 }
 
 /* byte offset of position p in the concatenated records of the split */
-uint64_t cum_offset(const struct in_split *sp, uint64_t p)
+uint64_t imagenet_cum_offset(const struct in_split *sp, uint64_t p)
 {
 	uint64_t q = p - p % VOFF_STEP, off = sp->voff[p / VOFF_STEP];
 
@@ -555,13 +555,13 @@ uint64_t cum_offset(const struct in_split *sp, uint64_t p)
 }
 
 /* line j of shuffled/<split>.txt into buf; returns its length */
-int shuffled_line(const struct in_split *sp, uint64_t S, uint64_t j,
+int imagenet_shuffled_line(const struct in_split *sp, uint64_t S, uint64_t j,
 		  char *buf, size_t len)
 {
 	uint32_t c = sp->shuf[j];
 
 	return snprintf(buf, len, "%llu/%u.%s\n",
-			(unsigned long long)(sp->pos[c] / S), label_of(sp, c),
+			(unsigned long long)(sp->pos[c] / S), imagenet_label_of(sp, c),
 			tarindex_name(&sp->t, node_of(sp, c)));
 }
 
@@ -580,7 +580,7 @@ static uint64_t shuffled_len(const struct in_split *sp, uint64_t S, uint64_t j)
 {
 	uint32_t c = sp->shuf[j];
 
-	return digits(sp->pos[c] / S) + 1 + digits(label_of(sp, c)) + 1 +
+	return digits(sp->pos[c] / S) + 1 + digits(imagenet_label_of(sp, c)) + 1 +
 	       strlen(tarindex_name(&sp->t, node_of(sp, c))) + 1;
 }
 
@@ -679,7 +679,7 @@ static int tar_order(const struct in_split *sp, uint32_t *ord, uint32_t *tmp)
  * the same arrays at build time, which derives the stored offsets from
  * them, and when mounted, on first use (need_orders, layout_imagenet.c).
  */
-int make_orders(struct in_split *sp, int has_shard_seed,
+int imagenet_make_orders(struct in_split *sp, int has_shard_seed,
 		uint32_t shard_seed, uint32_t shuffle_seed)
 {
 	uint64_t n = sp->h.n, i;
@@ -714,7 +714,7 @@ int make_orders(struct in_split *sp, int has_shard_seed,
 	return 0;
 }
 
-void free_orders(struct in_split *sp)
+void imagenet_free_orders(struct in_split *sp)
 {
 	free(sp->orders);
 	sp->orders = NULL;
@@ -833,7 +833,7 @@ static int build_samples(struct lbuild *b)
 		b->L->sp[s].samp = b->samp[s];
 		b->L->sp[s].cstart = b->cstart[s];
 		b->L->sp[s].ncls = b->nclasses;
-		rc = make_orders(&b->L->sp[s], b->o->has_shard_seed,
+		rc = imagenet_make_orders(&b->L->sp[s], b->o->has_shard_seed,
 				 b->o->shard_seed, b->o->shuffle_seed);
 		if (!rc)
 			rc = make_offsets(b, s);
@@ -865,7 +865,7 @@ static int build_layout_cb(void *arg, const char *path, const struct index_fp *f
 
 		/* the views pointed at the heap arrays freed here */
 		sp->samp = sp->cstart = NULL;
-		free_orders(sp);
+		imagenet_free_orders(sp);
 		free(b.samp[s]); free(b.cstart[s]); free(b.voff[s]); free(b.soff[s]);
 	}
 	free(b.wnid);
@@ -947,7 +947,7 @@ static int bind_layout(struct in_layout *L)
 	return bad ? -EBADMSG : rc;
 }
 
-int open_layout_index(const struct sfs_opts *o, struct in_layout *L,
+int imagenet_open_layout_index(const struct sfs_opts *o, struct in_layout *L,
 		      uint64_t tars_fp)
 {
 	struct build_arg b = { o, L, tars_fp };

@@ -34,7 +34,7 @@
 #include "tarindex.h"
 
 enum { TRAIN, VAL, NSPLIT };
-extern const char *const split_name[NSPLIT];	/* "train", "val" */
+extern const char *const imagenet_split_name[NSPLIT];	/* "train", "val" */
 
 #define VOFF_STEP 64	/* vtar prefix offsets kept every 64 positions */
 #define SOFF_STEP 256	/* shuffled.txt line offsets kept every 256 lines */
@@ -94,23 +94,23 @@ struct in_layout {
 /* The train tar (or train/<wnid>.tar), the val tar and the devkit under
  * `root`, into L->sp[].src and L->devkit.  Missing ones are not an error.
  * 0 or -ENOMEM. */
-int find_sources(struct in_layout *L, const char *root);
+int imagenet_find_sources(struct in_layout *L, const char *root);
 
 /* Maps the tar index (building it if stale) and opens each split's
  * tarindex; *fph gets the fingerprint the layout index is keyed by. */
-int open_tars(const struct sfs_opts *o, struct in_layout *L, uint64_t *fph);
+int imagenet_open_tars(const struct sfs_opts *o, struct in_layout *L, uint64_t *fph);
 
 /* Maps the layout index (building it if stale) and binds L to it: every
  * value a lookup or read indexes with is checked here.  0 or -errno. */
-int open_layout_index(const struct sfs_opts *o, struct in_layout *L,
+int imagenet_open_layout_index(const struct sfs_opts *o, struct in_layout *L,
 		      uint64_t tars_fp);
 
 /* ---- the orders ---------------------------------------------------------- */
 
 /* Fills sp->orders and the ord/pos/shuf views.  0 or -ENOMEM. */
-int make_orders(struct in_split *sp, int has_shard_seed,
+int imagenet_make_orders(struct in_split *sp, int has_shard_seed,
 		uint32_t shard_seed, uint32_t shuffle_seed);
-void free_orders(struct in_split *sp);
+void imagenet_free_orders(struct in_split *sp);
 
 /* ---- per-sample helpers, shared by the builder and the mount ------------ */
 
@@ -121,16 +121,16 @@ static inline uint32_t node_of(const struct in_split *sp, uint64_t c)
 }
 
 /* the label of canonical sample c (sp labelled) */
-uint32_t label_of(const struct in_split *sp, uint64_t c);
+uint32_t imagenet_label_of(const struct in_split *sp, uint64_t c);
 /* a member's WebDataset key: its name up to the last dot */
-size_t stem_len(const char *name);
+size_t imagenet_stem_len(const char *name);
 /* byte offset of shard position p in the concatenated records of the split */
-uint64_t cum_offset(const struct in_split *sp, uint64_t p);
+uint64_t imagenet_cum_offset(const struct in_split *sp, uint64_t p);
 /* line j of shuffled/<split>.txt into buf; returns its length */
-int shuffled_line(const struct in_split *sp, uint64_t S, uint64_t j,
+int imagenet_shuffled_line(const struct in_split *sp, uint64_t S, uint64_t j,
 		  char *buf, size_t len);
 
 /* class `name` in a sorted WNID table, or -ENOENT */
-int64_t find_class_in(const char (*wnid)[WNID_LEN], uint32_t n, const char *name);
+int64_t imagenet_find_class_in(const char (*wnid)[WNID_LEN], uint32_t n, const char *name);
 
 #endif

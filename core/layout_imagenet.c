@@ -221,7 +221,7 @@ static int need_orders(struct in_layout *L, uint64_t ino)
 	pthread_mutex_lock(&L->orders_lock);
 	for (s = 0; !rc && !L->orders_done && s < NSPLIT; s++)
 		if (labelled(L, s) && !L->sp[s].orders)
-			rc = make_orders(&L->sp[s], L->has_shard_seed, L->shard_seed,
+			rc = imagenet_make_orders(&L->sp[s], L->has_shard_seed, L->shard_seed,
 					 L->shuffle_seed);
 	if (!rc)
 		__atomic_store_n(&L->orders_done, 1, __ATOMIC_RELEASE);
@@ -261,12 +261,12 @@ static int shards_child(const struct in_layout *L, uint64_t i, char *name,
 		if (!labelled(L, s))
 			continue;
 		if (i == 0) {
-			snprintf(name, len, "%s", split_name[s]);
+			snprintf(name, len, "%s", imagenet_split_name[s]);
 			*ino = INO_SHARDS_SPLIT + (uint64_t)s;
 			return 0;
 		}
 		if (i <= L->sp[s].h.nshards) {
-			snprintf(name, len, "%s-%06llu.tar", split_name[s], (unsigned long long)(i - 1));
+			snprintf(name, len, "%s-%06llu.tar", imagenet_split_name[s], (unsigned long long)(i - 1));
 			*ino = INO(K_VTAR + s, i - 1);
 			return 0;
 		}
@@ -283,7 +283,7 @@ static int shuffled_child(const struct in_layout *L, uint64_t i, char *name,
 	for (s = 0; s < NSPLIT; s++) {
 		if (!labelled(L, s) || i--)
 			continue;
-		snprintf(name, len, "%s.txt", split_name[s]);
+		snprintf(name, len, "%s.txt", imagenet_split_name[s]);
 		*ino = INO_SHUF_TXT + (uint64_t)s;
 		return 0;
 	}
@@ -341,7 +341,7 @@ static int split_child(const struct in_layout *L, uint64_t dir, uint64_t i,
 	k = IDX(dir) * L->S + i;
 	if (i >= shard_len(L, sp, IDX(dir)))
 		return -ENOENT;
-	snprintf(name, len, "%u.%s", label_of(sp, sp->ord[k]),
+	snprintf(name, len, "%u.%s", imagenet_label_of(sp, sp->ord[k]),
 		 tarindex_name(&sp->t, node_of(sp, sp->ord[k])));
 	*ino = INO(K_SHARDFILE + s, k);
 	return 0;
@@ -424,7 +424,7 @@ static int parse_u64(const char *s, const char *end, uint64_t *v)
 
 static int64_t find_class(const struct in_layout *L, const char *name)
 {
-	return find_class_in(L->wnid, L->head->nclasses, name);
+	return imagenet_find_class_in(L->wnid, L->head->nclasses, name);
 }
 
 /* "<label>.<member>" in shard directory k */
@@ -509,9 +509,9 @@ static int vt_entry(void *arg, uint64_t i, struct vtar_entry *e)
 	const char *name = tarindex_name(&v->sp->t, node);
 
 	e->stem = name;
-	e->stem_len = stem_len(name);
+	e->stem_len = imagenet_stem_len(name);
 	e->size = tarindex_node_size(tarindex_node(&v->sp->t, node));
-	e->label = label_of(v->sp, c);
+	e->label = imagenet_label_of(v->sp, c);
 	return 0;
 }
 
@@ -519,7 +519,7 @@ static int vt_offset(void *arg, uint64_t i, uint64_t *off)
 {
 	const struct vt *v = arg;
 
-	*off = cum_offset(v->sp, v->first + i) - v->base;
+	*off = imagenet_cum_offset(v->sp, v->first + i) - v->base;
 	return 0;
 }
 
@@ -540,7 +540,7 @@ static int vtar_of(const struct in_layout *L, int s, uint64_t k, struct vtar_sha
 	ctx->sp = sp;
 	ctx->first = k * L->S;
 	ctx->n = shard_len(L, sp, k);
-	ctx->base = cum_offset(sp, ctx->first);
+	ctx->base = imagenet_cum_offset(sp, ctx->first);
 	*v = (struct vtar_shard){ ctx->n, L->mtime, ctx, vt_entry, vt_offset, vt_pread };
 	return 0;
 }
@@ -566,7 +566,7 @@ static ssize_t shuffled_read(const struct in_layout *L, const struct in_split *s
 			hi = mid;
 	}
 	for (j = lo * SOFF_STEP, at = sp->soff[lo]; done < size && j < sp->h.n; j++) {
-		int n = shuffled_line(sp, L->S, j, line, sizeof(line));
+		int n = imagenet_shuffled_line(sp, L->S, j, line, sizeof(line));
 		uint64_t cur = off + done;
 
 		if (n <= 0 || (size_t)n >= sizeof(line))
@@ -664,7 +664,7 @@ static void in_destroy(void *priv)
 	if (!L)
 		return;
 	for (s = 0; s < NSPLIT; s++) {
-		free_orders(&L->sp[s]);
+		imagenet_free_orders(&L->sp[s]);
 		tarindex_close(&L->sp[s].t);
 		for (i = 0; i < L->sp[s].nsrc; i++) {
 			free((char *)L->sp[s].src[i].path);
@@ -703,16 +703,16 @@ int layout_imagenet_open(const struct sfs_opts *o, struct layout *out)
 	L->shard_seed = o->shard_seed;
 	L->shuffle_seed = o->shuffle_seed;
 	pthread_mutex_init(&L->orders_lock, NULL);
-	rc = find_sources(L, o->source);
+	rc = imagenet_find_sources(L, o->source);
 	if (!rc && !L->sp[TRAIN].nsrc && !L->sp[VAL].nsrc) {
 		sfs_err("%s: no " IMAGENET_TRAIN_TAR ", " IMAGENET_VAL_TAR
 			" or train/<wnid>.tar", o->source);
 		rc = -ENOENT;
 	}
 	if (!rc)
-		rc = open_tars(o, L, &fph);
+		rc = imagenet_open_tars(o, L, &fph);
 	if (!rc)
-		rc = open_layout_index(o, L, fph);
+		rc = imagenet_open_layout_index(o, L, fph);
 	if (rc) {
 		in_destroy(L);
 		return rc;

@@ -92,15 +92,21 @@ ssize_t devpoll_read(struct devpoll *dp, int fd, void *buf, size_t len)
 {
 	struct pollfd pfd = { .fd = fd, .events = POLLIN };
 	long long until = 0;
+	unsigned usec = dp->waited ? 0 : dp->usec;
 	ssize_t n;
+
+	/* After a read that waited for the disk the next request comes only
+	 * after the reader has woken and walked on, later than a poll lasts:
+	 * polling would only burn CPU. */
+	dp->waited = 0;
 
 	for (;;) {
 		n = read(fd, buf, len);
 		if (n >= 0 || errno != EAGAIN)
 			break;
 		if (!until)
-			until = now_ns() + dp->usec * 1000LL;
-		if (dp->usec && now_ns() < until) {
+			until = now_ns() + usec * 1000LL;
+		if (usec && now_ns() < until) {
 			/* a reader woken onto this CPU must not wait for
 			 * the poll to end: let it run and send its request */
 			sched_yield();
