@@ -46,15 +46,21 @@ A = [
     ("first pass, warm sources, 1 thread: FUSE floor polling as samplefs does (3264-byte files)", dict(
         key="qd.first1.floor", unit="files/s", kind="info")),
     ("first pass, warm sources, 1 thread: samplefs images", dict(
-        key="qd.first1.samplefs", unit="files/s", kind="ratio", ref="qd.first1.floor",
+        key="qd.first1.samplefs", unit="files/s", kind="ratio", ref="qd.first1.floor_libfuse",
         op=">=", limit=0.8, target="samplefs / floor >= 0.8x")),
+    ("the same, against the floor that polls as samplefs does", dict(
+        key="qd.first1.samplefs", unit="files/s", kind="ratio", ref="qd.first1.floor",
+        op=">=", limit=0.8, target="samplefs / polling floor >= 0.8x")),
     ("first pass, warm sources, 4 threads: FUSE floor on libfuse's loop", dict(
         key="qd.first4.floor_libfuse", unit="files/s", kind="info")),
     ("first pass, warm sources, 4 threads: FUSE floor polling as samplefs does", dict(
         key="qd.first4.floor", unit="files/s", kind="info")),
     ("first pass, warm sources, 4 threads: samplefs images", dict(
-        key="qd.first4.samplefs", unit="files/s", kind="ratio", ref="qd.first4.floor",
+        key="qd.first4.samplefs", unit="files/s", kind="ratio", ref="qd.first4.floor_libfuse",
         op=">=", limit=0.8, target="samplefs / floor >= 0.8x")),
+    ("the same, against the floor that polls as samplefs does", dict(
+        key="qd.first4.samplefs", unit="files/s", kind="ratio", ref="qd.first4.floor",
+        op=">=", limit=0.8, target="samplefs / polling floor >= 0.8x")),
     ("second pass, 4 threads: exploded tree, warm", dict(
         key="qd.second4.exploded", unit="files/s", kind="info")),
     ("second pass, 4 threads: FUSE floor", dict(
@@ -130,8 +136,11 @@ B = [
     ("random JPEGs, first pass, warm sources, 1 thread: FUSE floor polling as samplefs does", dict(
         key="in.first1.floor", unit="files/s", kind="info")),
     ("random JPEGs, first pass, warm sources, 1 thread: samplefs", dict(
-        key="in.first1.samplefs", unit="files/s", kind="ratio", ref="in.first1.floor",
+        key="in.first1.samplefs", unit="files/s", kind="ratio", ref="in.first1.floor_libfuse",
         op=">=", limit=0.8, target="samplefs / floor >= 0.8x")),
+    ("the same, against the floor that polls as samplefs does", dict(
+        key="in.first1.samplefs", unit="files/s", kind="ratio", ref="in.first1.floor",
+        op=">=", limit=0.8, target="samplefs / polling floor >= 0.8x")),
     ("random JPEGs, first pass, 1 thread: samplefs vs ratarmount's ~2,200 files/s (the issue's figure; ratarmount is not in Debian)", dict(
         key="in.first1.samplefs", unit="files/s", kind="ratio", ref="in.ratarmount_ref",
         op=">=", limit=5.0, target="samplefs / ratarmount >= 5x")),
@@ -140,8 +149,11 @@ B = [
     ("random JPEGs, first pass, warm sources, 4 threads: FUSE floor polling as samplefs does", dict(
         key="in.first4.floor", unit="files/s", kind="info")),
     ("random JPEGs, first pass, warm sources, 4 threads: samplefs", dict(
-        key="in.first4.samplefs", unit="files/s", kind="ratio", ref="in.first4.floor",
+        key="in.first4.samplefs", unit="files/s", kind="ratio", ref="in.first4.floor_libfuse",
         op=">=", limit=0.8, target="samplefs / floor >= 0.8x")),
+    ("the same, against the floor that polls as samplefs does", dict(
+        key="in.first4.samplefs", unit="files/s", kind="ratio", ref="in.first4.floor",
+        op=">=", limit=0.8, target="samplefs / polling floor >= 0.8x")),
     ("random JPEGs, second pass, 4 threads: extracted tree, warm", dict(
         key="in.second4.extracted", unit="files/s", kind="info")),
     ("random JPEGs, second pass, 4 threads: samplefs", dict(
