@@ -110,16 +110,3 @@ void mt19937_shuffle_u32(struct mt19937 *mt, uint32_t *a, size_t n)
 		a[j] = t;
 	}
 }
-
-void mt19937_shuffle_u64(struct mt19937 *mt, uint64_t *a, size_t n)
-{
-	size_t i, j;
-	uint64_t t;
-
-	for (i = n; i-- > 1;) {
-		j = (size_t)mt19937_interval(mt, i);
-		t = a[i];
-		a[i] = a[j];
-		a[j] = t;
-	}
-}

@@ -21,6 +21,5 @@ uint32_t mt19937_next32(struct mt19937 *mt);
 uint64_t mt19937_interval(struct mt19937 *mt, uint64_t max);
 /* np.random.shuffle of a 1-D array of n elements, in place. */
 void mt19937_shuffle_u32(struct mt19937 *mt, uint32_t *a, size_t n);
-void mt19937_shuffle_u64(struct mt19937 *mt, uint64_t *a, size_t n);
 
 #endif
