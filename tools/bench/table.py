@@ -73,7 +73,7 @@ A = [
     ("second pass, 1 thread: samplefs images", dict(
         key="qd.second1.samplefs", unit="files/s", kind="ratio", ref="qd.second1.exploded",
         info=True)),
-    ("strokes, random order, first pass, warm sources, 1 thread: FUSE floor (1688-byte files)", dict(
+    ("strokes, random order, first pass, warm sources, 1 thread: FUSE floor polling as samplefs does (1688-byte files)", dict(
         key="qd.strokes1.floor", unit="files/s", kind="info")),
     ("strokes, random order, first pass, warm sources, 1 thread: samplefs", dict(
         key="qd.strokes1.samplefs", unit="files/s", kind="ratio", ref="qd.strokes1.floor",
