@@ -90,6 +90,7 @@ sfs_log() {
 # samplefs and take its cold path (a no-wait read fails, a worker waits).
 sfs_evict() {
 	local files=() p
+	command -v fincore >/dev/null || { echo "    fincore missing (util-linux-extra)"; return 1; }
 	for p in "$@"; do [ -d "$p" ] || files+=("$p"); done
 	"$PY" -c 'import os, sys
 def drop(p):
