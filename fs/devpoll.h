@@ -27,8 +27,6 @@ struct fuse_session;
 struct devpoll {
 	unsigned usec;		/* how long to poll before sleeping; 0: never */
 	int fd;			/* the session's device */
-	int waited;		/* the last request waited for the disk: the
-				   reader is in a cold phase, do not poll */
 	sigset_t sleep_mask;	/* the thread's mask before install: SIGINT,
 				   SIGTERM, SIGHUP come only while asleep */
 };
@@ -49,12 +47,6 @@ int devpoll_install(struct devpoll *dp, struct fuse_session *se, unsigned usec,
 
 /* Gives the calling thread its signal mask back; after the session loop. */
 void devpoll_uninstall(struct devpoll *dp);
-
-/* Says the request being served had to wait for the disk (session thread). */
-static inline void devpoll_waited(struct devpoll *dp)
-{
-	dp->waited = 1;
-}
 
 /* Whether another request is waiting on the device right now. */
 int devpoll_pending(const struct devpoll *dp);

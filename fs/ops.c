@@ -407,7 +407,6 @@ static void sfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	nowait_set(0);
 	if (rc != -EAGAIN)
 		return;
-	devpoll_waited(&fs->dp);
 	/* Alone (one reader going file by file), waiting here is quickest: a
 	 * hand-off would add a thread wake-up to the disk's latency.  With
 	 * more requests waiting, the disk read goes to a worker. */
