@@ -19,17 +19,19 @@
 #include "lru.h"
 
 /*
- * 8 KiB: a random read that misses the cache inflates one whole block, so
- * the block size sets the miss cost.  Measured on stroke-like int16 records
- * (75,000 drawings, CPU time of one thread, level 6): 8 KiB 34 us/miss,
- * 16 KiB 61 us, 32 KiB 129 us; index 15.9 / 15.5 / 15.3 MB against a
- * 16.6 MB .npz.  Then, serving 20k random stroke files of 345 x 3000
- * drawings through FUSE (level 1), daemon CPU per file: 4 KiB 70-76 us,
- * 8 KiB 76-85 us, 16 KiB 102-120 us, against 24-40 us for the FUSE floor;
- * index 225.0 / 217.0 / 212.7 MB against 238.9 MB of .npz.  8 KiB takes
- * most of the gain for 2% more bytes.  At most 65535 (record offsets are u16).
+ * A random read that misses the cache inflates one whole block, so the
+ * block size sets the miss cost; zlib's inflate of these int16 records runs
+ * at ~250 MB/s here, 34 us for 8 KiB.  Blocks close once they hold
+ * BLOCKSTORE_FILL bytes; one record up to BLOCKSTORE_BLOCK gets a block of
+ * its own.  Measured serving 20k random stroke files of 345 x 3000
+ * drawings (1 thread, warm, files/s): fill 8 KiB 14.1k, 4 KiB 15.6k,
+ * 2 KiB 17.0k; index 219 / 226 / 239 MB against 238.5 MB of .npz, build
+ * 4.5 / 4.6 / 5.7 s.  4 KiB: most of the gain, and room under the 1.2x
+ * index budget for real drawings, which lose more to small blocks.
+ * BLOCKSTORE_BLOCK is at most 65535 (record offsets are u16).
  */
 #define BLOCKSTORE_BLOCK (8u << 10)
+#define BLOCKSTORE_FILL (4u << 10)
 
 /*
  * Building: records are appended in id order (0, 1, 2...).  Block bytes are

@@ -381,6 +381,22 @@ static int open_bad(void)
 	return open_bad_or_eio(NULL);
 }
 
+/* A record whose offset, set to 0, goes backwards: neither it nor the one
+ * before it starts a block. */
+static size_t backwards_at(const uint8_t *rc, size_t n)
+{
+	for (size_t k = 1; k < n; k++) {
+		uint16_t prev, cur;
+
+		memcpy(&prev, rc + 2 * (k - 1), 2);
+		memcpy(&cur, rc + 2 * k, 2);
+		if (prev > 0 && cur > prev)
+			return k;
+	}
+	cr_assert_fail("no record follows another in its block");
+	return 0;
+}
+
 Test(blockstore, bad_sections_fail_open)
 {
 	struct recs r = make_recs(2000, MIXED, 11);
@@ -431,7 +447,7 @@ Test(blockstore, bad_sections_fail_open)
 	rewrite_with(&m, T_REC, x, rlen);
 	cr_assert_eq(open_bad(), -EBADMSG);
 	memcpy(x, rc, rlen);
-	x[2 * 20] = x[2 * 20 + 1] = 0;
+	x[2 * backwards_at(rc, rlen / 2)] = x[2 * backwards_at(rc, rlen / 2) + 1] = 0;
 	rewrite_with(&m, T_REC, x, rlen);
 	cr_assert_eq(open_bad(), -EBADMSG);
 	free(x);
@@ -781,4 +797,35 @@ Test(blockstore, read_from_threads)
 	lru_free(c);
 	index_map_close(&m);
 	free_recs(&r);
+}
+
+/* Blocks close at BLOCKSTORE_FILL bytes; a record too big for what is left
+ * starts a block of its own, up to BLOCKSTORE_BLOCK. */
+Test(blockstore, blocks_close_at_fill)
+{
+	uint32_t sizes[] = { BLOCKSTORE_FILL / 4, BLOCKSTORE_FILL / 2 + 1 };
+	uint64_t want[] = { 25, 100 };
+
+	for (int s = 0; s < 2; s++) {
+		struct recs r = make_recs(100, STROKES, 7);
+		struct index_map m;
+		struct blockstore bs;
+
+		for (size_t i = 0; i < r.n; i++) {
+			/* record 50 is alone in its block, both ways */
+			r.len[i] = i == 50 ? BLOCKSTORE_BLOCK : sizes[s];
+			cr_assert(r.p[i] = realloc(r.p[i], r.len[i]));
+			for (uint32_t j = 0; j < r.len[i]; j++)
+				r.p[i][j] = (uint8_t)(i * 7 + j % 5);
+		}
+		build(&r);
+		map(&m);
+		cr_assert_eq(blockstore_open(&bs, &m, T_DATA, T_BLK, T_REC, 0), 0);
+		cr_assert_eq(bs.nblk, want[s] + (s == 0 ? 2 : 0),
+			     "record size %u: %llu blocks", sizes[s],
+			     (unsigned long long)bs.nblk);
+		check_all(&bs, NULL, &r, 3);
+		index_map_close(&m);
+		free_recs(&r);
+	}
 }

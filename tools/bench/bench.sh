@@ -367,6 +367,11 @@ qd_reads() {	# SOURCE INDEX_DIR IMAGE_BYTES STROKE_BYTES
 			measure qd.strokes1.floor "$LISTS/floor_strokes.txt" "$MNT" 1
 			fs_stop "$MNT"
 		fi
+		drop_caches
+		if floor_start_libfuse "$nstr" "$ssz" "$QD_PER" npy; then
+			measure qd.strokes1.floor_libfuse "$LISTS/floor_strokes.txt" "$MNT" 1
+			fs_stop "$MNT"
+		fi
 	done
 	[ -n "${QD_HWM:-}" ] && rec qd.rss_kb "$QD_HWM"
 	[ -n "${QD_ANON:-}" ] && rec qd.anon_kb "$QD_ANON"
