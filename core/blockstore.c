@@ -40,13 +40,16 @@
 #include "nowait.h"
 
 /*
- * Level 1: deflating the blocks was ~95% of a Quick, Draw! index build at
- * zlib's default 6.  Measured on 10 classes x 3000 drawings (6.9 MB of
- * .npz): level 6 builds in 1.0 s to 5.85 MB, level 3 0.5 s / 5.97 MB,
- * level 1 0.35 s / 6.17 MB (0.89x the .npz); inflating a block is no
- * slower.  9 would gain under 1% over 6 for twice the time.
+ * Huffman coding only, no string matching: deflating the blocks is most of
+ * a Quick, Draw! index build, and small blocks of packed strokes
+ * (strokepack.h) hold few repeated strings.  Measured on 345 x 3000
+ * drawings, 2 KiB blocks: level 1 builds in 3.5 s to 148.1 MB, Huffman only
+ * in 2.7 s to 147.4 MB, and reads are as fast.  (On the int16 records
+ * before packing: level 6 1.0 s, level 1 0.35 s for 10 classes, 9 under 1%
+ * smaller than 6 for twice the time.)  The level matters little then.
  */
 #define BS_LEVEL 1
+#define BS_STRATEGY Z_HUFFMAN_ONLY
 
 struct bs_blk {
 	uint64_t off;      /* in the data section */
@@ -114,7 +117,7 @@ static int batch_init(struct bs_batch *t)
 	 * keeps deflateReset from clearing 64 KiB for every small block. */
 	for (int k = 0; k < BS_THREADS; k++)
 		if (deflateInit2(&t->zs[k], BS_LEVEL, Z_DEFLATED, -13, 5,
-				 Z_DEFAULT_STRATEGY) != Z_OK)
+				 BS_STRATEGY) != Z_OK)
 			return -ENOMEM;
 	t->zcap = deflateBound(&t->zs[0], BLOCKSTORE_BLOCK);
 	t->raw = malloc((size_t)BS_BATCH * BLOCKSTORE_BLOCK);

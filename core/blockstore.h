@@ -20,18 +20,16 @@
 
 /*
  * A random read that misses the cache inflates one whole block, so the
- * block size sets the miss cost; zlib's inflate of these int16 records runs
- * at ~250 MB/s here, 34 us for 8 KiB.  Blocks close once they hold
- * BLOCKSTORE_FILL bytes; one record up to BLOCKSTORE_BLOCK gets a block of
- * its own.  Measured serving 20k random stroke files of 345 x 3000
- * drawings (1 thread, warm, files/s): fill 8 KiB 14.1k, 4 KiB 15.6k,
- * 2 KiB 17.0k; index 219 / 226 / 239 MB against 238.5 MB of .npz, build
- * 4.5 / 4.6 / 5.7 s.  4 KiB: most of the gain, and room under the 1.2x
- * index budget for real drawings, which lose more to small blocks.
+ * block size sets the miss cost (zlib inflates ~250 MB/s here).  Blocks
+ * close once they hold BLOCKSTORE_FILL bytes; one record up to
+ * BLOCKSTORE_BLOCK gets a block of its own.  Measured serving 20k random
+ * stroke files of 345 x 3000 packed drawings (1 thread, warm, files/s,
+ * medians of 3): fill 4 KiB 14.8k, 2 KiB 16.8k, 1 KiB 17.7k; index 147.4 /
+ * 148.5 / 155.1 MB against 238.5 MB of .npz; build 2.7 / 2.8 / 3.5 s.
  * BLOCKSTORE_BLOCK is at most 65535 (record offsets are u16).
  */
 #define BLOCKSTORE_BLOCK (8u << 10)
-#define BLOCKSTORE_FILL (4u << 10)
+#define BLOCKSTORE_FILL (2u << 10)
 
 /*
  * Building: records are appended in id order (0, 1, 2...).  Block bytes are

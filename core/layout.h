@@ -60,7 +60,8 @@ struct layout_ops {
 			uint64_t off);
 	/* optional (may be NULL): when a file's bytes are one contiguous range
 	 * of an open descriptor, say which, so the FUSE layer can splice.
-	 * Returns 0 and sets *fd / *base (file offset of byte 0), or -ENOTSUP. */
+	 * Returns 0 and sets *fd / *base (file offset of byte 0), -ENOTSUP,
+	 * or -EIO when the source changed since mounting (size or mtime). */
 	int (*extent)(void *priv, uint64_t ino, int *fd, uint64_t *base);
 	/* optional: symlink target into buf (NUL-terminated); -EINVAL if not */
 	int (*readlink)(void *priv, uint64_t ino, char *buf, size_t size);

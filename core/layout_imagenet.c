@@ -635,9 +635,11 @@ static int in_extent(void *priv, uint64_t ino, int *fd, uint64_t *base)
 		n = tarindex_node(&L->sp[s].t, node_of(&L->sp[s], L->sp[s].ord[i]));
 	else
 		return -ENOTSUP;
-	/* a source that shrank since indexing would splice short: the FUSE
-	 * layer fstats the fd before each splice and answers -EIO (fs/ops.c) */
+	/* a source that changed since mounting would splice other bytes, or
+	 * short (which the kernel would take for the end of the file) */
 	sp = &L->sp[s];
+	if (tarindex_source_check(&sp->t, tarindex_node_src(n)) < 0)
+		return -EIO;
 	*fd = sp->t.fds[tarindex_node_src(n)];
 	*base = n->off;
 	return 0;

@@ -30,7 +30,8 @@
  *   order (1000000.npy sorts before 999999.npy), as sorted(glob()) does.
  * - split sizes: int(p / 100.0 * total) for train and val (Python's
  *   int(0.8 * total)), the rest is test.
- * - a drawing longer than one blockstore record (1365 points) is kept whole,
+ * - a drawing whose packed points do not fit one blockstore record (8 KiB:
+ *   over 1365 to 4095 points) is kept whole,
  *   zlib-compressed in its own section, and inflated on each read: the
  *   centring and scaling use every point.
  * - sketchrnn's <class>.full.npz files are not classes (ignored).
@@ -59,6 +60,7 @@
 #include "lru.h"
 #include "npy.h"
 #include "quickdraw_index.h"
+#include "strokepack.h"
 #include "strokes.h"
 
 #define MAX_STROKE_LEN (1u << 20)
@@ -449,36 +451,50 @@ bad:
 	return -EIO;
 }
 
-/* The points of sample gidx: in rec (its record), or inflated into *owned
+/* The points of sample gidx: in rec (its record), unpacked into `unpacked`
+ * (QD_PACKED_MAX_PTS * 6 bytes), or inflated into *owned
  * (long drawings; the caller frees). */
 static int stroke_points(const struct qd *q, uint64_t gidx, uint8_t *rec,
-			 const uint8_t **pts, uint32_t *n, uint8_t **owned)
+			 uint8_t *unpacked, const uint8_t **pts, uint32_t *n,
+			 uint8_t **owned)
 {
 	int64_t len = blockstore_get(&q->bs, q->cache, gidx, rec, BLOCKSTORE_BLOCK);
 	int rc;
 
+	long k;
+
 	*owned = NULL;
 	if (len < 0)
 		return len == -EAGAIN ? -EAGAIN : -EIO;
-	if (len % 6 == 0) {
-		*pts = rec;
-		*n = (uint32_t)(len / 6);
+	if (len >= 1 && rec[0] == QD_REC_PACKED) {
+		k = strokepack_unpack(rec + 1, (size_t)len - 1, unpacked, QD_PACKED_MAX_PTS);
+		if (k < 0)
+			goto bad;
+		*pts = unpacked;
+		*n = (uint32_t)k;
 		return 0;
 	}
-	if (len != QD_XL_LEN) {
-		sfs_err("stroke record %" PRIu64 ": %" PRId64 " bytes, not whole points",
-			gidx, len);
-		return -EIO;
+	if (len >= 1 && rec[0] == QD_REC_RAW && (len - 1) % 6 == 0) {
+		*pts = rec + 1;
+		*n = (uint32_t)((len - 1) / 6);
+		return 0;
 	}
+	if (len != QD_XL_LEN)
+		goto bad;
 	rc = long_points(q, gidx, rec, owned, n);
 	*pts = *owned;
 	return rc;
+bad:
+	sfs_err("stroke record %" PRIu64 ": %" PRId64 " bytes that are not a "
+		"drawing's points", gidx, len);
+	return -EIO;
 }
 
 static ssize_t read_stroke(const struct qd *q, uint64_t gidx, char *buf, size_t size,
 			   uint64_t off)
 {
 	uint8_t rec[BLOCKSTORE_BLOCK], *owned;
+	uint8_t unpacked[QD_PACKED_MAX_PTS * 6];
 	float small[130 * 3], *f = small;
 	size_t flen = (size_t)q->stroke_len * 3 * sizeof(float);
 	const uint8_t *pts;
@@ -487,7 +503,7 @@ static ssize_t read_stroke(const struct qd *q, uint64_t gidx, char *buf, size_t 
 
 	if (off >= q->stk_size)
 		return 0;
-	rc = stroke_points(q, gidx, rec, &pts, &n, &owned);
+	rc = stroke_points(q, gidx, rec, unpacked, &pts, &n, &owned);
 	if (rc)
 		return rc;
 	if (flen > sizeof(small) && !(f = malloc(flen))) {

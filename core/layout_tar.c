@@ -369,6 +369,8 @@ static int tar_extent(void *priv, uint64_t ino, int *fd, uint64_t *base)
 	n = tarindex_node(&l->t, i);
 	if (tarindex_node_type(n) != TARINDEX_FILE)
 		return -ENOTSUP;
+	if (tarindex_source_check(&l->t, tarindex_node_src(n)) < 0)
+		return -EIO;
 	*fd = l->t.fds[tarindex_node_src(n)];
 	*base = n->off;
 	return 0;

@@ -19,8 +19,6 @@ void sfs_opts_default(struct sfs_opts *o)
 	o->split[2] = 10;
 	o->recursive = 1;
 	o->shard_size = 10000;
-	o->poll_us = 50;
-	o->workers = 4;
 }
 
 int sfs_parse_size(const char *s, uint64_t *out)

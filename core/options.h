@@ -18,8 +18,6 @@ struct sfs_opts {
 	const char *index_dir;   /* NULL = $XDG_CACHE_HOME/samplefs or ~/.cache/samplefs */
 	uint64_t cache_bytes;    /* LRU of inflated blocks, -o cache=SIZE (default 32 MiB) */
 	int      quiet;          /* no progress bar */
-	uint32_t poll_us;        /* FUSE layer: -o poll=USEC busy poll of /dev/fuse (default 50, 0 = off) */
-	uint32_t workers;        /* FUSE layer: -o workers=N threads for reads that wait for the disk (default 4) */
 
 	/* quickdraw */
 	const char *classes_file;/* -o classes=FILE */

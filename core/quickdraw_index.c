@@ -28,6 +28,7 @@
 #include "npy.h"
 #include "pickle.h"
 #include "progress.h"
+#include "strokepack.h"
 #include "zip.h"
 
 #define MAX_CLASSES   100000u
@@ -587,6 +588,7 @@ struct build {
 	uint8_t *xl;              /* long drawings, zlib streams */
 	uint64_t xl_len, xl_cap;
 	const char *what;
+	uint8_t rec[BLOCKSTORE_BLOCK];   /* the record being made */
 };
 
 /* A drawing too long for one record: zlib stream in the XL buffer, and a
@@ -631,14 +633,23 @@ static int add_long(struct build *b, const uint8_t *pts, uint32_t n)
 static int take_stroke(void *arg, const uint8_t *pts, uint32_t n)
 {
 	struct build *b = arg;
+	uint8_t *rec = b->rec;
+	long len;
 	int64_t id;
 
 	if (b->got == b->limit)
 		return 0;
 	b->got++;
-	if ((uint64_t)n * 6 > BLOCKSTORE_BLOCK)
+	rec[0] = QD_REC_PACKED;
+	len = strokepack_pack(pts, n, rec + 1, BLOCKSTORE_BLOCK - 1);
+	if (len == -EINVAL && (uint64_t)n * 6 < BLOCKSTORE_BLOCK) {
+		rec[0] = QD_REC_RAW;   /* a pen that is not 0 or 1: kept as is */
+		memcpy(rec + 1, pts, (size_t)n * 6);
+		len = (long)n * 6;
+	}
+	if (len < 0)
 		return add_long(b, pts, n);
-	id = blockstore_builder_add(b->bs, pts, n * 6);
+	id = blockstore_builder_add(b->bs, rec, (uint32_t)len + 1);
 	return id < 0 ? (int)id : 0;
 }
 

@@ -13,10 +13,11 @@
 #include <stddef.h>
 #include <sys/stat.h>
 
+#include "blockstore.h"
 #include "index.h"
 #include "options.h"
 
-#define QD_FORMAT     4u         /* bump when a section changes meaning */
+#define QD_FORMAT     5u         /* bump when a section changes meaning */
 #define QD_ROW        784u       /* bytes of one 28x28 uint8 image */
 #define QD_CKPT       256u       /* split lines per byte-offset checkpoint */
 #define QD_MAX_NAME   250u       /* bytes of a class name (+ ".npz" fits NAME_MAX) */
@@ -36,12 +37,19 @@
 
 /*
  * Stroke records: record gidx holds sample gidx's int16 (dx, dy, pen)
- * points, 6 bytes each.  A drawing too long for one record (more than
- * BLOCKSTORE_BLOCK / 6 points; rare) is zlib-compressed into section
- * QD_TAG_XL and its record is a QD_XL_LEN-byte redirect, little-endian:
- * u32 QD_XL_MAGIC, u32 npts, u32 zlen, u64 offset of the stream in QD_TAG_XL.
- * 20 is not a multiple of 6, so the two kinds cannot be confused.
+ * points; its first byte says how:
+ *   QD_REC_PACKED  the points in strokepack.h's form (2 bytes for most);
+ *   QD_REC_RAW     n * 6 bytes as in the .npz (a pen value other than 0/1);
+ *   'X'            a drawing too long for one record (rare) is
+ *                  zlib-compressed into section QD_TAG_XL and its record is
+ *                  a QD_XL_LEN-byte redirect, little-endian: u32 QD_XL_MAGIC
+ *                  (whose first byte is 'X'), u32 npts, u32 zlen, u64 offset
+ *                  of the stream in QD_TAG_XL.
  */
+#define QD_REC_PACKED 'P'
+#define QD_REC_RAW    'R'
+/* the most points a packed record can hold: every point takes >= 2 bytes */
+#define QD_PACKED_MAX_PTS ((BLOCKSTORE_BLOCK - 1) / 2)
 #define QD_XL_LEN     20u
 #define QD_XL_MAX_PTS (64u << 20) / 6 /* one drawing, inflated, at most 64 MiB */
 

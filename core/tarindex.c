@@ -37,6 +37,11 @@
 #define TAG(c, x, y) INDEX_TAG((c), 'T', (x), (y))
 #define NONE UINT32_MAX
 
+static int64_t stamp_mtime(const struct stat *st)
+{
+	return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+}
+
 /* Section header, stored as section TAG(c, 'H', 'D'). */
 struct tarindex_hdr {
 	uint32_t version;
@@ -899,16 +904,27 @@ int tarindex_open(struct tarindex *t, const struct index_map *m,
 	if (rc < 0)
 		goto out;
 	t->fds = malloc((nsrc + 1) * sizeof(*t->fds));
-	if (!t->fds) {
+	t->stamps = calloc(nsrc + 1, sizeof(*t->stamps));
+	if (!t->fds || !t->stamps) {
+		t->nsrc = 0;
 		rc = -ENOMEM;
 		goto out;
 	}
 	for (i = 0; i < nsrc; i++) {
+		struct stat st;
+
 		t->fds[i] = open(src[i].path, O_RDONLY | O_CLOEXEC);
-		if (t->fds[i] < 0) {
+		if (t->fds[i] < 0 || fstat(t->fds[i], &st) < 0) {
 			rc = -errno;
 			sfs_err("%s: cannot open: %s", src[i].path, strerror(errno));
-			t->nsrc = i;
+			t->nsrc = i + (t->fds[i] >= 0);
+			goto out;
+		}
+		t->stamps[i] = (struct tarindex_stamp){ (uint64_t)st.st_size,
+			stamp_mtime(&st), strdup(src[i].path), 0 };
+		if (!t->stamps[i].path) {
+			rc = -ENOMEM;
+			t->nsrc = i + 1;
 			goto out;
 		}
 	}
@@ -925,8 +941,27 @@ void tarindex_close(struct tarindex *t)
 	if (t->fds)
 		for (i = 0; i < t->nsrc; i++)
 			close(t->fds[i]);
+	if (t->stamps)
+		for (i = 0; i < t->nsrc; i++)
+			free(t->stamps[i].path);
 	free(t->fds);
+	free(t->stamps);
 	memset(t, 0, sizeof(*t));
+}
+
+int tarindex_source_check(const struct tarindex *t, uint32_t src)
+{
+	struct tarindex_stamp *was = &t->stamps[src];
+	struct stat st;
+
+	if (fstat(t->fds[src], &st) == 0 && (uint64_t)st.st_size == was->size &&
+	    stamp_mtime(&st) == was->mtime_ns)
+		return 0;
+	/* a benign race: at worst two threads both warn */
+	if (!__atomic_exchange_n(&was->warned, 1, __ATOMIC_RELAXED))
+		sfs_warn("%s: changed since mounting (size or mtime): its "
+			 "members give EIO until remounted", was->path);
+	return -EIO;
 }
 
 int tarindex_children(const struct tarindex *t, uint32_t dir, uint32_t *first,
@@ -1032,6 +1067,8 @@ ssize_t tarindex_pread(const struct tarindex *t, uint32_t i, void *buf,
 		return 0;
 	if (size > fsize - off)
 		size = (size_t)(fsize - off);
+	if (tarindex_source_check(t, tarindex_node_src(n)) < 0)
+		return -EIO;
 	while (done < size) {
 		k = nowait_pread(t->fds[tarindex_node_src(n)], (char *)buf + done,
 				 size - done, (off_t)(n->off + off + done));

@@ -114,6 +114,14 @@ int tarindex_build(struct index_writer *w, uint32_t tag_prefix_char,
 		   const struct tarindex_source *src, size_t nsrc,
 		   const struct tarindex_build_opts *bo);
 
+/* What a source was when it was opened; a read compares it with fstat. */
+struct tarindex_stamp {
+	uint64_t size;
+	int64_t mtime_ns;
+	char *path;              /* for the warning */
+	int warned;              /* set once, atomically: warn only once */
+};
+
 /* A mounted tarindex: views into the map plus the open source fds. */
 struct tarindex {
 	const struct tarindex_node *nodes;
@@ -124,6 +132,7 @@ struct tarindex {
 	uint64_t pool_len;
 	uint32_t nsrc;
 	int *fds;                /* fds[source number], O_RDONLY */
+	struct tarindex_stamp *stamps;   /* size and mtime of each, at open */
 	uint64_t nfiles;         /* regular files */
 	uint64_t total_bytes;    /* sum of regular file sizes */
 };
@@ -141,6 +150,14 @@ int tarindex_open(struct tarindex *t, const struct index_map *m,
 		  size_t nsrc);
 /* Closes the fds; the map is the caller's. */
 void tarindex_close(struct tarindex *t);
+
+/*
+ * 0 when source `src` is still the file that was opened (same size and
+ * mtime), else -EIO with a warning naming it (once per source): its bytes
+ * may no longer be the members the index describes.  One fstat; tarindex_pread
+ * calls it, and so must anything that reads t->fds itself (a splice).
+ */
+int tarindex_source_check(const struct tarindex *t, uint32_t src);
 
 #define TARINDEX_ROOT 0u
 

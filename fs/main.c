@@ -153,7 +153,7 @@ int main(int argc, char *argv[])
 		ret = 0;
 		goto out;
 	}
-	if (!fs.opts.source || !copts.mountpoint) {
+	if (!fs.opts.core.source || !copts.mountpoint) {
 		sfs_err("usage: %s [options] SOURCE MOUNTPOINT (see --help)", argv[0]);
 		goto out;
 	}
@@ -162,15 +162,15 @@ int main(int argc, char *argv[])
 			fs.opts.workers, fs.opts.poll_us, WORKERS_MAX);
 		goto out;
 	}
-	if (sfs_opts_absolute_source(&fs.opts) ||
-	    add_mount_args(&args, fs.opts.source))
+	if (sfs_opts_absolute_source(&fs.opts.core) ||
+	    add_mount_args(&args, fs.opts.core.source))
 		goto out;
 	/* before the layout: libfuse rejects unknown options here */
 	se = fuse_session_new(&args, &sfs_ll_ops, sizeof(sfs_ll_ops), &fs);
 	if (!se)
 		goto out;
 	raise_nofile();
-	if (layout_open(&fs.opts, &fs.layout))
+	if (layout_open(&fs.opts.core, &fs.layout))
 		goto out;
 	if (fuse_set_signal_handlers(se))
 		goto out;

@@ -11,12 +11,12 @@
 
 #include "devpoll.h"
 #include "layout.h"
-#include "options.h"
+#include "opts.h"
 #include "workers.h"
 
 /* The session's userdata.  Filled before mounting, read-only afterwards. */
 struct sfs_fs {
-	struct sfs_opts opts;
+	struct fs_opts opts;	/* opts.core is what the layout was opened with */
 	struct layout layout;
 	uid_t uid;		/* of the mounting user, for every inode */
 	gid_t gid;

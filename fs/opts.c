@@ -22,12 +22,13 @@ enum kind { T_STR, T_U32, T_U64, T_SIZE, T_FLAG, T_IMAGE, T_SPLIT, T_SEED };
 struct opt_row {
 	const char *name;	/* without '=' */
 	enum kind kind;
-	size_t off;		/* into struct sfs_opts */
+	size_t off;		/* into struct fs_opts */
 	const char *metavar;	/* for --help */
 	const char *help;
 };
 
-#define O(f) offsetof(struct sfs_opts, f)
+#define O(f) offsetof(struct fs_opts, core.f)
+#define D(f) offsetof(struct fs_opts, f)
 static const struct opt_row table[] = {
 	{"layout", T_STR, O(layout), "NAME", "quickdraw|npy|tar|imagenet (default: detect)"},
 	{"index_dir", T_STR, O(index_dir), "DIR", "where indexes live (default ~/.cache/samplefs)"},
@@ -43,10 +44,11 @@ static const struct opt_row table[] = {
 	{"shard_size", T_U64, O(shard_size), "N", "tar, imagenet: samples per shard (default 10000)"},
 	{"shard_seed", T_SEED, O(shard_seed), "N", "tar, imagenet: shuffle samples into shards with this seed"},
 	{"shuffle_seed", T_U32, O(shuffle_seed), "N", "tar, imagenet: order seed (default 0)"},
-	{"poll", T_U32, O(poll_us), "USEC", "poll /dev/fuse this long before sleeping (default 50, 0 = libfuse's loop)"},
-	{"workers", T_U32, O(workers), "N", "with poll: threads for reads that wait for the disk (default 4)"},
+	{"poll", T_U32, D(poll_us), "USEC", "poll /dev/fuse this long before sleeping (default 50, 0 = libfuse's loop)"},
+	{"workers", T_U32, D(workers), "N", "with poll: threads for reads that wait for the disk (default 4)"},
 };
 #undef O
+#undef D
 
 /* mount(8) and fstab options that reach us through mount.fuse3 */
 static const char *const ignored[] = {
@@ -108,7 +110,7 @@ static int parse_split(const char *s, uint32_t *split)
 	return 0;
 }
 
-static int set_value(const struct opt_row *r, const char *val, struct sfs_opts *o)
+static int set_value(const struct opt_row *r, const char *val, struct fs_opts *o)
 {
 	char *field = (char *)o + r->off;
 	uint64_t v;
@@ -127,7 +129,7 @@ static int set_value(const struct opt_row *r, const char *val, struct sfs_opts *
 			return -EINVAL;
 		*(uint32_t *)field = (uint32_t)v;
 		if (r->kind == T_SEED)
-			o->has_shard_seed = 1;
+			o->core.has_shard_seed = 1;
 		return 0;
 	case T_U64:
 		if (parse_u64(val, UINT64_MAX, &v))
@@ -164,16 +166,16 @@ static int is_ignored(const char *arg)
 
 static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
 {
-	struct sfs_opts *o = data;
+	struct fs_opts *o = data;
 	const struct opt_row *r;
 	const char *eq;
 
 	(void)outargs;
 	if (key == FUSE_OPT_KEY_NONOPT) {
-		if (o->source)
+		if (o->core.source)
 			return 1;	/* the mountpoint: libfuse's */
-		o->source = strdup(arg);
-		return o->source ? 0 : -1;
+		o->core.source = strdup(arg);
+		return o->core.source ? 0 : -1;
 	}
 	if (key == FUSE_OPT_KEY_OPT)
 		return is_ignored(arg) ? 0 : 1;
@@ -187,9 +189,16 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
 	return 0;
 }
 
-int sfs_opts_parse(struct fuse_args *args, struct sfs_opts *o)
+static void defaults(struct fs_opts *o)
 {
-	sfs_opts_default(o);
+	sfs_opts_default(&o->core);
+	o->poll_us = 50;
+	o->workers = 4;
+}
+
+int sfs_opts_parse(struct fuse_args *args, struct fs_opts *o)
+{
+	defaults(o);
 	return fuse_opt_parse(args, o, templates, opt_proc) ? -1 : 0;
 }
 
@@ -210,15 +219,15 @@ int sfs_opts_absolute_source(struct sfs_opts *o)
 	return 0;
 }
 
-void sfs_opts_free(struct sfs_opts *o)
+void sfs_opts_free(struct fs_opts *o)
 {
 	size_t i;
 
-	free((char *)o->source);
+	free((char *)o->core.source);
 	for (i = 0; i < sizeof(table) / sizeof(table[0]); i++)
 		if (table[i].kind == T_STR)
 			free(*(char **)((char *)o + table[i].off));
-	sfs_opts_default(o);
+	defaults(o);
 }
 
 void sfs_opts_help(void)

@@ -1,6 +1,7 @@
 /*
  * opts.h - the samplefs command line: SOURCE and the -o options that fill
- * struct sfs_opts.  FUSE's own options (-f, -d, -s, allow_other, ...) are
+ * struct sfs_opts (what core/ needs) and the few that only say how this
+ * daemon serves requests.  FUSE's own options (-f, -d, -s, allow_other, ...) are
  * left in the argument list for libfuse.  Not for option semantics: the
  * layouts decide what each value means.
  */
@@ -11,20 +12,27 @@
 
 #include "options.h"
 
+/* Every samplefs option: core's, then the daemon's own. */
+struct fs_opts {
+	struct sfs_opts core;
+	uint32_t poll_us;	/* -o poll=USEC: busy poll of /dev/fuse (default 50, 0 = libfuse's loop) */
+	uint32_t workers;	/* -o workers=N: threads for reads that wait for the disk (default 4) */
+};
+
 /*
  * Removes SOURCE (the first non-option argument) and every samplefs option
  * from args into o (after sfs_opts_default), accepting and dropping the
  * mount(8)/fstab options that mean nothing to a FUSE daemon (nofail,
  * noauto, _netdev, x-*, ...).  Prints one line and returns -1 on a bad
- * value.  o->source is NULL when no SOURCE was given.
+ * value.  o->core.source is NULL when no SOURCE was given.
  */
-int sfs_opts_parse(struct fuse_args *args, struct sfs_opts *o);
+int sfs_opts_parse(struct fuse_args *args, struct fs_opts *o);
 
 /* Replaces o->source by its realpath (kept as is for URLs); -errno. */
 int sfs_opts_absolute_source(struct sfs_opts *o);
 
 /* Frees the strings sfs_opts_parse allocated. */
-void sfs_opts_free(struct sfs_opts *o);
+void sfs_opts_free(struct fs_opts *o);
 
 /* The "-o" lines of --help. */
 void sfs_opts_help(void);

@@ -132,4 +132,16 @@ if sfs_mount "$bad/shrink" "$M" -o layout=imagenet; then
 fi
 check "unmount after shrink" sfs_umount "$M"
 
+# rewritten in place with a new mtime, same size: EIO for its members
+cp -r "$D/full" "$bad/touch"
+if sfs_mount "$bad/touch" "$M" -o layout=imagenet; then
+	f=$(find "$M/train" -type f | head -1)
+	touch -d '+1 min' "$bad/touch/ILSVRC2012_img_train.tar"
+	check "touched train tar: its members give EIO" \
+		bash -c "cat '$f' 2>&1 >/dev/null | grep -q 'Input/output error'"
+	check "touched train tar: a warning names it" \
+		grep -q "ILSVRC2012_img_train.tar: changed since mounting" "$(sfs_log "$M")"
+fi
+check "unmount after touch" sfs_umount "$M"
+
 sfs_done

@@ -108,11 +108,32 @@ size_before=$(stat -c %s "$M/old.txt")
 truncate -s "$cut_at" "$T/cut.tar"
 check "truncated after mounting: read of the cut member fails with EIO" \
 	bash -c "cat '$M/old.txt' 2>&1 >/dev/null | grep -q 'Input/output error'"
-check "truncated after mounting: earlier members still read right" \
-	sha_is gnu.tar data/a.txt "$M/data/a.txt"
+check "truncated after mounting: an intact member not read before gives EIO" \
+	bash -c "cat '$M/data/a.txt' 2>&1 >/dev/null | grep -q 'Input/output error'"
 check "truncated after mounting: size unchanged ($size_before)" \
 	test "$(stat -c %s "$M/old.txt")" = "$size_before"
+check "truncated after mounting: one warning names the tar" \
+	test "$(grep -c "cut.tar: changed since mounting" "$(sfs_log "$M")")" = 1
 sfs_umount "$M"
+
+# rewritten in place, same size, new mtime: EIO, never the new bytes; with
+# and without polling (copy and splice replies)
+for mode in poll=50 poll=0; do
+	cp "$FX/gnu.tar" "$T/rewrite.tar"
+	M=$T/mrw
+	sfs_mount "$T/rewrite.tar" "$M" -o layout=tar,$mode
+	check "$mode: data/a.txt reads right before" sha_is gnu.tar data/a.txt "$M/data/a.txt"
+	off=$("$PY" -c "
+import json; m = json.load(open('$MANIFEST'))['gnu.tar']['recursive']['1']
+print(m['old.txt']['offset'])")
+	printf 'XXXX' | dd of="$T/rewrite.tar" bs=1 seek="$off" conv=notrunc status=none
+	touch -d '+1 min' "$T/rewrite.tar"
+	check "$mode: rewritten in place: old.txt gives EIO" \
+		bash -c "cat '$M/old.txt' 2>&1 >/dev/null | grep -q 'Input/output error'"
+	check "$mode: rewritten in place: the page cache still serves data/a.txt" \
+		sha_is gnu.tar data/a.txt "$M/data/a.txt"
+	sfs_umount "$M"
+done
 
 # remount: the saved index is used; a touched source or a corrupt index
 # is rebuilt with a message

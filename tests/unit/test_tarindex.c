@@ -20,6 +20,9 @@
 #include "index.h"
 #include "tarindex.h"
 
+#define FIXTURE_SUBDIR "tars"
+#include "fixture.h"
+
 /* ------------------------------------------------------------ sha256 */
 
 struct sha256 {
@@ -121,22 +124,6 @@ Test(tarindex, sha256_self_check)
 
 /* ------------------------------------------------------------ helpers */
 
-static const char *fixdir(void)
-{
-	const char *d = getenv("SFS_FIXTURES");
-
-	cr_assert(d, "SFS_FIXTURES is not set (run tests/run_all.sh)");
-	return d;
-}
-
-static char *fixpath(const char *name)
-{
-	char *p;
-
-	cr_assert(asprintf(&p, "%s/tars/%s", fixdir(), name) > 0);
-	return p;
-}
-
 /* An index file holding one tarindex, opened. */
 struct built {
 	char path[64];
@@ -221,20 +208,12 @@ static size_t parse_tree(char *text, struct rec **out)
 	return n;
 }
 
-static char *slurp(const char *path)
+/* A fixture text file (tree listings, status), NUL-terminated. */
+static char *slurp_text(const char *name)
 {
-	FILE *f = fopen(path, "rb");
-	char *buf;
-	long n;
+	size_t len;
 
-	cr_assert(f, "cannot open %s", path);
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = calloc(1, (size_t)n + 1);
-	cr_assert(fread(buf, 1, (size_t)n, f) == (size_t)n);
-	fclose(f);
-	return buf;
+	return (char *)slurp(name, &len);
 }
 
 static void file_sha(const struct tarindex *t, uint32_t i, char hex[65])
@@ -303,7 +282,7 @@ static void dump(const struct tarindex *t, uint32_t dir, const char *prefix,
 
 static void compare(const struct tarindex *t, const char *treefile)
 {
-	char *text = slurp(treefile);
+	char *text = slurp_text(treefile);
 	struct rec *want, *got = NULL;
 	size_t nwant = parse_tree(text, &want), ngot = 0, cap = 0, i;
 
@@ -339,20 +318,19 @@ static void compare(const struct tarindex *t, const char *treefile)
 
 static void check_fixture(const char *base)
 {
-	char name[64], *tar, *tree, *status;
+	char name[64], status[64], *tar;
 	struct tarindex_source src;
 	struct built b;
 	uint32_t r;
 	int rc;
 
 	snprintf(name, sizeof(name), "%s.tar", base);
-	tar = fixpath(name);
-	snprintf(name, sizeof(name), "%s.status", base);
-	status = fixpath(name);
+	tar = fixture_path(name);
+	snprintf(status, sizeof(status), "%s.status", base);
 	src.path = tar;
 	src.dir = "";
 	for (r = 0; r <= 3; r++) {
-		char *st = slurp(status);
+		char *st = slurp_text(status);
 
 		rc = build(&b, &src, 1, r);
 		if (!strcmp(st, "error\n")) {
@@ -363,12 +341,9 @@ static void check_fixture(const char *base)
 		free(st);
 		cr_assert_eq(rc, 0, "%s: build returned %d", base, rc);
 		snprintf(name, sizeof(name), "%s.r%u.tree", base, r);
-		tree = fixpath(name);
-		compare(&b.t, tree);
-		free(tree);
+		compare(&b.t, name);
 		unbuild(&b);
 	}
-	free(status);
 	free(tar);
 }
 
@@ -393,7 +368,7 @@ Test(tarindex, directory_of_tars)
 {
 	struct tarindex_source src[3];
 	const char *names[3] = { "gnu", "ustar", "v7" };
-	char *tree = fixpath("dir.r1.tree");
+	const char *tree = "dir.r1.tree";
 	struct built b;
 	int i;
 
@@ -401,7 +376,7 @@ Test(tarindex, directory_of_tars)
 		char n[64];
 
 		snprintf(n, sizeof(n), "dir/%s.tar", names[i]);
-		src[i].path = fixpath(n);
+		src[i].path = fixture_path(n);
 		src[i].dir = names[i];
 	}
 	cr_assert_eq(build(&b, src, 3, 1), 0);
@@ -410,12 +385,11 @@ Test(tarindex, directory_of_tars)
 	unbuild(&b);
 	for (i = 0; i < 3; i++)
 		free((char *)src[i].path);
-	free(tree);
 }
 
 Test(tarindex, lookup_misses)
 {
-	struct tarindex_source src = { fixpath("gnu.tar"), "" };
+	struct tarindex_source src = { fixture_path("gnu.tar"), "" };
 	struct built b;
 	int64_t i;
 
@@ -452,13 +426,18 @@ static void copy_file(const char *from, const char *to)
 	free(cmd);
 }
 
-/* A source truncated after indexing: reads past its end give -EIO. */
-Test(tarindex, truncated_after_build_gives_eio)
+/* A source truncated, or touched, after opening: every read of it gives
+ * -EIO (its bytes may not be the members indexed), and reads come back
+ * when size and mtime are what they were. */
+Test(tarindex, changed_after_open_gives_eio)
 {
 	char copy[] = "/tmp/sfs-tarcopy-XXXXXX", buf[4096];
 	struct tarindex_source src = { copy, "" };
-	char *orig = fixpath("gnu.tar");
+	char *orig = fixture_path("gnu.tar");
+	struct timespec later[2] = { { 0, UTIME_OMIT }, { 2000000000, 0 } };
+	struct timespec was[2] = { { 0, UTIME_OMIT } };
 	struct built b;
+	struct stat st;
 	int64_t a, e;
 	int fd = mkstemp(copy);
 
@@ -466,13 +445,25 @@ Test(tarindex, truncated_after_build_gives_eio)
 	close(fd);
 	copy_file(orig, copy);
 	cr_assert_eq(build(&b, &src, 1, 1), 0);
+	cr_assert_eq(stat(copy, &st), 0);
+	was[1] = st.st_mtim;
 	a = tarindex_find(&b.t, "data/a.txt");
 	e = tarindex_find(&b.t, "old.txt");  /* the last member */
 	cr_assert(a >= 0 && e >= 0);
-	cr_assert_eq(truncate(copy, (off_t)tarindex_node(&b.t, (uint32_t)e)->off + 2), 0);
-	cr_expect_eq(tarindex_pread(&b.t, (uint32_t)e, buf, sizeof(buf), 0), -EIO);
-	cr_expect_eq(tarindex_pread(&b.t, (uint32_t)e, buf, 1, 0), 1, "bytes before the cut");
 	cr_expect_eq(tarindex_pread(&b.t, (uint32_t)a, buf, sizeof(buf), 0), 1234);
+	cr_expect_eq(tarindex_source_check(&b.t, 0), 0);
+	/* touched: same bytes, but nothing says so */
+	cr_assert_eq(utimensat(AT_FDCWD, copy, later, 0), 0);
+	cr_expect_eq(tarindex_pread(&b.t, (uint32_t)a, buf, sizeof(buf), 0), -EIO);
+	cr_expect_eq(tarindex_source_check(&b.t, 0), -EIO);
+	cr_assert_eq(utimensat(AT_FDCWD, copy, was, 0), 0);
+	cr_expect_eq(tarindex_pread(&b.t, (uint32_t)a, buf, sizeof(buf), 0), 1234);
+	/* truncated: even the members before the cut */
+	cr_assert_eq(truncate(copy, (off_t)tarindex_node(&b.t, (uint32_t)e)->off + 2), 0);
+	cr_assert_eq(utimensat(AT_FDCWD, copy, was, 0), 0);
+	cr_expect_eq(tarindex_pread(&b.t, (uint32_t)e, buf, sizeof(buf), 0), -EIO);
+	cr_expect_eq(tarindex_pread(&b.t, (uint32_t)e, buf, 1, 0), -EIO);
+	cr_expect_eq(tarindex_pread(&b.t, (uint32_t)a, buf, sizeof(buf), 0), -EIO);
 	unbuild(&b);
 	unlink(copy);
 	free(orig);
@@ -483,7 +474,7 @@ Test(tarindex, changed_source_is_stale)
 {
 	char copy[] = "/tmp/sfs-tarcopy-XXXXXX", why[256];
 	struct tarindex_source src = { copy, "" };
-	char *orig = fixpath("ustar.tar");
+	char *orig = fixture_path("ustar.tar");
 	struct index_fp fp;
 	struct built b;
 	struct timespec ts[2] = { { 1000, 0 }, { 1000, 0 } };
@@ -514,7 +505,7 @@ Test(tarindex, changed_source_is_stale)
 /* Rewrites the index with node `victim` changed by `edit`; open must refuse. */
 static void corrupt_and_open(void (*edit)(struct tarindex_node *nodes, uint32_t n))
 {
-	struct tarindex_source src = { fixpath("gnu.tar"), "" };
+	struct tarindex_source src = { fixture_path("gnu.tar"), "" };
 	static const char tags[5][2] = { "HD", "ND", "DR", "NM", "SR" };
 	struct index_writer *w;
 	struct index_map m2;
@@ -594,8 +585,8 @@ Test(tarindex, corrupt_source) { corrupt_and_open(edit_source); }
 /* Several tarindexes (and other sections) share one index file. */
 Test(tarindex, two_in_one_file)
 {
-	struct tarindex_source a = { fixpath("gnu.tar"), "" };
-	struct tarindex_source u = { fixpath("ustar.tar"), "u" };
+	struct tarindex_source a = { fixture_path("gnu.tar"), "" };
+	struct tarindex_source u = { fixture_path("ustar.tar"), "u" };
 	struct tarindex_build_opts bo = { .recursive = 1, .quiet = 1 };
 	char path[] = "/tmp/sfs-tartwo-XXXXXX", why[256];
 	struct index_writer *w;
@@ -630,7 +621,7 @@ Test(tarindex, two_in_one_file)
 /* ImageNet-like names (nested class tars): under 48 bytes per member. */
 Test(tarindex, bytes_per_member)
 {
-	struct tarindex_source src = { fixpath("imagenet_like.tar"), "" };
+	struct tarindex_source src = { fixture_path("imagenet_like.tar"), "" };
 	struct built b;
 	uint64_t len, total = 0;
 	static const char tags[3][2] = { "ND", "DR", "NM" };
@@ -673,7 +664,9 @@ static void fix_checksum(unsigned char *h)
  */
 Test(tarindex, mutated_archives_never_crash, .timeout = 600)
 {
-	char *orig = fixpath("gnu.tar"), *data = slurp(orig), path[] = "/tmp/sfs-tarmut-XXXXXX";
+	char *orig = fixture_path("gnu.tar"), path[] = "/tmp/sfs-tarmut-XXXXXX";
+	size_t len;
+	uint8_t *data = slurp("gnu.tar", &len);
 	struct tarindex_source src = { path, "" };
 	static unsigned char buf[65536];
 	struct stat st;
