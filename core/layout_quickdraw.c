@@ -459,9 +459,8 @@ static int stroke_points(const struct qd *q, uint64_t gidx, uint8_t *rec,
 			 uint8_t **owned)
 {
 	int64_t len = blockstore_get(&q->bs, q->cache, gidx, rec, BLOCKSTORE_BLOCK);
-	int rc;
-
 	long k;
+	int rc;
 
 	*owned = NULL;
 	if (len < 0)

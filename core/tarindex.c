@@ -957,7 +957,7 @@ int tarindex_source_check(const struct tarindex *t, uint32_t src)
 	if (fstat(t->fds[src], &st) == 0 && (uint64_t)st.st_size == was->size &&
 	    stamp_mtime(&st) == was->mtime_ns)
 		return 0;
-	/* a benign race: at worst two threads both warn */
+	/* one warning, however many threads see the change */
 	if (!__atomic_exchange_n(&was->warned, 1, __ATOMIC_RELAXED))
 		sfs_warn("%s: changed since mounting (size or mtime): its "
 			 "members give EIO until remounted", was->path);
@@ -1067,8 +1067,6 @@ ssize_t tarindex_pread(const struct tarindex *t, uint32_t i, void *buf,
 		return 0;
 	if (size > fsize - off)
 		size = (size_t)(fsize - off);
-	if (tarindex_source_check(t, tarindex_node_src(n)) < 0)
-		return -EIO;
 	while (done < size) {
 		k = nowait_pread(t->fds[tarindex_node_src(n)], (char *)buf + done,
 				 size - done, (off_t)(n->off + off + done));
@@ -1076,9 +1074,16 @@ ssize_t tarindex_pread(const struct tarindex *t, uint32_t i, void *buf,
 			continue;
 		if (k < 0 && errno == EAGAIN)
 			return -EAGAIN;
-		if (k <= 0)
-			return -EIO;    /* the source is shorter than indexed */
+		if (k <= 0) {
+			/* shorter than indexed: it changed (this warns) */
+			tarindex_source_check(t, tarindex_node_src(n));
+			return -EIO;
+		}
 		done += (size_t)k;
 	}
+	/* checked after reading, so bytes of a file that changed meanwhile are
+	 * never served */
+	if (tarindex_source_check(t, tarindex_node_src(n)) < 0)
+		return -EIO;
 	return (ssize_t)done;
 }
