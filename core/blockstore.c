@@ -74,7 +74,7 @@ _Static_assert(BLOCKSTORE_BLOCK <= 65535, "record offsets are u16");
  * in 5.6 s for 345 x 3000 drawings).  If a thread cannot be started, its
  * share is deflated in the caller's thread.
  */
-#define BS_BATCH 128       /* blocks per batch: up to 512 KiB of input */
+#define BS_BATCH 128       /* blocks per batch: ~256 KiB of input at a 2 KiB fill */
 #define BS_THREADS 2
 
 struct bs_batch {
@@ -113,7 +113,7 @@ struct blockstore_builder {
 
 static int batch_init(struct bs_batch *t)
 {
-	/* A window of 8 KiB covers any block; memLevel 5 (a 4 KiB hash)
+	/* A window of 8 KiB covers any block; memLevel 5 (4096 hash heads)
 	 * keeps deflateReset from clearing 64 KiB for every small block. */
 	for (int k = 0; k < BS_THREADS; k++)
 		if (deflateInit2(&t->zs[k], BS_LEVEL, Z_DEFLATED, -13, 5,

@@ -30,8 +30,9 @@
  *   order (1000000.npy sorts before 999999.npy), as sorted(glob()) does.
  * - split sizes: int(p / 100.0 * total) for train and val (Python's
  *   int(0.8 * total)), the rest is test.
- * - a drawing whose packed points do not fit one blockstore record (8 KiB:
- *   over 1365 to 4095 points) is kept whole,
+ * - a drawing whose points do not fit one blockstore record (8 KiB: over
+ *   1365 to 4095 points packed; over 1365 raw, when a pen is not 0 or 1)
+ *   is kept whole,
  *   zlib-compressed in its own section, and inflated on each read: the
  *   centring and scaling use every point.
  * - sketchrnn's <class>.full.npz files are not classes (ignored).

@@ -11,9 +11,8 @@
  *
  * Inodes: node number + 1, so node 0 (the root) is SFS_ROOT_INO.  Member
  * data is one range of a source fd, so `extent` lets the FUSE layer
- * splice it; when the source has shrunk below a member's end since it was
- * indexed, the FUSE layer's fstat before the splice answers -EIO, and so
- * does read().
+ * splice it; when the source changed since mounting (size or mtime),
+ * `extent` and read() both answer -EIO (tarindex_source_check).
  *
  * Threads: after layout_tar_open everything here is read-only; pread on
  * the shared fds is thread-safe.
@@ -354,9 +353,8 @@ static ssize_t tar_read(void *priv, uint64_t ino, char *buf, size_t size,
 
 /*
  * The member's bytes are [off, off + size) of its source.  A source that
- * shrank since indexing would splice short (the kernel would see a short
- * file, not an error): the FUSE layer fstats the fd before each splice and
- * answers -EIO (fs/ops.c read_extent), so this needs no fstat of its own.
+ * changed since mounting would splice other bytes, or short ones (which the
+ * kernel would take for the end of the file): checked here, -EIO.
  */
 static int tar_extent(void *priv, uint64_t ino, int *fd, uint64_t *base)
 {

@@ -1,8 +1,10 @@
 /*
  * strokepack.c - stroke-3 points as pairs of zigzag varints (strokepack.h).
- * The decoder trusts nothing: it runs on bytes read back from an index file
- * and must give -EIO, never a crash or points that were not packed, when
- * they are damaged.
+ * The decoder trusts nothing about its framing: it runs on bytes read back
+ * from an index file and gives -EIO, never a crash or an overrun, for
+ * bytes that are not whole, minimal, in-range points.  A flipped bit that
+ * still frames well decodes to other points: that is for the block store's
+ * adler32 and the index checksum to catch.
  */
 #include "strokepack.h"
 
@@ -29,7 +31,8 @@ static uint8_t *put_varint(uint8_t *p, uint32_t v)
 }
 
 /* Reads one varint of at most 3 bytes (17 bits are the most we write);
- * NULL if it runs past end or is longer. */
+ * NULL if it runs past end, is longer, or is not minimal (ends in 0x00,
+ * which put_varint never writes). */
 static const uint8_t *get_varint(const uint8_t *p, const uint8_t *end, uint32_t *v)
 {
 	uint32_t x = 0;
@@ -39,10 +42,13 @@ static const uint8_t *get_varint(const uint8_t *p, const uint8_t *end, uint32_t 
 		if (p == end)
 			return NULL;
 		x |= (uint32_t)(*p & 0x7f) << shift;
-		if (!(*p++ & 0x80)) {
+		if (!(*p & 0x80)) {
+			if (shift && !*p)
+				return NULL;
 			*v = x;
-			return p;
+			return p + 1;
 		}
+		p++;
 	}
 	return NULL;
 }

@@ -869,7 +869,7 @@ static int map_sections(struct tarindex *t, const struct index_map *m,
 	t->nodes = index_map_section(m, TAG(c, 'N', 'D'), &len[1]);
 	t->dirs = index_map_section(m, TAG(c, 'D', 'R'), &len[2]);
 	t->pool = index_map_section(m, TAG(c, 'N', 'M'), &len[3]);
-	index_map_section(m, TAG(c, 'S', 'R'), &len[4]);
+	t->src_sizes = index_map_section(m, TAG(c, 'S', 'R'), &len[4]);
 	if (!h || len[0] != sizeof(*h) || h->version != TARINDEX_VERSION)
 		return bad("missing header or other version", 0);
 	if (!t->nodes || !h->nnodes || len[1] != (uint64_t)h->nnodes * sizeof(*t->nodes) ||
@@ -918,6 +918,16 @@ int tarindex_open(struct tarindex *t, const struct index_map *m,
 			rc = -errno;
 			sfs_err("%s: cannot open: %s", src[i].path, strerror(errno));
 			t->nsrc = i + (t->fds[i] >= 0);
+			goto out;
+		}
+		/* the fingerprint was checked by path a moment ago; this is
+		 * the file we will read, so it must still be the one indexed */
+		if ((uint64_t)st.st_size != t->src_sizes[i]) {
+			sfs_warn("%s: %llu bytes, the index says %llu: changed while "
+				 "mounting", src[i].path, (unsigned long long)st.st_size,
+				 (unsigned long long)t->src_sizes[i]);
+			rc = -EBADMSG;
+			t->nsrc = i + 1;
 			goto out;
 		}
 		t->stamps[i] = (struct tarindex_stamp){ (uint64_t)st.st_size,
@@ -1081,8 +1091,8 @@ ssize_t tarindex_pread(const struct tarindex *t, uint32_t i, void *buf,
 		}
 		done += (size_t)k;
 	}
-	/* checked after reading, so bytes of a file that changed meanwhile are
-	 * never served */
+	/* checked after reading: bytes of a file that changed before or while
+	 * they were read are not served (see tarindex_source_check's limits) */
 	if (tarindex_source_check(t, tarindex_node_src(n)) < 0)
 		return -EIO;
 	return (ssize_t)done;

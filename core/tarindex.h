@@ -131,6 +131,7 @@ struct tarindex {
 	const char *pool;
 	uint64_t pool_len;
 	uint32_t nsrc;
+	const uint64_t *src_sizes;       /* sizes at build time, from the map */
 	int *fds;                /* fds[source number], O_RDONLY */
 	struct tarindex_stamp *stamps;   /* size and mtime of each, at open */
 	uint64_t nfiles;         /* regular files */
@@ -142,7 +143,8 @@ struct tarindex {
  * every node, name and child range are checked here, so lookups need not)
  * and opens the sources, which must be the same list, in the same order,
  * as at build time.  -EBADMSG when the sections are missing or
- * inconsistent (rebuild), -errno when a source cannot be opened.
+ * inconsistent, or a source's size is not the one indexed (rebuild),
+ * -errno when a source cannot be opened.
  * The map must outlive the tarindex.
  */
 int tarindex_open(struct tarindex *t, const struct index_map *m,
@@ -155,7 +157,10 @@ void tarindex_close(struct tarindex *t);
  * 0 when source `src` is still the file that was opened (same size and
  * mtime), else -EIO with a warning naming it (once per source): its bytes
  * may no longer be the members the index describes.  One fstat; tarindex_pread
- * calls it, and so must anything that reads t->fds itself (a splice).
+ * calls it after reading, and anything that reads t->fds itself (a splice)
+ * must call it before.  Limits: a change between that check and a splice
+ * still goes out, and a same-size rewrite within the file system's mtime
+ * granularity of the open is not seen.
  */
 int tarindex_source_check(const struct tarindex *t, uint32_t src);
 

@@ -55,6 +55,10 @@ make_quickdraw(o, ['t-shirt', 'The Mona Lisa', 'apple', 'bus'], [8, 11, 7, 9], [
 open(o + '/classes.txt', 'w').write('t-shirt\nThe Mona Lisa\napple\nbus\n')
 make_quickdraw(t + '/imgonly', ['b', 'a c'], [13, 17], None, layout='official', seed=3)
 make_quickdraw(t + '/stkonly', ['b', 'a c'], None, [13, 17], layout='official', seed=4)
+# drawings of 1,400 to 4,000 points with small deltas: packed records far
+# past the 1,365 points a raw record could hold, but under 8 KiB
+make_quickdraw(t + '/packed', ['long small', 'mixed'], [6, 6], [6, 6], layout='official',
+               min_points=[1400, 1], max_points=[4000, 4000], max_delta=[31, 255], seed=5)
 open(t + '/subset.txt', 'w').write('t-shirt\nice cream\ncat\n')
 PY
 $ORACLE make-bad "$T/bad" >"$T/bad.cases"
@@ -172,6 +176,9 @@ check "unmount images only" sfs_umount "$M"
 check "mount strokes only" sfs_mount "$T/stkonly" "$M"
 check "strokes only: no images/" oracle "$T/stkonly" "$M"
 check "unmount strokes only" sfs_umount "$M"
+check "mount drawings of up to 4,000 points" sfs_mount "$T/packed" "$M"
+check "long packed drawings: every file equals the oracle" oracle "$T/packed" "$M"
+check "unmount long packed drawings" sfs_umount "$M"
 
 # ---- past gidx 999999: names widen, readdir stays in bytewise order ----
 # class 'a' is a sparse file of 999,990 zero rows; 'b' (30 random rows) spans

@@ -1,8 +1,8 @@
 /*
  * test_strokepack.c - core/strokepack.c: packing and unpacking give back
  * the very bytes packed (random drawings, every int16 extreme, empty ones),
- * a pen other than 0/1 and a full buffer are refused, and damaged or cut
- * bytes give -EIO or fewer whole points, never more or other points.
+ * a pen other than 0/1 and a full buffer are refused, and badly framed or
+ * cut bytes give -EIO or fewer whole points, never more points or an overrun.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -96,11 +96,13 @@ Test(strokepack, refuses_other_pens_and_full_buffers)
 	cr_assert_eq(strokepack_pack(pts, 2, out, 6), 6);
 }
 
-Test(strokepack, damaged_bytes_never_give_other_points)
+Test(strokepack, badly_framed_bytes_give_eio)
 {
 	/* a varint of 4 bytes, one over 17 bits, a dy over 16 bits, a point
-	 * with its dy missing, a varint cut in the middle */
+	 * with its dy missing, a varint cut in the middle, a 0 written in two
+	 * bytes (not minimal) */
 	static const uint8_t four[] = { 0x80, 0x80, 0x80, 0x01, 0x00 };
+	static const uint8_t long_zero[] = { 0x80, 0x00, 0x00 };
 	static const uint8_t big_a[] = { 0xff, 0xff, 0x08, 0x00 };
 	static const uint8_t big_b[] = { 0x00, 0x80, 0x80, 0x04 };
 	static const uint8_t half[] = { 0x02, 0x02, 0x02 };
@@ -112,6 +114,7 @@ Test(strokepack, damaged_bytes_never_give_other_points)
 	cr_assert_eq(strokepack_unpack(big_b, sizeof(big_b), out, 8), -EIO);
 	cr_assert_eq(strokepack_unpack(half, sizeof(half), out, 8), -EIO);
 	cr_assert_eq(strokepack_unpack(cut, sizeof(cut), out, 8), -EIO);
+	cr_assert_eq(strokepack_unpack(long_zero, sizeof(long_zero), out, 8), -EIO);
 }
 
 /* Every prefix of a packed drawing: -EIO, or the first k whole points. */

@@ -469,6 +469,32 @@ Test(tarindex, changed_after_open_gives_eio)
 	free(orig);
 }
 
+/* A source whose size changed between the fingerprint check and the open:
+ * tarindex_open refuses the index (-EBADMSG: rebuild). */
+Test(tarindex, open_refuses_a_source_of_another_size)
+{
+	char copy[] = "/tmp/sfs-tarcopy-XXXXXX";
+	struct tarindex_source src = { copy, "" };
+	char *orig = fixture_path("gnu.tar");
+	struct stat st;
+	struct built b;
+	int fd = mkstemp(copy);
+
+	cr_assert(fd >= 0);
+	close(fd);
+	copy_file(orig, copy);
+	cr_assert_eq(build(&b, &src, 1, 1), 0);
+	tarindex_close(&b.t);
+	cr_assert_eq(stat(copy, &st), 0);
+	cr_assert_eq(truncate(copy, st.st_size + 512), 0);
+	cr_expect_eq(tarindex_open(&b.t, &b.m, 'A', &src, 1), -EBADMSG);
+	cr_assert_eq(truncate(copy, st.st_size), 0);
+	cr_expect_eq(tarindex_open(&b.t, &b.m, 'A', &src, 1), 0);
+	unbuild(&b);
+	unlink(copy);
+	free(orig);
+}
+
 /* A source changed since the build: the fingerprint no longer matches. */
 Test(tarindex, changed_source_is_stale)
 {
