@@ -426,25 +426,36 @@ static void copy_file(const char *from, const char *to)
 	free(cmd);
 }
 
+/* A private copy of fixture `name`, at `copy` (a mkstemp template), indexed
+ * into b as its only source, *src. */
+static void build_copy(struct built *b, char *copy, struct tarindex_source *src,
+		       const char *name)
+{
+	char *orig = fixture_path(name);
+	int fd = mkstemp(copy);
+
+	cr_assert(fd >= 0);
+	close(fd);
+	copy_file(orig, copy);
+	free(orig);
+	*src = (struct tarindex_source){ copy, "" };
+	cr_assert_eq(build(b, src, 1, 1), 0);
+}
+
 /* A source truncated, or touched, after opening: every read of it gives
  * -EIO (its bytes may not be the members indexed), and reads come back
  * when size and mtime are what they were. */
 Test(tarindex, changed_after_open_gives_eio)
 {
 	char copy[] = "/tmp/sfs-tarcopy-XXXXXX", buf[4096];
-	struct tarindex_source src = { copy, "" };
-	char *orig = fixture_path("gnu.tar");
+	struct tarindex_source src;
 	struct timespec later[2] = { { 0, UTIME_OMIT }, { 2000000000, 0 } };
 	struct timespec was[2] = { { 0, UTIME_OMIT } };
 	struct built b;
 	struct stat st;
 	int64_t a, e;
-	int fd = mkstemp(copy);
 
-	cr_assert(fd >= 0);
-	close(fd);
-	copy_file(orig, copy);
-	cr_assert_eq(build(&b, &src, 1, 1), 0);
+	build_copy(&b, copy, &src, "gnu.tar");
 	cr_assert_eq(stat(copy, &st), 0);
 	was[1] = st.st_mtim;
 	a = tarindex_find(&b.t, "data/a.txt");
@@ -466,7 +477,6 @@ Test(tarindex, changed_after_open_gives_eio)
 	cr_expect_eq(tarindex_pread(&b.t, (uint32_t)a, buf, sizeof(buf), 0), -EIO);
 	unbuild(&b);
 	unlink(copy);
-	free(orig);
 }
 
 /* A source whose size changed between the fingerprint check and the open:
@@ -474,16 +484,11 @@ Test(tarindex, changed_after_open_gives_eio)
 Test(tarindex, open_refuses_a_source_of_another_size)
 {
 	char copy[] = "/tmp/sfs-tarcopy-XXXXXX";
-	struct tarindex_source src = { copy, "" };
-	char *orig = fixture_path("gnu.tar");
+	struct tarindex_source src;
 	struct stat st;
 	struct built b;
-	int fd = mkstemp(copy);
 
-	cr_assert(fd >= 0);
-	close(fd);
-	copy_file(orig, copy);
-	cr_assert_eq(build(&b, &src, 1, 1), 0);
+	build_copy(&b, copy, &src, "gnu.tar");
 	tarindex_close(&b.t);
 	cr_assert_eq(stat(copy, &st), 0);
 	cr_assert_eq(truncate(copy, st.st_size + 512), 0);
@@ -492,24 +497,18 @@ Test(tarindex, open_refuses_a_source_of_another_size)
 	cr_expect_eq(tarindex_open(&b.t, &b.m, 'A', &src, 1), 0);
 	unbuild(&b);
 	unlink(copy);
-	free(orig);
 }
 
 /* A source changed since the build: the fingerprint no longer matches. */
 Test(tarindex, changed_source_is_stale)
 {
 	char copy[] = "/tmp/sfs-tarcopy-XXXXXX", why[256];
-	struct tarindex_source src = { copy, "" };
-	char *orig = fixture_path("ustar.tar");
+	struct tarindex_source src;
 	struct index_fp fp;
 	struct built b;
 	struct timespec ts[2] = { { 1000, 0 }, { 1000, 0 } };
-	int fd = mkstemp(copy);
 
-	cr_assert(fd >= 0);
-	close(fd);
-	copy_file(orig, copy);
-	cr_assert_eq(build(&b, &src, 1, 1), 0);
+	build_copy(&b, copy, &src, "ustar.tar");
 	tarindex_close(&b.t);
 	index_map_close(&b.m);
 	cr_assert_eq(utimensat(AT_FDCWD, copy, ts, 0), 0);
@@ -525,7 +524,6 @@ Test(tarindex, changed_source_is_stale)
 	cr_expect_neq(fp.h, b.fp.h);
 	unlink(b.path);
 	unlink(copy);
-	free(orig);
 }
 
 /* Rewrites the index with node `victim` changed by `edit`; open must refuse. */
