@@ -86,27 +86,25 @@ int devpoll_pending(const struct devpoll *dp)
 /*
  * Reads without blocking until a request comes or `usec` pass, then sleeps
  * in ppoll(2), the only place the session-ending signals get in.  EINTR
- * goes back to libfuse, which then sees the session has ended.
+ * goes back to libfuse, which then sees the session has ended.  It polls
+ * after every request, one that waited for the disk too: the reader's next
+ * request comes some 20-50 us after its reply, and waking a sleeping thread
+ * costs more than that on a VM (sleeping there cut cold random tar reads by
+ * a quarter, measured).
  */
 ssize_t devpoll_read(struct devpoll *dp, int fd, void *buf, size_t len)
 {
 	struct pollfd pfd = { .fd = fd, .events = POLLIN };
 	long long until = 0;
-	unsigned usec = dp->usec;
 	ssize_t n;
-
-	/* Polling goes on after a read that waited for the disk, too: the
-	 * reader's next request comes some 20-50 us after its reply, and
-	 * waking a sleeping thread costs more than that on a VM.  Sleeping
-	 * there instead cut cold random tar reads by a quarter (measured). */
 
 	for (;;) {
 		n = read(fd, buf, len);
 		if (n >= 0 || errno != EAGAIN)
 			break;
 		if (!until)
-			until = now_ns() + usec * 1000LL;
-		if (usec && now_ns() < until) {
+			until = now_ns() + dp->usec * 1000LL;
+		if (dp->usec && now_ns() < until) {
 			/* a reader woken onto this CPU must not wait for
 			 * the poll to end: let it run and send its request */
 			sched_yield();
