@@ -5,14 +5,15 @@
 set -u
 cd "$(dirname "$0")/.."
 export SFS_RESULTS=$(mktemp /tmp/sfs-results.XXXXXX)
-trap 'rm -f "$SFS_RESULTS"' EXIT
+export SFS_FAILURES=$(mktemp /tmp/sfs-failures.XXXXXX)	# names of failed checks
+trap 'rm -f "$SFS_RESULTS" "$SFS_FAILURES"' EXIT
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:halt_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
 # Unit-test fixtures, written by numpy/scipy/tarfile (the oracles) into one
 # temporary directory that criterion tests find through $SFS_FIXTURES.
 export SFS_FIXTURES=$(mktemp -d /tmp/sfs-fixtures.XXXXXX)
-trap 'rm -f "$SFS_RESULTS"; rm -rf "$SFS_FIXTURES"' EXIT
+trap 'rm -f "$SFS_RESULTS" "$SFS_FAILURES"; rm -rf "$SFS_FIXTURES"' EXIT
 for g in tests/fixtures/make_*.py; do
 	[ -e "$g" ] || continue
 	/usr/bin/python3 "$g" "$SFS_FIXTURES" || { echo "fixture generator $g failed"; echo "0 1" >> "$SFS_RESULTS"; }
@@ -28,11 +29,16 @@ for b in build build-asan; do
 		start=$(date +%s)
 		SAMPLEFS_BUILD=$b timeout 900 bash "$t"
 		rc=$?
-		[ $rc -ne 0 ] && echo "$(basename "$t") exited $rc" && echo "0 1" >> "$SFS_RESULTS"
+		[ $rc -ne 0 ] && echo "$(basename "$t") exited $rc" && echo "0 1" >> "$SFS_RESULTS" &&
+			echo "$(basename "$t") ($b) exited $rc" >> "$SFS_FAILURES"
 		echo "   ($(( $(date +%s) - start )) s)"
 	done
 done
 read -r passed failed < <(awk '{p+=$1; f+=$2} END {print p+0, f+0}' "$SFS_RESULTS")
 echo
+if [ -s "$SFS_FAILURES" ]; then
+	echo "Failed:"
+	sed 's/^/  /' "$SFS_FAILURES"
+fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]

@@ -15,6 +15,8 @@ for t in "$@"; do
 		printf '%s\n' "$out" | grep -av '^\[----\]' | tail -n 40
 		[ "$failing" -eq 0 ] && failing=1
 		fail=1
+		[ -n "${SFS_FAILURES:-}" ] && printf '%s\n' "$out" | grep -a '\[FAIL\]\|CRASH\|Assertion\|signal' |
+			sed "s|^|[unit $build] $(basename "$t"): |" | head -n 10 >> "$SFS_FAILURES"
 	fi
 	printf '[unit %s] %-28s passed %s, failed %s\n' "$build" "$(basename "$t")" "$pass" "$failing"
 	[ -n "${SFS_RESULTS:-}" ] && echo "$pass $failing" >> "$SFS_RESULTS"

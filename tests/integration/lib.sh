@@ -119,6 +119,8 @@ check() {
 		SFS_PASS=$((SFS_PASS + 1)); echo "ok - $name"
 	else
 		SFS_FAIL=$((SFS_FAIL + 1)); echo "not ok - $name"
+		# run_all.sh repeats these at the end, where a truncated log still shows them
+		[ -n "${SFS_FAILURES:-}" ] && echo "$(basename "$0") ($SAMPLEFS_BUILD): not ok - $name" >> "$SFS_FAILURES"
 	fi
 }
 
