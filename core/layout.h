@@ -45,6 +45,11 @@ typedef int (*sfs_fill_fn)(void *arg, const char *name,
 
 struct layout_ops {
 	const char *name;
+	/* 1 when a directory is a list of samples that loaders list and then
+	 * read in full (glob, then np.load of each); 0 for trees that are
+	 * mostly browsed (find, ls).  The FUSE layer uses it to choose whether
+	 * a listing gives every entry its attributes. */
+	int listed_then_read;
 	/* attributes of an inode */
 	int (*getattr)(void *priv, uint64_t ino, struct sfs_attr *out);
 	/* child `name` of directory `parent`; -ENOENT if none, -ENOTDIR */

@@ -637,6 +637,7 @@ static void npy_destroy(void *priv)
 
 static const struct layout_ops npy_ops = {
 	.name = "npy",
+	.listed_then_read = 1,
 	.getattr = npy_getattr,
 	.lookup = npy_lookup,
 	.readdir = npy_readdir,

@@ -611,6 +611,7 @@ static void qd_destroy(void *priv)
 
 static const struct layout_ops qd_ops = {
 	.name = "quickdraw",
+	.listed_then_read = 1,
 	.getattr = qd_getattr,
 	.lookup = qd_lookup,
 	.readdir = qd_readdir,

@@ -69,12 +69,22 @@ static void sfs_init(void *userdata, struct fuse_conn_info *conn)
 			FUSE_CAP_ASYNC_READ | FUSE_CAP_CACHE_SYMLINKS |
 			FUSE_CAP_PARALLEL_DIROPS;
 
-	(void)userdata;
+	const struct sfs_fs *fs = userdata;
+	int always = fs->opts.readdirplus == RDPLUS_ALWAYS ||
+		     (fs->opts.readdirplus == RDPLUS_BY_LAYOUT &&
+		      fs->layout.ops->listed_then_read);
+
 	/* conn->max_readahead stays the kernel's offer: it can only lower it */
 	conn->want |= conn->capable & want;
 	/* no writeback cache: nothing is ever written; no checks of cached
 	 * pages against the file's attributes on every read: nothing changes */
 	conn->want &= ~(FUSE_CAP_WRITEBACK_CACHE | FUSE_CAP_AUTO_INVAL_DATA);
+	/* Without READDIRPLUS_AUTO every listing is a READDIRPLUS: a loader's
+	 * glob() then leaves a dentry per file and its np.load() sends one
+	 * request (READ), not two (LOOKUP, READ).  Auto would give attributes
+	 * only to the first reply of a listing, since the lookups come after. */
+	if (always)
+		conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
 }
 
 static void sfs_destroy(void *userdata)

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum kind { T_STR, T_U32, T_U64, T_SIZE, T_FLAG, T_IMAGE, T_SPLIT, T_SEED };
+enum kind { T_STR, T_U32, T_U64, T_SIZE, T_FLAG, T_IMAGE, T_SPLIT, T_SEED, T_RDPLUS };
 
 struct opt_row {
 	const char *name;	/* without '=' */
@@ -46,6 +46,7 @@ static const struct opt_row table[] = {
 	{"shuffle_seed", T_U32, O(shuffle_seed), "N", "tar, imagenet: order seed (default 0)"},
 	{"poll", T_U32, D(poll_us), "USEC", "poll /dev/fuse this long before sleeping (default 50, 0 = libfuse's loop)"},
 	{"workers", T_U32, D(workers), "N", "with poll: threads for reads that wait for the disk (default 4)"},
+	{"readdirplus", T_RDPLUS, D(readdirplus), "auto|always", "listings with attributes (default: always for quickdraw and npy, else auto)"},
 };
 #undef O
 #undef D
@@ -65,6 +66,7 @@ static const struct fuse_opt templates[] = {
 	FUSE_OPT_KEY("recursive=", 10), FUSE_OPT_KEY("shard_size=", 11),
 	FUSE_OPT_KEY("shard_seed=", 12), FUSE_OPT_KEY("shuffle_seed=", 13),
 	FUSE_OPT_KEY("poll=", 14), FUSE_OPT_KEY("workers=", 15),
+	FUSE_OPT_KEY("readdirplus=", 16),
 	FUSE_OPT_END
 };
 _Static_assert(sizeof(templates) / sizeof(templates[0]) ==
@@ -148,6 +150,11 @@ static int set_value(const struct opt_row *r, const char *val, struct fs_opts *o
 		return 0;
 	case T_SPLIT:
 		return parse_split(val, (uint32_t *)field);
+	case T_RDPLUS:
+		if (strcmp(val, "auto") && strcmp(val, "always"))
+			return -EINVAL;
+		*(int *)field = strcmp(val, "auto") ? RDPLUS_ALWAYS : RDPLUS_AUTO;
+		return 0;
 	}
 	return -EINVAL;
 }

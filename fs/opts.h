@@ -17,7 +17,16 @@ struct fs_opts {
 	struct sfs_opts core;
 	uint32_t poll_us;	/* -o poll=USEC: busy poll of /dev/fuse (default 50, 0 = libfuse's loop) */
 	uint32_t workers;	/* -o workers=N: threads for reads that wait for the disk (default 4) */
+	int readdirplus;	/* -o readdirplus=auto|always: RDPLUS_* */
 };
+
+/* How listings answer (FUSE readdirplus).  ALWAYS: every listed entry comes
+ * with its attributes, so the kernel needs no LOOKUP when the file is then
+ * opened, at the price of a kernel inode per listed entry.  AUTO: the
+ * kernel's choice (attributes for the start of a listing, and where names
+ * are being looked up).  BY_LAYOUT: ALWAYS for layouts whose directories
+ * loaders list and then read (layout_ops.listed_then_read), else AUTO. */
+enum { RDPLUS_BY_LAYOUT, RDPLUS_AUTO, RDPLUS_ALWAYS };
 
 /*
  * Removes SOURCE (the first non-option argument) and every samplefs option

@@ -166,6 +166,37 @@ check "ls lists 000000.npy..049999.npy in order" \
 check "find sees 50000 files" test "$(find "$M/big" -type f | wc -l)" = 50000
 check "unmount 50k" sfs_umount "$M"
 
+# ---- a listing then reads (a loader's glob, then np.load of each file) ----
+# npy directories are listed with attributes (readdirplus=always): the
+# reads that follow need no LOOKUP.  -o readdirplus=auto leaves it to the
+# kernel, which gives attributes to the first reply only: ~1 LOOKUP a file.
+$ORACLE big "$T/rdp" 3000
+list_then_read() {	# MNT: ls, then cat of every file; both must work
+	ls "$1/big" >/dev/null && cat "$1"/big/*.npy | cmp -s - <(
+		"$PY" -c 'import numpy as np, io, sys
+a = np.load(sys.argv[1])
+for r in a:
+    b = io.BytesIO(); np.save(b, r); sys.stdout.buffer.write(b.getvalue())' "$T/rdp/big.npy")
+}
+lookups_in_big() {	# MNT: LOOKUPs of names in big/ that the daemon logged
+	local ino
+	ino=$(stat -c %i "$1/big")
+	grep -c "opcode: LOOKUP (1), nodeid: $ino," "${SFS_LOG_OF[$1]}"
+}
+for mode in "" readdirplus=always readdirplus=auto; do
+	check "mount -d ${mode:-(default)}" sfs_mount "$T/rdp" "$M" -d -o layout=npy${mode:+,$mode}
+	check "${mode:-default}: 3000 files listed, then read, = np.save's bytes" list_then_read "$M"
+	n=$(lookups_in_big "$M")
+	if [ "$mode" = readdirplus=auto ]; then
+		check "$mode: the reads looked names up ($n LOOKUPs for 3000 files)" test "$n" -ge 1000
+	else
+		check "${mode:-default}: the reads needed no LOOKUP ($n for 3000 files)" test "$n" -le 10
+	fi
+	check "unmount -d ${mode:-(default)}" sfs_umount "$M"
+done
+check "-o readdirplus=sometimes: refused, naming the option" \
+	expect_fail "readdirplus=auto|always" "$SAMPLEFS" -o readdirplus=sometimes "$T/rdp" "$M"
+
 # ---- 8 parallel readers on a cold mount ----
 check "mount for parallel readers (-o allow_other)" sfs_mount "$T/src" "$M" -o layout=npy,allow_other
 check "allow_other reaches the kernel" grep -q " $M fuse.* .*allow_other" /proc/mounts

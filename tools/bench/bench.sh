@@ -163,9 +163,10 @@ floor_start_libfuse() {	# files size per_dir ext
 }
 
 # readlist LIST ROOT THREADS [TIMEOUT]: prints files/s; nonzero on any error.
+# READER_FLAGS=-l: list each directory first (readfiles -l), as loaders do.
 readlist() {
 	local out
-	out=$(timeout "${4:-900}" "$READER" -t "$3" -p "$2" "$1" 2>>"$LOG") || {
+	out=$(timeout "${4:-900}" "$READER" ${READER_FLAGS:-} -t "$3" -p "$2" "$1" 2>>"$LOG") || {
 		say "reader failed on $2 ($1): $out"
 		return 1
 	}
@@ -333,6 +334,15 @@ qd_reads() {	# SOURCE INDEX_DIR IMAGE_BYTES STROKE_BYTES
 			if samplefs_start "$src" "$idx" poll=0; then
 				drop_caches
 				measure qd.cold.samplefs_nopoll "$il" "$MNT" 1
+				fs_stop "$MNT"
+			fi
+			# as the pipeline's loader reads: sorted(glob()) of a
+			# class directory, then np.load of each file
+			drop_caches
+			READER_FLAGS=-l measure qd.cold_listed.exploded "$il" "$x" 1
+			if samplefs_start "$src" "$idx"; then
+				drop_caches
+				READER_FLAGS=-l measure qd.cold_listed.samplefs "$il" "$MNT" 1
 				fs_stop "$MNT"
 			fi
 		fi

@@ -2,8 +2,11 @@
  * readfiles - the benchmark's reader: opens, reads to the end and closes
  * every file named in a list, with T threads, and reports files/s.
  *
- * Usage: readfiles [-t THREADS] [-p PREFIX] LISTFILE
+ * Usage: readfiles [-t THREADS] [-p PREFIX] [-l] LISTFILE
  *   LISTFILE has one path per line (relative paths get PREFIX/ in front).
+ *   -l lists first, as a loader calling sorted(glob(...)) per class does:
+ *   every directory the list names is read to its end (readdir, no stat),
+ *   in order of first appearance, by one thread, inside the timed span.
  *   Threads take the next path from a shared counter, so with one thread the
  *   files are read exactly in list order.
  * Prints one line:  files=N bytes=B errors=E secs=S files_per_s=R MB_per_s=M
@@ -16,6 +19,7 @@
  * Threads share the path table (read-only after loading) and three atomic
  * counters.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -98,6 +102,40 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+/* Lists every directory holding a path of the list once, in order of first
+ * appearance (the list is grouped by directory, as a loader's is); returns
+ * the number of entries seen, or -1. */
+static long long list_dirs(const struct job *j)
+{
+	char prev[4096] = "", dir[4096];
+	long long entries = 0;
+	struct dirent *de;
+	size_t i, len;
+	DIR *d;
+
+	for (i = 0; i < j->npaths; i++) {
+		const char *slash = strrchr(j->paths[i], '/');
+
+		len = slash ? (size_t)(slash - j->paths[i]) : 0;
+		if (len >= sizeof(dir))
+			return -1;
+		memcpy(dir, j->paths[i], len);
+		dir[len] = '\0';
+		if (!strcmp(dir, prev))
+			continue;
+		strcpy(prev, dir);
+		d = opendir(len ? dir : ".");
+		if (!d) {
+			fprintf(stderr, "readfiles: %s: %s\n", dir, strerror(errno));
+			return -1;
+		}
+		while ((de = readdir(d)))
+			entries++;
+		closedir(d);
+	}
+	return entries;
+}
+
 /* Reads the list into j->paths.  0 or -1 (message printed). */
 static int load_list(const char *list, const char *prefix, struct job *j)
 {
@@ -150,14 +188,16 @@ int main(int argc, char **argv)
 	double t0, secs;
 	long nthreads = 1, t;
 	size_t i;
-	int c;
+	int c, list_first = 0;
 
 	memset(&j, 0, sizeof(j));
-	while ((c = getopt(argc, argv, "t:p:")) != -1) {
+	while ((c = getopt(argc, argv, "t:p:l")) != -1) {
 		if (c == 't')
 			nthreads = strtol(optarg, NULL, 10);
 		else if (c == 'p')
 			prefix = optarg;
+		else if (c == 'l')
+			list_first = 1;
 		else
 			goto usage;
 	}
@@ -169,6 +209,8 @@ int main(int argc, char **argv)
 	if (!tids)
 		return 1;
 	t0 = now();
+	if (list_first && list_dirs(&j) < 0)
+		return 1;
 	for (t = 0; t < nthreads; t++)
 		if (pthread_create(&tids[t], NULL, worker, &j) != 0) {
 			fprintf(stderr, "readfiles: cannot start thread\n");
@@ -187,7 +229,7 @@ int main(int argc, char **argv)
 	free(tids);
 	return j.errors ? 1 : 0;
 usage:
-	fprintf(stderr, "usage: %s [-t THREADS] [-p PREFIX] LISTFILE\n",
+	fprintf(stderr, "usage: %s [-t THREADS] [-p PREFIX] [-l] LISTFILE\n",
 		argv[0]);
 	return 2;
 }

@@ -41,6 +41,11 @@ A = [
     ("cold, 1 thread, images in gidx order: samplefs -o poll=0 (libfuse's loop, for reference)", dict(
         key="qd.cold.samplefs_nopoll", unit="files/s", kind="ratio", ref="qd.cold.exploded",
         info=True)),
+    ("cold, 1 thread, the loader's way (each class directory listed, then its images read in gidx order): exploded tree (ext4)", dict(
+        key="qd.cold_listed.exploded", unit="files/s", kind="info")),
+    ("cold, 1 thread, the loader's way: samplefs", dict(
+        key="qd.cold_listed.samplefs", unit="files/s", kind="ratio", ref="qd.cold_listed.exploded",
+        op=">=", limit=2.0, target="samplefs / exploded >= 2x")),
     ("first pass, warm sources, 1 thread: FUSE floor on libfuse's loop (3264-byte files)", dict(
         key="qd.first1.floor_libfuse", unit="files/s", kind="info")),
     ("first pass, warm sources, 1 thread: FUSE floor polling as samplefs does (3264-byte files)", dict(
