@@ -130,8 +130,10 @@ print(m['old.txt']['offset'])")
 	touch -d '+1 min' "$T/rewrite.tar"
 	check "$mode: rewritten in place: old.txt gives EIO" \
 		bash -c "cat '$M/old.txt' 2>&1 >/dev/null | grep -q 'Input/output error'"
-	check "$mode: rewritten in place: the page cache still serves data/a.txt" \
-		sha_is gnu.tar data/a.txt "$M/data/a.txt"
+	# a file read before may still come from the kernel's page cache (or
+	# give EIO if the kernel dropped it): the old bytes or EIO, nothing else
+	check "$mode: rewritten in place: data/a.txt read before: its bytes or EIO" \
+		bash -c "if cat '$M/data/a.txt' >/dev/null 2>&1; then $(declare -f sha_is); MANIFEST='$MANIFEST' PY='$PY' sha_is gnu.tar data/a.txt '$M/data/a.txt'; else cat '$M/data/a.txt' 2>&1 >/dev/null | grep -q 'Input/output error'; fi"
 	sfs_umount "$M"
 done
 
