@@ -239,8 +239,13 @@ check "10M: find a class dir, read lines, files" sh -c "
 	test \$(cat '$M/images/class 9/9999999.npy' | wc -c) = 3264"
 anon=$(awk '/RssAnon/ {print $2}' "/proc/${SFS_PID_OF[$M]}/status")
 echo "    (daemon anonymous memory with 10M samples: ${anon} kB)"
-check "10M: daemon anonymous memory under 64 MiB (8 bytes/sample would be 80)" \
-	test "$anon" -lt 65536
+# Under ASan the figure also holds shadow memory (an eighth of every byte the
+# daemon touches, the mapped index included) and the quarantine of freed
+# blocks, so it measures the sanitizer; the plain build is the one judged.
+if [ "$SAMPLEFS_BUILD" != build-asan ]; then
+	check "10M: daemon anonymous memory under 64 MiB (8 bytes/sample would be 80)" \
+		test "$anon" -lt 65536
+fi
 check "df -i counts 10M + 17 inodes" test "$(df --output=itotal "$M" | tail -1 | tr -d ' ')" = 10000017
 check "unmount 10M" sfs_umount "$M"
 
