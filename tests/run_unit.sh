@@ -18,7 +18,12 @@ for t in "$@"; do
 		[ -n "${SFS_FAILURES:-}" ] && printf '%s\n' "$out" | grep -a '\[FAIL\]\|CRASH\|Assertion\|signal' |
 			sed "s|^|[unit $build] $(basename "$t"): |" | head -n 10 >> "$SFS_FAILURES"
 	fi
-	printf '[unit %s] %-28s passed %s, failed %s\n' "$build" "$(basename "$t")" "$pass" "$failing"
+	# a skipped test is neither passed nor failed: say so, with its reason
+	skipped=$(printf '%s\n' "$out" | grep -ac '\[SKIP\]')
+	printf '[unit %s] %-28s passed %s, failed %s%s\n' "$build" "$(basename "$t")" "$pass" "$failing" \
+		"$([ "$skipped" -gt 0 ] && echo ", skipped $skipped")"
+	[ "$skipped" -gt 0 ] && printf '%s\n' "$out" | grep -a '\[SKIP\]' | sed 's/^/    /'
+
 	[ -n "${SFS_RESULTS:-}" ] && echo "$pass $failing" >> "$SFS_RESULTS"
 done
 exit $fail

@@ -14,7 +14,7 @@ SFS_PASS=0
 SFS_FAIL=0
 
 sfs_cleanup() {
-	local m p
+	local m p i
 	for m in "${SFS_MOUNTS[@]}"; do
 		grep -q " $m fuse" /proc/mounts 2>/dev/null && { fusermount3 -u "$m" 2>/dev/null || fusermount3 -uz "$m" 2>/dev/null; }
 	done
@@ -22,6 +22,13 @@ sfs_cleanup() {
 	# a recycled PID is never signalled
 	for p in "${SFS_PID_OF[@]}"; do
 		kill "$p" 2>/dev/null
+	done
+	# and waited for (bounded), so none outlives the test or writes into
+	# $SFS_TMP while it is removed
+	for p in "${SFS_PID_OF[@]}"; do
+		for i in $(seq 1 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+		kill -9 "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
 	done
 	[ -n "${SFS_TMP:-}" ] && [ -d "$SFS_TMP" ] && rm -rf "$SFS_TMP"
 }
@@ -48,7 +55,10 @@ sfs_mount() {
 	SFS_LOG_OF[$mnt]=$log
 	for i in $(seq 1 600); do
 		grep -q " $mnt fuse" /proc/mounts && return 0
-		kill -0 "$pid" 2>/dev/null || { cat "$log" >&2; return 1; }
+		kill -0 "$pid" 2>/dev/null || {
+			# reaped here, so cleanup never signals a recycled PID
+			wait "$pid" 2>/dev/null; unset "SFS_PID_OF[$mnt]"
+			cat "$log" >&2; return 1; }
 		sleep 0.1
 	done
 	echo "mount of $src did not come up" >&2
@@ -82,21 +92,23 @@ sfs_log() {
 	echo "${SFS_LOG_OF[$1]}"
 }
 
-# check NAME CMD...: runs CMD, records pass/fail.
 # sfs_evict PATH...: writes back and drops from the page cache each file
 # PATH, and every file under each directory PATH (a mount point: the kernel
 # keeps the pages of files read through FUSE too).  Fails unless fincore(1)
-# agrees nothing of the files is left, so the reads that follow reach
+# agrees nothing of all those files is left, so the reads that follow reach
 # samplefs and take its cold path (a no-wait read fails, a worker waits).
+# POSIX_FADV_DONTNEED is advice (a page under writeback stays), so it tries
+# a few times before saying the files could not be made cold.
 sfs_evict() {
-	local files=() p
+	local try left list=$SFS_TMP/evict.list
 	command -v fincore >/dev/null || { echo "    fincore missing (util-linux-extra)"; return 1; }
-	for p in "$@"; do [ -d "$p" ] || files+=("$p"); done
-	"$PY" -c 'import os, sys
+	for try in 1 2 3 4 5; do
+		"$PY" -c 'import os, sys
 def drop(p):
     fd = os.open(p, os.O_RDONLY)
     os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
     os.close(fd)
+    sys.stdout.write(p + "\0")
 os.sync()
 for p in sys.argv[1:]:
     if not os.path.isdir(p):
@@ -106,13 +118,43 @@ for p in sys.argv[1:]:
         for n in names:
             q = os.path.join(d, n)
             if os.path.isfile(q) and not os.path.islink(q):
-                drop(q)' "$@" || return 1
-	[ ${#files[@]} -eq 0 ] && return 0
-	local left
-	left=$(fincore -nb -o RES "${files[@]}" | awk '{ s += $1 } END { print s + 0 }')
-	[ "$left" = 0 ] || { echo "    still cached after eviction: $left bytes"; return 1; }
+                drop(q)' "$@" >"$list" || return 1
+		left=$(xargs -0 -r fincore -nb -o RES <"$list" | awk '{ s += $1 } END { print s + 0 }')
+		[ "$left" = 0 ] && return 0
+		sleep 0.2
+	done
+	echo "    still cached after eviction: $left bytes"
+	return 1
 }
 
+# same_or_eio FILE WANT: FILE reads as WANT's bytes, or its read fails with
+# EIO -- all a file read before its source changed may give, since the
+# kernel keeps or drops its cached pages as it likes.  It is read once.
+same_or_eio() {
+	local got=$SFS_TMP/same_or_eio.out err=$SFS_TMP/same_or_eio.err
+	if cat "$1" >"$got" 2>"$err"; then
+		cmp -s "$got" "$2"
+	else
+		grep -q 'Input/output error' "$err"
+	fi
+}
+
+# expect_fail PATTERN CMD...: CMD fails, its stderr matches PATTERN, and
+# it holds no sanitizer report
+expect_fail() {
+	local pat=$1 err; shift
+	if err=$("$@" 2>&1); then
+		echo "    unexpectedly succeeded: $*"
+		return 1
+	fi
+	if grep -q 'Sanitizer\|runtime error:' <<<"$err"; then
+		echo "$err" | head -30
+		return 1
+	fi
+	grep -q "$pat" <<<"$err" || { echo "    $*: $err"; return 1; }
+}
+
+# check NAME CMD...: runs CMD, records pass/fail.
 check() {
 	local name=$1; shift
 	if "$@"; then

@@ -144,6 +144,7 @@ class Checker:
     def __init__(self, ds, mnt):
         self.ds, self.mnt = ds, mnt
         self.errors, self.count = [], 0
+        self.done = 0   # files looked at, matching or not
         self.lock = threading.Lock()
 
     def fail(self, msg):
@@ -151,6 +152,16 @@ class Checker:
             self.errors.append(msg)
 
     def check_file(self, rel, kind, c, i):
+        # an exception in a reader thread would otherwise vanish with it
+        try:
+            self._check_file(rel, kind, c, i)
+        except Exception as e:
+            self.fail('%s: %r' % (rel, e))
+        finally:
+            with self.lock:
+                self.done += 1
+
+    def _check_file(self, rel, kind, c, i):
         path = os.path.join(self.mnt, rel)
         try:
             with open(path, 'rb') as f:
@@ -337,6 +348,8 @@ def main(argv):
             ck.check_file(*f)
         if not a.sample:
             ck.check_tree()
+    if ck.done != len(files):
+        ck.fail('%d of %d files looked at' % (ck.done, len(files)))
     for e in ck.errors[:10]:
         print('MISMATCH', e)
     print('%d files checked, %d mismatches' % (ck.count, len(ck.errors)))

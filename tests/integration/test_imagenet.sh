@@ -12,6 +12,7 @@ ORACLE="$PY $SFS_ROOT/tests/integration/imagenet_oracle.py"
 D=$SFS_TMP/data
 M=$SFS_TMP/mnt
 
+export SFS_ROOT	# the fixture generator below finds tests/fixtures by it
 # fixtures: three releases and their truths
 $PY - "$D" <<'EOF' || { echo "fixture generation failed"; exit 1; }
 import json, os, sys
@@ -33,7 +34,6 @@ oracle_run() {
 	check "$name: unmount, no sanitizer report" sfs_umount "$M"
 }
 
-export SFS_ROOT
 oracle_run "default order" "$D/full" shard_size=8 --shard-size 8 --truth "$D/full.json"
 oracle_run "shard_seed" "$D/full" shard_size=5,shard_seed=3,shuffle_seed=9 \
 	--shard-size 5 --shard-seed 3 --shuffle-seed 9 --truth "$D/full.json"
@@ -56,9 +56,10 @@ if sfs_mount "$D/full" "$M" -o layout=imagenet,shard_size=8; then
 	check "ImageFolder + DataLoader(num_workers=2) on /train and /val" \
 		$PY "$SFS_ROOT/tests/integration/imagefolder_check.py" "$M" "$D/full.json"
 	check "tar -tvf lists the shard" bash -c \
-		"tar -tvf '$M/shards/train-000001.tar' | grep -c ' n[0-9]*_[0-9]*\.\(cls\|jpg\)$' | grep -qx 16"
+		"set -o pipefail; tar -tvf '$M/shards/train-000001.tar' | grep -c ' n[0-9]*_[0-9]*\.\(cls\|jpg\)$' | grep -qx 16"
 	check "webdataset key grouping: .cls then .jpg per sample" bash -c \
-		"tar -tf '$M/shards/val-000000.tar' | sed 's/\.[^.]*$//' | uniq -c | awk '\$1 != 2 {exit 1}'"
+		"set -o pipefail; tar -tf '$M/shards/val-000000.tar' | sed 's/\.[^.]*$//' | uniq -c |
+		 awk '\$1 != 2 {bad = 1} END {exit bad || NR == 0}'"
 	check "a name that is not there" bash -c "! test -e '$M/train/n99999999' && ! test -e '$M/shards/train/0/0.nope.JPEG'"
 	f0=$(ls "$M/shards/train/0" | head -n1)
 	check "shard names: no leading zeros, right shard, right label only" bash -c "

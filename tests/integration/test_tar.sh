@@ -60,16 +60,16 @@ done
 # hostile names: nothing of them, nothing outside (a fresh index, so the
 # warnings are printed again)
 M=$T/mh
-sfs_mount "$FX/hostile.tar" "$M" -o layout=tar,index_dir="$T/idx-hostile"
+check "mount hostile.tar ${M##*/}" sfs_mount "$FX/hostile.tar" "$M" -o layout=tar,index_dir="$T/idx-hostile"
 check "hostile: no '..', no escaping name, 'abs' and 'a/b' normalised" \
 	test "$(cd "$M" && find . | LC_ALL=C sort | tr '\n' ' ')" = ". ./a ./a/b ./abs ./c ./last.txt ./ok.txt "
 check "hostile: warnings name the file and offset" \
 	grep -q "hostile.tar: unsafe or empty name '../x' in header at offset 0" "$(sfs_log "$M")"
-sfs_umount "$M"
+check "unmount ${M##*/}, no sanitizer report" sfs_umount "$M"
 
 # escaping symlinks are not served; ls -l and stat agree with the index
 M=$T/ml
-sfs_mount "$FX/gnu.tar" "$M" -o layout=tar
+check "mount gnu.tar ${M##*/}" sfs_mount "$FX/gnu.tar" "$M" -o layout=tar
 check "escaping symlinks absent" test ! -e "$M/link_out" -a ! -L "$M/link_abs"
 check "ls -l shows the symlink target" \
 	bash -c "ls -l '$M' | grep -q 'link_in -> data/a.txt'"
@@ -78,16 +78,16 @@ check "stat: size of data/a.txt is 1234, nlink of nested is 3" \
 check "hard link reads the target's bytes" cmp "$M/hard.txt" "$M/data/a.txt"
 check "statfs counts the nodes" \
 	test "$(stat -f -c '%c' "$M")" -eq "$(( $(find "$M" | wc -l) ))"
-sfs_umount "$M"
+check "unmount ${M##*/}, no sanitizer report" sfs_umount "$M"
 
 # a directory of tars: one directory per tar
 M=$T/md
 check "mount a directory of tars" sfs_mount "$FX/dir" "$M" -o layout=tar
 check "dir: every file's sha256 etc. = tarfile's" tree_ok dir 1 "$M"
-sfs_umount "$M"
+check "unmount ${M##*/}, no sanitizer report" sfs_umount "$M"
 check "layout detected from a .tar source" sfs_mount "$FX/ustar.tar" "$T/mdet"
 check "detected: ustar tree" tree_ok ustar.tar 1 "$T/mdet"
-sfs_umount "$T/mdet"
+check "unmount mdet, no sanitizer report" sfs_umount "$T/mdet"
 
 # not a tar: refuses to mount, says why (timeout: a wrong mount must not hang us)
 mkdir -p "$T/mnot"
@@ -100,7 +100,7 @@ check "non-tar: the error names the file" grep -q "notatar.tar: not a tar archiv
 # a source truncated while mounted: EIO for the cut member, others fine
 cp "$FX/gnu.tar" "$T/cut.tar"
 M=$T/mcut
-sfs_mount "$T/cut.tar" "$M" -o layout=tar
+check "mount cut.tar ${M##*/}" sfs_mount "$T/cut.tar" "$M" -o layout=tar
 cut_at=$("$PY" -c "
 import json; m = json.load(open('$MANIFEST'))['gnu.tar']['recursive']['1']
 print(m['old.txt']['offset'] + 2)")
@@ -114,14 +114,14 @@ check "truncated after mounting: size unchanged ($size_before)" \
 	test "$(stat -c %s "$M/old.txt")" = "$size_before"
 check "truncated after mounting: one warning names the tar" \
 	test "$(grep -c "cut.tar: changed since mounting" "$(sfs_log "$M")")" = 1
-sfs_umount "$M"
+check "unmount ${M##*/}, no sanitizer report" sfs_umount "$M"
 
 # rewritten in place, same size, new mtime: EIO, never the new bytes; with
 # and without polling (copy and splice replies)
 for mode in poll=50 poll=0; do
 	cp "$FX/gnu.tar" "$T/rewrite.tar"
 	M=$T/mrw
-	sfs_mount "$T/rewrite.tar" "$M" -o layout=tar,$mode
+	check "mount rewrite.tar ${M##*/}" sfs_mount "$T/rewrite.tar" "$M" -o layout=tar,$mode
 	check "$mode: data/a.txt reads right before" sha_is gnu.tar data/a.txt "$M/data/a.txt"
 	off=$("$PY" -c "
 import json; m = json.load(open('$MANIFEST'))['gnu.tar']['recursive']['1']
@@ -134,45 +134,45 @@ print(m['old.txt']['offset'])")
 	# give EIO if the kernel dropped it): the old bytes or EIO, nothing else
 	check "$mode: rewritten in place: data/a.txt read before: its bytes or EIO" \
 		bash -c "if cat '$M/data/a.txt' >/dev/null 2>&1; then $(declare -f sha_is); MANIFEST='$MANIFEST' PY='$PY' sha_is gnu.tar data/a.txt '$M/data/a.txt'; else cat '$M/data/a.txt' 2>&1 >/dev/null | grep -q 'Input/output error'; fi"
-	sfs_umount "$M"
+	check "unmount ${M##*/}, no sanitizer report" sfs_umount "$M"
 done
 
 # remount: the saved index is used; a touched source or a corrupt index
 # is rebuilt with a message
 cp "$FX/pax.tar" "$T/re.tar"
 M=$T/mre
-sfs_mount "$T/re.tar" "$M" -o layout=tar
-sfs_umount "$M"
+check "mount re.tar ${M##*/}" sfs_mount "$T/re.tar" "$M" -o layout=tar
+check "unmount ${M##*/}, no sanitizer report" sfs_umount "$M"
 idx=$(ls "$XDG_CACHE_HOME"/samplefs/tar-*.sfsidx | xargs ls -t | head -1)
 before=$(stat -c %Y.%y "$idx")
 sleep 1.1
-sfs_mount "$T/re.tar" "$M" -o layout=tar
+check "mount re.tar ${M##*/}" sfs_mount "$T/re.tar" "$M" -o layout=tar
 check "remount uses the saved index (not rebuilt)" \
 	bash -c "! grep -q 'indexed\|rebuilding' '$(sfs_log "$M")' && test '$(stat -c %Y.%y "$idx")' = '$before'"
 check "remount serves the same tree" tree_ok pax.tar 1 "$M"
-sfs_umount "$M"
+check "unmount ${M##*/}, no sanitizer report" sfs_umount "$M"
 touch "$T/re.tar"
-sfs_mount "$T/re.tar" "$M" -o layout=tar
+check "mount re.tar ${M##*/}" sfs_mount "$T/re.tar" "$M" -o layout=tar
 check "touched source: index rebuilt with a message" grep -q "rebuilding index" "$(sfs_log "$M")"
-sfs_umount "$M"
+check "unmount ${M##*/}, no sanitizer report" sfs_umount "$M"
 printf 'garbage!' | dd of="$idx" bs=1 seek=300 conv=notrunc 2>/dev/null
-sfs_mount "$T/re.tar" "$M" -o layout=tar
+check "mount re.tar ${M##*/}" sfs_mount "$T/re.tar" "$M" -o layout=tar
 check "corrupt index: rebuilt with a message" grep -q "rebuilding index" "$(sfs_log "$M")"
 check "corrupt index: tree still right" tree_ok pax.tar 1 "$M"
-sfs_umount "$M"
+check "unmount ${M##*/}, no sanitizer report" sfs_umount "$M"
 
 # a directory of tars that gains a tar: rebuilt, the new tar served
 mkdir -p "$T/grow"
 cp "$FX/ustar.tar" "$T/grow/"
 M=$T/mgrow
-sfs_mount "$T/grow" "$M" -o layout=tar
+check "mount grow ${M##*/}" sfs_mount "$T/grow" "$M" -o layout=tar
 check "directory of one tar: only its directory" test "$(ls "$M" | tr '\n' ' ')" = "ustar "
-sfs_umount "$M"
+check "unmount ${M##*/}, no sanitizer report" sfs_umount "$M"
 cp "$FX/v7.tar" "$T/grow/"
-sfs_mount "$T/grow" "$M" -o layout=tar
+check "mount grow ${M##*/}" sfs_mount "$T/grow" "$M" -o layout=tar
 check "a tar added to the directory: index rebuilt" grep -q "rebuilding index" "$(sfs_log "$M")"
 check "a tar added to the directory: served" test "$(ls "$M" | tr '\n' ' ')" = "ustar v7 "
 check "the added tar's bytes = tarfile's" sha_is v7.tar v7dir/v7b.txt "$M/v7/v7dir/v7b.txt"
-sfs_umount "$M"
+check "unmount ${M##*/}, no sanitizer report" sfs_umount "$M"
 
 sfs_done

@@ -40,6 +40,17 @@ static void check_emit(struct line *l)
 	cr_expect(memcmp(out, file, (size_t)n) == 0, "%s: header differs:\n%.*s\nvs\n%.*s",
 		  l->tok[1], n - 10, out + 10, n - 10, (char *)file + 10);
 	/* and the same bytes parse back to the same array */
+	struct npy_header h;
+	size_t need = 0;
+
+	cr_assert(npy_header_parse((const uint8_t *)out, (size_t)n, l->tok[1], &h, &need) == 0,
+		  "%s: our header does not parse back", l->tok[1]);
+	cr_expect(h.ndim == ndim && h.data_offset == (uint32_t)n && !h.fortran_order,
+		  "%s: parsed back ndim %d offset %u", l->tok[1], h.ndim, h.data_offset);
+	cr_expect_str_eq(h.descr, l->tok[2], "%s: descr parsed back", l->tok[1]);
+	for (i = 0; i < ndim && i < h.ndim; i++)
+		cr_expect(h.shape[i] == shape[i], "%s: dim %d parsed back as %lu", l->tok[1], i,
+			  (unsigned long)h.shape[i]);
 	free(file);
 }
 
