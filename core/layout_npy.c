@@ -596,21 +596,27 @@ static ssize_t npy_read(void *priv, uint64_t ino, char *buf, size_t size,
 	if (off >= fsize)
 		return 0;
 	n = size < fsize - off ? size : fsize - off;
-	if (source_changed(a))
-		return -EIO;
-	if (a->fixes)
-		return read_fixed(a, row, buf, n, off);
+	if (a->fixes) {
+		rc = read_fixed(a, row, buf, n, off);
+		goto out;
+	}
 	if (off < a->hdr_len) {
 		h = n < a->hdr_len - off ? n : a->hdr_len - off;
 		memcpy(buf, a->hdr + off, h);
 	}
+	rc = (ssize_t)n;
 	if (n > h) {
-		rc = pread_full(a->fd, buf + h, n - h, a->data_offset +
-				row * a->row_bytes + (off + h - a->hdr_len));
-		if (rc < 0)
-			return rc;
+		ssize_t got = pread_full(a->fd, buf + h, n - h, a->data_offset +
+					 row * a->row_bytes + (off + h - a->hdr_len));
+		if (got < 0)
+			rc = got;
 	}
-	return (ssize_t)n;
+out:
+	/* checked after the read, so bytes of a file changed meanwhile are
+	 * never served; a changed file is the usual cause of a short read */
+	if (rc >= 0 && source_changed(a))
+		return -EIO;
+	return rc;
 }
 
 static void npy_statfs(void *priv, uint64_t *files, uint64_t *bytes)

@@ -4,7 +4,7 @@
  * is done with it and how the reply is written stay libfuse's.
  *
  * Threads: one session thread reads; struct devpoll is read-only once
- * installed.
+ * installed but for its `reads` counter, which only that thread touches.
  */
 #define FUSE_USE_VERSION 314
 #include <fuse_lowlevel.h>
@@ -45,6 +45,7 @@ int devpoll_install(struct devpoll *dp, struct fuse_session *se, unsigned usec,
 	int fd = fuse_session_fd(se), fl, rc;
 
 	dp->usec = usec;
+	dp->reads = 0;
 	dp->fd = fd;
 	fl = fcntl(fd, F_GETFL);
 	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
@@ -68,6 +69,9 @@ void devpoll_uninstall(struct devpoll *dp)
 	pthread_sigmask(SIG_SETMASK, &dp->sleep_mask, NULL);
 }
 
+/* how many requests may pass without a look for session-ending signals */
+#define SIGNAL_CHECK_EVERY 256
+
 static long long now_ns(void)
 {
 	struct timespec ts;
@@ -84,9 +88,22 @@ int devpoll_pending(const struct devpoll *dp)
 }
 
 /*
+ * Lets a pending session-ending signal in (ppoll with no wait and the
+ * thread's old mask): its handler runs and this returns 1.
+ */
+static int signal_came(struct devpoll *dp, struct pollfd *pfd)
+{
+	static const struct timespec no_wait = { 0, 0 };
+
+	return ppoll(pfd, 1, &no_wait, &dp->sleep_mask) < 0 && errno == EINTR;
+}
+
+/*
  * Reads without blocking until a request comes or `usec` pass, then sleeps
- * in ppoll(2), the only place the session-ending signals get in.  EINTR
- * goes back to libfuse, which then sees the session has ended.  It polls
+ * in ppoll(2).  The session-ending signals get in there, while spinning, and
+ * every SIGNAL_CHECK_EVERY requests when they never stop coming (a mount
+ * under steady load must still end on SIGTERM).  EINTR goes back to
+ * libfuse, which then sees the session has ended.  It polls
  * after every request, one that waited for the disk too: the reader's next
  * request comes some 20-50 us after its reply, and waking a sleeping thread
  * costs more than that on a VM (sleeping there cut cold random tar reads by
@@ -98,6 +115,8 @@ ssize_t devpoll_read(struct devpoll *dp, int fd, void *buf, size_t len)
 	long long until = 0;
 	ssize_t n;
 
+	if (++dp->reads % SIGNAL_CHECK_EVERY == 0 && signal_came(dp, &pfd))
+		return -1;
 	for (;;) {
 		n = read(fd, buf, len);
 		if (n >= 0 || errno != EAGAIN)
@@ -108,6 +127,10 @@ ssize_t devpoll_read(struct devpoll *dp, int fd, void *buf, size_t len)
 			/* a reader woken onto this CPU must not wait for
 			 * the poll to end: let it run and send its request */
 			sched_yield();
+			if (signal_came(dp, &pfd)) {
+				n = -1;
+				break;
+			}
 			continue;
 		}
 		if (ppoll(&pfd, 1, NULL, &dp->sleep_mask) < 0 && errno == EINTR) {

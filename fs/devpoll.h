@@ -28,7 +28,8 @@ struct devpoll {
 	unsigned usec;		/* how long to poll before sleeping; 0: never */
 	int fd;			/* the session's device */
 	sigset_t sleep_mask;	/* the thread's mask before install: SIGINT,
-				   SIGTERM, SIGHUP come only while asleep */
+				   SIGTERM, SIGHUP come only through ppoll */
+	unsigned long reads;	/* calls of devpoll_read (session thread's) */
 };
 
 /*

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,6 +163,11 @@ int main(int argc, char *argv[])
 			fs.opts.workers, fs.opts.poll_us, WORKERS_MAX);
 		goto out;
 	}
+	if (fs.opts.core.shard_size == 0 || fs.opts.core.shard_size > UINT32_MAX) {
+		sfs_err("-o shard_size=%llu: from 1 to %u samples",
+			(unsigned long long)fs.opts.core.shard_size, UINT32_MAX);
+		goto out;
+	}
 	if (sfs_opts_absolute_source(&fs.opts.core) ||
 	    add_mount_args(&args, fs.opts.core.source))
 		goto out;
@@ -178,7 +184,10 @@ int main(int argc, char *argv[])
 	if (fuse_session_mount(se, copts.mountpoint))
 		goto out;
 	mounted = 1;
-	fuse_daemonize(copts.foreground);
+	if (fuse_daemonize(copts.foreground)) {
+		sfs_err("%s: cannot go to the background", copts.mountpoint);
+		goto out;
+	}
 	rc = run_loop(&fs, se, &copts);
 	/* the loop returns the number of a signal that ended it: a clean end */
 	ret = rc && rc != SIGINT && rc != SIGTERM && rc != SIGHUP ? 1 : 0;

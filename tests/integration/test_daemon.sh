@@ -99,7 +99,18 @@ done
 stop_by_signal() {	# stop_by_signal SIG MNT: exits 0, unmounted
 	local sig=$1 mnt=$2 pid=${SFS_PID_OF[$2]} log=${SFS_LOG_OF[$2]} i rc
 	local started=$SFS_TMP/reader.$sig
-	( while :; do cat "$mnt"/images/*.npy >/dev/null 2>&1 || exit 0; : >"$started"; done ) &
+	# statfs is never cached by the kernel: a request every few microseconds
+	# for as long as the mount is there, even once the files are cached
+	"$PY" -c 'import glob, os, sys
+mnt, started = sys.argv[1], sys.argv[2]
+try:
+    for p in glob.glob(mnt + "/images/*.npy"):
+        open(p, "rb").read()
+    open(started, "w").close()
+    while True:
+        os.statvfs(mnt)
+except OSError:
+    pass' "$mnt" "$started" &
 	local reader=$!
 	for i in $(seq 1 600); do [ -e "$started" ] && break; sleep 0.1; done
 	kill -"$sig" "$pid"
@@ -119,8 +130,16 @@ for sig in TERM HUP; do
 	check "mount to stop by SIG$sig" sfs_mount "$T/src" "$M"
 	check "SIG$sig during reads: daemon exits 0 and the mount is gone" stop_by_signal $sig "$M"
 done
+# polling for a whole second, the session thread never sleeps while the
+# reader goes on: the signal must get in while it spins
+check "mount to stop by SIGTERM, -o poll=1000000" sfs_mount "$T/src" "$M" -o poll=1000000
+check "SIGTERM while always polling: daemon exits 0 and the mount is gone" stop_by_signal TERM "$M"
 check "workers=65: refused before mounting" expect_fail "at most 64" \
 	"$SAMPLEFS" -o workers=65 "$T/src" "$M"
+for v in 0 4294967296; do
+	check "shard_size=$v: refused before mounting" expect_fail "shard_size=$v: from 1 to" \
+		"$SAMPLEFS" -o shard_size=$v "$T/src" "$M"
+done
 check "every samplefs option accepted" sfs_mount "$T/src" "$M" -o \
 layout=npy,cache=64M,quiet,seed=7,split=70/20/10,image=uint8,stroke_len=100,per_class=5,\
 recursive=2,shard_size=100,shard_seed=3,shuffle_seed=4,index_dir="$T/idx",classes="$T/none",\
