@@ -924,7 +924,8 @@ static int bind_split(struct in_layout *L, int s)
 		sp->cstart = sect(&L->lay, STAG(s, 'C', 'S'), (sp->ncls + 1) * 4ull, &bad);
 		sp->voff = sect(&L->lay, STAG(s, 'V', 'O'), (n / VOFF_STEP + 1) * 8, &bad);
 		sp->soff = sect(&L->lay, STAG(s, 'S', 'O'), (n / SOFF_STEP + 1) * 8, &bad);
-		if (!bad && (sp->soff[n / SOFF_STEP] > sp->h.txt_size ||
+		if (!bad && (sp->soff[0] || sp->voff[0] ||
+			     sp->soff[n / SOFF_STEP] > sp->h.txt_size ||
 			     sp->h.nshards != (n + L->S - 1) / L->S))
 			bad = 1;
 	}
@@ -942,6 +943,8 @@ static int bind_layout(struct in_layout *L)
 	L->mtime = L->head->mtime;
 	L->wnid = sect(&L->lay, TAG('C', 'L', 'S'), (uint64_t)L->head->nclasses * WNID_LEN, &bad);
 	L->classes_txt = index_map_section(&L->lay, TAG('T', 'X', 'T'), &L->classes_len);
+	for (uint32_t i = 0; !bad && i < L->head->nclasses; i++)
+		bad = !memchr(L->wnid[i], '\0', WNID_LEN);	/* printed with %s */
 	for (s = 0; !bad && !rc && s < NSPLIT; s++)
 		rc = bind_split(L, s);
 	return bad ? -EBADMSG : rc;

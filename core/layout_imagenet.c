@@ -569,8 +569,8 @@ static ssize_t shuffled_read(const struct in_layout *L, const struct in_split *s
 		int n = imagenet_shuffled_line(sp, L->S, j, line, sizeof(line));
 		uint64_t cur = off + done;
 
-		if (n <= 0 || (size_t)n >= sizeof(line))
-			return -EIO;
+		if (n <= 0 || (size_t)n >= sizeof(line) || cur < at)
+			return -EIO;	/* cur < at: offsets not the lines' */
 		if (cur < at + (uint64_t)n) {
 			size_t from = (size_t)(cur - at), k = (size_t)n - from;
 

@@ -654,8 +654,17 @@ static int attach(struct qd *q)
 	if (!q->cls || !q->names || !q->sorted || !q->perm || !q->ckpt)
 		return -EBADMSG;
 	q->nckpt /= 8;
-	nck = hd->ckpt_base[2] + (hd->nsplit[2] + QD_CKPT - 1) / QD_CKPT;
-	if (nck > q->nckpt || hd->nsplit[0] + hd->nsplit[1] + hd->nsplit[2] != hd->total)
+	if (hd->nsplit[0] > hd->total || hd->nsplit[1] > hd->total ||
+	    hd->nsplit[0] + hd->nsplit[1] + hd->nsplit[2] != hd->total)
+		return -EBADMSG;
+	/* each split's checkpoints follow the last one's, all inside CKPT
+	 * (read_split indexes them without further checks) */
+	for (nck = 0, i = 0; i < 3; i++) {
+		if (hd->ckpt_base[i] != nck)
+			return -EBADMSG;
+		nck += (hd->nsplit[i] + QD_CKPT - 1) / QD_CKPT;
+	}
+	if (nck > q->nckpt)
 		return -EBADMSG;
 	for (i = 0; i < hd->nclass; i++) {
 		const struct qd_class *c = &q->cls[i];
