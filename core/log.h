@@ -2,8 +2,8 @@
  * log.h - one place where core/ reports to the user.
  *
  * Messages go to stderr, prefixed "samplefs: ".  They name the file, the
- * offset and what was expected (see DEVELOPERS notes in README).  Not a
- * logging framework: no levels beyond warn/error/info, no global state.
+ * offset and what was expected.  Not a logging framework: no levels
+ * beyond warn/error/info, no global state.
  */
 #ifndef SFS_LOG_H
 #define SFS_LOG_H

@@ -10,7 +10,9 @@
  * waiting is allowed".
  *
  * The mode is per thread (a thread-local flag, never shared), so layouts
- * need no extra argument and stay unaware of threads.
+ * need no extra argument and stay unaware of threads.  It is the one piece
+ * of mutable state outside the mount context, on purpose: it belongs to
+ * the thread running a request, not to any mount.
  */
 #ifndef SFS_NOWAIT_H
 #define SFS_NOWAIT_H

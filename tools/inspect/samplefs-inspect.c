@@ -21,6 +21,7 @@
 #include "log.h"
 #include "options.h"
 #include "tar.h"
+#include "tarindex.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -250,6 +251,10 @@ static int verify_all(const struct layout *l, const struct sfs_opts *o)
 	for (i = 0; i < n && !rc; i++) {
 		/* the ImageNet train tar holds class tars: one nested level */
 		uint32_t depth = is_in ? !strstr(isrc[i], "_img_val") : o->recursive;
+
+		if (depth > TARINDEX_MAX_NEST)	/* as the daemon caps it; each
+						   level takes ~12 KiB of stack */
+			depth = TARINDEX_MAX_NEST;
 
 		rc = verify_file(isrc[i], depth, &members, &bytes);
 	}
