@@ -197,6 +197,33 @@ static int add_ent(struct walkctx *c, const struct tar_member *m,
 
 static int walk_cb(void *arg, const struct tar_member *m);
 
+/* Length of the member's path in the tree: the prefix, '/', its path. */
+static size_t tree_path_len(const struct walkctx *c, const char *path)
+{
+	return (c->prefix[0] ? strlen(c->prefix) + 1 : 0) + strlen(path);
+}
+
+/*
+ * tar_walk bounds a member's own path by TAR_PATH_MAX, but the prefix (the
+ * source's directory and the nested tars around it) comes on top.  A path
+ * in the tree must fit TAR_PATH_MAX too: a nested tar's prefix is copied
+ * into a buffer of that size, and tree_pass's directory stack holds the
+ * TAR_PATH_MAX / 2 directories such a path can have.  1 if it fits, else
+ * 0 (warned: the member is skipped).
+ */
+static int path_fits(const struct walkctx *c, const struct tar_member *m)
+{
+	size_t len = tree_path_len(c, m->path);
+
+	if (len <= TAR_PATH_MAX)
+		return 1;
+	sfs_warn("%s: member '%.100s%s' in header at offset %llu would be a "
+		 "path of %zu bytes in the tree, over %d: skipped", c->what,
+		 m->path, strlen(m->path) > 100 ? "..." : "",
+		 (unsigned long long)m->header, len, TAR_PATH_MAX);
+	return 0;
+}
+
 /*
  * A member named "*.tar" that starts with a valid tar header becomes a
  * directory of its members (name minus ".tar").  1 if expanded, 0 if it
@@ -214,6 +241,10 @@ static int try_nested(struct walkctx *c, const struct tar_member *m)
 	base = base ? base + 1 : m->path;
 	if (c->depth >= c->b->recursive || m->size < TAR_BLOCK || len < 5 ||
 	    strcmp(m->path + len - 4, ".tar") || strlen(base) < 5)
+		return 0;
+	/* walk_cb skipped longer ones; this keeps `prefix` below from being
+	 * cut, which would put the nested members under another directory */
+	if (tree_path_len(c, m->path) > TAR_PATH_MAX)
 		return 0;
 	if (pread(c->fd, hdr, sizeof(hdr), (off_t)m->offset) != sizeof(hdr) ||
 	    !tar_header_ok(hdr))
@@ -244,6 +275,8 @@ static int walk_cb(void *arg, const struct tar_member *m)
 	int rc;
 
 	progress_update(&b->prog, b->nents, b->bytes_before + m->offset);
+	if (!path_fits(c, m))
+		return 0;
 	switch (m->type) {
 	case TAR_FILE:
 		if (m->size > TARINDEX_MAX_SIZE) {
@@ -410,23 +443,42 @@ static uint8_t item_type(uint8_t tar_type)
 	       tar_type == TAR_SYMLINK ? TARINDEX_SYMLINK : TARINDEX_FILE;
 }
 
-/* The open directories along the current path during tree_pass. */
+/*
+ * The open directories along the current path during tree_pass.  walk_cb
+ * keeps paths within TAR_PATH_MAX bytes, so within TAR_PATH_MAX / 2 + 1
+ * components ("a/a/.../a"): d[0] is the root, the rest one per directory.
+ */
+#define DIRSTACK_LEN (TAR_PATH_MAX / 2 + 2)
+
 struct dirstack {
 	uint32_t depth;
 	struct {
 		uint32_t item;
 		uint32_t len;   /* length of its full path */
 		uint64_t path;  /* arena offset of its full path */
-	} d[TAR_PATH_MAX / 2 + 2];
+	} d[DIRSTACK_LEN];
 };
 
-static void push_dir(struct dirstack *st, uint32_t item, uint64_t path,
-		     uint32_t len)
+/*
+ * Opens the last item emitted, directory `path` (arena offset, len bytes)
+ * of source `src`.  The bound is checked although walk_cb makes it
+ * unreachable: should that ever change, the index is refused rather than
+ * the stack overrun.
+ */
+static int push_dir(struct builder *b, struct dirstack *st, uint64_t path,
+		    uint32_t len, uint32_t src)
 {
+	if (st->depth + 1 >= DIRSTACK_LEN) {
+		sfs_err("%s: '%.100s...' is more than %d directories deep: "
+			"refusing to index", b->src[src].path, b->arena + path,
+			DIRSTACK_LEN - 1);
+		return -ENAMETOOLONG;
+	}
 	st->depth++;
-	st->d[st->depth].item = item;
+	st->d[st->depth].item = b->nitems - 1;
 	st->d[st->depth].path = path;
 	st->d[st->depth].len = len;
+	return 0;
 }
 
 /* Whether directory `st->d[k]` is an ancestor of path p. */
@@ -460,7 +512,9 @@ static int tree_entry(struct builder *b, struct dirstack *st,
 			sfs_warn("%s: '%s' is both a file and a directory: the "
 				 "file is hidden", b->src[prev->src].path, q);
 			b->items[b->nitems - 1].type = TARINDEX_DIR;
-			push_dir(st, b->nitems - 1, prev->path, (uint32_t)ql);
+			rc = push_dir(b, st, prev->path, (uint32_t)ql, prev->src);
+			if (rc < 0)
+				return rc;
 		}
 	}
 	start = st->depth ? st->d[st->depth].len + 1 : 0;
@@ -472,17 +526,17 @@ static int tree_entry(struct builder *b, struct dirstack *st,
 			break;
 		rc = add_item(b, e->path + start, end - start, top, st->depth + 1,
 			      TARINDEX_DIR, e);
+		if (rc == 0)
+			rc = push_dir(b, st, e->path, end, e->src);
 		if (rc < 0)
 			return rc;
-		push_dir(st, b->nitems - 1, e->path, end);
 		start = end + 1;
 	}
 	rc = add_item(b, e->path + start, end - start, top, st->depth + 1,
 		      item_type(e->type), e);
 	if (rc < 0 || e->type != TAR_DIR)
 		return rc;
-	push_dir(st, b->nitems - 1, e->path, end);
-	return 0;
+	return push_dir(b, st, e->path, end, e->src);
 }
 
 /* Step 4: the preorder item list, item 0 being the root. */
@@ -664,6 +718,11 @@ static int walk_source(struct builder *b, const struct tarindex_source *s,
 	struct stat sb;
 	int rc = 0;
 
+	if (s->dir && strlen(s->dir) >= sizeof(dir)) {
+		sfs_err("%s: directory name for it is over %d bytes", s->path,
+			TAR_PATH_MAX);
+		return -ENAMETOOLONG;
+	}
 	snprintf(dir, sizeof(dir), "%s", s->dir ? s->dir : "");
 	if (dir[0] && tar_normalise(dir) < 0) {
 		sfs_err("%s: bad directory name '%s' for it", s->path, s->dir);
@@ -800,7 +859,10 @@ static int check_node(const struct tarindex *t, uint32_t i)
 		return bad("name outside the pool", i);
 	switch (tarindex_node_type(n)) {
 	case TARINDEX_DIR:
-		if (size && (n->off <= i || n->off + size > t->nnodes))
+		/* children come after their directory, inside the table;
+		 * no sum, as off is any 64-bit value and off + size can wrap */
+		if (size && (n->off <= i || n->off >= t->nnodes ||
+			     size > t->nnodes - n->off))
 			return bad("child range out of bounds", i);
 		break;
 	case TARINDEX_FILE:
@@ -859,6 +921,26 @@ static int check_dirs(const struct tarindex *t)
 	return cursor == t->nnodes ? 0 : bad("directory ranges do not tile", cursor);
 }
 
+/*
+ * Every directory node must be in dirs[]: only those are checked to tile
+ * the table, and a lookup trusts the child range of any directory it
+ * meets.  check_dirs has made dirs[] increasing and all directories, so
+ * walking both in step finds the first directory missing from it.
+ */
+static int check_listed(const struct tarindex *t)
+{
+	uint32_t i, k = 0;
+
+	for (i = 0; i < t->nnodes; i++) {
+		if (tarindex_node_type(&t->nodes[i]) != TARINDEX_DIR)
+			continue;
+		if (k == t->ndirs || t->dirs[k] != i)
+			return bad("directory not in the directory list", i);
+		k++;
+	}
+	return 0;
+}
+
 static int map_sections(struct tarindex *t, const struct index_map *m,
 			uint32_t c)
 {
@@ -901,6 +983,8 @@ int tarindex_open(struct tarindex *t, const struct index_map *m,
 		rc = check_node(t, i);
 	if (rc == 0)
 		rc = check_dirs(t);
+	if (rc == 0)
+		rc = check_listed(t);
 	if (rc < 0)
 		goto out;
 	t->fds = malloc((nsrc + 1) * sizeof(*t->fds));

@@ -17,6 +17,9 @@
  * skipped); symlinks are kept only if their target stays inside the
  * mount (lexically), others are skipped with a warning.  A path that is
  * both a file and a directory is a directory (the file is hidden, warned).
+ * A member whose path in the tree (source directory, nested tars and its
+ * own path joined) would pass TAR_PATH_MAX bytes is skipped with a warning,
+ * and so is a nested tar whose own path would, with everything in it.
  *
  * On disk (sections of an index file, tags INDEX_TAG(c, 'T', 'x', 'x')
  * where c is the caller's tag_prefix_char, so one index file can hold
@@ -140,7 +143,8 @@ struct tarindex {
 
 /*
  * Validates the sections with prefix `tag_prefix_char` in `m` (bounds of
- * every node, name and child range are checked here, so lookups need not)
+ * every node, name and child range, and that the directory list holds
+ * every directory, are checked here, so lookups need not)
  * and opens the sources, which must be the same list, in the same order,
  * as at build time.  -EBADMSG when the sections are missing or
  * inconsistent, or a source's size is not the one indexed (rebuild),

@@ -5,7 +5,8 @@
  * data offsets, mtimes, symlink targets, and the sha256 of every file's
  * bytes as read by tarindex_pread) must equal the oracle's.  Also lookups,
  * parents, -EIO on a source truncated after indexing, corrupt sections,
- * staleness, two tarindexes in one file, and the bytes per member.
+ * staleness, two tarindexes in one file, the bytes per member, and tars
+ * written here whose paths in the tree pass TAR_PATH_MAX.
  */
 #include <criterion/criterion.h>
 
@@ -165,6 +166,39 @@ static void unbuild(struct built *b)
 	tarindex_close(&b->t);
 	index_map_close(&b->m);
 	unlink(b->path);
+}
+
+/* stderr into a temporary file from capture_start until capture_end, which
+ * returns what was printed (malloc'ed), so a test can check a warning. */
+struct capture {
+	FILE *tmp;
+	int saved;
+};
+
+static void capture_start(struct capture *c)
+{
+	fflush(stderr);
+	c->tmp = tmpfile();
+	c->saved = dup(2);
+	cr_assert(c->tmp && c->saved >= 0);
+	dup2(fileno(c->tmp), 2);
+}
+
+static char *capture_end(struct capture *c)
+{
+	long n;
+	char *text;
+
+	fflush(stderr);
+	dup2(c->saved, 2);
+	close(c->saved);
+	n = ftell(c->tmp);
+	text = calloc(1, (size_t)n + 1);
+	cr_assert(text && n >= 0);
+	rewind(c->tmp);
+	cr_assert_eq(fread(text, 1, (size_t)n, c->tmp), (size_t)n);
+	fclose(c->tmp);
+	return text;
 }
 
 /* One line of a .tree file, or of our own dump. */
@@ -526,15 +560,21 @@ Test(tarindex, changed_source_is_stale)
 	unlink(copy);
 }
 
-/* Rewrites the index with node `victim` changed by `edit`; open must refuse. */
-static void corrupt_and_open(void (*edit)(struct tarindex_node *nodes, uint32_t n))
+/*
+ * Rewrites the index with its node table changed by `edit` (committed
+ * again, so the checksum is valid); open must refuse it, warning `says`
+ * when that is set.
+ */
+static void corrupt_and_open(void (*edit)(struct tarindex_node *nodes, uint32_t n),
+			     const char *says)
 {
 	struct tarindex_source src = { fixture_path("gnu.tar"), "" };
 	static const char tags[5][2] = { "HD", "ND", "DR", "NM", "SR" };
 	struct index_writer *w;
 	struct index_map m2;
 	struct tarindex t2;
-	char path2[] = "/tmp/sfs-tarbad-XXXXXX", why[256];
+	char path2[] = "/tmp/sfs-tarbad-XXXXXX", why[256], *msg;
+	struct capture cap;
 	struct built b;
 	int i, fd;
 
@@ -558,7 +598,15 @@ static void corrupt_and_open(void (*edit)(struct tarindex_node *nodes, uint32_t 
 	}
 	cr_assert_eq(index_writer_commit(w, &b.fp), 0);
 	cr_assert_eq(index_map_open(&m2, path2, &b.fp, why, sizeof(why)), 0);
-	cr_expect_eq(tarindex_open(&t2, &m2, 'A', &src, 1), -EBADMSG);
+	capture_start(&cap);
+	i = tarindex_open(&t2, &m2, 'A', &src, 1);
+	msg = capture_end(&cap);
+	cr_expect_eq(i, -EBADMSG, "open returned %d", i);
+	if (i == 0)
+		tarindex_close(&t2);
+	if (says)
+		cr_expect(strstr(msg, says), "want '%s', got: %s", says, msg);
+	free(msg);
 	cr_expect_eq(tarindex_open(&t2, &m2, 'B', &src, 1), -EBADMSG, "no such sections");
 	index_map_close(&m2);
 	unlink(path2);
@@ -600,11 +648,48 @@ static void edit_source(struct tarindex_node *n, uint32_t count)
 			n[i].meta |= 5ull << 44;
 }
 
-Test(tarindex, corrupt_child_range) { corrupt_and_open(edit_child_range); }
-Test(tarindex, corrupt_name) { corrupt_and_open(edit_name); }
-Test(tarindex, corrupt_order) { corrupt_and_open(edit_order); }
-Test(tarindex, corrupt_type) { corrupt_and_open(edit_type); }
-Test(tarindex, corrupt_source) { corrupt_and_open(edit_source); }
+/* The first regular file, turned into a directory that dirs[] does not
+ * list (only the listed ones are checked to tile the node table). */
+static struct tarindex_node *file_to_dir(struct tarindex_node *n, uint32_t count,
+					 uint64_t first, uint64_t nchild)
+{
+	uint32_t i;
+
+	for (i = 0; i < count; i++)
+		if (tarindex_node_type(&n[i]) == TARINDEX_FILE)
+			break;
+	cr_assert(i + 1 < count, "no file node before the last");
+	n[i].off = first;
+	n[i].meta = nchild | (uint64_t)TARINDEX_DIR << 40;
+	return &n[i];
+}
+
+/* First child near 2^64: first + count wraps to 4, which passed the old
+ * `off + size > nnodes` check, and a lookup then read 2^32 - 6 nodes on. */
+static void edit_range_wraps(struct tarindex_node *n, uint32_t count)
+{
+	file_to_dir(n, count, UINT64_MAX - 5, 10);
+}
+
+/* A child range inside the table, but the directory is not in dirs[]. */
+static void edit_unlisted_dir(struct tarindex_node *n, uint32_t count)
+{
+	file_to_dir(n, count, count - 1, 1);
+}
+
+Test(tarindex, corrupt_child_range) { corrupt_and_open(edit_child_range, NULL); }
+Test(tarindex, corrupt_name) { corrupt_and_open(edit_name, NULL); }
+Test(tarindex, corrupt_order) { corrupt_and_open(edit_order, NULL); }
+Test(tarindex, corrupt_type) { corrupt_and_open(edit_type, NULL); }
+Test(tarindex, corrupt_source) { corrupt_and_open(edit_source, NULL); }
+Test(tarindex, corrupt_child_range_wraps)
+{
+	corrupt_and_open(edit_range_wraps, "child range out of bounds");
+}
+Test(tarindex, corrupt_unlisted_directory)
+{
+	corrupt_and_open(edit_unlisted_dir, "not in the directory list");
+}
 
 /* Several tarindexes (and other sections) share one index file. */
 Test(tarindex, two_in_one_file)
@@ -740,4 +825,189 @@ Test(tarindex, mutated_archives_never_crash, .timeout = 600)
 	unlink(path);
 	free(data);
 	free(orig);
+}
+
+/* ------------------------------------------------------------ tars written here */
+
+/* A GNU tar built in memory (names of 100 bytes or more as 'L' records). */
+struct tarw {
+	unsigned char *p;
+	size_t len;
+};
+
+/* Appends n bytes, zero-padded to whole blocks. */
+static void tw_put(struct tarw *w, const void *data, size_t n)
+{
+	size_t padded = (n + 511) & ~(size_t)511;
+
+	w->p = realloc(w->p, w->len + padded);
+	cr_assert(w->p);
+	memset(w->p + w->len, 0, padded);
+	memcpy(w->p + w->len, data, n);
+	w->len += padded;
+}
+
+static void tw_header(struct tarw *w, const char *name, char type, size_t size)
+{
+	unsigned char h[512];
+
+	memset(h, 0, sizeof(h));
+	memcpy(h, name, strnlen(name, 99));
+	memcpy(h + 100, "0000644", 8);
+	memcpy(h + 108, "0000000", 8);
+	memcpy(h + 116, "0000000", 8);
+	snprintf((char *)h + 124, 12, "%011zo", size);
+	snprintf((char *)h + 136, 12, "%011o", 1600000000u);
+	h[156] = (unsigned char)type;
+	memcpy(h + 257, "ustar  ", 8);     /* GNU magic and version */
+	fix_checksum(h);
+	tw_put(w, h, sizeof(h));
+}
+
+static void tw_file(struct tarw *w, const char *name, const void *data, size_t size)
+{
+	if (strlen(name) >= 100) {
+		tw_header(w, "././@LongLink", 'L', strlen(name) + 1);
+		tw_put(w, name, strlen(name) + 1);
+	}
+	tw_header(w, name, '0', size);
+	if (size)
+		tw_put(w, data, size);
+}
+
+static void tw_end(struct tarw *w)
+{
+	static const unsigned char zero[1024];
+
+	tw_put(w, zero, sizeof(zero));
+}
+
+/* `unit` n times, then `tail` (malloc'ed). */
+static char *repeat(const char *unit, int n, const char *tail)
+{
+	size_t u = strlen(unit), t = strlen(tail);
+	char *s = malloc(u * (size_t)n + t + 1);
+	int i;
+
+	cr_assert(s);
+	for (i = 0; i < n; i++)
+		memcpy(s + u * (size_t)i, unit, u);
+	memcpy(s + u * (size_t)n, tail, t + 1);
+	return s;
+}
+
+/* Writes w to a new file at `path` (a mkstemp template) and frees it. */
+static void tw_save(struct tarw *w, char *path)
+{
+	int fd = mkstemp(path);
+
+	cr_assert(fd >= 0);
+	cr_assert_eq(write(fd, w->p, w->len), (ssize_t)w->len);
+	close(fd);
+	free(w->p);
+	w->p = NULL;
+	w->len = 0;
+}
+
+/* Node `path` is a file holding exactly `want`. */
+static void expect_file(const struct tarindex *t, const char *path, const char *want)
+{
+	char buf[64] = "";
+	int64_t i = tarindex_find(t, path);
+	ssize_t k;
+
+	cr_assert_geq(i, 0, "'%.60s...' (%zu bytes) not found", path, strlen(path));
+	k = tarindex_pread(t, (uint32_t)i, buf, sizeof(buf) - 1, 0);
+	cr_expect_eq(k, (ssize_t)strlen(want));
+	cr_expect_str_eq(buf, want);
+}
+
+/*
+ * An outer member "a/a/.../x.tar" (4085 bytes, 2041 components) holding
+ * "b/b/.../f" (4093 bytes, 2047 components): joined they are 4087
+ * directories deep, past tree_pass's directory stack (TAR_PATH_MAX / 2 + 2),
+ * which overflowed.  Paths in the tree over TAR_PATH_MAX are skipped with
+ * a warning naming the tar and the offset; the other members are served.
+ */
+Test(tarindex, nested_path_over_path_max_is_skipped)
+{
+	char path[] = "/tmp/sfs-tarlong-XXXXXX", *deep = repeat("b/", 2046, "f");
+	char *outer = repeat("a/", 2040, "x.tar"), *x = repeat("a/", 2040, "x");
+	char *ok, *msg;
+	struct tarw in = { 0 }, out = { 0 };
+	struct tarindex_source src = { path, "" };
+	struct capture cap;
+	struct built b;
+	int rc;
+
+	cr_assert_eq(strlen(outer), 4085);
+	cr_assert_eq(strlen(deep), 4093);
+	tw_file(&in, deep, "deep", 4);
+	tw_file(&in, "ok.txt", "ok", 2);
+	tw_end(&in);
+	tw_file(&out, "keep.txt", "keep", 4);
+	tw_file(&out, outer, in.p, in.len);
+	tw_end(&out);
+	free(in.p);
+	tw_save(&out, path);
+	capture_start(&cap);
+	rc = build(&b, &src, 1, 1);
+	msg = capture_end(&cap);
+	cr_assert_eq(rc, 0, "build returned %d: %s", rc, msg);
+	expect_file(&b.t, "keep.txt", "keep");
+	cr_assert(asprintf(&ok, "%s/ok.txt", x) > 0);    /* 4088 bytes: fits */
+	expect_file(&b.t, ok, "ok");
+	cr_expect_eq(tarindex_lookup(&b.t, (uint32_t)tarindex_find(&b.t, x), "b"), -ENOENT);
+	cr_expect(strstr(msg, path) && strstr(msg, "offset") && strstr(msg, "4096"),
+		  "warning names the tar, the offset and the limit: %s", msg);
+	unbuild(&b);
+	unlink(path);
+	free(msg);
+	free(ok);
+	free(x);
+	free(outer);
+	free(deep);
+}
+
+/*
+ * Under the source's directory "train", "a/a/.../x.tar" (4095 bytes) is
+ * 4101 bytes: the nested members' prefix used to be cut to 4096 bytes, so
+ * they landed under "train/a/.../a/" with an empty name.  Now the member is
+ * skipped (warned), as is any other member whose path in the tree is too
+ * long, and nothing of them appears anywhere.
+ */
+Test(tarindex, prefix_over_path_max_is_not_cut)
+{
+	char path[] = "/tmp/sfs-tarlong-XXXXXX", *msg;
+	char *outer = repeat("a/", 2045, "x.tar"), *plain = repeat("c/", 2044, "long.txt");
+	struct tarw in = { 0 }, out = { 0 };
+	struct tarindex_source src = { path, "train" };
+	struct capture cap;
+	struct built b;
+	int rc;
+
+	cr_assert_eq(strlen(outer), 4095);
+	cr_assert_eq(strlen(plain), 4096);
+	tw_file(&in, "ok.txt", "ok", 2);
+	tw_end(&in);
+	tw_file(&out, "keep.txt", "keep", 4);
+	tw_file(&out, outer, in.p, in.len);
+	tw_file(&out, plain, "long", 4);
+	tw_end(&out);
+	free(in.p);
+	tw_save(&out, path);
+	capture_start(&cap);
+	rc = build(&b, &src, 1, 1);
+	msg = capture_end(&cap);
+	cr_assert_eq(rc, 0, "build returned %d: %s", rc, msg);
+	expect_file(&b.t, "train/keep.txt", "keep");
+	cr_expect_eq(tarindex_find(&b.t, "train/a"), -ENOENT);
+	cr_expect_eq(tarindex_find(&b.t, "train/c"), -ENOENT);
+	cr_expect_eq(b.t.nnodes, 3, "root, train, keep.txt: %u nodes", b.t.nnodes);
+	cr_expect(strstr(msg, path) && strstr(msg, "offset"), "warning: %s", msg);
+	unbuild(&b);
+	unlink(path);
+	free(msg);
+	free(plain);
+	free(outer);
 }
