@@ -31,6 +31,17 @@ static int cmp_leaf(const void *a, const void *b)
 	return strcmp(((const struct leaf *)a)->wnid, ((const struct leaf *)b)->wnid);
 }
 
+/* A leaf's WNID names a directory (train/<wnid>/, val/<wnid>/) and a line
+ * of classes.txt: letters, digits, '_' and '-' only, so that '/', "." and
+ * "..", tabs or newlines cannot reach the tree.  Real ones are n01440764. */
+static int wnid_ok(const char *w)
+{
+	size_t n = strspn(w, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+			  "0123456789_-");
+
+	return !w[n] && n >= 2 && n < DEVKIT_WNID_MAX;
+}
+
 /* A synset's ID, WNID and num_children; 1 if it is a leaf, 0 if not. */
 static int read_synset(const struct mat5_array *s, uint64_t i, const char *what,
 		       struct leaf *out)
@@ -46,13 +57,18 @@ static int read_synset(const struct mat5_array *s, uint64_t i, const char *what,
 	}
 	if (nch != 0)
 		return 0;
-	if (!(id >= 1 && id <= DEVKIT_MAX_CLASSES && id == floor(id)) ||
-	    strlen(out->wnid) < 2 || strlen(out->wnid) >= DEVKIT_WNID_MAX) {
-		sfs_err("%s: synsets(%llu): expected an ILSVRC2012_ID in 1..%u and a WNID like n01440764",
+	if (!(id >= 1 && id <= DEVKIT_MAX_CLASSES && id == floor(id))) {
+		sfs_err("%s: synsets(%llu): expected an ILSVRC2012_ID in 1..%u",
 			what, (unsigned long long)i + 1, DEVKIT_MAX_CLASSES);
 		return -EBADMSG;
 	}
 	out->id = (uint32_t)id;
+	if (!wnid_ok(out->wnid)) {
+		sfs_err("%s: synsets(%llu), ILSVRC2012_ID %u: expected a WNID like n01440764 "
+			"(2 to %d letters, digits, '_' or '-'), not '%.32s'", what,
+			(unsigned long long)i + 1, out->id, DEVKIT_WNID_MAX - 1, out->wnid);
+		return -EBADMSG;
+	}
 	out->words = mat5_string(mat5_field(s, i, "words"));
 	if (!out->words)
 		out->words = "";

@@ -4,7 +4,8 @@
  * From data/meta.mat (the `synsets` struct) we keep the leaf classes
  * (num_children == 0): their WNIDs sorted, which is the label order every
  * loader uses (label = index in the sorted WNIDs), their words, and the
- * ILSVRC2012_ID -> label map.  From
+ * ILSVRC2012_ID -> label map.  Leaf WNIDs become directory names, so one
+ * that is not letters, digits, '_' and '-' refuses the devkit.  From
  * data/ILSVRC2012_validation_ground_truth.txt we keep one label per val
  * image, in ascending file-name order.
  *

@@ -474,26 +474,26 @@ static int matrix_name(const struct ctx *c, const struct elem *m,
 	return parse_header(c, &pos, pos + m->nbytes, tmp, &flags);
 }
 
-/* Looks at one top-level element; 1 and *out when it is the variable. */
 static int try_elem(const struct ctx *c, const struct elem *e, const char *name,
-		    struct mat5_array **out)
+		    struct mat5_array **out);
+
+/* A top-level miCOMPRESSED: looks at the element it inflates to. */
+static int try_compressed(const struct ctx *c, const struct elem *e,
+			  const char *name, struct mat5_array **out)
 {
-	struct mat5_array tmp;
 	struct ctx zc;
 	struct elem ze;
 	uint8_t *z = NULL;
 	size_t zlen, zpos = 0;
 	int rc;
 
-	if (e->type == MI_MATRIX) {
-		rc = matrix_name(c, e, &tmp);
-		if (rc || strcmp(tmp.name, name))
-			return rc;
-		rc = parse_matrix(c, e, 0, out);
-		return rc ? rc : 1;
+	if (c->zoff >= 0) {
+		/* MATLAB compresses each variable once; following nested ones
+		 * would recurse without bound, each level holding its
+		 * inflated bytes, until a small file overflows the stack */
+		bad(c, e->off, "an miMATRIX, not a nested miCOMPRESSED");
+		return -EBADMSG;
 	}
-	if (e->type != MI_COMPRESSED)
-		return 0;	/* other top-level types carry no variable */
 	rc = inflate_elem(c, e, &z, &zlen);
 	if (rc)
 		return rc;
@@ -503,6 +503,24 @@ static int try_elem(const struct ctx *c, const struct elem *e, const char *name,
 		rc = try_elem(&zc, &ze, name, out);
 	free(z);
 	return rc;
+}
+
+/* Looks at one top-level element; 1 and *out when it is the variable. */
+static int try_elem(const struct ctx *c, const struct elem *e, const char *name,
+		    struct mat5_array **out)
+{
+	struct mat5_array tmp;
+	int rc;
+
+	if (e->type == MI_COMPRESSED)
+		return try_compressed(c, e, name, out);
+	if (e->type != MI_MATRIX)
+		return 0;	/* other top-level types carry no variable */
+	rc = matrix_name(c, e, &tmp);
+	if (rc || strcmp(tmp.name, name))
+		return rc;
+	rc = parse_matrix(c, e, 0, out);
+	return rc ? rc : 1;
 }
 
 static int check_header(const struct ctx *c)

@@ -7,6 +7,9 @@
  * double whatever type they are stored as.  Sparse and object arrays are
  * kept as empty placeholders (their class is recorded, their data skipped).
  *
+ * An miCOMPRESSED whose inflated bytes hold another miCOMPRESSED is refused:
+ * MATLAB compresses each variable once, and following the nest would recurse.
+ *
  * Every length is checked against the bytes that are really there; on any
  * inconsistency the parse fails with one message naming the file, the
  * offset and what was expected.  Used at index build time only: the tree is

@@ -331,14 +331,17 @@ static void pax_parse(struct walk *w, struct pending *p, char *buf, size_t n,
 	size_t pos = 0;
 
 	while (pos < n) {
-		char *rec = buf + pos, *sp, *eq, *end;
-		unsigned long len;
+		char *rec = buf + pos, *sp = rec, *eq, *end;
+		unsigned long len = 0;
 
 		if (buf[pos] == '\0')
 			break;  /* NUL padding after the last record */
-		len = strtoul(rec, &sp, 10);
-		if (sp == rec || *sp != ' ' || len == 0 || len > n - pos ||
-		    rec[len - 1] != '\n') {
+		/* strtoul would skip whitespace and take a sign: "\n1 k=v" would
+		 * be a 1-byte record whose space lies past its own end */
+		if (rec[0] >= '0' && rec[0] <= '9')
+			len = strtoul(rec, &sp, 10);
+		if (len == 0 || *sp != ' ' || len > n - pos ||
+		    (size_t)(sp - rec) >= len - 1 || rec[len - 1] != '\n') {
 			sfs_warn("%s: malformed pax record at offset %llu: rest ignored",
 				 w->what, (unsigned long long)(at + pos));
 			return;
@@ -368,6 +371,10 @@ static int ext_header(struct walk *w, int type, uint64_t data, uint64_t size)
 		return -EBADMSG;
 	}
 	rc = rd_alloc(&w->rd, data, (size_t)size, &buf);
+	if (rc == -EBADMSG)
+		sfs_warn("%s: the file ends inside the %llu data bytes of the %c header "
+			 "at offset %llu: archive truncated there", w->what,
+			 (unsigned long long)size, type, (unsigned long long)(data - TAR_BLOCK));
 	if (rc < 0)
 		return rc;
 	if (type == 'L' || type == 'K') {
@@ -390,6 +397,10 @@ static int skip_sparse_ext(struct walk *w, const unsigned char *h, uint64_t *dat
 
 	while (more) {
 		rc = rd_get(&w->rd, *data, TAR_BLOCK, &e);
+		if (rc == -EBADMSG)
+			sfs_warn("%s: sparse extension block at offset %llu lies past the "
+				 "end of the archive: truncated", w->what,
+				 (unsigned long long)*data);
 		if (rc < 0)
 			return rc;
 		more = e[H_GNU_EXT_ISEXT];
@@ -575,13 +586,19 @@ static int walk_loop(struct walk *w, tar_member_fn fn, void *arg)
 {
 	const unsigned char *h;
 	struct tar_member m;
-	uint64_t pos = w->rd.lo, next;
+	uint64_t pos = w->rd.lo, hdr = pos, next;
 	int nhdr = 0, rc, type;
 
-	while (w->rd.hi - pos >= TAR_BLOCK) {
+	/* pos > hi when the data of the last header lacks its padding:
+	 * tested first, as hi - pos would wrap */
+	while (pos <= w->rd.hi && w->rd.hi - pos >= TAR_BLOCK) {
 		rc = rd_get(&w->rd, pos, TAR_BLOCK, &h);
+		if (rc == -EBADMSG && nhdr)
+			sfs_warn("%s: the file ends before the header at offset %llu: "
+				 "archive truncated there", w->what, (unsigned long long)pos);
 		if (rc < 0)
 			return rc == -EBADMSG && !nhdr ? -EINVAL : rc;
+		hdr = pos;
 		if (all_zero(h)) {
 			end_marker(w, pos);
 			return 0;       /* at pos 0: an empty archive, as GNU tar */
@@ -621,6 +638,13 @@ static int walk_loop(struct walk *w, tar_member_fn fn, void *arg)
 			return rc;
 		w->rd.want = next - pos > WINDOW / 2 ? TAR_BLOCK : WINDOW;
 		pos = next;
+	}
+	if (pos > w->rd.hi) {
+		sfs_warn("%s: the data of the header at offset %llu is padded to offset "
+			 "%llu, but the archive ends at %llu: truncated", w->what,
+			 (unsigned long long)hdr, (unsigned long long)pos,
+			 (unsigned long long)w->rd.hi);
+		return -EBADMSG;
 	}
 	if (pos < w->rd.hi) {
 		sfs_warn("%s: %llu stray bytes at offset %llu after the last member",

@@ -46,8 +46,9 @@ typedef int (*tar_member_fn)(void *arg, const struct tar_member *m);
  * Walks the tar at [base, base + len) of fd.  `what` names it in messages
  * (e.g. "a.tar" or "a.tar:b.tar").  Returns 0 at the end of the archive
  * (two zero blocks or the end of the range), -EBADMSG when the archive is
- * damaged after at least one header (bad checksum, truncated member, bad
- * field: members before it have been reported; a warning is printed),
+ * damaged after at least one header (bad checksum, truncated member or
+ * padding, bad field, a file shorter than the range: members before it have
+ * been reported; a warning naming the offset is printed),
  * -EINVAL when the first header is not a tar header (a range that starts
  * with a zero block is an empty archive: 0), -errno on I/O error, or the
  * callback's nonzero return.

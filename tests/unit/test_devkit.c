@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "devkit.h"
 
@@ -129,4 +130,76 @@ Test(devkit, bad_truth)
 	cr_assert_eq(dk.val_label[0], dk.id_label[1]);
 	cr_assert_eq(dk.val_label[1], dk.id_label[2]);
 	devkit_free(&dk);
+}
+
+/* Runs devkit_parse_meta (or devkit_load when buf is NULL) with stderr
+ * captured into msg. */
+static int parse_capturing(const char *path, const uint8_t *buf, size_t n,
+			   const char *what, struct devkit *dk, char *msg, size_t cap)
+{
+	FILE *err = tmpfile();
+	int saved = dup(2), rc;
+	size_t got;
+
+	cr_assert(err && saved >= 0);
+	fflush(stderr);
+	dup2(fileno(err), 2);
+	rc = buf ? devkit_parse_meta(buf, n, what, dk) : devkit_load(path, dk);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	rewind(err);
+	got = fread(msg, 1, cap - 1, err);
+	msg[got] = '\0';
+	fclose(err);
+	return rc;
+}
+
+/*
+ * A leaf WNID becomes a directory name: "../x", "a/b", "..", "." or one
+ * with a space (written by scipy.io.savemat, tests/fixtures/make_imagenet.py)
+ * must refuse the devkit, as any other bad leaf does, with a message that
+ * names the synsets entry and its ILSVRC2012_ID.  The labels then come from
+ * the train class names (imagenet_index.c).
+ */
+Test(devkit, hostile_wnid_refused)
+{
+	char path[4096], line[512], msg[2048];
+	struct devkit dk;
+	int n = 0, rc;
+	FILE *f = fopen(fixture_path("mat-wnid.txt", path, sizeof(path)), "r");
+
+	cr_assert(f);
+	while (fgets(line, sizeof(line), f)) {
+		static uint8_t buf[1 << 20];
+		char name[256], want[128];
+		unsigned idx, id;
+		size_t len;
+		FILE *m;
+
+		cr_assert_eq(sscanf(line, "%255s %u %u", name, &idx, &id), 3);
+		m = fopen(fixture_path(name, path, sizeof(path)), "rb");
+		cr_assert(m);
+		len = fread(buf, 1, sizeof(buf), m);
+		fclose(m);
+		rc = parse_capturing(NULL, buf, len, name, &dk, msg, sizeof(msg));
+		cr_expect_eq(rc, -EBADMSG, "%s: rc %d", name, rc);
+		cr_expect_null(dk.wnid, "%s", name);
+		if (!rc)
+			devkit_free(&dk);
+		snprintf(want, sizeof(want), "synsets(%u), ILSVRC2012_ID %u: expected a WNID", idx, id);
+		cr_expect(strstr(msg, name) && strstr(msg, want), "%s: message: %s", name, msg);
+		n++;
+	}
+	fclose(f);
+	cr_expect_geq(n, 5);
+
+	/* the whole tarball: devkit_load says which member, and fails */
+	fixture_path("devkit-badwnid.tar.gz", path, sizeof(path));
+	rc = parse_capturing(path, NULL, 0, NULL, &dk, msg, sizeof(msg));
+	cr_expect_eq(rc, -EBADMSG, "devkit_load: rc %d", rc);
+	cr_expect_null(dk.wnid);
+	cr_expect(strstr(msg, "data/meta.mat") && strstr(msg, "'../x'"), "message: %s", msg);
+	if (!rc)
+		devkit_free(&dk);
 }

@@ -3,13 +3,16 @@
  * by scipy.io.savemat (with and without compression) and by a MATLAB-style
  * writer (miUINT16 chars, doubles stored as miUINT8), compared field by field
  * with what scipy.io.loadmat read (tests/fixtures/make_imagenet.py writes
- * <variant>.synsets.txt).  Then hostile files, every truncation, byte flips.
+ * <variant>.synsets.txt).  Then hostile files, every truncation, byte flips,
+ * and nested compressed elements built here with zlib.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <zlib.h>
 
 #include "mat5.h"
 
@@ -173,4 +176,123 @@ Test(mat5, byte_flips)
 		free(copy);
 	}
 	free(buf);
+}
+
+/* ---- nested miCOMPRESSED, built here with zlib --------------------------- */
+
+static size_t put_tag(uint8_t *p, uint32_t type, uint32_t nbytes)
+{
+	memcpy(p, &type, 4);		/* little-endian hosts only, as mat5.c */
+	memcpy(p + 4, &nbytes, 4);
+	return 8;
+}
+
+/* A 1x1 double `synsets` = 42 as an miMATRIX element (72 bytes). */
+static size_t scalar_matrix(uint8_t *p)
+{
+	uint32_t flags[2] = { MAT5_DOUBLE, 0 };
+	int32_t dims[2] = { 1, 1 };
+	double v = 42;
+	size_t n = put_tag(p, 14, 64);
+
+	n += put_tag(p + n, 6, 8);
+	memcpy(p + n, flags, 8);
+	n += 8;
+	n += put_tag(p + n, 5, 8);
+	memcpy(p + n, dims, 8);
+	n += 8;
+	n += put_tag(p + n, 1, 7);
+	memcpy(p + n, "synsets\0", 8);
+	n += 8;
+	n += put_tag(p + n, 9, 8);
+	memcpy(p + n, &v, 8);
+	return n + 8;
+}
+
+/* A MAT-file whose variable is wrapped in `levels` miCOMPRESSED elements,
+ * each inside the previous one's inflated bytes. */
+static uint8_t *nested_mat(int levels, size_t *len)
+{
+	uint8_t *el = malloc(72), *file;
+	size_t n = scalar_matrix(el);
+	int i;
+
+	for (i = 0; i < levels; i++) {
+		uLongf zn = compressBound(n);
+		uint8_t *z = malloc(8 + zn);
+
+		cr_assert(z && compress(z + 8, &zn, el, n) == Z_OK);
+		put_tag(z, 15, (uint32_t)zn);
+		free(el);
+		el = z;
+		n = 8 + zn;
+	}
+	file = calloc(1, 128 + n);
+	memcpy(file, "MATLAB 5.0 MAT-file, nested", 27);
+	file[124] = 0x00;
+	file[125] = 0x01;
+	file[126] = 'I';
+	file[127] = 'M';
+	memcpy(file + 128, el, n);
+	free(el);
+	*len = 128 + n;
+	return file;
+}
+
+/* Parses with stderr captured; returns the parse's result, the message. */
+static int read_capturing(const uint8_t *buf, size_t len, struct mat5_array **s,
+			  char *msg, size_t cap)
+{
+	FILE *err = tmpfile();
+	int saved = dup(2), rc;
+	size_t n;
+
+	cr_assert(err && saved >= 0);
+	fflush(stderr);
+	dup2(fileno(err), 2);
+	rc = mat5_read_var(buf, len, "nested.mat", "synsets", s);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	rewind(err);
+	n = fread(msg, 1, cap - 1, err);
+	msg[n] = '\0';
+	fclose(err);
+	return rc;
+}
+
+/*
+ * MATLAB compresses each top-level variable once.  An miCOMPRESSED that
+ * inflates to another one made the reader recurse once per level, keeping
+ * every level's inflated bytes: a small hostile meta.mat could exhaust the
+ * stack.  One level parses; two or more are refused, naming the offset.
+ */
+Test(mat5, nested_compressed_refused)
+{
+	static const int levels[] = { 2, 3, 200 };
+	struct mat5_array *s;
+	char msg[1024];
+	size_t len, i;
+	uint8_t *buf = nested_mat(1, &len);
+	double v;
+
+	cr_assert_eq(read_capturing(buf, len, &s, msg, sizeof(msg)), 0, "%s", msg);
+	cr_assert_eq(mat5_scalar(s, &v), 0);
+	cr_expect_eq(v, 42);
+	mat5_free(s);
+	free(buf);
+	for (i = 0; i < sizeof(levels) / sizeof(levels[0]); i++) {
+		int rc;
+
+		buf = nested_mat(levels[i], &len);
+		s = (void *)1;
+		rc = read_capturing(buf, len, &s, msg, sizeof(msg));
+		cr_expect_eq(rc, -EBADMSG, "%d levels: rc %d", levels[i], rc);
+		cr_expect_null(s);
+		if (!rc)
+			mat5_free(s);
+		cr_expect(strstr(msg, "nested.mat") && strstr(msg, "offset 128") &&
+			  strstr(msg, "miCOMPRESSED"), "%d levels: message: %s", levels[i], msg);
+		free(buf);
+	}
 }

@@ -3,7 +3,8 @@
  * every fixture's member list (normalised names, types, sizes, absolute
  * data offsets, link targets) must equal the oracle's, line for line, and
  * damaged or foreign archives must be reported as such.  Also
- * tar_normalise on hostile names and the checksum rules, on bytes built here.
+ * tar_normalise on hostile names, the checksum rules, malformed pax records
+ * and archives that end inside their padding, on bytes built here.
  */
 #include <criterion/criterion.h>
 
@@ -224,4 +225,151 @@ Test(tar, checksum_signed_and_unsigned)
 	cr_expect(!tar_header_ok(h));
 	memset(h, 0, sizeof(h));
 	cr_expect(!tar_header_ok(h), "a zero block is not a header");
+}
+
+/* ---- archives built here, byte by byte --------------------------------- */
+
+struct crafted {
+	unsigned char buf[16 * TAR_BLOCK];
+	size_t len;
+};
+
+/* Appends a ustar header (checksum as tarfile writes it) and n data bytes,
+ * padded to a block unless `pad` is 0. */
+static void craft(struct crafted *t, const char *name, char type,
+		  const void *data, size_t n, int pad)
+{
+	unsigned char *h = t->buf + t->len;
+	unsigned sum = 0;
+	int i;
+
+	cr_assert_leq(t->len + TAR_BLOCK + n + TAR_BLOCK, sizeof(t->buf));
+	memset(h, 0, TAR_BLOCK);
+	snprintf((char *)h, 100, "%s", name);
+	memcpy(h + 100, "0000644", 8);
+	snprintf((char *)h + 124, 12, "%011o", (unsigned)n);
+	memcpy(h + 136, "00000000000", 12);
+	h[156] = (unsigned char)type;
+	memcpy(h + 257, "ustar\0" "00", 8);
+	memset(h + 148, ' ', 8);
+	for (i = 0; i < TAR_BLOCK; i++)
+		sum += h[i];
+	snprintf((char *)h + 148, 8, "%06o", sum);
+	memcpy(h + TAR_BLOCK, data, n);
+	t->len += TAR_BLOCK + n;
+	if (pad) {
+		memset(t->buf + t->len, 0, (TAR_BLOCK - n % TAR_BLOCK) % TAR_BLOCK);
+		t->len += (TAR_BLOCK - n % TAR_BLOCK) % TAR_BLOCK;
+	}
+}
+
+/* Walks t[0, t->len) under the name "crafted.tar" over a range of
+ * t->len + extra bytes; returns tar_walk's result, the members in c and
+ * what was printed in *msg. */
+static int walk_crafted(const struct crafted *t, uint64_t extra,
+			struct collect *c, char **msg)
+{
+	char tmpl[] = "/tmp/sfs-tar-XXXXXX";
+	FILE *err = tmpfile();
+	int fd = mkstemp(tmpl), saved = dup(2), rc;
+	size_t n;
+
+	cr_assert(fd >= 0 && err && saved >= 0);
+	unlink(tmpl);
+	cr_assert(pwrite(fd, t->buf, t->len, 0) == (ssize_t)t->len);
+	c->out = calloc(1, 1);
+	c->len = c->cap = 0;
+	fflush(stderr);
+	dup2(fileno(err), 2);
+	rc = tar_walk(fd, 0, t->len + extra, "crafted.tar", collect_cb, c);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	close(fd);
+	*msg = calloc(1, 4096);
+	rewind(err);
+	n = fread(*msg, 1, 4095, err);
+	(*msg)[n] = '\0';
+	fclose(err);
+	return rc;
+}
+
+/*
+ * A pax record whose length field does not start the record: strtoul
+ * skips whitespace and takes a sign, so "\n1 xyz" once read as a 1-byte
+ * record ending in '\n' whose "key=value" lay before its own length
+ * field, and the scan for '=' ran off the buffer (ASan: heap overflow).
+ * Each must be the usual malformed-record warning (the rest of the set is
+ * ignored, the records before it stay applied) and the member reported.
+ */
+Test(tar, pax_length_field_not_at_record_start)
+{
+	static const struct { const char *pax, *path; unsigned at; } cases[] = {
+		{ "\n1 xyz", "f.txt", 512 },
+		{ "\n1 path=evil\n", "f.txt", 512 },
+		{ " 13 path=evil\n", "f.txt", 512 },
+		{ "+12 path=evil\n", "f.txt", 512 },
+		{ "-1 path=evil\n", "f.txt", 512 },
+		{ "17 path=good.txt\n\n1 xyz", "good.txt", 529 },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct crafted *t = calloc(1, sizeof(*t));
+		struct collect c;
+		char want[128], where[64], *msg;
+		int rc;
+
+		craft(t, "PaxHeaders/f.txt", 'x', cases[i].pax, strlen(cases[i].pax), 1);
+		craft(t, "f.txt", '0', "hello", 5, 1);
+		t->len += 2 * TAR_BLOCK;
+		rc = walk_crafted(t, 0, &c, &msg);
+		cr_expect_eq(rc, 0, "case %zu: tar_walk returned %d", i, rc);
+		snprintf(want, sizeof(want), "file\t5\t1536\t%s\t\n", cases[i].path);
+		cr_expect_str_eq(c.out, want, "case %zu", i);
+		snprintf(where, sizeof(where), "offset %u", cases[i].at);
+		cr_expect(strstr(msg, "crafted.tar") && strstr(msg, "malformed pax record") &&
+			  strstr(msg, where), "case %zu: message: %s", i, msg);
+		free(c.out);
+		free(msg);
+		free(t);
+	}
+}
+
+/*
+ * A range that ends inside a member's padding, or before a header the
+ * file does not have: the members before stay reported, the walk says
+ * -EBADMSG, and a warning names the file and the offset (as tar.h
+ * promises) instead of returning quietly.
+ */
+Test(tar, padding_or_header_past_the_end_is_warned)
+{
+	static const struct { int pax_last, pad; uint64_t extra; const char *where, *walk; } cases[] = {
+		/* the last member's padding is missing (file ends at 517) */
+		{ 0, 0, 0, "offset 1024", "file\t5\t512\tf.txt\t\n" },
+		/* a pax header's padding is missing: nothing follows it */
+		{ 1, 0, 0, "offset 2048", "file\t5\t512\tf.txt\t\n" },
+		/* the range says a header follows, the file has none */
+		{ 0, 1, TAR_BLOCK, "offset 1024", "file\t5\t512\tf.txt\t\n" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct crafted *t = calloc(1, sizeof(*t));
+		struct collect c;
+		char *msg;
+		int rc;
+
+		craft(t, "f.txt", '0', "hello", 5, cases[i].pad || cases[i].pax_last);
+		if (cases[i].pax_last)
+			craft(t, "PaxHeaders/g", 'x', "11 a=bcdef\n", 11, cases[i].pad);
+		rc = walk_crafted(t, cases[i].extra, &c, &msg);
+		cr_expect_eq(rc, -EBADMSG, "case %zu: tar_walk returned %d", i, rc);
+		cr_expect_str_eq(c.out, cases[i].walk, "case %zu", i);
+		cr_expect(strstr(msg, "crafted.tar") && strstr(msg, cases[i].where),
+			  "case %zu: message: %s", i, msg);
+		free(c.out);
+		free(msg);
+		free(t);
+	}
 }
