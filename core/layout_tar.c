@@ -42,6 +42,7 @@ struct tar_layout {
 	struct tarindex_source *src;
 	size_t nsrc;
 	char *strings;      /* the sources' paths and dirs, one allocation */
+	uint32_t nhidden;   /* symlinks that leave the mount through others */
 };
 
 /* ------------------------------------------------------------ sources */
@@ -237,6 +238,32 @@ static int load_index(struct tar_layout *l, const struct sfs_opts *o)
 	}
 }
 
+/*
+ * A symlink that leads out of the mount through other symlinks is not
+ * shown (the build already skipped those whose own target leaves).
+ */
+static int hidden(const struct tar_layout *l, uint32_t i)
+{
+	return l->nhidden &&
+	       tarindex_node_type(tarindex_node(&l->t, i)) == TARINDEX_SYMLINK &&
+	       tarindex_symlink_escapes(&l->t, i);
+}
+
+/* Counts the hidden symlinks once, at mount, and says so. */
+static void count_hidden(struct tar_layout *l, const char *source)
+{
+	uint32_t i, first = 0;
+
+	for (i = 0; i < l->t.nnodes; i++)
+		if (tarindex_node_type(tarindex_node(&l->t, i)) == TARINDEX_SYMLINK &&
+		    tarindex_symlink_escapes(&l->t, i) && !l->nhidden++)
+			first = i;
+	if (l->nhidden)
+		sfs_warn("%s: %u symlink(s) lead out of the mount through other symlinks "
+			 "(the first: '%s'): not shown", source, l->nhidden,
+			 tarindex_name(&l->t, first));
+}
+
 /* ------------------------------------------------------------ ops */
 
 static int node_of(const struct tar_layout *l, uint64_t ino, uint32_t *i)
@@ -244,7 +271,7 @@ static int node_of(const struct tar_layout *l, uint64_t ino, uint32_t *i)
 	if (ino < INO0 || ino - INO0 >= l->t.nnodes)
 		return -ENOENT;
 	*i = (uint32_t)(ino - INO0);
-	return 0;
+	return hidden(l, *i) ? -ENOENT : 0;
 }
 
 /* Directories among nodes [0, end): a binary search in the dirs list. */
@@ -314,6 +341,8 @@ static int tar_lookup(void *priv, uint64_t parent, const char *name,
 	i = tarindex_lookup(&l->t, dir, name);
 	if (i < 0)
 		return (int)i;
+	if (hidden(l, (uint32_t)i))
+		return -ENOENT;
 	fill_attr(l, (uint32_t)i, out);
 	return 0;
 }
@@ -332,6 +361,8 @@ static int tar_readdir(void *priv, uint64_t ino, uint64_t off, sfs_fill_fn fill,
 	if (rc < 0)
 		return rc;
 	for (k = off; k < count; k++) {
+		if (hidden(l, first + (uint32_t)k))
+			continue;
 		fill_attr(l, first + (uint32_t)k, &a);
 		if (fill(arg, tarindex_name(&l->t, first + (uint32_t)k), &a, k + 1))
 			break;
@@ -397,7 +428,7 @@ static void tar_statfs(void *priv, uint64_t *files, uint64_t *bytes)
 {
 	struct tar_layout *l = priv;
 
-	*files = l->t.nnodes;
+	*files = l->t.nnodes - l->nhidden;
 	*bytes = l->t.total_bytes;
 }
 
@@ -438,6 +469,8 @@ int layout_tar_open(const struct sfs_opts *o, struct layout *out)
 	rc = find_sources(l, o->source);
 	if (rc == 0)
 		rc = load_index(l, o);
+	if (rc == 0)
+		count_hidden(l, o->source);
 	if (rc < 0) {
 		tar_destroy(l);
 		return rc;

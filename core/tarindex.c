@@ -1145,6 +1145,69 @@ const char *tarindex_link(const struct tarindex *t, uint32_t i, uint64_t *len)
 	return t->pool + n->off;
 }
 
+#define LINK_HOPS_MAX 40	/* the kernel's limit on links in one walk */
+
+/*
+ * Walks `path` (len bytes) from directory *cur as path lookup does,
+ * following symlinks.  1: it climbed above the root; 0: it ended at *cur;
+ * -1: it went nowhere (missing, not a directory, too many links).
+ */
+static int walk_link(const struct tarindex *t, uint32_t *cur, const char *path,
+		     size_t len, int *hops)
+{
+	char comp[256];
+	size_t a = 0, b, n;
+	int64_t c;
+
+	if (len && path[0] == '/')
+		return 1;
+	for (; a < len; a = b + 1) {
+		for (b = a; b < len && path[b] != '/'; b++)
+			;
+		n = b - a;
+		if (n == 0 || (n == 1 && path[a] == '.'))
+			continue;
+		if (tarindex_node_type(&t->nodes[*cur]) != TARINDEX_DIR)
+			return -1;
+		if (n == 2 && path[a] == '.' && path[a + 1] == '.') {
+			if (*cur == TARINDEX_ROOT)
+				return 1;
+			*cur = tarindex_parent(t, *cur);
+			continue;
+		}
+		if (n >= sizeof(comp))
+			return -1;
+		memcpy(comp, path + a, n);
+		comp[n] = '\0';
+		if ((c = tarindex_lookup(t, *cur, comp)) < 0)
+			return -1;
+		if (tarindex_node_type(&t->nodes[c]) == TARINDEX_SYMLINK) {
+			uint64_t tlen = 0;
+			const char *target = tarindex_link(t, (uint32_t)c, &tlen);
+			int r;
+
+			if (++*hops > LINK_HOPS_MAX)
+				return -1;
+			/* relative to the link's own directory, *cur */
+			if ((r = walk_link(t, cur, target, (size_t)tlen, hops)) != 0)
+				return r;
+		} else {
+			*cur = (uint32_t)c;
+		}
+	}
+	return 0;
+}
+
+int tarindex_symlink_escapes(const struct tarindex *t, uint32_t i)
+{
+	uint32_t cur = tarindex_parent(t, i);
+	uint64_t len;
+	const char *target = tarindex_link(t, i, &len);
+	int hops = 1;
+
+	return target && walk_link(t, &cur, target, (size_t)len, &hops) == 1;
+}
+
 ssize_t tarindex_pread(const struct tarindex *t, uint32_t i, void *buf,
 		       size_t size, uint64_t off)
 {

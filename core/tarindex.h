@@ -194,6 +194,15 @@ int64_t tarindex_find(const struct tarindex *t, const char *path);
 uint32_t tarindex_parent(const struct tarindex *t, uint32_t i);
 /* Symlink target of node i (NUL-terminated, *len bytes) or NULL. */
 const char *tarindex_link(const struct tarindex *t, uint32_t i, uint64_t *len);
+/*
+ * 1 if following symlink node i as the kernel would, inside this tree,
+ * climbs above the root at some point, else 0.  The build skips links whose
+ * target leaves on its own; this catches the ones that leave through other
+ * links (`up -> ..` is inside, `out -> up/../..` is not).  A target that
+ * goes nowhere (a missing name, a file with more to come, over 40 links)
+ * does not leave.
+ */
+int tarindex_symlink_escapes(const struct tarindex *t, uint32_t i);
 
 /*
  * Reads up to `size` bytes at `off` of file node i: bytes read (short only

@@ -71,6 +71,11 @@ check "unmount ${M##*/}, no sanitizer report" sfs_umount "$M"
 M=$T/ml
 check "mount gnu.tar ${M##*/}" sfs_mount "$FX/gnu.tar" "$M" -o layout=tar
 check "escaping symlinks absent" test ! -e "$M/link_out" -a ! -L "$M/link_abs"
+check "a symlink leaving through another is absent, from ls and lookup" \
+	sh -c "! ls -a '$M/chain' | grep -qx out && ! test -L '$M/chain/out'"
+check "a symlink going through another but staying inside reads its target" \
+	cmp "$M/chain/ok" "$M/data/a.txt"
+check "the hidden symlink is named in one warning" grep -q "symlink(s) lead out of the mount.*'out'" "$(sfs_log "$M")"
 check "ls -l shows the symlink target" \
 	bash -c "ls -l '$M' | grep -q 'link_in -> data/a.txt'"
 check "stat: size of data/a.txt is 1234, nlink of nested is 3" \
