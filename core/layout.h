@@ -66,7 +66,10 @@ struct layout_ops {
 	/* optional (may be NULL): when a file's bytes are one contiguous range
 	 * of an open descriptor, say which, so the FUSE layer can splice.
 	 * Returns 0 and sets *fd / *base (file offset of byte 0), -ENOTSUP,
-	 * or -EIO when the source changed since mounting (size or mtime). */
+	 * or -EIO when the source changed since mounting (size or mtime).
+	 * The one gap in "never wrong bytes": a change between this check
+	 * and the splice goes out (the bytes are not copied, so there is
+	 * nothing to check after); README, Limitations, says so. */
 	int (*extent)(void *priv, uint64_t ino, int *fd, uint64_t *base);
 	/* optional: symlink target into buf (NUL-terminated); -EINVAL if not */
 	int (*readlink)(void *priv, uint64_t ino, char *buf, size_t size);
