@@ -240,52 +240,46 @@ static int add_array(struct npy_layout *L, int dirfd, const char *name,
 	struct npy_array *a;
 	struct npy_header h;
 	struct stat st;
-	int fd, rc;
+	int fd, rc = 0;
 
 	/* O_NONBLOCK: a FIFO named x.npy must not hang the mount */
 	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
 		rc = -errno;
-		sfs_err("%s: %s", what, strerror(errno));
+		sfs_err("%s: %s", what, strerror(-rc));
 		return rc;
 	}
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return 0;	/* a directory named x.npy: not ours */
-	}
-	if (L->n == L->cap && (rc = grow(L))) {
-		close(fd);
-		return rc;
-	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
+		goto out;	/* a directory named x.npy: not ours */
+	if (L->n == L->cap && (rc = grow(L)))
+		goto out;
 	a = &L->a[L->n];
 	memset(a, 0, sizeof(*a));
 	rc = read_header(fd, what, (uint64_t)st.st_size, &h);
 	if (rc == -EINVAL) {
 		sfs_warn("%s: skipped: not a valid npy file", what);
-		goto skip;
+		rc = 0;
+		goto out;
 	}
-	if (rc) {	/* unreadable: the mount fails, as for open */
-		close(fd);
-		return rc;
-	}
+	if (rc)		/* unreadable: the mount fails, as for open */
+		goto out;
 	if (describe(a, what, &h, (uint64_t)st.st_size))
-		goto skip;
+		goto out;	/* skipped, with describe's warning */
 	if (L->per_class && a->rows > L->per_class)
 		a->rows = L->per_class;
-	a->name = strndup(name, strlen(name) - 4);
-	if (!a->name) {
-		close(fd);
-		return -ENOMEM;
+	if (!(a->name = strndup(name, strlen(name) - 4))) {
+		rc = -ENOMEM;
+		goto out;
 	}
 	a->fd = fd;
 	a->mtime = st.st_mtime;
 	a->fsize = (uint64_t)st.st_size;
 	a->mtime_ns = mtime_ns(&st);
 	L->n++;
-	return 0;
-skip:
+	return 0;	/* the array keeps fd */
+out:
 	close(fd);
-	return 0;
+	return rc;
 }
 
 static int by_name(const void *x, const void *y)
