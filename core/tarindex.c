@@ -229,25 +229,29 @@ static int path_fits(const struct walkctx *c, const struct tar_member *m)
  * directory of its members (name minus ".tar").  1 if expanded, 0 if it
  * is to be kept as a plain file, <0 on error.
  */
-static int try_nested(struct walkctx *c, const struct tar_member *m)
+int tarindex_member_is_tar(int fd, const struct tar_member *m)
 {
 	unsigned char hdr[TAR_BLOCK];
 	size_t len = strlen(m->path);
 	const char *base = strrchr(m->path, '/');
+
+	base = base ? base + 1 : m->path;
+	return m->size >= TAR_BLOCK && len >= 5 && !strcmp(m->path + len - 4, ".tar") &&
+	       strlen(base) >= 5 &&
+	       pread(fd, hdr, sizeof(hdr), (off_t)m->offset) == sizeof(hdr) &&
+	       tar_header_ok(hdr);
+}
+
+static int try_nested(struct walkctx *c, const struct tar_member *m)
+{
+	size_t len = strlen(m->path);
 	char dir[TAR_PATH_MAX + 1], prefix[TAR_PATH_MAX + 1], what[512];
 	struct walkctx sub = *c;
 	int rc;
 
-	base = base ? base + 1 : m->path;
-	if (c->depth >= c->b->recursive || m->size < TAR_BLOCK || len < 5 ||
-	    strcmp(m->path + len - 4, ".tar") || strlen(base) < 5)
-		return 0;
-	/* walk_cb skipped longer ones; this keeps `prefix` below from being
-	 * cut, which would put the nested members under another directory */
-	if (tree_path_len(c, m->path) > TAR_PATH_MAX)
-		return 0;
-	if (pread(c->fd, hdr, sizeof(hdr), (off_t)m->offset) != sizeof(hdr) ||
-	    !tar_header_ok(hdr))
+	/* walk_cb has skipped members whose path in the tree would not fit
+	 * TAR_PATH_MAX (path_fits), so `prefix` below is never cut */
+	if (c->depth >= c->b->recursive || !tarindex_member_is_tar(c->fd, m))
 		return 0;
 	memcpy(dir, m->path, len - 4);
 	dir[len - 4] = '\0';

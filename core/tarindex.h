@@ -48,6 +48,7 @@
 #include <sys/types.h>
 
 #include "index.h"
+#include "tar.h"
 
 enum tarindex_type {
 	TARINDEX_DIR = 1,
@@ -192,6 +193,13 @@ int64_t tarindex_lookup(const struct tarindex *t, uint32_t dir, const char *name
 int64_t tarindex_find(const struct tarindex *t, const char *path);
 /* Parent directory of node i (the root is its own parent). */
 uint32_t tarindex_parent(const struct tarindex *t, uint32_t i);
+/*
+ * Whether member m of the tar open on fd is one the index expands as a
+ * nested tar (depth permitting): a name "*.tar" whose base is at least 5
+ * bytes, and data that starts with a valid tar header.  Any other member
+ * is a plain file.
+ */
+int tarindex_member_is_tar(int fd, const struct tar_member *m);
 /* Symlink target of node i (NUL-terminated, *len bytes) or NULL. */
 const char *tarindex_link(const struct tarindex *t, uint32_t i, uint64_t *len);
 /*

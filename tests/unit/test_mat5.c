@@ -18,6 +18,7 @@
 
 #define FIXTURE_SUBDIR "."
 #include "fixture.h"
+#include "capture.h"
 
 /* "1,2,3" -> the children array must hold exactly these values */
 static void check_children(const struct mat5_array *a, const char *list)
@@ -243,21 +244,15 @@ static uint8_t *nested_mat(int levels, size_t *len)
 static int read_capturing(const uint8_t *buf, size_t len, struct mat5_array **s,
 			  char *msg, size_t cap)
 {
-	FILE *err = tmpfile();
-	int saved = dup(2), rc;
-	size_t n;
+	struct capture c;
+	char *text;
+	int rc;
 
-	cr_assert(err && saved >= 0);
-	fflush(stderr);
-	dup2(fileno(err), 2);
+	capture_start(&c);
 	rc = mat5_read_var(buf, len, "nested.mat", "synsets", s);
-	fflush(stderr);
-	dup2(saved, 2);
-	close(saved);
-	rewind(err);
-	n = fread(msg, 1, cap - 1, err);
-	msg[n] = '\0';
-	fclose(err);
+	text = capture_end(&c);
+	snprintf(msg, cap, "%s", text);
+	free(text);
 	return rc;
 }
 

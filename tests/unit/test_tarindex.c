@@ -23,6 +23,7 @@
 
 #define FIXTURE_SUBDIR "tars"
 #include "fixture.h"
+#include "capture.h"
 
 /* ------------------------------------------------------------ sha256 */
 
@@ -166,39 +167,6 @@ static void unbuild(struct built *b)
 	tarindex_close(&b->t);
 	index_map_close(&b->m);
 	unlink(b->path);
-}
-
-/* stderr into a temporary file from capture_start until capture_end, which
- * returns what was printed (malloc'ed), so a test can check a warning. */
-struct capture {
-	FILE *tmp;
-	int saved;
-};
-
-static void capture_start(struct capture *c)
-{
-	fflush(stderr);
-	c->tmp = tmpfile();
-	c->saved = dup(2);
-	cr_assert(c->tmp && c->saved >= 0);
-	dup2(fileno(c->tmp), 2);
-}
-
-static char *capture_end(struct capture *c)
-{
-	long n;
-	char *text;
-
-	fflush(stderr);
-	dup2(c->saved, 2);
-	close(c->saved);
-	n = ftell(c->tmp);
-	text = calloc(1, (size_t)n + 1);
-	cr_assert(text && n >= 0);
-	rewind(c->tmp);
-	cr_assert_eq(fread(text, 1, (size_t)n, c->tmp), (size_t)n);
-	fclose(c->tmp);
-	return text;
 }
 
 /* One line of a .tree file, or of our own dump. */

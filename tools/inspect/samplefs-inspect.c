@@ -121,20 +121,6 @@ static int has_tar_suffix(const char *name)
 	return n > 4 && !strcmp(name + n - 4, ".tar");
 }
 
-/*
- * Whether the daemon expands member m as a nested tar: a name "*.tar" and
- * data that starts with a valid header (core/tarindex.c, try_nested).
- * Any other member is a plain file to it, and so to --verify.
- */
-static int is_nested_tar(const struct verify *v, const struct tar_member *m)
-{
-	unsigned char hdr[TAR_BLOCK];
-
-	return has_tar_suffix(m->path) && m->size >= TAR_BLOCK &&
-	       pread(v->fd, hdr, sizeof(hdr), (off_t)m->offset) == sizeof(hdr) &&
-	       tar_header_ok(hdr);
-}
-
 /* streams the member's data: all of it must be there */
 static int stream_member(struct verify *v, const struct tar_member *m)
 {
@@ -171,7 +157,7 @@ static int verify_member(void *arg, const struct tar_member *m)
 	v->members++;
 	snprintf(v->last, sizeof(v->last), "%s", m->path);
 	v->last_hdr = m->header;
-	if (v->depth && is_nested_tar(v, m)) {
+	if (v->depth && tarindex_member_is_tar(v->fd, m)) {
 		snprintf(nested, sizeof(nested), "%s:%s", v->what, m->path);
 		v->depth--;
 		rc = walk_range(v, m->offset, m->size, nested);
