@@ -877,6 +877,24 @@ static void tw_save(struct tarw *w, char *path)
 	w->len = 0;
 }
 
+/* Ends tar `out`, saves it at `path` (a mkstemp template) and indexes it
+ * as `src`; the build must succeed.  Returns what it printed (malloc'ed). */
+static char *save_and_build(struct built *b, struct tarindex_source *src,
+			    struct tarw *out, char *path)
+{
+	struct capture cap;
+	char *msg;
+	int rc;
+
+	tw_end(out);
+	tw_save(out, path);
+	capture_start(&cap);
+	rc = build(b, src, 1, 1);
+	msg = capture_end(&cap);
+	cr_assert_eq(rc, 0, "build returned %d: %s", rc, msg);
+	return msg;
+}
+
 /* Node `path` is a file holding exactly `want`. */
 static void expect_file(const struct tarindex *t, const char *path, const char *want)
 {
@@ -904,9 +922,7 @@ Test(tarindex, nested_path_over_path_max_is_skipped)
 	char *ok, *msg;
 	struct tarw in = { 0 }, out = { 0 };
 	struct tarindex_source src = { path, "" };
-	struct capture cap;
 	struct built b;
-	int rc;
 
 	cr_assert_eq(strlen(outer), 4085);
 	cr_assert_eq(strlen(deep), 4093);
@@ -915,13 +931,8 @@ Test(tarindex, nested_path_over_path_max_is_skipped)
 	tw_end(&in);
 	tw_file(&out, "keep.txt", "keep", 4);
 	tw_file(&out, outer, in.p, in.len);
-	tw_end(&out);
+	msg = save_and_build(&b, &src, &out, path);
 	free(in.p);
-	tw_save(&out, path);
-	capture_start(&cap);
-	rc = build(&b, &src, 1, 1);
-	msg = capture_end(&cap);
-	cr_assert_eq(rc, 0, "build returned %d: %s", rc, msg);
 	expect_file(&b.t, "keep.txt", "keep");
 	cr_assert(asprintf(&ok, "%s/ok.txt", x) > 0);    /* 4088 bytes: fits */
 	expect_file(&b.t, ok, "ok");
@@ -950,9 +961,7 @@ Test(tarindex, prefix_over_path_max_is_not_cut)
 	char *outer = repeat("a/", 2045, "x.tar"), *plain = repeat("c/", 2044, "long.txt");
 	struct tarw in = { 0 }, out = { 0 };
 	struct tarindex_source src = { path, "train" };
-	struct capture cap;
 	struct built b;
-	int rc;
 
 	cr_assert_eq(strlen(outer), 4095);
 	cr_assert_eq(strlen(plain), 4096);
@@ -961,13 +970,8 @@ Test(tarindex, prefix_over_path_max_is_not_cut)
 	tw_file(&out, "keep.txt", "keep", 4);
 	tw_file(&out, outer, in.p, in.len);
 	tw_file(&out, plain, "long", 4);
-	tw_end(&out);
+	msg = save_and_build(&b, &src, &out, path);
 	free(in.p);
-	tw_save(&out, path);
-	capture_start(&cap);
-	rc = build(&b, &src, 1, 1);
-	msg = capture_end(&cap);
-	cr_assert_eq(rc, 0, "build returned %d: %s", rc, msg);
 	expect_file(&b.t, "train/keep.txt", "keep");
 	cr_expect_eq(tarindex_find(&b.t, "train/a"), -ENOENT);
 	cr_expect_eq(tarindex_find(&b.t, "train/c"), -ENOENT);
