@@ -635,6 +635,8 @@ static int in_extent(void *priv, uint64_t ino, int *fd, uint64_t *base)
 		n = tarindex_node(&L->sp[s].t, node_of(&L->sp[s], L->sp[s].ord[i]));
 	else
 		return -ENOTSUP;
+	if (tarindex_node_sparse(n))
+		return -ENOTSUP;	/* a sparse file's bytes are no one range */
 	/* a source that changed since mounting would splice other bytes, or
 	 * short (which the kernel would take for the end of the file) */
 	sp = &L->sp[s];

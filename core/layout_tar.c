@@ -10,8 +10,8 @@
  * and used in place from the mmap.
  *
  * Inodes: node number + 1, so node 0 (the root) is SFS_ROOT_INO.  Member
- * data is one range of a source fd, so `extent` lets the FUSE layer
- * splice it; when the source changed since mounting (size or mtime),
+ * data (unless sparse) is one range of a source fd, so `extent` lets the
+ * FUSE layer splice it; when the source changed since mounting (size or mtime),
  * `extent` and read() both answer -EIO (tarindex_source_check).
  *
  * Threads: after layout_tar_open everything here is read-only; pread on
@@ -396,8 +396,8 @@ static int tar_extent(void *priv, uint64_t ino, int *fd, uint64_t *base)
 	if (node_of(l, ino, &i) < 0)
 		return -ENOTSUP;
 	n = tarindex_node(&l->t, i);
-	if (tarindex_node_type(n) != TARINDEX_FILE)
-		return -ENOTSUP;
+	if (tarindex_node_type(n) != TARINDEX_FILE || tarindex_node_sparse(n))
+		return -ENOTSUP;	/* a sparse file's bytes are no one range */
 	if (tarindex_source_check(&l->t, tarindex_node_src(n)) < 0)
 		return -EIO;
 	*fd = l->t.fds[tarindex_node_src(n)];

@@ -5,8 +5,14 @@
  * Each member is reported once, with its long name / pax records applied,
  * its path normalised (no leading '/', no "." or empty components, ".."
  * resolved lexically) and the absolute offset of its data in the file.
- * Names that escape the root, are empty, hold NUL bytes or components over
- * 255 bytes, sparse members, devices and fifos are skipped with a warning.
+ * Sparse members (old GNU 'S' headers, pax GNU.sparse 0.0, 0.1 and 1.0)
+ * are reported with their map.  Names that escape the root, are empty,
+ * hold NUL bytes or components over 255 bytes, devices and fifos are
+ * skipped with a warning; so is a member whose kept pax record (path,
+ * linkpath, GNU.sparse.*) or GNU long name is over its limit, and the
+ * walk goes on after it.  Other pax records are streamed past, never held,
+ * whatever their size.  Unknown type flags are regular files (warned), as
+ * GNU tar extracts them; GNU dumpdirs ('D') are directories.
  *
  * Not for: compressed tars, building trees (tarindex.c), writing tars.
  */
@@ -26,6 +32,15 @@ enum tar_type {
 	TAR_SYMLINK,
 };
 
+/* Sparse members: at most this many data chunks (a clear error beyond). */
+#define TAR_SPARSE_MAX_CHUNKS (1u << 22)
+
+/* One run of data of a sparse member: `len` bytes at offset `off` of the
+ * file as extracted.  Between chunks, and after the last, are holes. */
+struct tar_sparse_chunk {
+	uint64_t off, len;
+};
+
 struct tar_member {
 	const char *path;   /* normalised, never empty */
 	/* hard link: normalised target path; symlink: target as stored;
@@ -34,9 +49,17 @@ struct tar_member {
 	enum tar_type type;
 	uint32_t mode;      /* permission bits from the header */
 	int64_t mtime;      /* seconds since the epoch */
-	uint64_t size;      /* data bytes (0 for links and directories) */
+	uint64_t size;      /* file size as extracted (0 for links and
+			     * directories; a sparse file's holes count) */
 	uint64_t offset;    /* absolute offset of the data in the file */
+	uint64_t stored;    /* data bytes at `offset`: `size` unless sparse */
 	uint64_t header;    /* absolute offset of the (first) header block */
+	/* sparse: 1, with the non-empty chunks in increasing, non-overlapping
+	 * order inside `size`, whose lengths add up to `stored` (the data at
+	 * `offset` is their bytes, concatenated).  Valid during the callback. */
+	int sparse;
+	uint32_t nchunks;
+	const struct tar_sparse_chunk *chunks;
 };
 
 /* Called once per member; nonzero stops the walk and is returned. */

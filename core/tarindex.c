@@ -7,9 +7,10 @@
  *      one `struct ent` per member with its full path in one arena;
  *   2. sort the entries by path, comparing component by component (so a
  *      directory's descendants follow it: a depth-first preorder with the
- *      children of each directory in name order) and keep the last of
- *      equal paths;
- *   3. resolve hard links by binary search in that sorted array;
+ *      children of each directory in name order), then by archive order;
+ *   3. resolve hard links in archive order, each to the last entry of its
+ *      target path before it (binary search in that sorted array), then
+ *      keep the last entry of equal paths (tar -x);
  *   4. one pass with a stack of open directories emits the tree items,
  *      creating implicit parents;
  *   5. a stable bucket sort by depth turns the preorder into breadth-first
@@ -33,7 +34,7 @@
 #include "progress.h"
 #include "tar.h"
 
-#define TARINDEX_VERSION 1
+#define TARINDEX_VERSION 2
 #define TAG(c, x, y) INDEX_TAG((c), 'T', (x), (y))
 #define NONE UINT32_MAX
 
@@ -51,6 +52,9 @@ struct tarindex_hdr {
 	uint64_t pool_len;
 	uint64_t nfiles;
 	uint64_t total_bytes;
+	uint32_t nsparse;       /* sparse files: section TAG(c, 'S', 'T') */
+	uint32_t pad;
+	uint64_t nchunks;       /* their map entries: TAG(c, 'S', 'M') */
 };
 
 /* ---------------------------------------------------------------- build */
@@ -62,6 +66,7 @@ struct ent {
 	uint64_t off, size;
 	int64_t mtime;
 	uint32_t seq, src;
+	uint32_t sparse;    /* 0, or its map in builder.sparse */
 	uint8_t type;       /* enum tar_type */
 	uint8_t dropped;
 };
@@ -72,7 +77,14 @@ struct item {
 	uint64_t off, size; /* file data / symlink target arena offset+length */
 	int64_t mtime;
 	uint32_t name_len, parent, src, depth;
+	uint32_t sparse;    /* as ent.sparse */
 	uint8_t type;       /* enum tarindex_type */
+};
+
+/* A sparse member's map: n chunks from builder.chunks[first]. */
+struct sparse_map {
+	uint64_t first;
+	uint32_t n;
 };
 
 struct builder {
@@ -82,6 +94,10 @@ struct builder {
 	uint32_t nents, ents_cap;
 	struct item *items;
 	uint32_t nitems, items_cap;
+	struct tar_sparse_chunk *chunks;
+	uint64_t nchunks, chunks_cap;
+	struct sparse_map *sparse;      /* [0] unused: ent.sparse 0 is none */
+	uint32_t nsparse, sparse_cap;
 	uint32_t recursive;
 	struct progress prog;
 	uint64_t bytes_before;  /* sizes of the sources already walked */
@@ -162,6 +178,36 @@ static int symlink_inside(const char *prefix, const char *path,
 	return tar_normalise(buf) != -EINVAL;
 }
 
+/* Keeps a copy of member m's sparse map; *id is its number. */
+static int add_sparse(struct builder *b, const struct tar_member *m, uint32_t *id)
+{
+	uint64_t need = b->nchunks + m->nchunks;
+	int rc;
+
+	if (need > b->chunks_cap) {
+		uint64_t c = b->chunks_cap ? b->chunks_cap : 1024;
+		void *q;
+
+		while (c < need)
+			c *= 2;
+		q = realloc(b->chunks, c * sizeof(*b->chunks));
+		if (!q)
+			return -ENOMEM;
+		b->chunks = q;
+		b->chunks_cap = c;
+	}
+	if (!b->nsparse)
+		b->nsparse = 1;         /* 0 stands for "not sparse" */
+	rc = grow((void **)&b->sparse, &b->sparse_cap, b->nsparse, sizeof(*b->sparse));
+	if (rc < 0)
+		return rc;
+	memcpy(b->chunks + b->nchunks, m->chunks, m->nchunks * sizeof(*m->chunks));
+	b->sparse[b->nsparse] = (struct sparse_map){ b->nchunks, m->nchunks };
+	b->nchunks = need;
+	*id = b->nsparse++;
+	return 0;
+}
+
 static int add_ent(struct walkctx *c, const struct tar_member *m,
 		   const char *path, uint8_t type)
 {
@@ -191,6 +237,11 @@ static int add_ent(struct walkctx *c, const struct tar_member *m,
 	e->seq = b->nents;
 	e->src = c->src;
 	e->type = type;
+	if (m->sparse && type == TAR_FILE) {
+		rc = add_sparse(b, m, &e->sparse);
+		if (rc < 0)
+			return rc;
+	}
 	b->nents++;
 	return 0;
 }
@@ -236,7 +287,8 @@ int tarindex_member_is_tar(int fd, const struct tar_member *m)
 	const char *base = strrchr(m->path, '/');
 
 	base = base ? base + 1 : m->path;
-	return m->size >= TAR_BLOCK && len >= 5 && !strcmp(m->path + len - 4, ".tar") &&
+	return !m->sparse && m->size >= TAR_BLOCK && len >= 5 &&
+	       !strcmp(m->path + len - 4, ".tar") &&
 	       strlen(base) >= 5 &&
 	       pread(fd, hdr, sizeof(hdr), (off_t)m->offset) == sizeof(hdr) &&
 	       tar_header_ok(hdr);
@@ -345,67 +397,104 @@ static int ent_cmp(const void *pa, const void *pb, void *arg)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-/* Sorts the entries by path and keeps the last of each path (tar -x). */
-static void sort_dedupe(struct builder *b)
+/* Sorts the entries by path, and equal paths in archive order. */
+static void sort_ents(struct builder *b)
+{
+	if (b->nents)   /* an empty archive: ents is NULL */
+		qsort_r(b->ents, b->nents, sizeof(*b->ents), ent_cmp, b);
+}
+
+/*
+ * The entry that path held just before archive position `seq`: the last
+ * entry of that path that came earlier and was not dropped (a link that
+ * failed left its path as it was), or NULL.
+ */
+static struct ent *ent_before(struct builder *b, const char *path, uint32_t seq)
+{
+	uint32_t lo = 0, hi = b->nents;
+
+	while (lo < hi) {       /* the first entry at or after (path, seq) */
+		uint32_t mid = lo + (hi - lo) / 2;
+		const struct ent *e = &b->ents[mid];
+		int r = pathcmp(b->arena + e->path, path);
+
+		if (r < 0 || (r == 0 && e->seq < seq))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	while (lo-- > 0 && !strcmp(b->arena + b->ents[lo].path, path))
+		if (!b->ents[lo].dropped)
+			return &b->ents[lo];
+	return NULL;
+}
+
+static int seq_cmp(const void *pa, const void *pb, void *arg)
+{
+	const struct ent *e = arg;
+	uint32_t x = e[*(const uint32_t *)pa].seq, y = e[*(const uint32_t *)pb].seq;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Step 3: each hard link becomes what its target path held where the link
+ * appears (as tar -x makes it: link(2) to the file there then).  Links are
+ * resolved in archive order, so a link to a link finds it resolved.
+ */
+static int resolve_links(struct builder *b)
+{
+	uint32_t *order, n = 0, i;
+
+	order = malloc(((size_t)b->nents + 1) * sizeof(*order));
+	if (!order)
+		return -ENOMEM;
+	for (i = 0; i < b->nents; i++)
+		if (b->ents[i].type == TAR_HARDLINK)
+			order[n++] = i;
+	qsort_r(order, n, sizeof(*order), seq_cmp, b->ents);
+	for (i = 0; i < n; i++) {
+		struct ent *e = &b->ents[order[i]];
+		const struct ent *t = ent_before(b, b->arena + e->link, e->seq);
+		const char *why = !t ? "no such file before it in the archive" :
+			t->type == TAR_FILE || t->type == TAR_SYMLINK ? NULL :
+			"the target is a directory";
+
+		if (!why && t->type == TAR_SYMLINK &&
+		    !symlink_inside("", b->arena + e->path, b->arena + t->link))
+			why = "the target is a symlink that leaves the mount from here";
+		if (why) {
+			sfs_warn("%s: hard link '%s' -> '%s': %s: skipped",
+				 b->src[e->src].path, b->arena + e->path,
+				 b->arena + e->link, why);
+			e->dropped = 1;
+			continue;
+		}
+		e->type = t->type;
+		e->link = t->link;
+		e->off = t->off;
+		e->size = t->size;
+		e->src = t->src;
+		e->sparse = t->sparse;
+	}
+	free(order);
+	return 0;
+}
+
+/* Keeps the last entry of each path that was not dropped (tar -x). */
+static void dedupe(struct builder *b)
 {
 	uint32_t i, n = 0;
 
-	if (!b->nents)
-		return;     /* an empty archive: ents is NULL */
-	qsort_r(b->ents, b->nents, sizeof(*b->ents), ent_cmp, b);
 	for (i = 0; i < b->nents; i++) {
+		if (b->ents[i].dropped)
+			continue;
 		if (n && !strcmp(b->arena + b->ents[n - 1].path,
 				 b->arena + b->ents[i].path))
 			n--;
 		b->ents[n++] = b->ents[i];
 	}
 	b->nents = n;
-}
-
-static struct ent *find_ent(struct builder *b, const char *path)
-{
-	uint32_t lo = 0, hi = b->nents;
-
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		int r = pathcmp(b->arena + b->ents[mid].path, path);
-
-		if (r == 0)
-			return &b->ents[mid];
-		if (r < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
-}
-
-/* Hard links take their target's data; chains are followed a few steps. */
-static void resolve_links(struct builder *b)
-{
-	uint32_t i;
-	int hops;
-
-	for (i = 0; i < b->nents; i++) {
-		struct ent *e = &b->ents[i], *t = e;
-
-		if (e->type != TAR_HARDLINK)
-			continue;
-		for (hops = 0; t && t->type == TAR_HARDLINK && hops < 16; hops++)
-			t = find_ent(b, b->arena + t->link);
-		if (!t || t->type != TAR_FILE) {
-			sfs_warn("%s: hard link '%s' -> '%s': target is not a "
-				 "regular file in the archive: skipped",
-				 b->src[e->src].path, b->arena + e->path,
-				 b->arena + e->link);
-			e->dropped = 1;
-			continue;
-		}
-		e->type = TAR_FILE;
-		e->off = t->off;
-		e->size = t->size;
-		e->src = t->src;
-	}
 }
 
 static int add_item(struct builder *b, uint64_t name, uint32_t name_len,
@@ -434,6 +523,7 @@ static int add_item(struct builder *b, uint64_t name, uint32_t name_len,
 		it->off = e->off;
 		it->size = e->size;
 		it->src = e->src;
+		it->sparse = e->sparse;
 	} else if (e && type == TARINDEX_SYMLINK) {
 		it->off = e->link;
 		it->size = strlen(b->arena + e->link);
@@ -574,6 +664,11 @@ struct out {
 	uint32_t *dirs;
 	char *pool;
 	uint64_t pool_len, pool_cap;
+	uint32_t *sparse_of;            /* node -> builder sparse map, or 0 */
+	struct tarindex_sparse *sparse;
+	struct tarindex_chunk *chunks;
+	uint32_t nsparse;
+	uint64_t nchunks;
 };
 
 static int pool_put(struct out *o, const char *s, size_t n, uint64_t *at)
@@ -625,6 +720,7 @@ static int make_node(struct builder *b, struct out *o, uint32_t k,
 		size = it->size;
 		o->hdr.nfiles++;
 		o->hdr.total_bytes += it->size;
+		o->sparse_of[k] = it->sparse;
 	} else if (it->type == TARINDEX_SYMLINK) {
 		rc = pool_put(o, b->arena + it->off, it->size, &at);
 		if (rc < 0)
@@ -632,7 +728,42 @@ static int make_node(struct builder *b, struct out *o, uint32_t k,
 		n->off = at;
 		size = it->size;
 	}
-	n->meta = size | (uint64_t)it->type << 40 | (uint64_t)it->src << 44;
+	n->meta = size | (uint64_t)it->type << 40 | (uint64_t)it->src << 44 |
+		  (it->sparse ? TARINDEX_SPARSE_BIT : 0);
+	return 0;
+}
+
+/*
+ * Step 6: the sparse files' maps in node order, each as its chunks with
+ * offsets into the stored data, then {size, stored bytes}.
+ */
+static int sparse_sections(struct builder *b, struct out *o)
+{
+	uint32_t k, j;
+
+	if (b->nsparse > 1) {   /* a map per sparse entry, at most */
+		o->sparse = malloc((size_t)b->nsparse * sizeof(*o->sparse));
+		o->chunks = malloc((b->nchunks + b->nsparse) * sizeof(*o->chunks));
+		if (!o->sparse || !o->chunks)
+			return -ENOMEM;
+	}
+	for (k = 0; k < o->hdr.nnodes; k++) {
+		const struct sparse_map *sm;
+		uint64_t data = 0;
+
+		if (!o->sparse_of[k])
+			continue;
+		sm = &b->sparse[o->sparse_of[k]];
+		o->sparse[o->nsparse++] = (struct tarindex_sparse){ k, sm->n, o->nchunks };
+		for (j = 0; j < sm->n; j++) {
+			const struct tar_sparse_chunk *c = &b->chunks[sm->first + j];
+
+			o->chunks[o->nchunks++] = (struct tarindex_chunk){ c->off, data };
+			data += c->len;
+		}
+		o->chunks[o->nchunks++] = (struct tarindex_chunk){
+			tarindex_node_size(&o->nodes[k]), data };
+	}
 	return 0;
 }
 
@@ -652,7 +783,8 @@ static int renumber(struct builder *b, struct out *o)
 	num = malloc((size_t)b->nitems * sizeof(*num));
 	bucket = calloc((size_t)maxd + 2, sizeof(*bucket));
 	o->nodes = calloc(b->nitems, sizeof(*o->nodes));
-	if (!num || !bucket || !o->nodes)
+	o->sparse_of = calloc(b->nitems, sizeof(*o->sparse_of));
+	if (!num || !bucket || !o->nodes || !o->sparse_of)
 		goto out;
 	for (i = 0; i < b->nitems; i++)
 		bucket[b->items[i].depth + 1]++;
@@ -686,7 +818,9 @@ static int renumber(struct builder *b, struct out *o)
 	o->hdr.nnodes = b->nitems;
 	o->hdr.ndirs = nd;
 	o->hdr.pool_len = o->pool_len;
-	rc = 0;
+	rc = sparse_sections(b, o);
+	o->hdr.nsparse = o->nsparse;
+	o->hdr.nchunks = o->nchunks;
 out:
 	free(num);
 	free(bucket);
@@ -710,6 +844,12 @@ static int write_sections(struct index_writer *w, uint32_t c, struct out *o,
 	if (rc == 0)
 		rc = index_writer_add(w, TAG(c, 'S', 'R'), sizes,
 				      (uint64_t)o->hdr.nsrc * sizeof(*sizes));
+	if (rc == 0)
+		rc = index_writer_add(w, TAG(c, 'S', 'T'), o->sparse,
+				      (uint64_t)o->nsparse * sizeof(*o->sparse));
+	if (rc == 0)
+		rc = index_writer_add(w, TAG(c, 'S', 'M'), o->chunks,
+				      o->nchunks * sizeof(*o->chunks));
 	return rc;
 }
 
@@ -765,9 +905,14 @@ static void builder_free(struct builder *b, struct out *o)
 	free(b->arena);
 	free(b->ents);
 	free(b->items);
+	free(b->chunks);
+	free(b->sparse);
 	free(o->nodes);
 	free(o->dirs);
 	free(o->pool);
+	free(o->sparse_of);
+	free(o->sparse);
+	free(o->chunks);
 }
 
 int tarindex_build(struct index_writer *w, uint32_t tag_prefix_char,
@@ -813,9 +958,11 @@ int tarindex_build(struct index_writer *w, uint32_t tag_prefix_char,
 	progress_finish(&b.prog);
 	if (rc < 0)
 		goto out;
-	sort_dedupe(&b);
-	resolve_links(&b);
-	rc = tree_pass(&b, root_mtime);
+	sort_ents(&b);
+	rc = resolve_links(&b);
+	dedupe(&b);
+	if (rc == 0)
+		rc = tree_pass(&b, root_mtime);
 	if (rc == 0)
 		rc = renumber(&b, &o);
 	if (rc == 0)
@@ -949,19 +1096,23 @@ static int map_sections(struct tarindex *t, const struct index_map *m,
 			uint32_t c)
 {
 	const struct tarindex_hdr *h;
-	uint64_t len[5];
+	uint64_t len[7];
 
 	h = index_map_section(m, TAG(c, 'H', 'D'), &len[0]);
 	t->nodes = index_map_section(m, TAG(c, 'N', 'D'), &len[1]);
 	t->dirs = index_map_section(m, TAG(c, 'D', 'R'), &len[2]);
 	t->pool = index_map_section(m, TAG(c, 'N', 'M'), &len[3]);
 	t->src_sizes = index_map_section(m, TAG(c, 'S', 'R'), &len[4]);
+	t->sparse = index_map_section(m, TAG(c, 'S', 'T'), &len[5]);
+	t->chunks = index_map_section(m, TAG(c, 'S', 'M'), &len[6]);
 	if (!h || len[0] != sizeof(*h) || h->version != TARINDEX_VERSION)
 		return bad("missing header or other version", 0);
 	if (!t->nodes || !h->nnodes || len[1] != (uint64_t)h->nnodes * sizeof(*t->nodes) ||
 	    len[2] != (uint64_t)h->ndirs * sizeof(*t->dirs) ||
 	    !t->pool || len[3] != h->pool_len || t->pool[len[3] - 1] != '\0' ||
-	    len[4] != (uint64_t)h->nsrc * sizeof(uint64_t))
+	    len[4] != (uint64_t)h->nsrc * sizeof(uint64_t) ||
+	    len[5] != (uint64_t)h->nsparse * sizeof(*t->sparse) ||
+	    len[6] != h->nchunks * sizeof(*t->chunks) || h->nchunks > len[6])
 		return bad("section sizes disagree with the header", 0);
 	t->nnodes = h->nnodes;
 	t->ndirs = h->ndirs;
@@ -969,6 +1120,57 @@ static int map_sections(struct tarindex *t, const struct index_map *m,
 	t->nsrc = h->nsrc;
 	t->nfiles = h->nfiles;
 	t->total_bytes = h->total_bytes;
+	t->nsparse = h->nsparse;
+	t->nchunks = h->nchunks;
+	return 0;
+}
+
+/*
+ * Sparse entry k: its node is a sparse file, after the previous entry's;
+ * its map lies inside the chunk section, its chunks are in order and do
+ * not overlap, end at the file's size, and its stored bytes fit.
+ */
+static int check_sparse(const struct tarindex *t, uint32_t k)
+{
+	const struct tarindex_sparse *sp = &t->sparse[k];
+	const struct tarindex_node *n;
+	const struct tarindex_chunk *c;
+	uint32_t j;
+
+	if (sp->node >= t->nnodes || (k && sp->node <= t->sparse[k - 1].node))
+		return bad("sparse list out of order", k);
+	n = &t->nodes[sp->node];
+	if (tarindex_node_type(n) != TARINDEX_FILE || !tarindex_node_sparse(n) ||
+	    sp->map >= t->nchunks || sp->nchunks >= t->nchunks - sp->map)
+		return bad("sparse entry does not match its node", sp->node);
+	c = &t->chunks[sp->map];
+	if (c[0].data != 0)
+		return bad("sparse map out of order", sp->node);
+	for (j = 0; j < sp->nchunks; j++)
+		if (c[j].data > c[j + 1].data || c[j].off > c[j + 1].off ||
+		    c[j + 1].data - c[j].data > c[j + 1].off - c[j].off)
+			return bad("sparse map out of order", sp->node);
+	if (c[sp->nchunks].off != tarindex_node_size(n) ||
+	    n->off + c[sp->nchunks].data < n->off)
+		return bad("sparse map does not end at the file's size", sp->node);
+	return 0;
+}
+
+/* Every sparse file node has its entry, and every entry is valid. */
+static int check_sparse_all(const struct tarindex *t)
+{
+	uint32_t i, k, n = 0;
+	int rc;
+
+	for (i = 0; i < t->nnodes; i++)
+		n += tarindex_node_sparse(&t->nodes[i]);
+	if (n != t->nsparse)
+		return bad("sparse files and sparse list disagree", n);
+	for (k = 0; k < t->nsparse; k++) {
+		rc = check_sparse(t, k);
+		if (rc < 0)
+			return rc;
+	}
 	return 0;
 }
 
@@ -989,6 +1191,8 @@ int tarindex_open(struct tarindex *t, const struct index_map *m,
 		rc = check_dirs(t);
 	if (rc == 0)
 		rc = check_listed(t);
+	if (rc == 0)
+		rc = check_sparse_all(t);
 	if (rc < 0)
 		goto out;
 	t->fds = malloc((nsrc + 1) * sizeof(*t->fds));
@@ -1212,13 +1416,106 @@ int tarindex_symlink_escapes(const struct tarindex *t, uint32_t i)
 	return target && walk_link(t, &cur, target, (size_t)len, &hops) == 1;
 }
 
+/*
+ * Reads len bytes at `at` of source src: 0, -EAGAIN (it would wait for
+ * the disk, in no-wait mode) or -EIO (shorter than indexed: it changed,
+ * warned).
+ */
+static int read_source(const struct tarindex *t, uint32_t src, char *buf,
+		       size_t len, uint64_t at)
+{
+	size_t done = 0;
+	ssize_t k;
+
+	while (done < len) {
+		k = nowait_pread(t->fds[src], buf + done, len - done,
+				 (off_t)(at + done));
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0 && errno == EAGAIN)
+			return -EAGAIN;
+		if (k <= 0) {
+			tarindex_source_check(t, src);
+			return -EIO;
+		}
+		done += (size_t)k;
+	}
+	return 0;
+}
+
+/* The sparse entry of node i (the list is in node order), or NULL. */
+static const struct tarindex_sparse *sparse_entry(const struct tarindex *t,
+						  uint32_t i)
+{
+	uint32_t lo = 0, hi = t->nsparse;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (t->sparse[mid].node == i)
+			return &t->sparse[mid];
+		if (t->sparse[mid].node < i)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/*
+ * Bytes [off, off + size) of sparse file node i (inside its size): each
+ * run is either in chunk k - 1, read from the source, or in the hole
+ * before chunk k (or before the end: map[nchunks] is {size, stored}), zeros.
+ */
+static int sparse_read(const struct tarindex *t, uint32_t i, char *buf,
+		       size_t size, uint64_t off)
+{
+	const struct tarindex_node *n = &t->nodes[i];
+	const struct tarindex_sparse *sp = sparse_entry(t, i);
+	const struct tarindex_chunk *c;
+	uint32_t lo = 0, hi;
+	size_t done = 0, run;
+	int rc;
+
+	if (!sp)
+		return -EIO;    /* tarindex_open checked that there is one */
+	c = &t->chunks[sp->map];
+	for (hi = sp->nchunks; lo < hi; ) {     /* first chunk after off */
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (c[mid].off <= off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	while (done < size) {
+		uint64_t pos = off + done, in = lo ? pos - c[lo - 1].off : 0;
+
+		if (lo && in < c[lo].data - c[lo - 1].data) {
+			run = c[lo].data - c[lo - 1].data - in;
+			run = run < size - done ? run : size - done;
+			rc = read_source(t, tarindex_node_src(n), buf + done, run,
+					 n->off + c[lo - 1].data + in);
+			if (rc < 0)
+				return rc;
+		} else {
+			run = c[lo].off - pos < size - done ? c[lo].off - pos : size - done;
+			memset(buf + done, 0, run);
+		}
+		done += run;
+		while (lo < sp->nchunks && c[lo].off <= off + done)
+			lo++;
+	}
+	return 0;
+}
+
 ssize_t tarindex_pread(const struct tarindex *t, uint32_t i, void *buf,
 		       size_t size, uint64_t off)
 {
 	const struct tarindex_node *n = &t->nodes[i];
 	uint64_t fsize = tarindex_node_size(n);
-	size_t done = 0;
-	ssize_t k;
+	uint32_t src = tarindex_node_src(n);
+	int rc;
 
 	if (tarindex_node_type(n) == TARINDEX_DIR)
 		return -EISDIR;
@@ -1228,23 +1525,13 @@ ssize_t tarindex_pread(const struct tarindex *t, uint32_t i, void *buf,
 		return 0;
 	if (size > fsize - off)
 		size = (size_t)(fsize - off);
-	while (done < size) {
-		k = nowait_pread(t->fds[tarindex_node_src(n)], (char *)buf + done,
-				 size - done, (off_t)(n->off + off + done));
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0 && errno == EAGAIN)
-			return -EAGAIN;
-		if (k <= 0) {
-			/* shorter than indexed: it changed (this warns) */
-			tarindex_source_check(t, tarindex_node_src(n));
-			return -EIO;
-		}
-		done += (size_t)k;
-	}
+	rc = tarindex_node_sparse(n) ? sparse_read(t, i, buf, size, off) :
+	     read_source(t, src, buf, size, n->off + off);
+	if (rc < 0)
+		return rc;
 	/* checked after reading: bytes of a file that changed before or while
 	 * they were read are not served (see tarindex_source_check's limits) */
-	if (tarindex_source_check(t, tarindex_node_src(n)) < 0)
+	if (tarindex_source_check(t, src) < 0)
 		return -EIO;
-	return (ssize_t)done;
+	return (ssize_t)size;
 }

@@ -126,20 +126,20 @@ static int stream_member(struct verify *v, const struct tar_member *m)
 {
 	uint64_t done = 0;
 
-	while (done < m->size) {
-		size_t want = m->size - done < CHUNK ? (size_t)(m->size - done) : CHUNK;
+	while (done < m->stored) {
+		size_t want = m->stored - done < CHUNK ? (size_t)(m->stored - done) : CHUNK;
 		ssize_t n = pread(v->fd, v->buf, want, (off_t)(m->offset + done));
 
 		if (n <= 0) {
 			fprintf(stderr, "verify: %s: member %s (header at offset %llu): "
 				"data ends at %llu of %llu bytes\n", v->what, m->path,
 				(unsigned long long)m->header, (unsigned long long)done,
-				(unsigned long long)m->size);
+				(unsigned long long)m->stored);
 			return -EIO;
 		}
 		done += (uint64_t)n;
 	}
-	v->bytes += m->size;
+	v->bytes += m->stored;
 	return 0;
 }
 
