@@ -739,11 +739,19 @@ static int make_node(struct builder *b, struct out *o, uint32_t k,
  */
 static int sparse_sections(struct builder *b, struct out *o)
 {
-	uint32_t k, j;
+	uint64_t nchunks = 0;
+	uint32_t k, j, n = 0;
 
-	if (b->nsparse > 1) {   /* a map per sparse entry, at most */
-		o->sparse = malloc((size_t)b->nsparse * sizeof(*o->sparse));
-		o->chunks = malloc((b->nchunks + b->nsparse) * sizeof(*o->chunks));
+	/* hard links share a map: each node gets its own copy */
+	for (k = 0; k < o->hdr.nnodes; k++) {
+		if (o->sparse_of[k]) {
+			n++;
+			nchunks += b->sparse[o->sparse_of[k]].n + 1;
+		}
+	}
+	if (n) {
+		o->sparse = malloc((size_t)n * sizeof(*o->sparse));
+		o->chunks = malloc(nchunks * sizeof(*o->chunks));
 		if (!o->sparse || !o->chunks)
 			return -ENOMEM;
 	}
