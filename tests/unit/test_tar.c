@@ -118,6 +118,11 @@ Test(tar, nested_not_expanded_by_walk) { check_fixture("deep"); }
 Test(tar, not_a_tar) { check_fixture("notatar"); }
 Test(tar, empty_archive) { check_fixture("empty"); }
 Test(tar, links_and_conflicts) { check_fixture("conflict"); }
+Test(tar, links_take_their_target_where_they_appear) { check_fixture("relink"); }
+Test(tar, sparse_old_gnu_by_gnu_tar) { check_fixture("sparse_oldgnu"); }
+Test(tar, sparse_pax_0_0_by_gnu_tar) { check_fixture("sparse_pax00"); }
+Test(tar, sparse_pax_0_1_by_gnu_tar) { check_fixture("sparse_pax01"); }
+Test(tar, sparse_pax_1_0_by_gnu_tar) { check_fixture("sparse_pax10"); }
 
 /* A walk of a range inside a file: offsets stay absolute. */
 Test(tar, range_offsets_are_absolute)

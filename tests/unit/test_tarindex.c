@@ -365,6 +365,11 @@ Test(tarindex, not_a_tar) { check_fixture("notatar"); }
 Test(tarindex, empty) { check_fixture("empty"); }
 Test(tarindex, imagenet_like) { check_fixture("imagenet_like"); }
 Test(tarindex, file_and_dir_links_chains) { check_fixture("conflict"); }
+Test(tarindex, links_take_their_target_where_they_appear) { check_fixture("relink"); }
+Test(tarindex, sparse_old_gnu_by_gnu_tar) { check_fixture("sparse_oldgnu"); }
+Test(tarindex, sparse_pax_0_0_by_gnu_tar) { check_fixture("sparse_pax00"); }
+Test(tarindex, sparse_pax_0_1_by_gnu_tar) { check_fixture("sparse_pax01"); }
+Test(tarindex, sparse_pax_1_0_by_gnu_tar) { check_fixture("sparse_pax10"); }
 
 Test(tarindex, directory_of_tars)
 {
@@ -982,4 +987,232 @@ Test(tarindex, prefix_over_path_max_is_not_cut)
 	free(msg);
 	free(plain);
 	free(outer);
+}
+
+/* ---- pax records, long names and sparse maps, built here --------------- */
+
+/* Appends the pax record "<len> key=value\n" (len counts itself) to *s. */
+static void pax_rec(char **s, const char *key, const char *val)
+{
+	size_t body = strlen(key) + strlen(val) + 3, len = body + 1, old = *s ? strlen(*s) : 0;
+	char num[24];
+
+	while (snprintf(num, sizeof(num), "%zu", len), strlen(num) + body != len)
+		len = strlen(num) + body;
+	*s = realloc(*s, old + len + 1);
+	cr_assert(*s);
+	sprintf(*s + old, "%s %s=%s\n", num, key, val);
+}
+
+/* A member preceded by an 'x' header holding `pax`, then its data. */
+static void tw_pax_file(struct tarw *w, const char *pax, const char *name,
+			const void *data, size_t size)
+{
+	tw_header(w, "PaxHeaders/x", 'x', strlen(pax));
+	tw_put(w, pax, strlen(pax));
+	tw_header(w, name, '0', size);
+	if (size)
+		tw_put(w, data, size);
+}
+
+/* Builds a tar of `out` plus a last member "after.txt"; returns the
+ * warnings.  The walk must go on after whatever came before. */
+static char *build_with_after(struct built *b, struct tarw *out, char *path)
+{
+	struct tarindex_source src = { path, "" };
+	char *msg;
+
+	tw_file(out, "after.txt", "after", 5);
+	msg = save_and_build(b, &src, out, path);
+	expect_file(&b->t, "after.txt", "after");
+	return msg;
+}
+
+/*
+ * A pax record we do not keep is streamed past however large (an 8 MB
+ * comment, as LIBARCHIVE.xattr records can be): no warning, the member it
+ * describes is served under its pax path.
+ */
+Test(tarindex, huge_unkept_pax_record_is_passed_over)
+{
+	char path[] = "/tmp/sfs-taxpax-XXXXXX", *pax = NULL, *big = malloc(8 << 20), *msg;
+	struct tarw out = { 0 };
+	struct built b;
+
+	cr_assert(big);
+	memset(big, 'c', 8 << 20);
+	big[(8 << 20) - 1] = '\0';
+	pax_rec(&pax, "comment", big);
+	pax_rec(&pax, "path", "renamed/by pax.txt");
+	tw_pax_file(&out, pax, "plain.txt", "payload", 7);
+	msg = build_with_after(&b, &out, path);
+	expect_file(&b.t, "renamed/by pax.txt", "payload");
+	cr_expect_eq(tarindex_find(&b.t, "plain.txt"), -ENOENT);
+	cr_expect(!strstr(msg, "warning"), "no warning: %s", msg);
+	unbuild(&b);
+	unlink(path);
+	free(msg);
+	free(pax);
+	free(big);
+}
+
+/* A kept record (path, linkpath) or GNU long name over TAR_PATH_MAX skips
+ * its member with a warning; the walk goes on. */
+Test(tarindex, kept_names_over_the_limit_skip_their_member)
+{
+	static const char *const keys[] = { "path", "linkpath", "GNU.sparse.name" };
+	char path[] = "/tmp/sfs-taxlong-XXXXXX", *name = repeat("n", 5000, ""), *msg;
+	struct tarw out = { 0 };
+	struct built b;
+	size_t i;
+
+	for (i = 0; i < 3; i++) {
+		char *pax = NULL, member[32];
+
+		pax_rec(&pax, keys[i], name);
+		snprintf(member, sizeof(member), "m%zu.txt", i);
+		tw_pax_file(&out, pax, member, "x", 1);
+		free(pax);
+	}
+	tw_header(&out, "././@LongLink", 'L', strlen(name) + 1);
+	tw_put(&out, name, strlen(name) + 1);
+	tw_header(&out, "m3.txt", '0', 1);
+	tw_put(&out, "x", 1);
+	msg = build_with_after(&b, &out, path);
+	for (i = 0; i < 4; i++) {
+		char member[32];
+
+		snprintf(member, sizeof(member), "m%zu.txt", i);
+		cr_expect_eq(tarindex_find(&b.t, member), -ENOENT, "%s skipped", member);
+	}
+	cr_expect_eq(b.t.nnodes, 2, "root and after.txt: %u nodes", b.t.nnodes);
+	cr_expect(strstr(msg, "pax path of 5000 bytes") && strstr(msg, "pax linkpath of") &&
+		  strstr(msg, "GNU.sparse.name of") && strstr(msg, "GNU long name of 5001 bytes"),
+		  "one warning each: %s", msg);
+	unbuild(&b);
+	unlink(path);
+	free(msg);
+	free(name);
+}
+
+/* Sparse file `name` reads as `want` (size n) at every offset and size. */
+static void expect_sparse(const struct tarindex *t, const char *name,
+			  const unsigned char *want, size_t n)
+{
+	int64_t i = tarindex_find(t, name);
+	unsigned char *buf = malloc(n + 16);
+	size_t off, len;
+
+	cr_assert_geq(i, 0, "%s not found", name);
+	cr_expect(tarindex_node_sparse(tarindex_node(t, (uint32_t)i)));
+	cr_expect_eq(tarindex_node_size(tarindex_node(t, (uint32_t)i)), n);
+	for (off = 0; off <= n; off++) {
+		for (len = 1; len <= n - off + 3; len += 1 + len / 3) {
+			ssize_t k = tarindex_pread(t, (uint32_t)i, buf, len, off);
+			size_t exp = off + len > n ? n - off : len;
+
+			cr_assert_eq(k, (ssize_t)exp, "%s: read %zu at %zu gave %zd", name,
+				     len, off, k);
+			cr_assert(!memcmp(buf, want + off, exp), "%s: bytes at %zu+%zu",
+				  name, off, len);
+		}
+	}
+	free(buf);
+}
+
+/*
+ * The pax 0.0, 0.1 and 1.0 maps, built by hand: a 100-byte file holding
+ * "AAAAA" at 10 and "BBBBB" at 50, and one of only holes.  Every read of
+ * every offset and size gives zeros in the holes and the chunks' bytes.
+ */
+Test(tarindex, pax_sparse_maps_read_at_every_offset)
+{
+	char path[] = "/tmp/sfs-taxsparse-XXXXXX", *p0 = NULL, *p1 = NULL, *p2 = NULL,
+	     *p3 = NULL, *msg, data1[1024] = "2\n10\n5\n50\n5\n";
+	unsigned char want[100] = { 0 };
+	struct tarw out = { 0 };
+	struct built b;
+
+	memset(want + 10, 'A', 5);
+	memset(want + 50, 'B', 5);
+	pax_rec(&p0, "GNU.sparse.size", "100");
+	pax_rec(&p0, "GNU.sparse.numblocks", "2");
+	pax_rec(&p0, "GNU.sparse.offset", "10");
+	pax_rec(&p0, "GNU.sparse.numbytes", "5");
+	pax_rec(&p0, "GNU.sparse.offset", "50");
+	pax_rec(&p0, "GNU.sparse.numbytes", "5");
+	tw_pax_file(&out, p0, "v00", "AAAAABBBBB", 10);
+	pax_rec(&p1, "GNU.sparse.size", "100");
+	pax_rec(&p1, "GNU.sparse.name", "v01");
+	pax_rec(&p1, "GNU.sparse.map", "10,5,50,5,100,0");
+	tw_pax_file(&out, p1, "GNUSparseFile.1/v01", "AAAAABBBBB", 10);
+	pax_rec(&p2, "GNU.sparse.major", "1");
+	pax_rec(&p2, "GNU.sparse.minor", "0");
+	pax_rec(&p2, "GNU.sparse.name", "v10");
+	pax_rec(&p2, "GNU.sparse.realsize", "100");
+	memcpy(data1 + 512, "AAAAABBBBB", 10);
+	tw_pax_file(&out, p2, "GNUSparseFile.1/v10", data1, 522);
+	pax_rec(&p3, "GNU.sparse.size", "100");
+	pax_rec(&p3, "GNU.sparse.map", "100,0");
+	tw_pax_file(&out, p3, "holes", "", 0);
+	msg = build_with_after(&b, &out, path);
+	expect_sparse(&b.t, "v00", want, 100);
+	expect_sparse(&b.t, "v01", want, 100);
+	expect_sparse(&b.t, "v10", want, 100);
+	memset(want, 0, sizeof(want));
+	expect_sparse(&b.t, "holes", want, 100);
+	cr_expect(!strstr(msg, "warning"), "no warning: %s", msg);
+	unbuild(&b);
+	unlink(path);
+	free(msg);
+	free(p0);
+	free(p1);
+	free(p2);
+	free(p3);
+}
+
+/* Maps that cannot be right skip their member, with a warning saying why. */
+Test(tarindex, bad_sparse_maps_skip_their_member)
+{
+	static const struct { const char *recs, *data, *says; } cases[] = {
+		{ "GNU.sparse.size=100|GNU.sparse.map=50,5,10,5", "AAAAABBBBB", "out of order" },
+		{ "GNU.sparse.size=100|GNU.sparse.map=10,5,12,5", "AAAAABBBBB", "out of order" },
+		{ "GNU.sparse.size=100|GNU.sparse.map=10,5,98,5", "AAAAABBBBB", "past its size" },
+		{ "GNU.sparse.size=100|GNU.sparse.map=10,5", "AAAAABBBBB", "are stored" },
+		{ "GNU.sparse.size=100|GNU.sparse.map=10,x", "AAAAABBBBB", "malformed" },
+		{ "GNU.sparse.size=100|GNU.sparse.map=10,5,50", "AAAAABBBBB", "malformed" },
+		{ "GNU.sparse.size=100|GNU.sparse.map=1,99999999999999999999999", "A", "malformed" },
+		{ "GNU.sparse.map=10,5,50,5", "AAAAABBBBB", "no real size" },
+		{ "GNU.sparse.size=100|GNU.sparse.numbytes=5", "AAAAA", "malformed" },
+		{ "GNU.sparse.size=x|GNU.sparse.map=0,1", "A", "bad pax GNU.sparse.size" },
+		{ "GNU.sparse.major=1|GNU.sparse.realsize=100", "3\n10\n5\n", "malformed" },
+		/* the map's block would run past the member's data */
+		{ "GNU.sparse.major=1|GNU.sparse.realsize=100", "1\n0\n9\n", "malformed" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char path[] = "/tmp/sfs-taxbadmap-XXXXXX", *msg, *pax = NULL;
+		char *recs = strdup(cases[i].recs), *r, *save;
+		struct tarw out = { 0 };
+		struct built b;
+
+		for (r = strtok_r(recs, "|", &save); r; r = strtok_r(NULL, "|", &save)) {
+			char *eq = strchr(r, '=');
+
+			*eq = '\0';
+			pax_rec(&pax, r, eq + 1);
+		}
+		tw_pax_file(&out, pax, "bad", cases[i].data, strlen(cases[i].data));
+		msg = build_with_after(&b, &out, path);
+		cr_expect_eq(b.t.nnodes, 2, "case %zu: only after.txt is left: %u nodes",
+			     i, b.t.nnodes);
+		cr_expect(strstr(msg, cases[i].says) && strstr(msg, "skipped"),
+			  "case %zu: want '%s' in: %s", i, cases[i].says, msg);
+		unbuild(&b);
+		unlink(path);
+		free(pax);
+		free(recs);
+		free(msg);
+	}
 }
