@@ -524,7 +524,8 @@ static int pax_records(struct walk *w, struct pending *p, int global,
 		for (i = 0, len = 0; i < n && i < 19 && r[i] >= '0' && r[i] <= '9'; i++)
 			len = len * 10 + (uint64_t)(r[i] - '0');
 		eq = i + 1 < n ? memchr(r + i + 1, '=', n - i - 1) : NULL;
-		if (i == 0 || i >= n || r[i] != ' ' || len > end - pos ||
+		/* a record holds its length, a space and a newline at least */
+		if (i == 0 || i >= n || r[i] != ' ' || len <= i + 1 || len > end - pos ||
 		    (eq && (uint64_t)(eq - r) >= len - 1) || (!eq && len <= n)) {
 			sfs_warn("%s: malformed pax record at offset %llu: rest ignored",
 				 w->what, (unsigned long long)pos);

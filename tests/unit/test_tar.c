@@ -307,7 +307,7 @@ static int walk_crafted(const struct crafted *t, uint64_t extra,
  * Each must be the usual malformed-record warning (the rest of the set is
  * ignored, the records before it stay applied) and the member reported.
  */
-Test(tar, pax_length_field_not_at_record_start)
+Test(tar, pax_length_field_not_at_record_start, .timeout = 10)
 {
 	static const struct { const char *pax, *path; unsigned at; } cases[] = {
 		{ "\n1 xyz", "f.txt", 512 },
@@ -316,6 +316,10 @@ Test(tar, pax_length_field_not_at_record_start)
 		{ "+12 path=evil\n", "f.txt", 512 },
 		{ "-1 path=evil\n", "f.txt", 512 },
 		{ "17 path=good.txt\n\n1 xyz", "good.txt", 529 },
+		/* a length of 0 after a record ending in '\n' looped for ever */
+		{ "17 path=good.txt\n0 path=evil\n", "good.txt", 529 },
+		{ "17 path=good.txt\n00 =x\n", "good.txt", 529 },
+		{ "3 =\n", "f.txt", 512 },
 	};
 	size_t i;
 
