@@ -492,8 +492,10 @@ static const char *inflate_exact(struct zip_archive *za, const struct zip_member
 			left -= n;
 		}
 		probing = produced == m->usize;
-		if (!probing && produced == o->cap && (*rc = outbuf_grow(o, m->usize)))
+		if (!probing && produced == o->cap && outbuf_grow(o, m->usize)) {
+			*rc = -ENOMEM;
 			return "out of memory";
+		}
 		if (probing) {
 			zs->next_out = &sink;
 			zs->avail_out = 1;
