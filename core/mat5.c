@@ -3,14 +3,22 @@
  *
  * The file is parsed from memory with explicit positions; every tag's
  * length is checked against the bytes that remain in its parent before
- * anything is read or allocated, so allocations are bounded by the input
- * size (or by MAT5_MAX_INFLATE inside a compressed element).
+ * anything is read or allocated.  That alone does not bound the work: an
+ * miCOMPRESSED element inflates up to 1032 times its size, and a parsed
+ * element costs more than its bytes (a node for an 8-byte empty matrix, a
+ * double for each int8).  So every allocation and every inflated byte is
+ * taken from one budget of MAT5_BUDGET_RATIO times the file's size (see
+ * mat5.h), checked before allocating: a file that needs more is refused
+ * with -EFBIG.  Compressed variables other than the one wanted are never
+ * inflated past their name.
  * Not for: writing, big-endian files, v4 or v7.3 files.
  */
 #include "mat5.h"
 #include "log.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -24,6 +32,12 @@ enum {
 };
 
 #define MAT5_HEADER 128
+/* What an allocation costs beyond its bytes (malloc's header), charged to
+ * the budget so that many small ones count. */
+#define ALLOC_OVERHEAD 16
+/* Inflated bytes enough for a variable's tag, flags, dimensions and name
+ * (MATLAB names have at most 63 characters): 8 + 16 + 40 + 8 + 64 < 256. */
+#define NAME_PEEK 256
 
 /* Where we are, for messages: offsets inside an inflated element are
  * reported relative to it, together with the element's file offset. */
@@ -32,6 +46,7 @@ struct ctx {
 	const uint8_t *buf;
 	size_t len;
 	long long zoff;	/* file offset of the enclosing miCOMPRESSED, or -1 */
+	uint64_t *left;	/* bytes the parse may still allocate or inflate */
 };
 
 /* One data element: its type and payload. */
@@ -42,13 +57,50 @@ struct elem {
 	size_t off;	/* offset of the tag in ctx->buf */
 };
 
-static void bad(const struct ctx *c, size_t off, const char *expected)
+static void bad(const struct ctx *c, size_t off, const char *fmt, ...) SFS_PRINTF(3, 4);
+
+static void bad(const struct ctx *c, size_t off, const char *fmt, ...)
 {
+	char expected[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(expected, sizeof(expected), fmt, ap);
+	va_end(ap);
 	if (c->zoff >= 0)
 		sfs_err("%s: offset %zu of the compressed element at offset %lld: expected %s",
 			c->what, off, c->zoff, expected);
 	else
 		sfs_err("%s: offset %zu: expected %s", c->what, off, expected);
+}
+
+/* Takes n bytes from the budget for the element at off, or -EFBIG. */
+static int charge(const struct ctx *c, size_t off, uint64_t n)
+{
+	if (n > *c->left) {
+		bad(c, off, "data that fits the reader's memory budget (%u x the file size + %u KiB): "
+		    "it needs %llu more bytes, %llu are left", MAT5_BUDGET_RATIO,
+		    MAT5_BUDGET_MIN >> 10, (unsigned long long)n,
+		    (unsigned long long)*c->left);
+		return -EFBIG;
+	}
+	*c->left -= n;
+	return 0;
+}
+
+/* calloc(n) charged to the budget; 0, -EFBIG or -ENOMEM */
+static int zalloc(const struct ctx *c, size_t off, uint64_t n, void *out)
+{
+	void *p;
+	int rc = charge(c, off, n + ALLOC_OVERHEAD);
+
+	if (rc)
+		return rc;
+	p = calloc(1, n ? (size_t)n : 1);
+	if (!p)
+		return -ENOMEM;
+	memcpy(out, &p, sizeof(p));
+	return 0;
 }
 
 static uint32_t le32(const uint8_t *p)
@@ -171,9 +223,9 @@ static int parse_numeric(const struct ctx *c, size_t *pos, size_t end,
 	}
 	if (!a->numel)
 		return 0;
-	a->num = malloc(a->numel * sizeof(double));
-	if (!a->num)
-		return -ENOMEM;
+	rc = zalloc(c, e.off, a->numel * sizeof(double), &a->num);
+	if (rc)
+		return rc;
 	for (i = 0; i < a->numel; i++)
 		a->num[i] = value_at(e.type, e.data + i * sz);
 	/* the imaginary part, if any, follows; we keep only the real part */
@@ -218,9 +270,9 @@ static int parse_char(const struct ctx *c, size_t *pos, size_t end,
 	sz = type_size(e.type);
 	if (e.type == MI_UTF8 || ((e.type == MI_INT8 || e.type == MI_UINT8) &&
 				  e.nbytes != a->numel)) {
-		a->str = malloc((size_t)e.nbytes + 1);
-		if (!a->str)
-			return -ENOMEM;
+		rc = zalloc(c, e.off, (uint64_t)e.nbytes + 1, &a->str);
+		if (rc)
+			return rc;
 		memcpy(a->str, e.data, e.nbytes);
 		a->str[e.nbytes] = '\0';
 		return 0;
@@ -231,9 +283,10 @@ static int parse_char(const struct ctx *c, size_t *pos, size_t end,
 	}
 	rows = a->numel ? a->dims[0] : 0;
 	cols = rows ? a->numel / rows : 0;
-	a->str = o = malloc(a->numel * 4 + 1);
-	if (!o)
-		return -ENOMEM;
+	rc = zalloc(c, e.off, a->numel * 4 + 1, &a->str);
+	if (rc)
+		return rc;
+	o = a->str;
 	for (r = 0, k = 0; r < rows; r++) {
 		if (r)
 			o[k++] = '\n';
@@ -266,9 +319,9 @@ static int parse_children(const struct ctx *c, size_t *pos, size_t end,
 	a->nfields = nfields;
 	if (!n)
 		return 0;
-	a->elems = calloc(n, sizeof(*a->elems));
-	if (!a->elems)
-		return -ENOMEM;
+	rc = zalloc(c, *pos, n * sizeof(*a->elems), &a->elems);
+	if (rc)
+		return rc;
 	for (i = 0; i < n; i++) {
 		rc = expect_elem(c, pos, end, &e, MI_MATRIX, MI_MATRIX, "miMATRIX");
 		if (rc)
@@ -285,6 +338,7 @@ static int parse_struct(const struct ctx *c, size_t *pos, size_t end,
 {
 	struct elem e;
 	uint32_t fnl, nf, j;
+	char *names = NULL;
 	int rc;
 
 	rc = expect_elem(c, pos, end, &e, MI_INT32, MI_INT32, "field name length (miINT32)");
@@ -304,15 +358,17 @@ static int parse_struct(const struct ctx *c, size_t *pos, size_t end,
 	}
 	nf = e.nbytes / fnl;
 	if (nf) {
-		a->fields = calloc(nf, sizeof(char *));
-		if (!a->fields)
-			return -ENOMEM;
+		/* the names live in one block, each NUL-ended: fields[0] */
+		rc = zalloc(c, e.off, (uint64_t)nf * sizeof(char *), &a->fields);
+		if (!rc)
+			rc = zalloc(c, e.off, (uint64_t)nf * (fnl + 1), &names);
+		if (rc)
+			return rc;
 	}
 	a->nfields = nf;	/* so mat5_free frees the names on error */
 	for (j = 0; j < nf; j++) {
-		a->fields[j] = strndup((const char *)e.data + (size_t)j * fnl, fnl);
-		if (!a->fields[j])
-			return -ENOMEM;
+		a->fields[j] = names + (size_t)j * (fnl + 1);
+		memcpy(a->fields[j], e.data + (size_t)j * fnl, fnl);
 	}
 	return parse_children(c, pos, end, depth, a, nf);
 }
@@ -392,9 +448,10 @@ static int parse_matrix(const struct ctx *c, const struct elem *m, int depth,
 		bad(c, m->off, "struct/cell nesting of at most 16 levels");
 		return -EBADMSG;
 	}
-	*out = a = calloc(1, sizeof(*a));
-	if (!a)
-		return -ENOMEM;
+	rc = zalloc(c, m->off, sizeof(*a), out);
+	if (rc)
+		return rc;
+	a = *out;
 	if (m->nbytes == 0) {	/* an empty miMATRIX: [] */
 		a->cls = MAT5_DOUBLE;
 		a->ndims = 2;
@@ -407,62 +464,33 @@ static int parse_matrix(const struct ctx *c, const struct elem *m, int depth,
 }
 
 /*
- * Inflates one miCOMPRESSED payload.  The first 8 inflated bytes are the
- * inner tag; its length bounds the output, so a bomb is refused before the
- * big allocation and inflation stops at the declared size.
+ * Inflates the start of e's zlib stream into out[0..n): the number of bytes
+ * it gave (n at most: inflation stops there, however much more the stream
+ * holds), -EBADMSG if the stream is corrupt before that, or -ENOMEM.
  */
-static int inflate_elem(const struct ctx *c, const struct elem *e,
-			uint8_t **out, size_t *outlen)
+static long inflate_into(const struct elem *e, uint8_t *out, size_t n)
 {
-	uint8_t tag[8], *buf = NULL;
 	z_stream zs;
-	size_t total;
-	int rc = -EBADMSG, zrc;
+	int zrc;
 
 	memset(&zs, 0, sizeof(zs));
 	if (inflateInit(&zs) != Z_OK)
 		return -ENOMEM;
 	zs.next_in = (uint8_t *)e->data;
 	zs.avail_in = e->nbytes;
-	zs.next_out = tag;
-	zs.avail_out = 8;
-	zrc = inflate(&zs, Z_SYNC_FLUSH);
-	if (zs.avail_out || (zrc != Z_OK && zrc != Z_STREAM_END)) {
-		bad(c, e->off, "a zlib stream holding a data element");
-		goto out;
-	}
-	total = 8 + (size_t)le32(tag + 4);
-	if (le32(tag) >> 16)
-		total = 8;
-	if (total > MAT5_MAX_INFLATE) {
-		bad(c, e->off, "a compressed element that inflates to at most 256 MiB");
-		goto out;
-	}
-	rc = -ENOMEM;
-	buf = malloc(total);
-	if (!buf)
-		goto out;
-	memcpy(buf, tag, 8);
-	zs.next_out = buf + 8;
-	zs.avail_out = (uInt)(total - 8);
-	zrc = total > 8 ? inflate(&zs, Z_FINISH) : Z_STREAM_END;
-	if (zs.avail_out || (zrc != Z_STREAM_END && zrc != Z_OK && zrc != Z_BUF_ERROR)) {
-		bad(c, e->off, "a complete zlib stream of the declared length");
-		rc = -EBADMSG;
-		goto out;
-	}
-	*out = buf;
-	*outlen = total;
-	buf = NULL;
-	rc = 0;
-out:
-	free(buf);
+	zs.next_out = out;
+	zs.avail_out = (uInt)n;
+	zrc = inflate(&zs, Z_FINISH);
+	n -= zs.avail_out;
 	inflateEnd(&zs);
-	return rc;
+	if (zrc != Z_STREAM_END && zrc != Z_OK && zrc != Z_BUF_ERROR)
+		return -EBADMSG;
+	return (long)n;
 }
 
-/* the variable name of an miMATRIX, without parsing the rest */
-static int matrix_name(const struct ctx *c, const struct elem *m,
+/* the variable name of an miMATRIX that starts at m->data and ends at or
+ * before end, without parsing the rest */
+static int matrix_name(const struct ctx *c, const struct elem *m, size_t end,
 		       struct mat5_array *tmp)
 {
 	size_t pos = (size_t)(m->data - c->buf);
@@ -471,36 +499,95 @@ static int matrix_name(const struct ctx *c, const struct elem *m,
 	memset(tmp, 0, sizeof(*tmp));
 	if (!m->nbytes)
 		return 0;
-	return parse_header(c, &pos, pos + m->nbytes, tmp, &flags);
+	return parse_header(c, &pos, end, tmp, &flags);
 }
 
 static int try_elem(const struct ctx *c, const struct elem *e, const char *name,
 		    struct mat5_array **out);
 
-/* A top-level miCOMPRESSED: looks at the element it inflates to. */
-static int try_compressed(const struct ctx *c, const struct elem *e,
-			  const char *name, struct mat5_array **out)
+/*
+ * Peeks at the first NAME_PEEK inflated bytes of a top-level miCOMPRESSED:
+ * the inner tag, and the variable's name if it is an miMATRIX.  0 and the
+ * declared inflated size in *total when it is the variable `name` (so worth
+ * inflating whole), 1 if it is something else, or -errno.
+ */
+static int peek_compressed(const struct ctx *c, const struct elem *e,
+			   const char *name, uint64_t *total)
 {
-	struct ctx zc;
-	struct elem ze;
-	uint8_t *z = NULL;
-	size_t zlen, zpos = 0;
+	uint8_t peek[NAME_PEEK];
+	struct ctx pc = *c;
+	struct mat5_array tmp;
+	struct elem inner;
+	long got = inflate_into(e, peek, sizeof(peek));
 	int rc;
 
-	if (c->zoff >= 0) {
+	if (got == -ENOMEM)
+		return -ENOMEM;
+	if (got < 8) {
+		bad(c, e->off, "a zlib stream holding a data element");
+		return -EBADMSG;
+	}
+	*total = le32(peek) >> 16 ? 8 : 8 + (uint64_t)le32(peek + 4);
+	inner = (struct elem){ le32(peek), (uint32_t)(*total - 8), peek + 8, 0 };
+	if (inner.type == MI_COMPRESSED) {
 		/* MATLAB compresses each variable once; following nested ones
 		 * would recurse without bound, each level holding its
 		 * inflated bytes, until a small file overflows the stack */
 		bad(c, e->off, "an miMATRIX, not a nested miCOMPRESSED");
 		return -EBADMSG;
 	}
-	rc = inflate_elem(c, e, &z, &zlen);
+	if (inner.type != MI_MATRIX || (le32(peek) >> 16))
+		return 1;	/* other types carry no variable */
+	pc.buf = peek;
+	pc.len = (size_t)got;
+	pc.zoff = (long long)e->off;
+	/* a real header (name of at most 63 characters) fits in the peek */
+	rc = matrix_name(&pc, &inner, *total < (uint64_t)got ? (size_t)*total : (size_t)got,
+			 &tmp);
 	if (rc)
 		return rc;
-	zc = (struct ctx){ c->what, z, zlen, (long long)e->off };
-	rc = next_elem(&zc, &zpos, zlen, &ze);
+	return strcmp(tmp.name, name) ? 1 : 0;
+}
+
+/*
+ * A top-level miCOMPRESSED: inflated whole only when it holds the variable
+ * wanted.  The inner tag's length bounds the output, so a bomb is refused
+ * (MAT5_MAX_INFLATE, the budget) before the big allocation and inflation
+ * stops at the declared size.
+ */
+static int try_compressed(const struct ctx *c, const struct elem *e,
+			  const char *name, struct mat5_array **out)
+{
+	struct ctx zc;
+	struct elem ze;
+	uint8_t *z = NULL;
+	uint64_t total;
+	size_t zpos = 0;
+	long got;
+	int rc = peek_compressed(c, e, name, &total);
+
+	if (rc)
+		return rc < 0 ? rc : 0;
+	if (total > MAT5_MAX_INFLATE) {
+		bad(c, e->off, "a compressed element that inflates to at most %u MiB, not %llu bytes",
+		    MAT5_MAX_INFLATE >> 20, (unsigned long long)total);
+		return -EBADMSG;
+	}
+	rc = zalloc(c, e->off, total, &z);
+	if (rc)
+		return rc;
+	got = inflate_into(e, z, (size_t)total);
+	if (got != (long)total) {
+		bad(c, e->off, "a complete zlib stream of the declared length (%llu bytes)",
+		    (unsigned long long)total);
+		rc = got == -ENOMEM ? -ENOMEM : -EBADMSG;
+		goto out;
+	}
+	zc = (struct ctx){ c->what, z, (size_t)total, (long long)e->off, c->left };
+	rc = next_elem(&zc, &zpos, zc.len, &ze);
 	if (!rc)
 		rc = try_elem(&zc, &ze, name, out);
+out:
 	free(z);
 	return rc;
 }
@@ -516,7 +603,7 @@ static int try_elem(const struct ctx *c, const struct elem *e, const char *name,
 		return try_compressed(c, e, name, out);
 	if (e->type != MI_MATRIX)
 		return 0;	/* other top-level types carry no variable */
-	rc = matrix_name(c, e, &tmp);
+	rc = matrix_name(c, e, (size_t)(e->data - c->buf) + e->nbytes, &tmp);
 	if (rc || strcmp(tmp.name, name))
 		return rc;
 	rc = parse_matrix(c, e, 0, out);
@@ -545,7 +632,8 @@ static int check_header(const struct ctx *c)
 int mat5_read_var(const uint8_t *buf, size_t len, const char *what,
 		  const char *name, struct mat5_array **out)
 {
-	struct ctx c = { what, buf, len, -1 };
+	uint64_t left = (uint64_t)len * MAT5_BUDGET_RATIO + MAT5_BUDGET_MIN;
+	struct ctx c = { what, buf, len, -1, &left };
 	size_t pos = MAT5_HEADER;
 	struct elem e;
 	int rc;
@@ -574,9 +662,8 @@ void mat5_free(struct mat5_array *a)
 	n = a->cls == MAT5_CELL ? a->numel : a->numel * a->nfields;
 	for (i = 0; a->elems && i < n; i++)
 		mat5_free(a->elems[i]);
-	if (a->cls == MAT5_STRUCT)
-		for (i = 0; a->fields && i < a->nfields; i++)
-			free(a->fields[i]);
+	if (a->cls == MAT5_STRUCT && a->fields && a->nfields)
+		free(a->fields[0]);	/* the block of all names */
 	free(a->fields);
 	free(a->elems);
 	free(a->num);

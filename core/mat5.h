@@ -12,7 +12,8 @@
  *
  * Every length is checked against the bytes that are really there; on any
  * inconsistency the parse fails with one message naming the file, the
- * offset and what was expected.  Used at index build time only: the tree is
+ * offset and what was expected.  Memory and inflated bytes are bounded by
+ * the file's size (MAT5_BUDGET_RATIO).  Used at index build time only: the tree is
  * heap-allocated and not meant to be kept while mounted.
  *
  * Not for: writing, big-endian files, MAT v4 or v7.3 (HDF5) files.
@@ -34,6 +35,13 @@ enum {
 /* Limits that keep a hostile file from making us allocate or recurse
  * without bound. */
 #define MAT5_MAX_INFLATE (256u << 20) /* one miCOMPRESSED element */
+/* All the memory a parse allocates (the tree, inflated bytes) plus all the
+ * bytes it inflates is at most MAT5_BUDGET_RATIO x the file's size +
+ * MAT5_BUDGET_MIN; more is -EFBIG.  A real devkit meta.mat (2.5 MB) needs a
+ * few times its size; a file whose elements multiply (compressed cells of
+ * empty matrices, int8 arrays that become doubles) is refused early. */
+#define MAT5_BUDGET_RATIO 64
+#define MAT5_BUDGET_MIN  (1u << 20)
 #define MAT5_MAX_DEPTH   16           /* nested struct/cell arrays */
 #define MAT5_MAX_DIMS    8
 
@@ -57,7 +65,8 @@ struct mat5_array {
  * Finds the top-level variable `name` in the MAT-file image buf[0..len) and
  * parses it.  `what` names the file in messages.  Returns 0 and *out (free
  * with mat5_free), -ENOENT if there is no such variable, -EBADMSG if the file
- * is malformed (message printed), -ENOMEM.
+ * is malformed (message printed), -EFBIG if it would need more than the
+ * budget (message printed), -ENOMEM.
  */
 int mat5_read_var(const uint8_t *buf, size_t len, const char *what,
 		  const char *name, struct mat5_array **out);

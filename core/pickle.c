@@ -10,7 +10,10 @@
  * is allocated in proportion to a count the input merely claims: the stack
  * and mark stack are fixed, the memo grows by at most two slots per memo
  * opcode and the object table by one entry per REDUCE actually present,
- * and every length is checked against the bytes that remain before use.
+ * both to at most one entry per PK_PER_ENTRY bytes of input, and every
+ * length is checked against the bytes that remain before use.  The
+ * elements handed to the callback add up to no more than the input's size
+ * (PK_ELEM_COST), so the caller's work is bounded by it too.
  *
  * Objects that BUILD changes after they may have been memoised (arrays,
  * dtypes) live in one table and the stack and memo hold references to
@@ -37,6 +40,16 @@
 #define PK_STACK_MAX 4096
 #define PK_MARKS_MAX 32
 #define PK_NAME_MAX  64
+/* numpy's pickles spend 6 bytes or more per memo slot and 14 or more per
+ * REDUCE (measured for protocols 2-5); a slot or object table larger than
+ * one entry per 4 bytes (+ room for tiny pickles) is hostile. */
+#define PK_PER_ENTRY 4
+#define PK_ENTRIES_MIN 256
+/* Each element a pickle appends costs it at least its data and this much
+ * (numpy writes 28 bytes or more around each): elements adding up to more
+ * than the pickle's size are one memoised array appended many times over,
+ * which would hand the callback far more than the input holds. */
+#define PK_ELEM_COST 16
 
 enum pk_kind {
 	PV_UNSET,               /* a memo slot never written */
@@ -92,6 +105,7 @@ struct pstate {
 	size_t scratch_cap;
 	int have_list;          /* only one list may exist: the data list */
 	uint64_t list_len;      /* elements appended to it (and passed to fn) */
+	uint64_t emitted;       /* their data bytes + PK_ELEM_COST each */
 };
 
 static void report(const struct pstate *st, const char *fmt, ...) SFS_PRINTF(2, 3);
@@ -171,6 +185,32 @@ static int pop_mark(struct pstate *st, size_t *first)
 }
 
 /*
+ * Grows a table of pv (memo or objects) to hold index idx: doubling, but
+ * never past the bound for a pickle of this size.  -EINVAL past it.
+ */
+static int table_grow(struct pstate *st, struct pv **t, size_t *cap, uint64_t idx,
+		      const char *what)
+{
+	size_t max = st->len / PK_PER_ENTRY + PK_ENTRIES_MIN, ncap;
+	struct pv *p;
+
+	if (idx < *cap)
+		return 0;
+	if (idx >= max)
+		return FAIL(st, "%s of more than %zu entries for a pickle of %zu bytes "
+			    "(numpy's use one per 6 bytes or more)", what, max, st->len);
+	ncap = *cap ? *cap * 2 : PK_ENTRIES_MIN;
+	if (ncap > max)
+		ncap = max;
+	p = realloc(*t, ncap * sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	*t = p;
+	*cap = ncap;
+	return 0;
+}
+
+/*
  * Picklers number memo slots densely: from 0, or from 1 in Python 2's
  * cPickle (whose put2 keeps "memo keys positive").  So an index may rewrite
  * a slot or add one at most one past the end; it can never make us
@@ -179,21 +219,16 @@ static int pop_mark(struct pstate *st, size_t *first)
 static int memo_put(struct pstate *st, uint64_t idx)
 {
 	size_t floor = stack_floor(st);
+	int rc;
 
 	if (st->sp == floor)
 		return FAIL(st, "memo put with an empty stack");
 	if (idx > st->nmemo + 1)
 		return FAIL(st, "memo index %llu skips past %zu",
 			    (unsigned long long)idx, st->nmemo);
-	if (idx >= st->memo_cap) {
-		size_t cap = st->memo_cap ? st->memo_cap * 2 : 256;
-		struct pv *m = realloc(st->memo, cap * sizeof(*m));
-
-		if (!m)
-			return -ENOMEM;
-		st->memo = m;
-		st->memo_cap = cap;
-	}
+	rc = table_grow(st, &st->memo, &st->memo_cap, idx, "memo");
+	if (rc)
+		return rc;
 	if (idx == st->nmemo + 1)
 		st->memo[st->nmemo].kind = PV_UNSET;
 	st->memo[idx] = st->stack[st->sp - 1];
@@ -214,16 +249,10 @@ static int memo_get(struct pstate *st, uint64_t idx)
 static int push_object(struct pstate *st, const struct pv *v)
 {
 	struct pv ref = { .kind = PV_REF };
+	int rc = table_grow(st, &st->objs, &st->objs_cap, st->nobjs, "object table");
 
-	if (st->nobjs == st->objs_cap) {
-		size_t cap = st->objs_cap ? st->objs_cap * 2 : 256;
-		struct pv *o = realloc(st->objs, cap * sizeof(*o));
-
-		if (!o)
-			return -ENOMEM;
-		st->objs = o;
-		st->objs_cap = cap;
-	}
+	if (rc)
+		return rc;
 	st->objs[st->nobjs] = *v;
 	ref.u.num = (int64_t)st->nobjs++;
 	return push(st, &ref);
@@ -672,6 +701,12 @@ static int emit(struct pstate *st, const struct pv *e)
 	const uint8_t *src = e->u.arr.p;
 	uint8_t *tmp;
 
+	st->emitted += bytes + PK_ELEM_COST;
+	if (st->emitted > st->len)
+		return FAIL(st, "list item %llu: the elements so far add up to %llu bytes, more than "
+			    "the pickle's %zu (an array appended more than once?)",
+			    (unsigned long long)st->list_len, (unsigned long long)st->emitted,
+			    st->len);
 	if (n == 0 || !(e->flags & (PF_LATIN1 | PF_FORTRAN)))
 		return st->fn(st->arg, src, (uint32_t)n);
 	need = (e->flags & PF_LATIN1) && (e->flags & PF_FORTRAN) ? 2 * bytes : bytes;

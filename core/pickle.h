@@ -32,7 +32,9 @@ typedef int (*pickle_stroke_fn)(void *arg, const uint8_t *pts, uint32_t n);
  * member with descr '|O').  `what` is "file:member" for messages.
  * Calls fn for each element; returns the number of elements or -EINVAL
  * (disallowed opcode/global, malformed, element not int16 (n,3), absurd
- * sizes: any count larger than the bytes that could back it).
+ * sizes: any count larger than the bytes that could back it, a memo or
+ * object table over one entry per 4 bytes, elements adding up to more
+ * bytes than buf holds).
  */
 long pickle_parse_strokes(const uint8_t *buf, size_t len, const char *what,
 			  pickle_stroke_fn fn, void *arg);

@@ -7,8 +7,10 @@
  * anything is allocated from it.  zip_read_member then trusts only the
  * central directory for sizes and CRC (so data descriptors need no special
  * case), reads the local header just to find where the data starts, and
- * inflates into a buffer of exactly the declared size: a stream that wants
- * to produce more, or ends early, is an error, never a bigger allocation.
+ * inflates into a buffer that grows with the inflated bytes up to exactly
+ * the declared size: a stream that wants to produce more, or ends early, is
+ * an error, never a bigger allocation, and a declared size that deflate
+ * could not reach from the compressed size is refused before any.
  *
  * After zip_open the archive is read-only: zip_read_member may run in many
  * threads at once (it uses pread on the shared descriptor).  Not a general
@@ -40,6 +42,10 @@
 /* An .npz has a handful of members; a directory over 64 MiB is hostile. */
 #define CD_MAX        (64u << 20)
 #define INFLATE_CHUNK (64u << 10)
+/* Deflate's best case is 258 bytes from 2 bits (zlib's "1032:1"), and
+ * every stream has a block header besides: a member that declares more
+ * than 1032 x its compressed size is a lie, refused before allocating. */
+#define DEFLATE_MAX_RATIO 1032u
 
 struct zip_archive {
 	int fd;
@@ -441,14 +447,35 @@ static int read_stored(struct zip_archive *za, const struct zip_member *m,
 	return 0;
 }
 
+/* The output buffer of one member: grown as inflated bytes arrive, never
+ * past the declared size, so a directory that lies costs nothing. */
+struct outbuf {
+	uint8_t *p;
+	uint64_t cap;
+};
+
+/* Room for at least one more byte (usize > produced). */
+static int outbuf_grow(struct outbuf *o, uint64_t usize)
+{
+	uint64_t cap = o->cap * 2 < usize ? o->cap * 2 : usize;
+	uint8_t *p = realloc(o->p, (size_t)cap + 1);
+
+	if (!p)
+		return -ENOMEM;
+	o->p = p;
+	o->cap = cap;
+	return 0;
+}
+
 /*
- * Inflates exactly m->csize bytes at off into out[0..usize); returns NULL
- * or what is wrong.  Once out is full, inflate gets a one-byte sink:
- * anything written there means the stream is bigger than declared (a bomb,
- * or a lying directory), and we stop there.
+ * Inflates exactly m->csize bytes at off into o->p[0..usize); returns NULL
+ * or what is wrong.  Once usize bytes are out, inflate gets a one-byte
+ * sink: anything written there means the stream is bigger than declared
+ * (a bomb, or a lying directory), and we stop there.
  */
 static const char *inflate_exact(struct zip_archive *za, const struct zip_member *m,
-				 uint64_t off, uint8_t *out, z_stream *zs, uint8_t *in)
+				 uint64_t off, struct outbuf *o, z_stream *zs,
+				 uint8_t *in, int *rc)
 {
 	uint64_t left = m->csize, produced = 0;
 	uint8_t sink;
@@ -465,20 +492,24 @@ static const char *inflate_exact(struct zip_archive *za, const struct zip_member
 			left -= n;
 		}
 		probing = produced == m->usize;
+		if (!probing && produced == o->cap && outbuf_grow(o, m->usize)) {
+			*rc = -ENOMEM;
+			return "out of memory";
+		}
 		if (probing) {
 			zs->next_out = &sink;
 			zs->avail_out = 1;
 		} else {
-			uint64_t room = m->usize - produced;
+			uint64_t room = o->cap - produced;
 
-			zs->next_out = out + produced;
+			zs->next_out = o->p + produced;
 			zs->avail_out = room > UINT32_MAX ? UINT32_MAX : (uInt)room;
 		}
 		zr = inflate(zs, Z_NO_FLUSH);
 		if (probing && zs->avail_out == 0)
 			return "inflates to more than its declared size";
 		if (!probing)
-			produced = (uint64_t)(zs->next_out - out);
+			produced = (uint64_t)(zs->next_out - o->p);
 		if (zr == Z_BUF_ERROR)          /* no progress: input ran out */
 			return "deflate stream is truncated";
 		if (zr != Z_OK && zr != Z_STREAM_END)
@@ -492,31 +523,32 @@ static const char *inflate_exact(struct zip_archive *za, const struct zip_member
 }
 
 static int read_deflated(struct zip_archive *za, const struct zip_member *m,
-			 uint64_t off, uint8_t *out)
+			 uint64_t off, struct outbuf *o)
 {
 	uint8_t *in = malloc(INFLATE_CHUNK);
 	const char *why;
 	z_stream zs;
+	int rc = -EIO;
 
 	memset(&zs, 0, sizeof(zs));
 	if (!in || inflateInit2(&zs, -MAX_WBITS) != Z_OK) {
 		free(in);
 		return -ENOMEM;
 	}
-	why = inflate_exact(za, m, off, out, &zs, in);
-	if (why)
+	why = inflate_exact(za, m, off, o, &zs, in, &rc);
+	if (why && rc != -ENOMEM)
 		sfs_err("%s: member %s: data at offset %llu: %s (%llu bytes declared)",
 			za->path, m->name, (unsigned long long)off, why,
 			(unsigned long long)m->usize);
 	inflateEnd(&zs);
 	free(in);
-	return why ? -EIO : 0;
+	return why ? rc : 0;
 }
 
 int zip_read_member(struct zip_archive *za, const struct zip_member *m,
 		    uint64_t max, uint8_t **out, size_t *outlen)
 {
-	uint8_t *buf = NULL;
+	struct outbuf o = { NULL, 0 };
 	uint64_t off;
 	int rc;
 
@@ -534,24 +566,34 @@ int zip_read_member(struct zip_archive *za, const struct zip_member *m,
 			m->method);
 		return -EIO;
 	}
+	if (m->method == 8 && m->usize / DEFLATE_MAX_RATIO > m->csize) {
+		sfs_err("%s: member %s: offset %llu: declares %llu bytes from %llu compressed, "
+			"more than deflate's maximum ratio of %u:1", za->path, m->name,
+			(unsigned long long)m->header_off, (unsigned long long)m->usize,
+			(unsigned long long)m->csize, DEFLATE_MAX_RATIO);
+		return -EIO;
+	}
 	rc = data_offset(za, m, &off);
 	if (rc)
 		return rc;
-	buf = malloc((size_t)m->usize + 1);     /* +1: malloc(0) may be NULL */
-	if (!buf)
+	/* stored data is all there (data_offset checked); deflated data gets
+	 * memory only as it inflates */
+	o.cap = m->method == 0 || m->usize < INFLATE_CHUNK ? m->usize : INFLATE_CHUNK;
+	o.p = malloc((size_t)o.cap + 1);        /* +1: malloc(0) may be NULL */
+	if (!o.p)
 		return -ENOMEM;
-	rc = m->method == 0 ? read_stored(za, m, off, buf)
-			    : read_deflated(za, m, off, buf);
-	if (rc == 0 && crc32_z(0, buf, (size_t)m->usize) != m->crc32) {
+	rc = m->method == 0 ? read_stored(za, m, off, o.p)
+			    : read_deflated(za, m, off, &o);
+	if (rc == 0 && crc32_z(0, o.p, (size_t)m->usize) != m->crc32) {
 		sfs_err("%s: member %s: CRC-32 mismatch (directory says %08x)",
 			za->path, m->name, m->crc32);
 		rc = -EIO;
 	}
 	if (rc) {
-		free(buf);
+		free(o.p);
 		return rc;
 	}
-	*out = buf;
+	*out = o.p;
 	*outlen = (size_t)m->usize;
 	return 0;
 }

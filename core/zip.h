@@ -34,7 +34,9 @@ const struct zip_member *zip_find(const struct zip_archive *za, const char *name
 /*
  * Reads a whole member into a new malloc'ed buffer (*out, *outlen = usize).
  * Fails with -EFBIG if usize > max, -EIO with a message on a corrupt stream,
- * a CRC mismatch, or data that does not end where the directory says.
+ * a CRC mismatch, data that does not end where the directory says, or a
+ * usize over 1032 x csize (deflate's limit).  Memory is taken as the bytes
+ * inflate, so a usize that the stream does not back costs nothing.
  */
 int zip_read_member(struct zip_archive *za, const struct zip_member *m,
 		    uint64_t max, uint8_t **out, size_t *outlen);

@@ -12,6 +12,7 @@
 
 #include "devkit.h"
 #include "capture.h"
+#include "bounded.h"
 
 static char *fixture_path(const char *name, char *buf, size_t len)
 {
@@ -197,4 +198,37 @@ Test(devkit, hostile_wnid_refused)
 	cr_expect(strstr(msg, "data/meta.mat") && strstr(msg, "'../x'"), "message: %s", msg);
 	if (!rc)
 		devkit_free(&dk);
+}
+
+static long load_job(void *path)
+{
+	struct devkit dk;
+	int rc = devkit_load(path, &dk);
+
+	if (!rc)
+		devkit_free(&dk);
+	return rc;
+}
+
+/*
+ * A 40 KB tarball whose meta.mat inflates to 40 MiB (tests/fixtures/
+ * make_hostile.py): refused once the member passes 16 MiB, naming it,
+ * without holding more (the MAT-file budget is a multiple of its size).
+ */
+Test(devkit, hostile_member_size)
+{
+	char path[4096];
+	struct bounded_result r;
+	struct capture c;
+	char *text;
+
+	fixture_path("hostile/devkit-bomb.tar.gz", path, sizeof(path));
+	capture_start(&c);
+	r = bounded_run(load_job, path, 48LL << 20);
+	text = capture_end(&c);
+	cr_expect_eq(r.rc, -EFBIG, "rc %ld; stderr: %s", r.rc, text);
+	cr_expect_lt(r.grew, 40LL << 20, "resident memory grew by %lld bytes", r.grew);
+	cr_expect(strstr(text, "devkit-bomb.tar.gz") && strstr(text, "data/meta.mat") &&
+		  strstr(text, "at most 16 MiB"), "message: %s", text);
+	free(text);
 }

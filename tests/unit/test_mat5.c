@@ -19,6 +19,7 @@
 #define FIXTURE_SUBDIR "."
 #include "fixture.h"
 #include "capture.h"
+#include "bounded.h"
 
 /* "1,2,3" -> the children array must hold exactly these values */
 static void check_children(const struct mat5_array *a, const char *list)
@@ -291,3 +292,59 @@ Test(mat5, nested_compressed_refused)
 		free(buf);
 	}
 }
+
+/* ---- inputs that ask for far more than their size (make_hostile.py) ----- */
+
+/* Each of these files is under 128 KiB; the old reader took 256 MiB to
+ * several GiB for them.  The budget is 64 x the file size + 1 MiB. */
+#define HOSTILE_LIMIT (48LL << 20)
+
+struct parse_job {
+	const uint8_t *buf;
+	size_t len;
+	const char *what;
+};
+
+static long parse_job(void *arg)
+{
+	const struct parse_job *j = arg;
+	struct mat5_array *s = NULL;
+	int rc = mat5_read_var(j->buf, j->len, j->what, "synsets", &s);
+
+	mat5_free(s);
+	return rc;
+}
+
+/* The parse returns `want` within HOSTILE_LIMIT; if `msg`, the error names
+ * the file and says `msg`. */
+static void expect_bounded(const char *file, int want, const char *msg)
+{
+	struct parse_job j = { NULL, 0, file };
+	struct bounded_result r;
+	struct capture c;
+	char *text;
+
+	j.buf = slurp(file, &j.len);
+	capture_start(&c);
+	r = bounded_run(parse_job, &j, HOSTILE_LIMIT);
+	text = capture_end(&c);
+	cr_expect_eq(r.rc, want, "%s: rc %ld, expected %d; stderr: %s", file, r.rc, want, text);
+	cr_expect_lt(r.grew, HOSTILE_LIMIT, "%s: resident memory grew by %lld bytes for a %zu-byte file",
+		     file, r.grew, j.len);
+	if (msg)
+		cr_expect(strstr(text, file) && strstr(text, "offset") && strstr(text, msg),
+			  "%s: message: %s", file, text);
+	free(text);
+	free((void *)j.buf);
+}
+
+/* a compressed 1 x 4M cell of empty matrices: a node for every 8 bytes */
+Test(mat5, hostile_cells) { expect_bounded("hostile/mat-cells.mat", -EFBIG, "memory budget"); }
+/* 32 MiB of int8 zeros, which the reader would keep as doubles */
+Test(mat5, hostile_widen) { expect_bounded("hostile/mat-widen.mat", -EFBIG, "memory budget"); }
+/* a struct of 16M one-byte field names */
+Test(mat5, hostile_fields) { expect_bounded("hostile/mat-fields.mat", -EFBIG, "memory budget"); }
+/* a compressed element that declares 200 MiB and holds a few bytes */
+Test(mat5, hostile_declared) { expect_bounded("hostile/mat-lie.mat", -EFBIG, "memory budget"); }
+/* a 64 MiB compressed variable that is not `synsets' is never inflated */
+Test(mat5, hostile_other_variable) { expect_bounded("hostile/mat-other.mat", -ENOENT, NULL); }

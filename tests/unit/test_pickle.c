@@ -22,6 +22,8 @@
 
 #define FIXTURE_SUBDIR "qd"
 #include "fixture.h"
+#include "capture.h"
+#include "bounded.h"
 
 /* ---- the oracle: expected arrays of one member ------------------------ */
 
@@ -306,4 +308,79 @@ Test(pickle, npz_end_to_end)
 {
 	/* 9 flavours x stored/deflated, np.savez, zip64 and data descriptors */
 	cr_expect(each("npz", check_npz) == 23);
+}
+
+/* ---- pickles that ask for more than their size (make_hostile.py) ------- */
+
+static int count_elem(void *arg, const uint8_t *pts, uint32_t n)
+{
+	(void)pts;
+	(void)n;
+	++*(size_t *)arg;
+	return 0;
+}
+
+struct pickle_job {
+	const uint8_t *buf;
+	size_t len;
+	size_t calls;
+};
+
+static long pickle_job(void *arg)
+{
+	struct pickle_job *j = arg;
+
+	return pickle_parse_strokes(j->buf, j->len, "hostile", count_elem, &j->calls);
+}
+
+/*
+ * One (1000, 3) array appended 100,000 times by BINGET, as numpy pickles
+ * an object array that holds the same array everywhere: 230 KB that would
+ * hand the callback 600 MB.  Refused once the elements outgrow the pickle.
+ */
+Test(pickle, hostile_repeated_element)
+{
+	struct pickle_job j = { NULL, 0, 0 };
+	struct capture c;
+	char *text;
+	long rc;
+
+	j.buf = slurp("../hostile/pk-repeat.pkl", &j.len);
+	capture_start(&c);
+	rc = pickle_parse_strokes(j.buf, j.len, "hostile", count_elem, &j.calls);
+	text = capture_end(&c);
+	cr_expect_eq(rc, -EINVAL, "rc %ld", rc);
+	cr_expect_leq(j.calls * 6000, j.len, "the callback got %zu elements of 6000 bytes from %zu",
+		      j.calls, j.len);
+	cr_expect(strstr(text, "hostile: pickle offset") && strstr(text, "more than once"),
+		  "message: %s", text);
+	free(text);
+	free((void *)j.buf);
+}
+
+/* 4M MEMOIZE opcodes: the memo stops at one slot per 4 bytes of input
+ * (32 MiB of slots here), where it took 128 MiB and more.  ASan's
+ * quarantine keeps every block realloc freed, so it gets more room. */
+#ifdef BOUNDED_ASAN
+#define MEMO_LIMIT (160LL << 20)
+#else
+#define MEMO_LIMIT (96LL << 20)
+#endif
+Test(pickle, hostile_memo)
+{
+	struct pickle_job j = { NULL, 0, 0 };
+	struct bounded_result r;
+	struct capture c;
+	char *text;
+
+	j.buf = slurp("../hostile/pk-memo.pkl", &j.len);
+	capture_start(&c);
+	r = bounded_run(pickle_job, &j, 256LL << 20);
+	text = capture_end(&c);
+	cr_expect_eq(r.rc, -EINVAL, "rc %ld", r.rc);
+	cr_expect_lt(r.grew, MEMO_LIMIT,
+		     "resident memory grew by %lld bytes for a %zu-byte pickle", r.grew, j.len);
+	cr_expect(strstr(text, "memo of more than"), "message: %s", text);
+	free(text);
+	free((void *)j.buf);
 }

@@ -23,6 +23,8 @@
 #define MAXMEMBERS 8
 #define FIXTURE_SUBDIR "qd"
 #include "fixture.h"
+#include "capture.h"
+#include "bounded.h"
 
 /* One archive from the manifest: "zip FILE COUNT" and its member lines. */
 struct zcase {
@@ -381,4 +383,63 @@ Test(zip, concurrent_reads_of_one_archive)
 		free(want[k]);
 	zip_close(za);
 	free(path);
+}
+
+/* ---- members that claim far more than their bytes (make_hostile.py) ---- */
+
+struct member_job {
+	const char *path;
+	const char *member;
+};
+
+static long read_job(void *arg)
+{
+	const struct member_job *j = arg;
+	struct zip_archive *za;
+	const struct zip_member *m;
+	uint8_t *data = NULL;
+	size_t len;
+	int rc = zip_open(&za, j->path);
+
+	if (rc)
+		return rc;
+	m = zip_find(za, j->member);
+	rc = m ? zip_read_member(za, m, UINT64_MAX, &data, &len) : -ENOENT;
+	free(data);
+	zip_close(za);
+	return rc;
+}
+
+/* zip_read_member with no size limit fails with -EIO, saying `msg`, and
+ * resident memory grows by less than 16 MiB (the member claims more). */
+static void expect_refused(const char *file, const char *msg)
+{
+	char *path = fixture_path(file);
+	struct member_job j = { path, "train.npy" };
+	struct bounded_result r;
+	struct capture c;
+	char *text;
+
+	capture_start(&c);
+	r = bounded_run(read_job, &j, 48LL << 20);
+	text = capture_end(&c);
+	cr_expect_eq(r.rc, -EIO, "%s: rc %ld; stderr: %s", file, r.rc, text);
+	cr_expect_lt(r.grew, 16LL << 20, "%s: resident memory grew by %lld bytes", file, r.grew);
+	cr_expect(strstr(text, file) && strstr(text, "train.npy") && strstr(text, "offset") &&
+		  strstr(text, msg), "%s: message: %s", file, text);
+	free(text);
+	free(path);
+}
+
+/* declares 200 MiB; the stream ends after 100 bytes: memory is taken as
+ * bytes inflate, not as the directory says */
+Test(zip, hostile_declared_size_not_backed)
+{
+	expect_refused("../hostile/zip-lie.zip", "ends before the declared size");
+}
+
+/* 100 MiB from 1000 compressed bytes: refused before allocating */
+Test(zip, hostile_impossible_ratio)
+{
+	expect_refused("../hostile/zip-ratio.zip", "maximum ratio");
 }
