@@ -922,6 +922,8 @@ static int member(struct walk *w, const unsigned char *hdr, uint64_t pos,
 		return -EBADMSG;
 	}
 	*next = data + ((size + TAR_BLOCK - 1) & ~(uint64_t)(TAR_BLOCK - 1));
+	if (m->type != TAR_HARDLINK && m->type != TAR_SYMLINK)
+		w->link[0] = '\0';     /* GNU tar ignores the field for others */
 	if (skip || m->type != TAR_FILE) {
 		m->offset = data;
 		return skip ? 0 : member_path_ok(w, m, pos);

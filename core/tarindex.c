@@ -1016,6 +1016,9 @@ static int check_node(const struct tarindex *t, uint32_t i)
 
 	if (n->name >= t->pool_len)
 		return bad("name outside the pool", i);
+	/* a name is one path component: readdir hands it to the kernel */
+	if (i && (!t->pool[n->name] || strchr(t->pool + n->name, '/')))
+		return bad("empty name or one with a '/'", i);
 	switch (tarindex_node_type(n)) {
 	case TARINDEX_DIR:
 		/* children come after their directory, inside the table;

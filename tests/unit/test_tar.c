@@ -382,3 +382,33 @@ Test(tar, padding_or_header_past_the_end_is_warned)
 		free(t);
 	}
 }
+
+/* A regular file's header may hold a link name (old archivers left one):
+ * GNU tar ignores it, and a file member's link is "" (tar.h). */
+Test(tar, link_field_of_a_file_is_ignored)
+{
+	struct crafted *t = calloc(1, sizeof(*t));
+	struct collect c;
+	char *msg;
+	int rc;
+
+	craft(t, "f.txt", '0', "hello", 5, 1);
+	memcpy(t->buf + 157, "g", 2);
+	t->buf[148] = 0;        /* checksum again, with the link name */
+	{
+		unsigned sum = 0;
+		int i;
+
+		memset(t->buf + 148, ' ', 8);
+		for (i = 0; i < TAR_BLOCK; i++)
+			sum += t->buf[i];
+		snprintf((char *)t->buf + 148, 8, "%06o", sum);
+	}
+	t->len += 2 * TAR_BLOCK;
+	rc = walk_crafted(t, 0, &c, &msg);
+	cr_expect_eq(rc, 0);
+	cr_expect_str_eq(c.out, "file\t5\t512\tf.txt\t\n");
+	free(c.out);
+	free(msg);
+	free(t);
+}

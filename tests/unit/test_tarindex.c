@@ -598,6 +598,12 @@ static void edit_name(struct tarindex_node *n, uint32_t count)
 	n[count - 1].name = UINT32_MAX;
 }
 
+/* the root's name, "": a node that readdir would list with no name */
+static void edit_empty_name(struct tarindex_node *n, uint32_t count)
+{
+	n[count - 1].name = 0;
+}
+
 static void edit_order(struct tarindex_node *n, uint32_t count)
 {
 	uint32_t t = n[1].name;  /* swap two root children's names */
@@ -652,6 +658,7 @@ static void edit_unlisted_dir(struct tarindex_node *n, uint32_t count)
 
 Test(tarindex, corrupt_child_range) { corrupt_and_open(edit_child_range, NULL); }
 Test(tarindex, corrupt_name) { corrupt_and_open(edit_name, NULL); }
+Test(tarindex, corrupt_empty_name) { corrupt_and_open(edit_empty_name, "empty name"); }
 Test(tarindex, corrupt_order) { corrupt_and_open(edit_order, NULL); }
 Test(tarindex, corrupt_type) { corrupt_and_open(edit_type, NULL); }
 Test(tarindex, corrupt_source) { corrupt_and_open(edit_source, NULL); }
