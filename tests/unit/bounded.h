@@ -46,6 +46,8 @@ static inline long long bounded_status(const char *key)
 struct bounded_result {
 	long rc;		/* what fn returned */
 	long long grew;		/* peak RSS growth, bytes */
+	long long vm_grew;	/* peak address space growth, bytes: counts
+				 * allocations never written, too */
 };
 
 /*
@@ -65,7 +67,7 @@ static inline struct bounded_result bounded_run(long (*fn)(void *), void *arg,
 	pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
-		long long rss0 = bounded_status("VmRSS");
+		long long rss0 = bounded_status("VmRSS"), vm0 = bounded_status("VmSize");
 #ifndef BOUNDED_ASAN
 		struct rlimit rl;
 		long long vm = bounded_status("VmSize");
@@ -76,6 +78,7 @@ static inline struct bounded_result bounded_run(long (*fn)(void *), void *arg,
 #endif
 		r.rc = fn(arg);
 		r.grew = bounded_status("VmHWM") - rss0;
+		r.vm_grew = bounded_status("VmPeak") - vm0;
 		if (rss0 < 0 || write(fds[1], &r, sizeof(r)) != (ssize_t)sizeof(r))
 			_exit(4);
 		_exit(0);
