@@ -58,7 +58,7 @@ struct bounded_result {
 static inline struct bounded_result bounded_run(long (*fn)(void *), void *arg,
 						long long limit)
 {
-	struct bounded_result r = { 0, 0 };
+	struct bounded_result r = { 0, 0, 0 };
 	int fds[2], status;
 	pid_t pid;
 
