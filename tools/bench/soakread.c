@@ -4,7 +4,7 @@
  * of an oracle file on disk; the main thread samples each daemon's RSS.
  *
  * Usage: soakread [-t THREADS] [-s SECONDS] [-w WARM_SECONDS] [-S SEED]
- *                 [-g MAX_GROWTH_PCT] [-r RSS_LOG]
+ *                 [-g MAX_GROWTH_PCT] [-G MAX_GROWTH_KB] [-r RSS_LOG]
  *                 NAME PID MOUNT WANT [NAME PID MOUNT WANT]...
  *   Each group NAME is a mount MOUNT (served by daemon PID, 0 for none) and
  *   a directory WANT holding the tree the mount must show (written by
@@ -27,9 +27,10 @@
  * same offset: a different length or byte counts as wrong bytes.
  *
  * Prints one line per group and a total; exits 1 on any wrong byte, any
- * error (open, read, SIGBUS in an mapped read), or an RSS (VmRSS or RssAnon)
- * that ends more than MAX_GROWTH_PCT above its value after the warm-up (-g;
- * 0 = report only, for sanitizer builds whose RSS holds their own state).
+ * error (open, read, SIGBUS in a mapped read), or an RSS (VmRSS or RssAnon)
+ * that ends more than MAX_GROWTH_PCT % (default 5) or MAX_GROWTH_KB kB
+ * (default: not judged) above its value after the warm-up; 0 turns either
+ * off (sanitizer builds, whose RSS holds their own state).
  *
  * Not part of samplefs: built by tools/bench/soak.sh.  Threads share the
  * file tables (read-only after loading) and per-group atomic counters.
@@ -71,7 +72,8 @@ struct group {
 	struct file *files;
 	size_t nfiles, cap;
 	atomic_ullong reads, bytes, wrong, errors, eof_reads, mmap_reads;
-	unsigned long long warm_reads, warm_bytes;	/* of the above, in the warm-up */
+	/* reads, bytes, eof_reads, mmap_reads as the warm-up ended */
+	unsigned long long warm_reads, warm_bytes, warm_eof, warm_mmap;
 	struct rss vm, anon;
 };
 
@@ -460,15 +462,19 @@ static void sample_until(struct soak *s, FILE *log, double t0, double until)
 	}
 }
 
-/* 1 if `r` grew more than pct % from the warm-up to the end */
-static int grew(const struct rss *r, double pct)
+/* 1 if `r` grew more than pct % (0: not judged) or more than kb kB (0: not
+ * judged) from the warm-up to the end */
+static int grew(const struct rss *r, double pct, long kb)
 {
-	return pct > 0 && r->warm > 0 && r->end > r->warm * (1 + pct / 100);
+	if (r->warm <= 0)
+		return 0;
+	return (pct > 0 && r->end > r->warm * (1 + pct / 100)) ||
+	       (kb > 0 && r->end - r->warm > kb);
 }
 
 /* ---- main ---- */
 
-static int summary(struct soak *s, double secs, double max_growth)
+static int summary(struct soak *s, double secs, double max_growth, long max_kb)
 {
 	unsigned long long reads = 0, bytes = 0, wrong = 0, errors = 0, r, b;
 	struct group *g;
@@ -482,14 +488,14 @@ static int summary(struct soak *s, double secs, double max_growth)
 		       "past_end=%llu mmap=%llu rss_kb start=%ld warm=%ld end=%ld max=%ld "
 		       "anon_kb start=%ld warm=%ld end=%ld max=%ld\n", g->name, g->nfiles,
 		       r, b, (unsigned long long)g->wrong, (unsigned long long)g->errors,
-		       (unsigned long long)g->eof_reads, (unsigned long long)g->mmap_reads,
+		       g->eof_reads - g->warm_eof, g->mmap_reads - g->warm_mmap,
 		       g->vm.start, g->vm.warm, g->vm.end, g->vm.max, g->anon.start,
 		       g->anon.warm, g->anon.end, g->anon.max);
 		reads += r, bytes += b, wrong += g->wrong, errors += g->errors;
-		if (grew(&g->vm, max_growth) || grew(&g->anon, max_growth)) {
-			printf("soak: FAIL %s: RSS grew more than %.0f%% after the warm-up "
-			       "(VmRSS %ld -> %ld kB, RssAnon %ld -> %ld kB)\n", g->name,
-			       max_growth, g->vm.warm, g->vm.end, g->anon.warm, g->anon.end);
+		if (grew(&g->vm, max_growth, max_kb) || grew(&g->anon, max_growth, max_kb)) {
+			printf("soak: FAIL %s: RSS grew more than %.0f%% or %ld kB after the "
+			       "warm-up (VmRSS %ld -> %ld kB, RssAnon %ld -> %ld kB)\n", g->name,
+			       max_growth, max_kb, g->vm.warm, g->vm.end, g->anon.warm, g->anon.end);
 			bad = 1;
 		}
 		if (g->pid > 0 && g->vm.end < 0) {
@@ -509,13 +515,13 @@ int main(int argc, char **argv)
 	static struct soak s;
 	struct worker *w;
 	double seconds = 10, warm = 0, max_growth = 5, t0, t1, tw;
-	long nthreads = 16, t;
+	long nthreads = 16, t, max_kb = 0;
 	const char *rsslog = NULL;
 	FILE *log = NULL;
 	int c, k, rc;
 
 	s.seed = (uint64_t)time(NULL);
-	while ((c = getopt(argc, argv, "t:s:w:S:g:r:")) != -1) {
+	while ((c = getopt(argc, argv, "t:s:w:S:g:G:r:")) != -1) {
 		if (c == 't')
 			nthreads = strtol(optarg, NULL, 10);
 		else if (c == 's')
@@ -526,6 +532,8 @@ int main(int argc, char **argv)
 			s.seed = strtoull(optarg, NULL, 10);
 		else if (c == 'g')
 			max_growth = strtod(optarg, NULL);
+		else if (c == 'G')
+			max_kb = strtol(optarg, NULL, 10);
 		else if (c == 'r')
 			rsslog = optarg;
 		else
@@ -582,6 +590,8 @@ int main(int argc, char **argv)
 	for (k = 0; k < s.ngroups; k++) {	/* the random phase's figures alone */
 		s.g[k].warm_reads = atomic_load(&s.g[k].reads);
 		s.g[k].warm_bytes = atomic_load(&s.g[k].bytes);
+		s.g[k].warm_eof = atomic_load(&s.g[k].eof_reads);
+		s.g[k].warm_mmap = atomic_load(&s.g[k].mmap_reads);
 		printf("soak: warm-up %s reads=%llu bytes=%llu\n", s.g[k].name,
 		       s.g[k].warm_reads, s.g[k].warm_bytes);
 	}
@@ -591,12 +601,13 @@ int main(int argc, char **argv)
 		pthread_join(w[t].tid, NULL);
 	t1 = now();
 	rss_sample(&s, log, t1 - t0, 2);
-	rc = summary(&s, t1 - tw, max_growth);
+	rc = summary(&s, t1 - tw, max_growth, max_kb);
 	if (log)
 		fclose(log);
 	return rc;
 usage:
 	fprintf(stderr, "usage: %s [-t THREADS] [-s SECONDS] [-w WARM_SECONDS] [-S SEED] "
-		"[-g MAX_GROWTH_PCT] [-r RSS_LOG] NAME PID MOUNT WANT...\n", argv[0]);
+		"[-g MAX_GROWTH_PCT] [-G MAX_GROWTH_KB] [-r RSS_LOG] NAME PID MOUNT WANT...\n",
+		argv[0]);
 	return 2;
 }
