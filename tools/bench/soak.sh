@@ -180,7 +180,7 @@ ARGS=()
 while IFS=$'\t' read -r g src opts; do
 	[ "$g" = sparse ] && [ "$SPARSE" = 0 ] && { say "sparse: left out (SOAK_SPARSE=0)"; continue; }
 	t0=$EPOCHREALTIME
-	mount_group "$g" "$src" "$opts" || { fail "$g: mount failed"; continue; }
+	mount_group "$g" "$DATA/$src" "$opts" || { fail "$g: mount failed"; continue; }
 	say "mounted $g in $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }') s"
 	if [ "$g" = imagenet ]; then
 		"$PY" "$ROOT/tools/bench/soak_data.py" vtars "$DATA" "$RUN/mnt/$g" |
