@@ -14,7 +14,7 @@
 # Each mount's tree (names, types, sizes, symlink targets) must equal its
 # oracle's; then, while the sources are dropped from the page cache every
 # second (so reads take the cold path too), tools/bench/soakread.c reads (see there for the mix) and
-# fails on any wrong byte, any error, or RSS growth over $SOAK_GROWTH % from
+# fails on any wrong byte, any error, or VmRSS growth over $SOAK_GROWTH % from
 # after its warm-up (every file read once, then $SOAK_WARM s of random reads)
 # to the end.  Its reads and bytes figures are the random phase's; wrong
 # bytes and errors count the warm-up too.  Every daemon must
@@ -30,10 +30,10 @@
 #   SOAK_SPARSE=auto|1|0   the sparse mount: 1 required, 0 left out, auto
 #                     (default) left out with a note if the daemon skips
 #                     sparse members (it says so in its log)
-#   SOAK_GROWTH=PCT   RSS growth limit in % (default 5 for runs of 120 s and
-#                     more; 0 = not judged)
-#   SOAK_GROWTH_KB=KB RSS growth limit in kB (default 32768 for shorter runs,
-#                     else 0 = not judged).  Short runs end before malloc's
+#   SOAK_GROWTH=PCT   VmRSS growth limit in % (default 5 for runs of 120 s
+#                     and more; 0 = not judged)
+#   SOAK_GROWTH_KB=KB VmRSS and RssAnon growth limit in kB (default 32768 for
+#                     shorter runs, else 0 = not judged).  Short runs end before malloc's
 #                     arenas (one per thread of libfuse's loop and of the
 #                     workers) have settled: they grow by a few MB, slower and
 #                     slower, over the first 30-60 s, so a short run can only

@@ -27,10 +27,14 @@
  * same offset: a different length or byte counts as wrong bytes.
  *
  * Prints one line per group and a total; exits 1 on any wrong byte, any
- * error (open, read, SIGBUS in a mapped read), or an RSS (VmRSS or RssAnon)
- * that ends more than MAX_GROWTH_PCT % (default 5) or MAX_GROWTH_KB kB
- * (default: not judged) above its value after the warm-up; 0 turns either
- * off (sanitizer builds, whose RSS holds their own state).
+ * error (open, read, SIGBUS in a mapped read), a VmRSS that ends more than
+ * MAX_GROWTH_PCT % (default 5) above its value after the warm-up, or a
+ * VmRSS or RssAnon that ends more than MAX_GROWTH_KB kB (default: not
+ * judged) above it; 0 turns either off (sanitizer builds, whose RSS holds
+ * their own state).  RssAnon is not judged in %: it is the malloc heap
+ * alone, a megabyte or two here, and glibc's per-thread arenas keep
+ * growing by a few kB/s for minutes as request buffers of 1 byte to 1 MiB
+ * are allocated and freed by many threads.
  *
  * Not part of samplefs: built by tools/bench/soak.sh.  Threads share the
  * file tables (read-only after loading) and per-group atomic counters.
@@ -492,9 +496,9 @@ static int summary(struct soak *s, double secs, double max_growth, long max_kb)
 		       g->vm.start, g->vm.warm, g->vm.end, g->vm.max, g->anon.start,
 		       g->anon.warm, g->anon.end, g->anon.max);
 		reads += r, bytes += b, wrong += g->wrong, errors += g->errors;
-		if (grew(&g->vm, max_growth, max_kb) || grew(&g->anon, max_growth, max_kb)) {
-			printf("soak: FAIL %s: RSS grew more than %.0f%% or %ld kB after the "
-			       "warm-up (VmRSS %ld -> %ld kB, RssAnon %ld -> %ld kB)\n", g->name,
+		if (grew(&g->vm, max_growth, max_kb) || grew(&g->anon, 0, max_kb)) {
+			printf("soak: FAIL %s: VmRSS grew more than %.0f%%, or RSS more than %ld kB, "
+			       "after the warm-up (VmRSS %ld -> %ld kB, RssAnon %ld -> %ld kB)\n", g->name,
 			       max_growth, max_kb, g->vm.warm, g->vm.end, g->anon.warm, g->anon.end);
 			bad = 1;
 		}
