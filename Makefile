@@ -12,11 +12,14 @@ DEPCFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 DEPLIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread
 CPPFLAGS += -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -Icore
 
-# BUILD=build (plain) or BUILD=build-asan (SAN=1)
+# BUILD=build (plain), BUILD=build-asan (SAN=1) or BUILD=build-tsan (SAN=thread)
 SAN      ?= 0
 ifeq ($(SAN),1)
 BUILD    ?= build-asan
 SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+else ifeq ($(SAN),thread)
+BUILD    ?= build-tsan
+SANFLAGS := -fsanitize=thread -fno-omit-frame-pointer
 else
 BUILD    ?= build
 SANFLAGS :=
@@ -31,7 +34,7 @@ FS_OBJ    := $(FS_SRC:%.c=$(BUILD)/%.o)
 UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TOOL_BIN  := $(BUILD)/samplefs-inspect $(BUILD)/samplefs-floorfs
 
-.PHONY: all deps test unit integration demo bench install clean asan
+.PHONY: all deps test unit integration demo bench install clean asan tsan
 all: $(BUILD)/samplefs $(TOOL_BIN)
 
 deps:
@@ -64,10 +67,15 @@ unit: $(UNIT_BIN)
 asan:
 	$(MAKE) SAN=1 all $(UNIT_SRC:tests/unit/%.c=build-asan/tests/%)
 
+# The daemon under ThreadSanitizer, for tests/integration/test_soak.sh.
+tsan:
+	$(MAKE) SAN=thread build-tsan/samplefs
+
 # The whole suite: deps, plain and sanitizer builds, unit and integration tests.
 test: deps
 	$(MAKE) all $(UNIT_BIN)
 	$(MAKE) asan
+	$(MAKE) tsan
 	bash tests/run_all.sh
 
 demo: deps all
@@ -81,6 +89,6 @@ install: all
 	install -m 0755 $(BUILD)/samplefs $(BUILD)/samplefs-inspect $(DESTDIR)$(PREFIX)/bin/
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-tsan
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
