@@ -11,12 +11,10 @@
 # with no sanitizer report.  With the plain build, a second,
 # smaller run (8 threads, 5 s) uses the ThreadSanitizer daemon
 # (build-tsan/samplefs, `make tsan`), halting on its first report.
-# SOAK_SPARSE (default auto: left out with a note while the daemon skips
-# sparse members, saying so) is passed on; 1 makes sparse members required.
 . "$(dirname "$0")/lib.sh"
 sfs_setup
 DATA=$SFS_TMP/data
-export SOAK_SIZE=small SOAK_DIR=$DATA SOAK_SPARSE=${SOAK_SPARSE:-auto}
+export SOAK_SIZE=small SOAK_DIR=$DATA
 export TSAN_OPTIONS=halt_on_error=1:exitcode=66
 
 check "soak sources and oracle trees generated" \
@@ -48,17 +46,11 @@ soak() {
 		timeout 600 bash "$SFS_ROOT/tools/bench/soak.sh" "$secs" >"$out" 2>&1
 	rc=$?
 	sed 's/^/    /' "$out" | grep -v '^    soak: warm-up '
-	for g in quickdraw imagenet tar; do
+	for g in quickdraw imagenet tar sparse; do
 		check "$label: $g mount: tree, every byte, no error, RSS, exit status" group_ok "$out" "$g"
 	done
 	check "$label: ImageNet shard tars as the oracle reads them" \
 		grep -q "shard tars copied, 0 failures" "$out"
-	if grep -q "^soak: sparse: this samplefs skips sparse members" "$out"; then
-		echo "    # sparse members skipped by this samplefs: not soaked (SOAK_SPARSE=1 requires them)"
-	else
-		check "$label: sparse mount: tree, every byte, no error, RSS, exit status" \
-			group_ok "$out" sparse
-	fi
 	check "$label: no sanitizer report in any daemon log" \
 		bash -c "! grep -q 'sanitizer report' '$out'"
 	check "$label: soak.sh passes (exit status $rc)" \

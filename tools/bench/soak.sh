@@ -27,9 +27,7 @@
 #   SOAK_RUN=DIR      mounts, index, logs of this run (default: a new temp dir,
 #                     removed at the end unless the run failed)
 #   SOAK_THREADS=N    reader threads (default 16)
-#   SOAK_SPARSE=auto|1|0   the sparse mount: 1 required, 0 left out, auto
-#                     (default) left out with a note if the daemon skips
-#                     sparse members (it says so in its log)
+#   SOAK_SPARSE=1|0   the sparse mount: 1 (default) read, 0 left out
 #   SOAK_GROWTH=PCT   VmRSS growth limit in % (default 5 for runs of 120 s
 #                     and more; 0 = not judged)
 #   SOAK_GROWTH_KB=KB VmRSS and RssAnon growth limit in kB (default 32768 for
@@ -56,7 +54,7 @@ SAMPLEFS=$BUILD/samplefs
 SIZE=${SOAK_SIZE:-large}
 DATA=${SOAK_DIR:-/var/tmp/samplefs-soak/$SIZE}
 THREADS=${SOAK_THREADS:-16}
-SPARSE=${SOAK_SPARSE:-auto}
+SPARSE=${SOAK_SPARSE:-1}
 WARM=${SOAK_WARM:-$(( SECONDS_TO_RUN / 10 > 30 ? 30 : SECONDS_TO_RUN / 10 < 2 ? 2 : SECONDS_TO_RUN / 10 ))}
 # RSS limits (see SOAK_GROWTH below): sanitizer builds none; short runs a
 # bound that catches a leak per read; long runs the 5 % target
@@ -156,14 +154,6 @@ tree_check() {
 		say "tree $g ok ($(wc -l <"$RUN/$g.want") entries)"
 		return 0
 	fi
-	# sparse members the daemon does not serve yet: it skips them and says so
-	if [ "$g" = sparse ] && [ "$SPARSE" = auto ] && grep -qi 'sparse.*skipped' "$RUN/$g.log" &&
-		[ -z "$(comm -13 "$RUN/$g.want" "$RUN/$g.got")" ]; then
-		say "sparse: this samplefs skips sparse members ($(grep -ci 'sparse.*skipped' "$RUN/$g.log")" \
-			"log lines, e.g. '$(grep -m1 -i 'sparse.*skipped' "$RUN/$g.log")'); the sparse mount is left" \
-			"out (SOAK_SPARSE=1 makes this a failure)"
-		return 2
-	fi
 	say "tree $g DIFFERS (< mount, > oracle):"
 	diff "$RUN/$g.got" "$RUN/$g.want" | head -20
 	return 1
@@ -189,8 +179,7 @@ while IFS=$'\t' read -r g src opts; do
 	tree_check "$g"
 	case $? in
 	0) ARGS+=("$g" "${PID_OF[$g]}" "$RUN/mnt/$g" "$DATA/want/$g"); GROUPS_UP+=("$g") ;;
-	1) fail "$g: the mount's tree differs from the oracle's"; GROUPS_UP+=("$g") ;;
-	2) umount_group "$g" ;;
+	*) fail "$g: the mount's tree differs from the oracle's"; GROUPS_UP+=("$g") ;;
 	esac
 done <"$DATA/mounts.tsv"
 
