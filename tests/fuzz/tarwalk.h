@@ -1,0 +1,109 @@
+/*
+ * tarwalk.h - visits every node of an open tarindex and checks what
+ * tarindex.h promises, for fuzz_tarindex.c and fuzz_index.c.
+ *
+ * From the root down: each directory's children are sorted by name,
+ * tarindex_lookup finds each by name, tarindex_parent leads back,
+ * tarindex_find of its full path finds it; symlinks have a target of the
+ * stated length; every file is read whole with tarindex_pread in chunks
+ * (and at its end), and its bytes must be the source's bytes at its offset
+ * (`src`, the one source file every source of the index holds) whenever
+ * the read succeeds: -EIO is allowed (a source shorter than the index
+ * says), wrong bytes are not.
+ *
+ * Not for: sparse members (expanded reads differ from the stored bytes:
+ * when tarindex serves them, skip them here).
+ */
+#ifndef SFS_FUZZ_TARWALK_H
+#define SFS_FUZZ_TARWALK_H
+
+#include "fuzz.h"
+#include "tarindex.h"
+
+#define TW_CHUNK (64u << 10)
+
+static void tw_file(const struct tarindex *t, uint32_t i, const uint8_t *src,
+		    size_t srclen, uint8_t *buf)
+{
+	const struct tarindex_node *n = tarindex_node(t, i);
+	uint64_t size = tarindex_node_size(n), off = 0;
+	ssize_t k;
+
+	while (off < size) {
+		k = tarindex_pread(t, i, buf, TW_CHUNK, off);
+		if (k == -EIO)
+			return;
+		FUZZ_CHECK(k > 0 && (uint64_t)k <= size - off);
+		FUZZ_CHECK((uint64_t)k == size - off || k == TW_CHUNK);
+		FUZZ_CHECK(n->off + off + (uint64_t)k <= srclen);
+		FUZZ_CHECK(memcmp(buf, src + n->off + off, (size_t)k) == 0);
+		off += (uint64_t)k;
+	}
+	FUZZ_CHECK(tarindex_pread(t, i, buf, 1, size) == 0);
+}
+
+/* path holds dir's path (len bytes); visits its subtree */
+static void tw_dir(const struct tarindex *t, uint32_t dir, char *path, size_t len,
+		   const uint8_t *src, size_t srclen, uint8_t *buf, int depth,
+		   uint64_t *visits)
+{
+	uint32_t first, count, c;
+	const char *prev = NULL;
+
+	FUZZ_CHECK(depth <= TAR_PATH_MAX);
+	FUZZ_CHECK(tarindex_children(t, dir, &first, &count) == 0);
+	FUZZ_CHECK(count == 0 || ((uint64_t)first + count <= t->nnodes && first > dir));
+	for (c = first; c < first + count; c++) {
+		const char *name = tarindex_name(t, c);
+		size_t nl = strlen(name);
+		enum tarindex_type ty = tarindex_node_type(tarindex_node(t, c));
+
+		/* a tree: no node is anyone else's child too (else a walk of
+		 * the mount could grow exponentially with the index) */
+		FUZZ_CHECK(++*visits < t->nnodes);
+		FUZZ_CHECK(nl > 0 && !strchr(name, '/'));
+		FUZZ_CHECK(!prev || strcmp(prev, name) < 0);
+		prev = name;
+		FUZZ_CHECK(tarindex_lookup(t, dir, name) == c);
+		FUZZ_CHECK(tarindex_parent(t, c) == dir);
+		FUZZ_CHECK(len + 1 + nl <= TAR_PATH_MAX);
+		if (len)
+			path[len] = '/';
+		memcpy(path + len + (len ? 1 : 0), name, nl + 1);
+		FUZZ_CHECK(tarindex_find(t, path) == c);
+		if (ty == TARINDEX_DIR) {
+			tw_dir(t, c, path, len + (len ? 1 : 0) + nl, src, srclen, buf, depth + 1,
+			       visits);
+		} else if (ty == TARINDEX_SYMLINK) {
+			uint64_t ll = 0;
+			const char *l = tarindex_link(t, c, &ll);
+
+			FUZZ_CHECK(l && strlen(l) == ll);
+			(void)tarindex_symlink_escapes(t, c);
+			FUZZ_CHECK(tarindex_pread(t, c, buf, 1, 0) == -EINVAL);
+		} else {
+			FUZZ_CHECK(ty == TARINDEX_FILE);
+			tw_file(t, c, src, srclen, buf);
+		}
+		path[len] = '\0';
+	}
+}
+
+/* Visits the whole tree; no node may be reached twice. */
+static void tarwalk(const struct tarindex *t, const uint8_t *src, size_t srclen)
+{
+	char *path = malloc(TAR_PATH_MAX + 2);
+	uint8_t *buf = malloc(TW_CHUNK);
+	uint64_t visits = 0;
+
+	FUZZ_CHECK(path && buf);
+	FUZZ_CHECK(t->nnodes > 0);
+	FUZZ_CHECK(tarindex_node_type(tarindex_node(t, TARINDEX_ROOT)) == TARINDEX_DIR);
+	path[0] = '\0';
+	FUZZ_CHECK(tarindex_find(t, "") == TARINDEX_ROOT);
+	tw_dir(t, TARINDEX_ROOT, path, 0, src, srclen, buf, 0, &visits);
+	free(path);
+	free(buf);
+}
+
+#endif
