@@ -47,7 +47,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(rc == 0);
 	rc = tarindex_open(&t, &m, 'T', src, 2);
 	FUZZ_CHECK(rc == 0);
-	tarwalk(&t, data, size);
+	tarwalk(&t, data, size, 1);
 	tarindex_close(&t);
 	index_map_close(&m);
 	unlink(path);

@@ -63,6 +63,18 @@ for t in "${targets[@]}"; do
 	art=$B/artifacts/$t
 	mkdir -p "$art" "$B/corpus/$t"
 	[ -d "$tmp/seeds/$t" ] && cp -n "$tmp/seeds/$t"/* "$B/corpus/$t"/ 2>/dev/null
+	# a known, unfixed failure (tests/fuzz/pending/) that is also a seed
+	# would stop every run at once and hide new ones: leave it out
+	if [ -d "tests/fuzz/pending/$t" ]; then
+		known=$(find "tests/fuzz/pending/$t" -type f ! -name '*.md' -exec sha1sum {} + | cut -d' ' -f1)
+		if [ -n "$known" ]; then
+			find "$B/corpus/$t" -type f -exec sha1sum {} + | grep -F -f <(printf '%s\n' $known) |
+				while read -r _ f; do
+					echo "[fuzz] $t: seed $(basename "$f") is a pending failure, left out"
+					rm -f "$f"
+				done
+		fi
+	fi
 	log=$B/logs/$t.log
 	mkdir -p "$B/logs"
 	opts=(-rss_limit_mb=2048 -malloc_limit_mb="$(malloc_mb "$t")" -timeout=10
