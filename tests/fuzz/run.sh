@@ -56,6 +56,25 @@ fi
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+# What a failure looks like, to tell a known one from a new one: the
+# harness's invariant message, else the first core/ function in the report.
+signature() {
+	local l
+	l=$(grep -a -m1 -o 'invariant failed: .*' "$1" | sed 's/ (.*//')
+	[ -z "$l" ] && l=$(grep -a -m1 -o ' in [A-Za-z_0-9]* [^ ]*core/[a-z_0-9]*\.c' "$1" |
+		sed 's| in \([^ ]*\) .*\(core/.*\)|\1 \2|')
+	printf '%s\n' "${l:-unknown}"
+}
+# Signatures of the pending inputs of target $1 (each run once).
+known_signatures() {
+	local f
+	[ -d "tests/fuzz/pending/$1" ] || return 0
+	find "tests/fuzz/pending/$1" -type f ! -name '*.md' | while read -r f; do
+		TMPDIR=$work "$B/fuzz_$1" "${opts[@]}" "$f" >"$tmp/known.log" 2>&1 ||
+			signature "$tmp/known.log"
+	done
+}
+
 failed=()
 summary=()
 for t in "${targets[@]}"; do
@@ -107,7 +126,14 @@ for t in "${targets[@]}"; do
 	line=$(printf '%-9s %12s execs %8s/s  cov %6s  peak rss %5s MB' "$t" "${execs:-?}" \
 		"${rate:-?}" "${cov:-?}" "${rss:-?}")
 	new=$(ls -t "$art" | head -n $(( $(ls "$art" | wc -l) - before )))
-	if [ $rc -ne 0 ] || [ -n "$new" ]; then
+	if [ $rc -ne 0 ] && [ "$mode" = ci ] && sig=$(signature "$log") &&
+	   known_signatures "$t" | grep -qxF "$sig"; then
+		# CI: the failure of an input in tests/fuzz/pending/ again (a fix
+		# not merged yet), not counted; `make fuzz` still fails on it
+		ok=2
+		line="$line  KNOWN pending failure ($sig), not counted"
+		for f in $new; do rm -f "$art/$f"; done
+	elif [ $rc -ne 0 ] || [ -n "$new" ]; then
 		ok=0
 		line="$line  FAILED (exit $rc)"
 		echo "[fuzz] $t FAILED: libFuzzer exited $rc; log: $log"
@@ -123,7 +149,7 @@ for t in "${targets[@]}"; do
 	fi
 	echo "[fuzz] $line"
 	summary+=("$line")
-	if [ "$mode" = ci ]; then
+	if [ "$mode" = ci ] && [ $ok -ne 2 ]; then
 		if [ $ok -eq 1 ]; then
 			echo "1 0" >> "${SFS_RESULTS:-/dev/null}"
 		else

@@ -88,8 +88,9 @@ static void tw_dir(const struct tarindex *t, uint32_t dir, char *path, size_t le
 		memcpy(path + len + (len ? 1 : 0), name, nl + 1);
 		ok &= tarindex_find(t, path) == c;
 		if (strict && !ok) {
-			fprintf(stderr, "tarwalk: node %u \"%s\" under node %u: bad name, order, "
-				"lookup, parent or find\n", c, path, dir);
+			fprintf(stderr, "tarwalk.h: invariant failed: tree shape (node %u \"%s\" "
+				"under node %u: bad name, order, lookup, parent or find)\n",
+				c, path, dir);
 			abort();
 		}
 		if (ty == TARINDEX_DIR) {
