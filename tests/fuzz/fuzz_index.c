@@ -34,9 +34,9 @@
 #include <zlib.h>
 
 #include "blockstore.h"
+#include "bsread.h"
 #include "fuzz.h"
 #include "index.h"
-#include "lru.h"
 #include "strokepack.h"
 #include "tarindex.h"
 #include "tarwalk.h"
@@ -290,33 +290,13 @@ static void fix_header(uint8_t *buf, size_t len)
 
 static void use_blocks(const struct index_map *m, int fd, int by_fd)
 {
-	uint8_t out[BLOCKSTORE_BLOCK], pts[BLOCKSTORE_BLOCK * 3];
 	struct blockstore bs;
-	struct lru *cache;
-	uint64_t id;
 
 	if (blockstore_open(&bs, m, TAG_D, TAG_B, TAG_R, 0))
 		return;
 	if (by_fd)
 		blockstore_read_from(&bs, fd, (uint64_t)(bs.data - m->base));
-	cache = lru_new(32u << 10);
-	FUZZ_CHECK(cache);
-	for (int pass = 0; pass < 2; pass++)
-		for (id = 0; id <= blockstore_count(&bs); id++) {
-			int64_t l = blockstore_len(&bs, id), g;
-
-			if (id == blockstore_count(&bs)) {
-				FUZZ_CHECK(l == -ENOENT);
-				break;
-			}
-			FUZZ_CHECK(l >= 0 && l <= BLOCKSTORE_BLOCK);
-			g = blockstore_get(&bs, cache, id, out, sizeof(out));
-			FUZZ_CHECK(g == l || g == -EIO);
-			if (g > 1 && out[0] == 'P')
-				(void)strokepack_unpack(out + 1, (size_t)g - 1, pts,
-							(uint32_t)(sizeof(pts) / 6));
-		}
-	lru_free(cache);
+	bsread(&bs, 32u << 10);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
