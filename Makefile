@@ -1,6 +1,7 @@
 # samplefs build.  `make` builds the daemon and tools, `make test` runs every
-# test (unit + integration, plain and ASan/UBSan), `make demo` mounts a small
-# generated dataset, `make bench` runs the benchmark.  When run as root, missing
+# test (unit + integration, plain and ASan/UBSan, and each fuzz target briefly),
+# `make fuzz` runs the libFuzzer targets for FUZZ_SECONDS each, `make demo`
+# mounts a small generated dataset, `make bench` runs the benchmark.  When run as root, missing
 # Debian packages are installed first (tools/deps.sh).
 
 PREFIX   ?= /usr/local
@@ -34,7 +35,7 @@ FS_OBJ    := $(FS_SRC:%.c=$(BUILD)/%.o)
 UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TOOL_BIN  := $(BUILD)/samplefs-inspect $(BUILD)/samplefs-floorfs
 
-.PHONY: all deps test unit integration demo bench install clean asan tsan
+.PHONY: all deps test unit integration demo bench install clean asan tsan fuzz fuzz-build
 all: $(BUILD)/samplefs $(TOOL_BIN)
 
 deps:
@@ -71,12 +72,41 @@ asan:
 tsan:
 	$(MAKE) SAN=thread build-tsan/samplefs
 
-# The whole suite: deps, plain and sanitizer builds, unit and integration tests.
+# libFuzzer targets (tests/fuzz/README.md): Debian's clang, core/ compiled
+# with coverage for the fuzzer, ASan and UBSan, into build-fuzz/.
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_SECONDS_CI ?= 15
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+		-fno-omit-frame-pointer
+FUZZ_CFLAGS   = -O1 -g $(FUZZ_SAN) $(WARN) $(CPPFLAGS) $(DEPCFLAGS) -MMD -MP
+FUZZ_TARGETS := npy pickle zip tar tarindex mat5 devkit strokes index
+FUZZ_BIN     := $(FUZZ_TARGETS:%=build-fuzz/fuzz_%)
+
+build-fuzz/core/%.o: core/%.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+build-fuzz/libsamplefs.a: $(CORE_SRC:%.c=build-fuzz/%.o)
+	$(AR) rcs $@ $^
+
+build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(wildcard tests/fuzz/*.h) build-fuzz/libsamplefs.a
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< build-fuzz/libsamplefs.a $(DEPLIBS)
+
+fuzz-build: $(FUZZ_BIN)
+
+fuzz: deps
+	$(MAKE) fuzz-build
+	bash tests/fuzz/run.sh fuzz $(FUZZ_SECONDS)
+
+# The whole suite: deps, plain and sanitizer builds, unit and integration
+# tests, fuzz regressions and a short run of each fuzz target.
 test: deps
 	$(MAKE) all $(UNIT_BIN)
 	$(MAKE) asan
 	$(MAKE) tsan
-	bash tests/run_all.sh
+	$(MAKE) fuzz-build
+	FUZZ_SECONDS_CI=$(FUZZ_SECONDS_CI) bash tests/run_all.sh
 
 demo: deps all
 	bash tools/demo.sh
@@ -89,6 +119,6 @@ install: all
 	install -m 0755 $(BUILD)/samplefs $(BUILD)/samplefs-inspect $(DESTDIR)$(PREFIX)/bin/
 
 clean:
-	rm -rf build build-asan build-tsan
+	rm -rf build build-asan build-tsan build-fuzz
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD) build-fuzz -name '*.d' 2>/dev/null)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite, as `make test` runs it after building build/ and
-# build-asan/: unit tests of both builds, then every integration test with the
+# The whole test suite, as `make test` runs it after building build/,
+# build-asan/ and build-fuzz/: unit tests of both builds, the fuzz targets'
+# regressions and a short run of each, then every integration test with the
 # plain daemon and with the ASan+UBSan daemon.  Ends with "N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
@@ -22,6 +23,18 @@ done
 for b in build build-asan; do
 	bash tests/run_unit.sh "$b" $(ls "$b"/tests/test_* 2>/dev/null | grep -v "\.d$")
 done
+# libFuzzer targets (tests/fuzz/README.md): every input under
+# tests/fuzz/regressions/ replayed, then each target for FUZZ_SECONDS_CI s;
+# run.sh adds one result per replay and per run, and names failed targets.
+if ls build-fuzz/fuzz_* >/dev/null 2>&1; then
+	echo "== fuzz targets (${FUZZ_SECONDS_CI:-15} s each)"
+	bash tests/fuzz/run.sh ci "${FUZZ_SECONDS_CI:-15}"
+else
+	echo "build-fuzz/ has no fuzz targets (make fuzz-build)"
+	echo "0 1" >> "$SFS_RESULTS"
+	echo "fuzz targets not built" >> "$SFS_FAILURES"
+fi
+
 for b in build build-asan; do
 	for t in tests/integration/test_*.sh; do
 		[ -e "$t" ] || continue

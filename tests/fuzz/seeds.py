@@ -1,0 +1,185 @@
+#!/usr/bin/python3
+"""Seed corpora for the libFuzzer targets in tests/fuzz.
+
+Usage: seeds.py FIXTURES OUT
+FIXTURES is a directory the fixture generators (tests/fixtures/make_*.py)
+have written into; OUT gets one directory per target holding the fixture
+files that target reads (by format), plus inputs made here where the
+target's input is not a file format (devkit's split form, the stroke and
+block store modes, index edit lists) and scipy-written MAT-files with the
+shapes the MAT v5 reader must bound (compressed variables, struct and cell
+arrays).  Generated, never committed: `make fuzz` writes them into
+build-fuzz/corpus/.
+"""
+import glob
+import io
+import os
+import shutil
+import struct
+import sys
+import tarfile
+import zlib
+
+import numpy as np
+import scipy.io
+
+MAX_SEED = 1 << 20      # larger fixtures would only be cut to -max_len
+
+
+def put(out, target, name, data):
+    d = os.path.join(out, target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+
+def copy(out, target, paths, limit=200):
+    n = 0
+    for p in sorted(paths):
+        if n >= limit or not os.path.isfile(p) or os.path.getsize(p) > MAX_SEED:
+            continue
+        rel = os.path.relpath(p, FIX).replace("/", "_")
+        d = os.path.join(out, target)
+        os.makedirs(d, exist_ok=True)
+        shutil.copyfile(p, os.path.join(d, rel))
+        n += 1
+
+
+def mats():
+    """Variables of the shapes MATLAB and scipy write, each compressed and not."""
+    rec = np.zeros((3, 1), dtype=[("WNID", object), ("words", object),
+                                  ("ILSVRC2012_ID", object), ("num_children", object),
+                                  ("children", object)])
+    for i in range(3):
+        rec[i, 0]["WNID"] = "n0%07d" % (i + 1)
+        rec[i, 0]["words"] = "thing %d" % i
+        rec[i, 0]["ILSVRC2012_ID"] = np.array([[i + 1]], dtype=[np.float64, np.uint8, np.int16][i])
+        rec[i, 0]["num_children"] = np.array([[0.0]])
+        rec[i, 0]["children"] = np.zeros((1, 0))
+    cell = np.empty((2, 2), dtype=object)
+    cell[0, 0] = "text"
+    cell[0, 1] = np.arange(6, dtype=np.int32).reshape(2, 3)
+    inner = np.empty((1, 1), dtype=object)
+    inner[0, 0] = np.array([[1.5, -2.0]])
+    cell[1, 0] = inner
+    cell[1, 1] = np.array(["ab", "cd"])
+    variables = {
+        "struct": {"synsets": rec},
+        "cell": {"synsets": cell},
+        "numeric": {"synsets": np.arange(24, dtype=np.float32).reshape(2, 3, 4),
+                    "other": np.arange(5, dtype=np.uint64)},
+        "chars": {"synsets": np.array(["row one", "row two"])},
+        "sparse": {"synsets": scipy.sparse.csc_matrix(np.eye(3))},
+        "empty": {"synsets": np.zeros((0, 0))},
+    }
+    for name, v in variables.items():
+        for comp in (False, True):
+            b = io.BytesIO()
+            scipy.io.savemat(b, v, do_compression=comp)
+            yield "%s%s.mat" % (name, "_z" if comp else ""), b.getvalue()
+
+
+def devkits(out):
+    for p in sorted(glob.glob(os.path.join(FIX, "**", "*devkit*.tar.gz"), recursive=True)):
+        raw = open(p, "rb").read()
+        meta = truth = b""
+        with tarfile.open(p) as tf:
+            for m in tf.getmembers():
+                if m.name.endswith("data/meta.mat"):
+                    meta = tf.extractfile(m).read()
+                elif m.name.endswith("ground_truth.txt"):
+                    truth = tf.extractfile(m).read()
+        tag = os.path.relpath(p, FIX).replace("/", "_")
+        put(out, "devkit", tag + ".split", b"\0" + struct.pack("<I", len(meta)) + meta + truth)
+        put(out, "devkit", tag + ".tgz", b"\1" + raw)
+        put(out, "devkit", tag + ".tar", b"\1" + zlib.decompress(raw, 31))
+
+
+def zigzag(v):
+    return (v << 1) ^ (v >> 31) if v >= 0 else ((-v) << 1) - 1
+
+
+def varint(u):
+    b = bytearray()
+    while True:
+        if u < 0x80:
+            b.append(u)
+            return bytes(b)
+        b.append(0x80 | (u & 0x7f))
+        u >>= 7
+
+
+def pack(points):
+    return b"".join(varint(zigzag(dx) * 2 + pen) + varint(zigzag(dy)) for dx, dy, pen in points)
+
+
+def blockstore(records, deflate):
+    """The three sections blockstore.c reads (its struct bs_blk, u16 offsets)."""
+    data, blk, rec = b"", b"", b""
+    first = 0
+    for group in (records[:2], records[2:]):
+        raw = b"".join(group)
+        z = raw
+        if deflate:
+            c = zlib.compressobj(1, zlib.DEFLATED, -15)
+            z = c.compress(raw) + c.flush()
+            if len(z) >= len(raw):
+                z = raw
+        blk += struct.pack("<QIIII", len(data), first, zlib.adler32(raw), len(z), len(raw))
+        off = 0
+        for r in group:
+            rec += struct.pack("<H", off)
+            off += len(r)
+        data += z
+        first += len(group)
+    blk += struct.pack("<QIIII", len(data), first, 0, 0, 0)
+    return struct.pack("<II", len(data), len(blk)) + data + blk + rec
+
+
+def strokes(out):
+    pts = [(i % 7 - 3, (i * 5) % 11 - 5, int(i % 4 == 3)) for i in range(40)]
+    big = [(300 * (i % 3) - 300, -200 * (i % 2), int(i % 2)) for i in range(20)]
+    for k, p in enumerate((pts, big, pts[:1])):
+        put(out, "strokes", "packed%d" % k, bytes([0, 129]) + pack(p))
+        put(out, "strokes", "points%d" % k,
+            bytes([1, 129]) + b"".join(struct.pack("<hhh", *q) for q in p))
+    put(out, "strokes", "points_pen2", bytes([1, 7]) + struct.pack("<hhh", 1, 2, 2))
+    recs = [b"P" + pack(pts[:n]) for n in (3, 10, 1, 40)] + [b"R" + struct.pack("<hhh", 1, 1, 5)]
+    put(out, "strokes", "blocks_raw", bytes([2, 1]) + blockstore(recs, False))
+    put(out, "strokes", "blocks_deflated", bytes([2, 0]) + blockstore(recs, True))
+
+
+def index(out):
+    for mode in (0, 2, 4, 6):     # the valid index, no edits
+        put(out, "index", "valid%d" % mode, bytes([mode]))
+    # one edit of each kind, with the header fixed after it
+    for kind in range(7):
+        put(out, "index", "edit%d" % kind, bytes([2, kind, 0x40, 0x01, 0, 3, 1, 0x41, 0x10]))
+    put(out, "index", "raw", b"\1SFSIDX\0\1" + bytes(56))
+
+
+def main(fix, out):
+    global FIX
+    FIX = fix
+    copy(out, "npy", glob.glob(os.path.join(fix, "npy", "*.npy")) +
+         glob.glob(os.path.join(fix, "npy_layout", "src", "*.npy")))
+    copy(out, "pickle", glob.glob(os.path.join(fix, "qd", "*.pkl")) +
+         glob.glob(os.path.join(fix, "qd", "*.raw")))
+    copy(out, "zip", glob.glob(os.path.join(fix, "qd", "*.npz")) +
+         glob.glob(os.path.join(fix, "qd", "*.zip")))
+    tars = glob.glob(os.path.join(fix, "tars", "**", "*.tar"), recursive=True) + \
+        glob.glob(os.path.join(fix, "imagenet*", "**", "*.tar"), recursive=True)
+    copy(out, "tar", tars)
+    copy(out, "tarindex", tars)
+    copy(out, "mat5", glob.glob(os.path.join(fix, "*.mat")))
+    for name, data in mats():
+        put(out, "mat5", name, data)
+    devkits(out)
+    strokes(out)
+    index(out)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.exit("usage: seeds.py FIXTURES OUT")
+    main(sys.argv[1], sys.argv[2])
