@@ -178,7 +178,7 @@ static int expect_elem(const struct ctx *c, size_t *pos, size_t end,
 	if (rc)
 		return rc;
 	if (e->type != t1 && e->type != t2) {
-		bad(c, e->off, expected);
+		bad(c, e->off, "%s", expected);
 		return -EBADMSG;
 	}
 	return 0;

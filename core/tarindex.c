@@ -1033,7 +1033,8 @@ static int check_node(const struct tarindex *t, uint32_t i)
 		break;
 	case TARINDEX_SYMLINK:
 		if (n->off >= t->pool_len || size >= t->pool_len - n->off ||
-		    t->pool[n->off + size] != '\0')
+		    t->pool[n->off + size] != '\0' ||
+		    memchr(t->pool + n->off, '\0', size))
 			return bad("symlink target outside the pool", i);
 		break;
 	default:

@@ -429,15 +429,10 @@ static int data_offset(struct zip_archive *za, const struct zip_member *m,
 	return rc ? -EIO : 0;
 }
 
+/* csize == usize: zip_read_member checked it before allocating */
 static int read_stored(struct zip_archive *za, const struct zip_member *m,
 		       uint64_t off, uint8_t *out)
 {
-	if (m->csize != m->usize) {
-		sfs_err("%s: member %s: stored with %llu bytes but declares %llu",
-			za->path, m->name, (unsigned long long)m->csize,
-			(unsigned long long)m->usize);
-		return -EIO;
-	}
 	if (pread_full(za->fd, out, (size_t)m->usize, off)) {
 		sfs_err("%s: member %s: offset %llu: cannot read %llu bytes",
 			za->path, m->name, (unsigned long long)off,
@@ -564,6 +559,12 @@ int zip_read_member(struct zip_archive *za, const struct zip_member *m,
 		sfs_err("%s: member %s: offset %llu: encrypted or compression method %u (only stored and deflate are read)",
 			za->path, m->name, (unsigned long long)m->header_off,
 			m->method);
+		return -EIO;
+	}
+	if (m->method == 0 && m->csize != m->usize) {
+		sfs_err("%s: member %s: offset %llu: stored with %llu bytes but declares %llu",
+			za->path, m->name, (unsigned long long)m->header_off,
+			(unsigned long long)m->csize, (unsigned long long)m->usize);
 		return -EIO;
 	}
 	if (m->method == 8 && m->usize / DEFLATE_MAX_RATIO > m->csize) {

@@ -6,7 +6,8 @@
  * walked in turn over its data range, two levels deep, as tarindex.c does.
  * Checks what tar.h promises of every member reported: a non-empty path
  * that tar_normalise leaves as it is, a known type, data after its header
- * and inside the walked range, no link target on a plain file or dir.
+ * and inside the walked range, no link target on a plain file or dir, a
+ * sparse map in order, inside the size and adding up to the stored bytes.
  * Seeds: the tars of tests/fixtures/make_tars.py (every format, pax,
  * GNU long names, sparse, base-256, truncated, hostile names) and the
  * ImageNet fixture tars.
@@ -44,7 +45,21 @@ static int member(void *arg, const struct tar_member *m)
 		FUZZ_CHECK(m->link[0] == '\0');
 	if (m->type != TAR_FILE)
 		return 0;
-	FUZZ_CHECK(m->offset <= c->hi && m->size <= c->hi - m->offset);
+	FUZZ_CHECK(m->offset <= c->hi && m->stored <= c->hi - m->offset);
+	FUZZ_CHECK(m->sparse || m->stored == m->size);
+	if (m->sparse) {        /* tar.h: in order, inside size, summing to stored */
+		uint64_t end = 0, sum = 0;
+		uint32_t i;
+
+		FUZZ_CHECK(m->nchunks == 0 || m->chunks);
+		for (i = 0; i < m->nchunks; i++) {
+			FUZZ_CHECK(m->chunks[i].len > 0 && m->chunks[i].off >= end);
+			FUZZ_CHECK(m->chunks[i].len <= m->size - m->chunks[i].off);
+			end = m->chunks[i].off + m->chunks[i].len;
+			sum += m->chunks[i].len;
+		}
+		FUZZ_CHECK(sum == m->stored);
+	}
 	if (c->depth < 2 && tarindex_member_is_tar(c->fd, m)) {
 		sub = (struct ctx){ c->fd, m->offset, m->offset + m->size, c->depth + 1, 0 };
 		(void)walk(&sub);
