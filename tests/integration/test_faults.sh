@@ -190,7 +190,7 @@ source_fault() {
 	check "$L $kind: the mount's pages dropped" sfs_evict "$live"/*.* "$M"
 	check "$L $kind: files read before: their bytes or EIO" right_or_eio "$M" "$REF/$s" "${aff[@]:0:2}"
 	if [ "${CHECKED[$L]}" = 1 ] && [ "$kind" != delete ] && [ "$kind" != replace ]; then
-		check "$L $kind: ${#aff[@]} files of ${CHANGED[$L]} not read before: EIO" eio "$M" "${aff[@]:2}"
+		check "$L $kind: $(( ${#aff[@]} - 2 )) files of ${CHANGED[$L]} not read before: EIO" eio "$M" "${aff[@]:2}"
 		w=1
 	else
 		check "$L $kind: files of ${CHANGED[$L]} not read before: the mounted bytes" \
@@ -202,10 +202,277 @@ source_fault() {
 	check "$L $kind: $w warning(s) naming ${CHANGED[$L]} (got $n)" test "$n" = "$w"
 	check "$L $kind: unmount, no sanitizer report" sfs_umount "$M"
 }
-for L in qd_img qd_stk npy tar in; do
-	for kind in truncate rewrite mtime delete replace; do
-		source_fault "$L" "$kind"
+
+# SFS_FAULTS="1 3" runs those sections only (while working on one)
+section() { [ -z "${SFS_FAULTS:-}" ] || [[ " $SFS_FAULTS " == *" $1 "* ]]; }
+
+if section 1; then
+	for L in qd_img qd_stk npy tar in; do
+		for kind in truncate rewrite mtime delete replace; do
+			source_fault "$L" "$kind"
+		done
 	done
-done
+fi
+
+# ---- 2. a damaged saved index ----
+# index_cases FILE: "name offset" for a byte to flip in each header field,
+# in the middle of each section (from the section table, see core/index.c)
+# and in the table; then the cuts
+index_cases() {
+	"$PY" - "$1" <<'PY'
+import struct, sys
+b = open(sys.argv[1], 'rb').read()
+magic, ver, hsize, fp, nsect, crc, toff, tlen = struct.unpack_from('<8sIIQIIQQ', b)
+assert magic == b'SFSIDX\0\1' and tlen == len(b), 'not an index'
+for name, off in (('magic', 0), ('version', 8), ('fingerprint', 16), ('nsect', 24),
+                  ('crc', 28), ('table-offset', 32), ('length', 40)):
+    print('flip-header-%s %d' % (name, off))
+for i in range(nsect):
+    tag, _, off, n = struct.unpack_from('<4sIQQ', b, toff + 24 * i)
+    if n:
+        print('flip-section-%s %d' % (tag.decode('ascii', 'replace'), off + n // 2))
+print('flip-table %d' % (toff + 24 * nsect // 2))
+print('cut-half %d' % (len(b) // 2))
+print('cut-63 63')
+print('cut-0 0')
+PY
+}
+# index_fault FILE GOOD CASE ARG: FILE is GOOD damaged as CASE says
+index_fault() {
+	cp "$2" "$1"
+	case $3 in
+	flip-*) "$PY" -c 'import sys
+with open(sys.argv[1], "r+b") as f:
+    f.seek(int(sys.argv[2])); b = f.read(1); f.seek(int(sys.argv[2])); f.write(bytes([b[0] ^ 0xff]))' "$1" "$4" ;;
+	cut-*) truncate -s "$4" "$1" ;;
+	swap) cp "$4" "$1" ;;
+	esac
+}
+# damaged_index_mount L FILE CASE: the mount says it rebuilds FILE and
+# serves the reference's bytes
+damaged_index_mount() {
+	local L=$1 f=$2 case=$3 s log aff
+	s=$(src_of "$L")
+	mapfile -t aff < <(sed -n '1~3p' "$T/aff.$L" | head -3; head -2 "$T/unaff.$L")
+	check "$s index, $case: mount" sfs_mount "$T/live/$s" "$M" -o "${OPTS[$L]}" || return
+	log=$(sfs_log "$M")
+	check "$s index, $case: the log says it rebuilds ${f##*/}" grep -q "${f##*/}.*rebuilding\|rebuilding.*${f##*/}" "$log"
+	check "$s index, $case: the reference's bytes" right "$M" "$REF/$s" "${aff[@]}"
+	check "$s index, $case: unmount, no sanitizer report" sfs_umount "$M"
+}
+if section 2; then
+	# another source's index of each layout, to swap in
+	mkdir -p "$T/other"
+	"$SFS_ROOT/$SAMPLEFS_BUILD/samplefs-inspect" -o "index_dir=$T/other" "$T/pristine/qd2" >/dev/null 2>&1
+	"$SFS_ROOT/$SAMPLEFS_BUILD/samplefs-inspect" -o "layout=tar,index_dir=$T/other" "$T/pristine/tar2" >/dev/null 2>&1
+	for L in qd_img tar in; do
+		s=$(src_of "$L")
+		fresh_live "$s"
+		case $s in qd) prefix=quickdraw ;; tar) prefix=tar ;; in) prefix=imagenet ;; esac
+		files=("$IDX/$prefix"-*.sfsidx)
+		check "$s: ${#files[@]} saved index(es) to damage" test -f "${files[0]}"
+		for f in "${files[@]}"; do
+			good=$T/good.${f##*/}
+			cp "$f" "$good"
+			while read -r case arg; do
+				index_fault "$f" "$good" "$case" "$arg"
+				damaged_index_mount "$L" "$f" "$case"
+			done < <(index_cases "$good")
+			# another source's index: qd2's, tar2's; the other ImageNet index
+			other=$(ls "$T/other/$prefix"-*.sfsidx "${files[@]}" 2>/dev/null | grep -vx "$f" | head -1)
+			index_fault "$f" "$good" swap "$other"
+			damaged_index_mount "$L" "$f" "swapped with ${other##*/}"
+		done
+	done
+fi
+
+# ---- 3. kill -9 during an index build and while serving ----
+# The build is made to block, not raced: its source is big.tar read
+# through a tar mount (recursive=0) whose daemon is stopped once the first
+# bytes are cached, so the build waits inside its first read past them.
+if section 3; then
+	mkdir -p "$T/outer"
+	cp "$T/big.tar" "$T/outer/" 
+	MO=$T/mo MB=$T/mb K9=$T/idx-k9
+	check "kill during build: mount the outer tar" sfs_mount "$T/outer" "$MO" -o layout=tar,recursive=0
+	head -c 65536 "$MO/big.tar" >/dev/null && stat "$MO/big.tar" >/dev/null
+	STOPPED=${SFS_PID_OF[$MO]}
+	kill -STOP "$STOPPED"
+	mkdir -p "$MB"
+	SFS_MOUNTS+=("$MB")
+	"$SAMPLEFS" -f -o layout=tar,index_dir="$K9" "$MO/big.tar" "$MB" 2>"$T/k9.log" &
+	k9=$!
+	SFS_PID_OF[$MB]=$k9
+	# a hang guard, not a timing check
+	for i in $(seq 1 600); do compgen -G "$K9/tar-*.tmp*" >/dev/null && break; sleep 0.1; done
+	check "kill during build: the build has begun (a temporary file)" compgen -G "$K9/tar-*.tmp*"
+	kill -9 "$k9"
+	wait "$k9" 2>/dev/null
+	unset "SFS_PID_OF[$MB]"
+	kill -CONT "$STOPPED"
+	STOPPED=
+	check "kill during build: no index was saved" sh -c "! ls '$K9'/*.sfsidx 2>/dev/null | grep -q ."
+	check "kill during build: it never mounted" sh -c "! grep -q ' $MB fuse' /proc/mounts"
+	check "kill during build: the remount works" sfs_mount "$MO/big.tar" "$MB" -o layout=tar,index_dir="$K9"
+	check "kill during build: the remount built a new index" grep -q "indexed in" "$(sfs_log "$MB")"
+	check "kill during build: the remount serves GNU tar's bytes" \
+		right "$MB" "$T/files/big" $(cd "$T/files/big" && ls | sed -n '1~97p')
+	check "kill during build: the leftover temporary file is gone" \
+		sh -c "test \"\$(ls -A '$K9')\" = '$(cd "$K9" && ls *.sfsidx)'"
+	check "kill during build: unmount" sfs_umount "$MB"
+	check "kill during build: unmount the outer tar" sfs_umount "$MO"
+
+	fresh_live tar
+	check "kill while serving: mount" sfs_mount "$T/live/tar" "$M" -o layout=tar
+	mapfile -t all < <(cat "$T/aff.tar" "$T/unaff.tar")
+	( for i in $(seq 1 2000); do cat "${all[@]/#/$M/}" >/dev/null 2>&1 || exit 0; done ) &
+	reader=$!
+	sleep 0.2	# not a timing check: the kill may land before or during the reads
+	kill -9 "${SFS_PID_OF[$M]}"
+	wait "${SFS_PID_OF[$M]}" 2>/dev/null
+	unset "SFS_PID_OF[$M]"
+	wait "$reader"
+	check "kill while serving: the dead mount says so" expect_fail "Transport endpoint is not connected" stat "$M/a"
+	check "kill while serving: fusermount3 -u clears it" fusermount3 -u "$M"
+	check "kill while serving: the remount works" sfs_mount "$T/live/tar" "$M" -o layout=tar
+	check "kill while serving: the saved index was used" \
+		sh -c "! grep -q 'indexed\|rebuilding' '$(sfs_log "$M")'"
+	check "kill while serving: the reference's bytes" right "$M" "$REF/tar" "${all[@]}"
+	check "kill while serving: unmount" sfs_umount "$M"
+fi
+
+# ---- 4. an index_dir on a full file system ----
+# What the code does: the build's first write that fails (ENOSPC) fails the
+# mount with the file and the reason; the temporary file is removed.
+full_refused() {	# DIR: a mount with index_dir=DIR is refused, DIR left empty
+	expect_fail "$1/.*No space left on device" \
+		timeout 120 "$SAMPLEFS" -f -o layout=tar,index_dir="$1" "$T/big.tar" "$T/mfull" &&
+		! grep -q " $T/mfull fuse" /proc/mounts && test -z "$(ls -A "$1")"
+}
+if section 4; then
+	mkdir -p "$T/full" "$T/mfull"
+	SFS_MOUNTS+=("$T/mfull")
+	if mount -t tmpfs -o size=1m tmpfs "$T/full" 2>/dev/null; then
+		TMPFS=$T/full
+		mkdir "$T/full/idx"
+		dd if=/dev/zero of="$T/full/fill" bs=64k 2>/dev/null
+		check "index_dir on a full file system: refused, naming it" full_refused "$T/full/idx"
+		# room for the header and some of the index, not all of it
+		rm "$T/full/fill"
+		avail=$(df --output=avail -B1 "$T/full" | tail -1)
+		fallocate -l $((avail - 16384)) "$T/full/fill"
+		check "index_dir with 16 KiB free: refused, naming it" full_refused "$T/full/idx"
+		rm "$T/full/fill"
+		check "index_dir with room again: the mount works" \
+			sfs_mount "$T/big.tar" "$T/mfull" -o layout=tar,index_dir="$T/full/idx"
+		check "index_dir with room again: GNU tar's bytes" \
+			right "$T/mfull" "$T/files/big" $(cd "$T/files/big" && ls | sed -n '1~97p')
+		check "index_dir with room again: unmount" sfs_umount "$T/mfull"
+		umount "$T/full" && TMPFS=
+	else
+		echo "# skipped: cannot mount a tmpfs (not root?)"
+	fi
+fi
+
+# ---- 5. eight daemons at once, one source, one index_dir ----
+# as the nodes of a cluster on shared storage; then each in its own PID
+# namespace, where all eight have the same PID (as in containers)
+eight() {	# NAME [wrapper...]: 8 daemons on big.tar with index_dir $T/idx8-NAME
+	local name=$1 dir=$T/idx8-$1 i mnt pids=() ok
+	shift
+	for i in 1 2 3 4 5 6 7 8; do
+		mnt=$T/m8-$name-$i
+		mkdir -p "$mnt"
+		SFS_MOUNTS+=("$mnt")
+		"$@" "$SAMPLEFS" -f -o layout=tar,index_dir="$dir" "$T/big.tar" "$mnt" 2>"$T/m8-$name-$i.log" &
+		SFS_PID_OF[$mnt]=$!
+		SFS_LOG_OF[$mnt]=$T/m8-$name-$i.log
+	done
+	for i in 1 2 3 4 5 6 7 8; do
+		mnt=$T/m8-$name-$i
+		ok=0
+		for j in $(seq 1 600); do	# a hang guard
+			grep -q " $mnt fuse" /proc/mounts && { ok=1; break; }
+			kill -0 "${SFS_PID_OF[$mnt]}" 2>/dev/null || break
+			sleep 0.1
+		done
+		check "8 daemons ($name): daemon $i mounted" test $ok = 1 || cat "$T/m8-$name-$i.log"
+	done
+	check "8 daemons ($name): one index file, nothing else" \
+		test "$(ls -A "$dir" | grep -c .) $(ls "$dir" | grep -c '\.sfsidx$')" = "1 1"
+	(cd "$T/files/big" && find . -printf '%P %y %s\n' | sort) >"$T/tree.want"
+	for i in 1 2 3 4 5 6 7 8; do
+		mnt=$T/m8-$name-$i
+		check "8 daemons ($name): daemon $i lists GNU tar's tree" \
+			cmp -s "$T/tree.want" <(cd "$mnt" && find . -printf '%P %y %s\n' | sort)
+		check "8 daemons ($name): daemon $i serves GNU tar's bytes" \
+			right "$mnt" "$T/files/big" $(cd "$T/files/big" && ls | sed -n "${i}~61p")
+		check "8 daemons ($name): daemon $i read no partial index" \
+			sh -c "! grep -q 'rebuilding\|does not load\|error' '$T/m8-$name-$i.log'"
+	done
+	echo "    ($(cat "$T"/m8-$name-*.log | grep -c 'indexed in') of 8 built the index)"
+	for i in 1 2 3 4 5 6 7 8; do
+		check "8 daemons ($name): unmount $i" sfs_umount "$T/m8-$name-$i"
+	done
+}
+if section 5; then
+	eight plain
+	if unshare --pid --fork --kill-child true 2>/dev/null; then
+		eight pidns unshare --pid --fork --kill-child
+	else
+		echo "# skipped: cannot make PID namespaces (unshare)"
+	fi
+fi
+
+# ---- 6. the page past a small file's end, through mmap ----
+# A cold read is spliced from the tar; through read() the kernel cuts it at
+# st_size, but a mapped page shows whatever the reply held past the end:
+# zeros, never the next member's header.
+mmap_tails() {	# MNT REFDIR FILE...: each mapped file = REF's bytes, then zeros
+	"$PY" - "$@" <<'PY'
+import ctypes, mmap, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                      ctypes.c_int, ctypes.c_long]
+libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+mnt, ref, bad = sys.argv[1], sys.argv[2], 0
+for f in sys.argv[3:]:
+    want = open(os.path.join(ref, f), 'rb').read()
+    n = len(want)
+    length = -(-n // mmap.PAGESIZE) * mmap.PAGESIZE
+    fd = os.open(os.path.join(mnt, f), os.O_RDONLY)
+    addr = libc.mmap(None, length, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+    os.close(fd)
+    if addr in (None, ctypes.c_void_p(-1).value):
+        print('    %s: mmap: %s' % (f, os.strerror(ctypes.get_errno())))
+        bad = 1
+        continue
+    got = ctypes.string_at(addr, length)
+    libc.munmap(addr, length)
+    if got[:n] != want:
+        print('    %s: its bytes differ' % f)
+        bad = 1
+    tail = got[n:]
+    if tail != bytes(len(tail)):
+        i = next(i for i, c in enumerate(tail) if c)
+        print('    %s (%d bytes): byte %d of its last page is %r, not zero' % (f, n, n + i, tail[i:i + 8]))
+        bad = 1
+sys.exit(bad)
+PY
+}
+if section 6; then
+	fresh_live tar
+	mapfile -t small < <(cd "$REF/tar" && find a -type f -size -8k -size +0 | sort)
+	for how in "-o poll=0" "-s" ""; do
+		check "mmap ${how:-(default)}: mount" sfs_mount "$T/live/tar" "$M" -o layout=tar $how
+		for f in "${small[@]}"; do
+			# cold, so the read is spliced (the default tries memory first)
+			sfs_evict "$T/live/tar/a.tar" "$M" >/dev/null
+			check "mmap ${how:-(default)}: $f cold, zeros past its end" mmap_tails "$M" "$REF/tar" "$f"
+		done
+		check "mmap ${how:-(default)}: unmount" sfs_umount "$M"
+	done
+fi
 
 sfs_done
