@@ -295,7 +295,7 @@ static void sweep_leftovers(const char *path)
 		    fstatat(dirfd(d), de->d_name, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
 		    a.st_dev == b.st_dev && a.st_ino == b.st_ino &&
 		    unlinkat(dirfd(d), de->d_name, 0) == 0)
-			sfs_info("%s/%s: removed, left by a build that did not finish",
+			sfs_info("%s/%s: removed: an unfinished index no process is writing",
 				 slash ? dir : ".", de->d_name);
 		close(fd);
 	}
