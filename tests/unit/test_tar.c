@@ -373,3 +373,57 @@ Test(tar, padding_or_header_past_the_end_is_warned)
 		free(t);
 	}
 }
+
+/* Sets the size field of header h to 0x80 and the 11 bytes b (base-256,
+ * big-endian), and fixes the checksum. */
+static void set_base256_size(unsigned char *h, const unsigned char *b)
+{
+	unsigned sum = 0;
+	int i;
+
+	h[124] = 0x80;
+	memcpy(h + 125, b, 11);
+	memset(h + 148, ' ', 8);
+	for (i = 0; i < TAR_BLOCK; i++)
+		sum += h[i];
+	snprintf((char *)h + 148, 8, "%06o", sum);
+}
+
+/*
+ * A base-256 size of 2^63 or more does not fit the member's int64 size:
+ * the header is an error named with its offset, never the low bits of the
+ * number (2^64 kept to 64 bits is 0, an empty member; 2^64 + 5 a 5-byte
+ * one whose "data" is the next header).  The member before stays.
+ */
+Test(tar, base256_size_past_63_bits_is_an_error)
+{
+	static const struct { const char *what; unsigned char b[11]; } cases[] = {
+		{ "2^64", { 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0 } },
+		{ "2^64 + 5", { 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 5 } },
+		{ "2^72 + 512", { 0, 1, 0, 0, 0, 0, 0, 0, 0, 2, 0 } },
+		{ "2^88 - 1", { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff } },
+		{ "2^63", { 0, 0, 0, 0x80, 0, 0, 0, 0, 0, 0, 0 } },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct crafted *t = calloc(1, sizeof(*t));
+		struct collect c;
+		char *msg;
+		int rc;
+
+		craft(t, "before.txt", '0', "hello", 5, 1);
+		craft(t, "big.bin", '0', "world", 5, 1);
+		set_base256_size(t->buf + 1024, cases[i].b);
+		craft(t, "after.txt", '0', "again", 5, 1);
+		t->len += 2 * TAR_BLOCK;
+		rc = walk_crafted(t, 0, &c, &msg);
+		cr_expect_lt(rc, 0, "%s: tar_walk returned %d", cases[i].what, rc);
+		cr_expect_str_eq(c.out, "file\t5\t512\tbefore.txt\t\n", "%s", cases[i].what);
+		cr_expect(strstr(msg, "crafted.tar") && strstr(msg, "offset 1024"),
+			  "%s: message: %s", cases[i].what, msg);
+		free(c.out);
+		free(msg);
+		free(t);
+	}
+}
