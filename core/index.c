@@ -18,12 +18,14 @@
  */
 #include "index.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -254,6 +256,94 @@ static int wpad(struct index_writer *w)
 	return wput(w, zero, (INDEX_ALIGN - w->pos % INDEX_ALIGN) % INDEX_ALIGN);
 }
 
+/*
+ * Removes "<path>.tmp.*" files whose writer is gone.  A writer holds an
+ * exclusive flock on its temporary file until it renames or removes it, and
+ * the kernel drops the lock when the process dies (kill -9 included), so a
+ * file we can lock is a leftover.  flock works across the nodes of an NFS
+ * mount too (emulated with fcntl locks, hence O_RDWR).
+ */
+static void sweep_leftovers(const char *path)
+{
+	char *dir = strdup(path), *slash, *base;
+	size_t blen;
+	struct dirent *de;
+	struct stat a, b;
+	DIR *d;
+	int fd;
+
+	if (!dir)
+		return;
+	slash = strrchr(dir, '/');
+	base = slash ? slash + 1 : dir;
+	if (slash == dir)
+		d = opendir("/");
+	else {
+		if (slash)
+			*slash = '\0';
+		d = opendir(slash ? dir : ".");
+	}
+	blen = strlen(base);
+	while (d && (de = readdir(d))) {
+		if (strncmp(de->d_name, base, blen) || strncmp(de->d_name + blen, ".tmp.", 5))
+			continue;
+		fd = openat(dirfd(d), de->d_name, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		/* the name must still be the file we locked: unlink that only */
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0 && fstat(fd, &a) == 0 &&
+		    fstatat(dirfd(d), de->d_name, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    a.st_dev == b.st_dev && a.st_ino == b.st_ino &&
+		    unlinkat(dirfd(d), de->d_name, 0) == 0)
+			sfs_info("%s/%s: removed: an unfinished index no process is writing",
+				 slash ? dir : ".", de->d_name);
+		close(fd);
+	}
+	if (d)
+		closedir(d);
+	free(dir);
+}
+
+/*
+ * Creates and locks w->tmp, a name no other writer has: "<path>.tmp."
+ * and mkstemp's random suffix, not our pid (daemons in containers on
+ * shared storage share pids).  Locked before a sweep could see it
+ * unlocked: a sweep that removed it before we locked it makes us retry.
+ */
+static int create_tmp(struct index_writer *w)
+{
+	struct stat a, b;
+	int tries;
+
+	for (tries = 0; tries < 8; tries++) {
+		free(w->tmp);
+		if (asprintf(&w->tmp, "%s.tmp.XXXXXX", w->path) < 0) {
+			w->tmp = NULL;
+			return -ENOMEM;
+		}
+		w->fd = mkostemp(w->tmp, O_CLOEXEC);
+		if (w->fd < 0) {
+			int err = errno;
+
+			sfs_err("%s: cannot create index: %s", w->tmp, strerror(err));
+			free(w->tmp);
+			w->tmp = NULL;
+			return -err;
+		}
+		if (flock(w->fd, LOCK_EX) == 0 && fstat(w->fd, &a) == 0 &&
+		    stat(w->tmp, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+			fchmod(w->fd, 0644);	/* as the index itself: others read it */
+			return 0;
+		}
+		close(w->fd);
+		w->fd = -1;
+	}
+	sfs_err("%s: cannot create a temporary index file next to it", w->path);
+	free(w->tmp);
+	w->tmp = NULL;
+	return -EAGAIN;
+}
+
 int index_writer_open(struct index_writer **wp, const char *path)
 {
 	struct index_writer *w = calloc(1, sizeof(*w));
@@ -267,18 +357,12 @@ int index_writer_open(struct index_writer **wp, const char *path)
 	w->fd = -1;
 	w->path = strdup(path);
 	w->buf = malloc(WBUF_SIZE);
-	if (!w->path || !w->buf || asprintf(&w->tmp, "%s.tmp.%ld", path, (long)getpid()) < 0) {
-		w->tmp = NULL;
+	if (!w->path || !w->buf)
 		goto out;
-	}
-	/* a leftover of a dead process with our pid is ours to replace */
-	unlink(w->tmp);
-	w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-	if (w->fd < 0) {
-		ret = -errno;
-		sfs_err("%s: cannot create index: %s", w->tmp, strerror(errno));
+	sweep_leftovers(path);
+	ret = create_tmp(w);
+	if (ret < 0)
 		goto out;
-	}
 	ret = write_all(w->fd, &zero, sizeof(zero), w->tmp);
 	if (ret < 0)
 		goto out;

@@ -8,8 +8,11 @@
  * the options that shape the index) and a checksum (crc32 of everything
  * after the header), so a stale or corrupt index is detected and rebuilt.
  *
- * Writing goes to "<path>.tmp.<pid>" and is renamed into place, so readers
- * never see a half-written index.
+ * Writing goes to "<path>.tmp.<random>", locked (flock) while it is
+ * written, and is renamed into place, so readers never see a half-written
+ * index; a temporary file nobody holds locked (its writer died) is removed
+ * by the next writer.  Daemons that build the same index at once each
+ * write their own, complete, and the last rename wins.
  *
  * Not for: deciding what goes in a section (that is each layout's business).
  */

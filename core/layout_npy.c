@@ -34,6 +34,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +59,8 @@ enum { FIX_SWAP = 1, FIX_BOOL = 2, FIX_LDPAD = 4 };
 
 struct npy_array {
 	char *name;		/* directory name: file name without ".npy" */
+	char *path;		/* the source, for the one change warning */
+	atomic_int change_logged;
 	int fd;
 	uint8_t fixes;		/* FIX_*, only for 0-d rows */
 	uint8_t unit;		/* bytes per swapped unit (a complex's half) */
@@ -267,7 +270,8 @@ static int add_array(struct npy_layout *L, int dirfd, const char *name,
 		goto out;	/* skipped, with describe's warning */
 	if (L->per_class && a->rows > L->per_class)
 		a->rows = L->per_class;
-	if (!(a->name = strndup(name, strlen(name) - 4))) {
+	if (!(a->name = strndup(name, strlen(name) - 4)) || !(a->path = strdup(what))) {
+		free(a->name);
 		rc = -ENOMEM;
 		goto out;
 	}
@@ -529,13 +533,19 @@ static int npy_readdir(void *priv, uint64_t dir, uint64_t off,
  * Whether the source was truncated or rewritten since mount: then its
  * bytes are not the ones the headers describe, and reads give -EIO.  (A
  * file replaced by rename keeps its old inode behind our fd: still right.)
+ * Said once per file, not once per read.
  */
-static int source_changed(const struct npy_array *a)
+static int source_changed(struct npy_array *a)
 {
 	struct stat st;
 
-	return fstat(a->fd, &st) || (uint64_t)st.st_size != a->fsize ||
-	       mtime_ns(&st) != a->mtime_ns;
+	if (!fstat(a->fd, &st) && (uint64_t)st.st_size == a->fsize &&
+	    mtime_ns(&st) == a->mtime_ns)
+		return 0;
+	if (!atomic_exchange(&a->change_logged, 1))
+		sfs_warn("%s: changed since mounting (size or mtime): its rows "
+			 "give EIO until remounted", a->path);
+	return 1;
 }
 
 /* Reads exactly `size` bytes at `off`, or -EIO if the file came up short. */
@@ -578,7 +588,7 @@ static ssize_t npy_read(void *priv, uint64_t ino, char *buf, size_t size,
 			uint64_t off)
 {
 	const struct npy_layout *L = priv;
-	const struct npy_array *a;
+	struct npy_array *a;
 	uint64_t row = 0, fsize, n, h = 0;
 	size_t k = 0;
 	ssize_t rc;
@@ -607,8 +617,9 @@ static ssize_t npy_read(void *priv, uint64_t ino, char *buf, size_t size,
 	}
 out:
 	/* checked after the read, so bytes of a file changed meanwhile are
-	 * never served; a changed file is the usual cause of a short read */
-	if (rc >= 0 && source_changed(a))
+	 * never served; a changed file is the usual cause of a short read
+	 * (checked then too, to say why) */
+	if ((rc >= 0 || rc == -EIO) && source_changed(a))
 		return -EIO;
 	return rc;
 }
@@ -629,6 +640,7 @@ static void npy_destroy(void *priv)
 	for (k = 0; k < L->n; k++) {
 		close(L->a[k].fd);
 		free(L->a[k].name);
+		free(L->a[k].path);
 	}
 	free(L->a);
 	free(L->first_row);

@@ -239,14 +239,24 @@ struct crafted {
 	size_t len;
 };
 
+/* Writes header h's checksum as tarfile does. */
+static void header_checksum(unsigned char *h)
+{
+	unsigned sum = 0;
+	int i;
+
+	memset(h + 148, ' ', 8);
+	for (i = 0; i < TAR_BLOCK; i++)
+		sum += h[i];
+	snprintf((char *)h + 148, 8, "%06o", sum);
+}
+
 /* Appends a ustar header (checksum as tarfile writes it) and n data bytes,
  * padded to a block unless `pad` is 0. */
 static void craft(struct crafted *t, const char *name, char type,
 		  const void *data, size_t n, int pad)
 {
 	unsigned char *h = t->buf + t->len;
-	unsigned sum = 0;
-	int i;
 
 	cr_assert_leq(t->len + TAR_BLOCK + n + TAR_BLOCK, sizeof(t->buf));
 	memset(h, 0, TAR_BLOCK);
@@ -256,10 +266,7 @@ static void craft(struct crafted *t, const char *name, char type,
 	memcpy(h + 136, "00000000000", 12);
 	h[156] = (unsigned char)type;
 	memcpy(h + 257, "ustar\0" "00", 8);
-	memset(h + 148, ' ', 8);
-	for (i = 0; i < TAR_BLOCK; i++)
-		sum += h[i];
-	snprintf((char *)h + 148, 8, "%06o", sum);
+	header_checksum(h);
 	memcpy(h + TAR_BLOCK, data, n);
 	t->len += TAR_BLOCK + n;
 	if (pad) {
@@ -394,16 +401,7 @@ Test(tar, link_field_of_a_file_is_ignored)
 
 	craft(t, "f.txt", '0', "hello", 5, 1);
 	memcpy(t->buf + 157, "g", 2);
-	t->buf[148] = 0;        /* checksum again, with the link name */
-	{
-		unsigned sum = 0;
-		int i;
-
-		memset(t->buf + 148, ' ', 8);
-		for (i = 0; i < TAR_BLOCK; i++)
-			sum += t->buf[i];
-		snprintf((char *)t->buf + 148, 8, "%06o", sum);
-	}
+	header_checksum(t->buf);
 	t->len += 2 * TAR_BLOCK;
 	rc = walk_crafted(t, 0, &c, &msg);
 	cr_expect_eq(rc, 0);
@@ -411,4 +409,52 @@ Test(tar, link_field_of_a_file_is_ignored)
 	free(c.out);
 	free(msg);
 	free(t);
+}
+
+/* Sets the size field of header h to 0x80 and the 11 bytes b (base-256,
+ * big-endian), and fixes the checksum. */
+static void set_base256_size(unsigned char *h, const unsigned char *b)
+{
+	h[124] = 0x80;
+	memcpy(h + 125, b, 11);
+	header_checksum(h);
+}
+
+/*
+ * A base-256 size of 2^63 or more does not fit the member's int64 size:
+ * the header is an error named with its offset, never the low bits of the
+ * number (2^64 kept to 64 bits is 0, an empty member; 2^64 + 5 a 5-byte
+ * one whose "data" is the next header).  The member before stays.
+ */
+Test(tar, base256_size_past_63_bits_is_an_error)
+{
+	static const struct { const char *what; unsigned char b[11]; } cases[] = {
+		{ "2^64", { 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0 } },
+		{ "2^64 + 5", { 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 5 } },
+		{ "2^72 + 512", { 0, 1, 0, 0, 0, 0, 0, 0, 0, 2, 0 } },
+		{ "2^88 - 1", { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff } },
+		{ "2^63", { 0, 0, 0, 0x80, 0, 0, 0, 0, 0, 0, 0 } },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct crafted *t = calloc(1, sizeof(*t));
+		struct collect c;
+		char *msg;
+		int rc;
+
+		craft(t, "before.txt", '0', "hello", 5, 1);
+		craft(t, "big.bin", '0', "world", 5, 1);
+		set_base256_size(t->buf + 1024, cases[i].b);
+		craft(t, "after.txt", '0', "again", 5, 1);
+		t->len += 2 * TAR_BLOCK;
+		rc = walk_crafted(t, 0, &c, &msg);
+		cr_expect_lt(rc, 0, "%s: tar_walk returned %d", cases[i].what, rc);
+		cr_expect_str_eq(c.out, "file\t5\t512\tbefore.txt\t\n", "%s", cases[i].what);
+		cr_expect(strstr(msg, "crafted.tar") && strstr(msg, "offset 1024"),
+			  "%s: message: %s", cases[i].what, msg);
+		free(c.out);
+		free(msg);
+		free(t);
+	}
 }
