@@ -38,7 +38,8 @@
  * bytes).  Every thread's tcache then filled up, over minutes, with
  * page-aligned chunks of the sizes of file tails, each pinning the pages
  * around it, and the malloc arenas grew by megabytes (the soak, cold
- * reads).  A copy of a few kB costs what the splice would.
+ * reads).  libfuse copied such replies anyway; read_copy copies them to
+ * the stack.
  */
 #define SPLICE_MIN (2 * (size_t)sysconf(_SC_PAGESIZE))
 
