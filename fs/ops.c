@@ -25,10 +25,23 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <unistd.h>
 
 #define BLKSIZE    65536	/* st_blksize: what cp and friends read at once */
 #define STACK_READ 65536	/* reads up to this use a stack buffer */
 #define STACK_DIR  16384	/* and readdir replies (the kernel asks 4 KiB) */
+/*
+ * Extent reads shorter than this are copied here, not spliced: libfuse
+ * (fuse_send_data_iov) sends replies under two pages through a buffer from
+ * posix_memalign(page size, len), and glibc 2.36's memalign never reuses
+ * the chunks free() leaves in each thread's tcache (those up to 1032
+ * bytes).  Every thread's tcache then filled up, over minutes, with
+ * page-aligned chunks of the sizes of file tails, each pinning the pages
+ * around it, and the malloc arenas grew by megabytes (the soak, cold
+ * reads).  libfuse copied such replies anyway; read_copy copies them to
+ * the stack.
+ */
+#define SPLICE_MIN (2 * (size_t)sysconf(_SC_PAGESIZE))
 
 static struct sfs_fs *fs_of(fuse_req_t req)
 {
@@ -298,7 +311,8 @@ static int clamp_to_size(struct sfs_fs *fs, fuse_ino_t ino, size_t *size,
 	return 0;
 }
 
-/* The file's bytes are a range of an open fd: let libfuse splice them. */
+/* The file's bytes are a range of an open fd: let libfuse splice them.
+ * -ENOTSUP: not an extent, or too short to splice; the caller copies. */
 static int read_extent(fuse_req_t req, struct sfs_fs *fs, fuse_ino_t ino,
 		       size_t size, off_t off)
 {
@@ -314,6 +328,8 @@ static int read_extent(fuse_req_t req, struct sfs_fs *fs, fuse_ino_t ino,
 		return rc == -EIO ? -EIO : -ENOTSUP;
 	if ((rc = clamp_to_size(fs, ino, &size, off)) < 0)
 		return rc;
+	if (size < SPLICE_MIN)
+		return -ENOTSUP;	/* read_copy: see SPLICE_MIN */
 	bv.buf[0].size = size;
 	bv.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
 	bv.buf[0].fd = fd;
