@@ -47,6 +47,7 @@ static const struct opt_row table[] = {
 	{"poll", T_U32, D(poll_us), "USEC", "poll /dev/fuse this long before sleeping (default 50, 0 = libfuse's loop)"},
 	{"workers", T_U32, D(workers), "N", "with poll: threads for reads that wait for the disk (default 4)"},
 	{"readdirplus", T_RDPLUS, D(readdirplus), "auto|always", "listings with attributes (default: always for quickdraw and npy, else auto)"},
+	{"log", T_STR, D(log_file), "FILE", "append messages to FILE too, with a timestamp (default: stderr, syslog once in the background)"},
 };
 #undef O
 #undef D
@@ -66,7 +67,7 @@ static const struct fuse_opt templates[] = {
 	FUSE_OPT_KEY("recursive=", 10), FUSE_OPT_KEY("shard_size=", 11),
 	FUSE_OPT_KEY("shard_seed=", 12), FUSE_OPT_KEY("shuffle_seed=", 13),
 	FUSE_OPT_KEY("poll=", 14), FUSE_OPT_KEY("workers=", 15),
-	FUSE_OPT_KEY("readdirplus=", 16),
+	FUSE_OPT_KEY("readdirplus=", 16), FUSE_OPT_KEY("log=", 17),
 	FUSE_OPT_END
 };
 _Static_assert(sizeof(templates) / sizeof(templates[0]) ==
@@ -232,8 +233,10 @@ void sfs_opts_free(struct fs_opts *o)
 
 	free((char *)o->core.source);
 	for (i = 0; i < sizeof(table) / sizeof(table[0]); i++)
-		if (table[i].kind == T_STR)
+		if (table[i].kind == T_STR) {
 			free(*(char **)((char *)o + table[i].off));
+			*(char **)((char *)o + table[i].off) = NULL;
+		}
 	defaults(o);
 }
 
