@@ -88,9 +88,11 @@ static int parse_u64(const char *s, uint64_t max, uint64_t *out)
 	return 0;
 }
 
-/* "80/10/10": three percentages adding up to 100 */
-static int parse_split(const char *s, uint32_t *split)
+/* "80/10/10": three percentages adding up to 100.  -EDOM, said here,
+ * when they do not. */
+static int parse_split(const char *val, uint32_t *split)
 {
+	const char *s = val;
 	char part[8];
 	uint64_t v[3];
 	size_t len;
@@ -106,8 +108,11 @@ static int parse_split(const char *s, uint32_t *split)
 			return -EINVAL;
 		s += len + (i < 2);
 	}
-	if (v[0] + v[1] + v[2] != 100)
-		return -EINVAL;
+	if (v[0] + v[1] + v[2] != 100) {
+		sfs_err("-o split=%s: train/valid/test percentages add up to %llu, not 100",
+			val, (unsigned long long)(v[0] + v[1] + v[2]));
+		return -EDOM;
+	}
 	for (i = 0; i < 3; i++)
 		split[i] = (uint32_t)v[i];
 	return 0;
@@ -177,6 +182,7 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
 	struct fs_opts *o = data;
 	const struct opt_row *r;
 	const char *eq;
+	int rc;
 
 	(void)outargs;
 	if (key == FUSE_OPT_KEY_NONOPT) {
@@ -189,7 +195,10 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
 		return is_ignored(arg) ? 0 : 1;
 	r = &table[key];
 	eq = strchr(arg, '=');
-	if (set_value(r, eq ? eq + 1 : "", o)) {
+	rc = set_value(r, eq ? eq + 1 : "", o);
+	if (rc == -EDOM)
+		return -1;	/* the value was well formed; what is wrong is said */
+	if (rc) {
 		sfs_err("bad value in -o %s: expected %s=%s; %s", arg, r->name,
 			r->metavar ? r->metavar : "", r->help);
 		return -1;
