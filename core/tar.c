@@ -766,13 +766,35 @@ static int member_names(struct walk *w, const unsigned char *h,
 	return 0;
 }
 
+/* The length of path's longest '/'-separated component. */
+static size_t longest_component(const char *path)
+{
+	size_t n, max = 0;
+
+	while (*path) {
+		n = strcspn(path, "/");
+		if (n > max)
+			max = n;
+		path += n + (path[n] == '/');
+	}
+	return max;
+}
+
 /* Normalises the names of m; 1 if it is to be reported, 0 if skipped. */
 static int member_path_ok(struct walk *w, struct tar_member *m, uint64_t pos)
 {
+	/* measured first: tar_normalise rewrites the name as it goes */
+	size_t longest = longest_component(w->path);
 	int rc = tar_normalise(w->path);
 
 	if (rc == -ENOENT && m->type == TAR_DIR)
 		return 0;       /* "./": the root itself */
+	if (rc == -EINVAL && longest > NAME_MAX_) {
+		sfs_warn("%s: name '%s' in header at offset %llu has a component "
+			 "of %zu bytes, over the %d a file name may have: skipped",
+			 w->what, m->path, (unsigned long long)pos, longest, NAME_MAX_);
+		return 0;
+	}
 	if (rc < 0) {
 		sfs_warn("%s: unsafe or empty name '%s' in header at offset %llu: skipped",
 			 w->what, m->path, (unsigned long long)pos);

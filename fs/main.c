@@ -158,6 +158,9 @@ int main(int argc, char *argv[])
 		sfs_err("usage: %s [options] SOURCE MOUNTPOINT (see --help)", argv[0]);
 		goto out;
 	}
+	/* before the layout, so its warnings reach -o log=FILE too */
+	if (sfs_log_open(copts.mountpoint, fs.opts.log_file))
+		goto out;
 	if (fs.opts.workers > WORKERS_MAX || fs.opts.poll_us > 1000000) {
 		sfs_err("-o workers=%u, poll=%u: at most %d threads and 1000000 us",
 			fs.opts.workers, fs.opts.poll_us, WORKERS_MAX);
@@ -188,6 +191,7 @@ int main(int argc, char *argv[])
 		sfs_err("%s: cannot go to the background", copts.mountpoint);
 		goto out;
 	}
+	sfs_log_serving(!copts.foreground);	/* stderr is /dev/null when daemonised */
 	rc = run_loop(&fs, se, &copts);
 	/* the loop returns the number of a signal that ended it: a clean end */
 	ret = rc && rc != SIGINT && rc != SIGTERM && rc != SIGHUP ? 1 : 0;
@@ -202,5 +206,6 @@ out:
 	sfs_opts_free(&fs.opts);
 	free(copts.mountpoint);
 	fuse_opt_free_args(&args);
+	sfs_log_close();
 	return ret;
 }

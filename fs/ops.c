@@ -543,6 +543,28 @@ static void sfs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	fuse_reply_err(req, EROFS);
 }
 
+/*
+ * No extended attributes, as on a read-only file system that has none:
+ * getxattr ENODATA and listxattr an empty list.  Without these libfuse
+ * answers ENOSYS, the kernel turns that into EOPNOTSUPP, and rsync -X and
+ * cp -a complain about every file.
+ */
+static void sfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+			 size_t size)
+{
+	(void)ino; (void)name; (void)size;
+	fuse_reply_err(req, ENODATA);
+}
+
+static void sfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	(void)ino;
+	if (size == 0)
+		fuse_reply_xattr(req, 0);	/* the size the list needs */
+	else
+		fuse_reply_buf(req, NULL, 0);
+}
+
 static void sfs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
 			  off_t offset, off_t length, struct fuse_file_info *fi)
 {
@@ -586,6 +608,8 @@ const struct fuse_lowlevel_ops sfs_ll_ops = {
 	.create = sfs_create,
 	.setxattr = sfs_setxattr,
 	.removexattr = sfs_removexattr,
+	.getxattr = sfs_getxattr,
+	.listxattr = sfs_listxattr,
 	.fallocate = sfs_fallocate,
 	.copy_file_range = sfs_copy_file_range,
 };

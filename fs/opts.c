@@ -47,6 +47,7 @@ static const struct opt_row table[] = {
 	{"poll", T_U32, D(poll_us), "USEC", "poll /dev/fuse this long before sleeping (default 50, 0 = libfuse's loop)"},
 	{"workers", T_U32, D(workers), "N", "with poll: threads for reads that wait for the disk (default 4)"},
 	{"readdirplus", T_RDPLUS, D(readdirplus), "auto|always", "listings with attributes (default: always for quickdraw and npy, else auto)"},
+	{"log", T_STR, D(log_file), "FILE", "append messages to FILE too, with a timestamp (default: stderr, syslog once in the background)"},
 };
 #undef O
 #undef D
@@ -66,7 +67,7 @@ static const struct fuse_opt templates[] = {
 	FUSE_OPT_KEY("recursive=", 10), FUSE_OPT_KEY("shard_size=", 11),
 	FUSE_OPT_KEY("shard_seed=", 12), FUSE_OPT_KEY("shuffle_seed=", 13),
 	FUSE_OPT_KEY("poll=", 14), FUSE_OPT_KEY("workers=", 15),
-	FUSE_OPT_KEY("readdirplus=", 16),
+	FUSE_OPT_KEY("readdirplus=", 16), FUSE_OPT_KEY("log=", 17),
 	FUSE_OPT_END
 };
 _Static_assert(sizeof(templates) / sizeof(templates[0]) ==
@@ -87,9 +88,11 @@ static int parse_u64(const char *s, uint64_t max, uint64_t *out)
 	return 0;
 }
 
-/* "80/10/10": three percentages adding up to 100 */
-static int parse_split(const char *s, uint32_t *split)
+/* "80/10/10": three percentages adding up to 100.  -EDOM, said here,
+ * when they do not. */
+static int parse_split(const char *val, uint32_t *split)
 {
+	const char *s = val;
 	char part[8];
 	uint64_t v[3];
 	size_t len;
@@ -105,8 +108,11 @@ static int parse_split(const char *s, uint32_t *split)
 			return -EINVAL;
 		s += len + (i < 2);
 	}
-	if (v[0] + v[1] + v[2] != 100)
-		return -EINVAL;
+	if (v[0] + v[1] + v[2] != 100) {
+		sfs_err("-o split=%s: train/valid/test percentages add up to %llu, not 100",
+			val, (unsigned long long)(v[0] + v[1] + v[2]));
+		return -EDOM;
+	}
 	for (i = 0; i < 3; i++)
 		split[i] = (uint32_t)v[i];
 	return 0;
@@ -176,6 +182,7 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
 	struct fs_opts *o = data;
 	const struct opt_row *r;
 	const char *eq;
+	int rc;
 
 	(void)outargs;
 	if (key == FUSE_OPT_KEY_NONOPT) {
@@ -188,7 +195,10 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
 		return is_ignored(arg) ? 0 : 1;
 	r = &table[key];
 	eq = strchr(arg, '=');
-	if (set_value(r, eq ? eq + 1 : "", o)) {
+	rc = set_value(r, eq ? eq + 1 : "", o);
+	if (rc == -EDOM)
+		return -1;	/* the value was well formed; what is wrong is said */
+	if (rc) {
 		sfs_err("bad value in -o %s: expected %s=%s; %s", arg, r->name,
 			r->metavar ? r->metavar : "", r->help);
 		return -1;
@@ -232,8 +242,10 @@ void sfs_opts_free(struct fs_opts *o)
 
 	free((char *)o->core.source);
 	for (i = 0; i < sizeof(table) / sizeof(table[0]); i++)
-		if (table[i].kind == T_STR)
+		if (table[i].kind == T_STR) {
 			free(*(char **)((char *)o + table[i].off));
+			*(char **)((char *)o + table[i].off) = NULL;
+		}
 	defaults(o);
 }
 

@@ -18,6 +18,7 @@ struct fs_opts {
 	uint32_t poll_us;	/* -o poll=USEC: busy poll of /dev/fuse (default 50, 0 = libfuse's loop) */
 	uint32_t workers;	/* -o workers=N: threads for reads that wait for the disk (default 4) */
 	int readdirplus;	/* -o readdirplus=auto|always: RDPLUS_* */
+	char *log_file;		/* -o log=FILE: messages appended there too (core/log.h) */
 };
 
 /* How listings answer (FUSE readdirplus).  ALWAYS: every listed entry comes

@@ -6,6 +6,7 @@ pkgs=(build-essential pkg-config libfuse3-dev fuse3 zlib1g-dev libarchive-dev
       libcurl4-openssl-dev libcriterion-dev python3-numpy python3-scipy python3-pil
       python3-torch python3-torchvision squashfuse squashfs-tools archivemount
       util-linux-extra	# fincore: the tests check that evicted pages are gone
+      rsync	# test_messages.sh: rsync -aX from a mount
       clang libclang-rt-14-dev)	# libFuzzer targets (make fuzz, make test): Debian clang 14
 					# and its sanitizer and libFuzzer runtimes (a Recommends)
 missing=()

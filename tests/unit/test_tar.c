@@ -458,3 +458,39 @@ Test(tar, base256_size_past_63_bits_is_an_error)
 		free(t);
 	}
 }
+
+/* A name with a component over 255 bytes (here from a pax path record) is
+ * skipped with a warning that says so, not "unsafe or empty name"; one
+ * that escapes the root still says "unsafe".  The members around stay. */
+Test(tar, long_component_is_named)
+{
+	struct crafted *t = calloc(1, sizeof(*t));
+	char body[300], rec[310], big[257];
+	struct collect c;
+	char *msg;
+	int rc;
+
+	memset(big, 'n', 256);
+	big[256] = '\0';
+	snprintf(body, sizeof(body), "path=long/%s\n", big);
+	/* the record length counts its own 3 digits and the space */
+	snprintf(rec, sizeof(rec), "%zu %s", strlen(body) + 4, body);
+	craft(t, "a.txt", '0', "hello", 5, 1);
+	craft(t, "PaxHeaders/x", 'x', rec, strlen(rec), 1);
+	craft(t, "placeholder", '0', "abc", 3, 1);
+	craft(t, "../up.txt", '0', "x", 1, 1);
+	craft(t, "b.txt", '0', "world", 5, 1);
+	t->len += 2 * TAR_BLOCK;
+	rc = walk_crafted(t, 0, &c, &msg);
+	cr_expect_eq(rc, 0);
+	cr_expect_str_eq(c.out, "file\t5\t512\ta.txt\t\nfile\t5\t4608\tb.txt\t\n");
+	cr_expect(strstr(msg, "crafted.tar: name 'long/nnnn") &&
+		  strstr(msg, "' in header at offset 2048 has a component of 256 bytes, "
+			 "over the 255 a file name may have: skipped"), "message: %s", msg);
+	cr_expect(strstr(msg, "crafted.tar: unsafe or empty name '../up.txt' in header at offset 3072"),
+		  "message: %s", msg);
+	cr_expect(!strstr(msg, "unsafe or empty name 'long/"), "message: %s", msg);
+	free(c.out);
+	free(msg);
+	free(t);
+}
