@@ -150,6 +150,38 @@ static int default_index_dir(char *out, size_t outlen)
 	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
 }
 
+int index_dir(const struct sfs_opts *o, char *out, size_t outlen)
+{
+	int n, ret;
+
+	if (o->index_dir) {
+		n = snprintf(out, outlen, "%s", o->index_dir);
+		if (n < 0 || (size_t)n >= outlen)
+			return -ENAMETOOLONG;
+	} else if ((ret = default_index_dir(out, outlen)) < 0) {
+		return ret;
+	}
+	return mkdir_p(out);
+}
+
+int index_dir_writable(const char *dir)
+{
+	char *probe;
+	int fd, ret = 0;
+
+	if (asprintf(&probe, "%s/.samplefs-probe.XXXXXX", dir) < 0)
+		return -ENOMEM;
+	fd = mkostemp(probe, O_CLOEXEC);
+	if (fd < 0)
+		ret = -errno;
+	else {
+		close(fd);
+		unlink(probe);
+	}
+	free(probe);
+	return ret;
+}
+
 int index_path(const struct sfs_opts *o, const char *layout_name,
 	       const char *key, char *out, size_t outlen)
 {
@@ -158,17 +190,14 @@ int index_path(const struct sfs_opts *o, const char *layout_name,
 	const char *src = o->source ? o->source : "";
 	int n, ret;
 
-	if (o->index_dir) {
-		n = snprintf(dir, sizeof(dir), "%s", o->index_dir);
-		if (n < 0 || (size_t)n >= sizeof(dir))
-			return -ENAMETOOLONG;
-	} else if ((ret = default_index_dir(dir, sizeof(dir))) < 0) {
+	ret = index_dir(o, dir, sizeof(dir));
+	if (ret == -ENOENT && !o->index_dir) {
 		sfs_err("no index directory: set HOME or XDG_CACHE_HOME, or -o index_dir=DIR");
 		return ret;
 	}
-	ret = mkdir_p(dir);
 	if (ret < 0) {
-		sfs_err("%s: cannot create index directory: %s", dir, strerror(-ret));
+		sfs_err("%s: cannot create index directory: %s (-o index_dir=DIR "
+			"chooses another)", dir, strerror(-ret));
 		return ret;
 	}
 	/* a source that is not a local path (a URL) is hashed as given */
@@ -181,8 +210,57 @@ int index_path(const struct sfs_opts *o, const char *layout_name,
 
 /* ---- writer ---- */
 
+/*
+ * The temporary files this process is writing, for index_remove_unfinished
+ * to find from a signal handler: the one piece of global state here, since
+ * a handler has no argument to reach them through.  A slot is claimed
+ * (BUSY), filled, then published (LIVE) for the handler, which reads LIVE
+ * slots only.  An unlink by the handler racing a rename or an abort finds
+ * the name already gone, which is harmless.  With every slot taken a file
+ * goes unlisted: the next build's sweep removes it once we are gone.
+ */
+#define PENDING_MAX 8
+enum { SLOT_FREE, SLOT_BUSY, SLOT_LIVE };
+static struct {
+	int state;
+	char name[PATH_MAX];
+} pending[PENDING_MAX];
+
+static int pending_add(const char *name)
+{
+	size_t len = strlen(name);
+
+	if (len >= PATH_MAX)
+		return -1;
+	for (int i = 0; i < PENDING_MAX; i++) {
+		int want = SLOT_FREE;
+
+		if (!__atomic_compare_exchange_n(&pending[i].state, &want, SLOT_BUSY, 0,
+						 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+			continue;
+		memcpy(pending[i].name, name, len + 1);
+		__atomic_store_n(&pending[i].state, SLOT_LIVE, __ATOMIC_RELEASE);
+		return i;
+	}
+	return -1;
+}
+
+static void pending_drop(int slot)
+{
+	if (slot >= 0)
+		__atomic_store_n(&pending[slot].state, SLOT_FREE, __ATOMIC_RELEASE);
+}
+
+void index_remove_unfinished(void)
+{
+	for (int i = 0; i < PENDING_MAX; i++)
+		if (__atomic_load_n(&pending[i].state, __ATOMIC_ACQUIRE) == SLOT_LIVE)
+			unlink(pending[i].name);
+}
+
 struct index_writer {
 	int fd;
+	int slot;              /* in pending[], or -1 */
 	char *path, *tmp;
 	uint64_t pos;          /* file offset of the next byte written */
 	uint32_t crc;
@@ -325,7 +403,9 @@ static int create_tmp(struct index_writer *w)
 		if (w->fd < 0) {
 			int err = errno;
 
-			sfs_err("%s: cannot create index: %s", w->tmp, strerror(err));
+			sfs_err("%s: cannot create index: %s%s", w->tmp, strerror(err),
+				err == EROFS || err == EACCES || err == EPERM ?
+				" (-o index_dir=DIR: a writable directory)" : "");
 			free(w->tmp);
 			w->tmp = NULL;
 			return -err;
@@ -333,6 +413,7 @@ static int create_tmp(struct index_writer *w)
 		if (flock(w->fd, LOCK_EX) == 0 && fstat(w->fd, &a) == 0 &&
 		    stat(w->tmp, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
 			fchmod(w->fd, 0644);	/* as the index itself: others read it */
+			w->slot = pending_add(w->tmp);
 			return 0;
 		}
 		close(w->fd);
@@ -355,6 +436,7 @@ int index_writer_open(struct index_writer **wp, const char *path)
 		return -ENOMEM;
 	memset(&zero, 0, sizeof(zero));   /* placeholder until commit */
 	w->fd = -1;
+	w->slot = -1;
 	w->path = strdup(path);
 	w->buf = malloc(WBUF_SIZE);
 	if (!w->path || !w->buf)
@@ -494,6 +576,8 @@ int index_writer_commit(struct index_writer *w, const struct index_fp *fp)
 		sfs_err("%s: rename to %s: %s", w->tmp, w->path, strerror(errno));
 		goto out;
 	}
+	pending_drop(w->slot);
+	w->slot = -1;
 	fsync_dir_of(w->path);
 	free(w->tmp);
 	w->tmp = NULL;   /* renamed: nothing left for abort to unlink */
@@ -510,6 +594,7 @@ void index_writer_abort(struct index_writer *w)
 		close(w->fd);
 	if (w->tmp)
 		unlink(w->tmp);
+	pending_drop(w->slot);
 	free(w->tmp);
 	free(w->path);
 	free(w->buf);
@@ -519,31 +604,28 @@ void index_writer_abort(struct index_writer *w)
 
 /* ---- reader ---- */
 
-static int bad(char *why, size_t whylen, const char *fmt, const char *path,
+/* `why` leaves the path out: every caller's message names it already. */
+static int bad(char *why, size_t whylen, const char *fmt,
 	       unsigned long long a, unsigned long long b)
 {
-	if (why && whylen) {
-		int n = snprintf(why, whylen, "%s: ", path);
-
-		if (n >= 0 && (size_t)n < whylen)
-			snprintf(why + n, whylen - (size_t)n, fmt, a, b);
-	}
+	if (why && whylen)
+		snprintf(why, whylen, fmt, a, b);
 	return -EBADMSG;
 }
 
 /* Every section inside [hdr_size, table_off), aligned, tags unique. */
 static int check_table(const struct index_hdr *h, const struct index_sect *t,
-		       const char *path, char *why, size_t whylen)
+		       char *why, size_t whylen)
 {
 	for (uint32_t i = 0; i < h->nsect; i++) {
 		if (t[i].off < h->hdr_size || t[i].off % INDEX_ALIGN ||
 		    t[i].off > h->table_off || t[i].len > h->table_off - t[i].off)
 			return bad(why, whylen, "section %llu out of bounds (offset %llu)",
-				   path, i, (unsigned long long)t[i].off);
+				   i, (unsigned long long)t[i].off);
 		for (uint32_t j = 0; j < i; j++)
 			if (t[j].tag == t[i].tag)
 				return bad(why, whylen, "sections %llu and %llu share a tag",
-					   path, j, i);
+					   j, i);
 	}
 	return 0;
 }
@@ -552,31 +634,30 @@ static int check_table(const struct index_hdr *h, const struct index_sect *t,
 #define CRC_CHUNK (1u << 20)
 
 static int check_map(const struct index_map *m, const struct index_fp *fp,
-		     const char *path, char *why, size_t whylen)
+		     char *why, size_t whylen)
 {
 	const struct index_hdr *h = (const void *)m->base;
 	uint32_t crc;
 
 	if (m->len < sizeof(*h))
 		return bad(why, whylen, "%llu bytes, shorter than the %llu-byte header",
-			   path, m->len, sizeof(*h));
+			   m->len, sizeof(*h));
 	if (memcmp(h->magic, INDEX_MAGIC, 8))
-		return bad(why, whylen, "bad magic at offset %llu (%llu bytes)", path,
-			   0, 8);
+		return bad(why, whylen, "bad magic at offset %llu (%llu bytes)", 0, 8);
 	if (h->version != INDEX_VERSION || h->hdr_size != sizeof(*h))
-		return bad(why, whylen, "index version %llu, expected %llu", path,
+		return bad(why, whylen, "index version %llu, expected %llu",
 			   h->version, INDEX_VERSION);
 	if (h->total_len != m->len)
-		return bad(why, whylen, "length %llu, header says %llu", path,
+		return bad(why, whylen, "length %llu, header says %llu",
 			   m->len, h->total_len);
 	if (h->nsect > INDEX_MAX_SECT || h->table_off % 8 || h->table_off < h->hdr_size ||
 	    h->table_off > m->len ||
 	    (m->len - h->table_off) != (uint64_t)h->nsect * sizeof(struct index_sect))
 		return bad(why, whylen, "section table at %llu does not fit %llu sections",
-			   path, h->table_off, h->nsect);
+			   h->table_off, h->nsect);
 	if (h->fp != fp->h) {
 		if (why && whylen)
-			snprintf(why, whylen, "%s: sources or options changed", path);
+			snprintf(why, whylen, "sources or options changed");
 		return -ESTALE;
 	}
 	/* The crc touches every page once.  Dropping each chunk from our page
@@ -593,9 +674,8 @@ static int check_map(const struct index_map *m, const struct index_fp *fp,
 		madvise((void *)(m->base + c), (size_t)(to - c), MADV_DONTNEED);
 	}
 	if (crc != h->crc)
-		return bad(why, whylen, "checksum %08llx, header says %08llx", path,
-			   crc, h->crc);
-	return check_table(h, (const void *)(m->base + h->table_off), path, why, whylen);
+		return bad(why, whylen, "checksum %08llx, header says %08llx", crc, h->crc);
+	return check_table(h, (const void *)(m->base + h->table_off), why, whylen);
 }
 
 int index_map_open(struct index_map *m, const char *path,
@@ -612,7 +692,7 @@ int index_map_open(struct index_map *m, const char *path,
 	if (fd < 0) {
 		ret = -errno;
 		if (why && whylen)
-			snprintf(why, whylen, "%s: %s", path, strerror(errno));
+			snprintf(why, whylen, "%s", strerror(errno));
 		return ret;
 	}
 	if (fstat(fd, &st) < 0) {
@@ -620,7 +700,7 @@ int index_map_open(struct index_map *m, const char *path,
 		goto out;
 	}
 	if ((uint64_t)st.st_size < sizeof(struct index_hdr) || (uint64_t)st.st_size > SIZE_MAX) {
-		ret = bad(why, whylen, "%llu bytes, not an index (header is %llu)", path,
+		ret = bad(why, whylen, "%llu bytes, not an index (header is %llu)",
 			  (unsigned long long)st.st_size, sizeof(struct index_hdr));
 		goto out;
 	}
@@ -633,7 +713,7 @@ int index_map_open(struct index_map *m, const char *path,
 	}
 	m->base = p;
 	m->len = (size_t)st.st_size;
-	ret = check_map(m, fp, path, why, whylen);
+	ret = check_map(m, fp, why, whylen);
 	if (ret == 0) {
 		const struct index_hdr *h = p;
 

@@ -11,7 +11,8 @@
  * Writing goes to "<path>.tmp.<random>", locked (flock) while it is
  * written, and is renamed into place, so readers never see a half-written
  * index; a temporary file nobody holds locked (its writer died) is removed
- * by the next writer.  Daemons that build the same index at once each
+ * by the next writer, and a daemon stopped by a signal during a build
+ * removes its own (index_remove_unfinished).  Daemons that build the same index at once each
  * write their own, complete, and the last rename wins.
  *
  * Not for: deciding what goes in a section (that is each layout's business).
@@ -34,6 +35,17 @@ void index_fp_add_str(struct index_fp *fp, const char *s);
 void index_fp_add_u64(struct index_fp *fp, uint64_t v);
 /* adds path, size and mtime (ns) of the file; -errno if it cannot be stat'ed */
 int index_fp_add_file(struct index_fp *fp, const char *path);
+
+/*
+ * The directory indexes go to: o->index_dir, else $XDG_CACHE_HOME/samplefs
+ * or ~/.cache/samplefs, created if missing.  0 or -errno (-ENOENT: neither
+ * HOME nor XDG_CACHE_HOME to find the default); prints nothing.
+ */
+int index_dir(const struct sfs_opts *o, char *out, size_t outlen);
+
+/* 0 if a new index can be written in dir, else -errno.  Tried by creating
+ * a file, since modes do not say (a read-only mount, root). */
+int index_dir_writable(const char *dir);
 
 /*
  * Where the index of `source` under layout `layout_name` lives:
@@ -59,6 +71,10 @@ int index_writer_end(struct index_writer *w);
 int index_writer_commit(struct index_writer *w, const struct index_fp *fp);
 /* Drops the temporary file.  Frees w. */
 void index_writer_abort(struct index_writer *w);
+/* Unlinks the temporary file of every writer of this process not yet
+ * committed or aborted.  Async-signal-safe: for a handler of the signals
+ * that end a build, which then ends the process. */
+void index_remove_unfinished(void);
 
 #define INDEX_TAG(a, b, c, d) \
 	((uint32_t)(a) | (uint32_t)(b) << 8 | (uint32_t)(c) << 16 | (uint32_t)(d) << 24)
@@ -74,7 +90,7 @@ struct index_map {
  * Maps and validates `path` against `fp`.  Returns 0, -ENOENT when there is
  * no index, -ESTALE when the fingerprint differs, -EBADMSG when it is corrupt
  * (bad magic, version, checksum or section bounds); `why` then says which,
- * for the "rebuilding index" message.
+ * for the "rebuilding index" message (without the path: callers name it).
  */
 int index_map_open(struct index_map *m, const char *path,
 		   const struct index_fp *fp, char *why, size_t whylen);

@@ -739,7 +739,7 @@ static int load_index(struct qd *q, const struct sfs_opts *o)
 	struct index_fp fp;
 	char path[4096], key[4096 + 96], why[256] = "";
 	struct timespec t0, t1;
-	int rc;
+	int rc, rebuilt;
 
 	rc = qd_fingerprint(o, &q->scan, &fp);
 	if (rc)
@@ -761,7 +761,8 @@ static int load_index(struct qd *q, const struct sfs_opts *o)
 		open_index_fd(q, path);
 		return 0;
 	}
-	if (rc != -ENOENT)
+	rebuilt = rc != -ENOENT;
+	if (rebuilt)
 		sfs_info("%s: %s; rebuilding the index", path, why);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	rc = qd_index_build(o, &q->scan, path, &fp);
@@ -775,8 +776,10 @@ static int load_index(struct qd *q, const struct sfs_opts *o)
 	else {
 		open_index_fd(q, path);
 		clock_gettime(CLOCK_MONOTONIC, &t1);
+		/* the path once: a rebuild message named it already */
 		sfs_info("%s: index built: %" PRIu64 " samples in %u classes, %.1f MB, %.1f s",
-			 path, q->hd->total, q->hd->nclass, q->map.len / 1e6,
+			 rebuilt ? o->source : path, q->hd->total, q->hd->nclass,
+			 q->map.len / 1e6,
 			 (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
 	}
 	return rc;

@@ -175,8 +175,9 @@ static double now(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* `named`: a rebuild message has named the path already (print it once) */
 static int build_index(struct tar_layout *l, const struct sfs_opts *o,
-		       const char *path, const struct index_fp *fp)
+		       const char *path, const struct index_fp *fp, int named)
 {
 	struct tarindex_build_opts bo = {
 		.recursive = o->recursive, .quiet = o->quiet, .what = "indexing tar",
@@ -194,7 +195,9 @@ static int build_index(struct tar_layout *l, const struct sfs_opts *o,
 		return rc;
 	}
 	rc = index_writer_commit(w, fp);
-	if (rc == 0)
+	if (rc == 0 && named)
+		sfs_info("%s: indexed in %.2f s", o->source, now() - t0);
+	else if (rc == 0)
 		sfs_info("%s: indexed in %.2f s into %s", o->source, now() - t0, path);
 	return rc;
 }
@@ -231,7 +234,7 @@ static int load_index(struct tar_layout *l, const struct sfs_opts *o)
 		}
 		if (rc != -ENOENT)
 			sfs_info("%s: rebuilding index (%s)", path, why);
-		rc = build_index(l, o, path, &fp);
+		rc = build_index(l, o, path, &fp, rc != -ENOENT);
 		if (rc < 0)
 			return rc;
 		built = 1;

@@ -6,21 +6,40 @@
  * also run as `mount -t fuse.samplefs SOURCE MNT -o OPTS` or from fstab
  * through mount.fuse3.  Everything that can fail because of the source or
  * the options (parsing, opening the layout, building its index) happens
- * before mounting and daemonizing, so such errors print one line and exit
- * non-zero with nothing mounted.  The mount is always read-only.
+ * before mounting, so such errors print one line and exit non-zero with
+ * nothing mounted.  The mount is always read-only.
+ *
+ * What can be checked cheaply (the mount point, /dev/fuse, the index
+ * directory) is checked before the index build, which can take minutes.
+ * In the background (no -f) the process forks before the build; the
+ * parent waits until the child serves the mount (its first request, INIT,
+ * answered) or fails, and exits with the child's status, passing on
+ * SIGINT, SIGTERM and SIGHUP meanwhile.  The child's messages reach the
+ * terminal until then.  Those signals during the build remove its
+ * temporary files and end the process (by the signal, as the shell
+ * expects of Ctrl-C).
  */
 #include "ops.h"
 #include "opts.h"
 #include "log.h"
 
+#include "index.h"
+
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define SAMPLEFS_VERSION "0.1"
@@ -129,19 +148,323 @@ static int run_loop(struct sfs_fs *fs, struct fuse_session *se,
 	return rc;
 }
 
+/* ---- checks before the build ---- */
+
+/* Whether mnt is the root of a mount (statx's attribute, Linux >= 5.8;
+ * before that: a device differing from its parent's). */
+static int is_mount_root(const char *mnt, const struct statx *sx)
+{
+	char *parent;
+	struct stat st;
+	int root;
+
+	if (sx->stx_attributes_mask & STATX_ATTR_MOUNT_ROOT)
+		return !!(sx->stx_attributes & STATX_ATTR_MOUNT_ROOT);
+	if (asprintf(&parent, "%s/..", mnt) < 0)
+		return 0;
+	root = stat(parent, &st) == 0 &&
+	       makedev(sx->stx_dev_major, sx->stx_dev_minor) != st.st_dev;
+	free(parent);
+	return root;
+}
+
+/*
+ * A directory, not mounted already (unless -o stack), not the dead mount
+ * of a daemon gone: mounting on a file gives a root that answers EIO, and
+ * over a mount hides it.
+ */
+static int check_mountpoint(const char *mnt, int stack)
+{
+	struct statx sx;
+
+	if (statx(AT_FDCWD, mnt, AT_NO_AUTOMOUNT, STATX_TYPE, &sx) < 0) {
+		if (errno == ENOTCONN)
+			sfs_err("%s: Transport endpoint is not connected: the daemon that "
+				"served it has died; run 'fusermount3 -u %s' first", mnt, mnt);
+		else
+			sfs_err("%s: mount point: %s", mnt, strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(sx.stx_mode)) {
+		sfs_err("%s: not a directory: the mount point must be one", mnt);
+		return -1;
+	}
+	if (!stack && is_mount_root(mnt, &sx)) {
+		sfs_err("%s: already mounted: unmount it first ('fusermount3 -u %s' or "
+			"umount), or give -o stack to mount over it", mnt, mnt);
+		return -1;
+	}
+	return 0;
+}
+
+/* Checked as the mount will be: fusermount3 opens it as the real user. */
+static int check_fuse_device(void)
+{
+	if (access("/dev/fuse", R_OK | W_OK) == 0)
+		return 0;
+	if (errno == ENOENT)
+		sfs_err("/dev/fuse: %s: is the fuse module loaded? (modprobe fuse)",
+			strerror(errno));
+	else
+		sfs_err("/dev/fuse: %s: this user cannot mount FUSE file systems "
+			"(it needs read-write access to /dev/fuse)", strerror(errno));
+	return -1;
+}
+
+/*
+ * Indexes need a writable directory.  When the default one cannot be
+ * written (a read-only $HOME) they go to a private temporary directory,
+ * removed at unmount, with a warning: the mount works, only slower next
+ * time.  One given with -o index_dir= is used as given: it may hold ready
+ * indexes, and a build there says why it fails.  *private set to 1 when
+ * o->index_dir is such a temporary directory.
+ */
+static int prepare_index_dir(struct sfs_opts *o, int *private)
+{
+	const char *tmpdir = getenv("TMPDIR");
+	char dir[PATH_MAX] = "", *tmp;
+	int rc;
+
+	*private = 0;
+	if (o->index_dir)
+		return 0;
+	rc = index_dir(o, dir, sizeof(dir));
+	if (rc == 0 && (rc = index_dir_writable(dir)) == 0)
+		return 0;
+	if (asprintf(&tmp, "%s/samplefs-index.XXXXXX",
+		     tmpdir && tmpdir[0] == '/' ? tmpdir : "/tmp") < 0)
+		return -1;
+	if (!mkdtemp(tmp)) {
+		sfs_err("%s: cannot create a private index directory either: %s",
+			tmp, strerror(errno));
+		free(tmp);
+		return -1;
+	}
+	sfs_warn("%s: cannot write indexes there (%s): using a private temporary "
+		 "index in %s, removed at unmount (-o index_dir=DIR keeps indexes)",
+		 dir[0] ? dir : "$HOME/.cache/samplefs", strerror(-rc), tmp);
+	o->index_dir = tmp;
+	*private = 1;
+	return 0;
+}
+
+/* Empties and removes the private index directory (flat: index files). */
+static void remove_private_dir(const char *dir)
+{
+	struct dirent *de;
+	DIR *d = opendir(dir);
+
+	while (d && (de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			unlinkat(dirfd(d), de->d_name, 0);
+	if (d)
+		closedir(d);
+	if (rmdir(dir) < 0)
+		sfs_warn("%s: cannot remove the private index directory: %s", dir,
+			 strerror(errno));
+}
+
+/* ---- signals during the build ---- */
+
+static const int stop_signals[] = { SIGINT, SIGTERM, SIGHUP };
+#define NSTOP (sizeof(stop_signals) / sizeof(stop_signals[0]))
+
+/* Removes the build's temporary files, says so, and ends the process by
+ * the signal.  Async-signal-safe calls only. */
+static void on_build_signal(int sig)
+{
+	static const char msg[] = "samplefs: interrupted: index build stopped, "
+				  "its temporary files removed\n";
+
+	index_remove_unfinished();
+	(void)!write(STDERR_FILENO, msg, sizeof(msg) - 1);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+/*
+ * Installs on_build_signal for the stop signals still at their default
+ * (an ignored one, as under nohup, stays ignored: libfuse's rule for its
+ * own handlers too); old[] keeps what to restore.
+ */
+static void build_signals_install(struct sigaction old[NSTOP])
+{
+	struct sigaction sa = { .sa_handler = on_build_signal };
+	size_t i;
+
+	sigemptyset(&sa.sa_mask);
+	for (i = 0; i < NSTOP; i++)
+		sigaddset(&sa.sa_mask, stop_signals[i]);
+	for (i = 0; i < NSTOP; i++) {
+		sigaction(stop_signals[i], NULL, &old[i]);
+		if (old[i].sa_handler == SIG_DFL)
+			sigaction(stop_signals[i], &sa, NULL);
+	}
+}
+
+static void build_signals_restore(const struct sigaction old[NSTOP])
+{
+	for (size_t i = 0; i < NSTOP; i++)
+		sigaction(stop_signals[i], &old[i], NULL);
+}
+
+/* ---- going to the background ---- */
+
+/*
+ * The parent's part: waits for the child's byte (sent once it serves the
+ * mount) or its end, sending it the stop signals it gets meanwhile (they
+ * are blocked here and read from a signalfd).  Returns the exit status;
+ * a child ended by a signal ends the parent by the same signal.
+ */
+static int wait_for_child(pid_t child, int rfd, const sigset_t *stops)
+{
+	struct signalfd_siginfo si;
+	struct pollfd p[2];
+	int sfd = signalfd(-1, stops, SFD_CLOEXEC), status = 0;
+	ssize_t n = 0;
+	char ok;
+
+	for (;;) {
+		p[0] = (struct pollfd){ .fd = rfd, .events = POLLIN };
+		p[1] = (struct pollfd){ .fd = sfd, .events = POLLIN };
+		if (poll(p, sfd >= 0 ? 2 : 1, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (sfd >= 0 && (p[1].revents & POLLIN) &&
+		    read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+			kill(child, (int)si.ssi_signo);
+		if (p[0].revents) {
+			n = read(rfd, &ok, 1);	/* 0: the child ended unserved */
+			if (n < 0 && errno == EINTR)
+				continue;
+			break;
+		}
+	}
+	if (sfd >= 0)
+		close(sfd);
+	close(rfd);
+	if (n == 1)
+		return 0;
+	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+		;
+	if (WIFSIGNALED(status)) {
+		signal(WTERMSIG(status), SIG_DFL);
+		sigprocmask(SIG_UNBLOCK, stops, NULL);
+		raise(WTERMSIG(status));
+		return 128 + WTERMSIG(status);
+	}
+	return WIFEXITED(status) && WEXITSTATUS(status) ? WEXITSTATUS(status) : 1;
+}
+
+/*
+ * Forks: returns in the child (0, its end of the pipe in *wfd) or, in the
+ * parent, the status to exit with (> 0 set in *parent_status, returns 1).
+ * The stop signals are blocked across the fork; the child unblocks them
+ * once its build handlers are in place.
+ */
+static int go_background(int *wfd, int *parent_status, sigset_t *stops,
+			 sigset_t *oldmask)
+{
+	int fds[2];
+	pid_t pid;
+
+	sigemptyset(stops);
+	for (size_t i = 0; i < NSTOP; i++)
+		sigaddset(stops, stop_signals[i]);
+	if (pipe2(fds, O_CLOEXEC) < 0) {
+		sfs_err("cannot go to the background: pipe: %s", strerror(errno));
+		return -1;
+	}
+	sigprocmask(SIG_BLOCK, stops, oldmask);
+	pid = fork();
+	if (pid < 0) {
+		sfs_err("cannot go to the background: fork: %s", strerror(errno));
+		sigprocmask(SIG_SETMASK, oldmask, NULL);
+		close(fds[0]);
+		close(fds[1]);
+		return -1;
+	}
+	if (pid > 0) {
+		close(fds[1]);
+		*parent_status = wait_for_child(pid, fds[0], stops);
+		return 1;
+	}
+	close(fds[0]);
+	setsid();	/* out of the terminal's process group: Ctrl-C comes
+			   through the parent */
+	*wfd = fds[1];
+	return 0;
+}
+
+/*
+ * Serving: stdio to /dev/null and out of the caller's directory, as
+ * fuse_daemonize does, then the byte that lets the parent exit 0.
+ */
+static void detach(int wfd)
+{
+	int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	if (chdir("/") < 0)
+		sfs_warn("chdir /: %s", strerror(errno));
+	if (fd >= 0) {
+		dup2(fd, STDIN_FILENO);
+		dup2(fd, STDOUT_FILENO);
+		dup2(fd, STDERR_FILENO);
+		if (fd > STDERR_FILENO)
+			close(fd);
+	}
+	(void)!write(wfd, "", 1);
+	close(wfd);
+}
+
+/*
+ * Answers the kernel's first request, INIT, before the mount is reported
+ * done: libfuse refuses some settings only there (it ends the session),
+ * and a background mount must not have exited 0 by then.
+ */
+static int serve_init(struct fuse_session *se, const char *mnt)
+{
+	struct fuse_buf buf = { .mem = NULL };
+	int rc;
+
+	do
+		rc = fuse_session_receive_buf(se, &buf);
+	while (rc == -EINTR && !fuse_session_exited(se));
+	if (rc > 0)
+		fuse_session_process_buf(se, &buf);
+	free(buf.mem);
+	if (rc > 0 && !fuse_session_exited(se))
+		return 0;
+	sfs_err("%s: the mount ended before serving: %s", mnt,
+		rc < 0 ? strerror(-rc) : "refused at FUSE INIT (see above)");
+	return -1;
+}
+
 int main(int argc, char *argv[])
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
 	struct fuse_cmdline_opts copts = {0};
 	struct fuse_session *se = NULL;
 	struct sfs_fs fs = {0};
-	int ret = 1, rc, mounted = 0, handlers = 0;
+	struct sigaction old_sa[NSTOP];
+	sigset_t stops, oldmask;
+	int ret = 1, rc, mounted = 0, handlers = 0, private_idx = 0;
+	int background = 0, wfd = -1;
 
 	fs.uid = getuid();
 	fs.gid = getgid();
 	fs.timeout = TIMEOUT;
-	if (sfs_opts_parse(&args, &fs.opts) || fuse_parse_cmdline(&args, &copts))
+	if (sfs_opts_parse(&args, &fs.opts))
 		goto out;
+	if (fuse_parse_cmdline(&args, &copts)) {
+		/* libfuse said what failed; say what to do about a dead mount */
+		if (fs.opts.mountpoint && access(fs.opts.mountpoint, F_OK) < 0 &&
+		    errno == ENOTCONN)
+			check_mountpoint(fs.opts.mountpoint, 1);
+		goto out;
+	}
 	if (copts.show_help) {
 		usage(argv[0]);
 		ret = 0;
@@ -171,6 +494,9 @@ int main(int argc, char *argv[])
 			(unsigned long long)fs.opts.core.shard_size, UINT32_MAX);
 		goto out;
 	}
+	if (check_mountpoint(copts.mountpoint, fs.opts.stack) || check_fuse_device() ||
+	    prepare_index_dir(&fs.opts.core, &private_idx))
+		goto out;
 	if (sfs_opts_absolute_source(&fs.opts.core) ||
 	    add_mount_args(&args, fs.opts.core.source))
 		goto out;
@@ -179,7 +505,20 @@ int main(int argc, char *argv[])
 	if (!se)
 		goto out;
 	raise_nofile();
-	if (layout_open(&fs.opts.core, &fs.layout))
+	if (!copts.foreground) {
+		rc = go_background(&wfd, &ret, &stops, &oldmask);
+		if (rc > 0)
+			private_idx = 0;	/* the child's to remove */
+		if (rc)
+			goto out;
+		background = 1;
+	}
+	build_signals_install(old_sa);
+	if (background)
+		sigprocmask(SIG_SETMASK, &oldmask, NULL);
+	rc = layout_open(&fs.opts.core, &fs.layout);
+	build_signals_restore(old_sa);
+	if (rc)
 		goto out;
 	if (fuse_set_signal_handlers(se))
 		goto out;
@@ -187,15 +526,19 @@ int main(int argc, char *argv[])
 	if (fuse_session_mount(se, copts.mountpoint))
 		goto out;
 	mounted = 1;
-	if (fuse_daemonize(copts.foreground)) {
-		sfs_err("%s: cannot go to the background", copts.mountpoint);
+	if (serve_init(se, copts.mountpoint))
 		goto out;
+	if (background) {
+		detach(wfd);
+		wfd = -1;
 	}
 	sfs_log_serving(!copts.foreground);	/* stderr is /dev/null when daemonised */
 	rc = run_loop(&fs, se, &copts);
 	/* the loop returns the number of a signal that ended it: a clean end */
 	ret = rc && rc != SIGINT && rc != SIGTERM && rc != SIGHUP ? 1 : 0;
 out:
+	if (wfd >= 0)
+		close(wfd);	/* unserved: the parent exits with our status */
 	if (mounted)
 		fuse_session_unmount(se);
 	if (handlers)
@@ -203,6 +546,8 @@ out:
 	if (se)
 		fuse_session_destroy(se);
 	layout_close(&fs.layout);
+	if (private_idx)
+		remove_private_dir(fs.opts.core.index_dir);
 	sfs_opts_free(&fs.opts);
 	free(copts.mountpoint);
 	fuse_opt_free_args(&args);

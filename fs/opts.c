@@ -48,6 +48,7 @@ static const struct opt_row table[] = {
 	{"workers", T_U32, D(workers), "N", "with poll: threads for reads that wait for the disk (default 4)"},
 	{"readdirplus", T_RDPLUS, D(readdirplus), "auto|always", "listings with attributes (default: always for quickdraw and npy, else auto)"},
 	{"log", T_STR, D(log_file), "FILE", "append messages to FILE too, with a timestamp (default: stderr, syslog once in the background)"},
+	{"stack", T_FLAG, D(stack), NULL, "mount even where something is mounted already"},
 };
 #undef O
 #undef D
@@ -68,6 +69,7 @@ static const struct fuse_opt templates[] = {
 	FUSE_OPT_KEY("shard_seed=", 12), FUSE_OPT_KEY("shuffle_seed=", 13),
 	FUSE_OPT_KEY("poll=", 14), FUSE_OPT_KEY("workers=", 15),
 	FUSE_OPT_KEY("readdirplus=", 16), FUSE_OPT_KEY("log=", 17),
+	FUSE_OPT_KEY("stack", 18),
 	FUSE_OPT_END
 };
 _Static_assert(sizeof(templates) / sizeof(templates[0]) ==
@@ -186,10 +188,19 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
 
 	(void)outargs;
 	if (key == FUSE_OPT_KEY_NONOPT) {
-		if (o->core.source)
-			return 1;	/* the mountpoint: libfuse's */
+		if (o->core.source) {	/* the mountpoint: libfuse's too */
+			free(o->mountpoint);
+			o->mountpoint = strdup(arg);
+			return o->mountpoint ? 1 : -1;
+		}
 		o->core.source = strdup(arg);
 		return o->core.source ? 0 : -1;
+	}
+	/* libfuse takes max_read but fails the mount's first request unless
+	 * init() repeats it; samplefs answers reads of any size anyway */
+	if (key == FUSE_OPT_KEY_OPT && !strncmp(arg, "max_read=", 9)) {
+		sfs_err("-o %s: not supported (the kernel's read size is used)", arg);
+		return -1;
 	}
 	if (key == FUSE_OPT_KEY_OPT)
 		return is_ignored(arg) ? 0 : 1;
@@ -241,6 +252,8 @@ void sfs_opts_free(struct fs_opts *o)
 	size_t i;
 
 	free((char *)o->core.source);
+	free(o->mountpoint);
+	o->mountpoint = NULL;
 	for (i = 0; i < sizeof(table) / sizeof(table[0]); i++)
 		if (table[i].kind == T_STR) {
 			free(*(char **)((char *)o + table[i].off));

@@ -19,6 +19,8 @@ struct fs_opts {
 	uint32_t workers;	/* -o workers=N: threads for reads that wait for the disk (default 4) */
 	int readdirplus;	/* -o readdirplus=auto|always: RDPLUS_* */
 	char *log_file;		/* -o log=FILE: messages appended there too (core/log.h) */
+	int stack;		/* -o stack: mount over an existing mount */
+	char *mountpoint;	/* MOUNTPOINT as given (libfuse parses it too) */
 };
 
 /* How listings answer (FUSE readdirplus).  ALWAYS: every listed entry comes
@@ -34,7 +36,9 @@ enum { RDPLUS_BY_LAYOUT, RDPLUS_AUTO, RDPLUS_ALWAYS };
  * from args into o (after sfs_opts_default), accepting and dropping the
  * mount(8)/fstab options that mean nothing to a FUSE daemon (nofail,
  * noauto, _netdev, x-*, ...).  Prints one line and returns -1 on a bad
- * value.  o->core.source is NULL when no SOURCE was given.
+ * value, and on -o max_read (libfuse fails it at the first request unless
+ * the file system repeats it).  o->core.source is NULL when no SOURCE was
+ * given, o->mountpoint when no MOUNTPOINT was.
  */
 int sfs_opts_parse(struct fuse_args *args, struct fs_opts *o);
 

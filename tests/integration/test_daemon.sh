@@ -259,7 +259,7 @@ mount_error() {
 	local name=$1 pat=$2 err rc; shift 2
 	mkdir -p "$T/never"
 	SFS_MOUNTS+=("$T/never")
-	[ "$1" = setpriv ] || set -- "$SAMPLEFS" "$@"
+	[ "$1" = setpriv ] || [ "$1" = unshare ] || set -- "$SAMPLEFS" "$@"
 	err=$(timeout 20 "$@" 2>&1 >/dev/null); rc=$?
 	[ $rc -ne 0 ] && [ $rc -ne 124 ] && ! mounted "$T/never" &&
 		[ "$(printf '%s\n' "$err" | grep -vc '^$')" = 1 ] &&
@@ -283,8 +283,14 @@ cp "$T/src/digits.npy" "$T/src/labels.npy" "$T/locked/"
 chmod 000 "$T/locked/labels.npy"
 chmod 711 "$T"
 chmod 755 "$T/locked" "$T/never"
-if command -v setpriv >/dev/null && [ "$(id -u)" = 0 ]; then
+# samplefs checks /dev/fuse and the index directory first: the user gets a
+# FUSE device it may open (bound over /dev/fuse in a mount namespace of its
+# own) and a cache directory it may write, as its own home would be
+if command -v setpriv >/dev/null && [ "$(id -u)" = 0 ] &&
+   mknod -m 666 "$T/fuse-dev" c 10 229 && mkdir -m 777 "$T/cache-65534"; then
 	check "unreadable source file" mount_error x "labels.npy: Permission denied" \
+		unshare -m --propagation private sh -c 'mount --bind "$0" /dev/fuse && exec "$@"' \
+		"$T/fuse-dev" env XDG_CACHE_HOME="$T/cache-65534" \
 		setpriv --reuid=65534 --regid=65534 --clear-groups "$SAMPLEFS" "$T/locked" "$T/never"
 fi
 chmod 700 "$T"
