@@ -89,6 +89,12 @@ struct layout {
  * returns -errno.  Builds or loads the persistent index as needed.
  */
 int layout_open(const struct sfs_opts *o, struct layout *out);
+/*
+ * The layout layout_open would open: o->layout if it is one of the four
+ * names (returned as a static string), else the detected one; NULL, with
+ * one line printed, when the source is missing or the layout unknown.
+ */
+const char *layout_choose(const struct sfs_opts *o);
 void layout_close(struct layout *l);
 
 /* Each layout's constructor (core/layout_<name>.c). */

@@ -18,6 +18,8 @@ struct fs_opts {
 	uint32_t poll_us;	/* -o poll=USEC: busy poll of /dev/fuse (default 50, 0 = libfuse's loop) */
 	uint32_t workers;	/* -o workers=N: threads for reads that wait for the disk (default 4) */
 	int readdirplus;	/* -o readdirplus=auto|always: RDPLUS_* */
+	char *fsname;		/* -o fsname=NAME: /proc/mounts' first field (NULL = SOURCE) */
+	uint64_t given;		/* bit i: option row i was given */
 };
 
 /* How listings answer (FUSE readdirplus).  ALWAYS: every listed entry comes
@@ -36,6 +38,13 @@ enum { RDPLUS_BY_LAYOUT, RDPLUS_AUTO, RDPLUS_ALWAYS };
  * value.  o->core.source is NULL when no SOURCE was given.
  */
 int sfs_opts_parse(struct fuse_args *args, struct fs_opts *o);
+
+/*
+ * Refuses (one line per option, -EINVAL) the options given that do not
+ * apply to `layout` (one of the four names), and sets o->core.layout to
+ * it when it was detected, so the layout is not detected twice.
+ */
+int sfs_opts_check_layout(struct fs_opts *o, const char *layout);
 
 /* Replaces o->source by its realpath (kept as is for URLs); -errno. */
 int sfs_opts_absolute_source(struct sfs_opts *o);
