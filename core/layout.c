@@ -76,18 +76,23 @@ const char *layout_choose(const struct sfs_opts *o)
 	size_t i;
 
 	if (!strstr(o->source, "://") && stat(o->source, &st)) {
-		sfs_err("%s: %s", o->source, strerror(errno));
+		int e = errno;
+
+		sfs_err("%s: %s", o->source, strerror(e));
+		errno = e;
 		return NULL;
 	}
 	if (!name && !(name = detect(o->source))) {
 		sfs_err("cannot tell the layout of %s; use -o layout=quickdraw|npy|tar|imagenet",
 			o->source);
+		errno = EINVAL;
 		return NULL;
 	}
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (!strcmp(name, names[i]))
 			return names[i];
 	sfs_err("unknown layout '%s'; expected quickdraw, npy, tar or imagenet", name);
+	errno = EINVAL;
 	return NULL;
 }
 
@@ -95,7 +100,7 @@ int layout_open(const struct sfs_opts *o, struct layout *out)
 {
 	const char *name = layout_choose(o);
 
-	return name ? by_name(name)(o, out) : -EINVAL;
+	return name ? by_name(name)(o, out) : -errno;
 }
 
 void layout_close(struct layout *l)
