@@ -14,16 +14,17 @@
 
 typedef int (*open_fn)(const struct sfs_opts *o, struct layout *out);
 
+static const char *const names[] = { "quickdraw", "npy", "tar", "imagenet" };
+static const open_fn opens[] = { layout_quickdraw_open, layout_npy_open,
+				 layout_tar_open, layout_imagenet_open };
+
 static open_fn by_name(const char *name)
 {
-	if (!strcmp(name, "npy"))
-		return layout_npy_open;
-	if (!strcmp(name, "quickdraw"))
-		return layout_quickdraw_open;
-	if (!strcmp(name, "tar"))
-		return layout_tar_open;
-	if (!strcmp(name, "imagenet"))
-		return layout_imagenet_open;
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(name, names[i]))
+			return opens[i];
 	return NULL;
 }
 
@@ -68,27 +69,38 @@ static const char *detect(const char *source)
 	return NULL;
 }
 
-int layout_open(const struct sfs_opts *o, struct layout *out)
+const char *layout_choose(const struct sfs_opts *o)
 {
 	const char *name = o->layout;
 	struct stat st;
-	open_fn fn;
+	size_t i;
 
 	if (!strstr(o->source, "://") && stat(o->source, &st)) {
-		int rc = -errno;
-		sfs_err("%s: %s", o->source, strerror(errno));
-		return rc;
+		int e = errno;
+
+		sfs_err("%s: %s", o->source, strerror(e));
+		errno = e;
+		return NULL;
 	}
 	if (!name && !(name = detect(o->source))) {
 		sfs_err("cannot tell the layout of %s; use -o layout=quickdraw|npy|tar|imagenet",
 			o->source);
-		return -EINVAL;
+		errno = EINVAL;
+		return NULL;
 	}
-	if (!(fn = by_name(name))) {
-		sfs_err("unknown layout '%s'; expected quickdraw, npy, tar or imagenet", name);
-		return -EINVAL;
-	}
-	return fn(o, out);
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(name, names[i]))
+			return names[i];
+	sfs_err("unknown layout '%s'; expected quickdraw, npy, tar or imagenet", name);
+	errno = EINVAL;
+	return NULL;
+}
+
+int layout_open(const struct sfs_opts *o, struct layout *out)
+{
+	const char *name = layout_choose(o);
+
+	return name ? by_name(name)(o, out) : -errno;
 }
 
 void layout_close(struct layout *l)

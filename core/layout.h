@@ -89,6 +89,13 @@ struct layout {
  * returns -errno.  Builds or loads the persistent index as needed.
  */
 int layout_open(const struct sfs_opts *o, struct layout *out);
+/*
+ * The layout layout_open would open: o->layout if it is one of the four
+ * names (returned as a static string), else the detected one; NULL, with
+ * one line printed and errno set, when the source is missing (stat's
+ * errno) or the layout unknown (EINVAL).
+ */
+const char *layout_choose(const struct sfs_opts *o);
 void layout_close(struct layout *l);
 
 /* Each layout's constructor (core/layout_<name>.c). */

@@ -17,11 +17,14 @@
  * Rows of 1-D sources are numpy scalars, which np.save writes slightly
  * differently from the source bytes (see FIX_*).
  *
- * Not served (skipped with a warning naming the file): Fortran-order and
- * object arrays, 0-d arrays, unsupported dtypes, and files whose size does
- * not match their header.  If a source shrinks or is rewritten while
- * mounted, reads give -EIO (its size or mtime changed, or pread came up
- * short), never bytes the header does not describe.
+ * Not served (skipped with one warning each naming the file, and why):
+ * Fortran-order and object arrays, 0-d arrays, unsupported dtypes, files
+ * that are not npy files or whose size does not match their header, and
+ * in a SOURCE directory every entry that is not a visible *.npy file
+ * (.npz archives, hidden files, subdirectories, anything else).  If a
+ * source shrinks or is rewritten while mounted, reads give -EIO (its size
+ * or mtime changed, or pread came up short), never bytes the header does
+ * not describe.
  *
  * Threads: everything below is written by layout_npy_open and read-only
  * afterwards; pread on a shared fd is thread-safe.
@@ -96,9 +99,13 @@ static int64_t mtime_ns(const struct stat *st)
 	return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
 }
 
-/* Reads the header of the open file `what` into h; -EINVAL if bad. */
+/*
+ * Reads the header of the open file `what` into h: 0, -EINVAL if it is
+ * not a valid npy header (why says how, for the skip warning), or -errno
+ * when the file cannot be read (printed).
+ */
 static int read_header(int fd, const char *what, uint64_t fsize,
-		       struct npy_header *h)
+		       struct npy_header *h, char *why, size_t whylen)
 {
 	uint8_t small[4096], *buf = small;
 	size_t want = sizeof(small), need = 0;
@@ -112,12 +119,12 @@ static int read_header(int fd, const char *what, uint64_t fsize,
 			sfs_err("%s: %s", what, strerror(errno));
 			break;
 		}
-		rc = npy_header_parse(buf, (size_t)got, what, h, &need);
+		rc = npy_header_parse_why(buf, (size_t)got, what, h, &need, why, whylen);
 		if (rc != -EAGAIN)
 			break;
 		if ((size_t)got < want || need > fsize) {
-			sfs_err("%s: offset %llu: truncated, the npy header needs %zu bytes",
-				what, (unsigned long long)fsize, need);
+			snprintf(why, whylen, "offset %llu: truncated, the npy header "
+				 "needs %zu bytes", (unsigned long long)fsize, need);
 			rc = -EINVAL;
 			break;
 		}
@@ -243,6 +250,7 @@ static int add_array(struct npy_layout *L, int dirfd, const char *name,
 	struct npy_array *a;
 	struct npy_header h;
 	struct stat st;
+	char why[512];
 	int fd, rc = 0;
 
 	/* O_NONBLOCK: a FIFO named x.npy must not hang the mount */
@@ -252,15 +260,18 @@ static int add_array(struct npy_layout *L, int dirfd, const char *name,
 		sfs_err("%s: %s", what, strerror(-rc));
 		return rc;
 	}
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
-		goto out;	/* a directory named x.npy: not ours */
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		sfs_warn("%s: skipped: not a regular file", what);
+		goto out;	/* a directory or FIFO named x.npy */
+	}
 	if (L->n == L->cap && (rc = grow(L)))
 		goto out;
 	a = &L->a[L->n];
 	memset(a, 0, sizeof(*a));
-	rc = read_header(fd, what, (uint64_t)st.st_size, &h);
+	rc = read_header(fd, what, (uint64_t)st.st_size, &h, why, sizeof(why));
 	if (rc == -EINVAL) {
-		sfs_warn("%s: skipped: not a valid npy file", what);
+		sfs_warn("%s: skipped: not an npy file layout=npy can serve: %s",
+			 what, why);
 		rc = 0;
 		goto out;
 	}
@@ -292,11 +303,35 @@ static int by_name(const void *x, const void *y)
 		      ((const struct npy_array *)y)->name);
 }
 
-/* Every regular *.npy directly in the directory `path`. */
+/*
+ * Why entry `name` of the source directory is not served, for its warning,
+ * or NULL for a visible *.npy (add_array decides).
+ */
+static const char *not_served(int dirfd, const char *name)
+{
+	struct stat st;
+	size_t len = strlen(name);
+
+	if (name[0] == '.')
+		return "hidden (a name starting with '.')";
+	if (fstatat(dirfd, name, &st, 0) == 0 && S_ISDIR(st.st_mode) &&
+	    !has_npy_suffix(name))
+		return "a directory (only the .npy files directly in SOURCE are served)";
+	if (len > 4 && !strcmp(name + len - 4, ".npz"))
+		return "an .npz archive (layout=npy serves .npy files; np.load it and "
+		       "np.save each array)";
+	if (!has_npy_suffix(name))
+		return "not a .npy file";
+	return NULL;
+}
+
+/* Every regular *.npy directly in the directory `path`; one warning for
+ * each other entry, so nothing is left out without a word. */
 static int scan_dir(struct npy_layout *L, const char *path)
 {
 	char what[4096];
 	struct dirent *de;
+	const char *why;
 	DIR *d;
 	int rc = 0;
 
@@ -306,9 +341,13 @@ static int scan_dir(struct npy_layout *L, const char *path)
 		return rc;
 	}
 	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.' || !has_npy_suffix(de->d_name))
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
 		snprintf(what, sizeof(what), "%s/%s", path, de->d_name);
+		if ((why = not_served(dirfd(d), de->d_name))) {
+			sfs_warn("%s: skipped: %s", what, why);
+			continue;
+		}
 		if ((rc = add_array(L, dirfd(d), de->d_name, what)))
 			break;
 	}

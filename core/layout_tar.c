@@ -205,14 +205,17 @@ static int build_index(struct tar_layout *l, const struct sfs_opts *o,
 /* Maps the index, building it first when missing, stale or corrupt. */
 static int load_index(struct tar_layout *l, const struct sfs_opts *o)
 {
-	char path[4096], why[256] = "";
+	char path[4096], why[256] = "", key[16];
 	struct index_fp fp;
 	int rc, built = 0;
 
 	index_fp_init(&fp, "tar");
 	rc = tarindex_fp_add(&fp, l->src, l->nsrc, o->recursive);
+	/* one file per option set that shapes the tree, as ImageNet's are:
+	 * mounts with other options then do not rebuild each other's */
+	snprintf(key, sizeof(key), "r%u", o->recursive);
 	if (rc == 0)
-		rc = index_path(o, "tar", "", path, sizeof(path));
+		rc = index_path(o, "tar", key, path, sizeof(path));
 	if (rc < 0)
 		return rc;
 	for (;;) {

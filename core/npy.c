@@ -14,6 +14,7 @@
 #include "log.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -29,7 +30,23 @@
 struct cur {
 	const uint8_t *base, *p, *end;
 	const char *what;
+	char *why;              /* NULL: errors are printed; else kept here */
+	size_t whylen;
 };
+
+/* A parse error: printed naming `what`, or kept in why for the caller. */
+SFS_PRINTF(4, 5)
+static void report(const char *what, char *why, size_t whylen, const char *fmt, ...)
+{
+	char line[768];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why ? why : line, why ? whylen : sizeof(line), fmt, ap);
+	va_end(ap);
+	if (!why)
+		sfs_err("%s: %s", what, line);
+}
 
 static size_t cur_off(const struct cur *c)
 {
@@ -39,14 +56,14 @@ static size_t cur_off(const struct cur *c)
 static int cur_fail(const struct cur *c, const char *expected)
 {
 	if (c->p < c->end && *c->p > 0x20 && *c->p < 0x7f)
-		sfs_err("%s: npy header offset %zu: expected %s, found '%c'",
-			c->what, cur_off(c), expected, *c->p);
+		report(c->what, c->why, c->whylen, "npy header offset %zu: expected %s, found '%c'",
+		       cur_off(c), expected, *c->p);
 	else if (c->p < c->end)
-		sfs_err("%s: npy header offset %zu: expected %s, found byte 0x%02x",
-			c->what, cur_off(c), expected, *c->p);
+		report(c->what, c->why, c->whylen, "npy header offset %zu: expected %s, found byte 0x%02x",
+		       cur_off(c), expected, *c->p);
 	else
-		sfs_err("%s: npy header offset %zu: expected %s, found end of header",
-			c->what, cur_off(c), expected);
+		report(c->what, c->why, c->whylen, "npy header offset %zu: expected %s, found end of header",
+		       cur_off(c), expected);
 	return -EINVAL;
 }
 
@@ -228,8 +245,8 @@ static int read_descr(struct cur *c, struct npy_header *h)
 	if ((rc = read_str(c, h->descr, sizeof(h->descr))))
 		return rc;
 	if (descr_itemsize(h->descr, &h->itemsize)) {
-		sfs_err("%s: npy header offset %zu: expected a descr of kind b, i, u, f, c, ? or O with a valid size, found '%s'",
-			c->what, (size_t)(at - c->base), h->descr);
+		report(c->what, c->why, c->whylen, "npy header offset %zu: expected a descr of kind b, i, u, f, c, ? or O with a valid size, found '%s'",
+		       (size_t)(at - c->base), h->descr);
 		return -EINVAL;
 	}
 	return 0;
@@ -290,13 +307,20 @@ static int parse_dict(struct cur *c, struct npy_header *h)
 int npy_header_parse(const uint8_t *buf, size_t len, const char *what,
 		     struct npy_header *h, size_t *need)
 {
+	return npy_header_parse_why(buf, len, what, h, need, NULL, 0);
+}
+
+int npy_header_parse_why(const uint8_t *buf, size_t len, const char *what,
+			 struct npy_header *h, size_t *need, char *why,
+			 size_t whylen)
+{
 	size_t prefix, hlen, total, m;
 	struct cur c;
 
 	memset(h, 0, sizeof(*h));
 	m = len < NPY_MAGIC_LEN ? len : NPY_MAGIC_LEN;
 	if (m && memcmp(buf, NPY_MAGIC, m)) {
-		sfs_err("%s: offset 0: expected the npy magic \\x93NUMPY", what);
+		report(what, why, whylen, "offset 0: expected the npy magic \\x93NUMPY");
 		return -EINVAL;
 	}
 	if (len < 8) {
@@ -304,8 +328,8 @@ int npy_header_parse(const uint8_t *buf, size_t len, const char *what,
 		return -EAGAIN;
 	}
 	if (buf[6] < 1 || buf[6] > 3 || buf[7] != 0) {
-		sfs_err("%s: offset 6: expected npy version 1.0, 2.0 or 3.0, found %u.%u",
-			what, buf[6], buf[7]);
+		report(what, why, whylen, "offset 6: expected npy version 1.0, 2.0 or 3.0, found %u.%u",
+		       buf[6], buf[7]);
 		return -EINVAL;
 	}
 	h->version = buf[6];
@@ -320,8 +344,8 @@ int npy_header_parse(const uint8_t *buf, size_t len, const char *what,
 		hlen = buf[8] | (size_t)buf[9] << 8 | (size_t)buf[10] << 16 |
 		       (size_t)buf[11] << 24;
 	if (hlen > NPY_MAX_HEADER) {
-		sfs_err("%s: offset 8: expected a header length up to %u, found %zu",
-			what, NPY_MAX_HEADER, hlen);
+		report(what, why, whylen, "offset 8: expected a header length up to %u, found %zu",
+		       NPY_MAX_HEADER, hlen);
 		return -EINVAL;
 	}
 	total = prefix + hlen;
@@ -333,6 +357,8 @@ int npy_header_parse(const uint8_t *buf, size_t len, const char *what,
 	c.p = buf + prefix;
 	c.end = buf + total;
 	c.what = what;
+	c.why = why;
+	c.whylen = whylen;
 	if (parse_dict(&c, h))
 		return -EINVAL;
 	h->data_offset = (uint32_t)total;

@@ -31,6 +31,12 @@ struct npy_header {
  */
 int npy_header_parse(const uint8_t *buf, size_t len, const char *what,
 		     struct npy_header *h, size_t *need);
+/* The same, but a bad header's message (without `what`) goes into why
+ * (whylen bytes) instead of being printed, for callers that skip such
+ * files with a warning.  why NULL: printed, as npy_header_parse. */
+int npy_header_parse_why(const uint8_t *buf, size_t len, const char *what,
+			 struct npy_header *h, size_t *need, char *why,
+			 size_t whylen);
 
 /* Product of shape[from..ndim), saturating at UINT64_MAX on overflow. */
 uint64_t npy_count(const struct npy_header *h, int from);

@@ -205,13 +205,50 @@ uint64_t qd_split_line_len(int has_images, int has_strokes, size_t name_len,
 	       (uint64_t)ndigits(label) + 1;
 }
 
-int qd_name_ok(const char *name, size_t len)
+const char *qd_name_problem(const char *name, size_t len)
 {
-	if (len == 0 || len > QD_MAX_NAME || memchr(name, '/', len) ||
-	    memchr(name, '\n', len) || memchr(name, '\0', len) ||
-	    (len == 1 && name[0] == '.') || (len == 2 && !memcmp(name, "..", 2)))
-		return 0;
-	return 1;
+	size_t i;
+
+	if (len == 0)
+		return "the name is empty";
+	if (len > QD_MAX_NAME)
+		return "longer than 250 bytes (a file name is at most 255)";
+	if ((len == 1 && name[0] == '.') || (len == 2 && !memcmp(name, "..", 2)))
+		return "'.' and '..' cannot be directory names";
+	if (memchr(name, '/', len))
+		return "a '/' cannot be in a directory name";
+	for (i = 0; i < len; i++)
+		if ((unsigned char)name[i] < 0x20 || name[i] == 0x7f)
+			return "a control character (newline, TAB, ...) would break "
+			       "the lines of classes.txt and the split files";
+	return NULL;
+}
+
+void qd_name_show(char *out, const char *name, size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t i, n = 0;
+
+	for (i = 0; i < len && n < 80; i++) {
+		unsigned char c = (unsigned char)name[i];
+
+		if (c == '\n' || c == '\t' || c == '\r') {
+			out[n++] = '\\';
+			out[n++] = c == '\n' ? 'n' : c == '\t' ? 't' : 'r';
+		} else if (c < 0x20 || c >= 0x7f) {
+			out[n++] = '\\';
+			out[n++] = 'x';
+			out[n++] = hex[c >> 4];
+			out[n++] = hex[c & 15];
+		} else {
+			out[n++] = (char)c;
+		}
+	}
+	if (i < len) {
+		memcpy(out + n, "...", 3);
+		n += 3;
+	}
+	out[n] = '\0';
 }
 
 /* ---- the scan ---- */
@@ -272,14 +309,22 @@ static void names_free(struct names *ns)
 	memset(ns, 0, sizeof(*ns));
 }
 
-/* Adds the class names of `dir`'s "*<ext>" files (not "*.full.npz"). */
-static int list_classes(const char *dir, const char *ext, struct names *ns,
-			int *found)
+/*
+ * Adds the class names of `dir`'s "*<ext>" files (not "*.full.npz").
+ * `strict` (the listing decides the classes): a name the tree cannot
+ * carry is an error naming the file (each one; the mount is refused, as
+ * dropping it would shift every later label); else such files are not
+ * classes unless the classes file lists them, which it cannot.
+ */
+static int list_classes(const char *dir, const char *ext, int strict,
+			struct names *ns, int *found)
 {
 	DIR *d = opendir(dir);
 	struct dirent *e;
+	const char *why;
+	char show[QD_NAME_SHOW];
 	size_t len;
-	int rc = 0;
+	int rc = 0, bad = 0;
 
 	if (!d) {
 		rc = -errno;
@@ -290,13 +335,21 @@ static int list_classes(const char *dir, const char *ext, struct names *ns,
 		if (!has_suffix(e->d_name, ext) || has_suffix(e->d_name, ".full.npz"))
 			continue;
 		len = strlen(e->d_name) - strlen(ext);
-		if (!qd_name_ok(e->d_name, len))
+		if ((why = qd_name_problem(e->d_name, len))) {
+			if (strict) {
+				qd_name_show(show, e->d_name, len);
+				sfs_err("%s: file of class '%s': %s; rename it, or list "
+					"the classes to serve in classes.txt or -o classes=FILE",
+					dir, show, why);
+				bad = 1;
+			}
 			continue;
+		}
 		*found = 1;
 		rc = names_add(ns, e->d_name, len);
 	}
 	closedir(d);
-	return rc;
+	return rc ? rc : bad ? -EINVAL : 0;
 }
 
 static void names_sort_unique(struct names *ns)
@@ -316,7 +369,8 @@ static void names_sort_unique(struct names *ns)
 /* One name per line; a trailing '\r' is dropped, blank lines skipped. */
 static int read_classes_file(const char *path, struct names *ns)
 {
-	char *buf = NULL, *p, *end, *nl;
+	char *buf = NULL, *p, *end, *nl, show[QD_NAME_SHOW];
+	const char *why;
 	size_t i, len;
 	ssize_t got;
 	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
@@ -346,9 +400,10 @@ static int read_classes_file(const char *path, struct names *ns)
 			len--;
 		if (!len)
 			continue;
-		if (!qd_name_ok(p, len)) {
-			sfs_err("%s: offset %zu: expected a class name (1-%u bytes, no '/')",
-				path, (size_t)(p - buf), QD_MAX_NAME);
+		if ((why = qd_name_problem(p, len))) {
+			qd_name_show(show, p, len);
+			sfs_err("%s: offset %zu: class '%s': %s", path,
+				(size_t)(p - buf), show, why);
 			rc = -EINVAL;
 			break;
 		}
@@ -473,7 +528,7 @@ int qd_scan(const struct sfs_opts *o, struct qd_scan *s)
 	char *img_dir = NULL, *stk_dir = NULL, *cf = NULL;
 	struct stat st;
 	size_t i;
-	int rc;
+	int rc, use_cf;
 
 	memset(s, 0, sizeof(*s));
 	if (stat(o->source, &st)) {
@@ -485,17 +540,6 @@ int qd_scan(const struct sfs_opts *o, struct qd_scan *s)
 	rc = source_dirs(o->source, &img_dir, &stk_dir);
 	if (rc)
 		goto out;
-	if (is_dir(img_dir) && (rc = list_classes(img_dir, ".npy", &all, &s->has_images)))
-		goto out;
-	if (is_dir(stk_dir) && (rc = list_classes(stk_dir, ".npz", &all, &s->has_strokes)))
-		goto out;
-	if (!s->has_images && !s->has_strokes) {
-		sfs_err("%s: expected Quick, Draw! class files (numpy_bitmap/*.npy, "
-			"sketchrnn/*.npz or <class>.npy with <class>.npz)", o->source);
-		rc = -ENOENT;
-		goto out;
-	}
-	names_sort_unique(&all);
 	if (o->classes_file)
 		cf = strdup(o->classes_file);
 	else if (asprintf(&cf, "%s/classes.txt", o->source) < 0)
@@ -504,7 +548,21 @@ int qd_scan(const struct sfs_opts *o, struct qd_scan *s)
 		rc = -ENOMEM;
 		goto out;
 	}
-	if (o->classes_file || access(cf, F_OK) == 0) {
+	use_cf = o->classes_file || access(cf, F_OK) == 0;
+	if (is_dir(img_dir) &&
+	    (rc = list_classes(img_dir, ".npy", !use_cf, &all, &s->has_images)))
+		goto out;
+	if (is_dir(stk_dir) &&
+	    (rc = list_classes(stk_dir, ".npz", !use_cf, &all, &s->has_strokes)))
+		goto out;
+	if (!s->has_images && !s->has_strokes) {
+		sfs_err("%s: expected Quick, Draw! class files (numpy_bitmap/*.npy, "
+			"sketchrnn/*.npz or <class>.npy with <class>.npz)", o->source);
+		rc = -ENOENT;
+		goto out;
+	}
+	names_sort_unique(&all);
+	if (use_cf) {
 		if ((rc = read_classes_file(cf, &order)))
 			goto out;
 		names_free(&all);

@@ -137,8 +137,19 @@ uint64_t qd_split_line_len(int has_images, int has_strokes, size_t name_len,
 const struct qd_class *qd_class_of(const struct qd_class *cls, uint32_t ncls,
 				   uint64_t gidx, uint32_t *label);
 
-/* Checks one class name (from a classes file or a file name): non-empty,
- * at most QD_MAX_NAME bytes, no '/', '\n', NUL, not "." or "..". */
-int qd_name_ok(const char *name, size_t len);
+/* Checks one class name (from a classes file or a file name): it must be
+ * a directory name of the tree and fit one field of classes.txt and the
+ * split files' tab-separated lines: non-empty, at most QD_MAX_NAME bytes,
+ * not "." or "..", no '/' and no control character (NUL, TAB, newline,
+ * CR, ... 0x01-0x1f, 0x7f).  NULL if fine, else why not. */
+const char *qd_name_problem(const char *name, size_t len);
+static inline int qd_name_ok(const char *name, size_t len)
+{
+	return !qd_name_problem(name, len);
+}
+/* name (len bytes) for a message: C escapes for control characters and
+ * non-ASCII bytes, cut at about 80 bytes; out holds QD_NAME_SHOW bytes. */
+#define QD_NAME_SHOW 400
+void qd_name_show(char *out, const char *name, size_t len);
 
 #endif

@@ -8,6 +8,8 @@
  *   2. sort the entries by path, comparing component by component (so a
  *      directory's descendants follow it: a depth-first preorder with the
  *      children of each directory in name order), then by archive order;
+ *      a nested tar whose directory another entry also uses is renamed
+ *      back to "P.tar" and the entries sorted again (rename_nested);
  *   3. resolve hard links in archive order, each to the last entry of its
  *      target path before it (binary search in that sorted array), then
  *      keep the last entry of equal paths (tar -x);
@@ -66,7 +68,12 @@ struct ent {
 	uint64_t off, size;
 	int64_t mtime;
 	uint32_t seq, src;
-	uint32_t sparse;    /* 0, or its map in builder.sparse */
+	union {
+		uint32_t sparse;    /* a file: 0, or its map in builder.sparse */
+		/* a nested tar's directory: the entries from its walk are
+		 * those of seq in [seq, nest_end); 0 for other directories */
+		uint32_t nest_end;
+	};
 	uint8_t type;       /* enum tar_type */
 	uint8_t dropped;
 };
@@ -299,6 +306,7 @@ static int try_nested(struct walkctx *c, const struct tar_member *m)
 	size_t len = strlen(m->path);
 	char dir[TAR_PATH_MAX + 1], prefix[TAR_PATH_MAX + 1], what[512];
 	struct walkctx sub = *c;
+	uint32_t at;
 	int rc;
 
 	/* walk_cb has skipped members whose path in the tree would not fit
@@ -310,14 +318,16 @@ static int try_nested(struct walkctx *c, const struct tar_member *m)
 	rc = add_ent(c, m, dir, TAR_DIR);
 	if (rc < 0)
 		return rc;
+	at = c->b->nents - 1;
 	/* the nested members' prefix: ours + the directory (copied, as the
 	 * arena may move while the nested walk adds paths) */
-	snprintf(prefix, sizeof(prefix), "%s", c->b->arena + c->b->ents[c->b->nents - 1].path);
+	snprintf(prefix, sizeof(prefix), "%s", c->b->arena + c->b->ents[at].path);
 	snprintf(what, sizeof(what), "%s:%s", c->what, m->path);
 	sub.depth++;
 	sub.what = what;
 	sub.prefix = prefix;
 	rc = tar_walk(c->fd, m->offset, m->size, what, walk_cb, &sub);
+	c->b->ents[at].nest_end = c->b->nents;
 	if (rc == -EBADMSG)
 		sfs_warn("%s: keeping the members before the damage", what);
 	/* damaged or empty: the directory stays, with what could be read */
@@ -435,6 +445,177 @@ static int seq_cmp(const void *pa, const void *pb, void *arg)
 	uint32_t x = e[*(const uint32_t *)pa].seq, y = e[*(const uint32_t *)pb].seq;
 
 	return x < y ? -1 : x > y;
+}
+
+/* Whether sorted entry j is path p (plen bytes) or lies under it. */
+static int at_or_under(const struct builder *b, uint32_t j, const char *p,
+		       size_t plen)
+{
+	const char *q = b->arena + b->ents[j].path;
+
+	return !strncmp(q, p, plen) && (q[plen] == '\0' || q[plen] == '/');
+}
+
+/*
+ * Whether sorted entry j came from a nested tar expanded at path p: from
+ * the walk of one of the nested directories in sorted [lo, hi), the
+ * entries of exactly that path (several when the archive holds the same
+ * tar twice: their members merge, as before this rule).
+ */
+static int from_nested(const struct builder *b, uint32_t j, uint32_t lo,
+		       uint32_t hi)
+{
+	const struct ent *e = &b->ents[j];
+
+	for (; lo < hi; lo++) {
+		const struct ent *n = &b->ents[lo];
+
+		if (n->type == TAR_DIR && n->nest_end && e->seq >= n->seq &&
+		    e->seq < n->nest_end)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * The first sorted entry at or under nested directory i's path that its
+ * tar did not bring (a file, directory or link of the same path, or
+ * something under it), or NONE.
+ */
+static uint32_t nested_clash(const struct builder *b, uint32_t i)
+{
+	const char *p = b->arena + b->ents[i].path;
+	size_t plen = strlen(p);
+	uint32_t lo = i, hi = i + 1, j;
+
+	while (lo > 0 && !strcmp(b->arena + b->ents[lo - 1].path, p))
+		lo--;
+	while (hi < b->nents && !strcmp(b->arena + b->ents[hi].path, p))
+		hi++;
+	for (j = lo; j < b->nents && at_or_under(b, j, p, plen); j++)
+		if (!from_nested(b, j, lo, hi))
+			return j;
+	return NONE;
+}
+
+/*
+ * Puts ".tar" back after each renamed nested directory's path in the
+ * string at *s (arena offset): ins[0 .. n - 1] are the lengths of those
+ * paths, increasing, each a prefix of *s.
+ */
+static int reinsert_tar(struct builder *b, uint64_t *s, const uint32_t *ins,
+			uint32_t n)
+{
+	size_t len = strlen(b->arena + *s), need = len + 4 * (size_t)n;
+	char *buf = malloc(need + 1), *w;
+	uint32_t k, from = 0;
+	int rc;
+
+	if (!buf)
+		return -ENOMEM;
+	for (w = buf, k = 0; k < n; k++) {
+		memcpy(w, b->arena + *s + from, ins[k] - from);
+		w += ins[k] - from;
+		memcpy(w, ".tar", 4);
+		w += 4;
+		from = ins[k];
+	}
+	memcpy(w, b->arena + *s + from, len - from);
+	rc = arena_put(b, NULL, buf, need, s);
+	free(buf);
+	return rc;
+}
+
+/* Whether string s (arena offset) lies under every renamed path of ins. */
+static int under_all(const struct builder *b, uint64_t s, const char *dir,
+		     const uint32_t *ins, uint32_t n)
+{
+	const char *q = b->arena + s;
+
+	return n && !strncmp(q, dir, ins[n - 1]) && q[ins[n - 1]] == '/';
+}
+
+/*
+ * Renames the renamed nested directories' entries in archive order: a
+ * stack of the nested walks around each entry gives the paths that get
+ * ".tar" back (hard link targets inside those tars too, as they name
+ * their tar's members).  `ren` holds the renamed ones' ents indexes.
+ */
+static int apply_renames(struct builder *b, const uint8_t *ren)
+{
+	struct { uint32_t end, len, renamed; } st[TARINDEX_MAX_NEST + 2];
+	uint32_t *order, ins[TARINDEX_MAX_NEST + 2], i, d = 0, n, k;
+	int rc = 0;
+
+	order = malloc(((size_t)b->nents + 1) * sizeof(*order));
+	if (!order)
+		return -ENOMEM;
+	for (i = 0; i < b->nents; i++)
+		order[i] = i;
+	qsort_r(order, b->nents, sizeof(*order), seq_cmp, b->ents);
+	for (i = 0; rc == 0 && i < b->nents; i++) {
+		struct ent *e = &b->ents[order[i]];
+		const char *dir = NULL;
+
+		while (d && e->seq >= st[d - 1].end)
+			d--;
+		/* nesting is at most TARINDEX_MAX_NEST deep: the stack fits */
+		if (e->type == TAR_DIR && e->nest_end && d < TARINDEX_MAX_NEST + 2) {
+			st[d].end = e->nest_end;
+			st[d].len = (uint32_t)strlen(b->arena + e->path);
+			st[d].renamed = ren[order[i]];
+			d++;
+		}
+		for (n = 0, k = 0; k < d; k++)
+			if (st[k].renamed)
+				ins[n++] = st[k].len;
+		if (!n)
+			continue;
+		dir = b->arena + e->path;
+		if (e->type == TAR_HARDLINK && under_all(b, e->link, dir, ins, n))
+			rc = reinsert_tar(b, &e->link, ins, n);
+		if (rc == 0)
+			rc = reinsert_tar(b, &e->path, ins, n);
+	}
+	free(order);
+	return rc;
+}
+
+/*
+ * Step 2b: a nested tar "P.tar" expands to directory P unless the tree
+ * has P, or something under it, from elsewhere (a file P, a directory P/,
+ * the members of an "P/x" of the outer archive): then, so that nothing
+ * hides the other, the tar's members go under "P.tar/" instead, warned
+ * naming both.  The entries are sorted again after renaming.
+ */
+static int rename_nested(struct builder *b)
+{
+	uint8_t *ren = NULL;
+	uint32_t i, clash, nren = 0;
+	int rc = 0;
+
+	for (i = 0; i < b->nents; i++) {
+		const struct ent *e = &b->ents[i];
+
+		if (e->type != TAR_DIR || !e->nest_end ||
+		    (clash = nested_clash(b, i)) == NONE)
+			continue;
+		if (!ren && !(ren = calloc(b->nents, 1)))
+			return -ENOMEM;
+		sfs_warn("%s: nested tar '%s.tar' would be directory '%s', which "
+			 "member '%s' also uses: the tar's members are under '%s.tar/'",
+			 b->src[e->src].path, b->arena + e->path, b->arena + e->path,
+			 b->arena + b->ents[clash].path, b->arena + e->path);
+		ren[i] = 1;
+		nren++;
+	}
+	if (nren) {
+		rc = apply_renames(b, ren);
+		if (rc == 0)
+			sort_ents(b);
+	}
+	free(ren);
+	return rc;
 }
 
 /*
@@ -967,7 +1148,9 @@ int tarindex_build(struct index_writer *w, uint32_t tag_prefix_char,
 	if (rc < 0)
 		goto out;
 	sort_ents(&b);
-	rc = resolve_links(&b);
+	rc = rename_nested(&b);
+	if (rc == 0)
+		rc = resolve_links(&b);
 	dedupe(&b);
 	if (rc == 0)
 		rc = tree_pass(&b, root_mtime);

@@ -6,7 +6,12 @@
  * the root, else one path component such as "train").  Members whose name
  * ends in ".tar" and that parse as tars are expanded in place, up to
  * `recursive` levels: member "a/b.tar" becomes directory "a/b" holding the
- * nested members.  A nested member's data offset is an absolute offset in
+ * nested members, unless the tree has "a/b" or a path under it from
+ * elsewhere (a file or directory member "a/b", members "a/b/..." of the
+ * outer archive): then the directory keeps the member's name, "a/b.tar",
+ * so both stay reachable, with a warning naming both (ratarmount's
+ * default name; the same tar twice at one path is no clash: its members
+ * merge).  A nested member's data offset is an absolute offset in
  * the OUTER source file, so reading it is one pread (or a splice) from the
  * source fd (a nested tar that is damaged keeps the members before the
  * damage; recursion is capped at TARINDEX_MAX_NEST levels whatever

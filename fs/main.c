@@ -65,8 +65,8 @@ static void raise_nofile(void)
 }
 
 /*
- * Read-only, and named after the source in /proc/mounts and df (the
- * subtype, "samplefs", is added by fuse_parse_cmdline).
+ * Read-only, and named after the source (or -o fsname=) in /proc/mounts
+ * and df (the subtype, "samplefs", is added by fuse_parse_cmdline).
  */
 static int add_mount_args(struct fuse_args *args, const char *source)
 {
@@ -452,6 +452,7 @@ int main(int argc, char *argv[])
 	sigset_t stops, oldmask;
 	int ret = 1, rc, mounted = 0, handlers = 0, private_idx = 0;
 	int background = 0, wfd = -1;
+	const char *layout;
 
 	fs.uid = getuid();
 	fs.gid = getgid();
@@ -498,7 +499,9 @@ int main(int argc, char *argv[])
 	    prepare_index_dir(&fs.opts.core, &private_idx))
 		goto out;
 	if (sfs_opts_absolute_source(&fs.opts.core) ||
-	    add_mount_args(&args, fs.opts.core.source))
+	    !(layout = layout_choose(&fs.opts.core)) ||
+	    sfs_opts_check_layout(&fs.opts, layout) ||
+	    add_mount_args(&args, fs.opts.fsname ? fs.opts.fsname : fs.opts.core.source))
 		goto out;
 	/* before the layout: libfuse rejects unknown options here */
 	se = fuse_session_new(&args, &sfs_ll_ops, sizeof(sfs_ll_ops), &fs);

@@ -19,10 +19,25 @@
 
 enum kind { T_STR, T_U32, T_U64, T_SIZE, T_FLAG, T_IMAGE, T_SPLIT, T_SEED, T_RDPLUS };
 
+/* The layouts an option applies to: given for any other, the mount is
+ * refused (a silently ignored option is a surprise later). */
+enum { L_QD = 1, L_NPY = 2, L_TAR = 4, L_IMAGENET = 8, L_ALL = 15 };
+
+static const struct {
+	unsigned mask;
+	const char *name, *title;
+} groups[] = {
+	{ L_QD, "quickdraw", "Quick, Draw! (layout=quickdraw)" },
+	{ L_NPY, "npy", "arrays (layout=npy)" },
+	{ L_TAR, "tar", "tars (layout=tar)" },
+	{ L_IMAGENET, "imagenet", "ImageNet (layout=imagenet)" },
+};
+
 struct opt_row {
 	const char *name;	/* without '=' */
 	enum kind kind;
 	size_t off;		/* into struct fs_opts */
+	unsigned layouts;	/* L_*: where it means something */
 	const char *metavar;	/* for --help */
 	const char *help;
 };
@@ -30,28 +45,31 @@ struct opt_row {
 #define O(f) offsetof(struct fs_opts, core.f)
 #define D(f) offsetof(struct fs_opts, f)
 static const struct opt_row table[] = {
-	{"layout", T_STR, O(layout), "NAME", "quickdraw|npy|tar|imagenet (default: detect)"},
-	{"index_dir", T_STR, O(index_dir), "DIR", "where indexes live (default ~/.cache/samplefs)"},
-	{"cache", T_SIZE, O(cache_bytes), "SIZE", "inflated-block cache, e.g. 64M (default 32M)"},
-	{"quiet", T_FLAG, O(quiet), NULL, "no progress bar"},
-	{"classes", T_STR, O(classes_file), "FILE", "quickdraw: file listing the classes to serve"},
-	{"per_class", T_U64, O(per_class), "N", "quickdraw: samples per class; npy: rows per array (0 = all)"},
-	{"image", T_IMAGE, O(image_uint8), "TYPE", "quickdraw: uint8|float32 (default float32)"},
-	{"stroke_len", T_U32, O(stroke_len), "N", "quickdraw: points per stroke file (default 130)"},
-	{"seed", T_U32, O(seed), "N", "quickdraw: split seed (default 42)"},
-	{"split", T_SPLIT, O(split), "A/B/C", "quickdraw: train/valid/test percent (default 80/10/10)"},
-	{"recursive", T_U32, O(recursive), "N", "tar: nested tar levels to expand (default 1)"},
-	{"shard_size", T_U64, O(shard_size), "N", "tar, imagenet: samples per shard (default 10000)"},
-	{"shard_seed", T_SEED, O(shard_seed), "N", "tar, imagenet: shuffle samples into shards with this seed"},
-	{"shuffle_seed", T_U32, O(shuffle_seed), "N", "tar, imagenet: order seed (default 0)"},
-	{"poll", T_U32, D(poll_us), "USEC", "poll /dev/fuse this long before sleeping (default 50, 0 = libfuse's loop)"},
-	{"workers", T_U32, D(workers), "N", "with poll: threads for reads that wait for the disk (default 4)"},
-	{"readdirplus", T_RDPLUS, D(readdirplus), "auto|always", "listings with attributes (default: always for quickdraw and npy, else auto)"},
-	{"log", T_STR, D(log_file), "FILE", "append messages to FILE too, with a timestamp (default: stderr, syslog once in the background)"},
-	{"stack", T_FLAG, D(stack), NULL, "mount even where something is mounted already"},
+	{"layout", T_STR, O(layout), L_ALL, "NAME", "quickdraw|npy|tar|imagenet (default: detect)"},
+	{"index_dir", T_STR, O(index_dir), L_ALL, "DIR", "where indexes live (default ~/.cache/samplefs; npy has none)"},
+	{"cache", T_SIZE, O(cache_bytes), L_QD, "SIZE", "inflated-stroke-block cache, e.g. 64M (default 32M)"},
+	{"quiet", T_FLAG, O(quiet), L_ALL, NULL, "no progress bar"},
+	{"classes", T_STR, O(classes_file), L_QD, "FILE", "file listing the classes to serve, in label order"},
+	{"per_class", T_U64, O(per_class), L_QD | L_NPY, "N", "samples per class (quickdraw), rows per array (npy); 0 = all"},
+	{"image", T_IMAGE, O(image_uint8), L_QD, "TYPE", "uint8|float32 (default float32)"},
+	{"stroke_len", T_U32, O(stroke_len), L_QD, "N", "points per stroke file (default 130)"},
+	{"seed", T_U32, O(seed), L_QD, "N", "split seed (default 42)"},
+	{"split", T_SPLIT, O(split), L_QD, "A/B/C", "train/valid/test percent (default 80/10/10)"},
+	{"recursive", T_U32, O(recursive), L_TAR, "N", "nested tar levels to expand (default 1)"},
+	{"shard_size", T_U64, O(shard_size), L_IMAGENET, "N", "samples per shard (default 10000)"},
+	{"shard_seed", T_SEED, O(shard_seed), L_IMAGENET, "N", "shuffle samples into shards with this seed"},
+	{"shuffle_seed", T_U32, O(shuffle_seed), L_IMAGENET, "N", "order of shuffled/<split>.txt (default 0)"},
+	{"poll", T_U32, D(poll_us), L_ALL, "USEC", "poll /dev/fuse this long before sleeping (default 50, 0 = libfuse's loop)"},
+	{"workers", T_U32, D(workers), L_ALL, "N", "with poll: threads for reads that wait for the disk (default 4)"},
+	{"readdirplus", T_RDPLUS, D(readdirplus), L_ALL, "auto|always", "listings with attributes (default: always for quickdraw and npy, else auto)"},
+	{"fsname", T_STR, D(fsname), L_ALL, "NAME", "first field of /proc/mounts and df (default: SOURCE)"},
+	{"log", T_STR, D(log_file), L_ALL, "FILE", "append messages to FILE too, with a timestamp (default: stderr, syslog once in the background)"},
+	{"stack", T_FLAG, D(stack), L_ALL, NULL, "mount even where something is mounted already"},
 };
 #undef O
 #undef D
+#define NROWS (sizeof(table) / sizeof(table[0]))
+_Static_assert(NROWS <= 64, "struct fs_opts.given has one bit per row");
 
 /* mount(8) and fstab options that reach us through mount.fuse3 */
 static const char *const ignored[] = {
@@ -68,12 +86,12 @@ static const struct fuse_opt templates[] = {
 	FUSE_OPT_KEY("recursive=", 10), FUSE_OPT_KEY("shard_size=", 11),
 	FUSE_OPT_KEY("shard_seed=", 12), FUSE_OPT_KEY("shuffle_seed=", 13),
 	FUSE_OPT_KEY("poll=", 14), FUSE_OPT_KEY("workers=", 15),
-	FUSE_OPT_KEY("readdirplus=", 16), FUSE_OPT_KEY("log=", 17),
-	FUSE_OPT_KEY("stack", 18),
+	FUSE_OPT_KEY("readdirplus=", 16), FUSE_OPT_KEY("fsname=", 17),
+	FUSE_OPT_KEY("log=", 18), FUSE_OPT_KEY("stack", 19),
 	FUSE_OPT_END
 };
-_Static_assert(sizeof(templates) / sizeof(templates[0]) ==
-	       sizeof(table) / sizeof(table[0]) + 1, "one template per row");
+_Static_assert(sizeof(templates) / sizeof(templates[0]) == NROWS + 1,
+	       "one template per row");
 
 static int parse_u64(const char *s, uint64_t max, uint64_t *out)
 {
@@ -214,11 +232,13 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
 			r->metavar ? r->metavar : "", r->help);
 		return -1;
 	}
+	o->given |= 1ull << key;
 	return 0;
 }
 
 static void defaults(struct fs_opts *o)
 {
+	memset(o, 0, sizeof(*o));
 	sfs_opts_default(&o->core);
 	o->poll_us = 50;
 	o->workers = 4;
@@ -254,7 +274,7 @@ void sfs_opts_free(struct fs_opts *o)
 	free((char *)o->core.source);
 	free(o->mountpoint);
 	o->mountpoint = NULL;
-	for (i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+	for (i = 0; i < NROWS; i++)
 		if (table[i].kind == T_STR) {
 			free(*(char **)((char *)o + table[i].off));
 			*(char **)((char *)o + table[i].off) = NULL;
@@ -262,17 +282,52 @@ void sfs_opts_free(struct fs_opts *o)
 	defaults(o);
 }
 
-void sfs_opts_help(void)
+int sfs_opts_check_layout(struct fs_opts *o, const char *layout)
 {
+	unsigned mask = 0;
 	size_t i;
-	char name[32];
+	int rc = 0;
 
-	printf("samplefs options:\n");
-	for (i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+	for (i = 0; i < sizeof(groups) / sizeof(groups[0]); i++)
+		if (!strcmp(layout, groups[i].name))
+			mask = groups[i].mask;
+	for (i = 0; i < NROWS; i++) {
+		if (!(o->given >> i & 1) || (table[i].layouts & mask))
+			continue;
+		sfs_err("-o %s does not apply to layout=%s (see --help for the "
+			"options of each layout)", table[i].name, layout);
+		rc = -EINVAL;
+	}
+	if (rc == 0 && !o->core.layout && !(o->core.layout = strdup(layout)))
+		rc = -ENOMEM;
+	return rc;
+}
+
+static void help_rows(unsigned mask, int exact)
+{
+	char name[32];
+	size_t i;
+
+	for (i = 0; i < NROWS; i++) {
+		if (exact ? table[i].layouts != mask : !(table[i].layouts & mask) ||
+		    table[i].layouts == L_ALL)
+			continue;
 		snprintf(name, sizeof(name), "%s%s%s", table[i].name,
 			 table[i].metavar ? "=" : "",
 			 table[i].metavar ? table[i].metavar : "");
 		printf("    -o %-20s %s\n", name, table[i].help);
 	}
-	printf("\n");
+}
+
+void sfs_opts_help(void)
+{
+	size_t i;
+
+	printf("samplefs options, every layout:\n");
+	help_rows(L_ALL, 1);
+	for (i = 0; i < sizeof(groups) / sizeof(groups[0]); i++) {
+		printf("%s:\n", groups[i].title);
+		help_rows(groups[i].mask, 0);
+	}
+	printf("An option given for a layout it does not apply to refuses the mount.\n\n");
 }

@@ -21,6 +21,8 @@ struct fs_opts {
 	char *log_file;		/* -o log=FILE: messages appended there too (core/log.h) */
 	int stack;		/* -o stack: mount over an existing mount */
 	char *mountpoint;	/* MOUNTPOINT as given (libfuse parses it too) */
+	char *fsname;		/* -o fsname=NAME: /proc/mounts' first field (NULL = SOURCE) */
+	uint64_t given;		/* bit i: option row i was given */
 };
 
 /* How listings answer (FUSE readdirplus).  ALWAYS: every listed entry comes
@@ -41,6 +43,13 @@ enum { RDPLUS_BY_LAYOUT, RDPLUS_AUTO, RDPLUS_ALWAYS };
  * given, o->mountpoint when no MOUNTPOINT was.
  */
 int sfs_opts_parse(struct fuse_args *args, struct fs_opts *o);
+
+/*
+ * Refuses (one line per option, -EINVAL) the options given that do not
+ * apply to `layout` (one of the four names), and sets o->core.layout to
+ * it when it was detected, so the layout is not detected twice.
+ */
+int sfs_opts_check_layout(struct fs_opts *o, const char *layout);
 
 /* Replaces o->source by its realpath (kept as is for URLs); -errno. */
 int sfs_opts_absolute_source(struct sfs_opts *o);

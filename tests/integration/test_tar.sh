@@ -49,12 +49,13 @@ mount_check() {
 
 for fx in gnu.tar pax.tar ustar.tar v7.tar base256.tar sparse.tar hostile.tar \
 	  badsum.tar truncated.tar negsize.tar hugesize.tar empty.tar imagenet_like.tar \
-	  conflict.tar; do
+	  conflict.tar collide.tar; do
 	mount_check "$fx" 1
 done
 for r in 0 2 3; do
 	mount_check gnu.tar $r
 	mount_check deep.tar $r
+	mount_check collide.tar $r
 done
 
 # hostile names: nothing of them, nothing outside (a fresh index, so the

@@ -160,4 +160,19 @@ Test(quickdraw, class_names_checked)
 	cr_expect(!qd_name_ok("..", 2));
 	cr_expect(!qd_name_ok("a/b", 3));
 	cr_expect(!qd_name_ok("a\nb", 3));
+	cr_expect(!qd_name_ok("a\tb", 3), "a TAB would split a split-file line");
+	cr_expect(!qd_name_ok("a\rb", 3));
+	cr_expect(!qd_name_ok("a\0b", 3));
+	cr_expect(!qd_name_ok("a\x7f", 2));
+	cr_expect(qd_name_ok("caf\xc3\xa9", 5), "UTF-8 is fine");
+	{
+		char big[QD_MAX_NAME + 1], show[QD_NAME_SHOW];
+
+		memset(big, 'x', sizeof(big));
+		cr_expect(qd_name_ok(big, QD_MAX_NAME));
+		cr_expect(!qd_name_ok(big, QD_MAX_NAME + 1));
+		cr_expect(strstr(qd_name_problem(big, QD_MAX_NAME + 1), "250 bytes"));
+		qd_name_show(show, "a\tb\nc\x01", 6);
+		cr_expect_str_eq(show, "a\\tb\\nc\\x01");
+	}
 }

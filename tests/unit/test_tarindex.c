@@ -366,6 +366,37 @@ Test(tarindex, empty) { check_fixture("empty"); }
 Test(tarindex, imagenet_like) { check_fixture("imagenet_like"); }
 Test(tarindex, file_and_dir_links_chains) { check_fixture("conflict"); }
 Test(tarindex, links_take_their_target_where_they_appear) { check_fixture("relink"); }
+Test(tarindex, nested_tar_beside_same_path_keeps_both) { check_fixture("collide"); }
+
+/* Each nested tar moved to "P.tar/" is warned once, naming both members. */
+Test(tarindex, nested_tar_clash_warns_naming_both)
+{
+	static const char *const want[] = {
+		"nested tar 'd/inner.tar' would be directory 'd/inner', which member 'd/inner' also uses",
+		"nested tar 'a.tar' would be directory 'a', which member 'a/x.txt' also uses",
+		"nested tar 'b.tar' would be directory 'b', which member 'b' also uses",
+		"nested tar 'b/deep.tar' would be directory 'b/deep', which member 'b/deep/z' also uses",
+	};
+	struct tarindex_source src = { fixture_path("collide.tar"), "" };
+	struct capture cap;
+	struct built b;
+	char *msg, *p;
+	size_t i;
+	int n = 0, rc;
+
+	capture_start(&cap);
+	rc = build(&b, &src, 1, 2);
+	msg = capture_end(&cap);
+	cr_assert_eq(rc, 0);
+	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		cr_expect(strstr(msg, want[i]), "want '%s', got: %s", want[i], msg);
+	for (p = msg; (p = strstr(p, "nested tar '")); p++)
+		n++;
+	cr_expect_eq(n, 4, "4 warnings (e.tar twice merges quietly), got: %s", msg);
+	unbuild(&b);
+	free(msg);
+	free((char *)src.path);
+}
 Test(tarindex, sparse_old_gnu_by_gnu_tar) { check_fixture("sparse_oldgnu"); }
 Test(tarindex, sparse_pax_0_0_by_gnu_tar) { check_fixture("sparse_pax00"); }
 Test(tarindex, sparse_pax_0_1_by_gnu_tar) { check_fixture("sparse_pax01"); }
