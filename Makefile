@@ -13,6 +13,8 @@ DEPCFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 DEPLIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread
 CPPFLAGS += -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -Icore
 
+JOBS     ?= $(shell nproc 2>/dev/null || echo 2)	# parallel compiles in `make test`
+
 # BUILD=build (plain), BUILD=build-asan (SAN=1) or BUILD=build-tsan (SAN=thread)
 SAN      ?= 0
 ifeq ($(SAN),1)
@@ -102,10 +104,10 @@ fuzz: deps
 # The whole suite: deps, plain and sanitizer builds, unit and integration
 # tests, fuzz regressions and a short run of each fuzz target.
 test: deps
-	$(MAKE) all $(UNIT_BIN)
-	$(MAKE) asan
-	$(MAKE) tsan
-	$(MAKE) fuzz-build
+	$(MAKE) -j$(JOBS) all $(UNIT_BIN)
+	$(MAKE) -j$(JOBS) asan
+	$(MAKE) -j$(JOBS) tsan
+	$(MAKE) -j$(JOBS) fuzz-build
 	FUZZ_SECONDS_CI=$(FUZZ_SECONDS_CI) bash tests/run_all.sh
 
 demo: deps all
