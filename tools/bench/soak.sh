@@ -33,8 +33,8 @@
 #   SOAK_GROWTH_KB=KB VmRSS and RssAnon growth limit in kB (default 32768 for
 #                     shorter runs, else 0 = not judged).  Short runs end before malloc's
 #                     arenas (one per thread of libfuse's loop and of the
-#                     workers) have settled: they grow by a few MB, slower and
-#                     slower, over the first 30-60 s, so a short run can only
+#                     workers) have settled: they grow, slower and slower,
+#                     over the first 30-100 s, so a short run can only
 #                     catch a leak per read (32 MiB over ~100k reads of a
 #                     mount is ~300 bytes a read).  Sanitizer builds: neither
 #                     (their RSS holds shadow memory and a quarantine of

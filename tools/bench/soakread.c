@@ -32,9 +32,11 @@
  * VmRSS or RssAnon that ends more than MAX_GROWTH_KB kB (default: not
  * judged) above it; 0 turns either off (sanitizer builds, whose RSS holds
  * their own state).  RssAnon is not judged in %: it is the malloc heap
- * alone, a megabyte or two here, and glibc's per-thread arenas keep
- * growing by a few kB/s for minutes as request buffers of 1 byte to 1 MiB
- * are allocated and freed by many threads.
+ * alone, a megabyte or two here, where a few hundred kB of per-thread
+ * arenas filling up in the first minutes is tens of percent.  (The
+ * growth that went on for minutes was libfuse's page-aligned copies of
+ * short spliced replies kept in glibc's tcache; fs/ops.c no longer
+ * splices replies under two pages.)
  *
  * Not part of samplefs: built by tools/bench/soak.sh.  Threads share the
  * file tables (read-only after loading) and per-group atomic counters.
