@@ -342,9 +342,12 @@ static int bad_map(struct walk *w, struct pending *p, int rc, const char *what,
 {
 	if (rc != -EBADMSG && rc != -E2BIG)
 		return rc;
-	sfs_warn("%s: %s at offset %llu %s: member skipped", w->what, what,
-		 (unsigned long long)at, rc == -E2BIG ? "has more than "
-		 "TAR_SPARSE_MAX_CHUNKS chunks" : "is malformed");
+	if (rc == -E2BIG)
+		sfs_warn("%s: %s at offset %llu has more than %u chunks: member skipped",
+			 w->what, what, (unsigned long long)at, TAR_SPARSE_MAX_CHUNKS);
+	else
+		sfs_warn("%s: %s at offset %llu is malformed: member skipped",
+			 w->what, what, (unsigned long long)at);
 	p->bad = 1;
 	return 0;
 }
