@@ -29,7 +29,7 @@ SANFLAGS :=
 endif
 ALLCFLAGS = $(CFLAGS) $(SANFLAGS) $(WARN) $(CPPFLAGS) $(DEPCFLAGS) -MMD -MP
 
-CORE_SRC  := $(wildcard core/*.c)
+CORE_SRC  := $(wildcard core/*.c core/*/*.c)
 FS_SRC    := $(wildcard fs/*.c)
 UNIT_SRC  := $(wildcard tests/unit/test_*.c)
 CORE_OBJ  := $(CORE_SRC:%.c=$(BUILD)/%.o)

@@ -23,7 +23,7 @@
 #include "opts.h"
 #include "log.h"
 
-#include "index.h"
+#include "index/index.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -1,6 +1,6 @@
 /*
  * ops.c - FUSE low-level operations: one function per request, each only
- * translating to struct layout calls (core/layout.h) and replying.
+ * translating to struct layout calls (core/layouts/layout.h) and replying.
  *
  * The tree never changes while mounted, so entries and attributes are
  * cached by the kernel for a day, unknown names are cached as negative
@@ -17,7 +17,7 @@
  */
 #include "ops.h"
 #include "log.h"
-#include "nowait.h"
+#include "io/nowait.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -10,7 +10,7 @@
 #include <fuse_lowlevel.h>
 
 #include "devpoll.h"
-#include "layout.h"
+#include "layouts/layout.h"
 #include "opts.h"
 #include "workers.h"
 

@@ -3,7 +3,7 @@
  *
  * With -o poll (the default) one thread takes every request off the device
  * and answers it at once when the bytes are in memory; a read that would
- * wait for I/O (core/nowait.h says so) is queued here instead, so the disk
+ * wait for I/O (core/io/nowait.h says so) is queued here instead, so the disk
  * latency of one file never holds up the requests behind it and cold reads
  * from several readers still reach the disk in parallel.
  *

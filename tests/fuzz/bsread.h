@@ -10,10 +10,10 @@
 #ifndef SFS_FUZZ_BSREAD_H
 #define SFS_FUZZ_BSREAD_H
 
-#include "blockstore.h"
+#include "index/blockstore.h"
 #include "fuzz.h"
-#include "lru.h"
-#include "strokepack.h"
+#include "index/lru.h"
+#include "formats/strokepack.h"
 
 static void bsread(const struct blockstore *bs, uint64_t cache_bytes)
 {

@@ -1,5 +1,5 @@
 /*
- * fuzz_devkit.c - libFuzzer target for core/devkit.c.
+ * fuzz_devkit.c - libFuzzer target for core/formats/devkit.c.
  *
  * Feeds, by the input's first byte:
  *   even: the rest is a meta.mat image and a ground-truth text, split at a
@@ -14,7 +14,7 @@
  * (tests/fixtures/make_imagenet.py) into both forms, and takes the
  * tarballs themselves.
  */
-#include "devkit.h"
+#include "formats/devkit.h"
 #include "fuzz.h"
 
 static void check(const struct devkit *dk)

@@ -1,5 +1,5 @@
 /*
- * fuzz_index.c - libFuzzer target for opening an index file: core/index.c's
+ * fuzz_index.c - libFuzzer target for opening an index file: core/index/index.c's
  * header, checksum and section table checks, then tarindex_open and
  * blockstore_open over what it maps, then use of what they accept.
  *
@@ -33,12 +33,12 @@
  */
 #include <zlib.h>
 
-#include "blockstore.h"
+#include "index/blockstore.h"
 #include "bsread.h"
 #include "fuzz.h"
-#include "index.h"
-#include "strokepack.h"
-#include "tarindex.h"
+#include "index/index.h"
+#include "formats/strokepack.h"
+#include "index/tarindex.h"
 #include "tarwalk.h"
 
 #define TAG_D INDEX_TAG('F', 'S', 'D', 'T')

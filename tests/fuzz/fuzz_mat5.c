@@ -1,5 +1,5 @@
 /*
- * fuzz_mat5.c - libFuzzer target for core/mat5.c.
+ * fuzz_mat5.c - libFuzzer target for core/formats/mat5.c.
  *
  * Feeds: the input as a MAT-file image to mat5_read_var for `synsets` (the
  * devkit's variable) and for a name no seed has (so every top-level
@@ -17,7 +17,7 @@
  * struct arrays, cell arrays and compressed variables.
  */
 #include "fuzz.h"
-#include "mat5.h"
+#include "formats/mat5.h"
 
 static void visit(const struct mat5_array *a, int depth)
 {

@@ -1,5 +1,5 @@
 /*
- * fuzz_npy.c - libFuzzer target for core/npy.c.
+ * fuzz_npy.c - libFuzzer target for core/formats/npy.c.
  *
  * Feeds: the input as the start of a .npy file to npy_header_parse, then
  * every prefix length the parser asks for (-EAGAIN and *need), as
@@ -10,7 +10,7 @@
  * Seeds: tests/fixtures/make_npy.py's files (headers of every version).
  */
 #include "fuzz.h"
-#include "npy.h"
+#include "formats/npy.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -1,5 +1,5 @@
 /*
- * fuzz_pickle.c - libFuzzer target for core/pickle.c (and the stroke
+ * fuzz_pickle.c - libFuzzer target for core/formats/pickle.c (and the stroke
  * packing every element then goes through at index build).
  *
  * Feeds: the input to pickle_parse_strokes, as a bare pickle or, when it
@@ -13,9 +13,9 @@
  * members (qd/ .raw files).
  */
 #include "fuzz.h"
-#include "npy.h"
-#include "pickle.h"
-#include "strokepack.h"
+#include "formats/npy.h"
+#include "formats/pickle.h"
+#include "formats/strokepack.h"
 
 struct seen {
 	long calls;

@@ -1,6 +1,6 @@
 /*
  * fuzz_strokes.c - libFuzzer target for the Quick, Draw! stroke path:
- * core/strokepack.c, core/strokes.c and core/blockstore.c's reader.
+ * core/formats/strokepack.c, core/formats/strokes.c and core/index/blockstore.c's reader.
  *
  * Feeds, by the input's first byte (mod 3):
  *   0  the rest as packed points: strokepack_unpack (at most len / 2
@@ -23,11 +23,11 @@
 #include <math.h>
 #include <zlib.h>
 
-#include "blockstore.h"
+#include "index/blockstore.h"
 #include "bsread.h"
 #include "fuzz.h"
-#include "strokepack.h"
-#include "strokes.h"
+#include "formats/strokepack.h"
+#include "formats/strokes.h"
 
 static void transform(const uint8_t *pts, uint32_t n, uint32_t stroke_len)
 {

@@ -1,5 +1,5 @@
 /*
- * fuzz_tar.c - libFuzzer target for core/tar.c's header walker.
+ * fuzz_tar.c - libFuzzer target for core/formats/tar.c's header walker.
  *
  * Feeds: the input as a file (memfd) to tar_walk over its whole length;
  * each member whose data tarindex_member_is_tar takes for a nested tar is
@@ -13,8 +13,8 @@
  * ImageNet fixture tars.
  */
 #include "fuzz.h"
-#include "tar.h"
-#include "tarindex.h"
+#include "formats/tar.h"
+#include "index/tarindex.h"
 
 struct ctx {
 	int fd;

@@ -1,5 +1,5 @@
 /*
- * fuzz_tarindex.c - libFuzzer target for core/tarindex.c: build, then use.
+ * fuzz_tarindex.c - libFuzzer target for core/index/tarindex.c: build, then use.
  *
  * Feeds: the input as a tar file (memfd, by its /proc/self/fd path) placed
  * twice in one tree, at the root and under "x" (two sources, as the
@@ -12,8 +12,8 @@
  * Seeds: the same tars as fuzz_tar.
  */
 #include "fuzz.h"
-#include "index.h"
-#include "tarindex.h"
+#include "index/index.h"
+#include "index/tarindex.h"
 #include "tarwalk.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

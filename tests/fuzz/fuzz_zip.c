@@ -1,5 +1,5 @@
 /*
- * fuzz_zip.c - libFuzzer target for core/zip.c, and the .npz member path
+ * fuzz_zip.c - libFuzzer target for core/formats/zip.c, and the .npz member path
  * of the Quick, Draw! index build after it (npy header, pickle).
  *
  * Feeds: the input as a file (memfd) to zip_open; then every member in
@@ -17,9 +17,9 @@
  * Seeds: tests/fixtures/make_npz.py's .npz and .zip files.
  */
 #include "fuzz.h"
-#include "npy.h"
-#include "pickle.h"
-#include "zip.h"
+#include "formats/npy.h"
+#include "formats/pickle.h"
+#include "formats/zip.h"
 
 #define NPZ_MAX_MEMBER (4ull << 30)	/* quickdraw_index.c MAX_MEMBER */
 

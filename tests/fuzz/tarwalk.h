@@ -26,7 +26,7 @@
 #define SFS_FUZZ_TARWALK_H
 
 #include "fuzz.h"
-#include "tarindex.h"
+#include "index/tarindex.h"
 
 #define TW_CHUNK (64u << 10)
 

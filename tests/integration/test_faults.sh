@@ -242,7 +242,7 @@ fi
 
 # ---- 2. a damaged saved index ----
 # index_cases FILE: "name offset" for a byte to flip in each header field,
-# in the middle of each section (from the section table, see core/index.c)
+# in the middle of each section (from the section table, see core/index/index.c)
 # and in the table; then the cuts
 index_cases() {
 	"$PY" - "$1" <<'PY'

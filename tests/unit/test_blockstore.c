@@ -1,5 +1,5 @@
 /*
- * test_blockstore.c - core/blockstore.c through a real index file: round
+ * test_blockstore.c - core/index/blockstore.c through a real index file: round
  * trips of random-sized records (0 and BLOCKSTORE_BLOCK included), deflated
  * and stored blocks, random access with and without a cache, and corrupt
  * input: a damaged data byte gives -EIO (never wrong bytes), damaged or
@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "blockstore.h"
+#include "index/blockstore.h"
 
 #define T_DATA INDEX_TAG('D', 'A', 'T', 'A')
 #define T_BLK INDEX_TAG('B', 'L', 'K', 'S')

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "devkit.h"
+#include "formats/devkit.h"
 #include "capture.h"
 #include "bounded.h"
 

@@ -1,5 +1,5 @@
 /*
- * test_index.c - core/index.c: writer/map round trip, and every way an index
+ * test_index.c - core/index/index.c: writer/map round trip, and every way an index
  * can be unusable (missing, stale, corrupt, truncated) giving its errno;
  * index_path naming; two processes committing the same index at once.
  */
@@ -14,7 +14,7 @@
 #include <dirent.h>
 #include <unistd.h>
 
-#include "index.h"
+#include "index/index.h"
 
 #define TAG_A INDEX_TAG('A', 'A', 'A', 'A')
 #define TAG_B INDEX_TAG('B', 'B', 'B', 'B')

@@ -14,7 +14,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "mat5.h"
+#include "formats/mat5.h"
 
 #define FIXTURE_SUBDIR "."
 #include "fixture.h"

@@ -1,5 +1,5 @@
 /*
- * test_mt19937.c - core/mt19937.c against numpy's legacy RandomState: raw
+ * test_mt19937.c - core/formats/mt19937.c against numpy's legacy RandomState: raw
  * outputs, random_interval and shuffle, from fixtures written by
  * tests/fixtures/make_rng.py into $SFS_FIXTURES/rng.
  */
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mt19937.h"
+#include "formats/mt19937.h"
 
 #define FIXTURE_SUBDIR "rng"
 #include "fixture.h"

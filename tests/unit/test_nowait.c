@@ -7,7 +7,7 @@
  */
 #include <criterion/criterion.h>
 
-#include "nowait.h"
+#include "io/nowait.h"
 
 #include <errno.h>
 #include <fcntl.h>

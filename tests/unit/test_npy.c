@@ -1,5 +1,5 @@
 /*
- * test_npy.c - core/npy.c against numpy: the manifest written by
+ * test_npy.c - core/formats/npy.c against numpy: the manifest written by
  * tests/fixtures/make_npy.py says, for each fixture, what numpy wrote or
  * read (emit, parse), what numpy refuses (bad) and what we refuse on purpose
  * (unsup).  Nothing here is computed by our own code.
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "npy.h"
+#include "formats/npy.h"
 
 #define FIXTURE_SUBDIR "npy"
 #include "fixture.h"
@@ -182,14 +182,14 @@ Test(npy, mutations_never_crash, .init = cr_redirect_stderr)
 	free(file);
 }
 
-/* ---- the npy layout (core/layout_npy.c) against np.save(arr[i]) ---- */
+/* ---- the npy layout (core/layouts/layout_npy.c) against np.save(arr[i]) ---- */
 
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "layout.h"
+#include "layouts/layout.h"
 
 struct entry {
 	char name[64];

@@ -1,5 +1,5 @@
 /*
- * test_pickle.c - core/pickle.c against pickles written by Python: every
+ * test_pickle.c - core/formats/pickle.c against pickles written by Python: every
  * flavour of tests/fixtures/qd_pickles.py (Python 2 cPickle emulation,
  * Python 3 protocols 2-5, numpy 2 names), whose element arrays must match
  * the expect_*.counts/.pts files numpy wrote from the original arrays; and
@@ -16,9 +16,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "npy.h"
-#include "pickle.h"
-#include "zip.h"
+#include "formats/npy.h"
+#include "formats/pickle.h"
+#include "formats/zip.h"
 
 #define FIXTURE_SUBDIR "qd"
 #include "fixture.h"

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "quickdraw_index.h"
+#include "layouts/quickdraw_index.h"
 
 static FILE *fixture(const char *name)
 {

@@ -1,5 +1,5 @@
 /*
- * test_strokepack.c - core/strokepack.c: packing and unpacking give back
+ * test_strokepack.c - core/formats/strokepack.c: packing and unpacking give back
  * the very bytes packed (random drawings, every int16 extreme, empty ones),
  * a pen other than 0/1 and a full buffer are refused, and badly framed or
  * cut bytes give -EIO or fewer whole points, never more points or an overrun.
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "strokepack.h"
+#include "formats/strokepack.h"
 
 static void put16(uint8_t *p, int v)
 {

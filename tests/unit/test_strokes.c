@@ -1,5 +1,5 @@
 /*
- * test_strokes.c - core/strokes.c against the pipeline's numpy code, from
+ * test_strokes.c - core/formats/strokes.c against the pipeline's numpy code, from
  * $SFS_FIXTURES/strokes/cases.bin (tests/fixtures/make_strokes.py): every
  * case must match bit for bit, including strokes longer than numpy's
  * reduction buffer, int16 extremes and m == 0.
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "strokes.h"
+#include "formats/strokes.h"
 
 #define FIXTURE_SUBDIR "strokes"
 #include "fixture.h"

@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "tar.h"
+#include "formats/tar.h"
 
 static const char *fixdir(void)
 {

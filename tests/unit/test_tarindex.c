@@ -18,8 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "index.h"
-#include "tarindex.h"
+#include "index/index.h"
+#include "index/tarindex.h"
 
 #define FIXTURE_SUBDIR "tars"
 #include "fixture.h"

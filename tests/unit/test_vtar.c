@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "vtar.h"
+#include "formats/vtar.h"
 
 #define MTIME 1331856000
 

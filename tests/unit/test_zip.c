@@ -1,5 +1,5 @@
 /*
- * test_zip.c - core/zip.c against Python's zipfile: for each archive
+ * test_zip.c - core/formats/zip.c against Python's zipfile: for each archive
  * make_npz.py wrote (np.savez and savez_compressed, zip64 everywhere, data
  * descriptors, an archive comment, empty members) the directory must match
  * zipfile's infolist and every member zipfile's read of it; the "zipbad"
@@ -18,7 +18,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "zip.h"
+#include "formats/zip.h"
 
 #define MAXMEMBERS 8
 #define FIXTURE_SUBDIR "qd"

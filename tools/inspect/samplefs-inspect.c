@@ -18,12 +18,12 @@
  * index are understood here (layout, index_dir, shard_size, shard_seed,
  * shuffle_seed, recursive, classes, per_class, seed, quiet).
  */
-#include "layout.h"
-#include "layout_imagenet.h"
+#include "layouts/layout.h"
+#include "layouts/layout_imagenet.h"
 #include "log.h"
 #include "options.h"
-#include "tar.h"
-#include "tarindex.h"
+#include "formats/tar.h"
+#include "index/tarindex.h"
 
 #include <dirent.h>
 #include <errno.h>

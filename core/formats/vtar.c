@@ -8,7 +8,7 @@
  * header blocks into a 512-byte stack buffer and pread'ing data through
  * the caller.  Not for: reading real tars (tar.c).
  */
-#include "vtar.h"
+#include "formats/vtar.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -4,7 +4,7 @@
  * file or directory of them, a .tar file or directory of them).
  * Not a layout itself; it only dispatches to their constructors.
  */
-#include "layout.h"
+#include "layouts/layout.h"
 #include "log.h"
 
 #include <dirent.h>

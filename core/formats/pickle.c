@@ -25,7 +25,7 @@
  * latin-1 strings of Python 3 protocol 2 pickles) or Fortran-ordered data
  * goes through one scratch buffer reused for every element.
  */
-#include "pickle.h"
+#include "formats/pickle.h"
 #include "log.h"
 
 #include <errno.h>

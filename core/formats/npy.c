@@ -10,7 +10,7 @@
  * Structured dtypes (descr given as a list) are rejected.  Not for the data
  * that follows the header.
  */
-#include "npy.h"
+#include "formats/npy.h"
 #include "log.h"
 
 #include <errno.h>

@@ -39,7 +39,7 @@
  *
  * Not the index build or the source scan (quickdraw_index.c).
  */
-#include "layout.h"
+#include "layouts/layout.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -54,15 +54,15 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "blockstore.h"
-#include "index.h"
+#include "index/blockstore.h"
+#include "index/index.h"
 #include "log.h"
-#include "nowait.h"
-#include "lru.h"
-#include "npy.h"
-#include "quickdraw_index.h"
-#include "strokepack.h"
-#include "strokes.h"
+#include "io/nowait.h"
+#include "index/lru.h"
+#include "formats/npy.h"
+#include "layouts/quickdraw_index.h"
+#include "formats/strokepack.h"
+#include "formats/strokes.h"
 
 #define MAX_STROKE_LEN (1u << 20)
 #define LINE_MAX_LEN   (2 * QD_MAX_NAME + 80)

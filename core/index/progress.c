@@ -5,7 +5,7 @@
  * Not a logger: messages go through log.h, and a line written meanwhile
  * simply lands after the partial progress line.
  */
-#include "progress.h"
+#include "index/progress.h"
 
 #include <stdio.h>
 #include <time.h>

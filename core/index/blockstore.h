@@ -15,8 +15,8 @@
 #include <stdint.h>
 #include <stddef.h>
 
-#include "index.h"
-#include "lru.h"
+#include "index/index.h"
+#include "index/lru.h"
 
 /*
  * A random read that misses the cache inflates one whole block, so the

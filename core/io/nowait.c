@@ -1,7 +1,7 @@
 /*
  * nowait.c - see nowait.h.  The only state is one thread-local flag.
  */
-#include "nowait.h"
+#include "io/nowait.h"
 
 #include <errno.h>
 #include <sys/uio.h>

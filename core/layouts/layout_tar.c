@@ -19,7 +19,7 @@
  *
  * Not for: compressed tars, tar shards synthesised from samples (vtar.c).
  */
-#include "layout.h"
+#include "layouts/layout.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -29,9 +29,9 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "index.h"
+#include "index/index.h"
 #include "log.h"
-#include "tarindex.h"
+#include "index/tarindex.h"
 
 #define INO0 1          /* inode of node 0 */
 #define TAG_PREFIX 'T'

@@ -13,7 +13,7 @@
  * inflated past their name.
  * Not for: writing, big-endian files, v4 or v7.3 files.
  */
-#include "mat5.h"
+#include "formats/mat5.h"
 #include "log.h"
 
 #include <errno.h>

@@ -14,7 +14,7 @@
  *
  * Not for: the npy framing of the result (the layout writes the header).
  */
-#include "strokes.h"
+#include "formats/strokes.h"
 
 #include <math.h>
 #include <string.h>

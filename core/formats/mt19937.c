@@ -8,7 +8,7 @@
  *
  * The state lives in the caller's struct; nothing here is shared.
  */
-#include "mt19937.h"
+#include "formats/mt19937.h"
 
 #define MT_N 624
 #define MT_M 397

@@ -13,8 +13,8 @@
 #include <stddef.h>
 #include <sys/stat.h>
 
-#include "blockstore.h"
-#include "index.h"
+#include "index/blockstore.h"
+#include "index/index.h"
 #include "options.h"
 
 #define QD_FORMAT     5u         /* bump when a section changes meaning */

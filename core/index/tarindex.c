@@ -21,7 +21,7 @@
  *
  * Not for: layout decisions (names of the mount's top level, inodes).
  */
-#include "tarindex.h"
+#include "index/tarindex.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -32,9 +32,9 @@
 #include <unistd.h>
 
 #include "log.h"
-#include "nowait.h"
-#include "progress.h"
-#include "tar.h"
+#include "io/nowait.h"
+#include "index/progress.h"
+#include "formats/tar.h"
 
 #define TARINDEX_VERSION 2
 #define TAG(c, x, y) INDEX_TAG((c), 'T', (x), (y))

@@ -14,7 +14,7 @@
  * overhead.  Not for: per-sample objects, or keys the caller cannot make
  * unique (key_base + block index).
  */
-#include "lru.h"
+#include "index/lru.h"
 
 #include <errno.h>
 #include <pthread.h>

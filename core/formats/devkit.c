@@ -5,8 +5,8 @@
  * with libarchive and parsed there.  Not used while mounted: the layout
  * copies what it needs into its index.
  */
-#include "devkit.h"
-#include "mat5.h"
+#include "formats/devkit.h"
+#include "formats/mat5.h"
 #include "log.h"
 
 #include <archive.h>

@@ -29,10 +29,10 @@
  * Threads: everything below is written by layout_npy_open and read-only
  * afterwards; pread on a shared fd is thread-safe.
  */
-#include "layout.h"
+#include "layouts/layout.h"
 #include "log.h"
-#include "nowait.h"
-#include "npy.h"
+#include "io/nowait.h"
+#include "formats/npy.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -24,11 +24,11 @@
  *
  * Not the tree (inodes, names, attributes, reads): layout_imagenet.c.
  */
-#include "imagenet_index.h"
-#include "layout_imagenet.h"	/* file names; layout.h: layout_imagenet_detect */
+#include "layouts/imagenet_index.h"
+#include "layouts/layout_imagenet.h"	/* file names; layout.h: layout_imagenet_detect */
 #include "log.h"
-#include "mt19937.h"
-#include "vtar.h"
+#include "formats/mt19937.h"
+#include "formats/vtar.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -28,10 +28,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "devkit.h"
-#include "index.h"
+#include "formats/devkit.h"
+#include "index/index.h"
 #include "options.h"
-#include "tarindex.h"
+#include "index/tarindex.h"
 
 enum { TRAIN, VAL, NSPLIT };
 extern const char *const imagenet_split_name[NSPLIT];	/* "train", "val" */

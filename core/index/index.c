@@ -16,7 +16,7 @@
  * Not for: what sections mean, or deciding when to rebuild (the caller does,
  * from index_map_open's -ESTALE / -EBADMSG / -ENOENT).
  */
-#include "index.h"
+#include "index/index.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -10,7 +10,7 @@
  *
  * Not for: extracting, compressed tars, building the tree (tarindex.c).
  */
-#include "tar.h"
+#include "formats/tar.h"
 
 #include <errno.h>
 #include <fcntl.h>

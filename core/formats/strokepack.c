@@ -6,7 +6,7 @@
  * still frames well decodes to other points: that is for the block store's
  * adler32 and the index checksum to catch.
  */
-#include "strokepack.h"
+#include "formats/strokepack.h"
 
 #include <errno.h>
 

@@ -27,7 +27,7 @@
  * hands whole batches of blocks to a deflating thread of its own (below):
  * a batch is touched by one thread at a time, the join orders the two.
  */
-#include "blockstore.h"
+#include "index/blockstore.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -37,7 +37,7 @@
 #include <zlib.h>
 
 #include "log.h"
-#include "nowait.h"
+#include "io/nowait.h"
 
 /*
  * Huffman coding only, no string matching: deflating the blocks is most of

@@ -60,8 +60,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "index.h"
-#include "tar.h"
+#include "index/index.h"
+#include "formats/tar.h"
 
 enum tarindex_type {
 	TARINDEX_DIR = 1,

@@ -17,7 +17,7 @@
  * zip library: no encryption, no multi-disk, no methods but stored and
  * deflate, no writing.
  */
-#include "zip.h"
+#include "formats/zip.h"
 #include "log.h"
 
 #include <errno.h>

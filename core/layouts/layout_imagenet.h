@@ -12,7 +12,7 @@
 
 #include <stdint.h>
 
-#include "layout.h"
+#include "layouts/layout.h"
 
 #define IMAGENET_TRAIN_TAR "ILSVRC2012_img_train.tar"
 #define IMAGENET_VAL_TAR "ILSVRC2012_img_val.tar"

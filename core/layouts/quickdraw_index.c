@@ -10,7 +10,7 @@
  *
  * Not the FUSE-facing ops: layout_quickdraw.c.
  */
-#include "quickdraw_index.h"
+#include "layouts/quickdraw_index.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -22,14 +22,14 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "blockstore.h"
+#include "index/blockstore.h"
 #include "log.h"
-#include "mt19937.h"
-#include "npy.h"
-#include "pickle.h"
-#include "progress.h"
-#include "strokepack.h"
-#include "zip.h"
+#include "formats/mt19937.h"
+#include "formats/npy.h"
+#include "formats/pickle.h"
+#include "index/progress.h"
+#include "formats/strokepack.h"
+#include "formats/zip.h"
 
 #define MAX_CLASSES   100000u
 /* An .npz member is inflated whole before its pickle is read.  Real

@@ -37,12 +37,12 @@
  * Not for: finding the sources, building or binding the indexes
  * (imagenet_index.c), decoding images, other datasets.
  */
-#include "layout.h"
-#include "layout_imagenet.h"
-#include "imagenet_index.h"
+#include "layouts/layout.h"
+#include "layouts/layout_imagenet.h"
+#include "layouts/imagenet_index.h"
 #include "log.h"
-#include "tarindex.h"
-#include "vtar.h"
+#include "index/tarindex.h"
+#include "formats/vtar.h"
 
 #include <errno.h>
 #include <pthread.h>
