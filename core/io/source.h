@@ -1,0 +1,143 @@
+/*
+ * source.h - the one place source bytes are read.
+ *
+ * A source is one file a layout is built from: a local file, or an
+ * http:// or https:// URL.  Everything above core/io (formats, index,
+ * layouts) reads, stats and lists sources only through this header, so a
+ * new kind of source (a bucket, a compressed stream) is one new backend
+ * here and nothing else.  Local files keep their fast paths: a source can
+ * hand out its descriptor for splicing, and in no-wait mode a read that
+ * would block fails with -EAGAIN instead of waiting.
+ *
+ * Names: a source is named by a URI string: a path ("/data/x.tar",
+ * "rel/x.npy") or a URL ("https://host/dir/x.tar").  source_join() builds
+ * a child name (percent-encoding for URLs), so callers never paste strings.
+ *
+ * Stamps: a source is opened once and keeps the stamp it had then (size,
+ * mtime, ETag).  Indexes are fingerprinted by stamps; source_check() says
+ * whether the source still matches its stamp (one way, for every layout).
+ *
+ * Threads: a struct source may be read from many threads at once
+ * (source_pread, source_check, source_fd); open and close are not
+ * concurrent with anything else on the same source.  The environment
+ * (connection pool, caches) is shared by all sources of a mount and is
+ * locked inside core/io.  The no-wait flag is per thread (thread-local):
+ * the one piece of state outside the mount context, on purpose, since it
+ * belongs to the thread running a request.
+ *
+ * Errors: negative errno.  Remote failures are logged here, once per cause
+ * and rate-limited (log.h), naming the URL, the range and what the server
+ * answered; local ones are not (callers name the file with strerror).
+ *
+ * Not for: index files, log files or anything samplefs itself writes; those
+ * are local files handled by their own modules.
+ */
+#ifndef SFS_SOURCE_H
+#define SFS_SOURCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* What identifies one version of a source. */
+struct source_stamp {
+	uint64_t size;
+	int64_t  mtime_ns;   /* 0 when the server gives no Last-Modified */
+	char     etag[128];  /* HTTP ETag as sent (quotes kept); "" if none */
+};
+
+/* Settings for remote sources (options of the mount); zero = default. */
+struct source_config {
+	unsigned timeout_s;       /* connect, and no progress for this long; 30 */
+	unsigned retries;         /* retries of one read before EIO; 5 */
+	const char *cacert;       /* CA bundle for https; NULL = system's */
+	int insecure;             /* 1: do not verify TLS peers */
+	uint64_t cache_bytes;     /* in-memory block cache; 64 MiB */
+	const char *cache_dir;    /* optional on-disk block cache */
+	uint64_t cache_dir_bytes; /* its bound; 1 GiB */
+	unsigned max_redirects;   /* 8 */
+};
+
+/* Per-mount state shared by its sources (connections, caches). */
+struct source_env;
+
+/* cfg may be NULL (defaults).  0 or -errno. */
+int source_env_new(const struct source_config *cfg, struct source_env **out);
+void source_env_free(struct source_env *env);
+
+struct source;
+
+/*
+ * Opens `uri` (path or URL) and records its stamp.  env may be NULL for
+ * local paths.  -ENOENT, -EACCES, -EISDIR (a directory), -EIO (the server
+ * failed or cannot serve ranges: a remote source must answer a Range
+ * request with 206), or another -errno.
+ */
+int source_open(struct source_env *env, const char *uri, struct source **out);
+void source_close(struct source *s);
+
+/* The name it was opened with, for messages. */
+const char *source_name(const struct source *s);
+/* The stamp recorded at open. */
+const struct source_stamp *source_stamp(const struct source *s);
+/* 1 for network sources (no descriptor, reads may take a round trip). */
+int source_is_remote(const struct source *s);
+
+/*
+ * Reads n bytes at off: returns n, fewer only at the end of the source, or
+ * -errno.  -EAGAIN only in no-wait mode, when the bytes are not at hand
+ * (local: not in the page cache; remote: not in the block cache): retry on
+ * a thread where waiting is allowed.  -EIO when the source changed since
+ * open (checked on every remote response; locally on a short read) or a
+ * remote read failed after its retries.
+ */
+ssize_t source_pread(struct source *s, void *buf, size_t n, uint64_t off);
+
+/*
+ * Whether the source still matches its stamp: 0, or -EIO with one warning
+ * for this source ("... changed since mounting ...: reads give EIO").
+ * Local: fstat (size, mtime).  Remote: what the responses so far showed
+ * (no request is sent).  Once changed, stays changed.
+ */
+int source_check(struct source *s);
+
+/*
+ * For splicing: the descriptor holding the bytes and the offset in it of
+ * the source's byte 0.  -ENOTSUP for remote sources.  The descriptor stays
+ * owned by the source.
+ */
+int source_fd(struct source *s, int *fd, uint64_t *base);
+
+/* Turns no-wait mode on or off for the calling thread. */
+void source_nowait(int on);
+
+/* What source_stat says of a name. */
+struct source_info {
+	int is_dir;
+	struct source_stamp stamp;  /* files only */
+};
+
+/* -ENOENT when absent; for URLs a HEAD (a name ending in '/' is a
+ * directory).  0 or -errno. */
+int source_stat(struct source_env *env, const char *uri,
+		struct source_info *out);
+
+/* Called once per entry (never "." or ".."); nonzero stops the listing and
+ * is returned by source_list. */
+typedef int (*source_list_fn)(void *arg, const char *name, int is_dir);
+
+/*
+ * Lists a directory: local with readdir; remote from the server's listing
+ * (nginx `autoindex_format json`).  Order is unspecified (callers sort).
+ * -ENOTDIR, -ENOENT, -ENOTSUP (a server that gives no listing), -errno.
+ */
+int source_list(struct source_env *env, const char *dir_uri,
+		source_list_fn fn, void *arg);
+
+/* dir + "/" + name, the name percent-encoded for URLs; malloc'ed, NULL on
+ * ENOMEM.  dir may end in '/'. */
+char *source_join(const char *dir_uri, const char *name);
+/* 1 if uri is a URL this build can open (http, https). */
+int source_is_url(const char *uri);
+
+#endif
