@@ -1,0 +1,67 @@
+/*
+ * backend.h - what a kind of source (local file, HTTP) implements, and the
+ * struct source they share.  Private to core/io: everything above uses
+ * source.h.
+ *
+ * source.c owns the generic parts (choosing the backend by the name's
+ * scheme, the stamp, the one "changed since mounting" warning, the
+ * thread's no-wait flag); a backend only moves bytes and says what it saw.
+ * Backends are chosen from a table (source.c), as squashfuse chooses its
+ * decompressors.
+ */
+#ifndef SFS_IO_BACKEND_H
+#define SFS_IO_BACKEND_H
+
+#include <stdatomic.h>
+
+#include "io/source.h"
+
+struct source_backend;
+
+struct source {
+	const struct source_backend *be;
+	struct source_env *env;
+	char *name;                 /* as opened, for messages */
+	struct source_stamp stamp;  /* at open */
+	atomic_int changed;         /* 1 once a change was seen */
+	atomic_int warned;          /* 1 once the change was reported */
+	void *priv;                 /* the backend's */
+};
+
+struct source_env {
+	struct source_config cfg;   /* defaults filled in */
+	void *http;                 /* the HTTP backend's shared state, or NULL */
+};
+
+struct source_backend {
+	const char *name;
+	/* 1 if this backend handles uri */
+	int (*claims)(const char *uri);
+	/* opens s->name, sets s->priv and s->stamp; 0 or -errno */
+	int (*open)(struct source *s);
+	/* as source_pread; the no-wait flag is source_nowait_mode() */
+	ssize_t (*pread)(struct source *s, void *buf, size_t n, uint64_t off);
+	/* 1 if the source no longer matches s->stamp, 0 if it does, -errno */
+	int (*changed)(struct source *s);
+	/* optional: as source_fd */
+	int (*fd)(struct source *s, int *fd, uint64_t *base);
+	void (*close)(struct source *s);
+	int (*stat)(struct source_env *env, const char *uri,
+		    struct source_info *out);
+	int (*list)(struct source_env *env, const char *uri,
+		    source_list_fn fn, void *arg);
+	/* optional: per-mount state in env->http etc.; 0 or -errno */
+	int (*env_init)(struct source_env *env);
+	void (*env_fini)(struct source_env *env);
+};
+
+/* The calling thread's no-wait flag (source_nowait). */
+int source_nowait_mode(void);
+
+/* Marks s changed (a response showed another ETag or size); the warning is
+ * given by source_check / the failing read. */
+void source_mark_changed(struct source *s);
+
+extern const struct source_backend source_file_backend;
+
+#endif

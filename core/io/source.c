@@ -1,0 +1,222 @@
+/*
+ * source.c - the generic half of core/io: a source is opened by the backend
+ * that claims its name (backend table below), and the stamp, the change
+ * check with its one warning, and the thread's no-wait flag live here, once
+ * for every kind of source.  See source.h for the contract.
+ *
+ * Not for: moving bytes (file.c, http.c) or anything about formats.
+ */
+#include "io/backend.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+/* Tried in order; the local file backend claims whatever is not a URL. */
+static const struct source_backend *const backends[] = {
+	&source_file_backend,
+};
+
+#define NBACKENDS (sizeof(backends) / sizeof(backends[0]))
+
+static _Thread_local int nowait_mode;
+
+void source_nowait(int on)
+{
+	nowait_mode = on;
+}
+
+int source_nowait_mode(void)
+{
+	return nowait_mode;
+}
+
+static const struct source_backend *backend_of(const char *uri)
+{
+	size_t i;
+
+	for (i = 0; i < NBACKENDS; i++)
+		if (backends[i]->claims(uri))
+			return backends[i];
+	return NULL;
+}
+
+int source_is_url(const char *uri)
+{
+	return !strncmp(uri, "http://", 7) || !strncmp(uri, "https://", 8);
+}
+
+int source_env_new(const struct source_config *cfg, struct source_env **out)
+{
+	struct source_env *env = calloc(1, sizeof(*env));
+	size_t i;
+	int rc = 0;
+
+	if (!env)
+		return -ENOMEM;
+	if (cfg)
+		env->cfg = *cfg;
+	if (!env->cfg.timeout_s)
+		env->cfg.timeout_s = 30;
+	if (!env->cfg.retries)
+		env->cfg.retries = 5;
+	if (!env->cfg.cache_bytes)
+		env->cfg.cache_bytes = 64ull << 20;
+	if (!env->cfg.cache_dir_bytes)
+		env->cfg.cache_dir_bytes = 1ull << 30;
+	if (!env->cfg.max_redirects)
+		env->cfg.max_redirects = 8;
+	for (i = 0; i < NBACKENDS && !rc; i++)
+		if (backends[i]->env_init)
+			rc = backends[i]->env_init(env);
+	if (rc) {
+		source_env_free(env);
+		return rc;
+	}
+	*out = env;
+	return 0;
+}
+
+void source_env_free(struct source_env *env)
+{
+	size_t i;
+
+	if (!env)
+		return;
+	for (i = 0; i < NBACKENDS; i++)
+		if (backends[i]->env_fini)
+			backends[i]->env_fini(env);
+	free(env);
+}
+
+int source_open(struct source_env *env, const char *uri, struct source **out)
+{
+	const struct source_backend *be = backend_of(uri);
+	struct source *s;
+	int rc;
+
+	*out = NULL;
+	if (!be)
+		return -EPROTONOSUPPORT;
+	if (!(s = calloc(1, sizeof(*s))) || !(s->name = strdup(uri))) {
+		free(s);
+		return -ENOMEM;
+	}
+	s->be = be;
+	s->env = env;
+	if ((rc = be->open(s)) < 0) {
+		free(s->name);
+		free(s);
+		return rc;
+	}
+	*out = s;
+	return 0;
+}
+
+void source_close(struct source *s)
+{
+	if (!s)
+		return;
+	s->be->close(s);
+	free(s->name);
+	free(s);
+}
+
+const char *source_name(const struct source *s)
+{
+	return s->name;
+}
+
+const struct source_stamp *source_stamp(const struct source *s)
+{
+	return &s->stamp;
+}
+
+int source_is_remote(const struct source *s)
+{
+	return s->be != &source_file_backend;
+}
+
+ssize_t source_pread(struct source *s, void *buf, size_t n, uint64_t off)
+{
+	return s->be->pread(s, buf, n, off);
+}
+
+void source_mark_changed(struct source *s)
+{
+	atomic_store(&s->changed, 1);
+}
+
+int source_check(struct source *s)
+{
+	if (!atomic_load(&s->changed) && s->be->changed(s) == 0)
+		return 0;
+	atomic_store(&s->changed, 1);
+	/* one warning however many threads and reads see the change */
+	if (!atomic_exchange(&s->warned, 1))
+		sfs_warn("%s: changed since mounting (%s): reads of it give EIO "
+			 "until remounted", s->name,
+			 source_is_remote(s) ? "size or ETag" : "size or mtime");
+	return -EIO;
+}
+
+int source_fd(struct source *s, int *fd, uint64_t *base)
+{
+	if (!s->be->fd)
+		return -ENOTSUP;
+	return s->be->fd(s, fd, base);
+}
+
+int source_stat(struct source_env *env, const char *uri, struct source_info *out)
+{
+	const struct source_backend *be = backend_of(uri);
+
+	memset(out, 0, sizeof(*out));
+	return be ? be->stat(env, uri, out) : -EPROTONOSUPPORT;
+}
+
+int source_list(struct source_env *env, const char *dir_uri, source_list_fn fn,
+		void *arg)
+{
+	const struct source_backend *be = backend_of(dir_uri);
+
+	return be ? be->list(env, dir_uri, fn, arg) : -EPROTONOSUPPORT;
+}
+
+/* RFC 3986 unreserved characters pass; everything else is %XX. */
+static int url_plain(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' ||
+	       c == '~';
+}
+
+char *source_join(const char *dir_uri, const char *name)
+{
+	size_t dl = strlen(dir_uri), nl = strlen(name), i;
+	int url = source_is_url(dir_uri);
+	char *out, *p;
+
+	while (dl > 1 && dir_uri[dl - 1] == '/')
+		dl--;
+	/* worst case every byte of name becomes %XX */
+	if (!(out = malloc(dl + 1 + 3 * nl + 1)))
+		return NULL;
+	memcpy(out, dir_uri, dl);
+	p = out + dl;
+	if (!(dl == 1 && dir_uri[0] == '/'))
+		*p++ = '/';
+	for (i = 0; i < nl; i++) {
+		unsigned char c = (unsigned char)name[i];
+
+		if (!url || url_plain(c) || c == '/')
+			*p++ = (char)c;
+		else
+			p += sprintf(p, "%%%02X", c);
+	}
+	*p = '\0';
+	return out;
+}
