@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <stddef.h>
 
+#include "io/source.h"
+
 struct sfs_opts {
 	const char *source;      /* SOURCE as given, made absolute */
 	const char *layout;      /* "quickdraw" | "npy" | "tar" | "imagenet" | NULL = detect */
@@ -33,6 +35,10 @@ struct sfs_opts {
 	int      has_shard_seed; /* -o shard_seed=N given */
 	uint32_t shard_seed;
 	uint32_t shuffle_seed;   /* -o shuffle_seed=N (default 0) */
+
+	/* remote sources (http, https): timeout=, retries=, cacert=, insecure,
+	 * cache_mem=, cache_dir=, cache_dir_size= */
+	struct source_config remote;
 };
 
 /* Fills defaults; every field not named above is zero/NULL. */
