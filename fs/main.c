@@ -457,6 +457,7 @@ int main(int argc, char *argv[])
 	fs.uid = getuid();
 	fs.gid = getgid();
 	fs.timeout = TIMEOUT;
+	rdplus_init(&fs.rdp);
 	if (sfs_opts_parse(&args, &fs.opts))
 		goto out;
 	if (fuse_parse_cmdline(&args, &copts)) {
@@ -549,6 +550,7 @@ out:
 	if (se)
 		fuse_session_destroy(se);
 	layout_close(&fs.layout);
+	rdplus_destroy(&fs.rdp);
 	if (private_idx)
 		remove_private_dir(fs.opts.core.index_dir);
 	sfs_opts_free(&fs.opts);

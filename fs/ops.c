@@ -11,7 +11,8 @@
  *
  * Threads: requests run concurrently (the libfuse multi-threaded loop, or
  * with -o poll one session thread plus the reads it queues on fs->io);
- * struct sfs_fs is read-only apart from fs->io, which locks itself, and
+ * struct sfs_fs is read-only apart from fs->io and fs->rdp, which lock
+ * themselves, and
  * each request's buffers are its own (stack, or malloc'd and freed before
  * replying returns).
  */
@@ -82,10 +83,12 @@ static void sfs_init(void *userdata, struct fuse_conn_info *conn)
 			FUSE_CAP_ASYNC_READ | FUSE_CAP_CACHE_SYMLINKS |
 			FUSE_CAP_PARALLEL_DIROPS;
 
-	const struct sfs_fs *fs = userdata;
-	int always = fs->opts.readdirplus == RDPLUS_ALWAYS ||
-		     (fs->opts.readdirplus == RDPLUS_BY_LAYOUT &&
-		      fs->layout.ops->listed_then_read);
+	struct sfs_fs *fs = userdata;
+	int mode = fs->opts.readdirplus;
+
+	if (mode == RDPLUS_BY_LAYOUT)
+		mode = fs->layout.ops->listed_then_read ? RDPLUS_ALWAYS
+							: RDPLUS_ADAPTIVE;
 
 	/* conn->max_readahead stays the kernel's offer: it can only lower it */
 	conn->want |= conn->capable & want;
@@ -95,9 +98,13 @@ static void sfs_init(void *userdata, struct fuse_conn_info *conn)
 	/* Without READDIRPLUS_AUTO every listing is a READDIRPLUS: a loader's
 	 * glob() then leaves a dentry per file and its np.load() sends one
 	 * request (READ), not two (LOOKUP, READ).  Auto would give attributes
-	 * only to the first reply of a listing, since the lookups come after. */
-	if (always)
+	 * only to the first reply of a listing, since the lookups come after.
+	 * Adaptive listings are READDIRPLUS too; the entries the guess leaves
+	 * without attributes (node id 0) cost the kernel nothing. */
+	if (mode == RDPLUS_ALWAYS || mode == RDPLUS_ADAPTIVE)
 		conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
+	fs->adaptive = mode == RDPLUS_ADAPTIVE &&
+		       (conn->want & FUSE_CAP_READDIRPLUS);
 }
 
 static void sfs_destroy(void *userdata)
@@ -124,6 +131,8 @@ static void sfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_err(req, -rc);
 		return;
 	}
+	if (fs->adaptive && !S_ISDIR(a.mode))
+		rdplus_lookup(&fs->rdp, parent);
 	to_entry(fs, &a, &e);
 	fuse_reply_entry(req, &e);
 }
@@ -201,7 +210,8 @@ static void sfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
  */
 struct dirbuf {
 	fuse_req_t req;
-	const struct sfs_fs *fs;
+	struct sfs_fs *fs;
+	fuse_ino_t dir;
 	char *buf;
 	size_t size, pos;
 	int plus;
@@ -233,7 +243,12 @@ static int add_entry(struct dirbuf *d, const char *name,
 static int fill(void *arg, const char *name, const struct sfs_attr *a,
 		uint64_t cookie)
 {
-	return add_entry(arg, name, a, cookie + 2, 1);
+	struct dirbuf *d = arg;
+	int link = 1;
+
+	if (d->plus && d->fs->adaptive && !S_ISDIR(a->mode))
+		link = rdplus_file_entry(&d->fs->rdp, d->dir);
+	return add_entry(d, name, a, cookie + 2, link);
 }
 
 /* ".." gets the root's number: the layout does not say who the parent is,
@@ -259,7 +274,8 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       int plus)
 {
 	struct sfs_fs *fs = fs_of(req);
-	struct dirbuf d = {.req = req, .fs = fs, .size = size, .plus = plus};
+	struct dirbuf d = {.req = req, .fs = fs, .dir = ino, .size = size,
+			   .plus = plus};
 	char stack[STACK_DIR];
 	int rc = 0;
 
@@ -268,6 +284,8 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
+	if (plus && fs->adaptive)
+		rdplus_listing(&fs->rdp, ino, (uint64_t)off);
 	if (!add_dots(&d, ino, (uint64_t)off))
 		rc = fs->layout.ops->readdir(fs->layout.priv, ino,
 					     off < 2 ? 0 : (uint64_t)off - 2, fill, &d);
