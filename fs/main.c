@@ -108,7 +108,7 @@ static int run_polling(struct sfs_fs *fs, struct fuse_session *se,
 		return -1;
 	}
 	if (!c->singlethread && fs->opts.workers) {
-		if ((rc = workers_start(&io, fs->opts.workers, fs)) < 0) {
+		if ((rc = workers_start(&io, fs->opts.workers, fs->opts.poll_us, fs)) < 0) {
 			sfs_err("cannot start %u worker threads: %s",
 				fs->opts.workers, strerror(-rc));
 			devpoll_uninstall(&fs->dp);
