@@ -571,6 +571,14 @@ in_reads() {	# INDEX_DIR MEAN_SIZE
 				measure in.cold.samplefs_nopoll "$l" "$MNT" 1
 				fs_stop "$MNT"
 			fi
+			# 4 readers cold: as many disk reads in flight as readers
+			drop_caches
+			measure in.cold4.extracted "$l" "$x" 4
+			if samplefs_start "$src" "$idx"; then
+				drop_caches
+				measure in.cold4.samplefs "$l" "$MNT" 4
+				fs_stop "$MNT"
+			fi
 		fi
 	done
 	# ratarmount is not packaged in Debian and there is no network for pip

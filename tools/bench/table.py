@@ -226,6 +226,11 @@ B = [
     ("random JPEGs, cold, 1 thread: samplefs -o poll=0 (libfuse's loop, for reference)", dict(
         key="in.cold.samplefs_nopoll", unit="files/s", kind="ratio", ref="in.cold.extracted",
         info=True)),
+    ("random JPEGs, cold, 4 threads: extracted tree", dict(
+        key="in.cold4.extracted", unit="files/s", kind="info")),
+    ("random JPEGs, cold, 4 threads: samplefs", dict(
+        key="in.cold4.samplefs", unit="files/s", kind="ratio", ref="in.cold4.extracted",
+        op=">=", limit=1.0, target="samplefs / extracted >= 1x")),
     ("archivemount of the outer tar: mount time", dict(
         key="in.am_outer_mount_s", unit="s", kind="info")),
     ("archivemount of flat.tar (a subset, see notes): mount time", dict(
