@@ -9,7 +9,7 @@ stdout (and writes it to --port-file, atomically) once it accepts, and
 forwards every request to the upstream (nginx) on a keep-alive connection
 per client connection, keeping client connections alive too.  HEAD is
 forwarded as HEAD and answered without a body.  Every upstream socket
-has a timeout (--timeout, 10 s), every client socket one of 60 s, and a
+has a timeout (--timeout, 10 s), every client socket one of 120 s, and a
 trickle gives up after max_s, so nothing here can hang a test.
 
 Control interface: GET requests to paths starting /__ on the same port,
@@ -27,8 +27,9 @@ argument):
         drop      reset the connection (RST) without an answer
         trickle   forward, send the body at rate=B bytes/s (100), close
               after max_s=S seconds (30) if the client has not given up
-        norange   forward without Range and If-Range: a 200 with the
-              whole body, as from a server that ignores Range
+        norange   forward without Range and If-Range, answer without
+              Accept-Ranges: a 200 with the whole body, as from a server
+              that ignores Range (method=GET keeps HEADs from using it up)
         off       disarm
   /__etag?change=1   every later response's ETag is rewritten to a new
       value (again with each change), as if the file changed; conditional
@@ -183,11 +184,14 @@ def parse_control(state, path, query):
 
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = 'HTTP/1.1'
-    timeout = 60		# an idle or stalled client connection
+    timeout = 120		# an idle or stalled client connection (nginx keeps 120 s too)
     server_version = 'fault_proxy'
 
     def setup(self):
         super().setup()
+        # headers and body go out in separate writes: without this, Nagle
+        # and the client's delayed ACK hold each small answer ~40 ms
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.up = None
         self.counted = False	# connections counts those with a forwarded request
 
@@ -282,17 +286,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if n:
             body = self.rfile.read(n)
         for attempt in (0, 1):
-            if not self.up:
-                self.up = http.client.HTTPConnection(*self.server.upstream_addr,
-                                                     timeout=self.server.up_timeout)
-                attempt = 1	# a fresh connection's failure is the upstream's
+            fresh = self.up is None	# a fresh connection's failure is the upstream's
             try:
+                if fresh:
+                    self.up = http.client.HTTPConnection(*self.server.upstream_addr,
+                                                         timeout=self.server.up_timeout)
+                    self.up.connect()
+                    self.up.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 self.up.request(self.command, self.path, body=body, headers=headers)
                 self.server.state.count('upstream')
                 return self.up.getresponse()
             except (OSError, http.client.HTTPException):
                 self.close_upstream()
-                if attempt:
+                if fresh or attempt:
                     raise
         raise AssertionError('unreachable')
 
@@ -313,6 +319,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         for k, v in resp.getheaders():
             lk = k.lower()
             if lk in HOP or lk == 'content-length':
+                continue
+            if lk == 'accept-ranges' and mode == 'norange':
                 continue
             if lk == 'etag':
                 v = rewrite_etag(v, gen)

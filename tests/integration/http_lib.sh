@@ -14,7 +14,7 @@
 # certificate ($HTTP_CACERT, for IP:127.0.0.1 and DNS:localhost) made here
 # by openssl.  Directories are listed as nginx's `autoindex_format json`.
 # Its access log ($HTTP_ACCESS_LOG) has one tab-separated line a request:
-#   method  uri  range-header  status  body-bytes  protocol  port  conn  nth-on-conn
+#   method uri range-header status body-bytes protocol port conn nth-on-conn seconds
 # ("-" for a missing Range), which tests count data GETs and HEADs in.
 # One worker process by default (HTTP_WORKERS), so a request's log line is
 # written before that of any request that completes after it, which is what
@@ -56,18 +56,22 @@ http_pct_encode() {
 }
 
 # http_kill_pid PID [CHILD-PIDS...]: SIGTERM to PID (a server this test
-# started), bounded wait, then SIGKILL to it and to those of CHILD-PIDS
-# still alive (nginx workers outlive a killed master); reaps PID.
+# started), bounded wait, reaped.  Only if it had to be SIGKILLed: SIGKILL
+# to those of CHILD-PIDS (nginx workers, which a killed master leaves
+# behind) still alive as nginx (a master that exits on SIGTERM has reaped
+# its workers, so their PIDs may be anyone's by then).
 http_kill_pid() {
 	local pid=$1 i c; shift
 	kill "$pid" 2>/dev/null
 	for i in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-	kill -9 "$pid" 2>/dev/null
+	if kill -0 "$pid" 2>/dev/null; then
+		echo "http_kill_pid: $pid ignored SIGTERM for 10 s, killing it" >&2
+		kill -9 "$pid" 2>/dev/null
+		for c in "$@"; do
+			[ "$(cat "/proc/$c/comm" 2>/dev/null)" = nginx ] && kill -9 "$c" 2>/dev/null
+		done
+	fi
 	wait "$pid" 2>/dev/null
-	for c in "$@"; do
-		for i in $(seq 1 50); do kill -0 "$c" 2>/dev/null || break; sleep 0.1; done
-		kill -9 "$c" 2>/dev/null
-	done
 	return 0
 }
 
@@ -90,7 +94,7 @@ error_log $d/error.log warn;
 events { worker_connections 512; }
 http {
 	default_type application/octet-stream;
-	log_format sfs '\$request_method\t\$request_uri\t\$http_range\t\$status\t\$body_bytes_sent\t\$server_protocol\t\$server_port\t\$connection\t\$connection_requests';
+	log_format sfs '\$request_method\t\$request_uri\t\$http_range\t\$status\t\$body_bytes_sent\t\$server_protocol\t\$server_port\t\$connection\t\$connection_requests\t\$request_time';
 	access_log $d/access.log sfs;
 	client_body_temp_path $d/tmp/body;
 	proxy_temp_path $d/tmp/proxy;

@@ -171,9 +171,10 @@ proxy_ctl 'fault?mode=drop' >/dev/null
 check "drop: no answer, then the next request is served" eval '
 	rm -f "$T/got"; c -o "$T/got" -r 0-9 "$P"; rc=$?; { [ $rc = 52 ] || [ $rc = 56 ]; } && [ ! -s "$T/got" ] &&
 	ranged "$P" 0 9 "$BIG"'
-proxy_ctl 'fault?mode=norange&n=-1' >/dev/null
+proxy_ctl 'fault?mode=norange&n=-1&method=GET' >/dev/null
 check "norange: a ranged GET gets 200 and the whole file, until disarmed" eval '
-	whole "$P" "$BIG" -r 1000-1999 && whole "$P" "$BIG" -r 5-6 &&
+	whole "$P" "$BIG" -r 1000-1999 && whole "$P" "$BIG" -r 5-6 -D "$T/hdr" &&
+	! grep -qi "^Accept-Ranges" "$T/hdr" && [ "$(header "$P" Accept-Ranges)" = bytes ] &&
 	proxy_ctl "fault?mode=off" >/dev/null && ranged "$P" 5 6 "$BIG"'
 
 E0=$(header "$U" ETag)
