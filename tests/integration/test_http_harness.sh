@@ -61,7 +61,7 @@ whole() {
 # header URL NAME [curl args...]: NAME's value in a HEAD's answer
 header() {
 	local url=$1 name=$2; shift 2
-	c -I "$@" "$url" | tr -d '\r' | awk -v n="$(tr A-Z a-z <<<"$name"):" 'tolower($1) == n { $1 = ""; sub(/^ /, ""); print }'
+	c -I "$@" "$url" | tr -d '\r' | awk -v n="$name:" 'tolower($1) == tolower(n) { $1 = ""; sub(/^ /, ""); print }'
 }
 
 # ---- 1. nginx over HTTP ----
@@ -250,7 +250,7 @@ for how in exit term; do
 		http_start -s "$2" && proxy_start "http://127.0.0.1:$HTTP_PORT" || exit 1
 		echo "$HTTP_PID ${HTTP_WORKER_PIDS[*]} $PROXY_PID" >"$3.tmp"; mv "$3.tmp" "$3"
 		[ "$4" = exit ] && exit 3
-		timeout 60 sleep 60 & wait' sh "$SFS_ROOT/tests/integration" "$D" "$T/child.pids" "$how" &
+		mkfifo "$SFS_TMP/never"; read -t 60 <>"$SFS_TMP/never"	# a builtin: nothing left behind' sh "$SFS_ROOT/tests/integration" "$D" "$T/child.pids" "$how" &
 	child=$!
 	for i in $(seq 1 200); do [ -s "$T/child.pids" ] || ! kill -0 $child 2>/dev/null && break; sleep 0.1; done
 	[ "$how" = term ] && kill -TERM $child
