@@ -33,8 +33,10 @@ void index_fp_init(struct index_fp *fp, const char *layout_name);
 void index_fp_add_bytes(struct index_fp *fp, const void *p, size_t n);
 void index_fp_add_str(struct index_fp *fp, const char *s);
 void index_fp_add_u64(struct index_fp *fp, uint64_t v);
-/* adds path, size and mtime (ns) of the file; -errno if it cannot be stat'ed */
-int index_fp_add_file(struct index_fp *fp, const char *path);
+struct source_stamp;
+/* adds a source: its name and stamp (size, mtime in ns, ETag if any) */
+void index_fp_add_source(struct index_fp *fp, const char *name,
+			 const struct source_stamp *st);
 
 /*
  * The directory indexes go to: o->index_dir, else $XDG_CACHE_HOME/samplefs
@@ -49,7 +51,8 @@ int index_dir_writable(const char *dir);
 
 /*
  * Where the index of `source` under layout `layout_name` lives:
- * <index_dir>/<layout>-<hash of realpath(source) and key>.sfsidx.
+ * <index_dir>/<layout>-<hash of realpath(source) and key>.sfsidx (a URL
+ * is hashed as given).
  * `key` distinguishes variants built from the same source (may be "").
  * Creates index_dir if needed.  0 or -errno.
  */

@@ -29,13 +29,12 @@
 #include "log.h"
 #include "formats/mt19937.h"
 #include "formats/vtar.h"
+#include "io/source.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 const char *const imagenet_split_name[NSPLIT] = { "train", "val" };
 static const char tar_tag[NSPLIT] = { 'T', 'V' };
@@ -59,18 +58,16 @@ static int is_wnid_tar(const char *name)
 	return !strcmp(name + 9, ".tar");
 }
 
-static int is_file(const char *path)
+/* Whether `path` is a file; its stamp in *st if so. */
+static int is_file(struct source_env *env, const char *path, struct source_stamp *st)
 {
-	struct stat st;
+	struct source_info info;
 
-	return !stat(path, &st) && S_ISREG(st.st_mode);
-}
-
-static char *join(const char *a, const char *b)
-{
-	char *p;
-
-	return asprintf(&p, "%s/%s", a, b) < 0 ? NULL : p;
+	if (source_stat(env, path, &info) || info.is_dir)
+		return 0;
+	if (st)
+		*st = info.stamp;
+	return 1;
 }
 
 static int add_source(struct in_split *sp, char *path, const char *dir)
@@ -85,6 +82,7 @@ static int add_source(struct in_split *sp, char *path, const char *dir)
 		return -ENOMEM;
 	}
 	sp->src = n;
+	memset(&n[sp->nsrc], 0, sizeof(*n));
 	n[sp->nsrc].path = path;
 	n[sp->nsrc].dir = strdup(dir);
 	if (!n[sp->nsrc].dir) {
@@ -100,77 +98,88 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* train/<wnid>.tar, sorted: each class tar is a source at dir <wnid> */
-static int scan_class_tars(struct in_split *sp, const char *dir)
-{
-	char **names = NULL, **nn, wnid[16];
-	size_t n = 0, i;
-	struct dirent *de;
-	DIR *d = opendir(dir);
-	int rc = 0;
+struct wnid_tars {
+	char **v;
+	size_t n;
+};
 
-	if (!d)
+/* source_list callback: keeps the <wnid>.tar names */
+static int take_wnid_tar(void *arg, const char *name, int is_dir)
+{
+	struct wnid_tars *w = arg;
+	char **nn;
+
+	if (!is_wnid_tar(name))
 		return 0;
-	while (!rc && (de = readdir(d))) {
-		if (!is_wnid_tar(de->d_name))
-			continue;
-		nn = realloc(names, (n + 1) * sizeof(*names));
-		rc = -ENOMEM;
-		if (nn && (nn[n] = strdup(de->d_name)))
-			rc = 0, n++;
-		if (nn)
-			names = nn;
-	}
-	closedir(d);
-	qsort(names, n, sizeof(*names), cmp_str);
-	for (i = 0; i < n; i++) {
+	if (!(nn = realloc(w->v, (w->n + 1) * sizeof(*nn))))
+		return -ENOMEM;
+	w->v = nn;
+	if (!(nn[w->n] = strdup(name)))
+		return -ENOMEM;
+	w->n++;
+	return 0;
+}
+
+/* train/<wnid>.tar, sorted: each class tar is a source at dir <wnid>.  A
+ * directory that cannot be listed has none. */
+static int scan_class_tars(struct source_env *env, struct in_split *sp, const char *dir)
+{
+	struct wnid_tars w = { NULL, 0 };
+	char wnid[16];
+	size_t i;
+	int rc = source_list(env, dir, take_wnid_tar, &w);
+
+	rc = rc == -ENOMEM ? rc : 0;
+	qsort(w.v, w.n, sizeof(*w.v), cmp_str);
+	for (i = 0; i < w.n; i++) {
 		if (!rc) {
-			memcpy(wnid, names[i], 9);
+			memcpy(wnid, w.v[i], 9);
 			wnid[9] = '\0';
-			rc = add_source(sp, join(dir, names[i]), wnid);
+			rc = add_source(sp, source_join(dir, w.v[i]), wnid);
 		}
-		free(names[i]);
+		free(w.v[i]);
 	}
-	free(names);
+	free(w.v);
 	return rc;
 }
 
-int imagenet_find_sources(struct in_layout *L, const char *root)
+int imagenet_find_sources(struct in_layout *L, struct source_env *env,
+			  const char *root)
 {
 	char *p;
 	int rc = 0;
 
-	p = join(root, IMAGENET_TRAIN_TAR);
-	if (p && is_file(p)) {
+	p = source_join(root, IMAGENET_TRAIN_TAR);
+	if (p && is_file(env, p, NULL)) {
 		rc = add_source(&L->sp[TRAIN], p, "");
 		L->sp[TRAIN].recursive = 1;	/* expand the class tars */
 	} else {
 		free(p);
-		p = join(root, "train");
-		rc = p ? scan_class_tars(&L->sp[TRAIN], p) : -ENOMEM;
+		p = source_join(root, "train");
+		rc = p ? scan_class_tars(env, &L->sp[TRAIN], p) : -ENOMEM;
 		free(p);
 	}
-	p = join(root, IMAGENET_VAL_TAR);
-	if (!rc && p && is_file(p))
+	p = source_join(root, IMAGENET_VAL_TAR);
+	if (!rc && p && is_file(env, p, NULL))
 		rc = add_source(&L->sp[VAL], p, "");
 	else
 		free(p);
-	p = join(root, IMAGENET_DEVKIT);
-	if (p && is_file(p))
+	p = source_join(root, IMAGENET_DEVKIT);
+	if (p && is_file(env, p, &L->devkit_stamp))
 		L->devkit = p;
 	else
 		free(p);
 	return rc;
 }
 
-int layout_imagenet_detect(const char *source)
+int layout_imagenet_detect(struct source_env *env, const char *source)
 {
 	struct in_layout L;
 	int found;
 	size_t s, i;
 
 	memset(&L, 0, sizeof(L));
-	if (imagenet_find_sources(&L, source))
+	if (imagenet_find_sources(&L, env, source))
 		return 0;
 	found = L.sp[TRAIN].nsrc || L.sp[VAL].nsrc;
 	for (s = 0; s < NSPLIT; s++) {
@@ -790,15 +799,29 @@ static int write_layout(const struct lbuild *b, const char *path,
 
 static int64_t sources_mtime(const struct in_layout *L)
 {
-	int64_t m = 0;
-	struct stat st;
+	int64_t m = 0, t;
 	size_t s, i;
 
 	for (s = 0; s < NSPLIT; s++)
 		for (i = 0; i < L->sp[s].nsrc; i++)
-			if (!stat(L->sp[s].src[i].path, &st) && st.st_mtime > m)
-				m = st.st_mtime;
+			if ((t = source_stamp_sec(source_stamp(L->sp[s].src[i].src))) > m)
+				m = t;
 	return m;
+}
+
+/* The devkit, read through a source of its own (the build's only use). */
+static int load_devkit(struct in_layout *L, struct devkit *dk)
+{
+	struct source *src;
+	int rc = source_open(L->env, L->devkit, &src);
+
+	if (rc < 0) {
+		sfs_err("%s: cannot open: %s", L->devkit, strerror(-rc));
+		return rc;
+	}
+	rc = devkit_load(src, dk);
+	source_close(src);
+	return rc;
 }
 
 /* consecutive node numbers need no samp array */
@@ -851,7 +874,7 @@ static int build_layout_cb(void *arg, const char *path, const struct index_fp *f
 	memset(&b, 0, sizeof(b));
 	b.o = ba->o;
 	b.L = ba->L;
-	if (ba->L->devkit && devkit_load(ba->L->devkit, &b.dk))
+	if (ba->L->devkit && load_devkit(ba->L, &b.dk))
 		sfs_warn("%s: unusable, labels come from the train class names", ba->L->devkit);
 	b.head.version = LAYOUT_VERSION;
 	b.head.shard_size = ba->L->S;
@@ -961,8 +984,8 @@ int imagenet_open_layout_index(const struct sfs_opts *o, struct in_layout *L,
 	index_fp_init(&fp, "imagenet-layout");
 	index_fp_add_u64(&fp, tars_fp);
 	index_fp_add_u64(&fp, LAYOUT_VERSION);
-	if (L->devkit && (rc = index_fp_add_file(&fp, L->devkit)))
-		return rc;
+	if (L->devkit)
+		index_fp_add_source(&fp, L->devkit, &L->devkit_stamp);
 	snprintf(key, sizeof(key), "layout-s%llu-%s%u-r%u",
 		 (unsigned long long)L->S, o->has_shard_seed ? "seed" : "tar",
 		 o->has_shard_seed ? o->shard_seed : 0, o->shuffle_seed);

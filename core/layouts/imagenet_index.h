@@ -72,8 +72,10 @@ struct in_split {
 };
 
 struct in_layout {
+	struct source_env *env;		/* the mount's (not owned) */
 	struct in_split sp[NSPLIT];
-	char *devkit;
+	char *devkit;			/* its path or URL, or NULL */
+	struct source_stamp devkit_stamp;
 	struct index_map tars, lay;
 	const struct in_head *head;
 	const char (*wnid)[WNID_LEN];
@@ -92,9 +94,10 @@ struct in_layout {
 /* ---- sources and indexes, in the order layout_imagenet_open calls them -- */
 
 /* The train tar (or train/<wnid>.tar), the val tar and the devkit under
- * `root`, into L->sp[].src and L->devkit.  Missing ones are not an error.
- * 0 or -ENOMEM. */
-int imagenet_find_sources(struct in_layout *L, const char *root);
+ * `root` (a path or URL), into L->sp[].src and L->devkit; nothing opened.
+ * Missing ones are not an error.  0 or -ENOMEM. */
+int imagenet_find_sources(struct in_layout *L, struct source_env *env,
+			  const char *root);
 
 /* Maps the tar index (building it if stale) and opens each split's
  * tarindex; *fph gets the fingerprint the layout index is keyed by. */

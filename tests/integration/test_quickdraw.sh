@@ -264,7 +264,7 @@ check "image of the cut file gives EIO" expect_fail "Input/output error" cat "$M
 check "other classes still read" sh -c "cat '$M/images/Zebra/000030.npy' >/dev/null"
 check "a second read of it gives EIO too" expect_fail "Input/output error" cat "$M/images/cat/000078.npy"
 check "the change is logged once, naming the file" \
-	test "$(grep -c "cat.npy: changed since it was mounted" "$(log_of "$M")")" = 1
+	test "$(grep -c "cat.npy: changed since mounting" "$(log_of "$M")")" = 1
 check "unmount shrink" sfs_umount "$M"
 
 sfs_done
