@@ -134,6 +134,7 @@ struct built {
 	struct tarindex t;
 	struct tarindex_source *src;
 	size_t nsrc;
+	struct tarindex_source one;	/* a source that lives as long as b */
 };
 
 /* Opens the sources (closed by unbuild, or here on failure), builds. */
@@ -1083,11 +1084,11 @@ static void tw_pax_file(struct tarw *w, const char *pax, const char *name,
  * warnings.  The walk must go on after whatever came before. */
 static char *build_with_after(struct built *b, struct tarw *out, char *path)
 {
-	struct tarindex_source src = { path, "", NULL };
 	char *msg;
 
+	b->one = (struct tarindex_source){ path, "", NULL };
 	tw_file(out, "after.txt", "after", 5);
-	msg = save_and_build(b, &src, out, path);
+	msg = save_and_build(b, &b->one, out, path);
 	expect_file(&b->t, "after.txt", "after");
 	return msg;
 }
