@@ -13,7 +13,7 @@
  * known only at commit.  The crc32 covers every byte after the header and is
  * computed while writing, so committing never re-reads the file.
  *
- * Not for: what sections mean, or deciding when to rebuild (the caller does,
+ * Not for: what sections mean, or deciding when to rebuild (load.c does,
  * from index_map_open's -ESTALE / -EBADMSG / -ENOENT).
  */
 #include "index/index.h"

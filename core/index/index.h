@@ -15,6 +15,9 @@
  * removes its own (index_remove_unfinished).  Daemons that build the same index at once each
  * write their own, complete, and the last rename wins.
  *
+ * index_load is the one "load it, or build it when missing or stale" of
+ * every layout.
+ *
  * Not for: deciding what goes in a section (that is each layout's business).
  */
 #ifndef SFS_INDEX_H
@@ -101,5 +104,35 @@ int index_map_open(struct index_map *m, const char *path,
 const void *index_map_section(const struct index_map *m, uint32_t tag,
 			      uint64_t *len);
 void index_map_close(struct index_map *m);
+
+/* One index file of a layout, for index_load. */
+struct index_job {
+	const char *layout, *key;     /* index_path's: where the file lives */
+	const struct index_fp *fp;    /* what it must have been built from */
+	/* writes the sections into w, which index_load opens and commits
+	 * (or aborts on failure); 0 or -errno, said */
+	int (*build)(void *arg, struct index_writer *w);
+	/* checks and binds the sections of the mapped index m (at path):
+	 * 0; -EBADMSG when they do not fit the sources (the index is then
+	 * rebuilt, once), leaving nothing bound; another -errno fails the
+	 * load */
+	int (*attach)(void *arg, const struct index_map *m, const char *path);
+	void *arg;
+};
+
+/*
+ * Loads the index of o->source for `job`, or builds it when missing or
+ * stale: maps index_path(o, job->layout, job->key) against job->fp and
+ * attaches it; when it is missing, stale, corrupt or does not attach,
+ * builds it (saying why, unless it was missing), saves it and loads it
+ * again.  Says, in one format for every layout:
+ *   "<index>: using the saved index"
+ *   "<index>: rebuilding index (<why>)"
+ *   "<source>: indexed in <s> s, <size> MB[, into <index>]"
+ *   "<index>: the index just built does not load (<why>)"   (an error)
+ * 0 with m mapped and attached (the caller closes it), or -errno.
+ */
+int index_load(const struct sfs_opts *o, const struct index_job *job,
+	       struct index_map *m);
 
 #endif

@@ -209,74 +209,35 @@ static int tars_fp(const struct in_layout *L, struct index_fp *fp)
 	return 0;
 }
 
-static int build_tars(const struct sfs_opts *o, struct in_layout *L,
-		      const char *path, const struct index_fp *fp)
-{
-	struct index_writer *w;
-	int s, rc;
-
-	rc = index_writer_open(&w, path);
-	if (rc)
-		return rc;
-	for (s = 0; s < NSPLIT; s++) {
-		struct tarindex_build_opts bo = { L->sp[s].recursive, o->quiet,
-			s == TRAIN ? "indexing train tar" : "indexing val tar" };
-
-		if (!L->sp[s].nsrc)
-			continue;
-		rc = tarindex_build(w, tar_tag[s], L->sp[s].src, L->sp[s].nsrc, &bo);
-		if (rc) {
-			index_writer_abort(w);
-			return rc;
-		}
-	}
-	return index_writer_commit(w, fp);
-}
-
-/* Maps the index at `path`, (re)building it with `build` when needed. */
-static int map_or_build(const char *path, const struct index_fp *fp,
-			struct index_map *m,
-			int (*build)(void *arg, const char *path, const struct index_fp *fp),
-			void *arg)
-{
-	char why[256];
-	int rc = index_map_open(m, path, fp, why, sizeof(why));
-
-	if (rc == 0)
-		return 0;
-	if (rc != -ENOENT && rc != -ESTALE && rc != -EBADMSG)
-		return rc;
-	if (rc != -ENOENT)
-		sfs_info("rebuilding index %s: %s", path, why);
-	rc = build(arg, path, fp);
-	if (rc)
-		return rc;
-	rc = index_map_open(m, path, fp, why, sizeof(why));
-	if (rc)
-		sfs_err("%s: the index just built does not open: %s", path, why);
-	return rc;
-}
-
 struct build_arg {
 	const struct sfs_opts *o;
 	struct in_layout *L;
-	uint64_t tars_fp;
 };
 
-static int build_tars_cb(void *arg, const char *path, const struct index_fp *fp)
+static int build_tars(void *arg, struct index_writer *w)
 {
-	struct build_arg *b = arg;
+	struct build_arg *ba = arg;
+	struct in_layout *L = ba->L;
+	int s, rc = 0;
 
-	return build_tars(b->o, b->L, path, fp);
+	for (s = 0; !rc && s < NSPLIT; s++) {
+		struct tarindex_build_opts bo = { L->sp[s].recursive, ba->o->quiet,
+			s == TRAIN ? "indexing train tar" : "indexing val tar" };
+
+		if (L->sp[s].nsrc)
+			rc = tarindex_build(w, tar_tag[s], L->sp[s].src, L->sp[s].nsrc, &bo);
+	}
+	return rc;
 }
 
-static int open_tarindexes(struct in_layout *L)
+static int open_tarindexes(void *arg, const struct index_map *m, const char *path)
 {
+	struct in_layout *L = ((struct build_arg *)arg)->L;
 	int s, rc = 0;
 
 	for (s = 0; !rc && s < NSPLIT; s++)
 		if (L->sp[s].nsrc)
-			rc = tarindex_open(&L->sp[s].t, &L->tars, tar_tag[s],
+			rc = tarindex_open(&L->sp[s].t, m, tar_tag[s],
 					   L->sp[s].src, L->sp[s].nsrc);
 	for (s = 0; rc && s < NSPLIT; s++)
 		tarindex_close(&L->sp[s].t);
@@ -285,28 +246,14 @@ static int open_tarindexes(struct in_layout *L)
 
 int imagenet_open_tars(const struct sfs_opts *o, struct in_layout *L, uint64_t *fph)
 {
-	struct build_arg b = { o, L, 0 };
+	struct build_arg b = { o, L };
 	struct index_fp fp;
-	char path[4096];
+	struct index_job job = { "imagenet", "tars", &fp, build_tars, open_tarindexes, &b };
 	int rc;
 
 	rc = tars_fp(L, &fp);
 	*fph = fp.h;
-	if (!rc)
-		rc = index_path(o, "imagenet", "tars", path, sizeof(path));
-	if (!rc)
-		rc = map_or_build(path, &fp, &L->tars, build_tars_cb, &b);
-	if (!rc && (rc = open_tarindexes(L)) == -EBADMSG) {
-		/* a valid checksum over bad sections: build it again, once */
-		sfs_info("rebuilding index %s: inconsistent tar sections", path);
-		index_map_close(&L->tars);
-		rc = build_tars(o, L, path, &fp);
-		if (!rc)
-			rc = map_or_build(path, &fp, &L->tars, build_tars_cb, &b);
-		if (!rc)
-			rc = open_tarindexes(L);
-	}
-	return rc;
+	return rc ? rc : index_load(o, &job, &L->tars);
 }
 
 /* ---- building the layout index ---------------------------------------- */
@@ -774,15 +721,10 @@ static int write_split(struct index_writer *w, const struct lbuild *b, int s)
 	return rc;
 }
 
-static int write_layout(const struct lbuild *b, const char *path,
-			const struct index_fp *fp)
+static int write_layout(const struct lbuild *b, struct index_writer *w)
 {
-	struct index_writer *w;
 	int s, rc;
 
-	rc = index_writer_open(&w, path);
-	if (rc)
-		return rc;
 	rc = index_writer_add(w, TAG('H', 'D', 'R'), &b->head, sizeof(b->head));
 	if (!rc)
 		rc = index_writer_add(w, TAG('C', 'L', 'S'), b->wnid, (uint64_t)b->nclasses * WNID_LEN);
@@ -790,11 +732,7 @@ static int write_layout(const struct lbuild *b, const char *path,
 		rc = index_writer_add(w, TAG('T', 'X', 'T'), b->txt, b->txt_len);
 	for (s = 0; !rc && s < NSPLIT; s++)
 		rc = write_split(w, b, s);
-	if (rc) {
-		index_writer_abort(w);
-		return rc;
-	}
-	return index_writer_commit(w, fp);
+	return rc;
 }
 
 static int64_t sources_mtime(const struct in_layout *L)
@@ -865,7 +803,7 @@ static int build_samples(struct lbuild *b)
 	return rc;
 }
 
-static int build_layout_cb(void *arg, const char *path, const struct index_fp *fp)
+static int build_layout(void *arg, struct index_writer *w)
 {
 	struct build_arg *ba = arg;
 	struct lbuild b;
@@ -882,7 +820,7 @@ static int build_layout_cb(void *arg, const char *path, const struct index_fp *f
 	rc = build_samples(&b);
 	b.head.nclasses = b.nclasses;
 	if (!rc)
-		rc = write_layout(&b, path, fp);
+		rc = write_layout(&b, w);
 	for (s = 0; s < NSPLIT; s++) {
 		struct in_split *sp = &ba->L->sp[s];
 
@@ -973,13 +911,18 @@ static int bind_layout(struct in_layout *L)
 	return bad ? -EBADMSG : rc;
 }
 
-int imagenet_open_layout_index(const struct sfs_opts *o, struct in_layout *L,
-		      uint64_t tars_fp)
+static int bind_layout_cb(void *arg, const struct index_map *m, const char *path)
 {
-	struct build_arg b = { o, L, tars_fp };
+	return bind_layout(((struct build_arg *)arg)->L);
+}
+
+int imagenet_open_layout_index(const struct sfs_opts *o, struct in_layout *L,
+			       uint64_t tars_fp)
+{
+	struct build_arg b = { o, L };
 	struct index_fp fp;
-	char key[128], path[4096];
-	int rc;
+	char key[128];
+	struct index_job job = { "imagenet", key, &fp, build_layout, bind_layout_cb, &b };
 
 	index_fp_init(&fp, "imagenet-layout");
 	index_fp_add_u64(&fp, tars_fp);
@@ -990,19 +933,5 @@ int imagenet_open_layout_index(const struct sfs_opts *o, struct in_layout *L,
 		 (unsigned long long)L->S, o->has_shard_seed ? "seed" : "tar",
 		 o->has_shard_seed ? o->shard_seed : 0, o->shuffle_seed);
 	index_fp_add_str(&fp, key);
-	rc = index_path(o, "imagenet", key, path, sizeof(path));
-	if (!rc)
-		rc = map_or_build(path, &fp, &L->lay, build_layout_cb, &b);
-	if (!rc && (rc = bind_layout(L)) == -EBADMSG) {
-		/* valid checksum, wrong contents (e.g. a tar index rebuilt
-		 * differently since): build it again, once */
-		sfs_info("rebuilding index %s: inconsistent with the tar index", path);
-		index_map_close(&L->lay);
-		rc = build_layout_cb(&b, path, &fp);
-		if (!rc)
-			rc = map_or_build(path, &fp, &L->lay, build_layout_cb, &b);
-		if (!rc && (rc = bind_layout(L)))
-			sfs_err("%s: the ImageNet index just built is inconsistent", path);
-	}
-	return rc;
+	return index_load(o, &job, &L->lay);
 }

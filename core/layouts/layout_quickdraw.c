@@ -48,7 +48,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <zlib.h>
 
 #include "index/blockstore.h"
@@ -715,56 +714,44 @@ static void open_index_source(struct qd *q, const char *path)
 	blockstore_read_from(&q->bs, idx, (uint64_t)(q->bs.data - q->map.base));
 }
 
+/* index_load's callbacks */
+struct qd_load {
+	struct qd *q;
+	const struct sfs_opts *o;
+};
+
+static int build_index(void *arg, struct index_writer *w)
+{
+	struct qd_load *l = arg;
+
+	return qd_index_build(l->o, &l->q->scan, w);
+}
+
+static int attach_index(void *arg, const struct index_map *m, const char *path)
+{
+	struct qd *q = ((struct qd_load *)arg)->q;
+	int rc = attach(q);
+
+	if (rc == 0)
+		open_index_source(q, path);
+	return rc;
+}
+
 /* Maps the saved index, or builds it when missing, stale or corrupt. */
 static int load_index(struct qd *q, const struct sfs_opts *o)
 {
+	struct qd_load l = { q, o };
 	struct index_fp fp;
-	char path[4096], key[4096 + 96], why[256] = "";
-	struct timespec t0, t1;
-	int rc, rebuilt;
+	char key[4096 + 96];
+	struct index_job job = { "quickdraw", key, &fp, build_index, attach_index, &l };
+	int rc;
 
 	rc = qd_fingerprint(o, &q->scan, &fp);
 	if (rc)
 		return rc;
 	snprintf(key, sizeof(key), "p%" PRIu64 "-s%u-%u.%u.%u-%s", o->per_class, o->seed,
 		 o->split[0], o->split[1], o->split[2], o->classes_file ? o->classes_file : "");
-	rc = index_path(o, "quickdraw", key, path, sizeof(path));
-	if (rc)
-		return rc;
-	rc = index_map_open(&q->map, path, &fp, why, sizeof(why));
-	if (rc == 0 && (rc = attach(q)) != 0) {
-		index_map_close(&q->map);
-		memset(&q->map, 0, sizeof(q->map));
-		snprintf(why, sizeof(why), "its tables do not match the sources or this "
-			 "version of samplefs");
-	}
-	if (rc == 0) {
-		sfs_info("%s: using the saved index", path);
-		open_index_source(q, path);
-		return 0;
-	}
-	rebuilt = rc != -ENOENT;
-	if (rebuilt)
-		sfs_info("%s: %s; rebuilding the index", path, why);
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	rc = qd_index_build(o, &q->scan, path, &fp);
-	if (rc)
-		return rc;
-	rc = index_map_open(&q->map, path, &fp, why, sizeof(why));
-	if (rc == 0 && (rc = attach(q)) != 0)
-		sfs_err("%s: the index just built is inconsistent", path);
-	else if (rc)
-		sfs_err("%s: cannot map the index just built: %s", path, why);
-	else {
-		open_index_source(q, path);
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		/* the path once: a rebuild message named it already */
-		sfs_info("%s: index built: %" PRIu64 " samples in %u classes, %.1f MB, %.1f s",
-			 rebuilt ? o->source : path, q->hd->total, q->hd->nclass,
-			 q->map.len / 1e6,
-			 (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
-	}
-	return rc;
+	return index_load(o, &job, &q->map);
 }
 
 int layout_quickdraw_open(const struct sfs_opts *o, struct source_env *env,

@@ -5,9 +5,9 @@
  * SOURCE is a tar file (its members at the root) or a directory holding
  * *.tar files (each one's members under a directory named like the tar
  * minus ".tar").  Nested tars are expanded -o recursive=N levels (see
- * tarindex.h).  The tree lives in a persistent tarindex (index_path(o,
- * "tar", ...)), rebuilt with a message when missing, stale or corrupt,
- * and used in place from the mmap.
+ * tarindex.h).  The tree lives in a persistent tarindex (index_load: rebuilt
+ * with a message when missing, stale or corrupt), used in place from the
+ * mmap.
  *
  * Inodes: node number + 1, so node 0 (the root) is SFS_ROOT_INO.  Member
  * data (unless sparse) is one range of a source, so `extent` lets the
@@ -26,7 +26,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include "index/index.h"
 #include "index/tarindex.h"
@@ -37,6 +36,7 @@
 #define TAG_PREFIX 'T'
 
 struct tar_layout {
+	const struct sfs_opts *o;	/* while opening only */
 	struct index_map map;
 	struct tarindex t;
 	struct tarindex_source *src;
@@ -173,81 +173,38 @@ out:
 
 /* ------------------------------------------------------------ index */
 
-static double now(void)
+static int build_index(void *arg, struct index_writer *w)
 {
-	struct timespec ts;
+	struct tar_layout *l = arg;
+	struct tarindex_build_opts bo = {
+		.recursive = l->o->recursive, .quiet = l->o->quiet, .what = "indexing tar",
+	};
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+	return tarindex_build(w, TAG_PREFIX, l->src, l->nsrc, &bo);
 }
 
-/* `named`: a rebuild message has named the path already (print it once) */
-static int build_index(struct tar_layout *l, const struct sfs_opts *o,
-		       const char *path, const struct index_fp *fp, int named)
+static int attach_index(void *arg, const struct index_map *m, const char *path)
 {
-	struct tarindex_build_opts bo = {
-		.recursive = o->recursive, .quiet = o->quiet, .what = "indexing tar",
-	};
-	struct index_writer *w;
-	double t0 = now();
-	int rc;
+	struct tar_layout *l = arg;
 
-	rc = index_writer_open(&w, path);
-	if (rc < 0)
-		return rc;
-	rc = tarindex_build(w, TAG_PREFIX, l->src, l->nsrc, &bo);
-	if (rc < 0) {
-		index_writer_abort(w);
-		return rc;
-	}
-	rc = index_writer_commit(w, fp);
-	if (rc == 0 && named)
-		sfs_info("%s: indexed in %.2f s", o->source, now() - t0);
-	else if (rc == 0)
-		sfs_info("%s: indexed in %.2f s into %s", o->source, now() - t0, path);
-	return rc;
+	return tarindex_open(&l->t, m, TAG_PREFIX, l->src, l->nsrc);
 }
 
 /* Maps the index, building it first when missing, stale or corrupt. */
 static int load_index(struct tar_layout *l, const struct sfs_opts *o)
 {
-	char path[4096], why[256] = "", key[16];
 	struct index_fp fp;
-	int rc, built = 0;
+	char key[16];
+	/* one file per option set that shapes the tree, as ImageNet's are:
+	 * mounts with other options then do not rebuild each other's */
+	struct index_job job = { "tar", key, &fp, build_index, attach_index, l };
+	int rc;
 
 	index_fp_init(&fp, "tar");
 	rc = tarindex_fp_add(&fp, l->src, l->nsrc, o->recursive);
-	/* one file per option set that shapes the tree, as ImageNet's are:
-	 * mounts with other options then do not rebuild each other's */
 	snprintf(key, sizeof(key), "r%u", o->recursive);
-	if (rc == 0)
-		rc = index_path(o, "tar", key, path, sizeof(path));
-	if (rc < 0)
-		return rc;
-	for (;;) {
-		rc = index_map_open(&l->map, path, &fp, why, sizeof(why));
-		if (rc == 0) {
-			rc = tarindex_open(&l->t, &l->map, TAG_PREFIX, l->src, l->nsrc);
-			if (rc == 0)
-				return 0;
-			index_map_close(&l->map);
-			if (rc != -EBADMSG)
-				return rc;
-			snprintf(why, sizeof(why), "inconsistent tar sections");
-		} else if (rc != -ENOENT && rc != -ESTALE && rc != -EBADMSG) {
-			return rc;
-		}
-		if (built) {    /* what we just wrote does not load: give up */
-			sfs_err("%s: the index just built does not load (%s)", path, why);
-			return -EIO;
-		}
-		if (rc != -ENOENT)
-			sfs_info("%s: rebuilding index (%s)", path, why);
-		rc = build_index(l, o, path, &fp, rc != -ENOENT);
-		if (rc < 0)
-			return rc;
-		built = 1;
-	}
+	l->o = o;
+	return rc < 0 ? rc : index_load(o, &job, &l->map);
 }
 
 /*

@@ -1001,9 +1001,9 @@ static int build_tables(struct build *b, const char *names, uint64_t names_len)
 }
 
 int qd_index_build(const struct sfs_opts *o, const struct qd_scan *s,
-		   const char *path, const struct index_fp *fp)
+		   struct index_writer *w)
 {
-	struct build b = { .o = o, .s = s };
+	struct build b = { .o = o, .s = s, .w = w };
 	uint64_t names_len = 0;
 	char *names = NULL;
 	int rc;
@@ -1011,9 +1011,6 @@ int qd_index_build(const struct sfs_opts *o, const struct qd_scan *s,
 	b.cls = calloc(s->nclass ? s->nclass : 1, sizeof(*b.cls));
 	if (!b.cls)
 		return -ENOMEM;
-	rc = index_writer_open(&b.w, path);
-	if (rc)
-		goto out;
 	if (s->has_strokes && (rc = blockstore_builder_new(&b.bs, b.w, QD_TAG_SDAT)))
 		goto out;
 	rc = build_classes(&b, &names, &names_len);
@@ -1028,13 +1025,7 @@ int qd_index_build(const struct sfs_opts *o, const struct qd_scan *s,
 		rc = index_writer_add(b.w, QD_TAG_XL, b.xl, b.xl_len);
 	if (!rc)
 		rc = build_tables(&b, names, names_len);
-	if (!rc) {
-		rc = index_writer_commit(b.w, fp);
-		b.w = NULL;
-	}
 out:
-	if (b.w)
-		index_writer_abort(b.w);
 	free(b.cls);
 	free(b.xl);
 	free(names);

@@ -100,9 +100,10 @@ void qd_scan_free(struct qd_scan *s);
 int qd_fingerprint(const struct sfs_opts *o, const struct qd_scan *s,
 		   struct index_fp *fp);
 
-/* Builds the index at `path` (reads every stroke file once).  0 or -errno. */
+/* Writes the index's sections into w (reads every stroke file once).  0
+ * or -errno (said). */
 int qd_index_build(const struct sfs_opts *o, const struct qd_scan *s,
-		   const char *path, const struct index_fp *fp);
+		   struct index_writer *w);
 
 /* ---- pure helpers ---- */
 
