@@ -5,6 +5,7 @@
  * Not a layout itself; it only dispatches to their constructors.
  */
 #include "layouts/layout.h"
+#include "layouts/imagenet_files.h"
 #include "log.h"
 
 #include <errno.h>
@@ -53,7 +54,7 @@ static const char *detect(struct source_env *env, const char *source)
 
 	if (layout_quickdraw_detect(env, source))
 		return "quickdraw";
-	if (layout_imagenet_detect(env, source))
+	if (imagenet_detect(env, source))
 		return "imagenet";
 	if (source_stat(env, source, &info))
 		return NULL;

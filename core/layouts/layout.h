@@ -117,8 +117,8 @@ int layout_tar_open(const struct sfs_opts *o, struct source_env *env,
 int layout_imagenet_open(const struct sfs_opts *o, struct source_env *env,
 			 struct layout *out);
 
-/* Detection predicates, used by layout_open when no layout is named. */
+/* Detection, used by layout_open when no layout is named (ImageNet's:
+ * imagenet_detect, imagenet_files.h). */
 int layout_quickdraw_detect(struct source_env *env, const char *source);
-int layout_imagenet_detect(struct source_env *env, const char *source);
 
 #endif

@@ -19,7 +19,7 @@
  * canonical samples in np.random.seed(shuffle_seed) shuffle order.  Shards
  * and shuffled files exist only for labelled splits.
  *
- * Every node is computed from the two mmap'ed indexes (imagenet_index.c)
+ * Every node is computed from the two mmap'ed indexes (imagenet_index.h)
  * and the orders, used in place: nothing is allocated per sample.  The
  * orders (ord: shard position -> sample, pos its inverse, shuf the
  * shuffled.txt order) are three flat u32 arrays made once, when /shards or
@@ -34,12 +34,17 @@
  * read-only, but for the orders, made once under orders_lock (see
  * need_orders); reads are source_preads on shared sources.
  *
- * Not for: finding the sources, building or binding the indexes
- * (imagenet_index.c), decoding images, other datasets.
+ * Not for: finding the sources (imagenet_files.c), building or binding
+ * the indexes (imagenet_tars.c, imagenet_build.c, imagenet_index.c),
+ * decoding images, other datasets.
  */
 #include "layouts/layout.h"
 #include "layouts/layout_imagenet.h"
+#include "layouts/imagenet_files.h"
 #include "layouts/imagenet_index.h"
+#include "layouts/imagenet_orders.h"
+#include "layouts/imagenet_samples.h"
+#include "layouts/imagenet_tars.h"
 #include "log.h"
 #include "index/tarindex.h"
 #include "formats/vtar.h"

@@ -171,7 +171,7 @@ static int parse_capturing(const char *path, const uint8_t *buf, size_t n,
  * with a space (written by scipy.io.savemat, tests/fixtures/make_imagenet.py)
  * must refuse the devkit, as any other bad leaf does, with a message that
  * names the synsets entry and its ILSVRC2012_ID.  The labels then come from
- * the train class names (imagenet_index.c).
+ * the train class names (imagenet_build.c).
  */
 Test(devkit, hostile_wnid_refused)
 {
