@@ -18,7 +18,7 @@
  */
 #include "ops.h"
 #include "log.h"
-#include "io/nowait.h"
+#include "io/source.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -329,21 +329,25 @@ static int clamp_to_size(struct sfs_fs *fs, fuse_ino_t ino, size_t *size,
 	return 0;
 }
 
-/* The file's bytes are a range of an open fd: let libfuse splice them.
- * -ENOTSUP: not an extent, or too short to splice; the caller copies. */
+/* The file's bytes are a range of a source with a descriptor: let libfuse
+ * splice them.  -ENOTSUP: not an extent, a source with no descriptor (a
+ * remote one), or too short to splice; the caller copies. */
 static int read_extent(fuse_req_t req, struct sfs_fs *fs, fuse_ino_t ino,
 		       size_t size, off_t off)
 {
 	struct fuse_bufvec bv = FUSE_BUFVEC_INIT(0);
-	uint64_t base;
+	struct source *src;
+	uint64_t base, fdbase;
 	int fd, rc;
 
 	/* -EIO: the source changed since mounting (the layout checked), and a
 	 * splice would send other bytes, or short ones, which the kernel would
 	 * take for a new end of file. */
-	rc = fs->layout.ops->extent(fs->layout.priv, ino, &fd, &base);
+	rc = fs->layout.ops->extent(fs->layout.priv, ino, &src, &base);
 	if (rc < 0)
 		return rc == -EIO ? -EIO : -ENOTSUP;
+	if (source_fd(src, &fd, &fdbase) < 0)
+		return -ENOTSUP;
 	if ((rc = clamp_to_size(fs, ino, &size, off)) < 0)
 		return rc;
 	if (size < SPLICE_MIN)
@@ -351,7 +355,7 @@ static int read_extent(fuse_req_t req, struct sfs_fs *fs, fuse_ino_t ino,
 	bv.buf[0].size = size;
 	bv.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
 	bv.buf[0].fd = fd;
-	bv.buf[0].pos = (off_t)(base + (uint64_t)off);
+	bv.buf[0].pos = (off_t)(fdbase + base + (uint64_t)off);
 	fuse_reply_data(req, &bv, FUSE_BUF_SPLICE_MOVE);
 	return 0;
 }
@@ -444,9 +448,9 @@ static void sfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		read_waiting(req, fs, ino, size, off);
 		return;
 	}
-	nowait_set(1);
+	source_nowait(1);
 	rc = read_copy(req, fs, ino, size, off);
-	nowait_set(0);
+	source_nowait(0);
 	if (rc != -EAGAIN)
 		return;
 	/* Every read that would wait goes to a worker, even when it is the

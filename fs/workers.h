@@ -3,9 +3,10 @@
  *
  * With -o poll (the default) one thread takes every request off the device
  * and answers it at once when the bytes are in memory; a read that would
- * wait for I/O (core/io/nowait.h says so) is queued here instead, so the disk
- * latency of one file never holds up the requests behind it and cold reads
- * from several readers still reach the disk in parallel.
+ * wait for I/O (source_pread in no-wait mode says so: core/io/source.h) is
+ * queued here instead, so the disk latency of one file never holds up the
+ * requests behind it and cold reads from several readers still reach the
+ * disk in parallel.
  *
  * Every read that would wait comes here, so a hand-off must be cheap: on a
  * VM, waking a sleeping thread costs tens of microseconds.  After a job, one
