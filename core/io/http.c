@@ -79,6 +79,7 @@ struct http_src {
 	pthread_cond_t landed;          /* a fetch ended */
 	struct { uint64_t lo, hi; int used; } flight[NFLIGHT];
 	uint64_t ra_next;               /* block where the last read ended */
+	unsigned ra_seq;                /* reads in a row that went on from it */
 	unsigned ra_win;
 };
 
@@ -345,8 +346,10 @@ static int from_disk(const struct rd *r, uint64_t b)
 
 /*
  * Notes a read of blocks b0..b1 for readahead: the window to read ahead
- * with when it continues where the last read ended (the same block or the
- * next), else 0.
+ * with.  A read that goes on where the last one ended (the same block or
+ * the next) is sequential; from the second in a row the window opens and
+ * doubles with each.  Not from the first: two reads of one member of an
+ * archive, read at random, should not pull in the members after it.
  */
 static unsigned note_read(struct http_src *h, uint64_t b0, uint64_t b1)
 {
@@ -354,10 +357,14 @@ static unsigned note_read(struct http_src *h, uint64_t b0, uint64_t b1)
 
 	pthread_mutex_lock(&h->lock);
 	if (h->ra_next != UINT64_MAX && (b0 == h->ra_next || b0 == h->ra_next + 1))
+		h->ra_seq++;
+	else
+		h->ra_seq = 0;
+	if (h->ra_seq < 2)
+		h->ra_win = 0;
+	else
 		h->ra_win = h->ra_win ? (h->ra_win * 2 > RA_MAX ? RA_MAX : h->ra_win * 2)
 				      : RA_START;
-	else
-		h->ra_win = 0;
 	h->ra_next = b1;
 	win = h->ra_win;
 	pthread_mutex_unlock(&h->lock);

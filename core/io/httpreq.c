@@ -1,10 +1,15 @@
 /*
  * httpreq.c - HTTP requests for the HTTP backend (see httpreq.h): libcurl's
- * easy interface on handles pooled per mount, one curl_share for DNS, TLS
- * sessions and connections (a mutex per kind of shared data, as libcurl's
- * share docs ask), and the retry policy.
+ * easy interface on handles pooled per mount, one curl_share for DNS and
+ * TLS sessions (a mutex per kind of shared data, as libcurl's share docs
+ * ask), and the retry policy.
  *
- * Handles are pooled rather than thread-local so none outlives the mount
+ * Connections are not in the share: libcurl documents sharing its
+ * connection cache between concurrent threads as unsafe (CURLSHOPT_SHARE,
+ * CURL_LOCK_DATA_CONNECT, "a known bug"; curl issues 4544, 13840).  Each
+ * easy handle keeps its own connections alive instead, and handles are
+ * pooled (last in, first out) so a request takes a handle with a warm
+ * connection.  Pooled rather than thread-local so none outlives the mount
  * and a thread that stops reading does not hold one.  A handle keeps its
  * options between requests; each request sets the ones that vary (URL,
  * method, range, body sink, time limit).
@@ -110,9 +115,8 @@ int httpreq_ctx_new(const struct source_config *cfg, struct httpreq_ctx **out)
 	    curl_share_setopt(c->share, CURLSHOPT_UNLOCKFUNC, share_unlock) ||
 	    curl_share_setopt(c->share, CURLSHOPT_USERDATA, c) ||
 	    curl_share_setopt(c->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS) ||
-	    curl_share_setopt(c->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION) ||
-	    curl_share_setopt(c->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT)) {
-		sfs_err("libcurl: cannot set up a share of connections, DNS and TLS sessions");
+	    curl_share_setopt(c->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION)) {
+		sfs_err("libcurl: cannot set up a share of DNS and TLS sessions");
 		httpreq_ctx_free(c);
 		return -EIO;
 	}

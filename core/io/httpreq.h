@@ -1,9 +1,9 @@
 /*
  * httpreq.h - one HTTP request with libcurl, retried: the connection side
  * of the HTTP backend (http.c).  A mount's requests share one curl_share
- * (DNS, TLS sessions, connections) and a pool of easy handles, one taken
- * per request, so a thread reuses a warm connection and no handle outlives
- * the mount.  Retries with exponential backoff and jitter on what may pass
+ * (DNS, TLS sessions) and a pool of easy handles, each keeping its own
+ * connections alive, one taken per request, so a request reuses a warm
+ * connection and no handle outlives the mount.  Retries with exponential backoff and jitter on what may pass
  * (5xx, 429 with its Retry-After, resets, timeouts, short bodies); bodies
  * are written only into the caller's buffers, never past them.
  *

@@ -183,7 +183,7 @@ static void write_conf(int port)
 	fprintf(f, "daemon off; master_process off; pid %s/nginx.pid;\n"
 		"error_log %s/error.log;\nevents { worker_connections 256; }\n"
 		"http {\n"
-		"  log_format t '$request_method $uri \"$http_range\" $status $server_protocol';\n"
+		"  log_format t '$request_method $uri \"$http_range\" $status $server_protocol $connection';\n"
 		"  access_log %s/access.log t;\n"
 		"  client_body_temp_path %s/tmp; proxy_temp_path %s/tmp;\n"
 		"  fastcgi_temp_path %s/tmp; uwsgi_temp_path %s/tmp; scgi_temp_path %s/tmp;\n"
@@ -376,6 +376,27 @@ static int all_requests(void)
 	return count_log("access.log", NULL, NULL, NULL);
 }
 
+/* How many connections nginx's requests came on (its last word). */
+static int connections(void)
+{
+	char *p = path_in("access.log"), line[512], *w;
+	long seen[256];
+	int n = 0, i;
+	FILE *f = fopen(p, "r");
+
+	cr_assert(f);
+	while (fgets(line, sizeof(line), f)) {
+		cr_assert((w = strrchr(line, ' ')));
+		for (i = 0; i < n && seen[i] != atol(w + 1); i++)
+			;
+		if (i == n && n < 256)
+			seen[n++] = atol(w + 1);
+	}
+	fclose(f);
+	free(p);
+	return n;
+}
+
 static uint64_t rnd(uint64_t *s)
 {
 	*s ^= *s << 13;
@@ -538,6 +559,9 @@ Test(http, sequential_reads_are_read_ahead)
 	gets = data_gets("seq.bin");
 	/* block by block would be 41 requests; readahead doubles to 32 */
 	cr_assert(gets >= 2 && gets <= 8, "%d requests for 41 blocks read in order", gets);
+	/* one thread, one after the other: all on one kept-alive connection */
+	cr_assert_eq(connections(), 1, "%d connections for %d requests", connections(),
+		     all_requests());
 	source_close(s);
 	free(want);
 	free(got);
