@@ -265,7 +265,7 @@ static int entry(struct rd *r, source_list_fn fn, void *arg)
 	if (!eat(r, '}'))
 		goto out;
 	rc = 0;
-	if (name && type && good_name(name, nlen) &&
+	if (fn && name && type && good_name(name, nlen) &&
 	    (!strcmp(type, "file") || !strcmp(type, "directory")))
 		rc = fn(arg, name, !strcmp(type, "directory"));
 out:
@@ -275,7 +275,8 @@ out:
 	return rc;
 }
 
-int autoindex_parse(const char *text, size_t len, source_list_fn fn, void *arg)
+/* The listing's entries to fn; with fn NULL, only checks it. */
+static int walk(const char *text, size_t len, source_list_fn fn, void *arg)
 {
 	struct rd r = { text, text + len };
 	int rc;
@@ -292,4 +293,13 @@ int autoindex_parse(const char *text, size_t len, source_list_fn fn, void *arg)
 	}
 	ws(&r);
 	return r.p == r.end ? 0 : -ENOTSUP;
+}
+
+/* Checked whole first, so a listing cut short or damaged gives no names
+ * at all rather than some. */
+int autoindex_parse(const char *text, size_t len, source_list_fn fn, void *arg)
+{
+	int rc = walk(text, len, NULL, NULL);
+
+	return rc ? rc : walk(text, len, fn, arg);
 }

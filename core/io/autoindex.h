@@ -14,8 +14,9 @@
 
 #include "io/source.h"
 
-/* fn per entry, in the listing's order.  0, fn's nonzero return, -ENOMEM,
- * or -ENOTSUP when the text is not such a listing. */
+/* fn per entry, in the listing's order, once the whole text was found to
+ * be a listing (so fn is never called for part of a damaged one).  0, fn's
+ * nonzero return, -ENOMEM, or -ENOTSUP when the text is not a listing. */
 int autoindex_parse(const char *text, size_t len, source_list_fn fn, void *arg);
 
 #endif

@@ -768,6 +768,12 @@ static int collect(void *arg, const char *name, int is_dir)
 	return 0;
 }
 
+static void forget(struct names *ns)
+{
+	while (ns->n)
+		free(ns->v[--ns->n]);
+}
+
 static int by_name(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
@@ -820,15 +826,18 @@ Test(http, listings_and_stat_of_directories)
 		cr_assert_eq(got.dir[i], !strcmp(got.v[i], "sub"), "%s", got.v[i]);
 	qsort(got.v, (size_t)got.n, sizeof(char *), by_name);
 	qsort(want, (size_t)nwant, sizeof(char *), by_name);
-	for (i = 0; i < nwant; i++)
+	for (i = 0; i < nwant; i++) {
 		cr_assert_str_eq(got.v[i], want[i]);
+		free(want[i]);
+	}
 	free(u);
 
 	/* without the trailing slash too; stat says directory either way */
 	u = url_of("list");
-	got.n = 0;
+	forget(&got);
 	cr_assert_eq(source_list(env, u, collect, &got), 0);
 	cr_assert_eq(got.n, nwant);
+	forget(&got);
 	cr_assert_eq(source_stat(env, u, &info), 0);
 	cr_assert_eq(info.is_dir, 1);
 	free(u);
@@ -893,9 +902,12 @@ Test(http, autoindex_parser)
 	cr_assert_eq(got.dir[0], 0);
 	cr_assert_str_eq(got.v[1], "\xc3\xa9\xf0\x9f\x98\x80");
 	cr_assert_eq(got.dir[1], 1);
+	forget(&got);
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		cr_assert_eq(autoindex_parse(bad[i], strlen(bad[i]), collect, &got),
 			     -ENOTSUP, "accepted: %s", bad[i]);
+	/* not even the good entries before the damage */
+	cr_assert_eq(got.n, 0);
 	/* nesting deeper than any listing's is refused, not recursed into */
 	memset(deep, '[', sizeof(deep));
 	cr_assert_eq(autoindex_parse(deep, sizeof(deep), collect, &got), -ENOTSUP);
