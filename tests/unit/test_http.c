@@ -914,9 +914,12 @@ Test(http, autoindex_parser)
 	memcpy(deep, "[{\"x\":", 6);
 	cr_assert_eq(autoindex_parse(deep, sizeof(deep), collect, &got), -ENOTSUP);
 	/* the callback's value stops the listing */
-	cr_assert_eq(autoindex_parse("[{\"name\":\"a\",\"type\":\"file\"},{\"name\":\"b\","
-				     "\"type\":\"file\"},{\"name\":\"c\",\"type\":\"file\"}]",
-				     98, stop_at_two, &n), 42);
+	{
+		const char *three = "[{\"name\":\"a\",\"type\":\"file\"},{\"name\":\"b\","
+				     "\"type\":\"file\"},{\"name\":\"c\",\"type\":\"file\"}]";
+
+		cr_assert_eq(autoindex_parse(three, strlen(three), stop_at_two, &n), 42);
+	}
 	cr_assert_eq(n, 2);
 }
 
