@@ -66,6 +66,7 @@ struct http_env {
 	struct httpreq_ctx *net;
 	struct lru *mem;
 	struct diskcache *disk;         /* NULL without cache_dir */
+	unsigned ra_max;                /* RA_MAX, or less in a small cache */
 	pthread_mutex_t ids_lock;
 	struct known *known;
 	uint32_t next_id;
@@ -97,6 +98,10 @@ static int http_env_init(struct source_env *env)
 		return -ENOMEM;
 	pthread_mutex_init(&he->ids_lock, NULL);
 	env->http = he;
+	/* blocks read ahead must not push each other out of the cache before
+	 * they are read: a quarter of it at most */
+	he->ra_max = env->cfg.cache_bytes / BLOCK / 4 < RA_MAX ?
+		     (unsigned)(env->cfg.cache_bytes / BLOCK / 4) : RA_MAX;
 	if ((rc = httpreq_ctx_new(&env->cfg, &he->net)))
 		return rc;
 	if (!(he->mem = lru_new(env->cfg.cache_bytes)))
@@ -363,8 +368,9 @@ static unsigned note_read(struct http_src *h, uint64_t b0, uint64_t b1)
 	if (h->ra_seq < 2)
 		h->ra_win = 0;
 	else
-		h->ra_win = h->ra_win ? (h->ra_win * 2 > RA_MAX ? RA_MAX : h->ra_win * 2)
-				      : RA_START;
+		h->ra_win = h->ra_win ? h->ra_win * 2 : RA_START;
+	if (h->ra_win > h->he->ra_max)
+		h->ra_win = h->he->ra_max;
 	h->ra_next = b1;
 	win = h->ra_win;
 	pthread_mutex_unlock(&h->lock);

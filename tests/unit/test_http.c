@@ -563,6 +563,20 @@ Test(http, sequential_reads_are_read_ahead)
 	cr_assert_eq(connections(), 1, "%d connections for %d requests", connections(),
 		     all_requests());
 	source_close(s);
+	source_env_free(env);
+
+	/* in a cache of 8 blocks, what is read ahead is still there when read */
+	new_env(5, 2, 8 * (BLK + 256), NULL);
+	cr_assert_eq(source_open(env, u, &s), 0);
+	for (off = 0; off < len; off += k) {
+		size_t e = len - off < k ? len - off : k;
+
+		cr_assert_eq(source_pread(s, got, k, off), (ssize_t)e);
+		cr_assert(!memcmp(got, want + off, e), "bytes at %zu", off);
+	}
+	cr_assert(data_gets("seq.bin") - gets <= 41 / 2, "%d requests for 41 blocks "
+		  "with a small cache", data_gets("seq.bin") - gets);
+	source_close(s);
 	free(want);
 	free(got);
 	free(u);
