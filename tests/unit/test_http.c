@@ -183,7 +183,7 @@ static void write_conf(int port)
 	fprintf(f, "daemon off; master_process off; pid %s/nginx.pid;\n"
 		"error_log %s/error.log;\nevents { worker_connections 256; }\n"
 		"http {\n"
-		"  log_format t '$request_method $uri \"$http_range\" $status $server_protocol $connection';\n"
+		"  log_format t '$request_method $uri \"$http_range\" $status $server_protocol $body_bytes_sent $connection';\n"
 		"  access_log %s/access.log t;\n"
 		"  client_body_temp_path %s/tmp; proxy_temp_path %s/tmp;\n"
 		"  fastcgi_temp_path %s/tmp; uwsgi_temp_path %s/tmp; scgi_temp_path %s/tmp;\n"
@@ -376,6 +376,28 @@ static int all_requests(void)
 	return count_log("access.log", NULL, NULL, NULL);
 }
 
+/* Body bytes nginx sent for data GETs of /rel (the sixth word). */
+static uint64_t bytes_sent(const char *rel)
+{
+	char *p = path_in("access.log"), line[512], uri[256], *w[7], *save;
+	FILE *f = fopen(p, "r");
+	uint64_t sum = 0;
+	int i;
+
+	cr_assert(f);
+	snprintf(uri, sizeof(uri), "/%s", rel);
+	while (fgets(line, sizeof(line), f)) {
+		for (i = 0; i < 7; i++)
+			w[i] = strtok_r(i ? NULL : line, " \n", &save);
+		if (w[5] && !strcmp(w[0], "GET") && !strcmp(w[1], uri) &&
+		    strcmp(w[2], "\"bytes=0-0\""))
+			sum += strtoull(w[5], NULL, 10);
+	}
+	fclose(f);
+	free(p);
+	return sum;
+}
+
 /* How many connections nginx's requests came on (its last word). */
 static int connections(void)
 {
@@ -540,6 +562,7 @@ Test(http, sequential_reads_are_read_ahead)
 	struct source *s;
 	uint8_t *want, *got;
 	size_t len, off, k = 64 << 10;
+	uint64_t sent;
 	char *u;
 	int gets;
 
@@ -559,6 +582,9 @@ Test(http, sequential_reads_are_read_ahead)
 	gets = data_gets("seq.bin");
 	/* block by block would be 41 requests; readahead doubles to 32 */
 	cr_assert(gets >= 2 && gets <= 8, "%d requests for 41 blocks read in order", gets);
+	sent = bytes_sent("seq.bin");
+	cr_assert_eq(sent, len, "%llu bytes sent for a file of %zu read once in order",
+		     (unsigned long long)sent, len);
 	/* one thread, one after the other: all on one kept-alive connection */
 	cr_assert_eq(connections(), 1, "%d connections for %d requests", connections(),
 		     all_requests());
@@ -576,6 +602,9 @@ Test(http, sequential_reads_are_read_ahead)
 	}
 	cr_assert(data_gets("seq.bin") - gets <= 41 / 2, "%d requests for 41 blocks "
 		  "with a small cache", data_gets("seq.bin") - gets);
+	cr_assert_eq(bytes_sent("seq.bin") - sent, len, "%llu bytes sent for a file of "
+		     "%zu read in order", (unsigned long long)(bytes_sent("seq.bin") - sent),
+		     len);
 	source_close(s);
 	free(want);
 	free(got);
