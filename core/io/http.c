@@ -200,11 +200,12 @@ static int probe(struct http_env *he, const char *url, struct source_stamp *st,
 		snprintf(why, whylen, "%s (%u attempts)", r.cause, r.attempts);
 		return -EIO;
 	}
-	*is_dir = r.to_dir;
 	if ((rc = status_errno(r.status))) {
 		snprintf(why, whylen, "HTTP %ld", r.status);
 		return rc;
 	}
+	if ((*is_dir = r.to_dir))
+		return 0;	/* redirected to "name/" */
 	if (r.status == 206 && r.has_range && r.r_total >= 0 && r.got == 1) {
 		stamp_from(&r, (uint64_t)r.r_total, st);
 		return 0;
@@ -570,6 +571,13 @@ static int http_stat(struct source_env *env, const char *uri,
 
 	if (!he)
 		return -EINVAL;
+	/* HTTP has no directories: what a server answers for "dir/" (a
+	 * listing, 403, 404, an index page) says nothing of the files under
+	 * it, so the name decides, and opening those files tells */
+	if (len && uri[len - 1] == '/') {
+		out->is_dir = 1;
+		return 0;
+	}
 	if (httpreq_do(he->net, &req, &r)) {
 		sfs_err("%s: %s (%u attempts)", uri, r.cause, r.attempts);
 		return -EIO;
@@ -581,8 +589,7 @@ static int http_stat(struct source_env *env, const char *uri,
 	}
 	if (rc && rc != -EIO)
 		return rc;
-	out->is_dir = (len && uri[len - 1] == '/') || r.to_dir;
-	if (out->is_dir)
+	if ((out->is_dir = r.to_dir))
 		return 0;
 	if (!rc && r.length >= 0) {
 		stamp_from(&r, (uint64_t)r.length, &out->stamp);
