@@ -328,6 +328,29 @@ static void teardown(void)
 
 TestSuite(http, .init = setup, .fini = teardown, .timeout = 60);
 
+/*
+ * nginx writes a request's log line once its last byte is sent, which can
+ * be after the client has it.  nginx here is one process with one event
+ * loop, so once it has answered a request sent now, every earlier line is
+ * written.  The marker's own lines are not counted.
+ */
+#define MARKER "/.settle"
+
+static void settle(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)sv.port) };
+	const char req[] = "HEAD " MARKER " HTTP/1.0\r\n\r\n";
+	char buf[512];
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	cr_assert(fd >= 0 && !connect(fd, (struct sockaddr *)&a, sizeof(a)));
+	cr_assert_eq(write(fd, req, sizeof(req) - 1), (ssize_t)sizeof(req) - 1);
+	while (read(fd, buf, sizeof(buf)) > 0)
+		;
+	close(fd);
+}
+
 /* Lines of a log whose words match: nginx's "METHOD URI "RANGE" STATUS
  * PROTO" or http_faults.py's "METHOD RANGE STATUS".  A NULL word matches
  * anything; "!x" anything but x. */
@@ -342,10 +365,14 @@ static int count_log(const char *log, const char *w0, const char *w1,
 	free(p);
 	if (!f)
 		return 0;
+	if (!strcmp(log, "access.log"))
+		settle();
 	while (fgets(line, sizeof(line), f)) {
 		tok[0] = strtok_r(line, " \n", &save);
 		tok[1] = strtok_r(NULL, " \n", &save);
 		tok[2] = strtok_r(NULL, " \n", &save);
+		if (tok[1] && !strcmp(tok[1], MARKER))
+			continue;
 		for (ok = 1, i = 0; i < 3 && ok; i++) {
 			if (!want[i])
 				continue;
@@ -385,6 +412,7 @@ static uint64_t bytes_sent(const char *rel)
 	int i;
 
 	cr_assert(f);
+	settle();
 	snprintf(uri, sizeof(uri), "/%s", rel);
 	while (fgets(line, sizeof(line), f)) {
 		for (i = 0; i < 7; i++)
@@ -407,7 +435,10 @@ static int connections(void)
 	FILE *f = fopen(p, "r");
 
 	cr_assert(f);
+	settle();
 	while (fgets(line, sizeof(line), f)) {
+		if (strstr(line, " " MARKER " "))
+			continue;
 		cr_assert((w = strrchr(line, ' ')));
 		for (i = 0; i < n && seen[i] != atol(w + 1); i++)
 			;
@@ -969,19 +1000,78 @@ Test(http, autoindex_parser)
 	cr_assert_eq(n, 2);
 }
 
+/* ---- faults, from http_faults.py ---- */
+
+/* www/<rel> (size bytes) served by http_faults.py in `mode`, with a mount's
+ * settings; its URL in *url. */
+static void faulty(const char *rel, size_t size, uint64_t seed, const char *mode,
+		   const char *n, unsigned timeout, unsigned retries, char **url)
+{
+	char *file;
+
+	cr_assert(asprintf(&file, "www/%s", rel) > 0);
+	write_file(file, size, seed);
+	start_faults(file, mode, n);
+	new_env(timeout, retries, 0, NULL);
+	*url = url_of(rel);
+	free(file);
+}
+
+/* The whole of www/<rel> read through s, compared with the file. */
+static void read_whole(struct source *s, const char *rel)
+{
+	char *file;
+	uint8_t *want, *got;
+	size_t len;
+
+	cr_assert(asprintf(&file, "www/%s", rel) > 0);
+	want = read_back(file, &len);
+	got = malloc(len + 1);
+	cr_assert_eq(source_pread(s, got, len + 1, 0), (ssize_t)len);
+	cr_assert(!memcmp(got, want, len), "%s: other bytes than the file's", rel);
+	free(want);
+	free(got);
+	free(file);
+}
+
+/* What was said while opening u failed with rc (malloc'ed). */
+static char *open_fails(const char *u, int rc)
+{
+	struct source *s = NULL;
+	struct capture c;
+
+	capture_start(&c);
+	cr_assert_eq(source_open(env, u, &s), rc);
+	return capture_end(&c);
+}
+
+/* What was said while a read of n bytes at off failed with EIO. */
+static char *read_fails(struct source *s, size_t n, uint64_t off)
+{
+	uint8_t *got = malloc(n);
+	struct capture c;
+
+	capture_start(&c);
+	cr_assert_eq(source_pread(s, got, n, off), -EIO);
+	free(got);
+	return capture_end(&c);
+}
+
+/* The log of http_faults.py serving www/<rel>. */
+static int fault_log(const char *rel, const char *range, const char *status)
+{
+	char log[128];
+
+	snprintf(log, sizeof(log), "www/%s.log", rel);
+	return count_log(log, "GET", range, status);
+}
+
 Test(http, server_ignoring_range_is_refused)
 {
-	struct source *s;
-	struct capture c;
 	char *u, *text;
 
-	write_file("www/r.bin", 3 * BLK, 12);
-	start_faults("www/r.bin", "norange", "0");
-	new_env(5, 2, 0, NULL);
-	u = url_of("r.bin");
-	capture_start(&c);
-	cr_assert_eq(source_open(env, u, &s), -EIO);
-	text = capture_end(&c);
+	faulty("r.bin", 3 * BLK, 12, "norange", "0", 5, 2, &u);
+	text = open_fails(u, -EIO);
 	cr_assert(strstr(text, u) && strstr(text, "ignores Range"), "%s", text);
 	free(text);
 	free(u);
@@ -990,42 +1080,25 @@ Test(http, server_ignoring_range_is_refused)
 Test(http, errors_are_retried)
 {
 	struct source *s;
-	uint8_t *want, *got;
-	size_t len;
 	char *u;
 
-	write_file("www/e.bin", 3 * BLK + 1, 13);
-	start_faults("www/e.bin", "fail500", "2");
-	new_env(5, 3, 0, NULL);
-	u = url_of("e.bin");
+	faulty("e.bin", 3 * BLK + 1, 13, "fail500", "2", 5, 3, &u);
 	cr_assert_eq(source_open(env, u, &s), 0);
-	cr_assert_eq(count_log("www/e.bin.log", "GET", NULL, "500"), 2);
-	want = read_back("www/e.bin", &len);
-	got = malloc(len);
-	cr_assert_eq(source_pread(s, got, len, 0), (ssize_t)len);
-	cr_assert(!memcmp(got, want, len));
+	cr_assert_eq(fault_log("e.bin", NULL, "500"), 2);
+	read_whole(s, "e.bin");
 	source_close(s);
-	free(want);
-	free(got);
 	free(u);
 }
 
 Test(http, errors_beyond_the_retries_give_eio)
 {
-	struct source *s;
-	struct capture c;
 	char *u, *text;
 
-	write_file("www/e.bin", 100, 14);
-	start_faults("www/e.bin", "fail500", "100");
-	new_env(5, 2, 0, NULL);
-	u = url_of("e.bin");
-	capture_start(&c);
-	cr_assert_eq(source_open(env, u, &s), -EIO);
-	text = capture_end(&c);
+	faulty("e.bin", 100, 14, "fail500", "100", 5, 2, &u);
+	text = open_fails(u, -EIO);
 	cr_assert(strstr(text, u) && strstr(text, "HTTP 500") &&
 		  strstr(text, "3 attempts"), "%s", text);
-	cr_assert_eq(count_log("www/e.bin.log", "GET", NULL, "500"), 3);
+	cr_assert_eq(fault_log("e.bin", NULL, "500"), 3);
 	free(text);
 	free(u);
 }
@@ -1033,62 +1106,37 @@ Test(http, errors_beyond_the_retries_give_eio)
 Test(http, too_many_requests_waits_and_retries)
 {
 	struct source *s;
-	uint8_t *want, got[100];
-	size_t len;
 	char *u;
 
-	write_file("www/t.bin", 100, 15);
-	start_faults("www/t.bin", "r429", "1");
-	new_env(5, 2, 0, NULL);
-	u = url_of("t.bin");
+	faulty("t.bin", 100, 15, "r429", "1", 5, 2, &u);
 	cr_assert_eq(source_open(env, u, &s), 0);
-	want = read_back("www/t.bin", &len);
-	cr_assert_eq(source_pread(s, got, sizeof(got), 0), 100);
-	cr_assert(!memcmp(got, want, len));
-	cr_assert_eq(count_log("www/t.bin.log", "GET", NULL, "429"), 1);
+	read_whole(s, "t.bin");
+	cr_assert_eq(fault_log("t.bin", NULL, "429"), 1);
 	source_close(s);
-	free(want);
 	free(u);
 }
 
 Test(http, short_bodies_are_retried)
 {
 	struct source *s;
-	uint8_t *want, *got;
-	size_t len;
 	char *u;
 
-	write_file("www/s.bin", 2 * BLK + 3, 16);
-	start_faults("www/s.bin", "short", "1");
-	new_env(5, 2, 0, NULL);
-	u = url_of("s.bin");
+	faulty("s.bin", 2 * BLK + 3, 16, "short", "1", 5, 2, &u);
 	cr_assert_eq(source_open(env, u, &s), 0);
-	want = read_back("www/s.bin", &len);
-	got = malloc(len);
-	cr_assert_eq(source_pread(s, got, len, 0), (ssize_t)len);
-	cr_assert(!memcmp(got, want, len));
-	cr_assert_eq(count_log("www/s.bin.log", "GET", "!bytes=0-0", NULL), 2);
+	read_whole(s, "s.bin");
+	cr_assert_eq(fault_log("s.bin", "!bytes=0-0", NULL), 2);
 	source_close(s);
-	free(want);
-	free(got);
 	free(u);
 }
 
 Test(http, longer_body_than_asked_is_an_error)
 {
 	struct source *s;
-	struct capture c;
-	uint8_t got[100];
 	char *u, *text;
 
-	write_file("www/o.bin", 1000, 17);
-	start_faults("www/o.bin", "overlong", "0");
-	new_env(5, 2, 0, NULL);
-	u = url_of("o.bin");
+	faulty("o.bin", 1000, 17, "overlong", "0", 5, 2, &u);
 	cr_assert_eq(source_open(env, u, &s), 0);
-	capture_start(&c);
-	cr_assert_eq(source_pread(s, got, sizeof(got), 0), -EIO);
-	text = capture_end(&c);
+	text = read_fails(s, 100, 0);
 	cr_assert(strstr(text, u) && strstr(text, "more than"), "%s", text);
 	free(text);
 	source_close(s);
@@ -1098,21 +1146,14 @@ Test(http, longer_body_than_asked_is_an_error)
 Test(http, stalled_server_times_out)
 {
 	struct source *s;
-	struct capture c;
-	uint8_t got[100];
 	char *u, *text;
 
-	write_file("www/st.bin", 1000, 18);
-	start_faults("www/st.bin", "stall", "0");
-	new_env(1, 1, 0, NULL);
-	u = url_of("st.bin");
+	faulty("st.bin", 1000, 18, "stall", "0", 1, 1, &u);
 	cr_assert_eq(source_open(env, u, &s), 0);
-	capture_start(&c);
-	cr_assert_eq(source_pread(s, got, sizeof(got), 0), -EIO);
-	text = capture_end(&c);
+	text = read_fails(s, 100, 0);
 	cr_assert(strstr(text, u) && strstr(text, "bytes 0-999") &&
 		  strstr(text, "2 attempts"), "%s", text);
-	cr_assert_eq(count_log("www/st.bin.log", "GET", NULL, "stalled"), 2);
+	cr_assert_eq(fault_log("st.bin", NULL, "stalled"), 2);
 	free(text);
 	source_close(s);
 	free(u);
@@ -1156,7 +1197,8 @@ Test(http, https_verified_and_http2)
 	cr_assert(!memcmp(got, want, len));
 	source_close(s);
 	{
-		/* every request of the verified mount went over HTTP/2 */
+		/* every request went over HTTP/2 (the last may not be logged
+		 * yet: settle() speaks plain HTTP; the ones before it are) */
 		char *p = path_in("access.log"), line[512];
 		FILE *f = fopen(p, "r");
 		int h2 = 0, n = 0;
@@ -1168,7 +1210,7 @@ Test(http, https_verified_and_http2)
 		}
 		fclose(f);
 		free(p);
-		cr_assert(n >= 3 && h2 == n, "%d of %d requests over HTTP/2", h2, n);
+		cr_assert(n >= 2 && h2 == n, "%d of %d requests over HTTP/2", h2, n);
 	}
 	free(want);
 	free(got);
