@@ -17,7 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum kind { T_STR, T_U32, T_U64, T_SIZE, T_FLAG, T_IMAGE, T_SPLIT, T_SEED, T_RDPLUS };
+enum kind { T_STR, T_U32, T_U64, T_SIZE, T_FLAG, T_IMAGE, T_SPLIT, T_SEED, T_RDPLUS,
+	    T_POS, T_POSSIZE };	/* T_POS, T_POSSIZE: as T_U32, T_SIZE, not 0 */
 
 /* The layouts an option applies to: given for any other, the mount is
  * refused (a silently ignored option is a surprise later). */
@@ -60,11 +61,18 @@ static const struct opt_row table[] = {
 	{"shard_seed", T_SEED, O(shard_seed), L_IMAGENET, "N", "shuffle samples into shards with this seed"},
 	{"shuffle_seed", T_U32, O(shuffle_seed), L_IMAGENET, "N", "order of shuffled/<split>.txt (default 0)"},
 	{"poll", T_U32, D(poll_us), L_ALL, "USEC", "poll /dev/fuse this long before sleeping (default 50, 0 = libfuse's loop)"},
-	{"workers", T_U32, D(workers), L_ALL, "N", "with poll: threads for reads that wait for the disk (default 4)"},
+	{"workers", T_U32, D(workers), L_ALL, "N", "with poll: threads for reads that wait for the disk or network (default 4, 16 for URLs)"},
 	{"readdirplus", T_RDPLUS, D(readdirplus), L_ALL, "auto|always|adaptive", "listings with attributes (default: always for quickdraw and npy, else adaptive)"},
 	{"fsname", T_STR, D(fsname), L_ALL, "NAME", "first field of /proc/mounts and df (default: SOURCE)"},
 	{"log", T_STR, D(log_file), L_ALL, "FILE", "append messages to FILE too, with a timestamp (default: stderr, syslog once in the background)"},
 	{"stack", T_FLAG, D(stack), L_ALL, NULL, "mount even where something is mounted already"},
+	{"timeout", T_POS, O(remote.timeout_s), L_ALL, "SECONDS", "URL sources: connect timeout, and a transfer below 1 KiB/s this long fails (default 30)"},
+	{"retries", T_POS, O(remote.retries), L_ALL, "N", "URL sources: retries (1 or more) of a failed request, with backoff, before EIO (default 5)"},
+	{"cacert", T_STR, O(remote.cacert), L_ALL, "FILE", "https: CA certificates to verify servers with (default: the system's)"},
+	{"insecure", T_FLAG, O(remote.insecure), L_ALL, NULL, "https: do not verify servers' certificates"},
+	{"cache_mem", T_POSSIZE, O(remote.cache_bytes), L_ALL, "SIZE", "URL sources: memory for fetched blocks (default 64M)"},
+	{"cache_dir", T_STR, O(remote.cache_dir), L_ALL, "DIR", "URL sources: keep fetched blocks in DIR too, across mounts"},
+	{"cache_dir_size", T_POSSIZE, O(remote.cache_dir_bytes), L_ALL, "SIZE", "bound of cache_dir (default 1G)"},
 };
 #undef O
 #undef D
@@ -88,6 +96,10 @@ static const struct fuse_opt templates[] = {
 	FUSE_OPT_KEY("poll=", 14), FUSE_OPT_KEY("workers=", 15),
 	FUSE_OPT_KEY("readdirplus=", 16), FUSE_OPT_KEY("fsname=", 17),
 	FUSE_OPT_KEY("log=", 18), FUSE_OPT_KEY("stack", 19),
+	FUSE_OPT_KEY("timeout=", 20), FUSE_OPT_KEY("retries=", 21),
+	FUSE_OPT_KEY("cacert=", 22), FUSE_OPT_KEY("insecure", 23),
+	FUSE_OPT_KEY("cache_mem=", 24), FUSE_OPT_KEY("cache_dir=", 25),
+	FUSE_OPT_KEY("cache_dir_size=", 26),
 	FUSE_OPT_END
 };
 _Static_assert(sizeof(templates) / sizeof(templates[0]) == NROWS + 1,
@@ -153,7 +165,8 @@ static int set_value(const struct opt_row *r, const char *val, struct fs_opts *o
 		return 0;
 	case T_U32:
 	case T_SEED:
-		if (parse_u64(val, UINT32_MAX, &v))
+	case T_POS:
+		if (parse_u64(val, UINT32_MAX, &v) || (r->kind == T_POS && !v))
 			return -EINVAL;
 		*(uint32_t *)field = (uint32_t)v;
 		if (r->kind == T_SEED)
@@ -166,6 +179,11 @@ static int set_value(const struct opt_row *r, const char *val, struct fs_opts *o
 		return 0;
 	case T_SIZE:
 		return sfs_parse_size(val, (uint64_t *)field);
+	case T_POSSIZE:
+		if (sfs_parse_size(val, &v) || !v)
+			return -EINVAL;
+		*(uint64_t *)field = v;
+		return 0;
 	case T_FLAG:
 		*(int *)field = 1;
 		return 0;
@@ -246,13 +264,29 @@ static void defaults(struct fs_opts *o)
 	memset(o, 0, sizeof(*o));
 	sfs_opts_default(&o->core);
 	o->poll_us = 50;
-	o->workers = 4;
+	o->workers = WORKERS_LOCAL;
+}
+
+/* Whether option `name` was given. */
+static int given(const struct fs_opts *o, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < NROWS; i++)
+		if (!strcmp(table[i].name, name))
+			return (int)(o->given >> i & 1);
+	return 0;
 }
 
 int sfs_opts_parse(struct fuse_args *args, struct fs_opts *o)
 {
 	defaults(o);
-	return fuse_opt_parse(args, o, templates, opt_proc) ? -1 : 0;
+	if (fuse_opt_parse(args, o, templates, opt_proc))
+		return -1;
+	/* a network read waits a round trip: more of them in flight */
+	if (o->core.source && source_is_url(o->core.source) && !given(o, "workers"))
+		o->workers = WORKERS_URL;
+	return 0;
 }
 
 int sfs_opts_absolute_source(struct sfs_opts *o)
@@ -260,8 +294,13 @@ int sfs_opts_absolute_source(struct sfs_opts *o)
 	char *abs;
 	int rc;
 
-	if (strstr(o->source, "://"))
+	if (source_is_url(o->source))
 		return 0;
+	if (strstr(o->source, "://")) {
+		sfs_err("%s: not a URL samplefs reads (http:// and https:// are)",
+			o->source);
+		return -EPROTONOSUPPORT;
+	}
 	if (!(abs = realpath(o->source, NULL))) {
 		rc = -errno;
 		sfs_err("%s: %s", o->source, strerror(errno));

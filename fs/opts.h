@@ -16,7 +16,7 @@
 struct fs_opts {
 	struct sfs_opts core;
 	uint32_t poll_us;	/* -o poll=USEC: busy poll of /dev/fuse (default 50, 0 = libfuse's loop) */
-	uint32_t workers;	/* -o workers=N: threads for reads that wait for the disk (default 4) */
+	uint32_t workers;	/* -o workers=N: threads for reads that wait (default 4; 16 for URLs) */
 	int readdirplus;	/* -o readdirplus=auto|always|adaptive: RDPLUS_* */
 	char *log_file;		/* -o log=FILE: messages appended there too (core/log.h) */
 	int stack;		/* -o stack: mount over an existing mount */
@@ -24,6 +24,11 @@ struct fs_opts {
 	char *fsname;		/* -o fsname=NAME: /proc/mounts' first field (NULL = SOURCE) */
 	uint64_t given;		/* bit i: option row i was given */
 };
+
+/* Default -o workers=: for local sources, and for URLs (reads that wait
+ * for the network: one round trip each, so more in flight). */
+#define WORKERS_LOCAL 4
+#define WORKERS_URL   16
 
 /* How listings answer (FUSE readdirplus).  ALWAYS: every listed entry comes
  * with its attributes, so the kernel needs no LOOKUP when the file is then
@@ -53,7 +58,8 @@ int sfs_opts_parse(struct fuse_args *args, struct fs_opts *o);
  */
 int sfs_opts_check_layout(struct fs_opts *o, const char *layout);
 
-/* Replaces o->source by its realpath (kept as is for URLs); -errno. */
+/* Replaces o->source by its realpath (kept as is for http(s) URLs; other
+ * "scheme://" names are refused, with a message); -errno. */
 int sfs_opts_absolute_source(struct sfs_opts *o);
 
 /* Frees the strings sfs_opts_parse allocated. */

@@ -66,5 +66,6 @@ int source_nowait_mode(void);
 void source_mark_changed(struct source *s);
 
 extern const struct source_backend source_file_backend;
+extern const struct source_backend source_http_backend;
 
 #endif

@@ -17,6 +17,7 @@
 
 /* Tried in order; the local file backend claims whatever is not a URL. */
 static const struct source_backend *const backends[] = {
+	&source_http_backend,
 	&source_file_backend,
 };
 

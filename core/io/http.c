@@ -1,0 +1,350 @@
+/*
+ * http.c - the HTTP(S) backend: a source that is an http:// or https://
+ * URL, read with Range requests.
+ *
+ * Stamp: one GET of byte 0 at open gives the size (Content-Range's total),
+ * ETag and Last-Modified, and shows that the server honours Range (a 200
+ * there means it would send the whole file for every read: refused).
+ * Every later response is checked against that stamp (httpreq.c), so a
+ * source changed on the server reads EIO, never mixed bytes.  Reads go
+ * through the block caches (httpcache.c).
+ *
+ * Names: a URL ending in '/' is a directory; listings are nginx's
+ * `autoindex_format json` (autoindex.c).
+ *
+ * The mount's state (env->http, http_int.h): the request context (a
+ * curl_share and pooled handles), the memory and disk caches, the ids of
+ * the sources opened, the prefetch threads.
+ *
+ * Failures are logged here, rate-limited by log.c (one format per cause),
+ * naming the URL and what the server said.
+ *
+ * Not for: local files (file.c), requests and retries (httpreq.c), reads
+ * and caching (httpcache.c), JSON (autoindex.c).
+ */
+#include "io/http_int.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "io/autoindex.h"
+#include "io/diskcache.h"
+#include "io/httpreq.h"
+#include "index/lru.h"
+#include "log.h"
+
+#define LIST_MAX  (16u << 20)   /* a directory listing's body */
+
+/* A source opened in this mount: its id, reused when it is opened again
+ * with the same stamp so its cached blocks are found again. */
+struct known {
+	struct known *next;
+	uint32_t id;
+	struct source_stamp stamp;
+	char url[];
+};
+
+static int http_claims(const char *uri)
+{
+	return source_is_url(uri);
+}
+
+static int http_env_init(struct source_env *env)
+{
+	struct http_env *he = calloc(1, sizeof(*he));
+	int rc;
+
+	if (!he)
+		return -ENOMEM;
+	pthread_mutex_init(&he->ids_lock, NULL);
+	pthread_mutex_init(&he->q_lock, NULL);
+	pthread_cond_init(&he->q_more, NULL);
+	env->http = he;
+	/* blocks read ahead (and prefetched: three windows) must not push
+	 * each other out of the cache before they are read: an eighth of it
+	 * per window */
+	he->ra_max = env->cfg.cache_bytes / BLOCK / 8 < RA_MAX ?
+		     (unsigned)(env->cfg.cache_bytes / BLOCK / 8) : RA_MAX;
+	if ((rc = httpreq_ctx_new(&env->cfg, &he->net)))
+		return rc;
+	if (!(he->mem = lru_new(env->cfg.cache_bytes)))
+		return -ENOMEM;
+	if (env->cfg.cache_dir &&
+	    (rc = diskcache_open(env->cfg.cache_dir, env->cfg.cache_dir_bytes,
+				 &he->disk)))
+		return rc;
+	return 0;
+}
+
+static void http_env_fini(struct source_env *env)
+{
+	struct http_env *he = env->http;
+	struct known *k;
+
+	if (!he)
+		return;
+	httpcache_stop(he);
+	httpreq_ctx_free(he->net);
+	lru_free(he->mem);
+	diskcache_close(he->disk);
+	while ((k = he->known)) {
+		he->known = k->next;
+		free(k);
+	}
+	pthread_mutex_destroy(&he->ids_lock);
+	pthread_mutex_destroy(&he->q_lock);
+	pthread_cond_destroy(&he->q_more);
+	free(he);
+	env->http = NULL;
+}
+
+static int same_stamp(const struct source_stamp *a, const struct source_stamp *b)
+{
+	return a->size == b->size && a->mtime_ns == b->mtime_ns &&
+	       !strcmp(a->etag, b->etag);
+}
+
+/* The id of (url, stamp) in this mount; 0 on ENOMEM (ids start at 1). */
+static uint32_t source_id(struct http_env *he, const char *url,
+			  const struct source_stamp *st)
+{
+	struct known *k;
+	uint32_t id = 0;
+
+	pthread_mutex_lock(&he->ids_lock);
+	for (k = he->known; k; k = k->next)
+		if (!strcmp(k->url, url) && same_stamp(&k->stamp, st))
+			break;
+	if (!k && (k = malloc(sizeof(*k) + strlen(url) + 1))) {
+		k->id = ++he->next_id;
+		k->stamp = *st;
+		strcpy(k->url, url);
+		k->next = he->known;
+		he->known = k;
+	}
+	if (k)
+		id = k->id;
+	pthread_mutex_unlock(&he->ids_lock);
+	return id;
+}
+
+static void stamp_from(const struct httpresp *r, uint64_t size,
+		       struct source_stamp *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->size = size;
+	st->mtime_ns = r->mtime_ns;
+	memcpy(st->etag, r->etag, sizeof(st->etag));
+}
+
+/* The errno an answer to a file's request means (0: a success). */
+static int status_errno(long status)
+{
+	if (status == 404 || status == 410)
+		return -ENOENT;
+	if (status == 401 || status == 403)
+		return -EACCES;
+	return status >= 200 && status < 300 ? 0 : -EIO;
+}
+
+/*
+ * GET byte 0 of url: its stamp, and whether the server serves ranges.
+ * 0 or -errno, with what went wrong in why (no message here).
+ */
+static int probe(struct http_env *he, const char *url, struct source_stamp *st,
+		 int *is_dir, char *why, size_t whylen)
+{
+	char one;
+	struct iovec iov = { &one, 1 };
+	struct httpreq req = { .url = url, .ranged = 1, .from = 0, .to = 0,
+			       .iov = &iov, .niov = 1 };
+	struct httpresp r;
+	int rc;
+
+	*is_dir = 0;
+	if (httpreq_do(he->net, &req, &r)) {
+		snprintf(why, whylen, "%s (%u attempts)", r.cause, r.attempts);
+		return -EIO;
+	}
+	if ((rc = status_errno(r.status))) {
+		snprintf(why, whylen, "HTTP %ld", r.status);
+		return rc;
+	}
+	if ((*is_dir = r.to_dir))
+		return 0;	/* redirected to "name/" */
+	if (r.status == 206 && r.has_range && r.r_total >= 0 && r.got == 1) {
+		stamp_from(&r, (uint64_t)r.r_total, st);
+		return 0;
+	}
+	if (r.status == 200 && r.length == 0) {	/* empty: nothing to range */
+		stamp_from(&r, 0, st);
+		return 0;
+	}
+	if (r.status == 200)
+		snprintf(why, whylen, "the server answered a Range request with "
+			 "200 and the whole file: it ignores Range, so the file "
+			 "cannot be read in parts");
+	else
+		snprintf(why, whylen, "HTTP %ld without a usable Content-Range "
+			 "(the size is not known)", r.status);
+	return -EIO;
+}
+
+static int http_open(struct source *s)
+{
+	struct http_env *he = s->env ? s->env->http : NULL;
+	struct http_src *h;
+	size_t len = strlen(s->name);
+	char why[400];
+	int rc, is_dir;
+
+	if (!he) {
+		sfs_err("%s: opened without a source environment (source_env_new)",
+			s->name);
+		return -EINVAL;
+	}
+	if (len && s->name[len - 1] == '/')
+		return -EISDIR;
+	if ((rc = probe(he, s->name, &s->stamp, &is_dir, why, sizeof(why)))) {
+		sfs_err("%s: %s", s->name, why);
+		return rc;
+	}
+	if (is_dir)
+		return -EISDIR;
+	if (s->stamp.size / BLOCK > UINT32_MAX) {
+		sfs_err("%s: %" PRIu64 " bytes: larger than samplefs reads over HTTP",
+			s->name, s->stamp.size);
+		return -EFBIG;
+	}
+	if (!(h = calloc(1, sizeof(*h))))
+		return -ENOMEM;
+	h->he = he;
+	if (!(h->id = source_id(he, s->name, &s->stamp))) {
+		free(h);
+		return -ENOMEM;
+	}
+	/* without ETag or Last-Modified, blocks on disk could be of another
+	 * version of the same size */
+	h->disk = he->disk && (s->stamp.etag[0] || s->stamp.mtime_ns);
+	h->ra_next = UINT64_MAX;
+	pthread_mutex_init(&h->lock, NULL);
+	pthread_cond_init(&h->landed, NULL);
+	s->priv = h;
+	httpcache_start(he);
+	return 0;
+}
+
+static void http_close(struct source *s)
+{
+	struct http_src *h = s->priv;
+
+	if (!h)
+		return;
+	httpcache_forget(s);
+	pthread_mutex_destroy(&h->lock);
+	pthread_cond_destroy(&h->landed);
+	free(h);
+}
+
+static int http_changed(struct source *s)
+{
+	return atomic_load(&s->changed);
+}
+
+/* ---- names ---- */
+
+static int http_stat(struct source_env *env, const char *uri,
+		     struct source_info *out)
+{
+	struct http_env *he = env ? env->http : NULL;
+	size_t len = strlen(uri);
+	struct httpreq req = { .url = uri, .head = 1 };
+	struct httpresp r;
+	char why[400];
+	int rc;
+
+	if (!he)
+		return -EINVAL;
+	/* HTTP has no directories: what a server answers for "dir/" (a
+	 * listing, 403, 404, an index page) says nothing of the files under
+	 * it, so the name decides, and opening those files tells */
+	if (len && uri[len - 1] == '/') {
+		out->is_dir = 1;
+		return 0;
+	}
+	if (httpreq_do(he->net, &req, &r)) {
+		sfs_err("%s: %s (%u attempts)", uri, r.cause, r.attempts);
+		return -EIO;
+	}
+	if ((rc = status_errno(r.status)) == -EIO && r.status != 405 &&
+	    r.status != 501) {
+		sfs_err("%s: HTTP %ld", uri, r.status);
+		return rc;
+	}
+	if (rc && rc != -EIO)
+		return rc;
+	if ((out->is_dir = r.to_dir))
+		return 0;
+	if (!rc && r.length >= 0) {
+		stamp_from(&r, (uint64_t)r.length, &out->stamp);
+		return 0;
+	}
+	/* no HEAD, or no length: what open would see */
+	if ((rc = probe(he, uri, &out->stamp, &out->is_dir, why, sizeof(why))) &&
+	    rc != -ENOENT)
+		sfs_err("%s: %s", uri, why);
+	return rc;
+}
+
+static int http_list(struct source_env *env, const char *uri, source_list_fn fn,
+		     void *arg)
+{
+	struct http_env *he = env ? env->http : NULL;
+	struct httpreq req = { .max_body = LIST_MAX };
+	struct httpresp r;
+	size_t len = strlen(uri);
+	char *url;
+	int rc;
+
+	if (!he)
+		return -EINVAL;
+	if (asprintf(&url, "%s%s", uri, len && uri[len - 1] == '/' ? "" : "/") < 0)
+		return -ENOMEM;
+	req.url = url;
+	if (httpreq_do(he->net, &req, &r)) {
+		sfs_err("%s: listing: %s (%u attempts)", url, r.cause, r.attempts);
+		rc = -EIO;
+	} else if (r.status == 404 || r.status == 410) {
+		rc = -ENOENT;
+	} else if (r.status != 200) {
+		sfs_err("%s: HTTP %ld to a listing request: the server gives no "
+			"listing (nginx: autoindex on; autoindex_format json;)",
+			url, r.status);
+		rc = r.status == 401 || r.status == 403 ? -ENOTSUP : -EIO;
+	} else if ((rc = autoindex_parse(r.body ? r.body : "", r.got, fn, arg)) ==
+		   -ENOTSUP) {
+		sfs_err("%s: not a JSON directory listing (nginx: autoindex on; "
+			"autoindex_format json;)", url);
+	}
+	free(r.body);
+	free(url);
+	return rc;
+}
+
+const struct source_backend source_http_backend = {
+	.name = "http",
+	.claims = http_claims,
+	.open = http_open,
+	.pread = httpcache_pread,
+	.changed = http_changed,
+	.close = http_close,
+	.stat = http_stat,
+	.list = http_list,
+	.env_init = http_env_init,
+	.env_fini = http_env_fini,
+};

@@ -1,0 +1,81 @@
+/*
+ * http_int.h - what the two halves of the HTTP backend share: http.c
+ * (opening, stamps, names, listings, the mount's state) and httpcache.c
+ * (reading through the block caches, readahead, prefetch threads).
+ * Private to those two files.
+ */
+#ifndef SFS_IO_HTTP_INT_H
+#define SFS_IO_HTTP_INT_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "io/backend.h"
+
+/*
+ * 128 KiB: a random read of a small member pulls in at most two blocks,
+ * and readahead makes sequential requests large anyway.
+ */
+#define BLOCK      (128u << 10)
+#define RA_MAX     32           /* blocks read ahead at most: 4 MiB */
+#define NFLIGHT    8            /* fetches of one source tracked at once */
+#define QUEUE_MAX  64           /* prefetches waiting for a thread */
+#define PREFETCHERS 4           /* threads per mount, started at first open */
+
+struct httpreq_ctx;
+struct diskcache;
+struct lru;
+struct known;
+
+struct prefetch {
+	struct source *s;
+	uint64_t lo, hi;
+};
+
+/* env->http: per mount. */
+struct http_env {
+	struct httpreq_ctx *net;
+	struct lru *mem;                /* blocks, keyed by source id and number */
+	struct diskcache *disk;         /* NULL without cache_dir */
+	unsigned ra_max;                /* blocks read ahead at most */
+	pthread_mutex_t ids_lock;
+	struct known *known;
+	uint32_t next_id;
+	/* prefetch threads and their queue */
+	pthread_mutex_t q_lock;
+	pthread_cond_t q_more;
+	struct prefetch queue[QUEUE_MAX];
+	unsigned q_len;
+	pthread_t threads[PREFETCHERS];
+	unsigned nthreads;
+	int stopping;
+};
+
+/* s->priv: per open source. */
+struct http_src {
+	struct http_env *he;
+	uint32_t id;
+	int disk;                       /* the stamp can tell versions apart */
+	pthread_mutex_t lock;           /* the fields below */
+	pthread_cond_t landed;          /* a fetch or prefetch ended */
+	struct { uint64_t lo, hi; int used; } flight[NFLIGHT];
+	uint64_t ra_next;               /* block where the last read ended */
+	unsigned ra_seq;                /* reads in a row that went on from it */
+	unsigned ra_win;
+	uint64_t ahead;                 /* last block fetched or queued ahead */
+	unsigned jobs;                  /* prefetches queued or running */
+};
+
+/* httpcache.c */
+ssize_t httpcache_pread(struct source *s, void *buf, size_t n, uint64_t off);
+/* Starts the prefetch threads if they are not running (the first open of
+ * a mount: a daemon forks before it, threads would not survive that). */
+void httpcache_start(struct http_env *he);
+/* Stops them (all sources closed). */
+void httpcache_stop(struct http_env *he);
+/* Drops s's queued prefetches and waits for its running ones: before
+ * close. */
+void httpcache_forget(struct source *s);
+
+#endif

@@ -1,0 +1,476 @@
+/*
+ * httpcache.c - reading an HTTP source (see http.c) through block caches.
+ *
+ * The source is cut into BLOCK-aligned blocks kept in the mount's LRU
+ * (cfg.cache_bytes, index/lru.h, keyed by the source's id and the block
+ * number) and, with cfg.cache_dir, on disk (diskcache.c).  A read takes
+ * what the caches have and fetches each run of missing blocks with one
+ * request (httpreq.c), which every response is checked against the stamp.
+ *
+ * Sequential reads: a read that goes on where the last one of its source
+ * ended is sequential; from the second in a row a window opens (RA_START
+ * blocks, doubling per read up to ra_max) and a fetch also takes the
+ * window's blocks.  Past that, while reads go on in order, prefetch threads
+ * keep up to AHEAD_JOBS requests of a window each running ahead of the
+ * reader, so a sequential pass streams instead of waiting a round trip per
+ * window.  A thread missing blocks another is fetching waits for that fetch
+ * rather than asking again.
+ *
+ * No-wait mode: a read fully in memory is served (and may start prefetches,
+ * which only queue), else -EAGAIN at once.
+ *
+ * Failures are logged here, rate-limited by log.c, naming the URL, the
+ * byte range and the last cause; that read gives EIO.  Prefetches fail
+ * quietly: the read that needed the blocks asks again, and says so.
+ *
+ * Not for: opening, names and listings (http.c), requests (httpreq.c).
+ */
+#include "io/http_int.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "io/diskcache.h"
+#include "io/httpreq.h"
+#include "index/lru.h"
+#include "log.h"
+
+#define RA_START   2            /* blocks read ahead once reads go forward */
+#define RUN_MAX    64           /* missing blocks of a read in one request */
+#define WAITS_MAX  3            /* for others' fetches, in one read */
+#define AHEAD_JOBS 2            /* prefetches of one source at once */
+
+/* One read: [off, end) of a source of `size` bytes, into buf; a prefetch
+ * is a read of nothing (buf NULL, off = end = 0). */
+struct rd {
+	struct source *s;
+	struct http_src *h;
+	char *buf;
+	uint64_t off, end, size;
+};
+
+static uint64_t key_of(const struct http_src *h, uint64_t b)
+{
+	return (uint64_t)h->id << 32 | b;
+}
+
+static size_t block_len(const struct rd *r, uint64_t b)
+{
+	uint64_t left = r->size - b * BLOCK;
+
+	return left < BLOCK ? (size_t)left : BLOCK;
+}
+
+/* The part of block b the read wants: [*lo, *hi) of the source; 0 when
+ * it wants none. */
+static int piece(const struct rd *r, uint64_t b, uint64_t *lo, uint64_t *hi)
+{
+	*lo = b * BLOCK;
+	*hi = *lo + block_len(r, b);
+	if (*lo < r->off)
+		*lo = r->off;
+	if (*hi > r->end)
+		*hi = r->end;
+	return *lo < *hi;
+}
+
+/* Copies the part of block b (its bytes at data) that the read wants. */
+static void take_piece(const struct rd *r, uint64_t b, const char *data)
+{
+	uint64_t lo, hi;
+
+	if (piece(r, b, &lo, &hi))
+		memcpy(r->buf + (lo - r->off), data + (lo - b * BLOCK), hi - lo);
+}
+
+/* Block b's piece from memory: 1, or 0 when it is not there. */
+static int from_memory(const struct rd *r, uint64_t b)
+{
+	uint64_t lo, hi;
+	char none;
+
+	if (!piece(r, b, &lo, &hi))
+		return lru_copy_out(r->h->he->mem, key_of(r->h, b), 0, &none, 0) == 1;
+	return lru_copy_out(r->h->he->mem, key_of(r->h, b), lo - b * BLOCK,
+			    r->buf + (lo - r->off), hi - lo) == 1;
+}
+
+/* Block b from the disk cache into memory, and its piece: 1, or 0. */
+static int from_disk(const struct rd *r, uint64_t b)
+{
+	size_t len = block_len(r, b);
+	char *data;
+
+	if (!r->h->disk || !(data = malloc(len)))
+		return 0;
+	if (!diskcache_get(r->h->he->disk, r->s->name, &r->s->stamp, b, data, len)) {
+		free(data);
+		return 0;
+	}
+	take_piece(r, b, data);
+	lru_insert(r->h->he->mem, key_of(r->h, b), data, len);
+	return 1;
+}
+
+/*
+ * Notes a read of blocks b0..b1 for readahead and gives the window to read
+ * ahead with.  From the second sequential read in a row, not the first:
+ * two reads of one member of an archive, read at random, should not pull
+ * in the members after it.
+ */
+static unsigned note_read(struct http_src *h, uint64_t b0, uint64_t b1)
+{
+	unsigned win;
+
+	pthread_mutex_lock(&h->lock);
+	if (h->ra_next != UINT64_MAX && (b0 == h->ra_next || b0 == h->ra_next + 1))
+		h->ra_seq++;
+	else
+		h->ra_seq = h->ahead = 0;	/* a new stream, if any */
+	if (h->ra_seq < 2)
+		h->ra_win = 0;
+	else
+		h->ra_win = h->ra_win ? h->ra_win * 2 : RA_START;
+	if (h->ra_win > h->he->ra_max)
+		h->ra_win = h->he->ra_max;
+	h->ra_next = b1;
+	win = h->ra_win;
+	pthread_mutex_unlock(&h->lock);
+	return win;
+}
+
+/* The fetch recorded over block b, or -1 (h->lock held). */
+static int flight_of(const struct http_src *h, uint64_t b)
+{
+	int i;
+
+	for (i = 0; i < NFLIGHT; i++)
+		if (h->flight[i].used && h->flight[i].lo <= b && b <= h->flight[i].hi)
+			return i;
+	return -1;
+}
+
+static int overlaps(const struct http_src *h, uint64_t lo, uint64_t hi)
+{
+	int i;
+
+	for (i = 0; i < NFLIGHT; i++)
+		if (h->flight[i].used && h->flight[i].lo <= hi && lo <= h->flight[i].hi)
+			return 1;
+	return 0;
+}
+
+/* Trims *hi before others' fetches after `need` and records lo..*hi; its
+ * slot, or -1 when all are taken (h->lock held). */
+static int record(struct http_src *h, uint64_t lo, uint64_t need, uint64_t *hi)
+{
+	uint64_t b;
+	int i;
+
+	for (b = need + 1; b <= *hi; b++)
+		if (flight_of(h, b) >= 0)
+			break;
+	*hi = b - 1;
+	for (i = 0; i < NFLIGHT; i++)
+		if (!h->flight[i].used) {
+			h->flight[i].lo = lo;
+			h->flight[i].hi = *hi;
+			h->flight[i].used = 1;
+			return i;
+		}
+	return -1;
+}
+
+/*
+ * Before fetching blocks lo..need (and readahead up to *hi): when another
+ * thread is fetching some of lo..need, waits for it and returns 1 (look in
+ * the cache again).  Else records this fetch (its slot in *slot) and
+ * returns 0.
+ */
+static int claim(struct http_src *h, uint64_t lo, uint64_t need, uint64_t *hi,
+		 int *waits, int *slot)
+{
+	pthread_mutex_lock(&h->lock);
+	if (overlaps(h, lo, need) && *waits < WAITS_MAX) {
+		++*waits;
+		while (overlaps(h, lo, need))
+			pthread_cond_wait(&h->landed, &h->lock);
+		pthread_mutex_unlock(&h->lock);
+		return 1;
+	}
+	*slot = record(h, lo, need, hi);
+	pthread_mutex_unlock(&h->lock);
+	return 0;
+}
+
+/* Ends a fetch that took blocks up to hi. */
+static void release(struct http_src *h, int slot, uint64_t hi)
+{
+	pthread_mutex_lock(&h->lock);
+	if (slot >= 0)
+		h->flight[slot].used = 0;
+	if (h->ra_win && hi > h->ahead)
+		h->ahead = hi;	/* a sequential stream's readahead */
+	pthread_cond_broadcast(&h->landed);
+	pthread_mutex_unlock(&h->lock);
+}
+
+/* Logs a read that failed and gives its errno (-EIO). */
+static int read_failed(const struct rd *r, const struct httpreq *req,
+		       const struct httpresp *resp, int quiet)
+{
+	if (resp->changed) {
+		if (!quiet)
+			sfs_err("%s: bytes %" PRIu64 "-%" PRIu64 ": %s", r->s->name,
+				req->from, req->to, resp->cause);
+		source_mark_changed(r->s);
+		return quiet ? -EIO : source_check(r->s);	/* its one warning */
+	}
+	if (!quiet)
+		sfs_err("%s: bytes %" PRIu64 "-%" PRIu64 ": %s; giving EIO after %u "
+			"attempts", r->s->name, req->from, req->to, resp->cause,
+			resp->attempts);
+	return -EIO;
+}
+
+/* Fetches blocks lo..hi with one request: the pieces the read wants into
+ * its buffer, every block into the caches.  0 or -EIO (-ENOMEM). */
+static int fetch(const struct rd *r, uint64_t lo, uint64_t hi, int quiet)
+{
+	struct iovec iov[RUN_MAX + RA_MAX];
+	struct httpreq req = { .url = r->s->name, .ranged = 1, .iov = iov,
+			       .expect = &r->s->stamp };
+	struct httpresp resp;
+	unsigned n = (unsigned)(hi - lo + 1), i;
+	int rc = 0;
+
+	for (i = 0; i < n; i++) {
+		iov[i].iov_len = block_len(r, lo + i);
+		if (!(iov[i].iov_base = malloc(iov[i].iov_len))) {
+			rc = -ENOMEM;
+			n = i;
+			goto out;
+		}
+	}
+	req.niov = (int)n;
+	req.from = lo * BLOCK;
+	req.to = (hi + 1) * BLOCK < r->size ? (hi + 1) * BLOCK - 1 : r->size - 1;
+	if (httpreq_do(r->h->he->net, &req, &resp)) {
+		rc = read_failed(r, &req, &resp, quiet);
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		take_piece(r, lo + i, iov[i].iov_base);
+		if (r->h->disk)
+			diskcache_put(r->h->he->disk, r->s->name, &r->s->stamp,
+				      lo + i, iov[i].iov_base, iov[i].iov_len);
+		lru_insert(r->h->he->mem, key_of(r->h, lo + i), iov[i].iov_base,
+			   iov[i].iov_len);
+		iov[i].iov_base = NULL;
+	}
+out:
+	for (i = 0; i < n; i++)
+		free(iov[i].iov_base);
+	return rc;
+}
+
+/* The blocks to fetch from b: the run of missing ones (at most RUN_MAX),
+ * and, when it ends the read, `win` more not cached yet.  *need is the
+ * run's last block; returns the request's last. */
+static uint64_t plan(const struct rd *r, uint64_t b, uint64_t b1, unsigned win,
+		     uint64_t *need)
+{
+	uint64_t last = (r->size - 1) / BLOCK, m = b;
+
+	while (m < b1 && m - b + 1 < RUN_MAX && !from_memory(r, m + 1) &&
+	       !from_disk(r, m + 1))
+		m++;
+	*need = m;
+	if (m != b1)
+		return m;
+	while (win-- && m < last && !from_memory(r, m + 1))
+		m++;
+	return m;
+}
+
+/* ---- prefetch ---- */
+
+/* A prefetch thread's job: blocks lo..hi of s, unless others have them. */
+static void prefetch_run(const struct prefetch *p)
+{
+	struct rd r = { p->s, p->s->priv, NULL, 0, 0, p->s->stamp.size };
+	uint64_t lo = p->lo, hi = p->hi;
+	int slot;
+
+	while (lo <= hi && (from_memory(&r, lo) || from_disk(&r, lo)))
+		lo++;
+	if (lo > hi || atomic_load(&r.s->changed))
+		return;
+	pthread_mutex_lock(&r.h->lock);
+	slot = flight_of(r.h, lo) >= 0 ? -2 : record(r.h, lo, lo, &hi);
+	pthread_mutex_unlock(&r.h->lock);
+	if (slot == -2)
+		return;
+	fetch(&r, lo, hi, 1);
+	release(r.h, slot, 0);
+}
+
+static void *prefetcher(void *arg)
+{
+	struct http_env *he = arg;
+	struct prefetch p;
+	struct http_src *h;
+
+	pthread_mutex_lock(&he->q_lock);
+	for (;;) {
+		while (!he->q_len && !he->stopping)
+			pthread_cond_wait(&he->q_more, &he->q_lock);
+		if (he->stopping)
+			break;
+		p = he->queue[0];
+		memmove(he->queue, he->queue + 1, --he->q_len * sizeof(he->queue[0]));
+		pthread_mutex_unlock(&he->q_lock);
+		prefetch_run(&p);
+		/* after this, p.s may be closed at any time */
+		h = p.s->priv;
+		pthread_mutex_lock(&h->lock);
+		h->jobs--;
+		pthread_cond_broadcast(&h->landed);
+		pthread_mutex_unlock(&h->lock);
+		pthread_mutex_lock(&he->q_lock);
+	}
+	pthread_mutex_unlock(&he->q_lock);
+	return NULL;
+}
+
+void httpcache_start(struct http_env *he)
+{
+	pthread_mutex_lock(&he->q_lock);
+	while (!he->stopping && he->nthreads < PREFETCHERS &&
+	       !pthread_create(&he->threads[he->nthreads], NULL, prefetcher, he))
+		he->nthreads++;
+	pthread_mutex_unlock(&he->q_lock);
+}
+
+void httpcache_stop(struct http_env *he)
+{
+	unsigned i;
+
+	pthread_mutex_lock(&he->q_lock);
+	he->stopping = 1;
+	pthread_cond_broadcast(&he->q_more);
+	pthread_mutex_unlock(&he->q_lock);
+	for (i = 0; i < he->nthreads; i++)
+		pthread_join(he->threads[i], NULL);
+	he->nthreads = 0;
+}
+
+void httpcache_forget(struct source *s)
+{
+	struct http_src *h = s->priv;
+	struct http_env *he = h->he;
+	unsigned i, kept = 0, dropped;
+
+	pthread_mutex_lock(&he->q_lock);
+	for (i = 0; i < he->q_len; i++)
+		if (he->queue[i].s != s)
+			he->queue[kept++] = he->queue[i];
+	dropped = he->q_len - kept;
+	he->q_len = kept;
+	pthread_mutex_unlock(&he->q_lock);
+	pthread_mutex_lock(&h->lock);
+	h->jobs -= dropped;
+	while (h->jobs)
+		pthread_cond_wait(&h->landed, &h->lock);
+	pthread_mutex_unlock(&h->lock);
+}
+
+/*
+ * After a sequential read ending in block b1 with window win: queues a
+ * prefetch of the window after the last block the stream has fetched or
+ * queued (h->ahead), when that window ends within AHEAD_JOBS + 1 of the
+ * reader and fewer than AHEAD_JOBS of the source's are queued or running.  Never
+ * waits (no-wait mode calls it).
+ */
+static void prefetch_after(const struct rd *r, uint64_t b1, unsigned win)
+{
+	struct http_env *he = r->h->he;
+	uint64_t last = (r->size - 1) / BLOCK, lo = b1 + 1, hi;
+	int queued = 0;
+
+	if (win < RA_START * 2 || lo > last)
+		return;
+	pthread_mutex_lock(&r->h->lock);
+	if (r->h->ahead >= lo)
+		lo = r->h->ahead + 1;
+	/* whole windows only, within AHEAD_JOBS + 1 of the reader: it reads
+	 * a landed window at memory speed, then waits on the next */
+	if (lo > last || lo > b1 + AHEAD_JOBS * win + 1 || r->h->jobs >= AHEAD_JOBS) {
+		pthread_mutex_unlock(&r->h->lock);
+		return;
+	}
+	hi = lo + win - 1 < last ? lo + win - 1 : last;
+	r->h->ahead = hi;
+	r->h->jobs++;
+	pthread_mutex_unlock(&r->h->lock);
+	pthread_mutex_lock(&he->q_lock);
+	if (he->nthreads && he->q_len < QUEUE_MAX && !he->stopping) {
+		he->queue[he->q_len++] = (struct prefetch){ r->s, lo, hi };
+		pthread_cond_signal(&he->q_more);
+		queued = 1;
+	}
+	pthread_mutex_unlock(&he->q_lock);
+	if (!queued) {
+		pthread_mutex_lock(&r->h->lock);
+		r->h->jobs--;
+		pthread_cond_broadcast(&r->h->landed);
+		pthread_mutex_unlock(&r->h->lock);
+	}
+}
+
+/* ---- reads ---- */
+
+ssize_t httpcache_pread(struct source *s, void *buf, size_t n, uint64_t off)
+{
+	struct rd r = { s, s->priv, buf, off, 0, s->stamp.size };
+	uint64_t b0, b1, b, need, hi;
+	int waits = 0, slot, rc;
+	unsigned win;
+
+	if (atomic_load(&s->changed))
+		return source_check(s);
+	if (off >= r.size || n == 0)
+		return 0;
+	if (n > r.size - off)
+		n = (size_t)(r.size - off);
+	r.end = off + n;
+	b0 = off / BLOCK;
+	b1 = (r.end - 1) / BLOCK;
+	if (source_nowait_mode()) {
+		for (b = b0; b <= b1; b++)
+			if (!from_memory(&r, b))
+				return -EAGAIN;
+		prefetch_after(&r, b1, note_read(r.h, b0, b1));
+		return (ssize_t)n;
+	}
+	win = note_read(r.h, b0, b1);
+	for (b = b0; b <= b1;) {
+		if (from_memory(&r, b) || from_disk(&r, b)) {
+			b++;
+			continue;
+		}
+		hi = plan(&r, b, b1, win, &need);
+		if (claim(r.h, b, need, &hi, &waits, &slot))
+			continue;	/* another thread fetched it: look again */
+		rc = fetch(&r, b, hi, 0);
+		release(r.h, slot, hi);
+		if (rc)
+			return rc;
+		b = need + 1;
+	}
+	prefetch_after(&r, b1, win);
+	return (ssize_t)n;
+}

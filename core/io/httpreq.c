@@ -1,0 +1,542 @@
+/*
+ * httpreq.c - HTTP requests for the HTTP backend (see httpreq.h): libcurl's
+ * easy interface on handles pooled per mount, one curl_share for DNS and
+ * TLS sessions (a mutex per kind of shared data, as libcurl's share docs
+ * ask), and the retry policy.
+ *
+ * Connections are not in the share: libcurl documents sharing its
+ * connection cache between concurrent threads as unsafe (CURLSHOPT_SHARE,
+ * CURL_LOCK_DATA_CONNECT, "a known bug"; curl issues 4544, 13840).  Each
+ * easy handle keeps its own connections alive instead, and handles are
+ * pooled (last in, first out) so a request takes a handle with a warm
+ * connection.  Pooled rather than thread-local so none outlives the mount
+ * and a thread that stops reading does not hold one.  A handle keeps its
+ * options between requests; each request sets the ones that vary (URL,
+ * method, range, body sink, time limit).
+ *
+ * Bounds: connect within timeout_s; abort a transfer that moves fewer than
+ * LOW_SPEED bytes/s for timeout_s; and a whole transfer may take timeout_s
+ * plus the time to move its bytes at MIN_RATE, so a trickle or a stall
+ * ends.  The body goes only into the caller's buffers: a server sending more
+ * than the range fails the request, and the bodies of errors are dropped
+ * (at most DROP_MAX bytes of them are read).
+ *
+ * Not for: what a response means to a source (http.c), caching, logging.
+ */
+#include "io/httpreq.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+
+#define POOL_MAX     64             /* idle handles kept */
+#define LOW_SPEED    1024           /* bytes/s below which ... */
+#define MIN_RATE     (64u << 10)    /* bytes/s a whole transfer must average */
+#define DROP_MAX     (64u << 10)    /* of an error's body */
+#define BACKOFF_MS   100            /* first retry's delay; doubles */
+#define BACKOFF_MAX  5000
+#define CURL_BUFFER  (128L << 10)
+
+struct conn {
+	CURL *h;
+	struct conn *next;
+	char err[CURL_ERROR_SIZE];
+};
+
+struct httpreq_ctx {
+	const struct source_config *cfg;
+	CURLSH *share;
+	pthread_mutex_t share_lock[CURL_LOCK_DATA_LAST];
+	pthread_mutex_t pool_lock;
+	struct conn *pool;
+	unsigned npool;
+	int global;                     /* curl_global_init done */
+};
+
+/* One attempt's state, for the body callback. */
+struct xfer {
+	CURL *h;
+	const struct httpreq *req;
+	struct httpresp *resp;
+	long accept;                    /* the status whose body is kept */
+	size_t cap;                     /* iov total */
+	int iovi;                       /* iov being filled, and where */
+	size_t iovoff;
+	size_t dropped;
+	int overflow;                   /* more body than asked for */
+	int wrong;                      /* a 2xx other than accept: aborted */
+	size_t grown;                   /* allocated size of resp->body */
+};
+
+static void share_lock(CURL *h, curl_lock_data data, curl_lock_access access,
+		       void *arg)
+{
+	struct httpreq_ctx *c = arg;
+
+	(void)h;
+	(void)access;
+	pthread_mutex_lock(&c->share_lock[data]);
+}
+
+static void share_unlock(CURL *h, curl_lock_data data, void *arg)
+{
+	struct httpreq_ctx *c = arg;
+
+	(void)h;
+	pthread_mutex_unlock(&c->share_lock[data]);
+}
+
+int httpreq_ctx_new(const struct source_config *cfg, struct httpreq_ctx **out)
+{
+	struct httpreq_ctx *c = calloc(1, sizeof(*c));
+	int i;
+
+	if (!c)
+		return -ENOMEM;
+	c->cfg = cfg;
+	for (i = 0; i < CURL_LOCK_DATA_LAST; i++)
+		pthread_mutex_init(&c->share_lock[i], NULL);
+	pthread_mutex_init(&c->pool_lock, NULL);
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		sfs_err("libcurl: cannot initialise (curl_global_init failed)");
+		httpreq_ctx_free(c);
+		return -EIO;
+	}
+	c->global = 1;
+	if (!(c->share = curl_share_init()) ||
+	    curl_share_setopt(c->share, CURLSHOPT_LOCKFUNC, share_lock) ||
+	    curl_share_setopt(c->share, CURLSHOPT_UNLOCKFUNC, share_unlock) ||
+	    curl_share_setopt(c->share, CURLSHOPT_USERDATA, c) ||
+	    curl_share_setopt(c->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS) ||
+	    curl_share_setopt(c->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION)) {
+		sfs_err("libcurl: cannot set up a share of DNS and TLS sessions");
+		httpreq_ctx_free(c);
+		return -EIO;
+	}
+	*out = c;
+	return 0;
+}
+
+void httpreq_ctx_free(struct httpreq_ctx *c)
+{
+	struct conn *k;
+	int i;
+
+	if (!c)
+		return;
+	while ((k = c->pool)) {
+		c->pool = k->next;
+		curl_easy_cleanup(k->h);
+		free(k);
+	}
+	if (c->share)
+		curl_share_cleanup(c->share);
+	if (c->global)
+		curl_global_cleanup();
+	for (i = 0; i < CURL_LOCK_DATA_LAST; i++)
+		pthread_mutex_destroy(&c->share_lock[i]);
+	pthread_mutex_destroy(&c->pool_lock);
+	free(c);
+}
+
+static size_t on_body(char *p, size_t size, size_t nmemb, void *arg);
+
+/* The options every request of this mount has. */
+static int conn_setup(struct httpreq_ctx *c, struct conn *k)
+{
+	const struct source_config *cfg = c->cfg;
+	CURL *h = k->h;
+	CURLcode rc = CURLE_OK;
+
+#define SET(opt, val) do { if (rc == CURLE_OK) rc = curl_easy_setopt(h, opt, val); } while (0)
+	SET(CURLOPT_SHARE, c->share);
+	SET(CURLOPT_NOSIGNAL, 1L);            /* threads: no SIGALRM timeouts */
+	SET(CURLOPT_ERRORBUFFER, k->err);
+	SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+	SET(CURLOPT_FOLLOWLOCATION, 1L);
+	SET(CURLOPT_MAXREDIRS, (long)cfg->max_redirects);
+	SET(CURLOPT_PROTOCOLS_STR, "http,https");
+	SET(CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+	SET(CURLOPT_CONNECTTIMEOUT, (long)cfg->timeout_s);
+	SET(CURLOPT_LOW_SPEED_LIMIT, (long)LOW_SPEED);
+	SET(CURLOPT_LOW_SPEED_TIME, (long)cfg->timeout_s);
+	SET(CURLOPT_FILETIME, 1L);
+	SET(CURLOPT_TCP_KEEPALIVE, 1L);
+	SET(CURLOPT_BUFFERSIZE, CURL_BUFFER);
+	SET(CURLOPT_USERAGENT, "samplefs");
+	SET(CURLOPT_WRITEFUNCTION, on_body);
+	SET(CURLOPT_SSL_VERIFYPEER, cfg->insecure ? 0L : 1L);
+	SET(CURLOPT_SSL_VERIFYHOST, cfg->insecure ? 0L : 2L);
+	if (cfg->cacert)
+		SET(CURLOPT_CAINFO, cfg->cacert);
+#undef SET
+	return rc == CURLE_OK ? 0 : -EIO;
+}
+
+static struct conn *conn_take(struct httpreq_ctx *c)
+{
+	struct conn *k;
+
+	pthread_mutex_lock(&c->pool_lock);
+	if ((k = c->pool)) {
+		c->pool = k->next;
+		c->npool--;
+	}
+	pthread_mutex_unlock(&c->pool_lock);
+	if (k)
+		return k;
+	if (!(k = calloc(1, sizeof(*k))))
+		return NULL;
+	if (!(k->h = curl_easy_init()) || conn_setup(c, k)) {
+		if (k->h)
+			curl_easy_cleanup(k->h);
+		free(k);
+		return NULL;
+	}
+	return k;
+}
+
+static void conn_give(struct httpreq_ctx *c, struct conn *k)
+{
+	pthread_mutex_lock(&c->pool_lock);
+	if (c->npool < POOL_MAX) {
+		k->next = c->pool;
+		c->pool = k;
+		c->npool++;
+		k = NULL;
+	}
+	pthread_mutex_unlock(&c->pool_lock);
+	if (k) {
+		curl_easy_cleanup(k->h);
+		free(k);
+	}
+}
+
+static size_t body_iov(struct xfer *x, const char *p, size_t n)
+{
+	const struct iovec *v;
+	size_t k, left = n;
+
+	if (x->resp->got + n > x->cap) {
+		x->overflow = 1;
+		return 0;
+	}
+	while (left) {
+		v = &x->req->iov[x->iovi];
+		k = v->iov_len - x->iovoff;
+		if (k > left)
+			k = left;
+		memcpy((char *)v->iov_base + x->iovoff, p, k);
+		p += k;
+		left -= k;
+		x->iovoff += k;
+		if (x->iovoff == v->iov_len) {
+			x->iovi++;
+			x->iovoff = 0;
+		}
+	}
+	x->resp->got += n;
+	return n;
+}
+
+static size_t body_grow(struct xfer *x, const char *p, size_t n)
+{
+	struct httpresp *r = x->resp;
+	size_t want = r->got + n + 1, sz;
+	char *b;
+
+	if (r->got + n > x->req->max_body) {
+		x->overflow = 1;
+		return 0;
+	}
+	if (want > x->grown) {
+		sz = x->grown ? x->grown : 4096;
+		while (sz < want)
+			sz *= 2;
+		if (!(b = realloc(r->body, sz)))
+			return 0;
+		r->body = b;
+		x->grown = sz;
+	}
+	memcpy(r->body + r->got, p, n);
+	r->got += n;
+	r->body[r->got] = '\0';
+	return n;
+}
+
+static size_t on_body(char *p, size_t size, size_t nmemb, void *arg)
+{
+	struct xfer *x = arg;
+	size_t n = size * nmemb;
+	long code = 0;
+
+	curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &code);
+	if (code != x->accept) {
+		/* a 200 to a Range request is the whole file: do not fetch it */
+		if (code >= 200 && code < 300) {
+			x->wrong = 1;
+			return 0;
+		}
+		x->dropped += n;
+		return x->dropped > DROP_MAX ? 0 : n;
+	}
+	return x->req->iov ? body_iov(x, p, n) : body_grow(x, p, n);
+}
+
+/* "bytes A-B/T", "bytes A-B/ *", "bytes * /T" (RFC 9110 14.4). */
+static void parse_content_range(const char *v, struct httpresp *r)
+{
+	unsigned long long a, b, t;
+	int n = 0;
+
+	r->r_total = -1;
+	if (sscanf(v, "bytes %llu-%llu/%n", &a, &b, &n) == 2 && n) {
+		r->has_range = 1;
+		r->r_from = a;
+		r->r_to = b;
+	} else if (sscanf(v, "bytes */%n", &n) == 0 && n) {
+		r->has_range = 1;
+		r->r_from = 1;	/* no range: from > to */
+		r->r_to = 0;
+	} else {
+		return;
+	}
+	if (sscanf(v + n, "%llu", &t) == 1)
+		r->r_total = (int64_t)t;
+}
+
+/* What the response said, from libcurl. */
+static void gather(CURL *h, const struct httpreq *req, struct httpresp *r)
+{
+	struct curl_header *hh;
+	curl_off_t v;
+	char *eff = NULL;
+	size_t ul = strlen(req->url), el;
+
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r->status);
+	if (curl_easy_header(h, "ETag", 0, CURLH_HEADER, -1, &hh) == CURLHE_OK)
+		snprintf(r->etag, sizeof(r->etag), "%s", hh->value);
+	if (curl_easy_header(h, "Content-Range", 0, CURLH_HEADER, -1, &hh) == CURLHE_OK)
+		parse_content_range(hh->value, r);
+	if (curl_easy_getinfo(h, CURLINFO_FILETIME_T, &v) == CURLE_OK && v > 0)
+		r->mtime_ns = (int64_t)v * 1000000000;
+	r->length = -1;
+	if (curl_easy_getinfo(h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &v) == CURLE_OK)
+		r->length = v;
+	if (curl_easy_getinfo(h, CURLINFO_EFFECTIVE_URL, &eff) == CURLE_OK && eff) {
+		el = strlen(eff);
+		r->to_dir = el && eff[el - 1] == '/' && ul && req->url[ul - 1] != '/';
+	}
+}
+
+enum verdict { DONE, RETRY, FAIL };
+
+static int transient(CURLcode cc)
+{
+	switch (cc) {
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_OPERATION_TIMEDOUT:
+	case CURLE_SEND_ERROR:
+	case CURLE_RECV_ERROR:
+	case CURLE_PARTIAL_FILE:
+	case CURLE_GOT_NOTHING:
+	case CURLE_HTTP2:
+	case CURLE_HTTP2_STREAM:
+	case CURLE_SSL_CONNECT_ERROR:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* A 206 of a ranged read of an opened source: the same source, the range
+ * asked for, all of it. */
+static enum verdict check_expected(const struct httpreq *req, struct httpresp *r)
+{
+	const struct source_stamp *st = req->expect;
+	uint64_t want = req->to - req->from + 1;
+
+	if (r->status == 200) {
+		snprintf(r->cause, sizeof(r->cause), "the server answered 200 (the "
+			 "whole file) to a Range request: it ignores Range");
+		return FAIL;
+	}
+	if (r->status == 404 || r->status == 410 || r->status == 416) {
+		r->changed = 1;
+		snprintf(r->cause, sizeof(r->cause), "HTTP %ld: the file is gone "
+			 "or shorter", r->status);
+		return FAIL;
+	}
+	if (r->status != 206) {
+		snprintf(r->cause, sizeof(r->cause), "HTTP %ld", r->status);
+		return FAIL;
+	}
+	if (!r->has_range) {
+		snprintf(r->cause, sizeof(r->cause), "206 without a Content-Range");
+		return FAIL;
+	}
+	if (r->r_total != (int64_t)st->size) {
+		r->changed = 1;
+		snprintf(r->cause, sizeof(r->cause), "size is now %" PRId64
+			 " bytes, was %" PRIu64, r->r_total, st->size);
+		return FAIL;
+	}
+	if ((st->etag[0] && r->etag[0] && strcmp(st->etag, r->etag)) ||
+	    (!st->etag[0] && st->mtime_ns && r->mtime_ns &&
+	     st->mtime_ns != r->mtime_ns)) {
+		r->changed = 1;
+		snprintf(r->cause, sizeof(r->cause), "ETag is now %s, was %s "
+			 "(or Last-Modified changed)", r->etag, st->etag);
+		return FAIL;
+	}
+	if (r->r_from != req->from || r->r_to != req->to) {
+		snprintf(r->cause, sizeof(r->cause), "the server answered bytes "
+			 "%" PRIu64 "-%" PRIu64, r->r_from, r->r_to);
+		return FAIL;
+	}
+	if (r->got != want) {
+		snprintf(r->cause, sizeof(r->cause), "short body: %zu of %" PRIu64
+			 " bytes", r->got, want);
+		return RETRY;
+	}
+	return DONE;
+}
+
+static enum verdict judge(const struct httpreq *req, struct httpresp *r,
+			  CURLcode cc, const struct xfer *x, const char *err)
+{
+	if (cc != CURLE_OK && !x->wrong && x->dropped <= DROP_MAX) {
+		if (x->overflow) {
+			snprintf(r->cause, sizeof(r->cause), "the server sent more "
+				 "than the %zu bytes asked for", x->cap ? x->cap :
+				 req->max_body);
+			return FAIL;
+		}
+		snprintf(r->cause, sizeof(r->cause), "%s (curl error %d)",
+			 *err ? err : curl_easy_strerror(cc), (int)cc);
+		return transient(cc) ? RETRY : FAIL;
+	}
+	if (r->status >= 500 || r->status == 429 || r->status == 408) {
+		snprintf(r->cause, sizeof(r->cause), "HTTP %ld", r->status);
+		return RETRY;
+	}
+	return req->expect ? check_expected(req, r) : DONE;
+}
+
+/* 0 .. 2^64-1, for jitter; a generator per request needs no shared state */
+static uint64_t next_random(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+/* Exponential backoff with jitter (half to all of it); at least what
+ * Retry-After asked, capped at timeout_s. */
+static void backoff(const struct httpreq_ctx *c, unsigned attempt,
+		    curl_off_t retry_after, uint64_t *rng)
+{
+	uint64_t ms = BACKOFF_MS << (attempt < 10 ? attempt : 10), cap;
+	struct timespec ts;
+
+	if (ms > BACKOFF_MAX)
+		ms = BACKOFF_MAX;
+	ms = ms / 2 + next_random(rng) % (ms / 2 + 1);
+	if (retry_after > 0) {
+		cap = (uint64_t)c->cfg->timeout_s * 1000;
+		if ((uint64_t)retry_after * 1000 > ms)
+			ms = (uint64_t)retry_after * 1000;
+		if (ms > cap)
+			ms = cap;
+	}
+	ts.tv_sec = (time_t)(ms / 1000);
+	ts.tv_nsec = (long)(ms % 1000) * 1000000;
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+static size_t iov_total(const struct httpreq *req)
+{
+	size_t t = 0;
+	int i;
+
+	for (i = 0; i < req->niov; i++)
+		t += req->iov[i].iov_len;
+	return t;
+}
+
+/* One attempt on handle k. */
+static enum verdict attempt(struct httpreq_ctx *c, struct conn *k,
+			    const struct httpreq *req, struct httpresp *r,
+			    curl_off_t *retry_after)
+{
+	struct xfer x = { .h = k->h, .req = req, .resp = r };
+	char range[48];
+	uint64_t bytes;
+	CURLcode cc;
+
+	x.accept = req->ranged ? 206 : 200;
+	x.cap = req->iov ? iov_total(req) : 0;
+	bytes = req->iov ? x.cap : 1u << 20;
+	if (req->ranged)
+		snprintf(range, sizeof(range), "%" PRIu64 "-%" PRIu64, req->from, req->to);
+	k->err[0] = '\0';
+	curl_easy_setopt(k->h, CURLOPT_URL, req->url);
+	if (req->head)
+		curl_easy_setopt(k->h, CURLOPT_NOBODY, 1L);
+	else
+		curl_easy_setopt(k->h, CURLOPT_HTTPGET, 1L);
+	curl_easy_setopt(k->h, CURLOPT_RANGE, req->ranged ? range : NULL);
+	curl_easy_setopt(k->h, CURLOPT_WRITEDATA, &x);
+	curl_easy_setopt(k->h, CURLOPT_TIMEOUT_MS,
+			 (long)(c->cfg->timeout_s * 1000ull + bytes * 1000 / MIN_RATE));
+	cc = curl_easy_perform(k->h);
+	gather(k->h, req, r);
+	*retry_after = 0;
+	curl_easy_getinfo(k->h, CURLINFO_RETRY_AFTER, retry_after);
+	return judge(req, r, cc, &x, k->err);
+}
+
+int httpreq_do(struct httpreq_ctx *c, const struct httpreq *req,
+	       struct httpresp *r)
+{
+	uint64_t rng = ((uint64_t)(uintptr_t)r ^ (uint64_t)time(NULL) << 20) | 1;
+	curl_off_t retry_after;
+	enum verdict v = FAIL;
+	struct conn *k;
+	unsigned i;
+
+	memset(r, 0, sizeof(*r));
+	for (i = 0; i <= c->cfg->retries; i++) {
+		if (i)
+			backoff(c, i - 1, retry_after, &rng);
+		if (!(k = conn_take(c))) {
+			snprintf(r->cause, sizeof(r->cause), "libcurl: no handle "
+				 "(out of memory?)");
+			return -EIO;
+		}
+		/* each attempt starts afresh, but keeps the count */
+		free(r->body);
+		memset(r, 0, sizeof(*r));
+		r->attempts = i + 1;
+		v = attempt(c, k, req, r, &retry_after);
+		conn_give(c, k);
+		if (v != RETRY)
+			break;
+	}
+	if (v == DONE)
+		return 0;
+	free(r->body);
+	r->body = NULL;
+	r->got = 0;
+	return -EIO;
+}

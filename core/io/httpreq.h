@@ -1,0 +1,76 @@
+/*
+ * httpreq.h - one HTTP request with libcurl, retried: the connection side
+ * of the HTTP backend (http.c).  A mount's requests share one curl_share
+ * (DNS, TLS sessions) and a pool of easy handles, each keeping its own
+ * connections alive, one taken per request, so a request reuses a warm
+ * connection and no handle outlives the mount.  Retries with exponential backoff and jitter on what may pass
+ * (5xx, 429 with its Retry-After, resets, timeouts, short bodies); bodies
+ * are written only into the caller's buffers, never past them.
+ *
+ * Private to core/io.  Not for: caching, what a response means to a source
+ * (http.c), or listings (autoindex.c).
+ */
+#ifndef SFS_IO_HTTPREQ_H
+#define SFS_IO_HTTPREQ_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "io/source.h"
+
+struct httpreq_ctx;
+
+/* cfg is the mount's (defaults filled in); kept, not copied: it must
+ * outlive the context.  0 or -errno (with a message). */
+int httpreq_ctx_new(const struct source_config *cfg, struct httpreq_ctx **out);
+/* After every request has returned. */
+void httpreq_ctx_free(struct httpreq_ctx *c);
+
+struct httpreq {
+	const char *url;
+	int head;                 /* 1: HEAD, no body */
+	int ranged;               /* 1: Range: bytes=from-to (inclusive) */
+	uint64_t from, to;
+	/* Where the body goes, when the status is `accept` (206 for ranged
+	 * requests, else 200): into iov (at most their total), or, when iov is
+	 * NULL, into a buffer grown up to max_body (*body, malloc'ed, NUL
+	 * terminated, the caller's to free).  Other statuses' bodies are
+	 * dropped. */
+	const struct iovec *iov;
+	int niov;
+	size_t max_body;
+	/* For ranged reads of an opened source: a 206 must show this size as
+	 * its Content-Range total and this ETag (when the stamp has one), and
+	 * cover exactly from-to; anything else fails the request (a changed
+	 * source sets resp.changed, with no retry). */
+	const struct source_stamp *expect;
+};
+
+struct httpresp {
+	long status;              /* of the last response; 0: none */
+	char etag[128];           /* "" when none (truncated as stamps are) */
+	int64_t mtime_ns;         /* Last-Modified; 0 when none */
+	int64_t length;           /* Content-Length; -1 when none */
+	int has_range;            /* a Content-Range was given */
+	uint64_t r_from, r_to;    /* its range (when not "*") */
+	int64_t r_total;          /* its total; -1: "*" */
+	int to_dir;               /* a redirect led to a URL ending in '/' */
+	size_t got;               /* body bytes kept */
+	char *body;               /* see httpreq.iov */
+	int changed;              /* expect failed: another size or ETag */
+	unsigned attempts;
+	char cause[320];          /* why it failed, for messages */
+};
+
+/*
+ * Sends req, retrying up to cfg->retries times.  0 when a final response
+ * came (resp->status says which; for `expect` requests only a valid 206),
+ * -EIO when none did after the retries, or a response was wrong
+ * (resp->cause says why, resp->changed when the source changed).
+ * Never logs: callers name the source and range.
+ */
+int httpreq_do(struct httpreq_ctx *c, const struct httpreq *req,
+	       struct httpresp *resp);
+
+#endif
