@@ -195,13 +195,16 @@ static int probe(struct http_env *he, const char *url, struct source_stamp *st,
 	return -EIO;
 }
 
+static int http_stat(struct source_env *env, const char *uri,
+		     struct source_info *out);
+
 static int http_open(struct source *s)
 {
 	struct http_env *he = s->env ? s->env->http : NULL;
 	struct http_src *h;
 	size_t len = strlen(s->name);
-	char why[400];
-	int rc, is_dir;
+	struct source_info info;
+	int rc;
 
 	if (!he) {
 		sfs_err("%s: opened without a source environment (source_env_new)",
@@ -210,12 +213,16 @@ static int http_open(struct source *s)
 	}
 	if (len && s->name[len - 1] == '/')
 		return -EISDIR;
-	if ((rc = probe(he, s->name, &s->stamp, &is_dir, why, sizeof(why)))) {
-		sfs_err("%s: %s", s->name, why);
+	/* The stamp from a HEAD (a GET of byte 0 where HEAD is refused), so a
+	 * remount with a saved index reads no data.  Whether the server
+	 * serves ranges, every ranged read checks: a 200 fails it, named, and
+	 * a first mount's index build reads, so such a server is refused
+	 * then. */
+	if ((rc = http_stat(s->env, s->name, &info)))
 		return rc;
-	}
-	if (is_dir)
+	if (info.is_dir)
 		return -EISDIR;
+	s->stamp = info.stamp;
 	if (s->stamp.size / BLOCK > UINT32_MAX) {
 		sfs_err("%s: %" PRIu64 " bytes: larger than samplefs reads over HTTP",
 			s->name, s->stamp.size);
