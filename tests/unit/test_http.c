@@ -641,6 +641,16 @@ Test(http, sequential_reads_are_read_ahead)
 		     "%zu read in order", (unsigned long long)(bytes_sent("seq.bin") - sent),
 		     len);
 	source_close(s);
+
+	/* closed halfway, with prefetches queued or running: they are
+	 * dropped or waited for, and the next source of the mount reads right */
+	cr_assert_eq(source_open(env, u, &s), 0);
+	for (off = 0; off < len / 2; off += k)
+		cr_assert_eq(source_pread(s, got, k, off), (ssize_t)k);
+	source_close(s);
+	cr_assert_eq(source_open(env, u, &s), 0);
+	random_reads(s, want, len, 50, 5, 2 * BLK);
+	source_close(s);
 	free(want);
 	free(got);
 	free(u);
