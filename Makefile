@@ -64,6 +64,11 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libsamplefs.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) -o $@ $< $(BUILD)/libsamplefs.a $(DEPLIBS) -lcriterion
 
+# the one unit test of the daemon's own code: its listings' guess
+$(BUILD)/tests/test_rdplus: tests/unit/test_rdplus.c $(BUILD)/fs/rdplus.o
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLCFLAGS) -Ifs -o $@ $^ -lpthread -lcriterion
+
 unit: $(UNIT_BIN)
 	@bash tests/run_unit.sh $(BUILD) $(UNIT_BIN)
 

@@ -80,13 +80,6 @@ static long long now_ns(void)
 	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-int devpoll_pending(const struct devpoll *dp)
-{
-	struct pollfd pfd = { .fd = dp->fd, .events = POLLIN };
-
-	return poll(&pfd, 1, 0) > 0 && (pfd.revents & POLLIN);
-}
-
 /*
  * Lets a pending session-ending signal in (ppoll with no wait and the
  * thread's old mask): its handler runs and this returns 1.

@@ -49,9 +49,6 @@ int devpoll_install(struct devpoll *dp, struct fuse_session *se, unsigned usec,
 /* Gives the calling thread its signal mask back; after the session loop. */
 void devpoll_uninstall(struct devpoll *dp);
 
-/* Whether another request is waiting on the device right now. */
-int devpoll_pending(const struct devpoll *dp);
-
 /* One request into buf, as read(2) on a blocking device would give it. */
 ssize_t devpoll_read(struct devpoll *dp, int fd, void *buf, size_t len);
 

@@ -108,7 +108,7 @@ static int run_polling(struct sfs_fs *fs, struct fuse_session *se,
 		return -1;
 	}
 	if (!c->singlethread && fs->opts.workers) {
-		if ((rc = workers_start(&io, fs->opts.workers, fs)) < 0) {
+		if ((rc = workers_start(&io, fs->opts.workers, fs->opts.poll_us, fs)) < 0) {
 			sfs_err("cannot start %u worker threads: %s",
 				fs->opts.workers, strerror(-rc));
 			devpoll_uninstall(&fs->dp);
@@ -457,6 +457,7 @@ int main(int argc, char *argv[])
 	fs.uid = getuid();
 	fs.gid = getgid();
 	fs.timeout = TIMEOUT;
+	rdplus_init(&fs.rdp);
 	if (sfs_opts_parse(&args, &fs.opts))
 		goto out;
 	if (fuse_parse_cmdline(&args, &copts)) {
@@ -549,6 +550,7 @@ out:
 	if (se)
 		fuse_session_destroy(se);
 	layout_close(&fs.layout);
+	rdplus_destroy(&fs.rdp);
 	if (private_idx)
 		remove_private_dir(fs.opts.core.index_dir);
 	sfs_opts_free(&fs.opts);

@@ -12,9 +12,11 @@
 #include "devpoll.h"
 #include "layouts/layout.h"
 #include "opts.h"
+#include "rdplus.h"
 #include "workers.h"
 
-/* The session's userdata.  Filled before mounting, read-only afterwards. */
+/* The session's userdata.  Filled before mounting, read-only afterwards
+ * but for io and rdp, which lock themselves. */
 struct sfs_fs {
 	struct fs_opts opts;	/* opts.core is what the layout was opened with */
 	struct layout layout;
@@ -23,6 +25,8 @@ struct sfs_fs {
 	double timeout;		/* entry and attr timeouts: nothing changes */
 	struct devpoll dp;	/* -o poll: how the session thread reads */
 	struct workers *io;	/* reads that wait for the disk; NULL: inline */
+	int adaptive;		/* listings' attributes chosen by rdp (RDPLUS_ADAPTIVE) */
+	struct rdplus rdp;	/* locks itself */
 };
 
 extern const struct fuse_lowlevel_ops sfs_ll_ops;

@@ -62,7 +62,7 @@ static const struct opt_row table[] = {
 	{"shuffle_seed", T_U32, O(shuffle_seed), L_IMAGENET, "N", "order of shuffled/<split>.txt (default 0)"},
 	{"poll", T_U32, D(poll_us), L_ALL, "USEC", "poll /dev/fuse this long before sleeping (default 50, 0 = libfuse's loop)"},
 	{"workers", T_U32, D(workers), L_ALL, "N", "with poll: threads for reads that wait for the disk or network (default 4, 16 for URLs)"},
-	{"readdirplus", T_RDPLUS, D(readdirplus), L_ALL, "auto|always", "listings with attributes (default: always for quickdraw and npy, else auto)"},
+	{"readdirplus", T_RDPLUS, D(readdirplus), L_ALL, "auto|always|adaptive", "listings with attributes (default: always for quickdraw and npy, else adaptive)"},
 	{"fsname", T_STR, D(fsname), L_ALL, "NAME", "first field of /proc/mounts and df (default: SOURCE)"},
 	{"log", T_STR, D(log_file), L_ALL, "FILE", "append messages to FILE too, with a timestamp (default: stderr, syslog once in the background)"},
 	{"stack", T_FLAG, D(stack), L_ALL, NULL, "mount even where something is mounted already"},
@@ -195,9 +195,14 @@ static int set_value(const struct opt_row *r, const char *val, struct fs_opts *o
 	case T_SPLIT:
 		return parse_split(val, (uint32_t *)field);
 	case T_RDPLUS:
-		if (strcmp(val, "auto") && strcmp(val, "always"))
+		if (!strcmp(val, "auto"))
+			*(int *)field = RDPLUS_AUTO;
+		else if (!strcmp(val, "always"))
+			*(int *)field = RDPLUS_ALWAYS;
+		else if (!strcmp(val, "adaptive"))
+			*(int *)field = RDPLUS_ADAPTIVE;
+		else
 			return -EINVAL;
-		*(int *)field = strcmp(val, "auto") ? RDPLUS_ALWAYS : RDPLUS_AUTO;
 		return 0;
 	}
 	return -EINVAL;

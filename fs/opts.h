@@ -17,7 +17,7 @@ struct fs_opts {
 	struct sfs_opts core;
 	uint32_t poll_us;	/* -o poll=USEC: busy poll of /dev/fuse (default 50, 0 = libfuse's loop) */
 	uint32_t workers;	/* -o workers=N: threads for reads that wait (default 4; 16 for URLs) */
-	int readdirplus;	/* -o readdirplus=auto|always: RDPLUS_* */
+	int readdirplus;	/* -o readdirplus=auto|always|adaptive: RDPLUS_* */
 	char *log_file;		/* -o log=FILE: messages appended there too (core/log.h) */
 	int stack;		/* -o stack: mount over an existing mount */
 	char *mountpoint;	/* MOUNTPOINT as given (libfuse parses it too) */
@@ -34,9 +34,11 @@ struct fs_opts {
  * with its attributes, so the kernel needs no LOOKUP when the file is then
  * opened, at the price of a kernel inode per listed entry.  AUTO: the
  * kernel's choice (attributes for the start of a listing, and where names
- * are being looked up).  BY_LAYOUT: ALWAYS for layouts whose directories
- * loaders list and then read (layout_ops.listed_then_read), else AUTO. */
-enum { RDPLUS_BY_LAYOUT, RDPLUS_AUTO, RDPLUS_ALWAYS };
+ * are being looked up).  ADAPTIVE: attributes when the files listed are
+ * being stat'ed, as by du or ls -l (fs/rdplus.h).  BY_LAYOUT: ALWAYS for
+ * layouts whose directories loaders list and then read
+ * (layout_ops.listed_then_read), else ADAPTIVE. */
+enum { RDPLUS_BY_LAYOUT, RDPLUS_AUTO, RDPLUS_ALWAYS, RDPLUS_ADAPTIVE };
 
 /*
  * Removes SOURCE (the first non-option argument) and every samplefs option

@@ -6,8 +6,35 @@
 #include "workers.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
+#include <time.h>
+
+static long long now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Called and returns with w->lock held; drops it while spinning. */
+static void spin_for_job(struct workers *w)
+{
+	long long until;
+
+	if (w->count || w->stop || !w->spin_ns || w->spinning)
+		return;
+	w->spinning = 1;
+	pthread_mutex_unlock(&w->lock);
+	until = now_ns() + w->spin_ns;
+	while (!atomic_load(&w->queued) && !atomic_load(&w->stopping) &&
+	       now_ns() < until)
+		sched_yield();
+	pthread_mutex_lock(&w->lock);
+	w->spinning = 0;
+}
 
 static void *worker_main(void *arg)
 {
@@ -16,13 +43,18 @@ static void *worker_main(void *arg)
 
 	pthread_mutex_lock(&w->lock);
 	for (;;) {
-		while (!w->count && !w->stop)
+		spin_for_job(w);
+		while (!w->count && !w->stop) {
+			w->sleepers++;
 			pthread_cond_wait(&w->more, &w->lock);
+			w->sleepers--;
+		}
 		if (!w->count)
 			break;	/* stopping, and nothing left to do */
 		job = w->q[w->head];
 		w->head = (w->head + 1) % WORKERS_QUEUE;
 		w->count--;
+		atomic_store(&w->queued, w->count);
 		pthread_cond_signal(&w->room);
 		pthread_mutex_unlock(&w->lock);
 		job.fn(w->ctx, &job);
@@ -32,7 +64,7 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-int workers_start(struct workers *w, unsigned n, void *ctx)
+int workers_start(struct workers *w, unsigned n, unsigned spin_us, void *ctx)
 {
 	sigset_t all, old;
 	int rc = 0;
@@ -41,6 +73,7 @@ int workers_start(struct workers *w, unsigned n, void *ctx)
 		return -EINVAL;
 	memset(w, 0, sizeof(*w));
 	w->ctx = ctx;
+	w->spin_ns = spin_us * 1000LL;
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_cond_init(&w->more, NULL);
 	pthread_cond_init(&w->room, NULL);
@@ -65,7 +98,10 @@ void workers_submit(struct workers *w, const struct worker_job *job)
 		pthread_cond_wait(&w->room, &w->lock);
 	w->q[(w->head + w->count) % WORKERS_QUEUE] = *job;
 	w->count++;
-	pthread_cond_signal(&w->more);
+	atomic_store(&w->queued, w->count);
+	/* a spinning worker takes one job without a wake-up */
+	if (w->sleepers && w->count > (unsigned)w->spinning)
+		pthread_cond_signal(&w->more);
 	pthread_mutex_unlock(&w->lock);
 }
 
@@ -75,6 +111,7 @@ void workers_stop(struct workers *w)
 
 	pthread_mutex_lock(&w->lock);
 	w->stop = 1;
+	atomic_store(&w->stopping, 1);
 	pthread_cond_broadcast(&w->more);
 	pthread_mutex_unlock(&w->lock);
 	for (i = 0; i < w->nthreads; i++)

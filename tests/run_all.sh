@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, as `make test` runs it after building build/,
-# build-asan/ and build-fuzz/: unit tests of both builds, the fuzz targets'
+# build-asan/ and build-fuzz/: the layering check of core/
+# (tests/check_layers.sh), unit tests of both builds, the fuzz targets'
 # regressions and a short run of each, then every integration test with the
 # plain daemon and with the ASan+UBSan daemon.  Ends with "N passed, N failed".
 set -u
@@ -19,6 +20,11 @@ for g in tests/fixtures/make_*.py; do
 	[ -e "$g" ] || continue
 	/usr/bin/python3 "$g" "$SFS_FIXTURES" || { echo "fixture generator $g failed"; echo "0 1" >> "$SFS_RESULTS"; }
 done
+
+# the layering of core/: source reads only in core/io, includes downwards
+# (one result per check)
+echo "== tests/check_layers.sh"
+bash tests/check_layers.sh
 
 for b in build build-asan; do
 	bash tests/run_unit.sh "$b" $(ls "$b"/tests/test_* 2>/dev/null | grep -v "\.d$")

@@ -7,7 +7,8 @@ pkgs=(build-essential pkg-config libfuse3-dev fuse3 zlib1g-dev libarchive-dev
       python3-torch python3-torchvision squashfuse squashfs-tools archivemount
       util-linux-extra	# fincore: the tests check that evicted pages are gone
       rsync	# test_messages.sh: rsync -aX from a mount
-      nginx openssl	# test_http: a web server per test, a certificate for https
+      nginx openssl curl	# HTTP(S) sources: tests/integration/http_lib.sh serves
+				# fixtures with nginx over TLS (openssl makes the certificate)
       clang libclang-rt-14-dev)	# libFuzzer targets (make fuzz, make test): Debian clang 14
 					# and its sanitizer and libFuzzer runtimes (a Recommends)
 missing=()

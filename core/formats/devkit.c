@@ -2,17 +2,20 @@
  * devkit.c - ILSVRC2012 labels from the devkit tarball (see devkit.h).
  *
  * The tarball is small (2.5 MB), so both members are read whole into memory
- * with libarchive and parsed there.  Not used while mounted: the layout
- * copies what it needs into its index.
+ * with libarchive and parsed there; libarchive reads the source through
+ * callbacks over source_pread (a local file or a URL alike).  Not used
+ * while mounted: the layout copies what it needs into its index.
  */
 #include "formats/devkit.h"
 #include "formats/mat5.h"
+#include "io/source.h"
 #include "log.h"
 
 #include <archive.h>
 #include <archive_entry.h>
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -257,23 +260,75 @@ static int read_member(struct archive *a, const char *what, const char *name,
 	return 0;
 }
 
+/* What libarchive reads the tarball through: the source and a position. */
+struct feed {
+	struct source *src;
+	uint64_t pos;
+	char buf[1 << 16];
+};
+
+static la_ssize_t feed_read(struct archive *a, void *arg, const void **out)
+{
+	struct feed *f = arg;
+	ssize_t n = source_pread(f->src, f->buf, sizeof(f->buf), f->pos);
+
+	if (n < 0) {
+		archive_set_error(a, (int)-n, "offset %llu: %s",
+				  (unsigned long long)f->pos, strerror((int)-n));
+		return -1;
+	}
+	f->pos += (uint64_t)n;
+	*out = f->buf;
+	return n;
+}
+
+/* past the end is allowed: the next read then gives 0 bytes */
+static la_int64_t feed_skip(struct archive *a, void *arg, la_int64_t n)
+{
+	struct feed *f = arg;
+
+	f->pos += (uint64_t)n;
+	return n;
+}
+
+static la_int64_t feed_seek(struct archive *a, void *arg, la_int64_t off,
+			    int whence)
+{
+	struct feed *f = arg;
+	int64_t base = whence == SEEK_SET ? 0 : whence == SEEK_CUR ? (int64_t)f->pos :
+		       (int64_t)source_stamp(f->src)->size;
+
+	if (off < -base)
+		return ARCHIVE_FATAL;
+	f->pos = (uint64_t)(base + off);
+	return (la_int64_t)f->pos;
+}
+
 /* both members of the tarball, by suffix */
-static int read_members(const char *path, char **meta, size_t *mlen,
+static int read_members(struct source *src, char **meta, size_t *mlen,
 			char **truth, size_t *tlen)
 {
+	const char *path = source_name(src);
 	struct archive *a = archive_read_new();
 	struct archive_entry *e;
+	struct feed *f = malloc(sizeof(*f));
 	int rc = -ENOMEM, r;
 
-	if (!a)
-		return rc;
+	if (!a || !f)
+		goto out;
+	f->src = src;
+	f->pos = 0;
 	/* the devkit ships as .tar.gz; other decoders size their memory from
 	 * the header (xz asked for 128 MiB from a 19-byte input) */
 	archive_read_support_filter_gzip(a);
 	archive_read_support_filter_none(a);
 	archive_read_support_format_tar(a);
+	archive_read_set_read_callback(a, feed_read);
+	archive_read_set_skip_callback(a, feed_skip);
+	archive_read_set_seek_callback(a, feed_seek);
+	archive_read_set_callback_data(a, f);
 	rc = -EIO;
-	if (archive_read_open_filename(a, path, 1 << 16) != ARCHIVE_OK) {
+	if (archive_read_open1(a) != ARCHIVE_OK) {
 		sfs_err("%s: %s", path, archive_error_string(a));
 		goto out;
 	}
@@ -299,18 +354,21 @@ static int read_members(const char *path, char **meta, size_t *mlen,
 		rc = -ENOENT;
 	}
 out:
-	archive_read_free(a);
+	if (a)
+		archive_read_free(a);
+	free(f);
 	return rc;
 }
 
-int devkit_load(const char *path, struct devkit *dk)
+int devkit_load(struct source *src, struct devkit *dk)
 {
+	const char *path = source_name(src);
 	char *meta = NULL, *truth = NULL, what[4096];
 	size_t mlen = 0, tlen = 0;
 	int rc;
 
 	memset(dk, 0, sizeof(*dk));
-	rc = read_members(path, &meta, &mlen, &truth, &tlen);
+	rc = read_members(src, &meta, &mlen, &truth, &tlen);
 	if (rc)
 		goto out;
 	snprintf(what, sizeof(what), "%s: " META_SUFFIX, path);

@@ -32,9 +32,12 @@ struct devkit {
 	uint32_t *val_label;		/* label of val image i+1 (file-name order) */
 };
 
-/* Reads both members from the devkit tarball at `path` (found by their
- * path suffix, wherever the top directory is).  0 or -errno (printed). */
-int devkit_load(const char *path, struct devkit *dk);
+struct source;
+
+/* Reads both members from the devkit tarball `src` (io/source.h; found by
+ * their path suffix, wherever the top directory is).  0 or -errno
+ * (printed, naming the source). */
+int devkit_load(struct source *src, struct devkit *dk);
 /* The meta.mat part alone, from memory; `what` names it in messages. */
 int devkit_parse_meta(const uint8_t *buf, size_t len, const char *what,
 		      struct devkit *dk);

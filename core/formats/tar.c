@@ -13,12 +13,11 @@
 #include "formats/tar.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "log.h"
+#include "io/source.h"
 
 #define WINDOW      (128u << 10) /* header read-ahead window */
 #define AHEAD       (32u << 20)   /* asynchronous read-ahead while headers are dense */
@@ -36,9 +35,9 @@ enum {
 #define GNU_SPARSE_IN_HDR 4   /* map entries in an old GNU 'S' header */
 #define GNU_SPARSE_IN_EXT 21  /* ... and in each extension block after it */
 
-/* Header reader over [lo, hi) of fd; one per walk. */
+/* Header reader over [lo, hi) of a source; one per walk. */
 struct reader {
-	int fd;
+	struct source *src;
 	uint64_t lo, hi;
 	uint64_t boff;
 	size_t blen;
@@ -87,7 +86,7 @@ static void pending_clear(struct pending *p)
 /*
  * While the walk reads whole windows (members are small, so every page of
  * the archive holds a header), asks the kernel to read the next AHEAD bytes
- * in the background: the caller's fd may be POSIX_FADV_RANDOM (tarindex.c
+ * in the background: the caller's source may be SOURCE_ADV_RANDOM (tarindex.c
  * sets it so that large members are not read), and then each window would
  * be one synchronous 128 KiB read: 150 MB/s cold, where the disk does 700.
  * Asked AHEAD / 2 at a time, so the calls are few.  It may run past the
@@ -101,7 +100,7 @@ static void rd_ahead(struct reader *r, uint64_t off)
 
 	if (to < off || to <= from || to - from < AHEAD / 2)
 		return;
-	(void)posix_fadvise(r->fd, (off_t)from, (off_t)(to - from), POSIX_FADV_WILLNEED);
+	source_advise(r->src, from, to - from, SOURCE_ADV_WILLNEED);
 	r->ra_end = to;
 }
 
@@ -114,8 +113,8 @@ static void rd_ahead(struct reader *r, uint64_t off)
 static int rd_get(struct reader *r, uint64_t off, size_t n,
 		  const unsigned char **p)
 {
-	size_t want, got = 0;
-	ssize_t k;
+	size_t want;
+	ssize_t got;
 
 	if (off < r->lo || off > r->hi || r->hi - off < n)
 		return -EBADMSG;
@@ -128,19 +127,12 @@ static int rd_get(struct reader *r, uint64_t off, size_t n,
 		want = (size_t)(r->hi - off);
 	if (r->want == WINDOW)
 		rd_ahead(r, off);
-	while (got < want) {
-		k = pread(r->fd, r->buf + got, want - got, (off_t)(off + got));
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0)
-			return -errno;
-		if (k == 0)
-			break;
-		got += (size_t)k;
-	}
+	got = source_pread(r->src, r->buf, want, off);
+	if (got < 0)
+		return (int)got;
 	r->boff = off;
-	r->blen = got;
-	if (got < n)
+	r->blen = (size_t)got;
+	if ((size_t)got < n)
 		return -EBADMSG;
 	*p = r->buf;
 	return 0;
@@ -1049,7 +1041,7 @@ static int walk_loop(struct walk *w, tar_member_fn fn, void *arg)
 	return nhdr ? 0 : -EINVAL;
 }
 
-int tar_walk(int fd, uint64_t base, uint64_t len, const char *what,
+int tar_walk(struct source *src, uint64_t base, uint64_t len, const char *what,
 	     tar_member_fn fn, void *arg)
 {
 	struct walk *w;
@@ -1058,7 +1050,7 @@ int tar_walk(int fd, uint64_t base, uint64_t len, const char *what,
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
-	w->rd.fd = fd;
+	w->rd.src = src;
 	w->rd.lo = base;
 	w->rd.hi = base + len;
 	w->rd.want = WINDOW;

@@ -1,6 +1,7 @@
 /*
  * tar.h - walking the headers of an uncompressed tar (v7, ustar, GNU, pax)
- * that lies at [base, base + len) of an open file, seeking over member data.
+ * that lies at [base, base + len) of an open source, seeking over member
+ * data.
  *
  * Each member is reported once, with its long name / pax records applied,
  * its path normalised (no leading '/', no "." or empty components, ".."
@@ -21,6 +22,8 @@
 
 #include <stdint.h>
 #include <stddef.h>
+
+struct source;
 
 #define TAR_BLOCK 512
 #define TAR_PATH_MAX 4096
@@ -66,7 +69,7 @@ struct tar_member {
 typedef int (*tar_member_fn)(void *arg, const struct tar_member *m);
 
 /*
- * Walks the tar at [base, base + len) of fd.  `what` names it in messages
+ * Walks the tar at [base, base + len) of src (io/source.h).  `what` names it in messages
  * (e.g. "a.tar" or "a.tar:b.tar").  Returns 0 at the end of the archive
  * (two zero blocks or the end of the range), -EBADMSG when the archive is
  * damaged after at least one header (bad checksum, truncated member or
@@ -76,7 +79,7 @@ typedef int (*tar_member_fn)(void *arg, const struct tar_member *m);
  * with a zero block is an empty archive: 0), -errno on I/O error, or the
  * callback's nonzero return.
  */
-int tar_walk(int fd, uint64_t base, uint64_t len, const char *what,
+int tar_walk(struct source *src, uint64_t base, uint64_t len, const char *what,
 	     tar_member_fn fn, void *arg);
 
 /* 1 if the 512 bytes at `hdr` are a tar header with a valid checksum. */

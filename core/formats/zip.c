@@ -13,19 +13,17 @@
  * could not reach from the compressed size is refused before any.
  *
  * After zip_open the archive is read-only: zip_read_member may run in many
- * threads at once (it uses pread on the shared descriptor).  Not a general
+ * threads at once (it reads the shared source with source_pread).  Not a general
  * zip library: no encryption, no multi-disk, no methods but stored and
  * deflate, no writing.
  */
 #include "formats/zip.h"
+#include "io/source.h"
 #include "log.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <zlib.h>
 
 #define SIG_LOCAL     0x04034b50u
@@ -48,8 +46,8 @@
 #define DEFLATE_MAX_RATIO 1032u
 
 struct zip_archive {
-	int fd;
-	char *path;
+	struct source *src;     /* the caller's */
+	const char *path;       /* its name, for messages */
 	uint64_t size;
 	uint64_t cd_off;        /* member data must end before this */
 	size_t count;
@@ -74,24 +72,13 @@ static uint64_t le64(const uint8_t *p)
 }
 
 /* Reads exactly n bytes at off; a short file is -EIO. */
-static int pread_full(int fd, void *buf, size_t n, uint64_t off)
+static int pread_full(struct source *src, void *buf, size_t n, uint64_t off)
 {
-	uint8_t *p = buf;
-	ssize_t r;
+	ssize_t r = source_pread(src, buf, n, off);
 
-	while (n > 0) {
-		r = pread(fd, p, n, (off_t)off);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		if (r == 0)
-			return -EIO;
-		p += r;
-		n -= (size_t)r;
-		off += (uint64_t)r;
-	}
-	return 0;
+	if (r < 0)
+		return (int)r;
+	return (size_t)r == n ? 0 : -EIO;
 }
 
 /* ---- end of central directory --------------------------------------- */
@@ -112,7 +99,7 @@ static int find_eocd(struct zip_archive *za, uint64_t *eocd_off, uint8_t rec[EOC
 
 	if (!buf)
 		return -ENOMEM;
-	rc = pread_full(za->fd, buf, tail, za->size - tail);
+	rc = pread_full(za->src, buf, tail, za->size - tail);
 	if (rc)
 		goto out;
 	rc = -EINVAL;
@@ -143,7 +130,7 @@ static int read_eocd64(struct zip_archive *za, uint64_t eocd_off, struct cd_loc 
 
 	if (eocd_off < LOCATOR64_LEN + EOCD64_LEN)
 		goto bad;
-	rc = pread_full(za->fd, lr, sizeof(lr), eocd_off - LOCATOR64_LEN);
+	rc = pread_full(za->src, lr, sizeof(lr), eocd_off - LOCATOR64_LEN);
 	if (rc)
 		return rc;
 	if (le32(lr) != SIG_LOCATOR64)
@@ -152,7 +139,7 @@ static int read_eocd64(struct zip_archive *za, uint64_t eocd_off, struct cd_loc 
 	if (le32(lr + 4) != 0 || le32(lr + 16) > 1 ||
 	    off > eocd_off - LOCATOR64_LEN - EOCD64_LEN)
 		goto bad;
-	rc = pread_full(za->fd, rec, sizeof(rec), off);
+	rc = pread_full(za->src, rec, sizeof(rec), off);
 	if (rc)
 		return rc;
 	if (le32(rec) != SIG_EOCD64 || le32(rec + 16) != 0 || le32(rec + 20) != 0 ||
@@ -184,7 +171,7 @@ static int locate_cd(struct zip_archive *za, struct cd_loc *loc)
 	if (eocd_off >= LOCATOR64_LEN) {
 		uint8_t sig[4];
 
-		rc = pread_full(za->fd, sig, 4, eocd_off - LOCATOR64_LEN);
+		rc = pread_full(za->src, sig, 4, eocd_off - LOCATOR64_LEN);
 		if (rc)
 			return rc;
 		if (le32(sig) == SIG_LOCATOR64)
@@ -309,7 +296,7 @@ static int read_cd(struct zip_archive *za, const struct cd_loc *loc)
 		rc = -ENOMEM;
 		goto out;
 	}
-	rc = pread_full(za->fd, cd, loc->size, loc->off);
+	rc = pread_full(za->src, cd, loc->size, loc->off);
 	if (rc) {
 		sfs_err("%s: offset %llu: cannot read the zip central directory",
 			za->path, (unsigned long long)loc->off);
@@ -329,31 +316,21 @@ out:
 	return rc;
 }
 
-int zip_open(struct zip_archive **zap, const char *path)
+int zip_open(struct zip_archive **zap, struct source *src)
 {
 	struct zip_archive *za;
 	struct cd_loc loc;
-	struct stat stb;
 	int rc;
 
 	*zap = NULL;
 	za = calloc(1, sizeof(*za));
 	if (!za)
 		return -ENOMEM;
-	za->fd = open(path, O_RDONLY | O_CLOEXEC);
-	za->path = strdup(path);
-	if (za->fd < 0 || !za->path) {
-		rc = za->fd < 0 ? -errno : -ENOMEM;
-		sfs_err("%s: cannot open: %s", path, strerror(-rc));
-		goto out;
-	}
-	if (fstat(za->fd, &stb) < 0) {
-		rc = -errno;
-		goto out;
-	}
-	za->size = (uint64_t)stb.st_size;
+	za->src = src;
+	za->path = source_name(src);
+	za->size = source_stamp(src)->size;
 	if (za->size < EOCD_LEN) {
-		sfs_err("%s: %llu bytes is too short for a zip archive", path,
+		sfs_err("%s: %llu bytes is too short for a zip archive", za->path,
 			(unsigned long long)za->size);
 		rc = -EINVAL;
 		goto out;
@@ -374,9 +351,6 @@ void zip_close(struct zip_archive *za)
 {
 	if (!za)
 		return;
-	if (za->fd >= 0)
-		close(za->fd);
-	free(za->path);
 	free(za->members);
 	free(za->names);
 	free(za);
@@ -411,12 +385,12 @@ static int data_offset(struct zip_archive *za, const struct zip_member *m,
 	uint8_t lh[LOCAL_LEN];
 	size_t nlen = strlen(m->name);
 	char name[256];
-	int rc = pread_full(za->fd, lh, sizeof(lh), m->header_off);
+	int rc = pread_full(za->src, lh, sizeof(lh), m->header_off);
 
 	if (rc == 0 && (le32(lh) != SIG_LOCAL || le16(lh + 26) != nlen))
 		rc = -EIO;
 	if (rc == 0 && nlen <= sizeof(name)) {
-		rc = pread_full(za->fd, name, nlen, m->header_off + LOCAL_LEN);
+		rc = pread_full(za->src, name, nlen, m->header_off + LOCAL_LEN);
 		if (rc == 0 && memcmp(name, m->name, nlen) != 0)
 			rc = -EIO;
 	}
@@ -433,7 +407,7 @@ static int data_offset(struct zip_archive *za, const struct zip_member *m,
 static int read_stored(struct zip_archive *za, const struct zip_member *m,
 		       uint64_t off, uint8_t *out)
 {
-	if (pread_full(za->fd, out, (size_t)m->usize, off)) {
+	if (pread_full(za->src, out, (size_t)m->usize, off)) {
 		sfs_err("%s: member %s: offset %llu: cannot read %llu bytes",
 			za->path, m->name, (unsigned long long)off,
 			(unsigned long long)m->usize);
@@ -480,7 +454,7 @@ static const char *inflate_exact(struct zip_archive *za, const struct zip_member
 		if (zs->avail_in == 0 && left > 0) {
 			size_t n = left < INFLATE_CHUNK ? (size_t)left : INFLATE_CHUNK;
 
-			if (pread_full(za->fd, in, n, off + (m->csize - left)))
+			if (pread_full(za->src, in, n, off + (m->csize - left)))
 				return "cannot read compressed data";
 			zs->next_in = in;
 			zs->avail_in = (uInt)n;

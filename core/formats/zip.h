@@ -21,10 +21,14 @@ struct zip_member {
 };
 
 struct zip_archive;
+struct source;
 
-/* Opens and reads the central directory.  0 or -errno, message printed
- * naming `path` and the offset of the problem. */
-int zip_open(struct zip_archive **za, const char *path);
+/* Reads the central directory of src (io/source.h; its size is the
+ * stamp's).  0 or -errno, message printed naming the source and the offset
+ * of the problem.  The source stays the caller's and must outlive the
+ * archive. */
+int zip_open(struct zip_archive **za, struct source *src);
+/* Frees the archive; does not close its source. */
 void zip_close(struct zip_archive *za);
 size_t zip_count(const struct zip_archive *za);
 const struct zip_member *zip_member_at(const struct zip_archive *za, size_t i);

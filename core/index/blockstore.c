@@ -37,7 +37,7 @@
 #include <zlib.h>
 
 #include "log.h"
-#include "io/nowait.h"
+#include "io/source.h"
 
 /*
  * Huffman coding only, no string matching: deflating the blocks is most of
@@ -425,7 +425,7 @@ int blockstore_open_sections(struct blockstore *bs, const void *data,
 	bs->rec = rec;
 	bs->nrec = rec_len / sizeof(uint16_t);
 	bs->key_base = key_base;
-	bs->fd = -1;
+	bs->src = NULL;
 	if ((bs->nrec > 0) != (bs->nblk > 0)) {
 		sfs_err("index: %llu records in %llu blocks",
 			(unsigned long long)bs->nrec, (unsigned long long)bs->nblk);
@@ -447,10 +447,10 @@ int blockstore_open(struct blockstore *bs, const struct index_map *m,
 					key_base);
 }
 
-void blockstore_read_from(struct blockstore *bs, int fd, uint64_t off)
+void blockstore_read_from(struct blockstore *bs, struct source *src, uint64_t off)
 {
-	bs->fd = fd;
-	bs->fd_off = off;
+	bs->src = src;
+	bs->src_off = off;
 }
 
 uint64_t blockstore_count(const struct blockstore *bs)
@@ -553,9 +553,9 @@ static int load_block(const struct blockstore *bs, uint64_t i, uint8_t *buf)
 	ssize_t got;
 	int zret = Z_STREAM_END;
 
-	if (bs->fd >= 0) {
-		got = nowait_pread(bs->fd, zbuf, e->zlen, (off_t)(bs->fd_off + e->off));
-		if (got < 0 && errno == EAGAIN)
+	if (bs->src) {
+		got = source_pread(bs->src, zbuf, e->zlen, bs->src_off + e->off);
+		if (got == -EAGAIN)
 			return -EAGAIN;
 		if (got != (ssize_t)e->zlen) {
 			sfs_err("index block %llu at data offset %llu: read %zd of %u bytes",

@@ -6,7 +6,8 @@
  * deflated with zlib, or stored raw when that is not smaller.
  *
  * Built once (into index sections), then read from the mmap'ed index, or
- * with pread from the index file (blockstore_read_from).
+ * with source_pread from the index file opened as a local source
+ * (blockstore_read_from), which also gives no-wait reads.
  * Not for: what the records mean (the layout knows).
  */
 #ifndef SFS_BLOCKSTORE_H
@@ -17,6 +18,8 @@
 
 #include "index/index.h"
 #include "index/lru.h"
+
+struct source;
 
 /*
  * A random read that misses the cache inflates one whole block, so the
@@ -54,8 +57,8 @@ struct blockstore {
 	const void *blk; uint64_t nblk;   /* block table (private layout) */
 	const void *rec; uint64_t nrec;   /* record table (private layout) */
 	uint64_t key_base;                /* distinguishes stores in one LRU */
-	int fd;                           /* >= 0: see blockstore_read_from */
-	uint64_t fd_off;
+	struct source *src;               /* see blockstore_read_from */
+	uint64_t src_off;
 };
 /* 0 or -EBADMSG if the sections are inconsistent (checked once, here). */
 int blockstore_open(struct blockstore *bs, const struct index_map *m,
@@ -66,13 +69,14 @@ int blockstore_open_sections(struct blockstore *bs, const void *data,
 			     uint64_t data_len, const void *blk, uint64_t blk_len,
 			     const void *rec, uint64_t rec_len, uint64_t key_base);
 /*
- * Reads compressed blocks with pread from fd, the index file whose data
- * section starts at file offset `off`, instead of through the mapping:
- * random reads through a mapping leave every page they (and the kernel's
- * fault-around) touch in the daemon's RSS.  fd stays the caller's; it must
- * hold the same bytes as the mapping.
+ * Reads compressed blocks with source_pread from src, the index file
+ * (opened as a local source) whose data section starts at offset `off`,
+ * instead of through the mapping: random reads through a mapping leave
+ * every page they (and the kernel's fault-around) touch in the daemon's
+ * RSS, and cannot say "would block".  src stays the caller's; it must hold
+ * the same bytes as the mapping.  NULL: back to the mapping.
  */
-void blockstore_read_from(struct blockstore *bs, int fd, uint64_t off);
+void blockstore_read_from(struct blockstore *bs, struct source *src, uint64_t off);
 uint64_t blockstore_count(const struct blockstore *bs);
 /* length of record id, or -ENOENT */
 int64_t blockstore_len(const struct blockstore *bs, uint64_t id);

@@ -13,7 +13,7 @@
  * known only at commit.  The crc32 covers every byte after the header and is
  * computed while writing, so committing never re-reads the file.
  *
- * Not for: what sections mean, or deciding when to rebuild (the caller does,
+ * Not for: what sections mean, or deciding when to rebuild (load.c does,
  * from index_map_open's -ESTALE / -EBADMSG / -ENOENT).
  */
 #include "index/index.h"
@@ -31,6 +31,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "io/source.h"
 #include "log.h"
 
 #define INDEX_MAGIC "SFSIDX\0\1"
@@ -99,17 +100,16 @@ void index_fp_add_u64(struct index_fp *fp, uint64_t v)
 	index_fp_add_bytes(fp, b, sizeof(b));
 }
 
-int index_fp_add_file(struct index_fp *fp, const char *path)
+/* A local stamp has no ETag and hashes as path, size, mtime alone, so
+ * indexes saved before remote sources existed stay valid. */
+void index_fp_add_source(struct index_fp *fp, const char *name,
+			 const struct source_stamp *st)
 {
-	struct stat st;
-
-	if (stat(path, &st) < 0)
-		return -errno;
-	index_fp_add_str(fp, path);
-	index_fp_add_u64(fp, (uint64_t)st.st_size);
-	index_fp_add_u64(fp, (uint64_t)st.st_mtim.tv_sec * 1000000000ull +
-			 (uint64_t)st.st_mtim.tv_nsec);
-	return 0;
+	index_fp_add_str(fp, name);
+	index_fp_add_u64(fp, st->size);
+	index_fp_add_u64(fp, (uint64_t)st->mtime_ns);
+	if (st->etag[0])
+		index_fp_add_str(fp, st->etag);
 }
 
 /* ---- index_path ---- */
@@ -200,8 +200,8 @@ int index_path(const struct sfs_opts *o, const char *layout_name,
 			"chooses another)", dir, strerror(-ret));
 		return ret;
 	}
-	/* a source that is not a local path (a URL) is hashed as given */
-	index_fp_add_str(&h, realpath(src, real) ? real : src);
+	/* a URL is hashed as given; a path as what it resolves to */
+	index_fp_add_str(&h, !source_is_url(src) && realpath(src, real) ? real : src);
 	index_fp_add_str(&h, key ? key : "");
 	n = snprintf(out, outlen, "%s/%s-%016llx.sfsidx", dir, layout_name,
 		     (unsigned long long)h.h);

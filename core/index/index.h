@@ -15,6 +15,9 @@
  * removes its own (index_remove_unfinished).  Daemons that build the same index at once each
  * write their own, complete, and the last rename wins.
  *
+ * index_load is the one "load it, or build it when missing or stale" of
+ * every layout.
+ *
  * Not for: deciding what goes in a section (that is each layout's business).
  */
 #ifndef SFS_INDEX_H
@@ -33,8 +36,10 @@ void index_fp_init(struct index_fp *fp, const char *layout_name);
 void index_fp_add_bytes(struct index_fp *fp, const void *p, size_t n);
 void index_fp_add_str(struct index_fp *fp, const char *s);
 void index_fp_add_u64(struct index_fp *fp, uint64_t v);
-/* adds path, size and mtime (ns) of the file; -errno if it cannot be stat'ed */
-int index_fp_add_file(struct index_fp *fp, const char *path);
+struct source_stamp;
+/* adds a source: its name and stamp (size, mtime in ns, ETag if any) */
+void index_fp_add_source(struct index_fp *fp, const char *name,
+			 const struct source_stamp *st);
 
 /*
  * The directory indexes go to: o->index_dir, else $XDG_CACHE_HOME/samplefs
@@ -49,7 +54,8 @@ int index_dir_writable(const char *dir);
 
 /*
  * Where the index of `source` under layout `layout_name` lives:
- * <index_dir>/<layout>-<hash of realpath(source) and key>.sfsidx.
+ * <index_dir>/<layout>-<hash of realpath(source) and key>.sfsidx (a URL
+ * is hashed as given).
  * `key` distinguishes variants built from the same source (may be "").
  * Creates index_dir if needed.  0 or -errno.
  */
@@ -98,5 +104,35 @@ int index_map_open(struct index_map *m, const char *path,
 const void *index_map_section(const struct index_map *m, uint32_t tag,
 			      uint64_t *len);
 void index_map_close(struct index_map *m);
+
+/* One index file of a layout, for index_load. */
+struct index_job {
+	const char *layout, *key;     /* index_path's: where the file lives */
+	const struct index_fp *fp;    /* what it must have been built from */
+	/* writes the sections into w, which index_load opens and commits
+	 * (or aborts on failure); 0 or -errno, said */
+	int (*build)(void *arg, struct index_writer *w);
+	/* checks and binds the sections of the mapped index m (at path):
+	 * 0; -EBADMSG when they do not fit the sources (the index is then
+	 * rebuilt, once), leaving nothing bound; another -errno fails the
+	 * load */
+	int (*attach)(void *arg, const struct index_map *m, const char *path);
+	void *arg;
+};
+
+/*
+ * Loads the index of o->source for `job`, or builds it when missing or
+ * stale: maps index_path(o, job->layout, job->key) against job->fp and
+ * attaches it; when it is missing, stale, corrupt or does not attach,
+ * builds it (saying why, unless it was missing), saves it and loads it
+ * again.  Says, in one format for every layout:
+ *   "<index>: using the saved index"
+ *   "<index>: rebuilding index (<why>)"
+ *   "<source>: indexed in <s> s, <size> MB[, into <index>]"
+ *   "<index>: the index just built does not load (<why>)"   (an error)
+ * 0 with m mapped and attached (the caller closes it), or -errno.
+ */
+int index_load(const struct sfs_opts *o, const struct index_job *job,
+	       struct index_map *m);
 
 #endif

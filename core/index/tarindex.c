@@ -24,26 +24,18 @@
 #include "index/tarindex.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "log.h"
-#include "io/nowait.h"
+#include "io/source.h"
 #include "index/progress.h"
 #include "formats/tar.h"
 
 #define TARINDEX_VERSION 2
 #define TAG(c, x, y) INDEX_TAG((c), 'T', (x), (y))
 #define NONE UINT32_MAX
-
-static int64_t stamp_mtime(const struct stat *st)
-{
-	return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
-}
 
 /* Section header, stored as section TAG(c, 'H', 'D'). */
 struct tarindex_hdr {
@@ -114,8 +106,8 @@ struct builder {
 /* What one tar_walk is walking: a source, or a nested tar inside one. */
 struct walkctx {
 	struct builder *b;
-	int fd;
-	uint32_t src, depth;
+	struct source *src;
+	uint32_t srcno, depth;
 	const char *prefix;     /* "" or "dir" for the members' paths */
 	const char *what;
 };
@@ -242,7 +234,7 @@ static int add_ent(struct walkctx *c, const struct tar_member *m,
 	e->size = m->size;
 	e->mtime = m->mtime;
 	e->seq = b->nents;
-	e->src = c->src;
+	e->src = c->srcno;
 	e->type = type;
 	if (m->sparse && type == TAR_FILE) {
 		rc = add_sparse(b, m, &e->sparse);
@@ -287,7 +279,7 @@ static int path_fits(const struct walkctx *c, const struct tar_member *m)
  * directory of its members (name minus ".tar").  1 if expanded, 0 if it
  * is to be kept as a plain file, <0 on error.
  */
-int tarindex_member_is_tar(int fd, const struct tar_member *m)
+int tarindex_member_is_tar(struct source *src, const struct tar_member *m)
 {
 	unsigned char hdr[TAR_BLOCK];
 	size_t len = strlen(m->path);
@@ -297,7 +289,7 @@ int tarindex_member_is_tar(int fd, const struct tar_member *m)
 	return !m->sparse && m->size >= TAR_BLOCK && len >= 5 &&
 	       !strcmp(m->path + len - 4, ".tar") &&
 	       strlen(base) >= 5 &&
-	       pread(fd, hdr, sizeof(hdr), (off_t)m->offset) == sizeof(hdr) &&
+	       source_pread(src, hdr, sizeof(hdr), m->offset) == sizeof(hdr) &&
 	       tar_header_ok(hdr);
 }
 
@@ -311,7 +303,7 @@ static int try_nested(struct walkctx *c, const struct tar_member *m)
 
 	/* walk_cb has skipped members whose path in the tree would not fit
 	 * TAR_PATH_MAX (path_fits), so `prefix` below is never cut */
-	if (c->depth >= c->b->recursive || !tarindex_member_is_tar(c->fd, m))
+	if (c->depth >= c->b->recursive || !tarindex_member_is_tar(c->src, m))
 		return 0;
 	memcpy(dir, m->path, len - 4);
 	dir[len - 4] = '\0';
@@ -326,7 +318,7 @@ static int try_nested(struct walkctx *c, const struct tar_member *m)
 	sub.depth++;
 	sub.what = what;
 	sub.prefix = prefix;
-	rc = tar_walk(c->fd, m->offset, m->size, what, walk_cb, &sub);
+	rc = tar_walk(c->src, m->offset, m->size, what, walk_cb, &sub);
 	c->b->ents[at].nest_end = c->b->nents;
 	if (rc == -EBADMSG)
 		sfs_warn("%s: keeping the members before the damage", what);
@@ -1044,11 +1036,10 @@ static int write_sections(struct index_writer *w, uint32_t c, struct out *o,
 
 /* Walks one source tar into the builder. */
 static int walk_source(struct builder *b, const struct tarindex_source *s,
-		       uint32_t src, uint64_t *size, int64_t *mtime)
+		       uint32_t srcno, uint64_t *size, int64_t *mtime)
 {
-	struct walkctx c = { .b = b, .src = src, .what = s->path };
+	struct walkctx c = { .b = b, .src = s->src, .srcno = srcno, .what = s->path };
 	char dir[TAR_PATH_MAX + 1];
-	struct stat sb;
 	int rc = 0;
 
 	if (s->dir && strlen(s->dir) >= sizeof(dir)) {
@@ -1062,18 +1053,12 @@ static int walk_source(struct builder *b, const struct tarindex_source *s,
 		return -EINVAL;
 	}
 	c.prefix = dir;
-	c.fd = open(s->path, O_RDONLY | O_CLOEXEC);
-	if (c.fd < 0 || fstat(c.fd, &sb) < 0) {
-		rc = -errno;
-		sfs_err("%s: cannot open: %s", s->path, strerror(errno));
-		goto out;
-	}
-	*size = (uint64_t)sb.st_size;
-	*mtime = sb.st_mtime;
+	*size = source_stamp(s->src)->size;
+	*mtime = source_stamp_sec(source_stamp(s->src));
 	/* we read one header per member and skip the data: readahead would
 	 * read the data we skip */
-	posix_fadvise(c.fd, 0, 0, POSIX_FADV_RANDOM);
-	rc = tar_walk(c.fd, 0, *size, s->path, walk_cb, &c);
+	source_advise(s->src, 0, 0, SOURCE_ADV_RANDOM);
+	rc = tar_walk(s->src, 0, *size, s->path, walk_cb, &c);
 	if (rc == -EINVAL)
 		sfs_err("%s: not a tar archive (no valid header at offset 0)", s->path);
 	else if (rc == -EBADMSG)
@@ -1081,11 +1066,8 @@ static int walk_source(struct builder *b, const struct tarindex_source *s,
 			 b->nents);
 	if (rc == -EBADMSG)
 		rc = 0;
-	posix_fadvise(c.fd, 0, 0, POSIX_FADV_NORMAL);
+	source_advise(s->src, 0, 0, SOURCE_ADV_NORMAL);
 	b->bytes_before += *size;
-out:
-	if (c.fd >= 0)
-		close(c.fd);
 	return rc;
 }
 
@@ -1112,7 +1094,6 @@ int tarindex_build(struct index_writer *w, uint32_t tag_prefix_char,
 	struct out o = { .hdr.nsrc = (uint32_t)nsrc };
 	uint64_t *sizes, total = 0, at;
 	int64_t mtime, root_mtime = 0;
-	struct stat sb;
 	size_t i;
 	int rc = -ENOMEM;
 
@@ -1130,8 +1111,7 @@ int tarindex_build(struct index_writer *w, uint32_t tag_prefix_char,
 	if (!sizes)
 		return -ENOMEM;
 	for (i = 0; i < nsrc; i++)
-		if (stat(src[i].path, &sb) == 0)
-			total += (uint64_t)sb.st_size;
+		total += source_stamp(src[i].src)->size;
 	progress_start(&b.prog, bo->what ? bo->what : "indexing tar", 0, total,
 		       bo->quiet);
 	/* the root's name: "" at offset 0 of the pool and of the arena */
@@ -1168,16 +1148,15 @@ int tarindex_fp_add(struct index_fp *fp, const struct tarindex_source *src,
 		    size_t nsrc, uint32_t recursive)
 {
 	size_t i;
-	int rc;
 
 	index_fp_add_str(fp, "tarindex");
 	index_fp_add_u64(fp, TARINDEX_VERSION);
 	index_fp_add_u64(fp, recursive);
 	index_fp_add_u64(fp, nsrc);
 	for (i = 0; i < nsrc; i++) {
-		rc = index_fp_add_file(fp, src[i].path);
-		if (rc < 0)
-			return rc;
+		if (!src[i].src)
+			return -EBADF;
+		index_fp_add_source(fp, src[i].path, source_stamp(src[i].src));
 		index_fp_add_str(fp, src[i].dir ? src[i].dir : "");
 	}
 	return 0;
@@ -1390,40 +1369,24 @@ int tarindex_open(struct tarindex *t, const struct index_map *m,
 		rc = check_sparse_all(t);
 	if (rc < 0)
 		goto out;
-	t->fds = malloc((nsrc + 1) * sizeof(*t->fds));
-	t->stamps = calloc(nsrc + 1, sizeof(*t->stamps));
-	if (!t->fds || !t->stamps) {
-		t->nsrc = 0;
+	t->srcs = malloc((nsrc + 1) * sizeof(*t->srcs));
+	if (!t->srcs) {
 		rc = -ENOMEM;
 		goto out;
 	}
 	for (i = 0; i < nsrc; i++) {
-		struct stat st;
+		uint64_t size = source_stamp(src[i].src)->size;
 
-		t->fds[i] = open(src[i].path, O_RDONLY | O_CLOEXEC);
-		if (t->fds[i] < 0 || fstat(t->fds[i], &st) < 0) {
-			rc = -errno;
-			sfs_err("%s: cannot open: %s", src[i].path, strerror(errno));
-			t->nsrc = i + (t->fds[i] >= 0);
-			goto out;
-		}
-		/* the fingerprint was checked by path a moment ago; this is
-		 * the file we will read, so it must still be the one indexed */
-		if ((uint64_t)st.st_size != t->src_sizes[i]) {
+		/* the fingerprint is of these open sources' stamps; a size
+		 * that differs all the same means sections that lie */
+		if (size != t->src_sizes[i]) {
 			sfs_warn("%s: %llu bytes, the index says %llu: changed while "
-				 "mounting", src[i].path, (unsigned long long)st.st_size,
+				 "mounting", src[i].path, (unsigned long long)size,
 				 (unsigned long long)t->src_sizes[i]);
 			rc = -EBADMSG;
-			t->nsrc = i + 1;
 			goto out;
 		}
-		t->stamps[i] = (struct tarindex_stamp){ (uint64_t)st.st_size,
-			stamp_mtime(&st), strdup(src[i].path), 0 };
-		if (!t->stamps[i].path) {
-			rc = -ENOMEM;
-			t->nsrc = i + 1;
-			goto out;
-		}
+		t->srcs[i] = src[i].src;
 	}
 	return 0;
 out:
@@ -1433,32 +1396,36 @@ out:
 
 void tarindex_close(struct tarindex *t)
 {
-	uint32_t i;
-
-	if (t->fds)
-		for (i = 0; i < t->nsrc; i++)
-			close(t->fds[i]);
-	if (t->stamps)
-		for (i = 0; i < t->nsrc; i++)
-			free(t->stamps[i].path);
-	free(t->fds);
-	free(t->stamps);
+	free(t->srcs);
 	memset(t, 0, sizeof(*t));
 }
 
-int tarindex_source_check(const struct tarindex *t, uint32_t src)
+int tarindex_sources_open(struct source_env *env, struct tarindex_source *src,
+			  size_t nsrc)
 {
-	struct tarindex_stamp *was = &t->stamps[src];
-	struct stat st;
+	size_t i;
+	int rc;
 
-	if (fstat(t->fds[src], &st) == 0 && (uint64_t)st.st_size == was->size &&
-	    stamp_mtime(&st) == was->mtime_ns)
-		return 0;
-	/* one warning, however many threads see the change */
-	if (!__atomic_exchange_n(&was->warned, 1, __ATOMIC_RELAXED))
-		sfs_warn("%s: changed since mounting (size or mtime): its "
-			 "members give EIO until remounted", was->path);
-	return -EIO;
+	for (i = 0; i < nsrc; i++) {
+		if (src[i].src)
+			continue;
+		rc = source_open(env, src[i].path, &src[i].src);
+		if (rc < 0) {
+			sfs_err("%s: cannot open: %s", src[i].path, strerror(-rc));
+			return rc;
+		}
+	}
+	return 0;
+}
+
+void tarindex_sources_close(struct tarindex_source *src, size_t nsrc)
+{
+	size_t i;
+
+	for (i = 0; src && i < nsrc; i++) {
+		source_close(src[i].src);
+		src[i].src = NULL;
+	}
 }
 
 int tarindex_children(const struct tarindex *t, uint32_t dir, uint32_t *first,
@@ -1619,21 +1586,13 @@ int tarindex_symlink_escapes(const struct tarindex *t, uint32_t i)
 static int read_source(const struct tarindex *t, uint32_t src, char *buf,
 		       size_t len, uint64_t at)
 {
-	size_t done = 0;
-	ssize_t k;
+	ssize_t k = source_pread(t->srcs[src], buf, len, at);
 
-	while (done < len) {
-		k = nowait_pread(t->fds[src], buf + done, len - done,
-				 (off_t)(at + done));
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0 && errno == EAGAIN)
-			return -EAGAIN;
-		if (k <= 0) {
-			tarindex_source_check(t, src);
-			return -EIO;
-		}
-		done += (size_t)k;
+	if (k == -EAGAIN)
+		return -EAGAIN;
+	if (k < 0 || (size_t)k != len) {
+		source_check(t->srcs[src]);	/* the usual cause: say so */
+		return -EIO;
 	}
 	return 0;
 }
@@ -1725,8 +1684,8 @@ ssize_t tarindex_pread(const struct tarindex *t, uint32_t i, void *buf,
 	if (rc < 0)
 		return rc;
 	/* checked after reading: bytes of a file that changed before or while
-	 * they were read are not served (see tarindex_source_check's limits) */
-	if (tarindex_source_check(t, src) < 0)
+	 * they were read are not served (see tarindex.h for the limits) */
+	if (source_check(t->srcs[src]) < 0)
 		return -EIO;
 	return (ssize_t)size;
 }

@@ -12,8 +12,8 @@
  * so both stay reachable, with a warning naming both (ratarmount's
  * default name; the same tar twice at one path is no clash: its members
  * merge).  A nested member's data offset is an absolute offset in
- * the OUTER source file, so reading it is one pread (or a splice) from the
- * source fd (a nested tar that is damaged keeps the members before the
+ * the OUTER source file, so reading it is one source_pread (or a splice)
+ * from that source (a nested tar that is damaged keeps the members before the
  * damage; recursion is capped at TARINDEX_MAX_NEST levels whatever
  * `recursive` says).  Implicit parent directories are created (with the
  * mtime of the member that implied them); for duplicate paths
@@ -39,7 +39,8 @@
  *   - dirs: uint32_t node numbers of the directories in node order (their
  *     child ranges are increasing, so a node's parent is a binary search);
  *   - names: one pool of NUL-terminated names (and symlink targets);
- *   - sources: their sizes at build time (paths are in the fingerprint);
+ *   - sources: their sizes at build time (names and stamps are in the
+ *     fingerprint);
  *   - sparse files: one struct tarindex_sparse per sparse file node, in
  *     node order, each pointing at its map in the chunk section: nchunks
  *     struct tarindex_chunk and a last one {size, stored bytes}, so a read
@@ -48,7 +49,7 @@
  * on 1.28 M ImageNet-named members in 1000 nested class tars.
  *
  * Threads: after tarindex_open a struct tarindex is read-only and may be
- * used from any number of threads (reads use pread on shared fds).
+ * used from any number of threads (source_pread on shared sources).
  *
  * Not for: compressed tars, writing tars, deciding inode numbers (layouts
  * do that, typically node number + a constant).
@@ -62,6 +63,7 @@
 
 #include "index/index.h"
 #include "formats/tar.h"
+#include "io/source.h"
 
 enum tarindex_type {
 	TARINDEX_DIR = 1,
@@ -126,10 +128,21 @@ struct tarindex_chunk {
 
 /* Where a source tar goes in the tree. */
 struct tarindex_source {
-	const char *path;  /* the tar file */
+	const char *path;  /* the tar file: a path or URL */
 	const char *dir;   /* "" = its members at the root, else a relative
 			    * directory path such as "train" */
+	struct source *src; /* open (tarindex_sources_open), else NULL */
 };
+
+/*
+ * Opens every source not open yet, in env (NULL: local paths only).  0, or
+ * -errno with a message naming the one that failed (those opened stay
+ * open: tarindex_sources_close closes them).  They are opened once, for
+ * the fingerprint, the build and the mount alike.
+ */
+int tarindex_sources_open(struct source_env *env, struct tarindex_source *src,
+			  size_t nsrc);
+void tarindex_sources_close(struct tarindex_source *src, size_t nsrc);
 
 struct tarindex_build_opts {
 	uint32_t recursive; /* levels of nested tars to expand (0 = none) */
@@ -138,14 +151,15 @@ struct tarindex_build_opts {
 };
 
 /*
- * Adds to `fp` what a tarindex of these sources depends on: each source
- * file (path, size, mtime), its directory, and `recursive`.  0 or -errno.
+ * Adds to `fp` what a tarindex of these (open) sources depends on: each
+ * source's name and stamp, its directory, and `recursive`.  0, or -EBADF
+ * when a source is not open.
  */
 int tarindex_fp_add(struct index_fp *fp, const struct tarindex_source *src,
 		    size_t nsrc, uint32_t recursive);
 
 /*
- * Reads the headers of every source (seeking over member data) and writes
+ * Reads the headers of every (open) source, seeking over member data, and writes
  * the tarindex sections with prefix `tag_prefix_char` into `w`.  The caller
  * commits or aborts `w`.  Corrupt or truncated sources keep the members
  * before the damage (with a warning); a source that cannot be opened or is
@@ -155,15 +169,7 @@ int tarindex_build(struct index_writer *w, uint32_t tag_prefix_char,
 		   const struct tarindex_source *src, size_t nsrc,
 		   const struct tarindex_build_opts *bo);
 
-/* What a source was when it was opened; a read compares it with fstat. */
-struct tarindex_stamp {
-	uint64_t size;
-	int64_t mtime_ns;
-	char *path;              /* for the warning */
-	int warned;              /* set once, atomically: warn only once */
-};
-
-/* A mounted tarindex: views into the map plus the open source fds. */
+/* A mounted tarindex: views into the map plus the open sources. */
 struct tarindex {
 	const struct tarindex_node *nodes;
 	uint32_t nnodes;
@@ -177,8 +183,7 @@ struct tarindex {
 	uint32_t nsparse;
 	const struct tarindex_chunk *chunks;
 	uint64_t nchunks;
-	int *fds;                /* fds[source number], O_RDONLY */
-	struct tarindex_stamp *stamps;   /* size and mtime of each, at open */
+	struct source **srcs;    /* srcs[source number]: the caller's */
 	uint64_t nfiles;         /* regular files */
 	uint64_t total_bytes;    /* sum of regular file sizes */
 };
@@ -187,28 +192,29 @@ struct tarindex {
  * Validates the sections with prefix `tag_prefix_char` in `m` (bounds of
  * every node, name and child range, and that the directory list holds
  * every directory, are checked here, so lookups need not)
- * and opens the sources, which must be the same list, in the same order,
- * as at build time.  -EBADMSG when the sections are missing or
- * inconsistent, or a source's size is not the one indexed (rebuild),
- * -errno when a source cannot be opened.
- * The map must outlive the tarindex.
+ * and takes the open sources, which must be the same list, in the same
+ * order, as at build time.  -EBADMSG when the sections are missing or
+ * inconsistent, or a source's size is not the one indexed (rebuild).
+ * The map and the sources must outlive the tarindex.
  */
 int tarindex_open(struct tarindex *t, const struct index_map *m,
 		  uint32_t tag_prefix_char, const struct tarindex_source *src,
 		  size_t nsrc);
-/* Closes the fds; the map is the caller's. */
+/* Frees what tarindex_open allocated; the map and sources are the caller's. */
 void tarindex_close(struct tarindex *t);
 
 /*
- * 0 when source `src` is still the file that was opened (same size and
- * mtime), else -EIO with a warning naming it (once per source): its bytes
- * may no longer be the members the index describes.  One fstat; tarindex_pread
- * calls it after reading, and anything that reads t->fds itself (a splice)
- * must call it before.  Limits: a change between that check and a splice
- * still goes out, and a same-size rewrite within the file system's mtime
- * granularity of the open is not seen.
+ * The open source of source number `src`.  tarindex_pread checks it with
+ * source_check after reading; anything that reads it otherwise (a splice
+ * through its descriptor) must call source_check before.  Limits: a
+ * change between that check and a splice still goes out, and a same-size
+ * rewrite within the file system's mtime granularity of the open is not
+ * seen.
  */
-int tarindex_source_check(const struct tarindex *t, uint32_t src);
+static inline struct source *tarindex_src(const struct tarindex *t, uint32_t src)
+{
+	return t->srcs[src];
+}
 
 #define TARINDEX_ROOT 0u
 
@@ -235,12 +241,12 @@ int64_t tarindex_find(const struct tarindex *t, const char *path);
 /* Parent directory of node i (the root is its own parent). */
 uint32_t tarindex_parent(const struct tarindex *t, uint32_t i);
 /*
- * Whether member m of the tar open on fd is one the index expands as a
+ * Whether member m of the tar `src` is one the index expands as a
  * nested tar (depth permitting): not sparse, a name "*.tar" whose base is
  * at least 5 bytes, and data that starts with a valid tar header.  Any other member
  * is a plain file.
  */
-int tarindex_member_is_tar(int fd, const struct tar_member *m);
+int tarindex_member_is_tar(struct source *src, const struct tar_member *m);
 /* Symlink target of node i (NUL-terminated, *len bytes) or NULL. */
 const char *tarindex_link(const struct tarindex *t, uint32_t i, uint64_t *len);
 /*

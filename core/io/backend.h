@@ -23,7 +23,7 @@ struct source {
 	struct source_env *env;
 	char *name;                 /* as opened, for messages */
 	struct source_stamp stamp;  /* at open */
-	atomic_int changed;         /* 1 once a change was seen */
+	atomic_int changed;         /* 1 once a response showed a change */
 	atomic_int warned;          /* 1 once the change was reported */
 	void *priv;                 /* the backend's */
 };
@@ -45,6 +45,9 @@ struct source_backend {
 	int (*changed)(struct source *s);
 	/* optional: as source_fd */
 	int (*fd)(struct source *s, int *fd, uint64_t *base);
+	/* optional: as source_advise */
+	void (*advise)(struct source *s, uint64_t off, uint64_t len,
+		       enum source_advice adv);
 	void (*close)(struct source *s);
 	int (*stat)(struct source_env *env, const char *uri,
 		    struct source_info *out);

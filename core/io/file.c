@@ -42,13 +42,19 @@ static int file_open(struct source *s)
 
 	if (!f)
 		return -ENOMEM;
-	f->fd = open(s->name, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO named like a source must not hang the mount;
+	 * it is refused below, and regular files read as usual without it */
+	f->fd = open(s->name, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (f->fd < 0 || fstat(f->fd, &st) < 0) {
 		rc = -errno;
 		goto out;
 	}
-	if (S_ISDIR(st.st_mode)) {
-		rc = -EISDIR;
+	if (!S_ISREG(st.st_mode)) {
+		rc = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+		goto out;
+	}
+	if (fcntl(f->fd, F_SETFL, 0) < 0) {
+		rc = -errno;
 		goto out;
 	}
 	stamp_of(&st, &s->stamp);
@@ -111,6 +117,19 @@ static int file_fd(struct source *s, int *fd, uint64_t *base)
 	return 0;
 }
 
+static void file_advise(struct source *s, uint64_t off, uint64_t len,
+			enum source_advice adv)
+{
+	static const int advice[] = {
+		[SOURCE_ADV_NORMAL] = POSIX_FADV_NORMAL,
+		[SOURCE_ADV_RANDOM] = POSIX_FADV_RANDOM,
+		[SOURCE_ADV_WILLNEED] = POSIX_FADV_WILLNEED,
+	};
+
+	(void)posix_fadvise(((struct file_src *)s->priv)->fd, (off_t)off,
+			    (off_t)len, advice[adv]);
+}
+
 static void file_close(struct source *s)
 {
 	struct file_src *f = s->priv;
@@ -170,6 +189,7 @@ const struct source_backend source_file_backend = {
 	.pread = file_pread,
 	.changed = file_changed,
 	.fd = file_fd,
+	.advise = file_advise,
 	.close = file_close,
 	.stat = file_stat,
 	.list = file_list,

@@ -153,9 +153,11 @@ void source_mark_changed(struct source *s)
 
 int source_check(struct source *s)
 {
+	/* a change a response showed (source_mark_changed) stays; what the
+	 * backend sees now is asked each time (a local file whose size and
+	 * mtime are put back reads again, as before sources existed) */
 	if (!atomic_load(&s->changed) && s->be->changed(s) == 0)
 		return 0;
-	atomic_store(&s->changed, 1);
 	/* one warning however many threads and reads see the change */
 	if (!atomic_exchange(&s->warned, 1))
 		sfs_warn("%s: changed since mounting (%s): reads of it give EIO "
@@ -169,6 +171,13 @@ int source_fd(struct source *s, int *fd, uint64_t *base)
 	if (!s->be->fd)
 		return -ENOTSUP;
 	return s->be->fd(s, fd, base);
+}
+
+void source_advise(struct source *s, uint64_t off, uint64_t len,
+		   enum source_advice adv)
+{
+	if (s->be->advise)
+		s->be->advise(s, off, len, adv);
 }
 
 int source_stat(struct source_env *env, const char *uri, struct source_info *out)

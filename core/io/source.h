@@ -69,9 +69,10 @@ struct source;
 
 /*
  * Opens `uri` (path or URL) and records its stamp.  env may be NULL for
- * local paths.  -ENOENT, -EACCES, -EISDIR (a directory), -EIO (the server
- * failed or cannot serve ranges: a remote source must answer a Range
- * request with 206), or another -errno.
+ * local paths.  -ENOENT, -EACCES, -EISDIR (a directory), -EINVAL (not a
+ * regular file: a FIFO or device, which is never waited on), -EIO (the
+ * server failed or cannot serve ranges: a remote source must answer a
+ * Range request with 206), or another -errno.
  */
 int source_open(struct source_env *env, const char *uri, struct source **out);
 void source_close(struct source *s);
@@ -80,6 +81,12 @@ void source_close(struct source *s);
 const char *source_name(const struct source *s);
 /* The stamp recorded at open. */
 const struct source_stamp *source_stamp(const struct source *s);
+/* A stamp's mtime in whole seconds (rounded down), for attributes. */
+static inline int64_t source_stamp_sec(const struct source_stamp *st)
+{
+	return st->mtime_ns >= 0 ? st->mtime_ns / 1000000000 :
+				   -((-st->mtime_ns + 999999999) / 1000000000);
+}
 /* 1 for network sources (no descriptor, reads may take a round trip). */
 int source_is_remote(const struct source *s);
 
@@ -96,8 +103,9 @@ ssize_t source_pread(struct source *s, void *buf, size_t n, uint64_t off);
 /*
  * Whether the source still matches its stamp: 0, or -EIO with one warning
  * for this source ("... changed since mounting ...: reads give EIO").
- * Local: fstat (size, mtime).  Remote: what the responses so far showed
- * (no request is sent).  Once changed, stays changed.
+ * Local: fstat (size, mtime), each time (a file whose size and mtime are
+ * put back reads again).  Remote: what the responses so far showed (no
+ * request is sent); once a response showed a change, it stays changed.
  */
 int source_check(struct source *s);
 
@@ -111,14 +119,27 @@ int source_fd(struct source *s, int *fd, uint64_t *base);
 /* Turns no-wait mode on or off for the calling thread. */
 void source_nowait(int on);
 
+/* How the caller is about to read [off, off + len) (len 0: to the end). */
+enum source_advice {
+	SOURCE_ADV_NORMAL,    /* the default again */
+	SOURCE_ADV_RANDOM,    /* small reads here and there: no readahead */
+	SOURCE_ADV_WILLNEED,  /* these bytes soon: fetch them in the background */
+};
+/* A hint, as posix_fadvise: local files pass it to the kernel; a backend
+ * may ignore it.  Never fails. */
+void source_advise(struct source *s, uint64_t off, uint64_t len,
+		   enum source_advice adv);
+
 /* What source_stat says of a name. */
 struct source_info {
 	int is_dir;
-	struct source_stamp stamp;  /* files only */
+	/* files; for a directory its mtime where known (local), else 0 */
+	struct source_stamp stamp;
 };
 
-/* -ENOENT when absent; for URLs a HEAD (a name ending in '/' is a
- * directory).  0 or -errno. */
+/* -ENOENT when absent; -EINVAL for what is neither a regular file nor a
+ * directory (a FIFO, a device); for URLs a HEAD (a name ending in '/' is
+ * a directory).  Follows symlinks.  0 or -errno. */
 int source_stat(struct source_env *env, const char *uri,
 		struct source_info *out);
 

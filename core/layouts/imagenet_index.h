@@ -1,18 +1,17 @@
 /*
- * imagenet_index.h - what layout_imagenet.c needs from the ILSVRC2012
- * source scan, the two index files and the orders: the in-memory layout
- * (struct in_layout, which the mapped layout index is bound into), the
- * functions that find the sources and open (or build) the indexes, and the
- * per-sample helpers the builder and the mounted tree share.
+ * imagenet_index.h - the ImageNet layout's index in memory: struct
+ * in_layout (the sources, the two mapped index files and the views into
+ * them), the layout index's sections, and opening it.  The other ImageNet
+ * files (imagenet_files.h, _tars.h, _build.h, _samples.h, _orders.h) work
+ * on these types.
  *
- * Two index files: the tar headers (tarindex, sections 'T' and 'V'),
- * expensive to build and independent of options, and the layout's arrays
- * (cheap, keyed by the shard options).  Per sample the layout index stores
- * at most a u32 node id (samp, omitted when the samples are consecutive
+ * Two index files: the tar headers (tarindex, imagenet_tars.h), expensive
+ * to build and independent of options, and the layout's arrays (cheap,
+ * keyed by the shard options).  Per sample the layout index stores at
+ * most a u32 node id (samp, omitted when the samples are consecutive
  * nodes, as train usually is); vtar offsets and shuffled.txt offsets are
  * kept every VOFF_STEP / SOFF_STEP samples and the rest recomputed from
- * sizes.  The orders (ord, pos, shuf) are not stored (imagenet_index.c
- * says why).
+ * sizes.  The orders (ord, pos, shuf) are not stored (imagenet_orders.h).
  *
  * Threads: after layout_imagenet_open a struct in_layout is read-only, but
  * for the orders (orders, ord, pos, shuf of each split, and orders_done),
@@ -35,6 +34,12 @@
 
 enum { TRAIN, VAL, NSPLIT };
 extern const char *const imagenet_split_name[NSPLIT];	/* "train", "val" */
+
+/* The layout index: its version and section tags (IN_TAG: of the whole
+ * layout, IN_STAG: of split s). */
+#define IN_LAYOUT_VERSION 4
+#define IN_TAG(a, b, c) INDEX_TAG('I', a, b, c)
+#define IN_STAG(s, a, b) INDEX_TAG('I', "tv"[s], a, b)
 
 #define VOFF_STEP 64	/* vtar prefix offsets kept every 64 positions */
 #define SOFF_STEP 256	/* shuffled.txt line offsets kept every 256 lines */
@@ -72,8 +77,10 @@ struct in_split {
 };
 
 struct in_layout {
+	struct source_env *env;		/* the mount's (not owned) */
 	struct in_split sp[NSPLIT];
-	char *devkit;
+	char *devkit;			/* its path or URL, or NULL */
+	struct source_stamp devkit_stamp;
 	struct index_map tars, lay;
 	const struct in_head *head;
 	const char (*wnid)[WNID_LEN];
@@ -89,48 +96,10 @@ struct in_layout {
 	int orders_done;
 };
 
-/* ---- sources and indexes, in the order layout_imagenet_open calls them -- */
-
-/* The train tar (or train/<wnid>.tar), the val tar and the devkit under
- * `root`, into L->sp[].src and L->devkit.  Missing ones are not an error.
- * 0 or -ENOMEM. */
-int imagenet_find_sources(struct in_layout *L, const char *root);
-
-/* Maps the tar index (building it if stale) and opens each split's
- * tarindex; *fph gets the fingerprint the layout index is keyed by. */
-int imagenet_open_tars(const struct sfs_opts *o, struct in_layout *L, uint64_t *fph);
-
-/* Maps the layout index (building it if stale) and binds L to it: every
- * value a lookup or read indexes with is checked here.  0 or -errno. */
+/* Loads the layout index (building it when missing or stale: index_load)
+ * and binds L to it: every value a lookup or read indexes with is checked
+ * here.  The tar index must be open (imagenet_tars.h).  0 or -errno. */
 int imagenet_open_layout_index(const struct sfs_opts *o, struct in_layout *L,
-		      uint64_t tars_fp);
-
-/* ---- the orders ---------------------------------------------------------- */
-
-/* Fills sp->orders and the ord/pos/shuf views.  0 or -ENOMEM. */
-int imagenet_make_orders(struct in_split *sp, int has_shard_seed,
-		uint32_t shard_seed, uint32_t shuffle_seed);
-void imagenet_free_orders(struct in_split *sp);
-
-/* ---- per-sample helpers, shared by the builder and the mount ------------ */
-
-/* the tarindex node of canonical sample c: inline, it is in every loop */
-static inline uint32_t node_of(const struct in_split *sp, uint64_t c)
-{
-	return sp->samp ? sp->samp[c] : sp->h.samp_base + (uint32_t)c;
-}
-
-/* the label of canonical sample c (sp labelled) */
-uint32_t imagenet_label_of(const struct in_split *sp, uint64_t c);
-/* a member's WebDataset key: its name up to the last dot */
-size_t imagenet_stem_len(const char *name);
-/* byte offset of shard position p in the concatenated records of the split */
-uint64_t imagenet_cum_offset(const struct in_split *sp, uint64_t p);
-/* line j of shuffled/<split>.txt into buf; returns its length */
-int imagenet_shuffled_line(const struct in_split *sp, uint64_t S, uint64_t j,
-		  char *buf, size_t len);
-
-/* class `name` in a sorted WNID table, or -ENOENT */
-int64_t imagenet_find_class_in(const char (*wnid)[WNID_LEN], uint32_t n, const char *name);
+			       uint64_t tars_fp);
 
 #endif

@@ -5,14 +5,14 @@
  * Not a layout itself; it only dispatches to their constructors.
  */
 #include "layouts/layout.h"
+#include "layouts/imagenet_files.h"
 #include "log.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <string.h>
-#include <sys/stat.h>
 
-typedef int (*open_fn)(const struct sfs_opts *o, struct layout *out);
+typedef int (*open_fn)(const struct sfs_opts *o, struct source_env *env,
+		       struct layout *out);
 
 static const char *const names[] = { "quickdraw", "npy", "tar", "imagenet" };
 static const open_fn opens[] = { layout_quickdraw_open, layout_npy_open,
@@ -35,54 +35,51 @@ static int has_suffix(const char *name, const char *suffix)
 	return n > m && !strcmp(name + n - m, suffix);
 }
 
-/* Whether `dir` holds at least one entry ending in `suffix`. */
-static int dir_has(const char *dir, const char *suffix)
+/* source_list callback: stops (1) at a visible entry ending in arg */
+static int ends_in(void *arg, const char *name, int is_dir)
 {
-	struct dirent *de;
-	DIR *d = opendir(dir);
-	int found = 0;
-
-	if (!d)
-		return 0;
-	while (!found && (de = readdir(d)))
-		found = de->d_name[0] != '.' && has_suffix(de->d_name, suffix);
-	closedir(d);
-	return found;
+	return name[0] != '.' && has_suffix(name, arg);
 }
 
-static const char *detect(const char *source)
+/* Whether `dir` holds at least one entry ending in `suffix`. */
+static int dir_has(struct source_env *env, const char *dir, const char *suffix)
 {
-	struct stat st;
+	return source_list(env, dir, ends_in, (void *)suffix) == 1;
+}
+
+static const char *detect(struct source_env *env, const char *source)
+{
+	struct source_info info;
 	int isdir;
 
-	if (layout_quickdraw_detect(source))
+	if (layout_quickdraw_detect(env, source))
 		return "quickdraw";
-	if (layout_imagenet_detect(source))
+	if (imagenet_detect(env, source))
 		return "imagenet";
-	if (stat(source, &st))
+	if (source_stat(env, source, &info))
 		return NULL;
-	isdir = S_ISDIR(st.st_mode);
-	if (isdir ? dir_has(source, ".npy") : has_suffix(source, ".npy"))
+	isdir = info.is_dir;
+	if (isdir ? dir_has(env, source, ".npy") : has_suffix(source, ".npy"))
 		return "npy";
-	if (isdir ? dir_has(source, ".tar") : has_suffix(source, ".tar"))
+	if (isdir ? dir_has(env, source, ".tar") : has_suffix(source, ".tar"))
 		return "tar";
 	return NULL;
 }
 
-const char *layout_choose(const struct sfs_opts *o)
+/* layout_choose with the mount's environment */
+static const char *choose(const struct sfs_opts *o, struct source_env *env)
 {
 	const char *name = o->layout;
-	struct stat st;
+	struct source_info info;
 	size_t i;
+	int rc;
 
-	if (!strstr(o->source, "://") && stat(o->source, &st)) {
-		int e = errno;
-
-		sfs_err("%s: %s", o->source, strerror(e));
-		errno = e;
+	if ((rc = source_stat(env, o->source, &info)) < 0) {
+		sfs_err("%s: %s", o->source, strerror(-rc));
+		errno = -rc;
 		return NULL;
 	}
-	if (!name && !(name = detect(o->source))) {
+	if (!name && !(name = detect(env, o->source))) {
 		sfs_err("cannot tell the layout of %s; use -o layout=quickdraw|npy|tar|imagenet",
 			o->source);
 		errno = EINVAL;
@@ -96,17 +93,58 @@ const char *layout_choose(const struct sfs_opts *o)
 	return NULL;
 }
 
+/* A new environment for o's sources, or NULL with errno set (said). */
+static struct source_env *env_for(const struct sfs_opts *o)
+{
+	struct source_env *env;
+	int rc = source_env_new(&o->remote, &env);
+
+	if (rc < 0) {
+		sfs_err("%s: cannot set up its sources: %s", o->source, strerror(-rc));
+		errno = -rc;
+		return NULL;
+	}
+	return env;
+}
+
+const char *layout_choose(const struct sfs_opts *o)
+{
+	struct source_env *env = env_for(o);
+	const char *name;
+	int e;
+
+	if (!env)
+		return NULL;
+	name = choose(o, env);
+	e = errno;
+	source_env_free(env);
+	errno = e;
+	return name;
+}
+
 int layout_open(const struct sfs_opts *o, struct layout *out)
 {
-	const char *name = layout_choose(o);
+	const char *name;
+	int rc;
 
-	return name ? by_name(name)(o, out) : -errno;
+	memset(out, 0, sizeof(*out));
+	if (!(out->env = env_for(o)))
+		return -errno;
+	name = choose(o, out->env);
+	rc = name ? by_name(name)(o, out->env, out) : -errno;
+	if (rc < 0) {
+		source_env_free(out->env);
+		out->env = NULL;
+	}
+	return rc;
 }
 
 void layout_close(struct layout *l)
 {
 	if (l->ops && l->ops->destroy)
 		l->ops->destroy(l->priv);
+	source_env_free(l->env);
 	l->ops = NULL;
 	l->priv = NULL;
+	l->env = NULL;
 }

@@ -23,6 +23,7 @@
 #include <sys/types.h>
 
 #include "options.h"
+#include "io/source.h"
 
 #define SFS_ROOT_INO 1
 
@@ -64,13 +65,15 @@ struct layout_ops {
 	ssize_t (*read)(void *priv, uint64_t ino, char *buf, size_t size,
 			uint64_t off);
 	/* optional (may be NULL): when a file's bytes are one contiguous range
-	 * of an open descriptor, say which, so the FUSE layer can splice.
-	 * Returns 0 and sets *fd / *base (file offset of byte 0), -ENOTSUP,
-	 * or -EIO when the source changed since mounting (size or mtime).
+	 * of a source, say which, so the FUSE layer can splice (if the source
+	 * has a descriptor: source_fd).  Returns 0 and sets *src / *base (the
+	 * source offset of byte 0), -ENOTSUP, or -EIO when the source changed
+	 * since mounting (source_check).
 	 * The one gap in "never wrong bytes": a change between this check
 	 * and the splice goes out (the bytes are not copied, so there is
 	 * nothing to check after); README, Limitations, says so. */
-	int (*extent)(void *priv, uint64_t ino, int *fd, uint64_t *base);
+	int (*extent)(void *priv, uint64_t ino, struct source **src,
+		      uint64_t *base);
 	/* optional: symlink target into buf (NUL-terminated); -EINVAL if not */
 	int (*readlink)(void *priv, uint64_t ino, char *buf, size_t size);
 	/* number of virtual inodes and total bytes, for statfs */
@@ -81,12 +84,16 @@ struct layout_ops {
 struct layout {
 	const struct layout_ops *ops;
 	void *priv;
+	/* the mount's source environment (connections, caches), made from
+	 * o->remote by layout_open, freed by layout_close after the layout */
+	struct source_env *env;
 };
 
 /*
  * Opens the layout named by o->layout, or detects it from the source when
  * o->layout is NULL.  On error prints one clear line (naming the file) and
- * returns -errno.  Builds or loads the persistent index as needed.
+ * returns -errno.  Builds or loads the persistent index as needed.  Every
+ * source of the mount is opened in out->env.
  */
 int layout_open(const struct sfs_opts *o, struct layout *out);
 /*
@@ -98,14 +105,20 @@ int layout_open(const struct sfs_opts *o, struct layout *out);
 const char *layout_choose(const struct sfs_opts *o);
 void layout_close(struct layout *l);
 
-/* Each layout's constructor (core/layout_<name>.c). */
-int layout_quickdraw_open(const struct sfs_opts *o, struct layout *out);
-int layout_npy_open(const struct sfs_opts *o, struct layout *out);
-int layout_tar_open(const struct sfs_opts *o, struct layout *out);
-int layout_imagenet_open(const struct sfs_opts *o, struct layout *out);
+/* Each layout's constructor (core/layouts/layout_<name>.c): sets out->ops
+ * and out->priv; its sources are opened in env (NULL: local paths only),
+ * which outlives the layout. */
+int layout_quickdraw_open(const struct sfs_opts *o, struct source_env *env,
+			  struct layout *out);
+int layout_npy_open(const struct sfs_opts *o, struct source_env *env,
+		    struct layout *out);
+int layout_tar_open(const struct sfs_opts *o, struct source_env *env,
+		    struct layout *out);
+int layout_imagenet_open(const struct sfs_opts *o, struct source_env *env,
+			 struct layout *out);
 
-/* Detection predicates, used by layout_open when no layout is named. */
-int layout_quickdraw_detect(const char *source);
-int layout_imagenet_detect(const char *source);
+/* Detection, used by layout_open when no layout is named (ImageNet's:
+ * imagenet_detect, imagenet_files.h). */
+int layout_quickdraw_detect(struct source_env *env, const char *source);
 
 #endif

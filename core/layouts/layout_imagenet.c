@@ -19,7 +19,7 @@
  * canonical samples in np.random.seed(shuffle_seed) shuffle order.  Shards
  * and shuffled files exist only for labelled splits.
  *
- * Every node is computed from the two mmap'ed indexes (imagenet_index.c)
+ * Every node is computed from the two mmap'ed indexes (imagenet_index.h)
  * and the orders, used in place: nothing is allocated per sample.  The
  * orders (ord: shard position -> sample, pos its inverse, shuf the
  * shuffled.txt order) are three flat u32 arrays made once, when /shards or
@@ -32,14 +32,19 @@
  *
  * Threads: after layout_imagenet_open everything in struct in_layout is
  * read-only, but for the orders, made once under orders_lock (see
- * need_orders); reads are preads on shared fds.
+ * need_orders); reads are source_preads on shared sources.
  *
- * Not for: finding the sources, building or binding the indexes
- * (imagenet_index.c), decoding images, other datasets.
+ * Not for: finding the sources (imagenet_files.c), building or binding
+ * the indexes (imagenet_tars.c, imagenet_build.c, imagenet_index.c),
+ * decoding images, other datasets.
  */
 #include "layouts/layout.h"
 #include "layouts/layout_imagenet.h"
+#include "layouts/imagenet_files.h"
 #include "layouts/imagenet_index.h"
+#include "layouts/imagenet_orders.h"
+#include "layouts/imagenet_samples.h"
+#include "layouts/imagenet_tars.h"
 #include "log.h"
 #include "index/tarindex.h"
 #include "formats/vtar.h"
@@ -619,7 +624,7 @@ static ssize_t in_read(void *priv, uint64_t ino, char *buf, size_t size, uint64_
 	return vtar_read(&v, buf, size, off);
 }
 
-static int in_extent(void *priv, uint64_t ino, int *fd, uint64_t *base)
+static int in_extent(void *priv, uint64_t ino, struct source **src, uint64_t *base)
 {
 	const struct in_layout *L = priv;
 	const struct in_split *sp;
@@ -640,9 +645,9 @@ static int in_extent(void *priv, uint64_t ino, int *fd, uint64_t *base)
 	/* a source that changed since mounting would splice other bytes, or
 	 * short (which the kernel would take for the end of the file) */
 	sp = &L->sp[s];
-	if (tarindex_source_check(&sp->t, tarindex_node_src(n)) < 0)
+	if (source_check(tarindex_src(&sp->t, tarindex_node_src(n))) < 0)
 		return -EIO;
-	*fd = sp->t.fds[tarindex_node_src(n)];
+	*src = tarindex_src(&sp->t, tarindex_node_src(n));
 	*base = n->off;
 	return 0;
 }
@@ -670,6 +675,7 @@ static void in_destroy(void *priv)
 	for (s = 0; s < NSPLIT; s++) {
 		imagenet_free_orders(&L->sp[s]);
 		tarindex_close(&L->sp[s].t);
+		tarindex_sources_close(L->sp[s].src, L->sp[s].nsrc);
 		for (i = 0; i < L->sp[s].nsrc; i++) {
 			free((char *)L->sp[s].src[i].path);
 			free((char *)L->sp[s].src[i].dir);
@@ -694,25 +700,29 @@ static const struct layout_ops imagenet_ops = {
 	.destroy = in_destroy,
 };
 
-int layout_imagenet_open(const struct sfs_opts *o, struct layout *out)
+int layout_imagenet_open(const struct sfs_opts *o, struct source_env *env,
+			 struct layout *out)
 {
 	struct in_layout *L = calloc(1, sizeof(*L));
 	uint64_t fph = 0;
-	int rc;
+	int rc, s;
 
 	if (!L)
 		return -ENOMEM;
+	L->env = env;
 	L->S = o->shard_size ? o->shard_size : 10000;
 	L->has_shard_seed = o->has_shard_seed;
 	L->shard_seed = o->shard_seed;
 	L->shuffle_seed = o->shuffle_seed;
 	pthread_mutex_init(&L->orders_lock, NULL);
-	rc = imagenet_find_sources(L, o->source);
+	rc = imagenet_find_sources(L, env, o->source);
 	if (!rc && !L->sp[TRAIN].nsrc && !L->sp[VAL].nsrc) {
 		sfs_err("%s: no " IMAGENET_TRAIN_TAR ", " IMAGENET_VAL_TAR
 			" or train/<wnid>.tar", o->source);
 		rc = -ENOENT;
 	}
+	for (s = 0; !rc && s < NSPLIT; s++)
+		rc = tarindex_sources_open(env, L->sp[s].src, L->sp[s].nsrc);
 	if (!rc)
 		rc = imagenet_open_tars(o, L, &fph);
 	if (!rc)

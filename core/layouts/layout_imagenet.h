@@ -1,11 +1,7 @@
 /*
  * layout_imagenet.h - what the ImageNet layout tells tools beyond the FUSE
- * contract (layout.h declares layout_imagenet_open/_detect).
- *
- * SOURCE is detected as ImageNet when it is a directory holding
- * ILSVRC2012_img_train.tar or ILSVRC2012_img_val.tar, or a train/
- * directory with at least one <wnid>.tar (n + 8 digits + ".tar").
- * ILSVRC2012_devkit_t12.tar.gz next to them is optional.
+ * contract (layout.h declares layout_imagenet_open).  What SOURCE must
+ * hold, and its detection: imagenet_files.h.
  */
 #ifndef SFS_LAYOUT_IMAGENET_H
 #define SFS_LAYOUT_IMAGENET_H
@@ -13,10 +9,6 @@
 #include <stdint.h>
 
 #include "layouts/layout.h"
-
-#define IMAGENET_TRAIN_TAR "ILSVRC2012_img_train.tar"
-#define IMAGENET_VAL_TAR "ILSVRC2012_img_val.tar"
-#define IMAGENET_DEVKIT "ILSVRC2012_devkit_t12.tar.gz"
 
 struct imagenet_summary {
 	uint32_t classes;

@@ -5,8 +5,8 @@
  * (N, ...) becomes a directory X/ holding 000000.npy ... (printf "%06d"),
  * file i being byte-identical to np.save(path, arr[i]): the header numpy
  * would write for one row (emitted once per array at mount) followed by
- * the row's bytes, read with one pread from the source fd, kept open for
- * the life of the mount.  No index file: headers are parsed at mount.
+ * the row's bytes, read with one source_pread from the source, kept open
+ * for the life of the mount.  No index file: headers are parsed at mount.
  *
  * Inodes are computed: 1 is the root, 2 + k is array k's directory (arrays
  * sorted by name), and row i of array k is row_ino0 + first_row[k] + i.
@@ -23,27 +23,23 @@
  * in a SOURCE directory every entry that is not a visible *.npy file
  * (.npz archives, hidden files, subdirectories, anything else).  If a
  * source shrinks or is rewritten while mounted, reads give -EIO (its size
- * or mtime changed, or pread came up short), never bytes the header does
- * not describe.
+ * or mtime changed, or a read came up short: source_check), never bytes
+ * the header does not describe.
  *
  * Threads: everything below is written by layout_npy_open and read-only
- * afterwards; pread on a shared fd is thread-safe.
+ * afterwards; reads of a shared source are thread-safe.
  */
 #include "layouts/layout.h"
 #include "log.h"
-#include "io/nowait.h"
+#include "io/source.h"
 #include "formats/npy.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #define HDR_MAX 512	/* a row header: 16 dims of 21 digits fit */
 /* Rows are named "%06d": an int.  More rows than this is a hostile header
@@ -62,16 +58,12 @@ enum { FIX_SWAP = 1, FIX_BOOL = 2, FIX_LDPAD = 4 };
 
 struct npy_array {
 	char *name;		/* directory name: file name without ".npy" */
-	char *path;		/* the source, for the one change warning */
-	atomic_int change_logged;
-	int fd;
+	struct source *src;
 	uint8_t fixes;		/* FIX_*, only for 0-d rows */
 	uint8_t unit;		/* bytes per swapped unit (a complex's half) */
 	uint64_t rows;
 	uint64_t row_bytes;	/* bytes of one row's data */
 	uint64_t data_offset;	/* of row 0 in the source */
-	uint64_t fsize;		/* source size at mount, */
-	int64_t mtime_ns;	/* and mtime: reads check both */
 	int64_t mtime;
 	uint32_t hdr_len;
 	char hdr[HDR_MAX];	/* np.save's header for one row */
@@ -94,17 +86,12 @@ static int has_npy_suffix(const char *name)
 	return len > 4 && !strcmp(name + len - 4, ".npy");
 }
 
-static int64_t mtime_ns(const struct stat *st)
-{
-	return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
-}
-
 /*
- * Reads the header of the open file `what` into h: 0, -EINVAL if it is
+ * Reads the header of the open source `what` into h: 0, -EINVAL if it is
  * not a valid npy header (why says how, for the skip warning), or -errno
  * when the file cannot be read (printed).
  */
-static int read_header(int fd, const char *what, uint64_t fsize,
+static int read_header(struct source *src, const char *what, uint64_t fsize,
 		       struct npy_header *h, char *why, size_t whylen)
 {
 	uint8_t small[4096], *buf = small;
@@ -113,10 +100,10 @@ static int read_header(int fd, const char *what, uint64_t fsize,
 	int rc;
 
 	for (;;) {
-		got = pread(fd, buf, want, 0);
+		got = source_pread(src, buf, want, 0);
 		if (got < 0) {
-			rc = -errno;
-			sfs_err("%s: %s", what, strerror(errno));
+			rc = (int)got;
+			sfs_err("%s: %s", what, strerror(-rc));
 			break;
 		}
 		rc = npy_header_parse_why(buf, (size_t)got, what, h, &need, why, whylen);
@@ -240,60 +227,59 @@ static int grow(struct npy_layout *L)
 }
 
 /*
- * Adds `name` (opened relative to dirfd) if it can be served.  Returns 0
- * when added or skipped with a warning (bad contents), -errno when the
- * file cannot be opened or read at all (the mount then fails).
+ * Adds the source `path` (named `name` in its directory) if it can be
+ * served.  Returns 0 when added or skipped with a warning (bad contents,
+ * not a regular file), -errno when the file cannot be opened or read at
+ * all (the mount then fails; said).
  */
-static int add_array(struct npy_layout *L, int dirfd, const char *name,
-		     const char *what)
+static int add_array(struct npy_layout *L, struct source_env *env,
+		     const char *name, const char *path)
 {
+	const struct source_stamp *st;
+	struct source *src;
 	struct npy_array *a;
 	struct npy_header h;
-	struct stat st;
 	char why[512];
-	int fd, rc = 0;
+	int rc;
 
-	/* O_NONBLOCK: a FIFO named x.npy must not hang the mount */
-	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0) {
-		rc = -errno;
-		sfs_err("%s: %s", what, strerror(-rc));
+	/* a FIFO named x.npy is refused, not waited on (source_open) */
+	rc = source_open(env, path, &src);
+	if (rc == -EISDIR || rc == -EINVAL) {
+		sfs_warn("%s: skipped: not a regular file", path);
+		return 0;	/* a directory or FIFO named x.npy */
+	}
+	if (rc < 0) {
+		sfs_err("%s: %s", path, strerror(-rc));
 		return rc;
 	}
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		sfs_warn("%s: skipped: not a regular file", what);
-		goto out;	/* a directory or FIFO named x.npy */
-	}
+	st = source_stamp(src);
 	if (L->n == L->cap && (rc = grow(L)))
 		goto out;
 	a = &L->a[L->n];
 	memset(a, 0, sizeof(*a));
-	rc = read_header(fd, what, (uint64_t)st.st_size, &h, why, sizeof(why));
+	rc = read_header(src, path, st->size, &h, why, sizeof(why));
 	if (rc == -EINVAL) {
 		sfs_warn("%s: skipped: not an npy file layout=npy can serve: %s",
-			 what, why);
+			 path, why);
 		rc = 0;
 		goto out;
 	}
 	if (rc)		/* unreadable: the mount fails, as for open */
 		goto out;
-	if (describe(a, what, &h, (uint64_t)st.st_size))
+	if (describe(a, path, &h, st->size))
 		goto out;	/* skipped, with describe's warning */
 	if (L->per_class && a->rows > L->per_class)
 		a->rows = L->per_class;
-	if (!(a->name = strndup(name, strlen(name) - 4)) || !(a->path = strdup(what))) {
-		free(a->name);
+	if (!(a->name = strndup(name, strlen(name) - 4))) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	a->fd = fd;
-	a->mtime = st.st_mtime;
-	a->fsize = (uint64_t)st.st_size;
-	a->mtime_ns = mtime_ns(&st);
+	a->src = src;
+	a->mtime = source_stamp_sec(st);
 	L->n++;
-	return 0;	/* the array keeps fd */
+	return 0;	/* the array keeps src */
 out:
-	close(fd);
+	source_close(src);
 	return rc;
 }
 
@@ -307,15 +293,13 @@ static int by_name(const void *x, const void *y)
  * Why entry `name` of the source directory is not served, for its warning,
  * or NULL for a visible *.npy (add_array decides).
  */
-static const char *not_served(int dirfd, const char *name)
+static const char *not_served(const char *name, int is_dir)
 {
-	struct stat st;
 	size_t len = strlen(name);
 
 	if (name[0] == '.')
 		return "hidden (a name starting with '.')";
-	if (fstatat(dirfd, name, &st, 0) == 0 && S_ISDIR(st.st_mode) &&
-	    !has_npy_suffix(name))
+	if (is_dir && !has_npy_suffix(name))
 		return "a directory (only the .npy files directly in SOURCE are served)";
 	if (len > 4 && !strcmp(name + len - 4, ".npz"))
 		return "an .npz archive (layout=npy serves .npy files; np.load it and "
@@ -325,60 +309,54 @@ static const char *not_served(int dirfd, const char *name)
 	return NULL;
 }
 
-/* Every regular *.npy directly in the directory `path`; one warning for
- * each other entry, so nothing is left out without a word. */
-static int scan_dir(struct npy_layout *L, const char *path)
+struct scan {
+	struct npy_layout *L;
+	struct source_env *env;
+	const char *dir;
+	int failed;		/* an entry failed the mount (said) */
+};
+
+/* source_list callback: one entry of the source directory */
+static int scan_entry(void *arg, const char *name, int is_dir)
 {
-	char what[4096];
-	struct dirent *de;
+	struct scan *sc = arg;
+	char *path = source_join(sc->dir, name);
 	const char *why;
-	DIR *d;
 	int rc = 0;
 
-	if (!(d = opendir(path))) {
-		rc = -errno;
-		sfs_err("%s: %s", path, strerror(errno));
-		return rc;
-	}
-	while ((de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		snprintf(what, sizeof(what), "%s/%s", path, de->d_name);
-		if ((why = not_served(dirfd(d), de->d_name))) {
-			sfs_warn("%s: skipped: %s", what, why);
-			continue;
-		}
-		if ((rc = add_array(L, dirfd(d), de->d_name, what)))
-			break;
-	}
-	closedir(d);
+	if (!path)
+		return -ENOMEM;
+	if ((why = not_served(name, is_dir)))
+		sfs_warn("%s: skipped: %s", path, why);
+	else
+		rc = add_array(sc->L, sc->env, name, path);
+	free(path);
+	sc->failed = rc != 0;
 	return rc;
 }
 
-static int scan_file(struct npy_layout *L, const char *path)
+/* Every regular *.npy directly in the directory `path`; one warning for
+ * each other entry, so nothing is left out without a word. */
+static int scan_dir(struct npy_layout *L, struct source_env *env, const char *path)
+{
+	struct scan sc = { L, env, path, 0 };
+	int rc = source_list(env, path, scan_entry, &sc);
+
+	if (rc < 0 && !sc.failed)
+		sfs_err("%s: %s", path, strerror(-rc));
+	return rc;
+}
+
+static int scan_file(struct npy_layout *L, struct source_env *env, const char *path)
 {
 	const char *base = strrchr(path, '/');
-	char *dir;
-	int dfd, rc;
 
 	base = base ? base + 1 : path;
 	if (!has_npy_suffix(base)) {
 		sfs_err("%s: expected a .npy file or a directory of them", path);
 		return -EINVAL;
 	}
-	dir = base == path ? strdup(".") : strndup(path, (size_t)(base - path));
-	if (!dir)
-		return -ENOMEM;
-	dfd = open(*dir ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	free(dir);
-	if (dfd < 0) {
-		rc = -errno;
-		sfs_err("%s: %s", path, strerror(errno));
-		return rc;
-	}
-	rc = add_array(L, dfd, base, path);
-	close(dfd);
-	return rc;
+	return add_array(L, env, base, path);
 }
 
 /* Sorts the arrays and fills first_row, row_ino0 and total_bytes. */
@@ -568,42 +546,14 @@ static int npy_readdir(void *priv, uint64_t dir, uint64_t off,
 	return 0;
 }
 
-/*
- * Whether the source was truncated or rewritten since mount: then its
- * bytes are not the ones the headers describe, and reads give -EIO.  (A
- * file replaced by rename keeps its old inode behind our fd: still right.)
- * Said once per file, not once per read.
- */
-static int source_changed(struct npy_array *a)
-{
-	struct stat st;
-
-	if (!fstat(a->fd, &st) && (uint64_t)st.st_size == a->fsize &&
-	    mtime_ns(&st) == a->mtime_ns)
-		return 0;
-	if (!atomic_exchange(&a->change_logged, 1))
-		sfs_warn("%s: changed since mounting (size or mtime): its rows "
-			 "give EIO until remounted", a->path);
-	return 1;
-}
-
 /* Reads exactly `size` bytes at `off`, or -EIO if the file came up short. */
-static ssize_t pread_full(int fd, char *buf, size_t size, uint64_t off)
+static ssize_t pread_full(struct source *src, char *buf, size_t size, uint64_t off)
 {
-	size_t done = 0;
-	ssize_t got;
+	ssize_t got = source_pread(src, buf, size, off);
 
-	while (done < size) {
-		got = nowait_pread(fd, buf + done, size - done, (off_t)(off + done));
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got < 0)
-			return -errno;
-		if (got == 0)
-			return -EIO;	/* shrank since mount */
-		done += (size_t)got;
-	}
-	return (ssize_t)done;
+	if (got >= 0 && (size_t)got != size)
+		return -EIO;	/* shrank since mount */
+	return got;
 }
 
 /* A 0-d row that needs fixing: build the whole (small) file, then copy. */
@@ -614,7 +564,7 @@ static ssize_t read_fixed(const struct npy_array *a, uint64_t row, char *buf,
 	ssize_t rc;
 
 	memcpy(file, a->hdr, a->hdr_len);
-	rc = pread_full(a->fd, (char *)file + a->hdr_len, a->row_bytes,
+	rc = pread_full(a->src, (char *)file + a->hdr_len, a->row_bytes,
 			a->data_offset + row * a->row_bytes);
 	if (rc < 0)
 		return rc;
@@ -649,7 +599,7 @@ static ssize_t npy_read(void *priv, uint64_t ino, char *buf, size_t size,
 	}
 	rc = (ssize_t)n;
 	if (n > h) {
-		ssize_t got = pread_full(a->fd, buf + h, n - h, a->data_offset +
+		ssize_t got = pread_full(a->src, buf + h, n - h, a->data_offset +
 					 row * a->row_bytes + (off + h - a->hdr_len));
 		if (got < 0)
 			rc = got;
@@ -657,8 +607,10 @@ static ssize_t npy_read(void *priv, uint64_t ino, char *buf, size_t size,
 out:
 	/* checked after the read, so bytes of a file changed meanwhile are
 	 * never served; a changed file is the usual cause of a short read
-	 * (checked then too, to say why) */
-	if ((rc >= 0 || rc == -EIO) && source_changed(a))
+	 * (checked then too, to say why).  A file truncated or rewritten
+	 * since mount no longer has the bytes its header describes; one
+	 * replaced by rename keeps its old bytes behind the open source. */
+	if ((rc >= 0 || rc == -EIO) && source_check(a->src) < 0)
 		return -EIO;
 	return rc;
 }
@@ -677,9 +629,8 @@ static void npy_destroy(void *priv)
 	size_t k;
 
 	for (k = 0; k < L->n; k++) {
-		close(L->a[k].fd);
+		source_close(L->a[k].src);
 		free(L->a[k].name);
-		free(L->a[k].path);
 	}
 	free(L->a);
 	free(L->first_row);
@@ -697,22 +648,22 @@ static const struct layout_ops npy_ops = {
 	.destroy = npy_destroy,
 };
 
-int layout_npy_open(const struct sfs_opts *o, struct layout *out)
+int layout_npy_open(const struct sfs_opts *o, struct source_env *env,
+		    struct layout *out)
 {
+	struct source_info info;
 	struct npy_layout *L;
-	struct stat st;
 	int rc;
 
-	if (stat(o->source, &st)) {
-		rc = -errno;
-		sfs_err("%s: %s", o->source, strerror(errno));
+	if ((rc = source_stat(env, o->source, &info)) < 0) {
+		sfs_err("%s: %s", o->source, strerror(-rc));
 		return rc;
 	}
 	if (!(L = calloc(1, sizeof(*L))))
 		return -ENOMEM;
-	L->mtime = st.st_mtime;
+	L->mtime = source_stamp_sec(&info.stamp);
 	L->per_class = o->per_class;
-	rc = S_ISDIR(st.st_mode) ? scan_dir(L, o->source) : scan_file(L, o->source);
+	rc = info.is_dir ? scan_dir(L, env, o->source) : scan_file(L, env, o->source);
 	if (!rc)
 		rc = finish(L);
 	if (rc)

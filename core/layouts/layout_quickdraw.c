@@ -7,9 +7,10 @@
  *   /splits/{train,val,test}.txt      one shuffled line per sample
  *
  * Every node is computed from the mmap'ed index (quickdraw_index.c) and the
- * open class .npy files: inode numbers encode (kind, class or gidx), names
+ * open class .npy sources: inode numbers encode (kind, class or gidx), names
  * are formatted on demand, and nothing is allocated per sample.  Images are
- * one pread of 784 bytes; strokes inflate at most one block through the LRU.
+ * one source_pread of 784 bytes; strokes inflate at most one block through
+ * the LRU.
  *
  * Threads: everything in struct qd is read-only after open, except the LRU,
  * which locks itself.
@@ -23,7 +24,7 @@
  *   shift every later label).  An image file shorter than its header says:
  *   warning, its whole rows are used.
  * - images-only or strokes-only datasets: split lines have the one path.
- * - a class file changed while mounted (size or mtime, checked by fstat on
+ * - a class file changed while mounted (size or mtime, source_check on
  *   each read): its image reads give EIO.  Strokes come from the index, so
  *   they stay what was indexed.
  * - sample names are "%06d.npy" exactly; readdir lists them in bytewise
@@ -41,23 +42,18 @@
  */
 #include "layouts/layout.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 #include <zlib.h>
 
 #include "index/blockstore.h"
 #include "index/index.h"
 #include "log.h"
-#include "io/nowait.h"
+#include "io/source.h"
 #include "index/lru.h"
 #include "formats/npy.h"
 #include "layouts/quickdraw_index.h"
@@ -78,7 +74,7 @@ enum { K_FIXED, K_IMGDIR, K_STKDIR, K_IMG, K_STK };
 static const char *const split_names[3] = { "train.txt", "val.txt", "test.txt" };
 
 struct qd {
-	struct qd_scan scan;          /* class files: fds, stats at mount */
+	struct qd_scan scan;          /* class files: sources, stamps at mount */
 	struct index_map map;
 	const struct qd_head *hd;
 	const struct qd_class *cls;
@@ -90,7 +86,7 @@ struct qd {
 	const uint8_t *xl;            /* long drawings, zlib streams */
 	uint64_t xl_len;
 	struct blockstore bs;
-	int idx_fd;                   /* the index again, for the blockstore's preads */
+	struct source *idx;           /* the index again, for the blockstore's reads */
 	struct lru *cache;
 	int image_uint8;
 	uint32_t stroke_len;
@@ -165,7 +161,7 @@ static int qd_getattr(void *priv, uint64_t ino, struct sfs_attr *a)
 					    q->hd->has_strokes))
 			return -ENOENT;
 		attr_dir(a, ino, 0, INO_KIND(ino) == K_IMGDIR ?
-			 q->scan.cls[v].img_st.st_mtime : q->scan.cls[v].stk_st.st_mtime);
+			 q->scan.cls[v].img_mtime : q->scan.cls[v].stk_mtime);
 		return 0;
 	case K_IMG:
 	case K_STK:
@@ -174,9 +170,9 @@ static int qd_getattr(void *priv, uint64_t ino, struct sfs_attr *a)
 			return -ENOENT;
 		qd_class_of(q->cls, q->hd->nclass, v, &label);
 		if (INO_KIND(ino) == K_IMG)
-			attr_file(a, ino, q->img_size, q->scan.cls[label].img_st.st_mtime);
+			attr_file(a, ino, q->img_size, q->scan.cls[label].img_mtime);
 		else
-			attr_file(a, ino, q->stk_size, q->scan.cls[label].stk_st.st_mtime);
+			attr_file(a, ino, q->stk_size, q->scan.cls[label].stk_mtime);
 		return 0;
 	}
 	return -ENOENT;
@@ -370,22 +366,6 @@ static ssize_t copy_range(char *dst, size_t size, uint64_t off, const void *hdr,
 	return (ssize_t)n;
 }
 
-/* The class file must still be what was scanned: same size and mtime. */
-static int image_unchanged(const struct qd_src *s)
-{
-	struct stat st;
-
-	if (fstat(s->img_fd, &st) == 0 && st.st_size == s->img_st.st_size &&
-	    st.st_mtim.tv_sec == s->img_st.st_mtim.tv_sec &&
-	    st.st_mtim.tv_nsec == s->img_st.st_mtim.tv_nsec)
-		return 1;
-	/* every read of the class fails with EIO; say why once, not per read */
-	if (!atomic_exchange(&((struct qd_src *)s)->change_logged, 1))
-		sfs_err("%s: changed since it was mounted; reads of its images fail "
-			"with EIO until it is remounted", s->img_path);
-	return 0;
-}
-
 static ssize_t read_image(const struct qd *q, uint64_t gidx, char *buf, size_t size,
 			  uint64_t off)
 {
@@ -402,12 +382,13 @@ static ssize_t read_image(const struct qd *q, uint64_t gidx, char *buf, size_t s
 	c = qd_class_of(q->cls, q->hd->nclass, gidx, &label);
 	s = &q->scan.cls[label];
 	at = s->img_off + (gidx - c->gidx_base) * QD_ROW;
-	got = nowait_pread(s->img_fd, row, QD_ROW, (off_t)at);
-	if (got < 0 && errno == EAGAIN)
+	got = source_pread(s->img, row, QD_ROW, at);
+	if (got == -EAGAIN)
 		return -EAGAIN;
 	/* checked after the read, so bytes of a file changed meanwhile are
-	 * never served; a changed file is the usual cause of a short read */
-	if (!image_unchanged(s))
+	 * never served; a changed file is the usual cause of a short read.
+	 * The class file must still be what was scanned: same size and mtime. */
+	if (source_check(s->img) < 0)
 		return -EIO;
 	if (got != QD_ROW) {
 		sfs_err("%s: offset %" PRIu64 ": expected %u bytes, got %zd",
@@ -603,8 +584,7 @@ static void qd_destroy(void *priv)
 		lru_free(q->cache);
 	if (q->map.base)
 		index_map_close(&q->map);
-	if (q->idx_fd >= 0)
-		close(q->idx_fd);
+	source_close(q->idx);
 	qd_scan_free(&q->scan);
 	free(q);
 }
@@ -710,82 +690,72 @@ static int make_headers(struct qd *q, const struct sfs_opts *o)
 }
 
 /*
- * Stroke blocks are read with pread from the index file, not through the
- * map, so random stroke reads do not grow the daemon's RSS by every page
- * they touch (20k random reads of 345 x 3000 drawings: 216 MB of mapped
- * index).  The fd must be the mapped file: its first bytes, the header with
- * the checksum of everything after it, must match.  If not (replaced since),
- * reads stay on the map.
+ * Stroke blocks are read from the index file opened as a local source, not
+ * through the map, so random stroke reads do not grow the daemon's RSS by
+ * every page they touch (20k random reads of 345 x 3000 drawings: 216 MB
+ * of mapped index), and a read that would wait for the disk says so
+ * (no-wait mode) like any other source read.  It must be the mapped file:
+ * its first bytes, the header with the checksum of everything after it,
+ * must match.  If not (replaced since), reads stay on the map.
  */
-static void open_index_fd(struct qd *q, const char *path)
+static void open_index_source(struct qd *q, const char *path)
 {
 	uint8_t head[256];
 	size_t n = q->map.len < sizeof(head) ? q->map.len : sizeof(head);
-	int fd;
+	struct source *idx;
 
-	if (!q->hd->has_strokes || (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+	if (!q->hd->has_strokes || source_open(NULL, path, &idx) < 0)
 		return;
-	if (pread(fd, head, n, 0) != (ssize_t)n || memcmp(head, q->map.base, n)) {
-		close(fd);
+	if (source_pread(idx, head, n, 0) != (ssize_t)n || memcmp(head, q->map.base, n)) {
+		source_close(idx);
 		return;
 	}
-	q->idx_fd = fd;
-	blockstore_read_from(&q->bs, fd, (uint64_t)(q->bs.data - q->map.base));
+	q->idx = idx;
+	blockstore_read_from(&q->bs, idx, (uint64_t)(q->bs.data - q->map.base));
+}
+
+/* index_load's callbacks */
+struct qd_load {
+	struct qd *q;
+	const struct sfs_opts *o;
+};
+
+static int build_index(void *arg, struct index_writer *w)
+{
+	struct qd_load *l = arg;
+
+	return qd_index_build(l->o, &l->q->scan, w);
+}
+
+static int attach_index(void *arg, const struct index_map *m, const char *path)
+{
+	struct qd *q = ((struct qd_load *)arg)->q;
+	int rc = attach(q);
+
+	if (rc == 0)
+		open_index_source(q, path);
+	return rc;
 }
 
 /* Maps the saved index, or builds it when missing, stale or corrupt. */
 static int load_index(struct qd *q, const struct sfs_opts *o)
 {
+	struct qd_load l = { q, o };
 	struct index_fp fp;
-	char path[4096], key[4096 + 96], why[256] = "";
-	struct timespec t0, t1;
-	int rc, rebuilt;
+	char key[4096 + 96];
+	struct index_job job = { "quickdraw", key, &fp, build_index, attach_index, &l };
+	int rc;
 
 	rc = qd_fingerprint(o, &q->scan, &fp);
 	if (rc)
 		return rc;
 	snprintf(key, sizeof(key), "p%" PRIu64 "-s%u-%u.%u.%u-%s", o->per_class, o->seed,
 		 o->split[0], o->split[1], o->split[2], o->classes_file ? o->classes_file : "");
-	rc = index_path(o, "quickdraw", key, path, sizeof(path));
-	if (rc)
-		return rc;
-	rc = index_map_open(&q->map, path, &fp, why, sizeof(why));
-	if (rc == 0 && (rc = attach(q)) != 0) {
-		index_map_close(&q->map);
-		memset(&q->map, 0, sizeof(q->map));
-		snprintf(why, sizeof(why), "its tables do not match the sources or this "
-			 "version of samplefs");
-	}
-	if (rc == 0) {
-		sfs_info("%s: using the saved index", path);
-		open_index_fd(q, path);
-		return 0;
-	}
-	rebuilt = rc != -ENOENT;
-	if (rebuilt)
-		sfs_info("%s: %s; rebuilding the index", path, why);
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	rc = qd_index_build(o, &q->scan, path, &fp);
-	if (rc)
-		return rc;
-	rc = index_map_open(&q->map, path, &fp, why, sizeof(why));
-	if (rc == 0 && (rc = attach(q)) != 0)
-		sfs_err("%s: the index just built is inconsistent", path);
-	else if (rc)
-		sfs_err("%s: cannot map the index just built: %s", path, why);
-	else {
-		open_index_fd(q, path);
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		/* the path once: a rebuild message named it already */
-		sfs_info("%s: index built: %" PRIu64 " samples in %u classes, %.1f MB, %.1f s",
-			 rebuilt ? o->source : path, q->hd->total, q->hd->nclass,
-			 q->map.len / 1e6,
-			 (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
-	}
-	return rc;
+	return index_load(o, &job, &q->map);
 }
 
-int layout_quickdraw_open(const struct sfs_opts *o, struct layout *out)
+int layout_quickdraw_open(const struct sfs_opts *o, struct source_env *env,
+			  struct layout *out)
 {
 	struct qd *q;
 	int rc;
@@ -797,12 +767,11 @@ int layout_quickdraw_open(const struct sfs_opts *o, struct layout *out)
 	q = calloc(1, sizeof(*q));
 	if (!q)
 		return -ENOMEM;
-	q->idx_fd = -1;
 	q->image_uint8 = o->image_uint8;
 	q->stroke_len = o->stroke_len;
 	rc = make_headers(q, o);
 	if (!rc)
-		rc = qd_scan(o, &q->scan);
+		rc = qd_scan(o, env, &q->scan);
 	if (!rc)
 		rc = load_index(q, o);
 	if (!rc && !(q->cache = lru_new(o->cache_bytes)))
@@ -818,39 +787,54 @@ int layout_quickdraw_open(const struct sfs_opts *o, struct layout *out)
 
 /* ---- detection ---- */
 
-static int dir_has(const char *dir, const char *ext, int need_npz_pair)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	char pair[4096];
-	size_t n;
-	int found = 0;
+struct probe {
+	struct source_env *env;
+	const char *dir, *ext;
+	int need_npz_pair;
+};
 
-	if (!d)
+/* source_list callback: stops (1) at a class file (with its .npz pair) */
+static int is_class_file(void *arg, const char *name, int is_dir)
+{
+	struct probe *p = arg;
+	struct source_info info;
+	size_t n = strlen(name);
+	char *pair, *path;
+	int found;
+
+	if (n <= 4 || strcmp(name + n - 4, p->ext))
 		return 0;
-	while (!found && (e = readdir(d))) {
-		n = strlen(e->d_name);
-		if (n <= 4 || strcmp(e->d_name + n - 4, ext))
-			continue;
-		if (!need_npz_pair)
-			found = 1;
-		else if ((size_t)snprintf(pair, sizeof(pair), "%s/%.*s.npz", dir, (int)(n - 4),
-					  e->d_name) < sizeof(pair))
-			found = access(pair, F_OK) == 0;
-	}
-	closedir(d);
+	if (!p->need_npz_pair)
+		return 1;
+	if (asprintf(&pair, "%.*s.npz", (int)(n - 4), name) < 0)
+		return 0;
+	path = source_join(p->dir, pair);
+	free(pair);
+	found = path && source_stat(p->env, path, &info) == 0;
+	free(path);
 	return found;
 }
 
-int layout_quickdraw_detect(const char *source)
+static int dir_has(struct source_env *env, const char *dir, const char *ext,
+		   int need_npz_pair)
 {
-	char dir[4096];
+	struct probe p = { env, dir, ext, need_npz_pair };
 
-	snprintf(dir, sizeof(dir), "%s/numpy_bitmap", source);
-	if (dir_has(dir, ".npy", 0))
-		return 1;
-	snprintf(dir, sizeof(dir), "%s/sketchrnn", source);
-	if (dir_has(dir, ".npz", 0))
-		return 1;
-	return dir_has(source, ".npy", 1);
+	return source_list(env, dir, is_class_file, &p) == 1;
+}
+
+int layout_quickdraw_detect(struct source_env *env, const char *source)
+{
+	char *dir;
+	int found;
+
+	if (!(dir = source_join(source, "numpy_bitmap")))
+		return 0;
+	found = dir_has(env, dir, ".npy", 0);
+	free(dir);
+	if (!found && (dir = source_join(source, "sketchrnn"))) {
+		found = dir_has(env, dir, ".npz", 0);
+		free(dir);
+	}
+	return found || dir_has(env, source, ".npy", 1);
 }

@@ -5,38 +5,38 @@
  * SOURCE is a tar file (its members at the root) or a directory holding
  * *.tar files (each one's members under a directory named like the tar
  * minus ".tar").  Nested tars are expanded -o recursive=N levels (see
- * tarindex.h).  The tree lives in a persistent tarindex (index_path(o,
- * "tar", ...)), rebuilt with a message when missing, stale or corrupt,
- * and used in place from the mmap.
+ * tarindex.h).  The tree lives in a persistent tarindex (index_load: rebuilt
+ * with a message when missing, stale or corrupt), used in place from the
+ * mmap.
  *
  * Inodes: node number + 1, so node 0 (the root) is SFS_ROOT_INO.  Member
- * data (unless sparse) is one range of a source fd, so `extent` lets the
+ * data (unless sparse) is one range of a source, so `extent` lets the
  * FUSE layer splice it; when the source changed since mounting (size or mtime),
- * `extent` and read() both answer -EIO (tarindex_source_check).
+ * `extent` and read() both answer -EIO (source_check).
  *
- * Threads: after layout_tar_open everything here is read-only; pread on
- * the shared fds is thread-safe.
+ * Threads: after layout_tar_open everything here is read-only; reads of
+ * the shared sources are thread-safe.
  *
  * Not for: compressed tars, tar shards synthesised from samples (vtar.c).
  */
 #include "layouts/layout.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include "index/index.h"
-#include "log.h"
 #include "index/tarindex.h"
+#include "io/source.h"
+#include "log.h"
 
 #define INO0 1          /* inode of node 0 */
 #define TAG_PREFIX 'T'
 
 struct tar_layout {
+	const struct sfs_opts *o;	/* while opening only */
 	struct index_map map;
 	struct tarindex t;
 	struct tarindex_source *src;
@@ -59,87 +59,88 @@ static int name_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Whether dir/name is a regular file (following symlinks). */
-static int is_regular(const char *dir, const char *name)
-{
-	char path[4096];
-	struct stat st;
+/* The *.tar files of a directory, as source_list finds them. */
+struct tar_names {
+	struct source_env *env;
+	const char *dir;
+	char **v;
+	size_t n, cap;
+};
 
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
-		return 1;
-	sfs_warn("%s: not a regular file: skipped", path);
+/* Keeps `name` if it is a *.tar regular file (following symlinks). */
+static int take_tar(void *arg, const char *name, int is_dir)
+{
+	struct tar_names *tn = arg;
+	struct source_info info;
+	char *path, **q;
+
+	if (!is_tar_name(name))
+		return 0;
+	if (!(path = source_join(tn->dir, name)))
+		return -ENOMEM;
+	if (is_dir || source_stat(tn->env, path, &info) < 0 || info.is_dir) {
+		sfs_warn("%s: not a regular file: skipped", path);
+		free(path);
+		return 0;
+	}
+	free(path);
+	if (tn->n == tn->cap) {
+		tn->cap = tn->cap ? 2 * tn->cap : 64;
+		if (!(q = realloc(tn->v, tn->cap * sizeof(*q))))
+			return -ENOMEM;
+		tn->v = q;
+	}
+	if (!(tn->v[tn->n] = strdup(name)))
+		return -ENOMEM;
+	tn->n++;
 	return 0;
 }
 
 /* The *.tar files of directory `dir`, sorted: names in *out (malloc'ed). */
-static int list_tars(const char *dir, char ***out, size_t *n)
+static int list_tars(struct source_env *env, const char *dir, char ***out, size_t *n)
 {
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	char **v = NULL, **q;
-	size_t cap = 0;
-	int rc = 0;
+	struct tar_names tn = { .env = env, .dir = dir };
+	int rc = source_list(env, dir, take_tar, &tn);
 
-	*n = 0;
-	if (!d) {
-		rc = -errno;
-		sfs_err("%s: cannot list: %s", dir, strerror(errno));
-		return rc;
-	}
-	while ((de = readdir(d))) {
-		if (!is_tar_name(de->d_name) || !is_regular(dir, de->d_name))
-			continue;
-		if (*n == cap) {
-			cap = cap ? 2 * cap : 64;
-			q = realloc(v, cap * sizeof(*v));
-			if (!q) {
-				rc = -ENOMEM;
-				break;
-			}
-			v = q;
-		}
-		if (!(v[*n] = strdup(de->d_name))) {
-			rc = -ENOMEM;
-			break;
-		}
-		(*n)++;
-	}
-	closedir(d);
-	if (rc == 0 && *n == 0) {
+	if (rc < 0 && rc != -ENOMEM)
+		sfs_err("%s: cannot list: %s", dir, strerror(-rc));
+	else if (rc == 0 && tn.n == 0) {
 		sfs_err("%s: no .tar files in this directory", dir);
 		rc = -ENOENT;
 	}
 	if (rc < 0) {
-		while (*n)
-			free(v[--*n]);
-		free(v);
+		while (tn.n)
+			free(tn.v[--tn.n]);
+		free(tn.v);
 		return rc;
 	}
-	qsort(v, *n, sizeof(*v), name_cmp);
-	*out = v;
+	qsort(tn.v, tn.n, sizeof(*tn.v), name_cmp);
+	*out = tn.v;
+	*n = tn.n;
 	return 0;
 }
 
-/* Fills l->src from SOURCE: one tar, or every tar of a directory. */
-static int find_sources(struct tar_layout *l, const char *source)
+/* Fills l->src from SOURCE: one tar, or every tar of a directory, and
+ * opens them. */
+static int find_sources(struct tar_layout *l, struct source_env *env,
+			const char *source)
 {
 	char **names = NULL, *p;
 	size_t i, n = 1, len = strlen(source) + 2;
-	struct stat st;
+	struct source_info info;
 	int rc;
 
-	if (stat(source, &st) < 0) {
-		rc = -errno;
-		sfs_err("%s: %s", source, strerror(errno));
+	if ((rc = source_stat(env, source, &info)) < 0) {
+		sfs_err("%s: %s", source, strerror(-rc));
 		return rc;
 	}
-	if (S_ISDIR(st.st_mode)) {
-		rc = list_tars(source, &names, &n);
+	if (info.is_dir) {
+		rc = list_tars(env, source, &names, &n);
 		if (rc < 0)
 			return rc;
+		/* a joined path, percent-encoded in a URL: 3 bytes a byte */
 		for (i = 0; i < n; i++)
-			len += 2 * strlen(source) + 2 * strlen(names[i]) + 4;
+			len += strlen(source) + 4 * strlen(names[i]) + 4;
 	}
 	l->src = calloc(n, sizeof(*l->src));
 	l->strings = p = malloc(len);
@@ -152,12 +153,17 @@ static int find_sources(struct tar_layout *l, const char *source)
 		l->src[0].dir = p + strlen(p);  /* "" */
 	}
 	for (i = 0; names && i < n; i++) {
-		l->src[i].path = p;
-		p += sprintf(p, "%s/%s", source, names[i]) + 1;
+		char *path = source_join(source, names[i]);
+
+		if (!path)
+			goto out;
+		l->src[i].path = strcpy(p, path);
+		p += strlen(path) + 1;
+		free(path);
 		l->src[i].dir = p;
 		p += sprintf(p, "%.*s", (int)(strlen(names[i]) - 4), names[i]) + 1;
 	}
-	rc = 0;
+	rc = tarindex_sources_open(env, l->src, l->nsrc);
 out:
 	for (i = 0; names && i < n; i++)
 		free(names[i]);
@@ -167,81 +173,38 @@ out:
 
 /* ------------------------------------------------------------ index */
 
-static double now(void)
+static int build_index(void *arg, struct index_writer *w)
 {
-	struct timespec ts;
+	struct tar_layout *l = arg;
+	struct tarindex_build_opts bo = {
+		.recursive = l->o->recursive, .quiet = l->o->quiet, .what = "indexing tar",
+	};
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+	return tarindex_build(w, TAG_PREFIX, l->src, l->nsrc, &bo);
 }
 
-/* `named`: a rebuild message has named the path already (print it once) */
-static int build_index(struct tar_layout *l, const struct sfs_opts *o,
-		       const char *path, const struct index_fp *fp, int named)
+static int attach_index(void *arg, const struct index_map *m, const char *path)
 {
-	struct tarindex_build_opts bo = {
-		.recursive = o->recursive, .quiet = o->quiet, .what = "indexing tar",
-	};
-	struct index_writer *w;
-	double t0 = now();
-	int rc;
+	struct tar_layout *l = arg;
 
-	rc = index_writer_open(&w, path);
-	if (rc < 0)
-		return rc;
-	rc = tarindex_build(w, TAG_PREFIX, l->src, l->nsrc, &bo);
-	if (rc < 0) {
-		index_writer_abort(w);
-		return rc;
-	}
-	rc = index_writer_commit(w, fp);
-	if (rc == 0 && named)
-		sfs_info("%s: indexed in %.2f s", o->source, now() - t0);
-	else if (rc == 0)
-		sfs_info("%s: indexed in %.2f s into %s", o->source, now() - t0, path);
-	return rc;
+	return tarindex_open(&l->t, m, TAG_PREFIX, l->src, l->nsrc);
 }
 
 /* Maps the index, building it first when missing, stale or corrupt. */
 static int load_index(struct tar_layout *l, const struct sfs_opts *o)
 {
-	char path[4096], why[256] = "", key[16];
 	struct index_fp fp;
-	int rc, built = 0;
+	char key[16];
+	/* one file per option set that shapes the tree, as ImageNet's are:
+	 * mounts with other options then do not rebuild each other's */
+	struct index_job job = { "tar", key, &fp, build_index, attach_index, l };
+	int rc;
 
 	index_fp_init(&fp, "tar");
 	rc = tarindex_fp_add(&fp, l->src, l->nsrc, o->recursive);
-	/* one file per option set that shapes the tree, as ImageNet's are:
-	 * mounts with other options then do not rebuild each other's */
 	snprintf(key, sizeof(key), "r%u", o->recursive);
-	if (rc == 0)
-		rc = index_path(o, "tar", key, path, sizeof(path));
-	if (rc < 0)
-		return rc;
-	for (;;) {
-		rc = index_map_open(&l->map, path, &fp, why, sizeof(why));
-		if (rc == 0) {
-			rc = tarindex_open(&l->t, &l->map, TAG_PREFIX, l->src, l->nsrc);
-			if (rc == 0)
-				return 0;
-			index_map_close(&l->map);
-			if (rc != -EBADMSG)
-				return rc;
-			snprintf(why, sizeof(why), "inconsistent tar sections");
-		} else if (rc != -ENOENT && rc != -ESTALE && rc != -EBADMSG) {
-			return rc;
-		}
-		if (built) {    /* what we just wrote does not load: give up */
-			sfs_err("%s: the index just built does not load (%s)", path, why);
-			return -EIO;
-		}
-		if (rc != -ENOENT)
-			sfs_info("%s: rebuilding index (%s)", path, why);
-		rc = build_index(l, o, path, &fp, rc != -ENOENT);
-		if (rc < 0)
-			return rc;
-		built = 1;
-	}
+	l->o = o;
+	return rc < 0 ? rc : index_load(o, &job, &l->map);
 }
 
 /*
@@ -393,7 +356,8 @@ static ssize_t tar_read(void *priv, uint64_t ino, char *buf, size_t size,
  * changed since mounting would splice other bytes, or short ones (which the
  * kernel would take for the end of the file): checked here, -EIO.
  */
-static int tar_extent(void *priv, uint64_t ino, int *fd, uint64_t *base)
+static int tar_extent(void *priv, uint64_t ino, struct source **src,
+		      uint64_t *base)
 {
 	struct tar_layout *l = priv;
 	const struct tarindex_node *n;
@@ -404,9 +368,9 @@ static int tar_extent(void *priv, uint64_t ino, int *fd, uint64_t *base)
 	n = tarindex_node(&l->t, i);
 	if (tarindex_node_type(n) != TARINDEX_FILE || tarindex_node_sparse(n))
 		return -ENOTSUP;	/* a sparse file's bytes are no one range */
-	if (tarindex_source_check(&l->t, tarindex_node_src(n)) < 0)
+	if (source_check(tarindex_src(&l->t, tarindex_node_src(n))) < 0)
 		return -EIO;
-	*fd = l->t.fds[tarindex_node_src(n)];
+	*src = tarindex_src(&l->t, tarindex_node_src(n));
 	*base = n->off;
 	return 0;
 }
@@ -448,6 +412,7 @@ static void tar_destroy(void *priv)
 		tarindex_close(&l->t);
 		index_map_close(&l->map);
 	}
+	tarindex_sources_close(l->src, l->nsrc);
 	free(l->src);
 	free(l->strings);
 	free(l);
@@ -465,14 +430,15 @@ static const struct layout_ops tar_ops = {
 	.destroy = tar_destroy,
 };
 
-int layout_tar_open(const struct sfs_opts *o, struct layout *out)
+int layout_tar_open(const struct sfs_opts *o, struct source_env *env,
+		    struct layout *out)
 {
 	struct tar_layout *l = calloc(1, sizeof(*l));
 	int rc;
 
 	if (!l)
 		return -ENOMEM;
-	rc = find_sources(l, o->source);
+	rc = find_sources(l, env, o->source);
 	if (rc == 0)
 		rc = load_index(l, o);
 	if (rc == 0)

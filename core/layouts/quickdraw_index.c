@@ -2,7 +2,7 @@
  * quickdraw_index.c - the Quick, Draw! source scan and index build.
  *
  * The scan (every mount) finds the classes and their files and opens the
- * image .npy files; it reads only their headers.  The build (first mount, or
+ * image .npy files as sources; it reads only their headers.  The build (first mount, or
  * when the sources or shaping options changed) inflates every stroke .npz
  * member once, re-blocks each drawing's points into a blockstore, shuffles
  * the split permutation as numpy does and writes everything into one index.
@@ -12,14 +12,11 @@
  */
 #include "layouts/quickdraw_index.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <zlib.h>
 
 #include "index/blockstore.h"
@@ -253,11 +250,11 @@ void qd_name_show(char *out, const char *name, size_t len)
 
 /* ---- the scan ---- */
 
-static int is_dir(const char *path)
+static int is_dir(struct source_env *env, const char *path)
 {
-	struct stat st;
+	struct source_info info;
 
-	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+	return source_stat(env, path, &info) == 0 && info.is_dir;
 }
 
 static int has_suffix(const char *s, const char *suf)
@@ -309,47 +306,56 @@ static void names_free(struct names *ns)
 	memset(ns, 0, sizeof(*ns));
 }
 
+/* What list_classes collects from one directory listing. */
+struct classes_in {
+	const char *dir, *ext;
+	int strict, bad, *found;
+	struct names *ns;
+};
+
+/* source_list callback: one entry of a class directory */
+static int class_entry(void *arg, const char *name, int is_dir)
+{
+	struct classes_in *ci = arg;
+	char show[QD_NAME_SHOW];
+	const char *why;
+	size_t len;
+
+	if (!has_suffix(name, ci->ext) || has_suffix(name, ".full.npz"))
+		return 0;
+	len = strlen(name) - strlen(ci->ext);
+	if ((why = qd_name_problem(name, len))) {
+		if (ci->strict) {
+			qd_name_show(show, name, len);
+			sfs_err("%s: file of class '%s': %s; rename it, or list "
+				"the classes to serve in classes.txt or -o classes=FILE",
+				ci->dir, show, why);
+			ci->bad = 1;
+		}
+		return 0;
+	}
+	*ci->found = 1;
+	return names_add(ci->ns, name, len);
+}
+
 /*
  * Adds the class names of `dir`'s "*<ext>" files (not "*.full.npz").
  * `strict` (the listing decides the classes): a name the tree cannot
  * carry is an error naming the file (each one; the mount is refused, as
  * dropping it would shift every later label); else such files are not
  * classes unless the classes file lists them, which it cannot.
+ * -ENOTSUP (said by nobody) when the directory cannot be listed, as a
+ * web server without listings.
  */
-static int list_classes(const char *dir, const char *ext, int strict,
-			struct names *ns, int *found)
+static int list_classes(struct source_env *env, const char *dir, const char *ext,
+			int strict, struct names *ns, int *found)
 {
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	const char *why;
-	char show[QD_NAME_SHOW];
-	size_t len;
-	int rc = 0, bad = 0;
+	struct classes_in ci = { dir, ext, strict, 0, found, ns };
+	int rc = source_list(env, dir, class_entry, &ci);
 
-	if (!d) {
-		rc = -errno;
+	if (rc < 0 && rc != -ENOTSUP && rc != -ENOMEM && rc != -E2BIG)
 		sfs_err("%s: cannot list: %s", dir, strerror(-rc));
-		return rc;
-	}
-	while ((e = readdir(d)) && !rc) {
-		if (!has_suffix(e->d_name, ext) || has_suffix(e->d_name, ".full.npz"))
-			continue;
-		len = strlen(e->d_name) - strlen(ext);
-		if ((why = qd_name_problem(e->d_name, len))) {
-			if (strict) {
-				qd_name_show(show, e->d_name, len);
-				sfs_err("%s: file of class '%s': %s; rename it, or list "
-					"the classes to serve in classes.txt or -o classes=FILE",
-					dir, show, why);
-				bad = 1;
-			}
-			continue;
-		}
-		*found = 1;
-		rc = names_add(ns, e->d_name, len);
-	}
-	closedir(d);
-	return rc ? rc : bad ? -EINVAL : 0;
+	return rc ? rc : ci.bad ? -EINVAL : 0;
 }
 
 static void names_sort_unique(struct names *ns)
@@ -367,28 +373,34 @@ static void names_sort_unique(struct names *ns)
 }
 
 /* One name per line; a trailing '\r' is dropped, blank lines skipped. */
-static int read_classes_file(const char *path, struct names *ns)
+static int read_classes_file(struct source_env *env, const char *path,
+			     struct names *ns)
 {
 	char *buf = NULL, *p, *end, *nl, show[QD_NAME_SHOW];
+	struct source *src;
 	const char *why;
 	size_t i, len;
 	ssize_t got;
-	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
+	int rc = source_open(env, path, &src);
 
-	if (fd < 0) {
-		rc = -errno;
+	if (rc < 0) {
 		sfs_err("%s: cannot open the classes file: %s", path, strerror(-rc));
 		return rc;
 	}
-	buf = malloc(CLASSES_MAX);
+	if (source_stamp(src)->size >= CLASSES_MAX) {
+		sfs_err("%s: expected a classes file under %u bytes", path, CLASSES_MAX);
+		rc = -EINVAL;
+		goto out;
+	}
+	buf = malloc(source_stamp(src)->size + 1);
 	if (!buf) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	got = read(fd, buf, CLASSES_MAX);
-	if (got < 0 || got == CLASSES_MAX) {
-		sfs_err("%s: expected a classes file under %u bytes", path, CLASSES_MAX);
-		rc = -EINVAL;
+	got = source_pread(src, buf, source_stamp(src)->size, 0);
+	if (got < 0) {
+		rc = (int)got;
+		sfs_err("%s: cannot read the classes file: %s", path, strerror(-rc));
 		goto out;
 	}
 	for (p = buf, end = buf + got; p < end && !rc; p = nl + 1) {
@@ -418,7 +430,7 @@ static int read_classes_file(const char *path, struct names *ns)
 	}
 out:
 	free(buf);
-	close(fd);
+	source_close(src);
 	return rc;
 }
 
@@ -426,16 +438,16 @@ out:
  * (N, 784) or (N, 28, 28).  Rows the file is too short for are dropped. */
 static int scan_image(struct qd_src *c)
 {
+	uint64_t size = source_stamp(c->img)->size, whole;
 	uint8_t buf[4096];
 	struct npy_header h;
 	size_t need = 0;
 	ssize_t got;
-	uint64_t whole;
 	int rc;
 
-	got = pread(c->img_fd, buf, sizeof(buf), 0);
+	got = source_pread(c->img, buf, sizeof(buf), 0);
 	if (got < 0)
-		return -errno;
+		return (int)got;
 	rc = npy_header_parse(buf, (size_t)got, c->img_path, &h, &need);
 	if (rc == -EAGAIN) {
 		sfs_err("%s: offset %zd: expected a .npy header of %zu bytes", c->img_path,
@@ -452,108 +464,147 @@ static int scan_image(struct qd_src *c)
 		return -EINVAL;
 	}
 	c->img_off = h.data_offset;
-	whole = (uint64_t)c->img_st.st_size > h.data_offset ?
-		((uint64_t)c->img_st.st_size - h.data_offset) / QD_ROW : 0;
+	whole = size > h.data_offset ? (size - h.data_offset) / QD_ROW : 0;
 	c->img_rows = h.shape[0];
 	if (whole < h.shape[0]) {
 		sfs_warn("%s: offset %" PRIu64 ": header says %" PRIu64 " rows, the file "
 			 "holds %" PRIu64 " whole rows; using those", c->img_path,
-			 (uint64_t)c->img_st.st_size, h.shape[0], whole);
+			 size, h.shape[0], whole);
 		c->img_rows = whole;
 	}
 	return 0;
 }
 
-static int src_files(struct qd_src *c, const char *img_dir, const char *stk_dir,
-		     int has_images, int has_strokes)
+/* dir/<name><ext>, the name percent-encoded in a URL; NULL on ENOMEM */
+static char *class_file(const char *dir, const char *name, const char *ext)
 {
+	char *file, *path;
+
+	if (asprintf(&file, "%s%s", name, ext) < 0)
+		return NULL;
+	path = source_join(dir, file);
+	free(file);
+	return path;
+}
+
+static int src_files(struct source_env *env, struct qd_src *c, const char *img_dir,
+		     const char *stk_dir, int has_images, int has_strokes)
+{
+	struct source_info info;
+	int rc;
+
 	if (has_images) {
-		if (asprintf(&c->img_path, "%s/%s.npy", img_dir, c->name) < 0) {
-			c->img_path = NULL;
+		if (!(c->img_path = class_file(img_dir, c->name, ".npy")))
 			return -ENOMEM;
-		}
-		c->img_fd = open(c->img_path, O_RDONLY | O_CLOEXEC);
-		if (c->img_fd < 0 || fstat(c->img_fd, &c->img_st)) {
+		if ((rc = source_open(env, c->img_path, &c->img)) < 0) {
 			sfs_err("%s: class '%s' has no image file: %s", c->img_path,
-				c->name, strerror(errno));
+				c->name, strerror(-rc));
 			return -ENOENT;
 		}
-		/* no posix_fadvise: SEQUENTIAL measured slower than the default
+		c->img_mtime = source_stamp_sec(source_stamp(c->img));
+		/* no advice: SEQUENTIAL measured slower than the default
 		 * readahead both in gidx order (8-10k vs 11k files/s cold) and
 		 * in split order (1.8-3.2k vs 3.6-3.9k files/s cold) */
 		if (scan_image(c))
 			return -EINVAL;
 	}
 	if (has_strokes) {
-		if (asprintf(&c->stk_path, "%s/%s.npz", stk_dir, c->name) < 0) {
-			c->stk_path = NULL;
+		if (!(c->stk_path = class_file(stk_dir, c->name, ".npz")))
 			return -ENOMEM;
-		}
-		if (stat(c->stk_path, &c->stk_st) || !S_ISREG(c->stk_st.st_mode)) {
+		if (source_stat(env, c->stk_path, &info) || info.is_dir) {
 			sfs_err("%s: class '%s' has no stroke file", c->stk_path, c->name);
 			return -ENOENT;
 		}
+		c->stk_stamp = info.stamp;
+		c->stk_mtime = source_stamp_sec(&info.stamp);
 	}
 	return 0;
 }
 
 /* numpy_bitmap/ and sketchrnn/ (official) or one flat directory. */
-static int source_dirs(const char *src, char **img_dir, char **stk_dir)
+static int source_dirs(struct source_env *env, const char *src, char **img_dir,
+		       char **stk_dir)
 {
-	char *a = NULL, *b = NULL;
+	char *a = source_join(src, "numpy_bitmap"), *b = source_join(src, "sketchrnn");
 
-	if (asprintf(&a, "%s/numpy_bitmap", src) < 0 || asprintf(&b, "%s/sketchrnn", src) < 0) {
-		free(a);
-		return -ENOMEM;
-	}
-	if (!is_dir(a) && !is_dir(b)) {
+	if (a && b && !is_dir(env, a) && !is_dir(env, b)) {
 		free(a);
 		free(b);
 		a = strdup(src);
 		b = strdup(src);
-		if (!a || !b) {
-			free(a);
-			free(b);
-			return -ENOMEM;
-		}
+	}
+	if (!a || !b) {
+		free(a);
+		free(b);
+		return -ENOMEM;
 	}
 	*img_dir = a;
 	*stk_dir = b;
 	return 0;
 }
 
-int qd_scan(const struct sfs_opts *o, struct qd_scan *s)
+/*
+ * Which kinds of class file the dataset has.  From the listings of the
+ * image and stroke directories (which also give the classes when `named`
+ * has none); when a directory cannot be listed (a web server without
+ * listings) and the classes are named, from whether the first named class
+ * has that file.
+ */
+static int find_kinds(struct source_env *env, const char *dir,
+		      const char *ext, const struct names *named, struct names *all,
+		      int *found)
+{
+	struct source_info info;
+	char *probe;
+	int rc;
+
+	if (!is_dir(env, dir))
+		return 0;
+	rc = list_classes(env, dir, ext, !named->n, all, found);
+	if (rc != -ENOTSUP || !named->n)
+		return rc;
+	if (!(probe = class_file(dir, named->v[0], ext)))
+		return -ENOMEM;
+	*found = source_stat(env, probe, &info) == 0 && !info.is_dir;
+	free(probe);
+	return 0;
+}
+
+int qd_scan(const struct sfs_opts *o, struct source_env *env, struct qd_scan *s)
 {
 	struct names all = {0}, order = {0};
 	char *img_dir = NULL, *stk_dir = NULL, *cf = NULL;
-	struct stat st;
+	struct source_info info;
 	size_t i;
 	int rc, use_cf;
 
 	memset(s, 0, sizeof(*s));
-	if (stat(o->source, &st)) {
-		rc = -errno;
+	s->env = env;
+	if ((rc = source_stat(env, o->source, &info))) {
 		sfs_err("%s: %s", o->source, strerror(-rc));
 		return rc;
 	}
-	s->root_mtime = st.st_mtime;
-	rc = source_dirs(o->source, &img_dir, &stk_dir);
+	s->root_mtime = source_stamp_sec(&info.stamp);
+	rc = source_dirs(env, o->source, &img_dir, &stk_dir);
 	if (rc)
 		goto out;
-	if (o->classes_file)
-		cf = strdup(o->classes_file);
-	else if (asprintf(&cf, "%s/classes.txt", o->source) < 0)
-		cf = NULL;
+	cf = o->classes_file ? strdup(o->classes_file) : source_join(o->source, "classes.txt");
 	if (!cf) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	use_cf = o->classes_file || access(cf, F_OK) == 0;
-	if (is_dir(img_dir) &&
-	    (rc = list_classes(img_dir, ".npy", !use_cf, &all, &s->has_images)))
+	/* the classes file, when there is one, names the classes and their
+	 * order; else the listings do */
+	use_cf = o->classes_file || source_stat(env, cf, &info) == 0;
+	if (use_cf && (rc = read_classes_file(env, cf, &order)))
 		goto out;
-	if (is_dir(stk_dir) &&
-	    (rc = list_classes(stk_dir, ".npz", !use_cf, &all, &s->has_strokes)))
+	if (use_cf && !order.n) {
+		sfs_err("%s: expected at least one class name", cf);
+		rc = -EINVAL;
+		goto out;
+	}
+	if ((rc = find_kinds(env, img_dir, ".npy", &order, &all, &s->has_images)) ||
+	    (rc = find_kinds(env, stk_dir, ".npz", &order, &all, &s->has_strokes)))
 		goto out;
 	if (!s->has_images && !s->has_strokes) {
 		sfs_err("%s: expected Quick, Draw! class files (numpy_bitmap/*.npy, "
@@ -562,17 +613,10 @@ int qd_scan(const struct sfs_opts *o, struct qd_scan *s)
 		goto out;
 	}
 	names_sort_unique(&all);
-	if (use_cf) {
-		if ((rc = read_classes_file(cf, &order)))
-			goto out;
+	if (order.n) {
 		names_free(&all);
 		all = order;
 		memset(&order, 0, sizeof(order));
-		if (!all.n) {
-			sfs_err("%s: expected at least one class name", cf);
-			rc = -EINVAL;
-			goto out;
-		}
 	}
 	s->cls = calloc(all.n ? all.n : 1, sizeof(*s->cls));
 	if (!s->cls) {
@@ -581,10 +625,9 @@ int qd_scan(const struct sfs_opts *o, struct qd_scan *s)
 	}
 	for (i = 0; i < all.n; i++) {
 		s->cls[i].name = all.v[i];
-		s->cls[i].img_fd = -1;
 		all.v[i] = NULL;
 		s->nclass = i + 1;
-		if ((rc = src_files(&s->cls[i], img_dir, stk_dir, s->has_images,
+		if ((rc = src_files(env, &s->cls[i], img_dir, stk_dir, s->has_images,
 				    s->has_strokes)))
 			goto out;
 	}
@@ -607,8 +650,7 @@ void qd_scan_free(struct qd_scan *s)
 		free(s->cls[i].name);
 		free(s->cls[i].img_path);
 		free(s->cls[i].stk_path);
-		if (s->cls[i].img_fd >= 0)
-			close(s->cls[i].img_fd);
+		source_close(s->cls[i].img);
 	}
 	free(s->cls);
 	memset(s, 0, sizeof(*s));
@@ -618,7 +660,6 @@ int qd_fingerprint(const struct sfs_opts *o, const struct qd_scan *s,
 		   struct index_fp *fp)
 {
 	size_t i;
-	int rc;
 
 	index_fp_init(fp, "quickdraw");
 	index_fp_add_u64(fp, QD_FORMAT);
@@ -629,10 +670,10 @@ int qd_fingerprint(const struct sfs_opts *o, const struct qd_scan *s,
 		index_fp_add_u64(fp, o->split[i]);
 	for (i = 0; i < s->nclass; i++) {
 		index_fp_add_str(fp, s->cls[i].name);
-		if (s->cls[i].img_path && (rc = index_fp_add_file(fp, s->cls[i].img_path)))
-			return rc;
-		if (s->cls[i].stk_path && (rc = index_fp_add_file(fp, s->cls[i].stk_path)))
-			return rc;
+		if (s->cls[i].img)
+			index_fp_add_source(fp, s->cls[i].img_path, source_stamp(s->cls[i].img));
+		if (s->cls[i].stk_path)
+			index_fp_add_source(fp, s->cls[i].stk_path, &s->cls[i].stk_stamp);
 	}
 	return 0;
 }
@@ -770,12 +811,20 @@ static int take_class_strokes(struct build *b, const char *path)
 	};
 	const struct zip_member *m;
 	struct zip_archive *za = NULL;
+	struct source *src;
 	int rc, found = 0;
 	size_t i;
 
-	rc = zip_open(&za, path);
-	if (rc)
+	rc = source_open(b->s->env, path, &src);
+	if (rc) {
+		sfs_err("%s: cannot open: %s", path, strerror(-rc));
 		return rc;
+	}
+	rc = zip_open(&za, src);
+	if (rc) {
+		source_close(src);
+		return rc;
+	}
 	for (i = 0; i < 3 && !rc && b->got < b->limit; i++) {
 		m = zip_find(za, keys[i][0]);
 		if (!m && keys[i][1])
@@ -795,6 +844,7 @@ static int take_class_strokes(struct build *b, const char *path)
 		}
 	}
 	zip_close(za);
+	source_close(src);
 	return rc;
 }
 
@@ -809,7 +859,7 @@ static int build_classes(struct build *b, char **names, uint64_t *names_len)
 	int rc = 0;
 
 	for (i = 0; i < s->nclass; i++) {
-		bytes += s->has_strokes ? (uint64_t)s->cls[i].stk_st.st_size : 0;
+		bytes += s->has_strokes ? s->cls[i].stk_stamp.size : 0;
 		nl += strlen(s->cls[i].name) + 1;
 	}
 	*names = p = malloc(nl ? nl : 1);
@@ -831,7 +881,7 @@ static int build_classes(struct build *b, char **names, uint64_t *names_len)
 		if (s->has_strokes) {
 			rc = take_class_strokes(b, s->cls[i].stk_path);
 			b->limit = b->got;
-			done += (uint64_t)s->cls[i].stk_st.st_size;
+			done += s->cls[i].stk_stamp.size;
 		}
 		b->cls[i].gidx_base = total;
 		b->cls[i].n = b->limit;
@@ -951,9 +1001,9 @@ static int build_tables(struct build *b, const char *names, uint64_t names_len)
 }
 
 int qd_index_build(const struct sfs_opts *o, const struct qd_scan *s,
-		   const char *path, const struct index_fp *fp)
+		   struct index_writer *w)
 {
-	struct build b = { .o = o, .s = s };
+	struct build b = { .o = o, .s = s, .w = w };
 	uint64_t names_len = 0;
 	char *names = NULL;
 	int rc;
@@ -961,9 +1011,6 @@ int qd_index_build(const struct sfs_opts *o, const struct qd_scan *s,
 	b.cls = calloc(s->nclass ? s->nclass : 1, sizeof(*b.cls));
 	if (!b.cls)
 		return -ENOMEM;
-	rc = index_writer_open(&b.w, path);
-	if (rc)
-		goto out;
 	if (s->has_strokes && (rc = blockstore_builder_new(&b.bs, b.w, QD_TAG_SDAT)))
 		goto out;
 	rc = build_classes(&b, &names, &names_len);
@@ -978,13 +1025,7 @@ int qd_index_build(const struct sfs_opts *o, const struct qd_scan *s,
 		rc = index_writer_add(b.w, QD_TAG_XL, b.xl, b.xl_len);
 	if (!rc)
 		rc = build_tables(&b, names, names_len);
-	if (!rc) {
-		rc = index_writer_commit(b.w, fp);
-		b.w = NULL;
-	}
 out:
-	if (b.w)
-		index_writer_abort(b.w);
 	free(b.cls);
 	free(b.xl);
 	free(names);

@@ -1,7 +1,7 @@
 /*
  * quickdraw_index.h - what layout_quickdraw.c needs from the Quick, Draw!
  * source scan and index build: the on-disk tables of the index, the scan of
- * SOURCE (class list, image headers, open descriptors) and the pure helpers
+ * SOURCE (class list, image headers, open image sources) and the pure helpers
  * (sample names, split sizes, split lines) that unit tests check.
  *
  * Not the FUSE-facing ops (layout_quickdraw.c).
@@ -11,10 +11,10 @@
 
 #include <stdint.h>
 #include <stddef.h>
-#include <sys/stat.h>
 
 #include "index/blockstore.h"
 #include "index/index.h"
+#include "io/source.h"
 #include "options.h"
 
 #define QD_FORMAT     5u         /* bump when a section changes meaning */
@@ -70,28 +70,29 @@ struct qd_class {
 };
 
 /* One class's sources, found at mount: O(classes) heap, read-only once
- * the scan returns. */
+ * the scan returns (the image source checks itself: source_check). */
 struct qd_src {
 	char *name;
-	char *img_path, *stk_path;   /* NULL when the dataset has none */
-	int img_fd;                  /* -1 when no images */
+	char *img_path, *stk_path;   /* paths or URLs; NULL when the dataset has none */
+	struct source *img;          /* NULL when no images */
 	uint64_t img_off;            /* data offset of the first row */
 	uint64_t img_rows;           /* whole rows present in the file */
-	struct stat img_st, stk_st;  /* at scan time: reads compare against it */
-	_Atomic int change_logged;   /* the one field written while mounted:
-	                                "changed since mounted" is said once */
+	struct source_stamp stk_stamp; /* the stroke file at scan time */
+	int64_t img_mtime, stk_mtime;  /* seconds, for attributes */
 };
 
 struct qd_scan {
+	struct source_env *env;      /* the mount's (not owned) */
 	size_t nclass;
 	struct qd_src *cls;
 	int has_images, has_strokes;
 	int64_t root_mtime;
 };
 
-/* Finds the classes and their files, opens and checks the image files.
- * 0 or -errno (message printed). */
-int qd_scan(const struct sfs_opts *o, struct qd_scan *s);
+/* Finds the classes and their files (SOURCE a path or URL; names joined
+ * with source_join), opens and checks the image files in env.  0 or
+ * -errno (message printed). */
+int qd_scan(const struct sfs_opts *o, struct source_env *env, struct qd_scan *s);
 void qd_scan_free(struct qd_scan *s);
 
 /* The fingerprint of everything the index depends on (sources, class order,
@@ -99,9 +100,10 @@ void qd_scan_free(struct qd_scan *s);
 int qd_fingerprint(const struct sfs_opts *o, const struct qd_scan *s,
 		   struct index_fp *fp);
 
-/* Builds the index at `path` (reads every stroke file once).  0 or -errno. */
+/* Writes the index's sections into w (reads every stroke file once).  0
+ * or -errno (said). */
 int qd_index_build(const struct sfs_opts *o, const struct qd_scan *s,
-		   const char *path, const struct index_fp *fp);
+		   struct index_writer *w);
 
 /* ---- pure helpers ---- */
 

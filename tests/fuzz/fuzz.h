@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "io/source.h"
 
 /* A failed invariant: abort so libFuzzer saves the input as a crash. */
 #define FUZZ_CHECK(c) do { if (!(c)) { \
@@ -97,6 +98,16 @@ static inline int fuzz_memfd(const void *data, size_t len)
 static inline void fuzz_fd_path(int fd, char *out, size_t outlen)
 {
 	snprintf(out, outlen, "/proc/self/fd/%d", fd);
+}
+
+/* fd's file as a source (io/source.h); NULL on failure (the caller skips). */
+static inline struct source *fuzz_source(int fd)
+{
+	struct source *s;
+	char path[64];
+
+	fuzz_fd_path(fd, path, sizeof(path));
+	return source_open(NULL, path, &s) ? NULL : s;
 }
 
 static char fuzz_dir[256];

@@ -62,16 +62,17 @@ static void split_form(const uint8_t *data, size_t size)
 static void tarball_form(const uint8_t *data, size_t size)
 {
 	struct devkit dk;
-	char path[64];
+	struct source *src;
 	int fd = fuzz_memfd(data, size);
 
 	if (fd < 0)
 		return;
-	fuzz_fd_path(fd, path, sizeof(path));
-	if (devkit_load(path, &dk) == 0) {
+	src = fuzz_source(fd);
+	if (src && devkit_load(src, &dk) == 0) {
 		check(&dk);
 		devkit_free(&dk);
 	}
+	source_close(src);
 	close(fd);
 }
 

@@ -155,8 +155,10 @@ static void build_index(void)
 	snprintf(G.tarpath, sizeof(G.tarpath), "%s/src.tar", fuzz_tmpdir());
 	f = fopen(G.tarpath, "wb");
 	FUZZ_CHECK(f && fwrite(G.tar, 1, G.tarlen, f) == G.tarlen && fclose(f) == 0);
-	G.src[0] = (struct tarindex_source){ G.tarpath, "" };
-	G.src[1] = (struct tarindex_source){ G.tarpath, "x" };
+	G.src[0] = (struct tarindex_source){ G.tarpath, "", NULL };
+	G.src[1] = (struct tarindex_source){ G.tarpath, "x", NULL };
+	/* open for the life of the process: every tarindex_open borrows them */
+	FUZZ_CHECK(tarindex_sources_open(NULL, G.src, 2) == 0);
 	index_fp_init(&G.fp, "fuzz-index");
 	FUZZ_CHECK(tarindex_fp_add(&G.fp, G.src, 2, bo.recursive) == 0);
 	snprintf(path, sizeof(path), "%s/valid.sfsidx", fuzz_tmpdir());
@@ -290,13 +292,15 @@ static void fix_header(uint8_t *buf, size_t len)
 
 static void use_blocks(const struct index_map *m, int fd, int by_fd)
 {
+	struct source *src = NULL;
 	struct blockstore bs;
 
 	if (blockstore_open(&bs, m, TAG_D, TAG_B, TAG_R, 0))
 		return;
-	if (by_fd)
-		blockstore_read_from(&bs, fd, (uint64_t)(bs.data - m->base));
+	if (by_fd && (src = fuzz_source(fd)))
+		blockstore_read_from(&bs, src, (uint64_t)(bs.data - m->base));
 	bsread(&bs, 32u << 10);
+	source_close(src);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

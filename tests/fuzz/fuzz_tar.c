@@ -17,7 +17,7 @@
 #include "index/tarindex.h"
 
 struct ctx {
-	int fd;
+	struct source *src;
 	uint64_t lo, hi;
 	int depth;
 	unsigned members;
@@ -60,8 +60,8 @@ static int member(void *arg, const struct tar_member *m)
 		}
 		FUZZ_CHECK(sum == m->stored);
 	}
-	if (c->depth < 2 && tarindex_member_is_tar(c->fd, m)) {
-		sub = (struct ctx){ c->fd, m->offset, m->offset + m->size, c->depth + 1, 0 };
+	if (c->depth < 2 && tarindex_member_is_tar(c->src, m)) {
+		sub = (struct ctx){ c->src, m->offset, m->offset + m->size, c->depth + 1, 0 };
 		(void)walk(&sub);
 	}
 	return 0;
@@ -69,21 +69,24 @@ static int member(void *arg, const struct tar_member *m)
 
 static int walk(struct ctx *c)
 {
-	return tar_walk(c->fd, c->lo, c->hi - c->lo, "fuzz.tar", member, c);
+	return tar_walk(c->src, c->lo, c->hi - c->lo, "fuzz.tar", member, c);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct ctx c = { .lo = 0, .hi = size };
-	int rc;
+	int fd, rc;
 
 	if (size >= TAR_BLOCK)
 		(void)tar_header_ok(data);
-	c.fd = fuzz_memfd(data, size);
-	if (c.fd < 0)
+	fd = fuzz_memfd(data, size);
+	if (fd < 0)
 		return 0;
-	rc = walk(&c);
-	FUZZ_CHECK(rc == 0 || rc == -EBADMSG || rc == -EINVAL || rc == -ENOMEM);
-	close(c.fd);
+	if ((c.src = fuzz_source(fd))) {
+		rc = walk(&c);
+		FUZZ_CHECK(rc == 0 || rc == -EBADMSG || rc == -EINVAL || rc == -ENOMEM);
+		source_close(c.src);
+	}
+	close(fd);
 	return 0;
 }

@@ -31,8 +31,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (fd < 0)
 		return 0;
 	fuzz_fd_path(fd, fdpath, sizeof(fdpath));
-	src[0] = (struct tarindex_source){ fdpath, "" };
-	src[1] = (struct tarindex_source){ fdpath, "x" };
+	src[0] = (struct tarindex_source){ fdpath, "", NULL };
+	src[1] = (struct tarindex_source){ fdpath, "x", NULL };
+	if (tarindex_sources_open(NULL, src, 2))
+		goto out;
 	snprintf(path, sizeof(path), "%s/tarindex.sfsidx", fuzz_tmpdir());
 	index_fp_init(&fp, "fuzz");
 	FUZZ_CHECK(tarindex_fp_add(&fp, src, 2, bo.recursive) == 0);
@@ -52,6 +54,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	index_map_close(&m);
 	unlink(path);
 out:
+	tarindex_sources_close(src, 2);
 	close(fd);
 	return 0;
 }

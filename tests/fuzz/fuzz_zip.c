@@ -65,14 +65,14 @@ static void read_member(struct zip_archive *za, const struct zip_member *m,
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct zip_archive *za = NULL;
-	char path[64];
+	struct source *src;
 	int fd = fuzz_memfd(data, size);
 	size_t i, n;
 
 	if (fd < 0)
 		return 0;
-	fuzz_fd_path(fd, path, sizeof(path));
-	if (zip_open(&za, path) == 0) {
+	src = fuzz_source(fd);
+	if (src && zip_open(&za, src) == 0) {
 		n = zip_count(za);
 		for (i = 0; i < n; i++) {
 			const struct zip_member *m = zip_member_at(za, i), *f;
@@ -85,6 +85,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(zip_member_at(za, n) == NULL);
 		zip_close(za);
 	}
+	source_close(src);
 	close(fd);
 	return 0;
 }

@@ -9,12 +9,15 @@ SAMPLEFS=${SAMPLEFS:-$SFS_ROOT/$SAMPLEFS_BUILD/samplefs}
 PY=/usr/bin/python3
 SFS_MOUNTS=()
 SFS_PIDS=()
+# commands sfs_cleanup runs after the mounts are gone and before $SFS_TMP is
+# removed: servers a test started (http_lib.sh adds http_cleanup)
+SFS_CLEANUP_HOOKS=()
 declare -A SFS_PID_OF SFS_LOG_OF
 SFS_PASS=0
 SFS_FAIL=0
 
 sfs_cleanup() {
-	local m p i
+	local m p i h
 	for m in "${SFS_MOUNTS[@]}"; do
 		grep -q " $m fuse" /proc/mounts 2>/dev/null && { fusermount3 -u "$m" 2>/dev/null || fusermount3 -uz "$m" 2>/dev/null; }
 	done
@@ -29,6 +32,9 @@ sfs_cleanup() {
 		for i in $(seq 1 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
 		kill -9 "$p" 2>/dev/null
 		wait "$p" 2>/dev/null
+	done
+	for h in "${SFS_CLEANUP_HOOKS[@]}"; do
+		$h
 	done
 	[ -n "${SFS_TMP:-}" ] && [ -d "$SFS_TMP" ] && rm -rf "$SFS_TMP"
 }

@@ -57,7 +57,7 @@ M=$T/m
 start=$(date +%s%N)
 check "mount (layout detected)" sfs_mount "$SRC" "$M"
 build_ms=$(( ($(date +%s%N) - start) / 1000000 ))
-check "index built (log says so)" grep -q "index built" "$(log_of "$M")"
+check "index built (log says so)" grep -q "indexed in" "$(log_of "$M")"
 check "every file equals the numpy oracle" oracle "$SRC" "$M"
 check "ls of the root" test "$(ls "$M" | tr '\n' ' ')" = "classes.txt images splits strokes "
 check "names with spaces, capitals, hyphens" \
@@ -124,14 +124,14 @@ rm -rf "$SRC" && cp -a "$T/flat.orig" "$SRC"
 # ---- stale and corrupt indexes are rebuilt ----
 touch -d '2001-01-01' "$SRC/dog.npz"
 check "mount after a source changed" sfs_mount "$SRC" "$M"
-check "stale index rebuilt with a message" grep -q "rebuilding the index" "$(log_of "$M")"
+check "stale index rebuilt with a message" grep -q "rebuilding index" "$(log_of "$M")"
 check "unmount stale" sfs_umount "$M"
 idx=$(ls "$T"/cache/samplefs/quickdraw-*.sfsidx | head -1)
 for i in $(ls "$T"/cache/samplefs/quickdraw-*.sfsidx); do
 	printf '\xff\xfe' | dd of="$i" bs=1 seek=$(( $(stat -c %s "$i") / 2 )) conv=notrunc 2>/dev/null
 done
 check "mount with a corrupt index" sfs_mount "$SRC" "$M"
-check "corrupt index rebuilt with a message" grep -q "rebuilding the index" "$(log_of "$M")"
+check "corrupt index rebuilt with a message" grep -q "rebuilding index" "$(log_of "$M")"
 check "rebuilt index serves the oracle's bytes" oracle "$SRC" "$M" --sample 200
 check "unmount corrupt" sfs_umount "$M"
 
@@ -264,7 +264,7 @@ check "image of the cut file gives EIO" expect_fail "Input/output error" cat "$M
 check "other classes still read" sh -c "cat '$M/images/Zebra/000030.npy' >/dev/null"
 check "a second read of it gives EIO too" expect_fail "Input/output error" cat "$M/images/cat/000078.npy"
 check "the change is logged once, naming the file" \
-	test "$(grep -c "cat.npy: changed since it was mounted" "$(log_of "$M")")" = 1
+	test "$(grep -c "cat.npy: changed since mounting" "$(log_of "$M")")" = 1
 check "unmount shrink" sfs_umount "$M"
 
 sfs_done

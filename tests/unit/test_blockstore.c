@@ -4,9 +4,9 @@
  * and stored blocks, random access with and without a cache, and corrupt
  * input: a damaged data byte gives -EIO (never wrong bytes), damaged or
  * truncated sections make blockstore_open fail, bad record offsets -EIO.
- * Then the same through blockstore_read_from (pread from the index file):
- * round trips, a file cut short, bytes that differ, the wrong offset, an
- * fd that cannot be read -- right bytes or -EIO -- and threads sharing it.
+ * Then the same through blockstore_read_from (the index file read as a
+ * source): round trips, a file cut short, bytes that differ, the wrong
+ * offset -- right bytes or -EIO -- and threads sharing it.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "index/blockstore.h"
+#include "opensrc.h"
 
 #define T_DATA INDEX_TAG('D', 'A', 'T', 'A')
 #define T_BLK INDEX_TAG('B', 'L', 'K', 'S')
@@ -509,16 +510,15 @@ Test(blockstore, fuzzed_tables_never_crash)
 	free_recs(&r);
 }
 
-/* ---- blockstore_read_from: blocks read with pread from a file ---- */
+/* ---- blockstore_read_from: blocks read from the file, a source ---- */
 
 /* Copies the index at `path` to dir/name, cut to `len` bytes when len >= 0;
- * returns an fd open on the copy (read-only). */
-static int copy_index(const char *name, off_t len, char *out, size_t outlen)
+ * returns the copy opened as a source. */
+static struct source *copy_index(const char *name, off_t len, char *out, size_t outlen)
 {
 	FILE *in = fopen(path, "rb"), *o;
 	char buf[1 << 16];
 	size_t n;
-	int fd;
 
 	snprintf(out, outlen, "%s/%s", dir, name);
 	o = fopen(out, "wb");
@@ -529,9 +529,7 @@ static int copy_index(const char *name, off_t len, char *out, size_t outlen)
 	cr_assert_eq(fclose(o), 0);
 	if (len >= 0)
 		cr_assert_eq(truncate(out, len), 0);
-	fd = open(out, O_RDONLY);
-	cr_assert_geq(fd, 0);
-	return fd;
+	return open_src(out);
 }
 
 /* The file offset of the data section: where it sits in the mapping. */
@@ -540,10 +538,10 @@ static uint64_t data_off(const struct index_map *m, const struct blockstore *bs)
 	return (uint64_t)(bs->data - m->base);
 }
 
-/* Round trips through pread, with no cache, a thrashing one and a big one.
- * The store's own view of the data is a copy filled with junk, so a read
- * that went through the map instead of the fd could not give the right
- * bytes (the input records are the oracle). */
+/* Round trips through source reads, with no cache, a thrashing one and a
+ * big one.  The store's own view of the data is a copy filled with junk,
+ * so a read that went through the map instead of the source could not give
+ * the right bytes (the input records are the oracle). */
 Test(blockstore, read_from_round_trip)
 {
 	struct recs r = make_recs(3000, MIXED, 20);
@@ -551,26 +549,25 @@ Test(blockstore, read_from_round_trip)
 	struct blockstore bs;
 	struct copy c;
 	struct lru *small = lru_new(3 * BLOCKSTORE_BLOCK), *big = lru_new(1 << 30);
-	int fd;
+	struct source *src;
 
 	build(&r);
 	map(&m);
 	cr_assert_eq(blockstore_open(&bs, &m, T_DATA, T_BLK, T_REC, 0), 0);
-	cr_assert_eq(bs.fd, -1, "open must read through the map by default");
+	cr_assert_null(bs.src, "open must read through the map by default");
 	copy_store(&c, &bs);
 	memset(c.data, 0xa5, bs.data_len);
 	cr_assert_eq(right_or_eio(&c.bs, &r), r.n, "junk data section unnoticed");
-	fd = open(path, O_RDONLY);
-	cr_assert_geq(fd, 0);
-	blockstore_read_from(&c.bs, fd, data_off(&m, &bs));
+	src = open_src(path);
+	blockstore_read_from(&c.bs, src, data_off(&m, &bs));
 	check_all(&c.bs, NULL, &r, 21);
 	check_all(&c.bs, small, &r, 22);
 	check_all(&c.bs, big, &r, 23);
 	check_all(&c.bs, big, &r, 24);   /* all hits */
-	/* fd -1: back to the map (here the junk copy, so -EIO, not junk) */
-	blockstore_read_from(&c.bs, -1, 0);
+	/* NULL: back to the map (here the junk copy, so -EIO, not junk) */
+	blockstore_read_from(&c.bs, NULL, 0);
 	cr_assert_eq(right_or_eio(&c.bs, &r), r.n);
-	close(fd);
+	source_close(src);
 	free_copy(&c);
 	lru_free(small);
 	lru_free(big);
@@ -616,7 +613,7 @@ Test(blockstore, read_from_truncated_file_is_eio)
 	uint64_t off;
 	off_t cuts[4];
 	char cut[160];
-	int fd, good;
+	struct source *src, *good;
 	size_t eio, k;
 
 	build(&r);
@@ -628,8 +625,8 @@ Test(blockstore, read_from_truncated_file_is_eio)
 	cuts[2] = (off_t)(off + bs.data_len / 3);
 	cuts[3] = (off_t)(off + bs.data_len - 1);    /* last byte missing */
 	for (size_t t = 0; t < 4; t++) {
-		fd = copy_index("cut.sfsidx", cuts[t], cut, sizeof(cut));
-		blockstore_read_from(&bs, fd, off);
+		src = copy_index("cut.sfsidx", cuts[t], cut, sizeof(cut));
+		blockstore_read_from(&bs, src, off);
 		eio = results(&bs, t % 2 ? c : NULL, &r, ok);
 		cr_assert_gt(eio, 0, "cut at %lld unnoticed", (long long)cuts[t]);
 		for (k = 0; k < r.n && ok[k]; k++)
@@ -644,24 +641,22 @@ Test(blockstore, read_from_truncated_file_is_eio)
 		/* the cut block, just read whole from the intact file (its
 		 * bytes may still be on the stack): from the cut file, -EIO */
 		if (k < r.n) {
-			good = open(path, O_RDONLY);
-			cr_assert_geq(good, 0);
+			good = open_src(path);
 			blockstore_read_from(&bs, good, off);
 			cr_assert_eq(blockstore_get(&bs, NULL, k, buf, BLOCKSTORE_BLOCK),
 				     (int64_t)r.len[k]);
-			blockstore_read_from(&bs, fd, off);
+			blockstore_read_from(&bs, src, off);
 			cr_assert_eq(blockstore_get(&bs, NULL, k, buf, BLOCKSTORE_BLOCK),
 				     -EIO, "cut at %lld: record %zu", (long long)cuts[t], k);
-			close(good);
+			source_close(good);
 		}
-		close(fd);
+		source_close(src);
 	}
-	good = open(path, O_RDONLY);
-	cr_assert_geq(good, 0);
+	good = open_src(path);
 	blockstore_read_from(&bs, good, off);
 	cr_assert_eq(results(&bs, c, &r, ok), 0, "a failed block was cached");
 	check_all(&bs, c, &r, 26);
-	close(good);
+	source_close(good);
 	free(ok);
 	free(buf);
 	lru_free(c);
@@ -681,17 +676,17 @@ Test(blockstore, read_from_different_bytes_is_eio)
 	uint8_t *ok = malloc(r.n), b;
 	uint64_t off;
 	char bad[160];
+	struct source *src;
 	int fd;
 
 	build(&r);
 	map(&m);
 	cr_assert_eq(blockstore_open(&bs, &m, T_DATA, T_BLK, T_REC, 0), 0);
 	off = data_off(&m, &bs);
-	fd = copy_index("flip.sfsidx", -1, bad, sizeof(bad));
-	close(fd);
-	fd = open(bad, O_RDWR);
+	src = copy_index("flip.sfsidx", -1, bad, sizeof(bad));
+	fd = open(bad, O_RDWR);		/* to flip bytes under the source */
 	cr_assert_geq(fd, 0);
-	blockstore_read_from(&bs, fd, off);
+	blockstore_read_from(&bs, src, off);
 	for (uint64_t at = 3; at < bs.data_len; at += bs.data_len / 19) {
 		cr_assert_eq(pread(fd, &b, 1, (off_t)(off + at)), 1);
 		b ^= 0x08;
@@ -707,44 +702,18 @@ Test(blockstore, read_from_different_bytes_is_eio)
 	}
 	cr_assert_eq(results(&bs, c, &r, ok), 0, "file restored");
 	/* the right file at the wrong offset: every block's bytes differ */
-	blockstore_read_from(&bs, fd, off + 1);
+	blockstore_read_from(&bs, src, off + 1);
 	cr_assert_eq(results(&bs, NULL, &r, ok), r.n, "data read 1 byte off");
 	close(fd);
+	source_close(src);
 	free(ok);
 	lru_free(c);
 	index_map_close(&m);
 	free_recs(&r);
 }
 
-/* An fd pread cannot read (write-only, a directory) gives -EIO. */
-Test(blockstore, read_from_unreadable_fd_is_eio)
-{
-	struct recs r = make_recs(300, MIXED, 28);
-	struct index_map m;
-	struct blockstore bs;
-	uint8_t *ok = malloc(r.n);
-	int fd;
-
-	build(&r);
-	map(&m);
-	cr_assert_eq(blockstore_open(&bs, &m, T_DATA, T_BLK, T_REC, 0), 0);
-	fd = open(path, O_WRONLY);
-	cr_assert_geq(fd, 0);
-	blockstore_read_from(&bs, fd, data_off(&m, &bs));
-	cr_assert_eq(results(&bs, NULL, &r, ok), r.n);
-	close(fd);
-	fd = open(dir, O_RDONLY | O_DIRECTORY);
-	cr_assert_geq(fd, 0);
-	blockstore_read_from(&bs, fd, data_off(&m, &bs));
-	cr_assert_eq(results(&bs, NULL, &r, ok), r.n);
-	close(fd);
-	free(ok);
-	index_map_close(&m);
-	free_recs(&r);
-}
-
 /* The store and the cache shared by reader threads, as FUSE workers do:
- * pread has no file position to race on. */
+ * source reads have no file position to race on. */
 struct reader {
 	const struct blockstore *bs;
 	struct lru *cache;
@@ -777,14 +746,13 @@ Test(blockstore, read_from_threads)
 	struct lru *c = lru_new(16 * BLOCKSTORE_BLOCK);
 	struct reader t[4];
 	pthread_t th[4];
-	int fd;
+	struct source *src;
 
 	build(&r);
 	map(&m);
 	cr_assert_eq(blockstore_open(&bs, &m, T_DATA, T_BLK, T_REC, 0), 0);
-	fd = open(path, O_RDONLY);
-	cr_assert_geq(fd, 0);
-	blockstore_read_from(&bs, fd, data_off(&m, &bs));
+	src = open_src(path);
+	blockstore_read_from(&bs, src, data_off(&m, &bs));
 	for (int i = 0; i < 4; i++) {
 		t[i] = (struct reader){ &bs, i % 2 ? c : NULL, &r, 30 + i, 0 };
 		cr_assert_eq(pthread_create(&th[i], NULL, read_random, &t[i]), 0);
@@ -793,7 +761,7 @@ Test(blockstore, read_from_threads)
 		pthread_join(th[i], NULL);
 		cr_assert_eq(t[i].wrong, 0, "thread %d: %zu wrong reads", i, t[i].wrong);
 	}
-	close(fd);
+	source_close(src);
 	lru_free(c);
 	index_map_close(&m);
 	free_recs(&r);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "index/index.h"
+#include "io/source.h"
 
 #define TAG_A INDEX_TAG('A', 'A', 'A', 'A')
 #define TAG_B INDEX_TAG('B', 'B', 'B', 'B')
@@ -240,6 +241,27 @@ Test(index, path_naming)
 	cr_assert_str_eq(p1, p2, "same file, different spelling");
 	cr_assert_eq(index_path(&o, "npy", "k=1", p3, sizeof(p3)), 0);
 	cr_assert_str_neq(p1, p3);
+	/* a URL is hashed as given, never resolved as a local path: with a
+	 * local file "http:/h/x.npy" there, two spellings of it as paths are
+	 * one index, as URLs two */
+	cr_assert_eq(chdir(dir), 0);
+	cr_assert_eq(mkdir("http:", 0755), 0);
+	cr_assert_eq(mkdir("http:/h", 0755), 0);
+	fclose(fopen("http:/h/x.npy", "w"));
+	o.source = "./http:/h/x.npy";
+	cr_assert_eq(index_path(&o, "npy", "", p3, sizeof(p3)), 0);
+	o.source = "http:/h//x.npy";
+	cr_assert_eq(index_path(&o, "npy", "", p4, sizeof(p4)), 0);
+	cr_assert_str_eq(p3, p4);
+	o.source = "http://h/x.npy";
+	cr_assert_eq(index_path(&o, "npy", "", p3, sizeof(p3)), 0);
+	o.source = "http://h//x.npy";
+	cr_assert_eq(index_path(&o, "npy", "", p4, sizeof(p4)), 0);
+	cr_assert_str_neq(p3, p4);
+	cr_assert_eq(strncmp(p3, sub, strlen(sub)), 0);
+	unlink("http:/h/x.npy");
+	rmdir("http:/h");
+	rmdir("http:");
 
 	/* default directory: $XDG_CACHE_HOME/samplefs */
 	o.index_dir = NULL;
@@ -254,21 +276,40 @@ Test(index, fingerprint_sees_file_changes)
 {
 	char src[128];
 	struct index_fp a, b;
+	struct source_info info;
+	struct source_stamp st;
 	FILE *f;
 
 	path_in_dir(src, sizeof(src), "f");
 	f = fopen(src, "w");
 	fputs("x", f);
 	fclose(f);
+	cr_assert_eq(source_stat(NULL, src, &info), 0);
 	index_fp_init(&a, "l");
-	cr_assert_eq(index_fp_add_file(&a, src), 0);
+	index_fp_add_source(&a, src, &info.stamp);
 	f = fopen(src, "a");
 	fputs("y", f);
 	fclose(f);
+	cr_assert_eq(source_stat(NULL, src, &info), 0);
 	index_fp_init(&b, "l");
-	cr_assert_eq(index_fp_add_file(&b, src), 0);
+	index_fp_add_source(&b, src, &info.stamp);
 	cr_assert_neq(a.h, b.h);
-	cr_assert_eq(index_fp_add_file(&b, "/nonexistent/x"), -ENOENT);
+	/* a local stamp hashes as name, size and mtime (indexes saved before
+	 * sources had ETags stay valid); an ETag counts when there is one */
+	index_fp_init(&a, "l");
+	index_fp_add_str(&a, src);
+	index_fp_add_u64(&a, info.stamp.size);
+	index_fp_add_u64(&a, (uint64_t)info.stamp.mtime_ns);
+	cr_assert_eq(a.h, b.h);
+	st = info.stamp;
+	strcpy(st.etag, "\"abc\"");
+	index_fp_init(&a, "l");
+	index_fp_add_source(&a, src, &st);
+	cr_assert_neq(a.h, b.h);
+	strcpy(st.etag, "\"abd\"");
+	index_fp_init(&b, "l");
+	index_fp_add_source(&b, src, &st);
+	cr_assert_neq(a.h, b.h);
 	/* field boundaries matter */
 	index_fp_init(&a, "l");
 	index_fp_add_str(&a, "ab");

@@ -24,6 +24,7 @@
 #include "fixture.h"
 #include "capture.h"
 #include "bounded.h"
+#include "opensrc.h"
 
 /* ---- the oracle: expected arrays of one member ------------------------ */
 
@@ -278,7 +279,8 @@ static void check_npz(struct line *l)
 	static const char *members[] = { "train", "valid", "test", "one" };
 	struct zip_archive *za;
 	char *path = fixture_path(l->tok[1]), name[32], what[128];
-	int rc = zip_open(&za, path);
+	struct source *src = open_src(path);
+	int rc = zip_open(&za, src);
 
 	cr_assert(rc == 0, "%s: zip_open %d", l->tok[1], rc);
 	for (size_t i = 0; i < 4; i++) {
@@ -301,6 +303,7 @@ static void check_npz(struct line *l)
 		free(data);
 	}
 	zip_close(za);
+	source_close(src);
 	free(path);
 }
 

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "formats/tar.h"
+#include "opensrc.h"
 
 static const char *fixdir(void)
 {
@@ -79,18 +80,17 @@ static void check_fixture(const char *base)
 	char name[256], path[4096];
 	char *want, *status;
 	struct collect c = { .out = calloc(1, 1) };
-	struct stat st;
-	int fd, rc;
+	struct source *src;
+	int rc;
 
 	snprintf(name, sizeof(name), "%s.walk", base);
 	want = slurp(name);
 	snprintf(name, sizeof(name), "%s.status", base);
 	status = slurp(name);
 	snprintf(path, sizeof(path), "%s/tars/%s.tar", fixdir(), base);
-	fd = open(path, O_RDONLY);
-	cr_assert(fd >= 0 && fstat(fd, &st) == 0);
-	rc = tar_walk(fd, 0, (uint64_t)st.st_size, path, collect_cb, &c);
-	close(fd);
+	src = open_src(path);
+	rc = tar_walk(src, 0, source_stamp(src)->size, path, collect_cb, &c);
+	source_close(src);
 	if (!strcmp(status, "ok\n"))
 		cr_expect_eq(rc, 0, "%s: tar_walk returned %d", base, rc);
 	else if (!strcmp(status, "damaged\n"))
@@ -131,6 +131,7 @@ Test(tar, range_offsets_are_absolute)
 	char *want = slurp("gnu.walk");
 	struct collect c = { .out = calloc(1, 1) };
 	unsigned char *buf;
+	struct source *src;
 	struct stat st;
 	int fd, rc;
 	FILE *f;
@@ -147,7 +148,9 @@ Test(tar, range_offsets_are_absolute)
 	cr_assert(fd >= 0);
 	unlink(tmpl);
 	cr_assert(pwrite(fd, buf, (size_t)st.st_size, 4096) == st.st_size);
-	rc = tar_walk(fd, 4096, (uint64_t)st.st_size, "shifted", collect_cb, &c);
+	src = open_fd_src(fd);
+	rc = tar_walk(src, 4096, (uint64_t)st.st_size, "shifted", collect_cb, &c);
+	source_close(src);
 	close(fd);
 	cr_expect_eq(rc, 0);
 	/* every offset of the oracle plus 4096: compare the first line only */
@@ -284,6 +287,7 @@ static int walk_crafted(const struct crafted *t, uint64_t extra,
 	char tmpl[] = "/tmp/sfs-tar-XXXXXX";
 	FILE *err = tmpfile();
 	int fd = mkstemp(tmpl), saved = dup(2), rc;
+	struct source *src;
 	size_t n;
 
 	cr_assert(fd >= 0 && err && saved >= 0);
@@ -293,7 +297,9 @@ static int walk_crafted(const struct crafted *t, uint64_t extra,
 	c->len = c->cap = 0;
 	fflush(stderr);
 	dup2(fileno(err), 2);
-	rc = tar_walk(fd, 0, t->len + extra, "crafted.tar", collect_cb, c);
+	src = open_fd_src(fd);
+	rc = tar_walk(src, 0, t->len + extra, "crafted.tar", collect_cb, c);
+	source_close(src);
 	fflush(stderr);
 	dup2(saved, 2);
 	close(saved);

@@ -126,15 +126,19 @@ Test(tarindex, sha256_self_check)
 
 /* ------------------------------------------------------------ helpers */
 
-/* An index file holding one tarindex, opened. */
+/* An index file holding one tarindex, opened, and its open sources. */
 struct built {
 	char path[64];
 	struct index_fp fp;
 	struct index_map m;
 	struct tarindex t;
+	struct tarindex_source *src;
+	size_t nsrc;
+	struct tarindex_source one;	/* a source that lives as long as b */
 };
 
-static int build(struct built *b, const struct tarindex_source *src, size_t n,
+/* Opens the sources (closed by unbuild, or here on failure), builds. */
+static int build(struct built *b, struct tarindex_source *src, size_t n,
 		 uint32_t recursive)
 {
 	struct tarindex_build_opts bo = { .recursive = recursive, .quiet = 1 };
@@ -142,6 +146,9 @@ static int build(struct built *b, const struct tarindex_source *src, size_t n,
 	char why[256];
 	int fd, rc;
 
+	b->src = src;
+	b->nsrc = n;
+	cr_assert_eq(tarindex_sources_open(NULL, src, n), 0);
 	strcpy(b->path, "/tmp/sfs-tarindex-XXXXXX");
 	fd = mkstemp(b->path);
 	cr_assert(fd >= 0);
@@ -153,6 +160,7 @@ static int build(struct built *b, const struct tarindex_source *src, size_t n,
 	if (rc < 0) {
 		index_writer_abort(w);
 		unlink(b->path);
+		tarindex_sources_close(src, n);
 		return rc;
 	}
 	cr_assert_eq(index_writer_commit(w, &b->fp), 0);
@@ -167,6 +175,7 @@ static void unbuild(struct built *b)
 	tarindex_close(&b->t);
 	index_map_close(&b->m);
 	unlink(b->path);
+	tarindex_sources_close(b->src, b->nsrc);
 }
 
 /* One line of a .tree file, or of our own dump. */
@@ -331,6 +340,7 @@ static void check_fixture(const char *base)
 	snprintf(status, sizeof(status), "%s.status", base);
 	src.path = tar;
 	src.dir = "";
+	src.src = NULL;
 	for (r = 0; r <= 3; r++) {
 		char *st = slurp_text(status);
 
@@ -377,7 +387,7 @@ Test(tarindex, nested_tar_clash_warns_naming_both)
 		"nested tar 'b.tar' would be directory 'b', which member 'b' also uses",
 		"nested tar 'b/deep.tar' would be directory 'b/deep', which member 'b/deep/z' also uses",
 	};
-	struct tarindex_source src = { fixture_path("collide.tar"), "" };
+	struct tarindex_source src = { fixture_path("collide.tar"), "", NULL };
 	struct capture cap;
 	struct built b;
 	char *msg, *p;
@@ -416,6 +426,7 @@ Test(tarindex, directory_of_tars)
 		snprintf(n, sizeof(n), "dir/%s.tar", names[i]);
 		src[i].path = fixture_path(n);
 		src[i].dir = names[i];
+		src[i].src = NULL;
 	}
 	cr_assert_eq(build(&b, src, 3, 1), 0);
 	compare(&b.t, tree);
@@ -427,7 +438,7 @@ Test(tarindex, directory_of_tars)
 
 Test(tarindex, lookup_misses)
 {
-	struct tarindex_source src = { fixture_path("gnu.tar"), "" };
+	struct tarindex_source src = { fixture_path("gnu.tar"), "", NULL };
 	struct built b;
 	int64_t i;
 
@@ -476,7 +487,7 @@ static void build_copy(struct built *b, char *copy, struct tarindex_source *src,
 	close(fd);
 	copy_file(orig, copy);
 	free(orig);
-	*src = (struct tarindex_source){ copy, "" };
+	*src = (struct tarindex_source){ copy, "", NULL };
 	cr_assert_eq(build(b, src, 1, 1), 0);
 }
 
@@ -500,11 +511,11 @@ Test(tarindex, changed_after_open_gives_eio)
 	e = tarindex_find(&b.t, "old.txt");  /* the last member */
 	cr_assert(a >= 0 && e >= 0);
 	cr_expect_eq(tarindex_pread(&b.t, (uint32_t)a, buf, sizeof(buf), 0), 1234);
-	cr_expect_eq(tarindex_source_check(&b.t, 0), 0);
+	cr_expect_eq(source_check(tarindex_src(&b.t, 0)), 0);
 	/* touched: same bytes, but nothing says so */
 	cr_assert_eq(utimensat(AT_FDCWD, copy, later, 0), 0);
 	cr_expect_eq(tarindex_pread(&b.t, (uint32_t)a, buf, sizeof(buf), 0), -EIO);
-	cr_expect_eq(tarindex_source_check(&b.t, 0), -EIO);
+	cr_expect_eq(source_check(tarindex_src(&b.t, 0)), -EIO);
 	cr_assert_eq(utimensat(AT_FDCWD, copy, was, 0), 0);
 	cr_expect_eq(tarindex_pread(&b.t, (uint32_t)a, buf, sizeof(buf), 0), 1234);
 	/* truncated: even the members before the cut */
@@ -517,8 +528,9 @@ Test(tarindex, changed_after_open_gives_eio)
 	unlink(copy);
 }
 
-/* A source whose size changed between the fingerprint check and the open:
- * tarindex_open refuses the index (-EBADMSG: rebuild). */
+/* A source opened at another size than the index says (sections that do
+ * not match the fingerprint): tarindex_open refuses the index (-EBADMSG:
+ * rebuild). */
 Test(tarindex, open_refuses_a_source_of_another_size)
 {
 	char copy[] = "/tmp/sfs-tarcopy-XXXXXX";
@@ -528,10 +540,14 @@ Test(tarindex, open_refuses_a_source_of_another_size)
 
 	build_copy(&b, copy, &src, "gnu.tar");
 	tarindex_close(&b.t);
+	tarindex_sources_close(&src, 1);
 	cr_assert_eq(stat(copy, &st), 0);
 	cr_assert_eq(truncate(copy, st.st_size + 512), 0);
+	cr_assert_eq(tarindex_sources_open(NULL, &src, 1), 0);
 	cr_expect_eq(tarindex_open(&b.t, &b.m, 'A', &src, 1), -EBADMSG);
+	tarindex_sources_close(&src, 1);
 	cr_assert_eq(truncate(copy, st.st_size), 0);
+	cr_assert_eq(tarindex_sources_open(NULL, &src, 1), 0);
 	cr_expect_eq(tarindex_open(&b.t, &b.m, 'A', &src, 1), 0);
 	unbuild(&b);
 	unlink(copy);
@@ -549,17 +565,24 @@ Test(tarindex, changed_source_is_stale)
 	build_copy(&b, copy, &src, "ustar.tar");
 	tarindex_close(&b.t);
 	index_map_close(&b.m);
+	tarindex_sources_close(&src, 1);
 	cr_assert_eq(utimensat(AT_FDCWD, copy, ts, 0), 0);
+	cr_assert_eq(tarindex_sources_open(NULL, &src, 1), 0);
 	index_fp_init(&fp, "tar");
 	cr_assert_eq(tarindex_fp_add(&fp, &src, 1, 1), 0);
 	cr_expect_eq(index_map_open(&b.m, b.path, &fp, why, sizeof(why)), -ESTALE);
 	/* and so does another recursion depth */
-	index_fp_init(&fp, "tar");
+	tarindex_sources_close(&src, 1);
 	cr_assert_eq(utimensat(AT_FDCWD, copy, NULL, 0), 0);
+	cr_assert_eq(tarindex_sources_open(NULL, &src, 1), 0);
+	index_fp_init(&fp, "tar");
 	cr_assert_eq(tarindex_fp_add(&fp, &src, 1, 1), 0);
 	index_fp_init(&b.fp, "tar");
 	cr_assert_eq(tarindex_fp_add(&b.fp, &src, 1, 2), 0);
 	cr_expect_neq(fp.h, b.fp.h);
+	cr_expect_eq(tarindex_fp_add(&b.fp, &(struct tarindex_source){ copy, "", NULL }, 1, 1),
+		     -EBADF, "a source not open");
+	tarindex_sources_close(&src, 1);
 	unlink(b.path);
 	unlink(copy);
 }
@@ -572,7 +595,7 @@ Test(tarindex, changed_source_is_stale)
 static void corrupt_and_open(void (*edit)(struct tarindex_node *nodes, uint32_t n),
 			     const char *says)
 {
-	struct tarindex_source src = { fixture_path("gnu.tar"), "" };
+	struct tarindex_source src = { fixture_path("gnu.tar"), "", NULL };
 	static const char tags[5][2] = { "HD", "ND", "DR", "NM", "SR" };
 	struct index_writer *w;
 	struct index_map m2;
@@ -705,8 +728,8 @@ Test(tarindex, corrupt_unlisted_directory)
 /* Several tarindexes (and other sections) share one index file. */
 Test(tarindex, two_in_one_file)
 {
-	struct tarindex_source a = { fixture_path("gnu.tar"), "" };
-	struct tarindex_source u = { fixture_path("ustar.tar"), "u" };
+	struct tarindex_source a = { fixture_path("gnu.tar"), "", NULL };
+	struct tarindex_source u = { fixture_path("ustar.tar"), "u", NULL };
 	struct tarindex_build_opts bo = { .recursive = 1, .quiet = 1 };
 	char path[] = "/tmp/sfs-tartwo-XXXXXX", why[256];
 	struct index_writer *w;
@@ -717,6 +740,8 @@ Test(tarindex, two_in_one_file)
 
 	cr_assert(fd >= 0);
 	close(fd);
+	cr_assert_eq(tarindex_sources_open(NULL, &a, 1), 0);
+	cr_assert_eq(tarindex_sources_open(NULL, &u, 1), 0);
 	index_fp_init(&fp, "test");
 	cr_assert_eq(index_writer_open(&w, path), 0);
 	cr_assert_eq(tarindex_build(w, 'A', &a, 1, &bo), 0);
@@ -733,6 +758,8 @@ Test(tarindex, two_in_one_file)
 	tarindex_close(&tu);
 	cr_expect_eq(tarindex_open(&tu, &m, 'U', &u, 2), -EBADMSG, "source count");
 	index_map_close(&m);
+	tarindex_sources_close(&a, 1);
+	tarindex_sources_close(&u, 1);
 	unlink(path);
 	free((char *)a.path);
 	free((char *)u.path);
@@ -741,7 +768,7 @@ Test(tarindex, two_in_one_file)
 /* ImageNet-like names (nested class tars): under 48 bytes per member. */
 Test(tarindex, bytes_per_member)
 {
-	struct tarindex_source src = { fixture_path("imagenet_like.tar"), "" };
+	struct tarindex_source src = { fixture_path("imagenet_like.tar"), "", NULL };
 	struct built b;
 	uint64_t len, total = 0;
 	static const char tags[3][2] = { "ND", "DR", "NM" };
@@ -787,7 +814,7 @@ Test(tarindex, mutated_archives_never_crash, .timeout = 600)
 	char *orig = fixture_path("gnu.tar"), path[] = "/tmp/sfs-tarmut-XXXXXX";
 	size_t len;
 	uint8_t *data = slurp("gnu.tar", &len);
-	struct tarindex_source src = { path, "" };
+	struct tarindex_source src = { path, "", NULL };
 	static unsigned char buf[65536];
 	struct stat st;
 	uint64_t seed = 12345;
@@ -964,7 +991,7 @@ Test(tarindex, nested_path_over_path_max_is_skipped)
 	char *outer = repeat("a/", 2040, "x.tar"), *x = repeat("a/", 2040, "x");
 	char *ok, *msg;
 	struct tarw in = { 0 }, out = { 0 };
-	struct tarindex_source src = { path, "" };
+	struct tarindex_source src = { path, "", NULL };
 	struct built b;
 
 	cr_assert_eq(strlen(outer), 4085);
@@ -1003,7 +1030,7 @@ Test(tarindex, prefix_over_path_max_is_not_cut)
 	char path[] = "/tmp/sfs-tarlong-XXXXXX", *msg;
 	char *outer = repeat("a/", 2045, "x.tar"), *plain = repeat("c/", 2044, "long.txt");
 	struct tarw in = { 0 }, out = { 0 };
-	struct tarindex_source src = { path, "train" };
+	struct tarindex_source src = { path, "train", NULL };
 	struct built b;
 
 	cr_assert_eq(strlen(outer), 4095);
@@ -1057,11 +1084,11 @@ static void tw_pax_file(struct tarw *w, const char *pax, const char *name,
  * warnings.  The walk must go on after whatever came before. */
 static char *build_with_after(struct built *b, struct tarw *out, char *path)
 {
-	struct tarindex_source src = { path, "" };
 	char *msg;
 
+	b->one = (struct tarindex_source){ path, "", NULL };
 	tw_file(out, "after.txt", "after", 5);
-	msg = save_and_build(b, &src, out, path);
+	msg = save_and_build(b, &b->one, out, path);
 	expect_file(&b->t, "after.txt", "after");
 	return msg;
 }

@@ -571,6 +571,14 @@ in_reads() {	# INDEX_DIR MEAN_SIZE
 				measure in.cold.samplefs_nopoll "$l" "$MNT" 1
 				fs_stop "$MNT"
 			fi
+			# 4 readers cold: as many disk reads in flight as readers
+			drop_caches
+			measure in.cold4.extracted "$l" "$x" 4
+			if samplefs_start "$src" "$idx"; then
+				drop_caches
+				measure in.cold4.samplefs "$l" "$MNT" 4
+				fs_stop "$MNT"
+			fi
 		fi
 	done
 	# ratarmount is not packaged in Debian and there is no network for pip
@@ -613,6 +621,70 @@ in_archivemount() {
 	note "B: archivemount sees the outer tar's $IN_CLASSES class tars, not the JPEGs inside them; its reads use flat.tar ($IN_FLAT classes x $IN_PER members as train/<wnid>/<member>, $(du -h "$src/flat.tar" | cut -f1)), $(wc -l <"$fl") random members."
 }
 
+# Everyday tools over the whole tree (issue 9, item 7): du, ls -lR and
+# find -size, each on a fresh mount (nothing in the kernel's caches for
+# it: the case that used to take one LOOKUP per file) and again on the same
+# mount, against the extracted tree warm; the same files (train/ and val/)
+# and the whole mount (shards/ and shuffled/ too: twice the files).
+# Then find, and the kernel slab it leaves, under the default adaptive
+# listings and the kernel's auto, and du under auto (the old default).
+tool_run() {	# TOOL PATH...
+	local t=$1
+	shift
+	case $t in
+	du) du -sh "$@" >/dev/null ;;
+	lsR) ls -lR "$@" >/dev/null ;;
+	findsize) find "$@" -size +3k | wc -l >/dev/null ;;
+	find) find "$@" -type f | wc -l >/dev/null ;;
+	esac
+}
+tool_time() {	# KEY TOOL PATH...
+	local key=$1 t0
+	shift
+	t0=$(usec)
+	tool_run "$@" && rec "$key" "$(secs_since "$t0")"
+}
+slab_kb() { awk '/^Slab:/ { print $2 }' /proc/meminfo; }
+
+in_tools() {	# INDEX_DIR
+	local idx=$1 x=$DATA/in-extracted r t mode s0
+	for r in $(seq 1 "$RUNS"); do
+		say "everyday tools, run $r"
+		for t in du lsR findsize; do
+			tool_run "$t" "$x/train" "$x/val"	# warm
+			tool_time "in.tools.$t.extracted" "$t" "$x/train" "$x/val"
+			samplefs_start "$DATA/imagenet" "$idx" || continue
+			tool_time "in.tools.$t.samplefs" "$t" "$MNT/train" "$MNT/val"
+			tool_time "in.tools.$t.samplefs2" "$t" "$MNT/train" "$MNT/val"
+			fs_stop "$MNT"
+			samplefs_start "$DATA/imagenet" "$idx" || continue
+			tool_time "in.tools.$t.whole" "$t" "$MNT"
+			fs_stop "$MNT"
+		done
+		for mode in adaptive auto; do
+			samplefs_start "$DATA/imagenet" "$idx" "readdirplus=$mode" || continue
+			s0=$(slab_kb)
+			tool_time "in.tools.find.$mode" find "$MNT"
+			rec "in.tools.find_slab.$mode" "$(( $(slab_kb) - s0 ))"
+			fs_stop "$MNT"
+		done
+		samplefs_start "$DATA/imagenet" "$idx" readdirplus=auto || continue
+		tool_time in.tools.du.auto du "$MNT/train" "$MNT/val"
+		fs_stop "$MNT"
+	done
+	tool_run find "$x"
+	tool_time in.tools.find.extracted find "$x"
+	note "Everyday tools: 'fresh mount' = the tool is the first thing run on a new mount (saved index, sources in the page cache); the extracted tree is warm (run once untimed first). 'whole mount' also walks shards/ and shuffled/, twice the files of the extracted tree."
+}
+
+part_tools() {	# just the everyday tools, on data made by part B
+	SFS_LAYOUT=imagenet
+	in_source || { fail in.extract_s "generator failed"; return 1; }
+	[ -d "$DATA/in-extracted/train" ] || in_extract
+	samplefs_start "$DATA/imagenet" "$DATA/index/imagenet" && fs_stop "$MNT"
+	in_tools "$DATA/index/imagenet"
+}
+
 part_b() {
 	local idx=$DATA/index/imagenet sizes msz members
 	say "== B. ImageNet ($IN_CLASSES class tars x $IN_PER)"
@@ -624,6 +696,7 @@ part_b() {
 	in_extract
 	in_mounts "$idx" "$((members + IN_VAL))"
 	in_reads "$idx" "$msz"
+	in_tools "$idx"
 	in_archivemount "$idx"
 	note "B: index bytes per member = index file size / (train + val members); the floor serves $(wc -l <"$LISTS/in_random.txt") files of the mean member size ($msz B) in random order."
 }
@@ -631,5 +704,6 @@ part_b() {
 setup
 case " $PARTS " in *" A "*) part_a ;; esac
 case " $PARTS " in *" B "*) part_b ;; esac
+case " $PARTS " in *" tools "*) part_tools ;; esac
 "$PY" "$HERE/table.py" "$RES" "$OUT" && say "results in $OUT"
 empty_trash

@@ -141,6 +141,55 @@ B = [
         key="in.find_s", unit="s", kind="abs", op="<", limit=5.0)),
     ("`find DIR/train -type f \\| wc -l`, warm: extracted tree", dict(
         key="in.find_extracted_s", unit="s", kind="info")),
+    ("Everyday tools (train/ and val/, as extracted; see notes)", None),
+    ("`du -sh`: extracted tree, warm", dict(
+        key="in.tools.du.extracted", unit="s", kind="info")),
+    ("`du -sh`: samplefs, fresh mount", dict(
+        key="in.tools.du.samplefs", unit="s", kind="ratio", ref="in.tools.du.extracted",
+        time=True, op=">=", limit=1 / 3, target="extracted / samplefs >= 1/3 (within 3x)")),
+    ("`du -sh`: samplefs, second run on that mount", dict(
+        key="in.tools.du.samplefs2", unit="s", kind="ratio", ref="in.tools.du.extracted",
+        time=True, op=">=", limit=1 / 3, target="extracted / samplefs >= 1/3 (within 3x)")),
+    ("`du -sh`: samplefs, whole mount (twice the files), fresh mount", dict(
+        key="in.tools.du.whole", unit="s", kind="ratio", ref="in.tools.du.extracted",
+        time=True, op=">=", limit=1 / 3, target="extracted / samplefs >= 1/3 (within 3x)")),
+    ("`ls -lR`: extracted tree, warm", dict(
+        key="in.tools.lsR.extracted", unit="s", kind="info")),
+    ("`ls -lR`: samplefs, fresh mount", dict(
+        key="in.tools.lsR.samplefs", unit="s", kind="ratio", ref="in.tools.lsR.extracted",
+        time=True, op=">=", limit=1 / 3, target="extracted / samplefs >= 1/3 (within 3x)")),
+    ("`ls -lR`: samplefs, second run on that mount", dict(
+        key="in.tools.lsR.samplefs2", unit="s", kind="ratio", ref="in.tools.lsR.extracted",
+        time=True, op=">=", limit=1 / 3, target="extracted / samplefs >= 1/3 (within 3x)")),
+    ("`ls -lR`: samplefs, whole mount (twice the files), fresh mount", dict(
+        key="in.tools.lsR.whole", unit="s", kind="ratio", ref="in.tools.lsR.extracted",
+        time=True, op=">=", limit=1 / 3, target="extracted / samplefs >= 1/3 (within 3x)")),
+    ("`find -size +3k`: extracted tree, warm", dict(
+        key="in.tools.findsize.extracted", unit="s", kind="info")),
+    ("`find -size +3k`: samplefs, fresh mount", dict(
+        key="in.tools.findsize.samplefs", unit="s", kind="ratio", ref="in.tools.findsize.extracted",
+        time=True, op=">=", limit=1 / 3, target="extracted / samplefs >= 1/3 (within 3x)")),
+    ("`find -size +3k`: samplefs, second run on that mount", dict(
+        key="in.tools.findsize.samplefs2", unit="s", kind="ratio", ref="in.tools.findsize.extracted",
+        time=True, op=">=", limit=1 / 3, target="extracted / samplefs >= 1/3 (within 3x)")),
+    ("`find -size +3k`: samplefs, whole mount (twice the files), fresh mount", dict(
+        key="in.tools.findsize.whole", unit="s", kind="ratio", ref="in.tools.findsize.extracted",
+        time=True, op=">=", limit=1 / 3, target="extracted / samplefs >= 1/3 (within 3x)")),
+    ("`du -sh`: samplefs -o readdirplus=auto (the old default), fresh mount", dict(
+        key="in.tools.du.auto", unit="s", kind="ratio", ref="in.tools.du.extracted",
+        time=True, info=True)),
+    ("`find -type f`, whole tree: extracted, warm", dict(
+        key="in.tools.find.extracted", unit="s", kind="info")),
+    ("`find -type f`, whole mount, fresh: samplefs (adaptive listings, the default)", dict(
+        key="in.tools.find.adaptive", unit="s", kind="ratio", ref="in.tools.find.auto",
+        time=True, info=True)),
+    ("`find -type f`, whole mount, fresh: samplefs -o readdirplus=auto", dict(
+        key="in.tools.find.auto", unit="s", kind="info")),
+    ("kernel slab grown by that find: adaptive", dict(
+        key="in.tools.find_slab.adaptive", unit="KiB", kind="info")),
+    ("kernel slab grown by that find: auto", dict(
+        key="in.tools.find_slab.auto", unit="KiB", kind="info")),
+    ("Reads", None),
     ("random JPEGs, first pass, warm sources, 1 thread: FUSE floor on libfuse's loop (mean member size)", dict(
         key="in.first1.floor_libfuse", unit="files/s", kind="info")),
     ("random JPEGs, first pass, warm sources, 1 thread: FUSE floor polling as samplefs does", dict(
@@ -177,6 +226,11 @@ B = [
     ("random JPEGs, cold, 1 thread: samplefs -o poll=0 (libfuse's loop, for reference)", dict(
         key="in.cold.samplefs_nopoll", unit="files/s", kind="ratio", ref="in.cold.extracted",
         info=True)),
+    ("random JPEGs, cold, 4 threads: extracted tree", dict(
+        key="in.cold4.extracted", unit="files/s", kind="info")),
+    ("random JPEGs, cold, 4 threads: samplefs", dict(
+        key="in.cold4.samplefs", unit="files/s", kind="ratio", ref="in.cold4.extracted",
+        op=">=", limit=1.0, target="samplefs / extracted >= 1x")),
     ("archivemount of the outer tar: mount time", dict(
         key="in.am_outer_mount_s", unit="s", kind="info")),
     ("archivemount of flat.tar (a subset, see notes): mount time", dict(

@@ -104,7 +104,7 @@ static int parse_opts(struct sfs_opts *o, char *list)
 /* ---- --verify ----------------------------------------------------------- */
 
 struct verify {
-	int fd;
+	struct source *src;
 	const char *what;
 	uint32_t depth;		/* nested tar levels still to expand */
 	uint64_t members, bytes;
@@ -130,7 +130,7 @@ static int stream_member(struct verify *v, const struct tar_member *m)
 
 	while (done < m->stored) {
 		size_t want = m->stored - done < CHUNK ? (size_t)(m->stored - done) : CHUNK;
-		ssize_t n = pread(v->fd, v->buf, want, (off_t)(m->offset + done));
+		ssize_t n = source_pread(v->src, v->buf, want, m->offset + done);
 
 		if (n <= 0) {
 			fprintf(stderr, "verify: %s: member %s (header at offset %llu): "
@@ -159,7 +159,7 @@ static int verify_member(void *arg, const struct tar_member *m)
 	v->members++;
 	snprintf(v->last, sizeof(v->last), "%s", m->path);
 	v->last_hdr = m->header;
-	if (v->depth && tarindex_member_is_tar(v->fd, m)) {
+	if (v->depth && tarindex_member_is_tar(v->src, m)) {
 		snprintf(nested, sizeof(nested), "%s:%s", v->what, m->path);
 		v->depth--;
 		rc = walk_range(v, m->offset, m->size, nested);
@@ -179,7 +179,7 @@ static int walk_range(struct verify *v, uint64_t base, uint64_t len,
 	memcpy(last, v->last, sizeof(last));
 	v->what = what;
 	v->last[0] = '\0';
-	rc = tar_walk(v->fd, base, len, what, verify_member, v);
+	rc = tar_walk(v->src, base, len, what, verify_member, v);
 	if (rc == -EBADMSG || rc == -EINVAL)
 		fprintf(stderr, "verify: %s: damaged after member '%s' (header at offset %llu)\n",
 			what, v->last[0] ? v->last : "(none)", (unsigned long long)v->last_hdr);
@@ -189,24 +189,20 @@ static int walk_range(struct verify *v, uint64_t base, uint64_t len,
 	return rc;
 }
 
-static int verify_file(const char *path, uint32_t depth, uint64_t *members,
-		       uint64_t *bytes)
+static int verify_file(struct source_env *env, const char *path, uint32_t depth,
+		       uint64_t *members, uint64_t *bytes)
 {
 	struct verify v = { .depth = depth };
-	struct stat st;
-	int rc;
+	int rc = source_open(env, path, &v.src);
 
-	v.fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (v.fd < 0 || fstat(v.fd, &st)) {
-		fprintf(stderr, "verify: %s: %s\n", path, strerror(errno));
-		if (v.fd >= 0)
-			close(v.fd);
-		return -errno;
+	if (rc < 0) {
+		fprintf(stderr, "verify: %s: %s\n", path, strerror(-rc));
+		return rc;
 	}
 	v.buf = malloc(CHUNK);
-	rc = v.buf ? walk_range(&v, 0, (uint64_t)st.st_size, path) : -ENOMEM;
+	rc = v.buf ? walk_range(&v, 0, source_stamp(v.src)->size, path) : -ENOMEM;
 	free(v.buf);
-	close(v.fd);
+	source_close(v.src);
 	*members += v.members;
 	*bytes += v.bytes;
 	return rc;
@@ -381,7 +377,7 @@ static int verify_all(const struct layout *l, const struct sfs_opts *o)
 						   level takes ~12 KiB of stack */
 			depth = TARINDEX_MAX_NEST;
 
-		rc = verify_file(isrc[i], depth, &members, &bytes);
+		rc = verify_file(l->env, isrc[i], depth, &members, &bytes);
 	}
 	for (i = 0; i < nown; i++)
 		free(own[i]);

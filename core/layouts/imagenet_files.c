@@ -1,0 +1,159 @@
+/*
+ * imagenet_files.c - finding the ILSVRC2012 tars and the devkit under
+ * SOURCE, by their names (imagenet_files.h), through source_stat and
+ * source_list, so a URL directory works as a local one.
+ *
+ * Not for: reading them (imagenet_tars.c, imagenet_build.c).
+ */
+#include "layouts/imagenet_files.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int is_wnid_tar(const char *name)
+{
+	int i;
+
+	if (name[0] != 'n')
+		return 0;
+	for (i = 1; i <= 8; i++)
+		if (name[i] < '0' || name[i] > '9')
+			return 0;
+	return !strcmp(name + 9, ".tar");
+}
+
+/* Whether `path` is a file; its stamp in *st if so. */
+static int is_file(struct source_env *env, const char *path, struct source_stamp *st)
+{
+	struct source_info info;
+
+	if (source_stat(env, path, &info) || info.is_dir)
+		return 0;
+	if (st)
+		*st = info.stamp;
+	return 1;
+}
+
+static int add_source(struct in_split *sp, char *path, const char *dir)
+{
+	struct tarindex_source *n;
+
+	if (!path)
+		return -ENOMEM;
+	n = realloc(sp->src, (sp->nsrc + 1) * sizeof(*n));
+	if (!n) {
+		free(path);
+		return -ENOMEM;
+	}
+	sp->src = n;
+	memset(&n[sp->nsrc], 0, sizeof(*n));
+	n[sp->nsrc].path = path;
+	n[sp->nsrc].dir = strdup(dir);
+	if (!n[sp->nsrc].dir) {
+		free(path);
+		return -ENOMEM;
+	}
+	sp->nsrc++;
+	return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+struct wnid_tars {
+	char **v;
+	size_t n;
+};
+
+/* source_list callback: keeps the <wnid>.tar names */
+static int take_wnid_tar(void *arg, const char *name, int is_dir)
+{
+	struct wnid_tars *w = arg;
+	char **nn;
+
+	if (!is_wnid_tar(name))
+		return 0;
+	if (!(nn = realloc(w->v, (w->n + 1) * sizeof(*nn))))
+		return -ENOMEM;
+	w->v = nn;
+	if (!(nn[w->n] = strdup(name)))
+		return -ENOMEM;
+	w->n++;
+	return 0;
+}
+
+/* train/<wnid>.tar, sorted: each class tar is a source at dir <wnid>.  A
+ * directory that cannot be listed has none. */
+static int scan_class_tars(struct source_env *env, struct in_split *sp, const char *dir)
+{
+	struct wnid_tars w = { NULL, 0 };
+	char wnid[16];
+	size_t i;
+	int rc = source_list(env, dir, take_wnid_tar, &w);
+
+	rc = rc == -ENOMEM ? rc : 0;
+	qsort(w.v, w.n, sizeof(*w.v), cmp_str);
+	for (i = 0; i < w.n; i++) {
+		if (!rc) {
+			memcpy(wnid, w.v[i], 9);
+			wnid[9] = '\0';
+			rc = add_source(sp, source_join(dir, w.v[i]), wnid);
+		}
+		free(w.v[i]);
+	}
+	free(w.v);
+	return rc;
+}
+
+int imagenet_find_sources(struct in_layout *L, struct source_env *env,
+			  const char *root)
+{
+	char *p;
+	int rc = 0;
+
+	p = source_join(root, IMAGENET_TRAIN_TAR);
+	if (p && is_file(env, p, NULL)) {
+		rc = add_source(&L->sp[TRAIN], p, "");
+		L->sp[TRAIN].recursive = 1;	/* expand the class tars */
+	} else {
+		free(p);
+		p = source_join(root, "train");
+		rc = p ? scan_class_tars(env, &L->sp[TRAIN], p) : -ENOMEM;
+		free(p);
+	}
+	p = source_join(root, IMAGENET_VAL_TAR);
+	if (!rc && p && is_file(env, p, NULL))
+		rc = add_source(&L->sp[VAL], p, "");
+	else
+		free(p);
+	p = source_join(root, IMAGENET_DEVKIT);
+	if (p && is_file(env, p, &L->devkit_stamp))
+		L->devkit = p;
+	else
+		free(p);
+	return rc;
+}
+
+int imagenet_detect(struct source_env *env, const char *source)
+{
+	struct in_layout L;
+	int found;
+	size_t s, i;
+
+	memset(&L, 0, sizeof(L));
+	if (imagenet_find_sources(&L, env, source))
+		return 0;
+	found = L.sp[TRAIN].nsrc || L.sp[VAL].nsrc;
+	for (s = 0; s < NSPLIT; s++) {
+		for (i = 0; i < L.sp[s].nsrc; i++) {
+			free((char *)L.sp[s].src[i].path);
+			free((char *)L.sp[s].src[i].dir);
+		}
+		free(L.sp[s].src);
+	}
+	free(L.devkit);
+	return found;
+}

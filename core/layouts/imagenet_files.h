@@ -1,0 +1,30 @@
+/*
+ * imagenet_files.h - the ILSVRC2012 release's file names and finding them:
+ * SOURCE (a directory, a path or URL) is ImageNet when it holds
+ * ILSVRC2012_img_train.tar or ILSVRC2012_img_val.tar, or a train/
+ * directory with at least one <wnid>.tar (n + 8 digits + ".tar").
+ * ILSVRC2012_devkit_t12.tar.gz next to them is optional.
+ *
+ * Not for: opening or indexing them (imagenet_tars.h), the tree
+ * (layout_imagenet.c).
+ */
+#ifndef SFS_IMAGENET_FILES_H
+#define SFS_IMAGENET_FILES_H
+
+#include "io/source.h"
+#include "layouts/imagenet_index.h"
+
+#define IMAGENET_TRAIN_TAR "ILSVRC2012_img_train.tar"
+#define IMAGENET_VAL_TAR "ILSVRC2012_img_val.tar"
+#define IMAGENET_DEVKIT "ILSVRC2012_devkit_t12.tar.gz"
+
+/* The train tar (or train/<wnid>.tar), the val tar and the devkit under
+ * `root` (a path or URL), into L->sp[].src and L->devkit; nothing opened.
+ * Missing ones are not an error.  0 or -ENOMEM. */
+int imagenet_find_sources(struct in_layout *L, struct source_env *env,
+			  const char *root);
+
+/* 1 if `source` has the shape above (layout detection), else 0. */
+int imagenet_detect(struct source_env *env, const char *source);
+
+#endif

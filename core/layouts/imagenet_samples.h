@@ -1,0 +1,41 @@
+/*
+ * imagenet_samples.h - what one ImageNet sample is, computed from the
+ * mapped indexes: its tarindex node, label, WebDataset key, place in the
+ * shards' vtar bytes and line of shuffled/<split>.txt.  Shared by the
+ * layout index's build (which sums them into sparse offsets) and the
+ * mounted tree (which recomputes the rest between those offsets).
+ *
+ * Not for: the orders they index with (imagenet_orders.h).
+ */
+#ifndef SFS_IMAGENET_SAMPLES_H
+#define SFS_IMAGENET_SAMPLES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "layouts/imagenet_index.h"
+
+/* the tarindex node of canonical sample c: inline, it is in every loop */
+static inline uint32_t node_of(const struct in_split *sp, uint64_t c)
+{
+	return sp->samp ? sp->samp[c] : sp->h.samp_base + (uint32_t)c;
+}
+
+/* the label of canonical sample c (sp labelled) */
+uint32_t imagenet_label_of(const struct in_split *sp, uint64_t c);
+/* a member's WebDataset key: its name up to the last dot */
+size_t imagenet_stem_len(const char *name);
+/* bytes of the vtar record at shard position p (the orders made) */
+uint64_t imagenet_record_bytes(const struct in_split *sp, uint64_t p);
+/* byte offset of shard position p in the concatenated records of the split */
+uint64_t imagenet_cum_offset(const struct in_split *sp, uint64_t p);
+/* line j of shuffled/<split>.txt into buf; returns its length */
+int imagenet_shuffled_line(const struct in_split *sp, uint64_t S, uint64_t j,
+			   char *buf, size_t len);
+/* its length, computed without printing it */
+uint64_t imagenet_shuffled_len(const struct in_split *sp, uint64_t S, uint64_t j);
+
+/* class `name` in a sorted WNID table, or -ENOENT */
+int64_t imagenet_find_class_in(const char (*wnid)[WNID_LEN], uint32_t n, const char *name);
+
+#endif

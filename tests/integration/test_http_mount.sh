@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# Every layout mounted over HTTP(S) from nginx, compared with the same
+# layout mounted from the same files on disk (names, types, sizes, bytes):
+# Quick, Draw! from classes.txt and from the server's listing, ImageNet, a
+# tar with a nested tar, an .npy file; HTTPS with the test's own CA; the
+# index of a URL saved and reused (a remount reads no data, nginx's log
+# says); then faults injected by tests/integration/fault_proxy.py between
+# samplefs and nginx: 500s, 429 with Retry-After, a body cut short, a
+# trickle below the low-speed limit, Range ignored, the ETag changed.  Each
+# read either gives the server's bytes or fails with EIO within a bound
+# this test's `timeout` enforces, and the mount stays usable.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/http_lib.sh"
+sfs_setup
+T=$SFS_TMP
+W=$T/www	# what nginx serves
+L=$T/ml M=$T/mh	# local and remote mounts
+export SFS_ROOT
+
+"$PY" - "$W" <<'PY' || { echo "not ok - fixtures"; exit 1; }
+import io, os, random, sys, tarfile
+import numpy as np
+sys.path.insert(0, os.path.join(os.environ["SFS_ROOT"], "tests", "fixtures"))
+from make_quickdraw import make_quickdraw
+from make_imagenet import make_imagenet, pick_wnids
+w = sys.argv[1]
+o = w + "/qd"
+make_quickdraw(o, ["cat", "The Mona Lisa", "ice cream"], [9, 7, 8], [8, 9, 7],
+               layout="official", seed=2)
+open(o + "/classes.txt", "w").write("cat\nThe Mona Lisa\nice cream\n")
+make_quickdraw(w + "/qdlist", ["b", "a c"], [13, 17], [11, 9], layout="official", seed=4)
+make_imagenet(w + "/imagenet", pick_wnids(4, seed=3), per_class=5, n_val=9, seed=1)
+rnd = random.Random(7)
+def member(t, name, data):
+    ti = tarfile.TarInfo(name); ti.size = len(data); ti.mtime = 1700000000
+    t.addfile(ti, io.BytesIO(data))
+inner = io.BytesIO()
+with tarfile.open(fileobj=inner, mode="w") as t:
+    for i in range(5):
+        member(t, "x/%d.txt" % i, bytes(rnd.getrandbits(8) for _ in range(700 * i)))
+with tarfile.open(w + "/data.tar", "w", format=tarfile.GNU_FORMAT) as t:
+    member(t, "inner.tar", inner.getvalue())
+    for i in range(6):
+        member(t, "d/f%d.bin" % i, os.urandom(rnd.choice([0, 1, 5000, 70000])))
+# the fault tests' tar: 48 members of 400 KiB, each read once, far apart
+with tarfile.open(w + "/big.tar", "w") as t:
+    for i in range(48):
+        member(t, "m%02d.bin" % i, os.urandom(400 << 10))
+np.save(w + "/arr.npy", np.arange(3 * 5 * 7, dtype="<f4").reshape(3, 5, 7))
+PY
+
+same_mounts() {	# A B: same names, types and sizes, then same bytes
+	diff <(cd "$1" && find . -printf '%p %y %s\n' | sort) \
+	     <(cd "$2" && find . -printf '%p %y %s\n' | sort) | head -5 | sed 's/^/    /'
+	[ "${PIPESTATUS[0]}" -eq 0 ] || return 1
+	diff -r "$1" "$2" | head -5 | sed 's/^/    /'
+	[ "${PIPESTATUS[0]}" -eq 0 ]
+}
+# compare NAME LOCAL-SOURCE URL OPTIONS: both mounted with OPTIONS, compared
+compare() {
+	local name=$1 src=$2 url=$3 opts=$4
+	check "$name: local mount" sfs_mount "$src" "$L" -o "$opts,index_dir=$T/idx-l"
+	check "$name: mount over $url" sfs_mount "$url" "$M" -o "$opts,index_dir=$T/idx-h"
+	check "$name: the same tree and bytes over HTTP as from disk" same_mounts "$L" "$M"
+	check "$name: unmount local" sfs_umount "$L"
+	check "$name: unmount remote" sfs_umount "$M"
+}
+
+check "nginx serves the fixtures (HTTP and HTTPS)" http_start -s "$W"
+
+compare "quickdraw, classes.txt" "$W/qd" "$(http_url /qd/)" layout=quickdraw,per_class=6
+compare "quickdraw, the server's listing" "$W/qdlist" "$(http_url /qdlist/)" layout=quickdraw
+compare "imagenet" "$W/imagenet" "$(http_url /imagenet/)" layout=imagenet,shard_size=4
+compare "tar, nested" "$W/data.tar" "$(http_url /data.tar)" layout=tar
+compare "npy file" "$W/arr.npy" "$(http_url /arr.npy)" layout=npy
+compare "tar over HTTPS (cacert=)" "$W/data.tar" "$(http_url -s /data.tar)" \
+	"layout=tar,cacert=$HTTP_CACERT"
+mkdir -p "$M"
+check "HTTPS without the test's CA: refused, naming the URL" \
+	expect_fail "data.tar" "$SAMPLEFS" -o "layout=tar,index_dir=$T/idx-x" "$(http_url -s /data.tar)" "$M"
+grep -q " $M fuse" /proc/mounts && fusermount3 -u "$M"
+
+# ---- a saved index: the remount sends no data GET ----
+check "imagenet: mount again (index saved)" \
+	sfs_mount "$(http_url /imagenet/)" "$M" -o layout=imagenet,shard_size=4,index_dir=$T/idx-h
+check "unmount" sfs_umount "$M"
+http_log_sync
+mark=$(http_log_mark)
+check "imagenet: remount" \
+	sfs_mount "$(http_url /imagenet/)" "$M" -o layout=imagenet,shard_size=4,index_dir=$T/idx-h
+check "remount: index reused (log)" grep -q "index" "$(sfs_log "$M")"
+check "unmount" sfs_umount "$M"
+http_log_sync
+gets=$(http_log_count GET "$mark" '20[06]')
+check "remount with a saved index: no data GET ($gets; HEADs: $(http_log_count HEAD "$mark"))" \
+	test "$gets" -eq 0
+
+# ---- faults between samplefs and nginx ----
+check "fault proxy up" proxy_start "$(http_url /)"
+BIG=$(proxy_url /big.tar)
+check "big.tar through the proxy (timeout=2, retries=3)" \
+	sfs_mount "$BIG" "$M" -o layout=tar,timeout=2,retries=3,index_dir=$T/idx-p
+n=0
+next_member() { n=$((n + 1)); printf 'm%02d.bin' $(( (n * 17) % 48 )); }
+read_ok() {	# MEMBER: the bytes tarfile gives, within 60 s
+	cmp -s <(timeout 60 cat "$M/$1") <("$PY" -c 'import sys, tarfile
+sys.stdout.buffer.write(tarfile.open(sys.argv[1]).extractfile(sys.argv[2]).read())' "$W/big.tar" "$1")
+}
+read_eio() {	# MEMBER: EIO, within 60 s (a hang is a failure, not a wait)
+	local out
+	out=$(timeout 60 cat "$M/$1" 2>&1 >/dev/null)
+	[ $? -ne 124 ] && grep -q "Input/output error" <<<"$out"
+}
+m=$(next_member)
+check "no fault: $m" read_ok "$m"
+for f in "500&n=2" "503&n=1" "429&n=1" "cut&n=1" "drop&n=1"; do
+	proxy_ctl "fault?mode=$f&method=GET" >/dev/null
+	m=$(next_member)
+	check "fault $f: $m has the server's bytes after retries" read_ok "$m"
+done
+proxy_ctl "fault?mode=500&n=-1" >/dev/null
+m=$(next_member)
+check "500 for ever: $m gives EIO after the retries" read_eio "$m"
+proxy_ctl "fault?mode=trickle&rate=100&n=-1&method=GET" >/dev/null
+m=$(next_member)
+check "trickle below the low-speed limit: EIO" read_eio "$m"
+proxy_ctl "fault?mode=norange&n=-1&method=GET" >/dev/null
+m=$(next_member)
+check "Range ignored (200, whole body): EIO" read_eio "$m"
+check "Range ignored: named in the log" grep -qi "range" "$(sfs_log "$M")"
+proxy_ctl "fault?mode=off" >/dev/null
+m=$(next_member)
+check "faults over: the mount is still usable ($m)" read_ok "$m"
+check "ls still works" test "$(ls "$M" | wc -l)" = 48
+proxy_ctl "etag?change=1" >/dev/null
+m=$(next_member)
+check "ETag changed: EIO" read_eio "$m"
+check "ETag changed: 'changed since mounting' in the log" \
+	grep -q "big.tar: changed since mounting" "$(sfs_log "$M")"
+check "unmount after the faults" sfs_umount "$M"
+sfs_done

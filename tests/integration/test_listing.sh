@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Listings as du, ls -lR and find see them (issue 9, item 7): with the
+# default readdirplus=adaptive, a walk that stats every file (du, ls -l,
+# find -size) gets the files' attributes in the listings, so it sends a
+# LOOKUP only for the few probes of each directory, while a walk that only
+# needs names (find) leaves no kernel inode per file.  Counted from the
+# daemon's -d log (LOOKUPs) and /proc/slabinfo (fuse_inode objects); the
+# answers of every tool are compared with Python's tarfile.  No timing here:
+# the speed is measured by `make bench` (README, "Everyday tools").
+. "$(dirname "$0")/lib.sh"
+sfs_setup
+T=$SFS_TMP
+M=$T/m
+DIRS=12 FILES=300
+
+# a tar of DIRS directories of FILES files of assorted sizes
+"$PY" - "$T/src.tar" "$DIRS" "$FILES" <<'PY' || { echo "not ok - fixture"; exit 1; }
+import io, random, sys, tarfile
+out, dirs, files = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+rnd = random.Random(9)
+with tarfile.open(out, "w", format=tarfile.GNU_FORMAT) as t:
+    for d in range(dirs):
+        for f in range(files):
+            data = bytes(rnd.getrandbits(8) for _ in range(rnd.choice([0, 10, 600, 3000])))
+            ti = tarfile.TarInfo("d%02d/f%04d.bin" % (d, f))
+            ti.size, ti.mtime = len(data), 1700000000
+            t.addfile(ti, io.BytesIO(data))
+PY
+oracle() {	# what tarfile says: "path size" of every file, sorted
+	"$PY" -c 'import sys, tarfile
+for m in tarfile.open(sys.argv[1]):
+    if m.isfile(): print(m.name, m.size)' "$T/src.tar" | sort
+}
+oracle >"$T/want"
+total=$(awk '{s += $2} END {print s}' "$T/want")
+big=$(awk '$2 > 1000' "$T/want" | wc -l)
+
+fuse_inodes() {
+	awk '$1 == "fuse_inode" {print $2}' /proc/slabinfo
+}
+file_lookups() {	# LOOKUPs of names under d01..: the log says the parent's nodeid
+	local n=0 d ino
+	for d in $(seq -f 'd%02g' 1 $((DIRS - 1))); do
+		ino=$(stat -c %i "$M/$d")
+		n=$((n + $(grep -c "opcode: LOOKUP (1), nodeid: $ino," "$(sfs_log "$M")")))
+	done
+	echo "$n"
+}
+listing() {	# "path size" of every file from ls -lR
+	ls -lR "$M" | awk '/^\// {sub(":$", ""); sub("^'"$M"'/", ""); d = $0; next}
+		/^-/ {print d "/" $9, $5}' | sort
+}
+
+# du: right sums, and only the probes of each directory are looked up
+check "mount (default readdirplus)" sfs_mount "$T/src.tar" "$M" -d -o layout=tar
+check "du --apparent-size = tarfile's $total bytes" \
+	test "$(du -sb --apparent-size "$M" | cut -f1)" = "$total"
+n=$(file_lookups)
+check "du looked up at most the probes ($n LOOKUPs for $(((DIRS - 1) * FILES)) files after the first directory)" \
+	test "$n" -le $(((DIRS - 1) * 8 + FILES))
+check "unmount" sfs_umount "$M"
+
+# ls -lR: every name and size as tarfile says
+check "mount again" sfs_mount "$T/src.tar" "$M" -d -o layout=tar
+check "ls -lR lists every file with tarfile's size" cmp -s <(listing) "$T/want"
+n=$(file_lookups)
+check "ls -lR looked up at most the probes ($n)" test "$n" -le $(((DIRS - 1) * 8 + FILES))
+check "unmount" sfs_umount "$M"
+
+# find -size: the right files
+check "mount again" sfs_mount "$T/src.tar" "$M" -o layout=tar
+check "find -size +1000c finds tarfile's $big files" \
+	test "$(find "$M" -type f -size +1000c | wc -l)" = "$big"
+check "unmount" sfs_umount "$M"
+
+# find: names only, so no kernel inode per file; readdirplus=always, by
+# contrast, leaves one for each (the check that the count can tell)
+files=$((DIRS * FILES))
+for mode in adaptive always; do
+	check "mount -o readdirplus=$mode" sfs_mount "$T/src.tar" "$M" -o layout=tar,readdirplus=$mode
+	before=$(fuse_inodes)
+	check "$mode: find lists all $files files" test "$(find "$M" -type f | wc -l)" = "$files"
+	grown=$(( $(fuse_inodes) - before ))
+	if [ "$mode" = adaptive ]; then
+		check "adaptive: find left few kernel inodes ($grown for $files files)" test "$grown" -lt $((files / 4))
+	else
+		check "always: find left a kernel inode per file ($grown for $files files)" test "$grown" -ge $((files * 9 / 10))
+	fi
+	check "unmount $mode" sfs_umount "$M"
+done
+sfs_done
