@@ -35,7 +35,7 @@
 #include "io/autoindex.h"
 #include "io/diskcache.h"
 #include "io/httpreq.h"
-#include "index/lru.h"
+#include "io/lru.h"
 #include "log.h"
 
 #define LIST_MAX  (16u << 20)   /* a directory listing's body */

@@ -2,7 +2,7 @@
  * httpcache.c - reading an HTTP source (see http.c) through block caches.
  *
  * The source is cut into BLOCK-aligned blocks kept in the mount's LRU
- * (cfg.cache_bytes, index/lru.h, keyed by the source's id and the block
+ * (cfg.cache_bytes, io/lru.h, keyed by the source's id and the block
  * number) and, with cfg.cache_dir, on disk (diskcache.c).  A read takes
  * what the caches have and fetches each run of missing blocks with one
  * request (httpreq.c), which every response is checked against the stamp.
@@ -35,7 +35,7 @@
 
 #include "io/diskcache.h"
 #include "io/httpreq.h"
-#include "index/lru.h"
+#include "io/lru.h"
 #include "log.h"
 
 #define RA_START   2            /* blocks read ahead once reads go forward */
