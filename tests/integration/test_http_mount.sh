@@ -101,7 +101,8 @@ BIG=$(proxy_url /big.tar)
 check "big.tar through the proxy (timeout=2, retries=3)" \
 	sfs_mount "$BIG" "$M" -o layout=tar,timeout=2,retries=3,index_dir=$T/idx-p
 n=0
-next_member() { n=$((n + 1)); printf 'm%02d.bin' $(( (n * 17) % 48 )); }
+# sets m: a member not read before (not in $(...): n must go on counting)
+next_member() { n=$((n + 1)); m=$(printf 'm%02d.bin' $(( (n * 17) % 48 ))); }
 read_ok() {	# MEMBER: the bytes tarfile gives, within 60 s
 	cmp -s <(timeout 60 cat "$M/$1") <("$PY" -c 'import sys, tarfile
 sys.stdout.buffer.write(tarfile.open(sys.argv[1]).extractfile(sys.argv[2]).read())' "$W/big.tar" "$1")
@@ -111,29 +112,29 @@ read_eio() {	# MEMBER: EIO, within 60 s (a hang is a failure, not a wait)
 	out=$(timeout 60 cat "$M/$1" 2>&1 >/dev/null)
 	[ $? -ne 124 ] && grep -q "Input/output error" <<<"$out"
 }
-m=$(next_member)
+next_member
 check "no fault: $m" read_ok "$m"
 for f in "500&n=2" "503&n=1" "429&n=1" "cut&n=1" "drop&n=1"; do
 	proxy_ctl "fault?mode=$f&method=GET" >/dev/null
-	m=$(next_member)
+	next_member
 	check "fault $f: $m has the server's bytes after retries" read_ok "$m"
 done
 proxy_ctl "fault?mode=500&n=-1" >/dev/null
-m=$(next_member)
+next_member
 check "500 for ever: $m gives EIO after the retries" read_eio "$m"
 proxy_ctl "fault?mode=trickle&rate=100&n=-1&method=GET" >/dev/null
-m=$(next_member)
+next_member
 check "trickle below the low-speed limit: EIO" read_eio "$m"
 proxy_ctl "fault?mode=norange&n=-1&method=GET" >/dev/null
-m=$(next_member)
+next_member
 check "Range ignored (200, whole body): EIO" read_eio "$m"
 check "Range ignored: named in the log" grep -qi "range" "$(sfs_log "$M")"
 proxy_ctl "fault?mode=off" >/dev/null
-m=$(next_member)
+next_member
 check "faults over: the mount is still usable ($m)" read_ok "$m"
 check "ls still works" test "$(ls "$M" | wc -l)" = 48
 proxy_ctl "etag?change=1" >/dev/null
-m=$(next_member)
+next_member
 check "ETag changed: EIO" read_eio "$m"
 check "ETag changed: 'changed since mounting' in the log" \
 	grep -q "big.tar: changed since mounting" "$(sfs_log "$M")"
