@@ -17,7 +17,7 @@
 #include <stddef.h>
 
 #include "index/index.h"
-#include "index/lru.h"
+#include "io/lru.h"
 
 struct source;
 

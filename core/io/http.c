@@ -35,7 +35,7 @@
 #include "io/autoindex.h"
 #include "io/diskcache.h"
 #include "io/httpreq.h"
-#include "index/lru.h"
+#include "io/lru.h"
 #include "log.h"
 
 #define LIST_MAX  (16u << 20)   /* a directory listing's body */
@@ -166,7 +166,6 @@ static int probe(struct http_env *he, const char *url, struct source_stamp *st,
 	struct httpresp r;
 	int rc;
 
-	*is_dir = 0;
 	if (httpreq_do(he->net, &req, &r)) {
 		snprintf(why, whylen, "%s (%u attempts)", r.cause, r.attempts);
 		return -EIO;
@@ -195,16 +194,48 @@ static int probe(struct http_env *he, const char *url, struct source_stamp *st,
 	return -EIO;
 }
 
-static int http_stat(struct source_env *env, const char *uri,
-		     struct source_info *out);
+/*
+ * The stamp of url, by HEAD: its length, ETag and Last-Modified, and
+ * whether the server says it serves ranges (Accept-Ranges: bytes).  Only
+ * when HEAD is refused or says less is a ranged GET of byte 0 sent (probe),
+ * so mounting from a server like nginx sends no data GET.  A server that
+ * says it serves ranges and then does not is caught by the first read.
+ * 0 or -errno, with what went wrong in why (no message here).
+ */
+static int stamp_of(struct http_env *he, const char *url, struct source_stamp *st,
+		    int *is_dir, char *why, size_t whylen)
+{
+	struct httpreq req = { .url = url, .head = 1 };
+	struct httpresp r;
+	int rc;
+
+	*is_dir = 0;
+	if (httpreq_do(he->net, &req, &r)) {
+		snprintf(why, whylen, "%s (%u attempts)", r.cause, r.attempts);
+		return -EIO;
+	}
+	if (r.status == 405 || r.status == 501)	/* no HEAD here */
+		return probe(he, url, st, is_dir, why, whylen);
+	if ((rc = status_errno(r.status))) {
+		snprintf(why, whylen, "HTTP %ld", r.status);
+		return rc;
+	}
+	if ((*is_dir = r.to_dir))
+		return 0;	/* redirected to "name/" */
+	if (r.status == 200 && r.length >= 0 && r.accept_ranges) {
+		stamp_from(&r, (uint64_t)r.length, st);
+		return 0;
+	}
+	return probe(he, url, st, is_dir, why, whylen);
+}
 
 static int http_open(struct source *s)
 {
 	struct http_env *he = s->env ? s->env->http : NULL;
 	struct http_src *h;
 	size_t len = strlen(s->name);
-	struct source_info info;
-	int rc;
+	char why[400];
+	int rc, is_dir;
 
 	if (!he) {
 		sfs_err("%s: opened without a source environment (source_env_new)",
@@ -213,16 +244,12 @@ static int http_open(struct source *s)
 	}
 	if (len && s->name[len - 1] == '/')
 		return -EISDIR;
-	/* The stamp from a HEAD (a GET of byte 0 where HEAD is refused), so a
-	 * remount with a saved index reads no data.  Whether the server
-	 * serves ranges, every ranged read checks: a 200 fails it, named, and
-	 * a first mount's index build reads, so such a server is refused
-	 * then. */
-	if ((rc = http_stat(s->env, s->name, &info)))
+	if ((rc = stamp_of(he, s->name, &s->stamp, &is_dir, why, sizeof(why)))) {
+		sfs_err("%s: %s", s->name, why);
 		return rc;
-	if (info.is_dir)
+	}
+	if (is_dir)
 		return -EISDIR;
-	s->stamp = info.stamp;
 	if (s->stamp.size / BLOCK > UINT32_MAX) {
 		sfs_err("%s: %" PRIu64 " bytes: larger than samplefs reads over HTTP",
 			s->name, s->stamp.size);
@@ -270,8 +297,6 @@ static int http_stat(struct source_env *env, const char *uri,
 {
 	struct http_env *he = env ? env->http : NULL;
 	size_t len = strlen(uri);
-	struct httpreq req = { .url = uri, .head = 1 };
-	struct httpresp r;
 	char why[400];
 	int rc;
 
@@ -284,25 +309,8 @@ static int http_stat(struct source_env *env, const char *uri,
 		out->is_dir = 1;
 		return 0;
 	}
-	if (httpreq_do(he->net, &req, &r)) {
-		sfs_err("%s: %s (%u attempts)", uri, r.cause, r.attempts);
-		return -EIO;
-	}
-	if ((rc = status_errno(r.status)) == -EIO && r.status != 405 &&
-	    r.status != 501) {
-		sfs_err("%s: HTTP %ld", uri, r.status);
-		return rc;
-	}
-	if (rc && rc != -EIO)
-		return rc;
-	if ((out->is_dir = r.to_dir))
-		return 0;
-	if (!rc && r.length >= 0) {
-		stamp_from(&r, (uint64_t)r.length, &out->stamp);
-		return 0;
-	}
-	/* no HEAD, or no length: what open would see */
-	if ((rc = probe(he, uri, &out->stamp, &out->is_dir, why, sizeof(why))) &&
+	/* absent is an answer, not an error: callers look names up */
+	if ((rc = stamp_of(he, uri, &out->stamp, &out->is_dir, why, sizeof(why))) &&
 	    rc != -ENOENT)
 		sfs_err("%s: %s", uri, why);
 	return rc;

@@ -2,7 +2,7 @@
  * httpcache.c - reading an HTTP source (see http.c) through block caches.
  *
  * The source is cut into BLOCK-aligned blocks kept in the mount's LRU
- * (cfg.cache_bytes, index/lru.h, keyed by the source's id and the block
+ * (cfg.cache_bytes, io/lru.h, keyed by the source's id and the block
  * number) and, with cfg.cache_dir, on disk (diskcache.c).  A read takes
  * what the caches have and fetches each run of missing blocks with one
  * request (httpreq.c), which every response is checked against the stamp.
@@ -35,7 +35,7 @@
 
 #include "io/diskcache.h"
 #include "io/httpreq.h"
-#include "index/lru.h"
+#include "io/lru.h"
 #include "log.h"
 
 #define RA_START   2            /* blocks read ahead once reads go forward */
@@ -218,21 +218,44 @@ static void release(struct http_src *h, int slot, uint64_t hi)
 	pthread_mutex_unlock(&h->lock);
 }
 
-/* Logs a read that failed and gives its errno (-EIO). */
+/*
+ * Logs a read that failed and gives its errno (-EIO).  One call site per
+ * kind of cause: log.c rate-limits by call site, so a burst of timeouts
+ * does not hide the first "ignores Range" or change after it.
+ */
 static int read_failed(const struct rd *r, const struct httpreq *req,
 		       const struct httpresp *resp, int quiet)
 {
+	const char *u = r->s->name, *c = resp->cause;
+	uint64_t a = req->from, b = req->to;
+	unsigned n = resp->attempts;
+
 	if (resp->changed) {
-		if (!quiet)
-			sfs_err("%s: bytes %" PRIu64 "-%" PRIu64 ": %s", r->s->name,
-				req->from, req->to, resp->cause);
 		source_mark_changed(r->s);
-		return quiet ? -EIO : source_check(r->s);	/* its one warning */
+		if (quiet)
+			return -EIO;
+		sfs_err("%s: bytes %" PRIu64 "-%" PRIu64 ": %s", u, a, b, c);
+		return source_check(r->s);	/* its one warning */
 	}
-	if (!quiet)
-		sfs_err("%s: bytes %" PRIu64 "-%" PRIu64 ": %s; giving EIO after %u "
-			"attempts", r->s->name, req->from, req->to, resp->cause,
-			resp->attempts);
+	if (quiet)
+		return -EIO;
+	switch (resp->fail) {
+	case FAIL_STATUS:
+		sfs_err("%s: bytes %" PRIu64 "-%" PRIu64 ": the server answered %s; "
+			"EIO after %u attempts", u, a, b, c, n);
+		break;
+	case FAIL_NORANGE:
+		sfs_err("%s: bytes %" PRIu64 "-%" PRIu64 ": %s; EIO", u, a, b, c);
+		break;
+	case FAIL_BODY:
+		sfs_err("%s: bytes %" PRIu64 "-%" PRIu64 ": a wrong body: %s; EIO "
+			"after %u attempts", u, a, b, c, n);
+		break;
+	default:
+		sfs_err("%s: bytes %" PRIu64 "-%" PRIu64 ": %s; EIO after %u attempts",
+			u, a, b, c, n);
+		break;
+	}
 	return -EIO;
 }
 

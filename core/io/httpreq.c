@@ -325,6 +325,8 @@ static void gather(CURL *h, const struct httpreq *req, struct httpresp *r)
 		snprintf(r->etag, sizeof(r->etag), "%s", hh->value);
 	if (curl_easy_header(h, "Content-Range", 0, CURLH_HEADER, -1, &hh) == CURLHE_OK)
 		parse_content_range(hh->value, r);
+	if (curl_easy_header(h, "Accept-Ranges", 0, CURLH_HEADER, -1, &hh) == CURLHE_OK)
+		r->accept_ranges = !!strstr(hh->value, "bytes");
 	if (curl_easy_getinfo(h, CURLINFO_FILETIME_T, &v) == CURLE_OK && v > 0)
 		r->mtime_ns = (int64_t)v * 1000000000;
 	r->length = -1;
@@ -365,25 +367,30 @@ static enum verdict check_expected(const struct httpreq *req, struct httpresp *r
 	uint64_t want = req->to - req->from + 1;
 
 	if (r->status == 200) {
+		r->fail = FAIL_NORANGE;
 		snprintf(r->cause, sizeof(r->cause), "the server answered 200 (the "
 			 "whole file) to a Range request: it ignores Range");
 		return FAIL;
 	}
+	r->fail = FAIL_CHANGED;
 	if (r->status == 404 || r->status == 410 || r->status == 416) {
 		r->changed = 1;
 		snprintf(r->cause, sizeof(r->cause), "HTTP %ld: the file is gone "
 			 "or shorter", r->status);
 		return FAIL;
 	}
+	r->fail = FAIL_STATUS;
 	if (r->status != 206) {
 		snprintf(r->cause, sizeof(r->cause), "HTTP %ld", r->status);
 		return FAIL;
 	}
+	r->fail = FAIL_BODY;
 	if (!r->has_range) {
 		snprintf(r->cause, sizeof(r->cause), "206 without a Content-Range");
 		return FAIL;
 	}
 	if (r->r_total != (int64_t)st->size) {
+		r->fail = FAIL_CHANGED;
 		r->changed = 1;
 		snprintf(r->cause, sizeof(r->cause), "size is now %" PRId64
 			 " bytes, was %" PRIu64, r->r_total, st->size);
@@ -392,6 +399,7 @@ static enum verdict check_expected(const struct httpreq *req, struct httpresp *r
 	if ((st->etag[0] && r->etag[0] && strcmp(st->etag, r->etag)) ||
 	    (!st->etag[0] && st->mtime_ns && r->mtime_ns &&
 	     st->mtime_ns != r->mtime_ns)) {
+		r->fail = FAIL_CHANGED;
 		r->changed = 1;
 		snprintf(r->cause, sizeof(r->cause), "ETag is now %s, was %s "
 			 "(or Last-Modified changed)", r->etag, st->etag);
@@ -407,6 +415,7 @@ static enum verdict check_expected(const struct httpreq *req, struct httpresp *r
 			 " bytes", r->got, want);
 		return RETRY;
 	}
+	r->fail = FAIL_NONE;
 	return DONE;
 }
 
@@ -415,16 +424,20 @@ static enum verdict judge(const struct httpreq *req, struct httpresp *r,
 {
 	if (cc != CURLE_OK && !x->wrong && x->dropped <= DROP_MAX) {
 		if (x->overflow) {
+			r->fail = FAIL_BODY;
 			snprintf(r->cause, sizeof(r->cause), "the server sent more "
 				 "than the %zu bytes asked for", x->cap ? x->cap :
 				 req->max_body);
 			return FAIL;
 		}
+		/* a body cut short: curl says so, and it is the body's fault */
+		r->fail = cc == CURLE_PARTIAL_FILE ? FAIL_BODY : FAIL_NET;
 		snprintf(r->cause, sizeof(r->cause), "%s (curl error %d)",
 			 *err ? err : curl_easy_strerror(cc), (int)cc);
 		return transient(cc) ? RETRY : FAIL;
 	}
 	if (r->status >= 500 || r->status == 429 || r->status == 408) {
+		r->fail = FAIL_STATUS;
 		snprintf(r->cause, sizeof(r->cause), "HTTP %ld", r->status);
 		return RETRY;
 	}
@@ -520,6 +533,7 @@ int httpreq_do(struct httpreq_ctx *c, const struct httpreq *req,
 		if (i)
 			backoff(c, i - 1, retry_after, &rng);
 		if (!(k = conn_take(c))) {
+			r->fail = FAIL_NET;
 			snprintf(r->cause, sizeof(r->cause), "libcurl: no handle "
 				 "(out of memory?)");
 			return -EIO;

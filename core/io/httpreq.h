@@ -56,10 +56,19 @@ struct httpresp {
 	uint64_t r_from, r_to;    /* its range (when not "*") */
 	int64_t r_total;          /* its total; -1: "*" */
 	int to_dir;               /* a redirect led to a URL ending in '/' */
+	int accept_ranges;        /* Accept-Ranges: bytes */
 	size_t got;               /* body bytes kept */
 	char *body;               /* see httpreq.iov */
 	int changed;              /* expect failed: another size or ETag */
 	unsigned attempts;
+	enum httpfail {           /* what kind of failure, for messages: */
+		FAIL_NONE,        /* one call site (rate-limit key) each */
+		FAIL_NET,         /* connect, reset, timeout, TLS: curl's */
+		FAIL_STATUS,      /* an HTTP status, after the retries */
+		FAIL_NORANGE,     /* 200 to a Range request */
+		FAIL_BODY,        /* short, too long, another range */
+		FAIL_CHANGED,     /* another size or ETag: resp.changed */
+	} fail;
 	char cause[320];          /* why it failed, for messages */
 };
 

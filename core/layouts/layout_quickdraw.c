@@ -54,7 +54,7 @@
 #include "index/index.h"
 #include "log.h"
 #include "io/source.h"
-#include "index/lru.h"
+#include "io/lru.h"
 #include "formats/npy.h"
 #include "layouts/quickdraw_index.h"
 #include "formats/strokepack.h"

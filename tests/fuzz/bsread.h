@@ -12,7 +12,7 @@
 
 #include "index/blockstore.h"
 #include "fuzz.h"
-#include "index/lru.h"
+#include "io/lru.h"
 #include "formats/strokepack.h"
 
 static void bsread(const struct blockstore *bs, uint64_t cache_bytes)

@@ -107,6 +107,7 @@ proxy_ctl "fault?mode=off" >/dev/null
 check "big.tar through the proxy (timeout=2, retries=3)" \
 	sfs_mount "$BIG" "$M" -o layout=tar,timeout=2,retries=3,index_dir=$T/idx-p
 n=0
+# sets m: a member not read before (not in $(...): n must go on counting)
 next_member() { n=$((n + 1)); m=$(printf 'm%02d.bin' $(( (n * 17) % 48 ))); }
 read_ok() {	# MEMBER: the bytes tarfile gives, within 60 s
 	cmp -s <(timeout 60 cat "$M/$1") <("$PY" -c 'import sys, tarfile

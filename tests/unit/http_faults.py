@@ -6,13 +6,15 @@ FILE.log as "METHOD RANGE STATUS".
 
 Modes (N: how many requests get the fault; the rest are served right):
   ok         no fault
-  norange    every GET gets 200 and the whole file (Range ignored)
+  norange    every GET gets 200 and the whole file (Range ignored), and no
+             answer says Accept-Ranges
+  liar       as norange, but every answer says Accept-Ranges: bytes
   fail500 N  500 Internal Server Error
   r429 N     429 with Retry-After: 1
   short N    ranged GETs other than the probe of byte 0: half the body,
              then the connection closes
-  stall      the probe of byte 0 is answered; every later request waits
-             forever without a byte
+  stall      HEAD and the probe of byte 0 are answered; every other GET
+             waits forever without a byte
   overlong   206 answers carry one byte more than asked
 Test-only; no oracle here: the client's bytes are compared with FILE.
 """
@@ -50,6 +52,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body) if length is None else length))
         self.send_header("ETag", ETAG)
         self.send_header("Last-Modified", LASTMOD)
+        if mode != "norange":
+            self.send_header("Accept-Ranges", "bytes")
         for k, v in headers:
             self.send_header(k, v)
         self.end_headers()
@@ -66,12 +70,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.answer(500, b"failing on purpose\n")
         if mode == "r429" and nth <= count:
             return self.answer(429, b"slow down\n", [("Retry-After", "1")])
-        if mode == "stall" and not probe:
+        if mode == "stall" and not probe and self.command != "HEAD":
             log("%s %s stalled" % (self.command, rng or "-"))
             time.sleep(3600)
             return
         m = re.fullmatch(r"bytes=(\d+)-(\d+)", rng or "")
-        if mode == "norange" or not m:
+        if mode in ("norange", "liar") or not m:
             return self.answer(200, data)
         a, b = int(m.group(1)), min(int(m.group(2)), len(data) - 1)
         body = data[a:b + 1]

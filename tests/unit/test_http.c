@@ -536,6 +536,9 @@ Test(http, second_read_sends_no_request)
 	new_env(5, 2, 0, NULL);
 	u = url_of("c.bin");
 	cr_assert_eq(source_open(env, u, &s), 0);
+	/* nginx says Accept-Ranges: opening sends one HEAD and no GET */
+	cr_assert_eq(count_log("access.log", "HEAD", NULL, NULL), 1);
+	cr_assert_eq(count_log("access.log", "GET", NULL, NULL), 0);
 	want = read_back("www/c.bin", &len);
 	got = malloc(len);
 	/* one read of the whole file: its missing blocks in one range */
@@ -640,6 +643,16 @@ Test(http, sequential_reads_are_read_ahead)
 	cr_assert_eq(bytes_sent("seq.bin") - sent, len, "%llu bytes sent for a file of "
 		     "%zu read in order", (unsigned long long)(bytes_sent("seq.bin") - sent),
 		     len);
+	source_close(s);
+
+	/* closed halfway, with prefetches queued or running: they are
+	 * dropped or waited for, and the next source of the mount reads right */
+	cr_assert_eq(source_open(env, u, &s), 0);
+	for (off = 0; off < len / 2; off += k)
+		cr_assert_eq(source_pread(s, got, k, off), (ssize_t)k);
+	source_close(s);
+	cr_assert_eq(source_open(env, u, &s), 0);
+	random_reads(s, want, len, 50, 5, 2 * BLK);
 	source_close(s);
 	free(want);
 	free(got);
@@ -1061,13 +1074,14 @@ static char *read_fails(struct source *s, size_t n, uint64_t off)
 	return capture_end(&c);
 }
 
-/* The log of http_faults.py serving www/<rel>. */
-static int fault_log(const char *rel, const char *range, const char *status)
+/* The log of http_faults.py serving www/<rel> (words as count_log's). */
+static int fault_log(const char *rel, const char *method, const char *range,
+		     const char *status)
 {
 	char log[128];
 
 	snprintf(log, sizeof(log), "www/%s.log", rel);
-	return count_log(log, "GET", range, status);
+	return count_log(log, method, range, status);
 }
 
 Test(http, server_ignoring_range_is_refused)
@@ -1081,6 +1095,22 @@ Test(http, server_ignoring_range_is_refused)
 	free(u);
 }
 
+Test(http, server_saying_it_serves_ranges_and_not_gives_eio)
+{
+	struct source *s;
+	char *u, *text;
+
+	faulty("l.bin", 3 * BLK, 21, "liar", "0", 5, 2, &u);
+	cr_assert_eq(source_open(env, u, &s), 0);	/* HEAD believed */
+	text = read_fails(s, 100, BLK);
+	cr_assert(strstr(text, u) && strstr(text, "ignores Range") &&
+		  strstr(text, "bytes 131072-262143"), "%s", text);
+	cr_assert_eq(fault_log("l.bin", NULL, NULL, "200"), 2, "the HEAD and one GET");
+	free(text);
+	source_close(s);
+	free(u);
+}
+
 Test(http, errors_are_retried)
 {
 	struct source *s;
@@ -1088,7 +1118,7 @@ Test(http, errors_are_retried)
 
 	faulty("e.bin", 3 * BLK + 1, 13, "fail500", "2", 5, 3, &u);
 	cr_assert_eq(source_open(env, u, &s), 0);
-	cr_assert_eq(fault_log("e.bin", NULL, "500"), 2);
+	cr_assert_eq(fault_log("e.bin", "HEAD", NULL, "500"), 2);
 	read_whole(s, "e.bin");
 	source_close(s);
 	free(u);
@@ -1102,7 +1132,7 @@ Test(http, errors_beyond_the_retries_give_eio)
 	text = open_fails(u, -EIO);
 	cr_assert(strstr(text, u) && strstr(text, "HTTP 500") &&
 		  strstr(text, "3 attempts"), "%s", text);
-	cr_assert_eq(fault_log("e.bin", NULL, "500"), 3);
+	cr_assert_eq(fault_log("e.bin", "HEAD", NULL, "500"), 3);
 	free(text);
 	free(u);
 }
@@ -1115,7 +1145,7 @@ Test(http, too_many_requests_waits_and_retries)
 	faulty("t.bin", 100, 15, "r429", "1", 5, 2, &u);
 	cr_assert_eq(source_open(env, u, &s), 0);
 	read_whole(s, "t.bin");
-	cr_assert_eq(fault_log("t.bin", NULL, "429"), 1);
+	cr_assert_eq(fault_log("t.bin", NULL, NULL, "429"), 1);
 	source_close(s);
 	free(u);
 }
@@ -1128,7 +1158,7 @@ Test(http, short_bodies_are_retried)
 	faulty("s.bin", 2 * BLK + 3, 16, "short", "1", 5, 2, &u);
 	cr_assert_eq(source_open(env, u, &s), 0);
 	read_whole(s, "s.bin");
-	cr_assert_eq(fault_log("s.bin", "!bytes=0-0", NULL), 2);
+	cr_assert_eq(fault_log("s.bin", "GET", NULL, NULL), 2);
 	source_close(s);
 	free(u);
 }
@@ -1157,7 +1187,7 @@ Test(http, stalled_server_times_out)
 	text = read_fails(s, 100, 0);
 	cr_assert(strstr(text, u) && strstr(text, "bytes 0-999") &&
 		  strstr(text, "2 attempts"), "%s", text);
-	cr_assert_eq(fault_log("st.bin", NULL, "stalled"), 2);
+	cr_assert_eq(fault_log("st.bin", "GET", NULL, "stalled"), 2);
 	free(text);
 	source_close(s);
 	free(u);

@@ -1,5 +1,5 @@
 /*
- * test_lru.c - core/index/lru.c: hits and misses, recency order, the byte bound,
+ * test_lru.c - core/io/lru.c: hits and misses, recency order, the byte bound,
  * ownership of inserted data (leaks show under ASan), and 8 threads
  * hammering one cache while checking every byte they copy out.
  */
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "index/lru.h"
+#include "io/lru.h"
 
 /* Block `key` of length len: bytes derived from both, to catch mix-ups. */
 static void *make_block(uint64_t key, size_t len)

@@ -1,8 +1,11 @@
 /*
- * lru.h - a bounded, thread-safe cache of inflated blocks, keyed by a 64-bit
- * id.  Callers copy bytes out under the cache's lock, so no reference counts
- * and no use-after-evict.  Bounded by total bytes (-o cache=SIZE).
- * Not a general map: keys are dense-ish 64-bit ids chosen by the caller.
+ * lru.h - a bounded, thread-safe cache of blocks, keyed by a 64-bit id:
+ * inflated stroke blocks (core/index/blockstore, -o cache=SIZE) and blocks
+ * of remote sources (httpcache.c, -o cache_mem=SIZE).  In core/io, the
+ * lowest layer, so both can use it.  Callers copy bytes out under the
+ * cache's lock, so no reference counts and no use-after-evict.  Bounded by
+ * total bytes.  Not a general map: keys are dense-ish 64-bit ids chosen by
+ * the caller.
  */
 #ifndef SFS_LRU_H
 #define SFS_LRU_H

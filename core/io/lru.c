@@ -1,12 +1,13 @@
 /*
- * lru.c - the inflated-block cache (see lru.h): a chained hash table for
- * O(1) lookup plus a doubly linked recency list for O(1) eviction.
+ * lru.c - the block cache (see lru.h): a chained hash table for O(1)
+ * lookup plus a doubly linked recency list for O(1) eviction.
  *
  * Threads: every field of struct lru is guarded by its one mutex, held for
- * each whole call, including the copy out (a few KiB at most), so a block
- * can never be freed while someone is reading it.  One lock is enough here:
- * the work under it is a hash probe and a memcpy, far cheaper than the
- * inflate a miss costs outside it.
+ * each whole call, including the copy out (a few KiB for stroke blocks, at
+ * most a 128 KiB remote block), so a block can never be freed while
+ * someone is reading it.  One lock is enough here: the work under it is a
+ * hash probe and a memcpy, far cheaper than the inflate or the round trip
+ * a miss costs outside it.
  *
  * Memory: entries are per block, allocated on insert and recycled through a
  * free list, so a steady-state miss costs no allocation beyond the block
@@ -14,7 +15,7 @@
  * overhead.  Not for: per-sample objects, or keys the caller cannot make
  * unique (key_base + block index).
  */
-#include "index/lru.h"
+#include "io/lru.h"
 
 #include <errno.h>
 #include <pthread.h>
