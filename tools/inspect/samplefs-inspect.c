@@ -438,7 +438,7 @@ int main(int argc, char **argv)
 		usage();
 		return 2;
 	}
-	if (!strstr(o.source, "://") && realpath(o.source, real))
+	if (!source_is_url(o.source) && realpath(o.source, real))
 		o.source = real;
 	rc = layout_open(&o, &l);
 	if (rc) {
