@@ -5,7 +5,7 @@
  * preadv2(RWF_NOWAIT) and gives -EAGAIN for bytes not in the page cache, so
  * the FUSE layer can hand it to a worker thread.
  *
- * Not for: URLs (http.c) or index files (core/index).
+ * Not for: URLs (http.c), or writing and mapping index files (core/index).
  */
 #include "io/backend.h"
 

@@ -29,8 +29,11 @@
  * and rate-limited (log.h), naming the URL, the range and what the server
  * answered; local ones are not (callers name the file with strerror).
  *
- * Not for: index files, log files or anything samplefs itself writes; those
- * are local files handled by their own modules.
+ * Not for: writing, mapping or locking index files, log files or anything
+ * samplefs itself writes; those are local files handled by their own
+ * modules (core/index/index.c, core/log.c).  A saved index may be read as
+ * a local source where its reads want the no-wait mode (the Quick, Draw!
+ * stroke blocks: blockstore_read_from).
  */
 #ifndef SFS_SOURCE_H
 #define SFS_SOURCE_H

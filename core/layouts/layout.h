@@ -6,7 +6,8 @@
  * nothing of FUSE: fs/ops.c translates requests into these calls and replies.
  * Inode numbers are computed by the layout from what a node is (e.g. class,
  * sample, kind), never allocated per lookup, so the FUSE layer keeps no inode
- * table and `forget` is a no-op.  SFS_ROOT_INO (1) is the root directory.
+ * table and `forget` is a no-op.  SFS_ROOT_INO (1) is the root directory;
+ * every layout numbers its nodes in the one scheme below (SFS_INO).
  *
  * Threads: after *_open returns, every op may be called from many threads at
  * once.  A layout's own mutable state (caches) must be locked by the layout.
@@ -26,6 +27,22 @@
 #include "io/source.h"
 
 #define SFS_ROOT_INO 1
+
+/*
+ * Inode numbers, one scheme for every layout: bits 56-63 say a kind of
+ * node, bits 0-55 which one.  Kind 0 holds SFS_ROOT_INO and what a layout
+ * numbers from 2 up (its fixed files and directories, or all of its nodes:
+ * a tar's node i is 1 + i); kinds 1 to SFS_INO_KIND_MAX are the layout's
+ * own (a class directory, a sample, a shard, ...).  Kind SFS_INO_KIND_CTL
+ * is reserved for the FUSE layer's control directory: no layout hands out
+ * an inode of that kind, and all of them answer -ENOENT for one.
+ */
+#define SFS_INO_KIND_SHIFT 56
+#define SFS_INO(kind, idx) ((uint64_t)(kind) << SFS_INO_KIND_SHIFT | (uint64_t)(idx))
+#define SFS_INO_KIND(ino) ((uint32_t)((ino) >> SFS_INO_KIND_SHIFT))
+#define SFS_INO_IDX(ino) ((ino) & ((UINT64_C(1) << SFS_INO_KIND_SHIFT) - 1))
+#define SFS_INO_KIND_MAX 0xfeu
+#define SFS_INO_KIND_CTL 0xffu
 
 struct sfs_attr {
 	uint64_t ino;

@@ -26,9 +26,9 @@
  * /shuffled is first touched (so a remount and the ImageFolder trees do not
  * wait for them).
  *
- * Inodes: 1..10 are the fixed files and directories; the rest are
- * kind << 48 | index, kind saying what (class dir, file, shard dir, shard
- * file, vtar) and of which split.
+ * Inodes (layout.h's scheme): 1..10 are the fixed files and directories
+ * (kind 0); the rest are SFS_INO(kind, index), kind saying what (class
+ * dir, file, shard dir, shard file, vtar) and of which split.
  *
  * Threads: after layout_imagenet_open everything in struct in_layout is
  * read-only, but for the orders, made once under orders_lock (see
@@ -63,11 +63,11 @@ enum {
 	INO_SHUFFLED = 6, INO_SHARDS_SPLIT = 7 /* + split */,
 	INO_SHUF_TXT = 9 /* + split */,
 };
-/* computed inodes: (kind + split) << 48 | index */
+/* computed inodes: SFS_INO(kind + split, index) */
 enum { K_CLASSDIR = 1, K_FILE = 3, K_SHARDDIR = 5, K_SHARDFILE = 7, K_VTAR = 9 };
-#define INO(kind, idx) ((uint64_t)(kind) << 48 | (uint64_t)(idx))
-#define KIND(ino) ((uint32_t)((ino) >> 48))
-#define IDX(ino) ((ino) & ((UINT64_C(1) << 48) - 1))
+#define INO(kind, idx) SFS_INO(kind, idx)
+#define KIND(ino) SFS_INO_KIND(ino)
+#define IDX(ino) SFS_INO_IDX(ino)
 
 /* ---- the tree ---------------------------------------------------------- */
 

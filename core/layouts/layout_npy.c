@@ -8,9 +8,9 @@
  * the row's bytes, read with one source_pread from the source, kept open
  * for the life of the mount.  No index file: headers are parsed at mount.
  *
- * Inodes are computed: 1 is the root, 2 + k is array k's directory (arrays
- * sorted by name), and row i of array k is row_ino0 + first_row[k] + i.
- * Nothing is allocated per row.
+ * Inodes are computed (layout.h's scheme): 1 is the root, SFS_INO(K_DIR, k)
+ * is array k's directory (arrays sorted by name), and row i of array k is
+ * SFS_INO(K_ROW, first_row[k] + i).  Nothing is allocated per row.
  *
  * -o per_class=N serves only the first N rows of each array.
  *
@@ -73,7 +73,6 @@ struct npy_layout {
 	struct npy_array *a;	/* sorted by name */
 	uint64_t *first_row;	/* first_row[k] = rows of arrays 0..k-1; [n] = total */
 	size_t n, cap;
-	uint64_t row_ino0;
 	uint64_t total_bytes;
 	uint64_t per_class;	/* -o per_class=N: first N rows only (0 = all) */
 	int64_t mtime;		/* of SOURCE, for the root */
@@ -359,7 +358,7 @@ static int scan_file(struct npy_layout *L, struct source_env *env, const char *p
 	return add_array(L, env, base, path);
 }
 
-/* Sorts the arrays and fills first_row, row_ino0 and total_bytes. */
+/* Sorts the arrays and fills first_row and total_bytes. */
 static int finish(struct npy_layout *L)
 {
 	size_t k;
@@ -373,13 +372,13 @@ static int finish(struct npy_layout *L)
 		L->first_row[k + 1] = L->first_row[k] + L->a[k].rows;
 		L->total_bytes += L->a[k].rows * (L->a[k].hdr_len + L->a[k].row_bytes);
 	}
-	L->row_ino0 = 2 + L->n;
 	return 0;
 }
 
 /* ---- the ops: ino -> node ---- */
 
-enum kind { K_NONE, K_ROOT, K_DIR, K_ROW };
+/* what a node is; K_DIR and K_ROW are also the kinds of their inodes */
+enum kind { K_ROOT, K_DIR, K_ROW, K_NONE };
 
 static enum kind classify(const struct npy_layout *L, uint64_t ino,
 			  size_t *k, uint64_t *row)
@@ -388,13 +387,13 @@ static enum kind classify(const struct npy_layout *L, uint64_t ino,
 
 	if (ino == SFS_ROOT_INO)
 		return K_ROOT;
-	if (ino >= 2 && ino < L->row_ino0) {
-		*k = ino - 2;
+	if (SFS_INO_KIND(ino) == K_DIR && SFS_INO_IDX(ino) < L->n) {
+		*k = SFS_INO_IDX(ino);
 		return K_DIR;
 	}
-	if (ino < L->row_ino0 || ino - L->row_ino0 >= L->first_row[L->n])
+	if (SFS_INO_KIND(ino) != K_ROW || SFS_INO_IDX(ino) >= L->first_row[L->n])
 		return K_NONE;
-	ino -= L->row_ino0;
+	ino = SFS_INO_IDX(ino);
 	/* the last k with first_row[k] <= ino (skipping empty arrays) */
 	lo = 0;
 	hi = L->n;
@@ -422,13 +421,13 @@ static void attr_of(const struct npy_layout *L, enum kind kind, size_t k,
 		out->mtime = L->mtime;
 		break;
 	case K_DIR:
-		out->ino = 2 + k;
+		out->ino = SFS_INO(K_DIR, k);
 		out->mode = S_IFDIR | 0555;
 		out->nlink = 2;
 		out->mtime = L->a[k].mtime;
 		break;
 	case K_ROW:
-		out->ino = L->row_ino0 + L->first_row[k] + row;
+		out->ino = SFS_INO(K_ROW, L->first_row[k] + row);
 		out->mode = S_IFREG | 0444;
 		out->nlink = 1;
 		out->size = L->a[k].hdr_len + L->a[k].row_bytes;

@@ -63,13 +63,13 @@
 #define MAX_STROKE_LEN (1u << 20)
 #define LINE_MAX_LEN   (2 * QD_MAX_NAME + 80)
 
-/* Inode numbers: fixed nodes are small; others are kind << 56 | class or gidx. */
+/* Inode numbers (layout.h's scheme): fixed nodes are small (kind 0);
+ * others are SFS_INO(kind, class or gidx). */
 enum { INO_CLASSES = 2, INO_IMAGES, INO_STROKES, INO_SPLITS, INO_TRAIN, INO_VAL, INO_TEST };
 enum { K_FIXED, K_IMGDIR, K_STKDIR, K_IMG, K_STK };
-#define KIND_SHIFT 56
-#define INO(kind, v) ((uint64_t)(kind) << KIND_SHIFT | (v))
-#define INO_KIND(ino) ((int)((ino) >> KIND_SHIFT))
-#define INO_VAL_OF(ino) ((ino) & ((1ull << KIND_SHIFT) - 1))
+#define INO(kind, v) SFS_INO(kind, v)
+#define INO_KIND(ino) ((int)SFS_INO_KIND(ino))
+#define INO_VAL_OF(ino) SFS_INO_IDX(ino)
 
 static const char *const split_names[3] = { "train.txt", "val.txt", "test.txt" };
 

@@ -9,7 +9,8 @@
  * with a message when missing, stale or corrupt), used in place from the
  * mmap.
  *
- * Inodes: node number + 1, so node 0 (the root) is SFS_ROOT_INO.  Member
+ * Inodes (layout.h's scheme, kind 0): node number + 1, so node 0 (the
+ * root) is SFS_ROOT_INO; a tar has under 2^26 nodes.  Member
  * data (unless sparse) is one range of a source, so `extent` lets the
  * FUSE layer splice it; when the source changed since mounting (size or mtime),
  * `extent` and read() both answer -EIO (source_check).
@@ -32,7 +33,7 @@
 #include "io/source.h"
 #include "log.h"
 
-#define INO0 1          /* inode of node 0 */
+#define INO0 1          /* inode of node 0: node i is SFS_INO(0, INO0 + i) */
 #define TAG_PREFIX 'T'
 
 struct tar_layout {
@@ -237,7 +238,7 @@ static void count_hidden(struct tar_layout *l, const char *source)
 
 static int node_of(const struct tar_layout *l, uint64_t ino, uint32_t *i)
 {
-	if (ino < INO0 || ino - INO0 >= l->t.nnodes)
+	if (SFS_INO_KIND(ino) != 0 || ino < INO0 || ino - INO0 >= l->t.nnodes)
 		return -ENOENT;
 	*i = (uint32_t)(ino - INO0);
 	return hidden(l, *i) ? -ENOENT : 0;

@@ -160,6 +160,18 @@ expect_fail() {
 	grep -q "$pat" <<<"$err" || { echo "    $*: $err"; return 1; }
 }
 
+# inodes_in_scheme MNT: the inodes under MNT are distinct and none is of
+# the kind core/layouts/layout.h reserves for the control directory (top
+# byte 0xff, from 0xff << 56 = 18374686479671623680 up).  Compared as
+# strings: awk's numbers lose the low digits of 64-bit values.
+inodes_in_scheme() {
+	find "$1" -printf '%i\n' | awk '
+		seen[$1]++ { print "    inode " $1 " twice"; bad = 1 }
+		length($1) == 20 && $1 >= "18374686479671623680" {
+			print "    inode " $1 " is in the reserved range"; bad = 1 }
+		END { exit bad }'
+}
+
 # check NAME CMD...: runs CMD, records pass/fail.
 check() {
 	local name=$1; shift

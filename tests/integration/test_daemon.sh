@@ -40,6 +40,7 @@ M=$T/m1
 check "mount -o layout=npy" sfs_mount "$T/src" "$M" -o layout=npy
 check "every file equals np.save(arr[i])" same_bytes "$T/want" "$M"
 check "ls/stat/find agree with the oracle" same_tree "$T/want" "$M"
+check "inodes distinct, none in the reserved range" inodes_in_scheme "$M"
 # our directories have size 0 and no blocks: du sums the files only
 want_bytes=$(find "$T/want" -type f -printf '%s\n' | awk '{s += $1} END {print s}')
 want_blocks=$(find "$T/want" -type f -printf '%s\n' | awk '{s += int(($1 + 511) / 512)} END {print s * 512}')

@@ -53,6 +53,7 @@ idx_before=$(ls -l --time-style=+%s.%N "$XDG_CACHE_HOME"/samplefs/imagenet-* 2>/
 if sfs_mount "$D/full" "$M" -o layout=imagenet,shard_size=8; then
 	check "remount reuses the saved indexes" \
 		test "$idx_before" = "$(ls -l --time-style=+%s.%N "$XDG_CACHE_HOME"/samplefs/imagenet-* | md5sum)"
+	check "inodes distinct, none in the reserved range" inodes_in_scheme "$M"
 	check "ImageFolder + DataLoader(num_workers=2) on /train and /val" \
 		$PY "$SFS_ROOT/tests/integration/imagefolder_check.py" "$M" "$D/full.json"
 	check "tar -tvf lists the shard" bash -c \

@@ -59,6 +59,7 @@ check "mount (layout detected)" sfs_mount "$SRC" "$M"
 build_ms=$(( ($(date +%s%N) - start) / 1000000 ))
 check "index built (log says so)" grep -q "indexed in" "$(log_of "$M")"
 check "every file equals the numpy oracle" oracle "$SRC" "$M"
+check "inodes distinct, none in the reserved range" inodes_in_scheme "$M"
 check "ls of the root" test "$(ls "$M" | tr '\n' ' ')" = "classes.txt images splits strokes "
 check "names with spaces, capitals, hyphens" \
 	test -f "$M/images/The Eiffel Tower/000020.npy" -a -f "$M/strokes/t-shirt/000120.npy"

@@ -71,6 +71,7 @@ check "unmount ${M##*/}, no sanitizer report" sfs_umount "$M"
 # escaping symlinks are not served; ls -l and stat agree with the index
 M=$T/ml
 check "mount gnu.tar ${M##*/}" sfs_mount "$FX/gnu.tar" "$M" -o layout=tar
+check "inodes distinct, none in the reserved range" inodes_in_scheme "$M"
 check "escaping symlinks absent" test ! -e "$M/link_out" -a ! -L "$M/link_abs"
 check "a symlink leaving through another is absent, from ls and lookup" \
 	sh -c "! ls -a '$M/chain' | grep -qx out && ! test -L '$M/chain/out'"

@@ -390,6 +390,16 @@ Test(npy_layout, unknown_names_and_wrong_kinds, .init = cr_redirect_stderr)
 	cr_expect(L.ops->getattr(L.priv, r.ino + 100000, &d) == -ENOENT);
 	cr_expect(L.ops->getattr(L.priv, 0, &d) == -ENOENT);
 	cr_expect(L.ops->getattr(L.priv, UINT64_MAX, &d) == -ENOENT);
+	/* the kind layout.h reserves for the control directory: nothing */
+	for (uint64_t i = 0; i < 4; i++) {
+		uint64_t ctl = SFS_INO(SFS_INO_KIND_CTL, i);
+
+		cr_expect(L.ops->getattr(L.priv, ctl, &d) == -ENOENT);
+		cr_expect(L.ops->lookup(L.priv, ctl, "a", &d) < 0);
+		memset(&l, 0, sizeof(l));
+		cr_expect(L.ops->readdir(L.priv, ctl, 0, collect, &l) < 0 && l.n == 0);
+		cr_expect(L.ops->read(L.priv, ctl, buf, sizeof(buf), 0) < 0);
+	}
 	layout_close(&L);
 	free(src);
 }
