@@ -5,7 +5,8 @@
 # filesystem can do per file), side by side in one run, medians of
 # BENCH_RUNS runs, cold and warm caches.  Writes tools/bench/results.md.
 #
-#   tools/bench/bench.sh [A] [B]   parts: A Quick, Draw!, B ImageNet (default both)
+#   tools/bench/bench.sh [A] [B] [tools] [cold] [http]   parts: A Quick, Draw!, B ImageNet (default both);
+#                   tools: du, ls -lR, find over ImageNet only; cold: cold ImageNet reads only
 #   BENCH_QUICK=1   small data and one run, for debugging; the table goes to
 #                   $BENCH_DIR/quick/results.md, not into the repository
 #   BENCH_RUNS=N    runs per measurement (default 3)
@@ -677,6 +678,35 @@ in_tools() {	# INDEX_DIR
 	note "Everyday tools: 'fresh mount' = the tool is the first thing run on a new mount (saved index, sources in the page cache); the extracted tree is warm (run once untimed first). 'whole mount' also walks shards/ and shuffled/, twice the files of the extracted tree."
 }
 
+# Cold random ImageNet reads, 1 and 4 threads, samplefs against the
+# extracted tree, alternating: part B's cold rows alone.
+part_cold() {
+	local src=$DATA/imagenet idx=$DATA/index/imagenet x=$DATA/in-extracted
+	local l=$LISTS/in_random.txt r
+	SFS_LAYOUT=imagenet
+	in_source || { fail in.extract_s "generator failed"; return 1; }
+	[ -d "$x/train" ] || in_extract
+	"$PY" "$HERE/lists.py" in "$src" "$LISTS" "$IN_READ" "$AM_READ" 1 >/dev/null || return 1
+	[ "$CAN_DROP" = 1 ] || { note "cold: cannot drop caches (not root)"; return 0; }
+	for r in $(seq 1 "$RUNS"); do
+		say "cold reads, run $r"
+		drop_caches
+		measure in.cold.extracted "$l" "$x" 1
+		if samplefs_start "$src" "$idx"; then
+			drop_caches
+			measure in.cold.samplefs "$l" "$MNT" 1
+			fs_stop "$MNT"
+		fi
+		drop_caches
+		measure in.cold4.extracted "$l" "$x" 4
+		if samplefs_start "$src" "$idx"; then
+			drop_caches
+			measure in.cold4.samplefs "$l" "$MNT" 4
+			fs_stop "$MNT"
+		fi
+	done
+}
+
 part_tools() {	# just the everyday tools, on data made by part B
 	SFS_LAYOUT=imagenet
 	in_source || { fail in.extract_s "generator failed"; return 1; }
@@ -705,5 +735,6 @@ setup
 case " $PARTS " in *" A "*) part_a ;; esac
 case " $PARTS " in *" B "*) part_b ;; esac
 case " $PARTS " in *" tools "*) part_tools ;; esac
+case " $PARTS " in *" cold "*) part_cold ;; esac
 "$PY" "$HERE/table.py" "$RES" "$OUT" && say "results in $OUT"
 empty_trash
