@@ -95,7 +95,8 @@ static int scan_class_tars(struct source_env *env, struct in_split *sp, const ch
 	int rc = source_list(env, dir, take_wnid_tar, &w);
 
 	rc = rc == -ENOMEM ? rc : 0;
-	qsort(w.v, w.n, sizeof(*w.v), cmp_str);
+	if (w.n > 1)	/* qsort(NULL, 0) is undefined */
+		qsort(w.v, w.n, sizeof(*w.v), cmp_str);
 	for (i = 0; i < w.n; i++) {
 		if (!rc) {
 			memcpy(wnid, w.v[i], 9);

@@ -115,7 +115,8 @@ static int list_tars(struct source_env *env, const char *dir, char ***out, size_
 		free(tn.v);
 		return rc;
 	}
-	qsort(tn.v, tn.n, sizeof(*tn.v), name_cmp);
+	if (tn.n > 1)
+		qsort(tn.v, tn.n, sizeof(*tn.v), name_cmp);
 	*out = tn.v;
 	*n = tn.n;
 	return 0;

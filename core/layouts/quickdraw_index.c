@@ -362,7 +362,8 @@ static void names_sort_unique(struct names *ns)
 {
 	size_t i, j = 0;
 
-	qsort(ns->v, ns->n, sizeof(*ns->v), cmp_str);
+	if (ns->n > 1)
+		qsort(ns->v, ns->n, sizeof(*ns->v), cmp_str);
 	for (i = 0; i < ns->n; i++) {
 		if (j && !strcmp(ns->v[j - 1], ns->v[i]))
 			free(ns->v[i]);
