@@ -560,24 +560,10 @@ in_reads() {	# INDEX_DIR MEAN_SIZE
 			measure "in.second$t.extracted" "$l" "$x" "$t"
 		done
 		if [ "$CAN_DROP" = 1 ]; then
-			drop_caches
-			measure in.cold.extracted "$l" "$x" 1
-			if samplefs_start "$src" "$idx"; then
-				drop_caches
-				measure in.cold.samplefs "$l" "$MNT" 1
-				fs_stop "$MNT"; build_hwm IN_HWM; keep_max IN_ANON "$FS_ANON"
-			fi
+			in_cold "$idx"
 			if samplefs_start "$src" "$idx" poll=0; then
 				drop_caches
 				measure in.cold.samplefs_nopoll "$l" "$MNT" 1
-				fs_stop "$MNT"
-			fi
-			# 4 readers cold: as many disk reads in flight as readers
-			drop_caches
-			measure in.cold4.extracted "$l" "$x" 4
-			if samplefs_start "$src" "$idx"; then
-				drop_caches
-				measure in.cold4.samplefs "$l" "$MNT" 4
 				fs_stop "$MNT"
 			fi
 		fi
@@ -678,32 +664,32 @@ in_tools() {	# INDEX_DIR
 	note "Everyday tools: 'fresh mount' = the tool is the first thing run on a new mount (saved index, sources in the page cache); the extracted tree is warm (run once untimed first). 'whole mount' also walks shards/ and shuffled/, twice the files of the extracted tree."
 }
 
-# Cold random ImageNet reads, 1 and 4 threads, samplefs against the
-# extracted tree, alternating: part B's cold rows alone.
+# Cold random ImageNet reads, 1 and 4 threads (as many disk reads in
+# flight as readers), samplefs against the extracted tree, alternating.
+in_cold() {	# INDEX_DIR
+	local src=$DATA/imagenet idx=$1 x=$DATA/in-extracted l=$LISTS/in_random.txt t
+	for t in 1 4; do
+		drop_caches
+		measure "in.cold${t/1/}.extracted" "$l" "$x" "$t"
+		if samplefs_start "$src" "$idx"; then
+			drop_caches
+			measure "in.cold${t/1/}.samplefs" "$l" "$MNT" "$t"
+			fs_stop "$MNT"; build_hwm IN_HWM; keep_max IN_ANON "$FS_ANON"
+		fi
+	done
+}
+
+# part B's cold rows alone
 part_cold() {
-	local src=$DATA/imagenet idx=$DATA/index/imagenet x=$DATA/in-extracted
-	local l=$LISTS/in_random.txt r
+	local r
 	SFS_LAYOUT=imagenet
 	in_source || { fail in.extract_s "generator failed"; return 1; }
-	[ -d "$x/train" ] || in_extract
-	"$PY" "$HERE/lists.py" in "$src" "$LISTS" "$IN_READ" "$AM_READ" 1 >/dev/null || return 1
+	[ -d "$DATA/in-extracted/train" ] || in_extract
+	"$PY" "$HERE/lists.py" in "$DATA/imagenet" "$LISTS" "$IN_READ" "$AM_READ" 1 >/dev/null || return 1
 	[ "$CAN_DROP" = 1 ] || { note "cold: cannot drop caches (not root)"; return 0; }
 	for r in $(seq 1 "$RUNS"); do
 		say "cold reads, run $r"
-		drop_caches
-		measure in.cold.extracted "$l" "$x" 1
-		if samplefs_start "$src" "$idx"; then
-			drop_caches
-			measure in.cold.samplefs "$l" "$MNT" 1
-			fs_stop "$MNT"
-		fi
-		drop_caches
-		measure in.cold4.extracted "$l" "$x" 4
-		if samplefs_start "$src" "$idx"; then
-			drop_caches
-			measure in.cold4.samplefs "$l" "$MNT" 4
-			fs_stop "$MNT"
-		fi
+		in_cold "$DATA/index/imagenet"
 	done
 }
 
