@@ -17,8 +17,8 @@
  * 128 KiB: a random read of a small member pulls in at most two blocks,
  * and readahead makes sequential requests large anyway.
  */
-#define BLOCK      (128u << 10)
-#define RA_MAX     32           /* blocks read ahead at most: 4 MiB */
+#define BLOCK      (32u << 10)
+#define RA_MAX     128          /* blocks read ahead at most: 4 MiB */
 #define NFLIGHT    8            /* fetches of one source tracked at once */
 #define QUEUE_MAX  64           /* prefetches waiting for a thread */
 #define PREFETCHERS 4           /* threads per mount, started at first open */
