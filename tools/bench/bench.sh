@@ -765,8 +765,8 @@ cpu_per_file() {
 # HTTP_ANON
 http_read() {
 	local mark
-	mark=$(http_log_mark) || return 1
 	samplefs_start "$4" "$5" || { fail "$1" "mount of $4 failed"; return 1; }
+	mark=$(http_log_mark) || { fs_stop "$MNT"; return 1; }	# the pass's requests only
 	measure "$1" "$2" "$MNT" "$3" && cpu_per_file "$1" "$(wc -l <"$2")"
 	fs_stop "$MNT"; keep_max HTTP_HWM "$FS_HWM"; keep_max HTTP_ANON "$FS_ANON"
 	http_traffic "$1" "$mark" "$(wc -l <"$2")"
@@ -933,8 +933,8 @@ part_http() {
 				cpu_per_file http.qd.epoch.local "$(wc -l <"$el")"
 			fs_stop "$MNT"
 		fi
-		mark=$(http_log_mark)
 		if samplefs_start "$pq" "$hidx/qdp"; then
+			mark=$(http_log_mark)
 			epoch_read http.qd.epoch.http "$el" "$MNT" "$bpi" &&
 				cpu_per_file http.qd.epoch.http "$(wc -l <"$el")"
 			fs_stop "$MNT"; keep_max HTTP_HWM "$FS_HWM"; keep_max HTTP_ANON "$FS_ANON"
@@ -952,7 +952,7 @@ part_http() {
 	[ -n "${HTTP_ANON:-}" ] && rec http.anon_kb "$HTTP_ANON"
 	fact "http data" "Quick, Draw! $qurl ($QD_CLASSES classes, classes.txt), ImageNet $iurl; reads: $(wc -l <"$il") image files in gidx order (part A's list), $(wc -l <"$jl") random train JPEGs (part B's list); the epoch at 20 ms: all $((HTTP_EPOCH * QD_PER)) image files of the first $HTTP_EPOCH classes, and curl GETs of their $HTTP_EPOCH numpy_bitmap/*.npy ($ebytes bytes)"
 	note "http: MB/s of the epoch = files/s x $bpi bytes (the $HTTP_EPOCH class .npy files' bytes / their images: what samplefs fetches per image file it serves; the image files it serves are 4x that, as float32); curl's = bytes / wall time of one curl fetching the $HTTP_EPOCH files in turn on one connection. MB = 1e6 bytes."
-	note "http: first passes use a fresh mount with the sources in the page cache (nginx reads them from there too); no drop_caches. 'GETs per file' and 'KiB per GET' are from nginx's access log (data GETs answered 200/206) over that pass, prefetches included."
+	note "http: first passes use a fresh mount with the sources in the page cache (nginx reads them from there too); no drop_caches. 'GETs per file' and 'KiB per GET' are from nginx's access log (data GETs answered 200/206) over that pass, prefetches included, the mount's own requests not (they are in the mount rows)."
 	proxy_stop
 	http_stop
 }
