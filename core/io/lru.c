@@ -4,7 +4,7 @@
  *
  * Threads: every field of struct lru is guarded by its one mutex, held for
  * each whole call, including the copy out (a few KiB for stroke blocks, at
- * most a 128 KiB remote block), so a block can never be freed while
+ * most a 32 KiB remote block), so a block can never be freed while
  * someone is reading it.  One lock is enough here: the work under it is a
  * hash probe and a memcpy, far cheaper than the inflate or the round trip
  * a miss costs outside it.

@@ -243,6 +243,105 @@ B = [
 ]
 
 
+HTTP = [
+    ("http. Mounts over HTTP (nginx on loopback; local and HTTP mounts alternate in each run)", None),
+    ("Loopback, no added latency", None),
+    ("Quick, Draw! images in gidx order, first pass, 1 thread: local mount", dict(
+        key="http.qd.first1.local", unit="files/s", kind="info")),
+    ("the same: mount of the http:// directory URL", dict(
+        key="http.qd.first1.http", unit="files/s", kind="ratio", ref="http.qd.first1.local",
+        op=">=", limit=0.5, target="HTTP / local >= 0.5x")),
+    ("daemon CPU (user + sys) per file: local", dict(
+        key="http.qd.first1.local.cpu_us", unit="us", kind="info")),
+    ("daemon CPU (user + sys) per file: HTTP", dict(
+        key="http.qd.first1.http.cpu_us", unit="us", kind="info")),
+    ("its data GETs per file read (nginx's log)", dict(
+        key="http.qd.first1.http.gets_per_file", unit="GETs", kind="info")),
+    ("its KiB per data GET", dict(
+        key="http.qd.first1.http.kib_per_get", unit="KiB/GET", kind="info")),
+    ("random ImageNet JPEGs, first pass, 4 threads: local mount", dict(
+        key="http.in.first4.local", unit="files/s", kind="info")),
+    ("the same: mount of the http:// directory URL", dict(
+        key="http.in.first4.http", unit="files/s", kind="ratio", ref="http.in.first4.local",
+        op=">=", limit=0.5, target="HTTP / local >= 0.5x")),
+    ("daemon CPU (user + sys) per file: local", dict(
+        key="http.in.first4.local.cpu_us", unit="us", kind="info")),
+    ("daemon CPU (user + sys) per file: HTTP", dict(
+        key="http.in.first4.http.cpu_us", unit="us", kind="info")),
+    ("its data GETs per file read", dict(
+        key="http.in.first4.http.gets_per_file", unit="GETs", kind="info")),
+    ("its KiB per data GET", dict(
+        key="http.in.first4.http.kib_per_get", unit="KiB/GET", kind="info")),
+    ("20 ms added to every response (the fault proxy; see notes)", None),
+    ("random ImageNet JPEGs, first pass, 16 threads: local mount (for reference)", dict(
+        key="http.in.rtt16.local", unit="files/s", kind="info")),
+    ("the same over HTTP at 20 ms", dict(
+        key="http.in.rtt16.http", unit="files/s", kind="abs", op=">=", limit=480,
+        target=">= 0.6 x 16 / 20 ms = 480 files/s")),
+    ("its daemon CPU (user + sys) per file", dict(
+        key="http.in.rtt16.http.cpu_us", unit="us", kind="info")),
+    ("its data GETs per file read", dict(
+        key="http.in.rtt16.http.gets_per_file", unit="GETs", kind="info")),
+    ("its KiB per data GET", dict(
+        key="http.in.rtt16.http.kib_per_get", unit="KiB/GET", kind="info")),
+    ("sequential Quick, Draw! epoch (whole classes in gidx order), 1 thread: local mount", dict(
+        key="http.qd.epoch.local", unit="files/s", kind="info")),
+    ("the same, as MB/s of the class files", dict(
+        key="http.qd.epoch.local_mbs", unit="MB/s", kind="info")),
+    ("the same over HTTP at 20 ms", dict(
+        key="http.qd.epoch.http", unit="files/s", kind="ratio", ref="http.qd.epoch.local",
+        info=True)),
+    ("the same over HTTP at 20 ms, as MB/s of the class files", dict(
+        key="http.qd.epoch.http_mbs", unit="MB/s", kind="ratio", ref="http.qd.epoch.curl_mbs",
+        op=">=", limit=0.8, target="samplefs / curl >= 0.8x")),
+    ("the local mount's epoch against the same curl", dict(
+        key="http.qd.epoch.local_mbs", unit="MB/s", kind="ratio", ref="http.qd.epoch.curl_mbs",
+        info=True)),
+    ("daemon CPU (user + sys) per file: local", dict(
+        key="http.qd.epoch.local.cpu_us", unit="us", kind="info")),
+    ("daemon CPU (user + sys) per file: HTTP", dict(
+        key="http.qd.epoch.http.cpu_us", unit="us", kind="info")),
+    ("curl GETs of those class files at 20 ms, one connection", dict(
+        key="http.qd.epoch.curl_mbs", unit="MB/s", kind="info")),
+    ("curl GETs of those class files from nginx, no delay (for reference)", dict(
+        key="http.qd.epoch.curl0_mbs", unit="MB/s", kind="info")),
+    ("the epoch's data GETs per file read", dict(
+        key="http.qd.epoch.http.gets_per_file", unit="GETs", kind="info")),
+    ("its KiB per data GET", dict(
+        key="http.qd.epoch.http.kib_per_get", unit="KiB/GET", kind="info")),
+    ("Mounts and memory", None),
+    ("first mount of the Quick, Draw! URL (index built from ranged GETs)", dict(
+        key="http.qd.mount1_s", unit="s", kind="info")),
+    ("its data GETs", dict(key="http.qd.mount1_gets", unit="GETs", kind="info")),
+    ("its MB fetched", dict(key="http.qd.mount1_mb", unit="MB", kind="info")),
+    ("first mount of the ImageNet URL (index built from ranged GETs)", dict(
+        key="http.in.mount1_s", unit="s", kind="info")),
+    ("its data GETs", dict(key="http.in.mount1_gets", unit="GETs", kind="info")),
+    ("its MB fetched", dict(key="http.in.mount1_mb", unit="MB", kind="info")),
+    ("remount of the Quick, Draw! URL with the saved index", dict(
+        key="http.qd.remount_s", unit="s", kind="info")),
+    ("its data GETs (nginx's log, 200/206)", dict(
+        key="http.qd.remount_gets", unit="GETs", kind="abs", op="<=", limit=0,
+        target="0")),
+    ("its HEADs", dict(key="http.qd.remount_heads", unit="HEADs", kind="info")),
+    ("the same remount at 20 ms", dict(key="http.qd.remount20_s", unit="s", kind="info")),
+    ("remount of the ImageNet URL with the saved index", dict(
+        key="http.in.remount_s", unit="s", kind="info")),
+    ("its data GETs (nginx's log, 200/206)", dict(
+        key="http.in.remount_gets", unit="GETs", kind="abs", op="<=", limit=0,
+        target="0")),
+    ("its HEADs", dict(key="http.in.remount_heads", unit="HEADs", kind="info")),
+    ("the same remount at 20 ms", dict(key="http.in.remount20_s", unit="s", kind="info")),
+    ("samplefs daemon peak RSS serving the HTTP reads above (VmHWM, default cache, max over mounts)", dict(
+        key="http.rss_kb", unit="KiB", kind="abs", op="<", limit=128 * 1024,
+        target="< 128 MiB")),
+    ("samplefs daemon RssAnon at unmount, max over those mounts (heap + stacks: VmHWM minus mapped files)", dict(
+        key="http.anon_kb", unit="KiB", kind="info")),
+    ("samplefs daemon peak RSS of a first mount over HTTP (index build)", dict(
+        key="http.build_rss_kb", unit="KiB", kind="info")),
+]
+
+
 def fmt(v, unit):
     if unit == "files/s":
         return "{:,.0f} files/s".format(v)
@@ -254,6 +353,12 @@ def fmt(v, unit):
         return "%.2fx" % v
     if unit == "B":
         return "%.1f B" % v
+    if unit in ("MB/s", "MB", "KiB/GET"):
+        return "%.1f %s" % (v, unit)
+    if unit == "us":
+        return "%.0f us" % v
+    if unit in ("GETs", "HEADs"):
+        return ("%.0f %s" if v == int(v) else "%.3f %s") % (v, unit)
     return "%g %s" % (v, unit)
 
 
@@ -324,7 +429,7 @@ def main(tsv, out):
     lines += ["- **%s**: %s" % (k, v) for k, v in facts]
     lines += [""]
     for section in (A + [("how mount time, RSS and index grow", None)] +
-                    scale_rows(meas), B):
+                    scale_rows(meas), B, HTTP):
         body = []
         for label, r in section[1:]:
             if label and r is None:
