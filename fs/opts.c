@@ -70,7 +70,7 @@ static const struct opt_row table[] = {
 	{"retries", T_POS, O(remote.retries), L_ALL, "N", "URL sources: retries (1 or more) of a failed request, with backoff, before EIO (default 5)"},
 	{"cacert", T_STR, O(remote.cacert), L_ALL, "FILE", "https: CA certificates to verify servers with (default: the system's)"},
 	{"insecure", T_FLAG, O(remote.insecure), L_ALL, NULL, "https: do not verify servers' certificates"},
-	{"cache_mem", T_POSSIZE, O(remote.cache_bytes), L_ALL, "SIZE", "URL sources: memory for fetched blocks (default 64M)"},
+	{"cache_mem", T_POSSIZE, O(remote.cache_bytes), L_ALL, "SIZE", "URL sources: memory for fetched blocks (default 32M)"},
 	{"cache_dir", T_STR, O(remote.cache_dir), L_ALL, "DIR", "URL sources: keep fetched blocks in DIR too, across mounts"},
 	{"cache_dir_size", T_POSSIZE, O(remote.cache_dir_bytes), L_ALL, "SIZE", "bound of cache_dir (default 1G)"},
 };

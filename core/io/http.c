@@ -2,9 +2,10 @@
  * http.c - the HTTP(S) backend: a source that is an http:// or https://
  * URL, read with Range requests.
  *
- * Stamp: one GET of byte 0 at open gives the size (Content-Range's total),
- * ETag and Last-Modified, and shows that the server honours Range (a 200
- * there means it would send the whole file for every read: refused).
+ * Stamp: a HEAD at open gives the size, ETag and Last-Modified, so a
+ * remount with a saved index reads no data; a GET of byte 0 only when HEAD
+ * is refused or does not say Accept-Ranges: bytes (a 200 there means the
+ * server would send the whole file for every read: refused).
  * Every later response is checked against that stamp (httpreq.c), so a
  * source changed on the server reads EIO, never mixed bytes.  Reads go
  * through the block caches (httpcache.c).

@@ -65,7 +65,7 @@ int source_env_new(const struct source_config *cfg, struct source_env **out)
 	if (!env->cfg.retries)
 		env->cfg.retries = 5;
 	if (!env->cfg.cache_bytes)
-		env->cfg.cache_bytes = 64ull << 20;
+		env->cfg.cache_bytes = 32ull << 20;
 	if (!env->cfg.cache_dir_bytes)
 		env->cfg.cache_dir_bytes = 1ull << 30;
 	if (!env->cfg.max_redirects)

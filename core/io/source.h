@@ -55,7 +55,7 @@ struct source_config {
 	unsigned retries;         /* retries of one read before EIO; 5 */
 	const char *cacert;       /* CA bundle for https; NULL = system's */
 	int insecure;             /* 1: do not verify TLS peers */
-	uint64_t cache_bytes;     /* in-memory block cache; 64 MiB */
+	uint64_t cache_bytes;     /* in-memory block cache; 32 MiB */
 	const char *cache_dir;    /* optional on-disk block cache */
 	uint64_t cache_dir_bytes; /* its bound; 1 GiB */
 	unsigned max_redirects;   /* 8 */
