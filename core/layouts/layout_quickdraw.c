@@ -652,7 +652,7 @@ static int attach(struct qd *q)
 		if (c->gidx_base != total || (uint64_t)c->name_off + c->name_len > hd->names_len ||
 		    q->sorted[i] >= hd->nclass || c->name_len != strlen(q->scan.cls[i].name) ||
 		    memcmp(q->names + c->name_off, q->scan.cls[i].name, c->name_len) ||
-		    (hd->has_images && c->n > q->scan.cls[i].img_rows))
+		    (hd->has_images && c->n > c->img_rows))
 			return -EBADMSG;
 		total += c->n;
 	}
@@ -662,7 +662,8 @@ static int attach(struct qd *q)
 	    (blockstore_open(&q->bs, &q->map, QD_TAG_SDAT, QD_TAG_SBLK, QD_TAG_SREC, 0) ||
 	     blockstore_count(&q->bs) < hd->total))
 		return -EBADMSG;
-	return 0;
+	/* last: it takes the image headers from the index when it fits */
+	return qd_scan_attach(&q->scan, q->cls);
 }
 
 /* The per-sample file headers, as np.save writes them. */

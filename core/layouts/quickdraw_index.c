@@ -435,6 +435,15 @@ out:
 	return rc;
 }
 
+/* An image file shorter than its header says: its whole rows are used. */
+static void warn_short(const struct qd_src *c)
+{
+	if (c->img_rows < c->img_hdr_rows)
+		sfs_warn("%s: offset %" PRIu64 ": header says %" PRIu64 " rows, the file "
+			 "holds %" PRIu64 " whole rows; using those", c->img_path,
+			 source_stamp(c->img)->size, c->img_hdr_rows, c->img_rows);
+}
+
 /* Reads and checks the header of a raster class file: uint8, C order,
  * (N, 784) or (N, 28, 28).  Rows the file is too short for are dropped. */
 static int scan_image(struct qd_src *c)
@@ -466,12 +475,51 @@ static int scan_image(struct qd_src *c)
 	}
 	c->img_off = h.data_offset;
 	whole = size > h.data_offset ? (size - h.data_offset) / QD_ROW : 0;
-	c->img_rows = h.shape[0];
-	if (whole < h.shape[0]) {
-		sfs_warn("%s: offset %" PRIu64 ": header says %" PRIu64 " rows, the file "
-			 "holds %" PRIu64 " whole rows; using those", c->img_path,
-			 size, h.shape[0], whole);
-		c->img_rows = whole;
+	c->img_hdr_rows = h.shape[0];
+	c->img_rows = whole < h.shape[0] ? whole : h.shape[0];
+	c->img_scanned = 1;
+	warn_short(c);
+	return 0;
+}
+
+int qd_scan_images(struct qd_scan *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->nclass; i++)
+		if (s->cls[i].img && !s->cls[i].img_scanned && scan_image(&s->cls[i]))
+			return -EINVAL;
+	return 0;
+}
+
+int qd_scan_attach(struct qd_scan *s, const struct qd_class *cls)
+{
+	struct qd_src *c;
+	size_t i;
+
+	for (i = 0; i < s->nclass; i++) {
+		c = &s->cls[i];
+		if (!c->img)
+			continue;
+		if (c->img_scanned) {
+			if (c->img_off != cls[i].img_off || c->img_rows != cls[i].img_rows ||
+			    c->img_hdr_rows != cls[i].img_hdr_rows)
+				return -EBADMSG;
+			continue;
+		}
+		if (cls[i].img_rows > cls[i].img_hdr_rows ||
+		    cls[i].img_off + cls[i].img_rows * QD_ROW > source_stamp(c->img)->size)
+			return -EBADMSG;
+	}
+	for (i = 0; i < s->nclass; i++) {
+		c = &s->cls[i];
+		if (!c->img || c->img_scanned)
+			continue;
+		c->img_off = cls[i].img_off;
+		c->img_hdr_rows = cls[i].img_hdr_rows;
+		c->img_rows = cls[i].img_rows;
+		c->img_scanned = 1;
+		warn_short(c);
 	}
 	return 0;
 }
@@ -505,9 +553,9 @@ static int src_files(struct source_env *env, struct qd_src *c, const char *img_d
 		c->img_mtime = source_stamp_sec(source_stamp(c->img));
 		/* no advice: SEQUENTIAL measured slower than the default
 		 * readahead both in gidx order (8-10k vs 11k files/s cold) and
-		 * in split order (1.8-3.2k vs 3.6-3.9k files/s cold) */
-		if (scan_image(c))
-			return -EINVAL;
+		 * in split order (1.8-3.2k vs 3.6-3.9k files/s cold).  The
+		 * header is read for a build (qd_scan_images), else it comes
+		 * from the saved index (qd_scan_attach). */
 	}
 	if (has_strokes) {
 		if (!(c->stk_path = class_file(stk_dir, c->name, ".npz")))
@@ -544,31 +592,40 @@ static int source_dirs(struct source_env *env, const char *src, char **img_dir,
 	return 0;
 }
 
-/*
- * Which kinds of class file the dataset has.  From the listings of the
- * image and stroke directories (which also give the classes when `named`
- * has none); when a directory cannot be listed (a web server without
- * listings) and the classes are named, from whether the first named class
- * has that file.
- */
-static int find_kinds(struct source_env *env, const char *dir,
-		      const char *ext, const struct names *named, struct names *all,
-		      int *found)
+/* Whether dir has the first named class's file (a stat, no listing). */
+static int first_named_has(struct source_env *env, const char *dir,
+			   const char *ext, const struct names *named, int *found)
 {
 	struct source_info info;
 	char *probe;
-	int rc;
 
-	if (!is_dir(env, dir))
-		return 0;
-	rc = list_classes(env, dir, ext, !named->n, all, found);
-	if (rc != -ENOTSUP || !named->n)
-		return rc;
 	if (!(probe = class_file(dir, named->v[0], ext)))
 		return -ENOMEM;
 	*found = source_stat(env, probe, &info) == 0 && !info.is_dir;
 	free(probe);
 	return 0;
+}
+
+/*
+ * Which kinds of class file the dataset has.  When the classes are named
+ * and the first has that file, the dataset has that kind (no listing: over
+ * HTTP a listing is a data GET, and a remount sends none); else from the
+ * listings of the image and stroke directories (which also give the
+ * classes when `named` has none); when a directory cannot be listed (a web
+ * server without listings) and the classes are named, the kind is absent.
+ */
+static int find_kinds(struct source_env *env, const char *dir,
+		      const char *ext, const struct names *named, struct names *all,
+		      int *found)
+{
+	int rc;
+
+	if (!is_dir(env, dir))
+		return 0;
+	if (named->n && ((rc = first_named_has(env, dir, ext, named, found)) || *found))
+		return rc;
+	rc = list_classes(env, dir, ext, !named->n, all, found);
+	return rc == -ENOTSUP && named->n ? 0 : rc;
 }
 
 int qd_scan(const struct sfs_opts *o, struct source_env *env, struct qd_scan *s)
@@ -886,6 +943,9 @@ static int build_classes(struct build *b, char **names, uint64_t *names_len)
 		}
 		b->cls[i].gidx_base = total;
 		b->cls[i].n = b->limit;
+		b->cls[i].img_off = s->cls[i].img_off;
+		b->cls[i].img_hdr_rows = s->cls[i].img_hdr_rows;
+		b->cls[i].img_rows = s->cls[i].img_rows;
 		total += b->limit;
 		progress_update(&pr, i + 1, done);
 	}
@@ -1001,7 +1061,7 @@ static int build_tables(struct build *b, const char *names, uint64_t names_len)
 	return rc;
 }
 
-int qd_index_build(const struct sfs_opts *o, const struct qd_scan *s,
+int qd_index_build(const struct sfs_opts *o, struct qd_scan *s,
 		   struct index_writer *w)
 {
 	struct build b = { .o = o, .s = s, .w = w };
@@ -1009,6 +1069,9 @@ int qd_index_build(const struct sfs_opts *o, const struct qd_scan *s,
 	char *names = NULL;
 	int rc;
 
+	/* the headers read into s stay for the attach */
+	if ((rc = qd_scan_images(s)))
+		return rc;
 	b.cls = calloc(s->nclass ? s->nclass : 1, sizeof(*b.cls));
 	if (!b.cls)
 		return -ENOMEM;

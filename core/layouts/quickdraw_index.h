@@ -17,7 +17,7 @@
 #include "io/source.h"
 #include "options.h"
 
-#define QD_FORMAT     5u         /* bump when a section changes meaning */
+#define QD_FORMAT     6u         /* bump when a section changes meaning */
 #define QD_ROW        784u       /* bytes of one 28x28 uint8 image */
 #define QD_CKPT       256u       /* split lines per byte-offset checkpoint */
 #define QD_MAX_NAME   250u       /* bytes of a class name (+ ".npz" fits NAME_MAX) */
@@ -67,6 +67,10 @@ struct qd_class {
 	uint64_t gidx_base;      /* first global index of the class */
 	uint64_t n;              /* samples */
 	uint32_t name_off, name_len; /* the name within QD_TAG_NAME */
+	/* the image .npy's header, so a remount reads no source bytes (the
+	 * fingerprint has the file's stamp): data offset, rows the header
+	 * says, whole rows present (used); zero without images */
+	uint64_t img_off, img_hdr_rows, img_rows;
 };
 
 /* One class's sources, found at mount: O(classes) heap, read-only once
@@ -75,8 +79,12 @@ struct qd_src {
 	char *name;
 	char *img_path, *stk_path;   /* paths or URLs; NULL when the dataset has none */
 	struct source *img;          /* NULL when no images */
+	/* from the header: read by qd_scan_images for a build, else taken
+	 * from the saved index by qd_scan_attach */
 	uint64_t img_off;            /* data offset of the first row */
+	uint64_t img_hdr_rows;       /* rows the header says */
 	uint64_t img_rows;           /* whole rows present in the file */
+	int img_scanned;             /* the three above are set */
 	struct source_stamp stk_stamp; /* the stroke file at scan time */
 	int64_t img_mtime, stk_mtime;  /* seconds, for attributes */
 };
@@ -90,9 +98,17 @@ struct qd_scan {
 };
 
 /* Finds the classes and their files (SOURCE a path or URL; names joined
- * with source_join), opens and checks the image files in env.  0 or
- * -errno (message printed). */
+ * with source_join) and opens the image files in env, reading none of
+ * their bytes.  0 or -errno (message printed). */
 int qd_scan(const struct sfs_opts *o, struct source_env *env, struct qd_scan *s);
+/* Reads and checks the header of every image file not yet read (before a
+ * build).  0 or -errno (message printed). */
+int qd_scan_images(struct qd_scan *s);
+/* Takes the image header facts of the classes not read from the saved
+ * index's class table (nclass entries), warning as the read would for a
+ * file shorter than its header says; for those read, checks they agree.
+ * 0, or -EBADMSG when they do not fit. */
+int qd_scan_attach(struct qd_scan *s, const struct qd_class *cls);
 void qd_scan_free(struct qd_scan *s);
 
 /* The fingerprint of everything the index depends on (sources, class order,
@@ -100,9 +116,9 @@ void qd_scan_free(struct qd_scan *s);
 int qd_fingerprint(const struct sfs_opts *o, const struct qd_scan *s,
 		   struct index_fp *fp);
 
-/* Writes the index's sections into w (reads every stroke file once).  0
- * or -errno (said). */
-int qd_index_build(const struct sfs_opts *o, const struct qd_scan *s,
+/* Writes the index's sections into w (reads every image header into s and
+ * every stroke file once).  0 or -errno (said). */
+int qd_index_build(const struct sfs_opts *o, struct qd_scan *s,
 		   struct index_writer *w);
 
 /* ---- pure helpers ---- */

@@ -95,6 +95,35 @@ gets=$(http_log_count GET "$mark" '20[06]')
 check "remount with a saved index: no data GET ($gets; HEADs: $(http_log_count HEAD "$mark"))" \
 	test "$gets" -eq 0
 
+# Quick, Draw!: a remount reads the image headers from the index and, the
+# classes being named, lists no directory; classes.txt itself is read (the
+# class names come from it: one GET); from the server's listing, the two
+# listings (numpy_bitmap/, sketchrnn/) are the class names: those two GETs
+# and nothing else.
+# qd_remount NAME URL OPTIONS ALLOWED: remount, then only ALLOWED (an awk
+# regex of URIs) may have been its data GETs, counted before any read
+qd_remount() {
+	local name=$1 url=$2 opts=$3 allowed=$4 mark gets other
+	http_log_sync
+	mark=$(http_log_mark)
+	check "$name: remount" sfs_mount "$url" "$M" -o "$opts,index_dir=$T/idx-h"
+	check "$name: remount: index reused (log)" grep -q "using the saved index" "$(sfs_log "$M")"
+	# the mount's requests, before any read of the mounted files
+	gets=$(http_log_lines "$mark" | awk -F'\t' '$1 == "GET" && $4 ~ /^20[06]$/ {print $2}')
+	other=$(printf '%s\n' "$gets" | awk -v a="$allowed" 'NF && $0 !~ a' | wc -l)
+	check "$name: remount with a saved index: no data GET but $allowed ($(printf '%s\n' "$gets" | awk NF | wc -l) GETs; HEADs: $(http_log_count HEAD "$mark"))" \
+		test "$other" -eq 0
+	check "$name: remount: same tree and bytes as from disk" same_mounts "$L" "$M"
+	check "unmount" sfs_umount "$M"
+}
+for c in "qd /qd/ layout=quickdraw,per_class=6 /qd/classes[.]txt\$" \
+	 "qdlist /qdlist/ layout=quickdraw /qdlist/(numpy_bitmap|sketchrnn)/?\$"; do
+	set -- $c
+	check "$1: local mount" sfs_mount "$W/$1" "$L" -o "$3,index_dir=$T/idx-l"
+	qd_remount "quickdraw $1" "$(http_url "$2")" "$3" "$4"
+	check "unmount local" sfs_umount "$L"
+done
+
 # ---- faults between samplefs and nginx ----
 check "fault proxy up" proxy_start "$(http_url /)"
 BIG=$(proxy_url /big.tar)
