@@ -158,6 +158,16 @@ def index(out):
     put(out, "index", "raw", b"\1SFSIDX\0\1" + bytes(56))
 
 
+def autoindex(out):
+    """Listings as nginx's autoindex_format json writes them."""
+    put(out, "autoindex", "empty", b"[\n]\n")
+    put(out, "autoindex", "two", b'[\n{ "name":"cat.npy", "type":"file", "mtime":"Mon, 01 Jan 2024 '
+        b'00:00:00 GMT", "size":123 },\n{ "name":"sub", "type":"directory", "mtime":"x" }\n]\n')
+    put(out, "autoindex", "escapes", '[{"name":"a \\"q\\" \\\\ \\/ \\u00e9 \\ud83d\\ude00",'
+        '"type":"file","size":0}]'.encode())
+    put(out, "autoindex", "other", b'[{"name":"l","type":"other"},{"name":"..","type":"directory"}]')
+
+
 def main(fix, out):
     global FIX
     FIX = fix
@@ -177,6 +187,7 @@ def main(fix, out):
     devkits(out)
     strokes(out)
     index(out)
+    autoindex(out)
 
 
 if __name__ == "__main__":
