@@ -83,7 +83,7 @@ tsan:
 # with coverage for the fuzzer, ASan and UBSan, into build-fuzz/.
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
-FUZZ_SECONDS_CI ?= 15
+FUZZ_SECONDS_CI ?= 10
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined \
 		-fno-omit-frame-pointer
 FUZZ_CFLAGS   = -O1 -g $(FUZZ_SAN) $(WARN) $(CPPFLAGS) $(DEPCFLAGS) -MMD -MP

@@ -33,8 +33,8 @@ done
 # tests/fuzz/regressions/ replayed, then each target for FUZZ_SECONDS_CI s;
 # run.sh adds one result per replay and per run, and names failed targets.
 if ls build-fuzz/fuzz_* >/dev/null 2>&1; then
-	echo "== fuzz targets (${FUZZ_SECONDS_CI:-15} s each)"
-	bash tests/fuzz/run.sh ci "${FUZZ_SECONDS_CI:-15}"
+	echo "== fuzz targets (${FUZZ_SECONDS_CI:-10} s each)"
+	bash tests/fuzz/run.sh ci "${FUZZ_SECONDS_CI:-10}"
 else
 	echo "build-fuzz/ has no fuzz targets (make fuzz-build)"
 	echo "0 1" >> "$SFS_RESULTS"
