@@ -7,7 +7,7 @@
  *   /classes.txt                       "<label>\t<wnid>\t<words>\n"
  *   /train/<wnid>/<member>             bytes of the tar member
  *   /val/<wnid>/ILSVRC2012_val_*.JPEG  (flat /val/<member> without labels)
- *   /shards/<split>/<k>/<label>.<member>
+ *   /shards/<split>/<k>/<label>.<member>  a hard link to the file in /<split>
  *   /shards/<split>-<k:06d>.tar        the same shard as a WebDataset tar
  *   /shuffled/<split>.txt              "<k>/<label>.<member>\n" per sample
  * Labels are indices into the sorted WNIDs (the devkit's leaf classes, or
@@ -28,7 +28,10 @@
  *
  * Inodes (layout.h's scheme): 1..10 are the fixed files and directories
  * (kind 0); the rest are SFS_INO(kind, index), kind saying what (class
- * dir, file, shard dir, shard file, vtar) and of which split.
+ * dir, file, shard dir, vtar) and of which split.  A labelled split's
+ * sample has one inode and two names, /<split>/<wnid>/<member> and its
+ * shard file (nlink 2): `du` counts it once, and a walk of the whole tree
+ * makes one kernel inode per sample, not two.
  *
  * Threads: after layout_imagenet_open everything in struct in_layout is
  * read-only, but for the orders, made once under orders_lock (see
@@ -64,7 +67,7 @@ enum {
 	INO_SHUF_TXT = 9 /* + split */,
 };
 /* computed inodes: SFS_INO(kind + split, index) */
-enum { K_CLASSDIR = 1, K_FILE = 3, K_SHARDDIR = 5, K_SHARDFILE = 7, K_VTAR = 9 };
+enum { K_CLASSDIR = 1, K_FILE = 3, K_SHARDDIR = 5, K_VTAR = 9 };	/* 7: unused */
 #define INO(kind, idx) SFS_INO(kind, idx)
 #define KIND(ino) SFS_INO_KIND(ino)
 #define IDX(ino) SFS_INO_IDX(ino)
@@ -114,12 +117,14 @@ static void file_attr(int64_t mtime, uint64_t ino, uint64_t size, struct sfs_att
 	*a = (struct sfs_attr){ ino, 0100444, 1, size, mtime };
 }
 
-static void node_attr(const struct in_split *sp, uint32_t node, uint64_t ino,
-		      struct sfs_attr *a)
+/* a sample; in a labelled split it is also linked from its shard */
+static void sample_attr(const struct in_split *sp, uint64_t c, uint64_t ino,
+			struct sfs_attr *a)
 {
-	const struct tarindex_node *n = tarindex_node(&sp->t, node);
+	const struct tarindex_node *n = tarindex_node(&sp->t, node_of(sp, c));
 
 	file_attr(n->mtime, ino, tarindex_node_size(n), a);
+	a->nlink = sp->h.labelled ? 2 : 1;
 }
 
 static int vtar_of(const struct in_layout *L, int s, uint64_t k, struct vtar_shard *v,
@@ -169,7 +174,6 @@ struct vt {
 static int attr_of(const struct in_layout *L, uint64_t ino, struct sfs_attr *a)
 {
 	uint64_t i = IDX(ino);
-	const struct in_split *sp;
 	struct vtar_shard v;
 	struct vt ctx;
 	int s;
@@ -181,16 +185,11 @@ static int attr_of(const struct in_layout *L, uint64_t ino, struct sfs_attr *a)
 		return 0;
 	}
 	if ((s = split_of(ino, K_FILE)) >= 0 && i < L->sp[s].h.n) {
-		node_attr(&L->sp[s], node_of(&L->sp[s], i), ino, a);
+		sample_attr(&L->sp[s], i, ino, a);
 		return 0;
 	}
 	if ((s = split_of(ino, K_SHARDDIR)) >= 0 && labelled(L, s) && i < L->sp[s].h.nshards) {
 		dir_attr(L, ino, 0, a);
-		return 0;
-	}
-	if ((s = split_of(ino, K_SHARDFILE)) >= 0 && labelled(L, s) && i < L->sp[s].h.n) {
-		sp = &L->sp[s];
-		node_attr(sp, node_of(sp, sp->ord[i]), ino, a);
 		return 0;
 	}
 	if ((s = split_of(ino, K_VTAR)) >= 0 && labelled(L, s) && i < L->sp[s].h.nshards) {
@@ -348,7 +347,7 @@ static int split_child(const struct in_layout *L, uint64_t dir, uint64_t i,
 		return -ENOENT;
 	snprintf(name, len, "%u.%s", imagenet_label_of(sp, sp->ord[k]),
 		 tarindex_name(&sp->t, node_of(sp, sp->ord[k])));
-	*ino = INO(K_SHARDFILE + s, k);
+	*ino = INO(K_FILE + s, sp->ord[k]);
 	return 0;
 }
 
@@ -447,7 +446,7 @@ static int64_t find_shard_file(const struct in_layout *L, int s, uint64_t k,
 	c = find_member(sp, lo, hi, dot + 1);
 	if (c < 0 || sp->pos[c] / L->S != k)
 		return -ENOENT;
-	return (int64_t)INO(K_SHARDFILE + s, sp->pos[c]);
+	return (int64_t)INO(K_FILE + s, c);
 }
 
 /* the big directories: binary searches; the small ones: a scan */
@@ -615,9 +614,6 @@ static ssize_t in_read(void *priv, uint64_t ino, char *buf, size_t size, uint64_
 		return shuffled_read(L, &L->sp[s], buf, size, off);
 	if ((s = split_of(ino, K_FILE)) >= 0)
 		return tarindex_pread(&L->sp[s].t, node_of(&L->sp[s], i), buf, size, off);
-	if ((s = split_of(ino, K_SHARDFILE)) >= 0)
-		return tarindex_pread(&L->sp[s].t, node_of(&L->sp[s], L->sp[s].ord[i]),
-				      buf, size, off);
 	if ((s = split_of(ino, K_VTAR)) < 0)
 		return -ENOENT;
 	vtar_of(L, s, i, &v, &ctx);
@@ -636,8 +632,6 @@ static int in_extent(void *priv, uint64_t ino, struct source **src, uint64_t *ba
 		return -ENOTSUP;	/* the read path says why */
 	if ((s = split_of(ino, K_FILE)) >= 0 && i < L->sp[s].h.n)
 		n = tarindex_node(&L->sp[s].t, node_of(&L->sp[s], i));
-	else if ((s = split_of(ino, K_SHARDFILE)) >= 0 && labelled(L, s) && i < L->sp[s].h.n)
-		n = tarindex_node(&L->sp[s].t, node_of(&L->sp[s], L->sp[s].ord[i]));
 	else
 		return -ENOTSUP;
 	if (tarindex_node_sparse(n))
@@ -660,8 +654,8 @@ static void in_statfs(void *priv, uint64_t *files, uint64_t *bytes)
 	*files = 0;
 	*bytes = 0;
 	for (s = 0; s < NSPLIT; s++) {
-		*files += L->sp[s].h.n * (labelled(L, s) ? 2 : 1) + L->sp[s].h.nshards;
-		*bytes += L->sp[s].t.total_bytes * (labelled(L, s) ? 2 : 1);
+		*files += L->sp[s].h.n + L->sp[s].h.nshards;	/* shard files are links */
+		*bytes += L->sp[s].t.total_bytes;
 	}
 }
 

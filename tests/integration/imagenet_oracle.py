@@ -129,7 +129,8 @@ def read_val(src):
 
 
 def model(src, shard_size, shard_seed, shuffle_seed):
-    """{path: bytes or ('vtar', [(stem, label, bytes)])} for the whole mount."""
+    """{path: bytes or ('vtar', [(stem, label, bytes)])} for the whole mount,
+    the class WNIDs, and {shard file: the split's path it is a hard link to}."""
     dk = read_devkit(os.path.join(src, DEVKIT)) if os.path.exists(os.path.join(src, DEVKIT)) else None
     train = read_train(src)
     val = read_val(src)
@@ -166,11 +167,12 @@ def model(src, shard_size, shard_seed, shuffle_seed):
         else:
             for name, data in val:
                 tree["val/" + name] = data
-    add_shards(tree, splits, shard_size, shard_seed, shuffle_seed)
-    return tree, wnids
+    links = {}
+    add_shards(tree, links, wnids, splits, shard_size, shard_seed, shuffle_seed)
+    return tree, wnids, links
 
 
-def add_shards(tree, splits, S, shard_seed, shuffle_seed):
+def add_shards(tree, links, wnids, splits, S, shard_seed, shuffle_seed):
     labelled = {s: v for s, (v, lab) in splits.items() if lab}
     if not labelled:
         return
@@ -198,6 +200,7 @@ def add_shards(tree, splits, S, shard_seed, shuffle_seed):
             for p in range(k * S, min(n, (k + 1) * S)):
                 l, name, data = samples[order[p]]
                 tree["shards/%s/%d/%d.%s" % (s, k, l, name)] = data
+                links["shards/%s/%d/%d.%s" % (s, k, l, name)] = "%s/%s/%s" % (s, wnids[l], name)
                 members.append((name.rsplit(".", 1)[0], l, data))
             tree["shards/%s-%06d.tar" % (s, k)] = ("vtar", members)
         np.random.seed(shuffle_seed)
@@ -245,6 +248,25 @@ def walk(mnt):
     return seen
 
 
+def check_links(mnt, tree, links):
+    """Each sample is one inode: its split path and its shard file (links)
+    share it, with st_nlink 2; every other file has its own, nlink 1."""
+    files = [p for p, want in tree.items() if isinstance(want, bytes)]
+    key = {p: links.get(p, p) for p in files}
+    names = {}
+    for p in files:
+        names.setdefault(key[p], []).append(p)
+    owner = {}
+    for p in files:
+        st = os.lstat(os.path.join(mnt, p))
+        if st.st_nlink != len(names[key[p]]):
+            fail("%s: st_nlink %d, want %d" % (p, st.st_nlink, len(names[key[p]])))
+        if owner.setdefault(st.st_ino, key[p]) != key[p]:
+            fail("%s: inode %d is also %s's" % (p, st.st_ino, owner[st.st_ino]))
+    if len(owner) != len(names):
+        fail("%d inodes for %d distinct files" % (len(owner), len(names)))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("source")
@@ -255,7 +277,7 @@ def main():
     ap.add_argument("--truth")
     ap.add_argument("--preads", type=int, default=200)
     a = ap.parse_args()
-    tree, wnids = model(a.source, a.shard_size, a.shard_seed, a.shuffle_seed)
+    tree, wnids, links = model(a.source, a.shard_size, a.shard_seed, a.shuffle_seed)
     seen = walk(a.mount)
     if seen != set(tree):
         fail("paths differ: extra %s, missing %s" % (sorted(seen - set(tree))[:5],
@@ -284,6 +306,7 @@ def main():
         if os.stat(full).st_size != len(want):
             fail("%s: st_size %d, want %d" % (path, os.stat(full).st_size, len(want)))
         nfiles += 1
+    check_links(a.mount, tree, links)
     if a.truth:
         check_truth(a.truth, wnids, a.mount)
     print("oracle: %d paths, %d files, %d virtual tars checked, %d failures"

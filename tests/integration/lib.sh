@@ -160,16 +160,24 @@ expect_fail() {
 	grep -q "$pat" <<<"$err" || { echo "    $*: $err"; return 1; }
 }
 
-# inodes_in_scheme MNT: the inodes under MNT are distinct and none is of
+# inodes_in_scheme MNT: the inodes under MNT are distinct but for hard
+# links (a file is named as many times as its st_nlink says), and none is of
 # the kind core/layouts/layout.h reserves for the control directory (top
 # byte 0xff, from 0xff << 56 = 18374686479671623680 up).  Compared as
 # strings: awk's numbers lose the low digits of 64-bit values.
 inodes_in_scheme() {
-	find "$1" -printf '%i\n' | awk '
-		seen[$1]++ { print "    inode " $1 " twice"; bad = 1 }
+	find "$1" -printf '%i %y %n\n' | awk '
+		{ seen[$1]++; type[$1] = type[$1] $2; links[$1] = $3 }
 		length($1) == 20 && $1 >= "18374686479671623680" {
 			print "    inode " $1 " is in the reserved range"; bad = 1 }
-		END { exit bad }'
+		END {
+			for (i in seen)
+				if (type[i] ~ /^f+$/ ? seen[i] != links[i] : seen[i] > 1) {
+					print "    inode " i " " seen[i] " times (" type[i] ", nlink " links[i] ")"
+					bad = 1
+				}
+			exit bad
+		}'
 }
 
 # check NAME CMD...: runs CMD, records pass/fail.
