@@ -624,7 +624,8 @@ in_archivemount() {
 # find -size, each on a fresh mount (nothing in the kernel's caches for
 # it: the case that used to take one LOOKUP per file) and again on the same
 # mount, against the extracted tree warm; the same files (train/ and val/)
-# and the whole mount (shards/ and shuffled/ too: twice the files).
+# and the whole mount (shards/ and shuffled/ too: every JPEG twice, as hard
+# links), against the extracted tree made whole the same way (whole_tree.py).
 # Then find, and the kernel slab it leaves, under the default adaptive
 # listings and the kernel's auto, and du under auto (the old default).
 tool_run() {	# TOOL PATH...
@@ -647,6 +648,10 @@ slab_kb() { awk '/^Slab:/ { print $2 }' /proc/meminfo; }
 
 in_tools() {	# INDEX_DIR
 	local idx=$1 x=$DATA/in-extracted r t mode s0
+	if [ ! -d "$x/shards" ] && samplefs_start "$DATA/imagenet" "$idx"; then
+		"$PY" "$HERE/whole_tree.py" "$MNT" "$x" >/dev/null || fail in.tools.whole "whole_tree.py failed"
+		fs_stop "$MNT"
+	fi
 	for r in $(seq 1 "$RUNS"); do
 		say "everyday tools, run $r"
 		for t in du lsR findsize; do
@@ -656,6 +661,8 @@ in_tools() {	# INDEX_DIR
 			tool_time "in.tools.$t.samplefs" "$t" "$MNT/train" "$MNT/val"
 			tool_time "in.tools.$t.samplefs2" "$t" "$MNT/train" "$MNT/val"
 			fs_stop "$MNT"
+			tool_run "$t" "$x"	# warm
+			tool_time "in.tools.$t.whole_extracted" "$t" "$x"
 			samplefs_start "$DATA/imagenet" "$idx" || continue
 			tool_time "in.tools.$t.whole" "$t" "$MNT"
 			fs_stop "$MNT"
@@ -673,7 +680,7 @@ in_tools() {	# INDEX_DIR
 	done
 	tool_run find "$x"
 	tool_time in.tools.find.extracted find "$x"
-	note "Everyday tools: 'fresh mount' = the tool is the first thing run on a new mount (saved index, sources in the page cache); the extracted tree is warm (run once untimed first). 'whole mount' also walks shards/ and shuffled/, twice the files of the extracted tree."
+	note "Everyday tools: 'fresh mount' = the tool is the first thing run on a new mount (saved index, sources in the page cache); the extracted tree is warm (run once untimed first). 'whole mount' also walks shards/ and shuffled/ (each JPEG a second time, as a hard link), against the extracted tree completed the same way by whole_tree.py (hard links, sparse shard tars)."
 }
 
 # Cold random ImageNet reads, 1 and 4 threads (as many disk reads in
