@@ -66,7 +66,10 @@ struct qd_head {
 	 * qd_classes_fp of its name and stamp at the scan (0: the names
 	 * came from listings, or the stamp cannot tell versions apart),
 	 * and a hash of QD_TAG_NAME, checked before the names are used,
-	 * since that read comes before the index's checksum is checked */
+	 * since that read comes before the index's checksum is checked.
+	 * The stamp is not in the fingerprint (a touched classes.txt with
+	 * the same names keeps the index, as before), so such a file is
+	 * read at each mount until the index is rebuilt for another reason. */
 	uint64_t classes_fp, names_fp;
 };
 
