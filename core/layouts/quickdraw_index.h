@@ -62,14 +62,14 @@ struct qd_head {
 	uint64_t ckpt_base[3];   /* first checkpoint of each split in QD_TAG_CKPT */
 	uint64_t names_len;      /* bytes of classes.txt */
 	/* the classes file the names came from, so a remount reads none of
-	 * it while its stamp stays the same (qd_scan's `saved`):
-	 * qd_classes_fp of its name and stamp at the scan (0: the names
-	 * came from listings, or the stamp cannot tell versions apart),
-	 * and a hash of QD_TAG_NAME, checked before the names are used,
-	 * since that read comes before the index's checksum is checked.
-	 * The stamp is not in the fingerprint (a touched classes.txt with
-	 * the same names keeps the index, as before), so such a file is
-	 * read at each mount until the index is rebuilt for another reason. */
+	 * it while its stamp stays the same (qd_scan's `saved`): a hash of
+	 * its name and stamp at the scan (0: the names came from listings,
+	 * or the stamp cannot tell versions apart), and one of QD_TAG_NAME,
+	 * checked before the names are used: they are read before the
+	 * index's checksum is.  The stamp is not in the fingerprint (a
+	 * touched classes.txt with the same names keeps the index, as
+	 * before), so such a file is read at each mount until the index is
+	 * rebuilt for another reason. */
 	uint64_t classes_fp, names_fp;
 };
 
