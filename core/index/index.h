@@ -97,6 +97,10 @@ struct index_map {
  * no index, -ESTALE when the fingerprint differs, -EBADMSG when it is corrupt
  * (bad magic, version, checksum or section bounds); `why` then says which,
  * for the "rebuilding index" message (without the path: callers name it).
+ * fp NULL: a peek at a saved index before its sources are known (the
+ * fingerprint needs them): neither the fingerprint nor the checksum is
+ * checked (the header, length and section bounds are), so the caller
+ * checks what it reads, and a full load follows.
  */
 int index_map_open(struct index_map *m, const char *path,
 		   const struct index_fp *fp, char *why, size_t whylen);

@@ -738,26 +738,53 @@ static int attach_index(void *arg, const struct index_map *m, const char *path)
 	return rc;
 }
 
+#define KEY_MAX (4096 + 96)
+
+/* index_path's key: the options that pick the index file */
+static void index_key(const struct sfs_opts *o, char *key)
+{
+	snprintf(key, KEY_MAX, "p%" PRIu64 "-s%u-%u.%u.%u-%s", o->per_class, o->seed,
+		 o->split[0], o->split[1], o->split[2], o->classes_file ? o->classes_file : "");
+}
+
+/*
+ * Scans the sources, with a peek at the saved index first (mapped without
+ * its fingerprint, which needs the scan, or its checksum; qd_scan checks
+ * what it takes): the class names of an unchanged classes file come from
+ * it, so a remount over HTTP sends no GET for them.
+ */
+static int scan(struct qd *q, const struct sfs_opts *o, struct source_env *env,
+		const char *key)
+{
+	struct index_map saved = { 0 };
+	char path[4096];
+	int rc;
+
+	if (index_path(o, "quickdraw", key, path, sizeof(path)) == 0)
+		index_map_open(&saved, path, NULL, NULL, 0); /* none: zeroed */
+	rc = qd_scan(o, env, saved.base ? &saved : NULL, &q->scan);
+	index_map_close(&saved);
+	return rc;
+}
+
 /* Maps the saved index, or builds it when missing, stale or corrupt. */
-static int load_index(struct qd *q, const struct sfs_opts *o)
+static int load_index(struct qd *q, const struct sfs_opts *o, const char *key)
 {
 	struct qd_load l = { q, o };
 	struct index_fp fp;
-	char key[4096 + 96];
 	struct index_job job = { "quickdraw", key, &fp, build_index, attach_index, &l };
 	int rc;
 
 	rc = qd_fingerprint(o, &q->scan, &fp);
 	if (rc)
 		return rc;
-	snprintf(key, sizeof(key), "p%" PRIu64 "-s%u-%u.%u.%u-%s", o->per_class, o->seed,
-		 o->split[0], o->split[1], o->split[2], o->classes_file ? o->classes_file : "");
 	return index_load(o, &job, &q->map);
 }
 
 int layout_quickdraw_open(const struct sfs_opts *o, struct source_env *env,
 			  struct layout *out)
 {
+	char key[KEY_MAX];
 	struct qd *q;
 	int rc;
 
@@ -770,11 +797,12 @@ int layout_quickdraw_open(const struct sfs_opts *o, struct source_env *env,
 		return -ENOMEM;
 	q->image_uint8 = o->image_uint8;
 	q->stroke_len = o->stroke_len;
+	index_key(o, key);
 	rc = make_headers(q, o);
 	if (!rc)
-		rc = qd_scan(o, env, &q->scan);
+		rc = scan(q, o, env, key);
 	if (!rc)
-		rc = load_index(q, o);
+		rc = load_index(q, o, key);
 	if (!rc && !(q->cache = lru_new(o->cache_bytes)))
 		rc = -ENOMEM;
 	if (rc) {

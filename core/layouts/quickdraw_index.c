@@ -373,14 +373,48 @@ static void names_sort_unique(struct names *ns)
 	ns->n = j;
 }
 
-/* One name per line; a trailing '\r' is dropped, blank lines skipped. */
+/* Adds the names of a classes file's bytes (from path): one name per
+ * line; a trailing '\r' is dropped, blank lines skipped. */
+static int parse_classes(const char *path, const char *buf, size_t n,
+			 struct names *ns)
+{
+	const char *p, *end, *nl, *why;
+	char show[QD_NAME_SHOW];
+	size_t i, len;
+	int rc = 0;
+
+	for (p = buf, end = buf + n; p < end && !rc; p = nl + 1) {
+		nl = memchr(p, '\n', (size_t)(end - p));
+		if (!nl)
+			nl = end;
+		len = (size_t)(nl - p);
+		if (len && p[len - 1] == '\r')
+			len--;
+		if (!len)
+			continue;
+		if ((why = qd_name_problem(p, len))) {
+			qd_name_show(show, p, len);
+			sfs_err("%s: offset %zu: class '%s': %s", path,
+				(size_t)(p - buf), show, why);
+			return -EINVAL;
+		}
+		for (i = 0; i < ns->n && !rc; i++)
+			if (strlen(ns->v[i]) == len && !memcmp(ns->v[i], p, len)) {
+				sfs_err("%s: offset %zu: class '%s' listed twice",
+					path, (size_t)(p - buf), ns->v[i]);
+				rc = -EINVAL;
+			}
+		if (!rc)
+			rc = names_add(ns, p, len);
+	}
+	return rc;
+}
+
 static int read_classes_file(struct source_env *env, const char *path,
 			     struct names *ns)
 {
-	char *buf = NULL, *p, *end, *nl, show[QD_NAME_SHOW];
+	char *buf = NULL;
 	struct source *src;
-	const char *why;
-	size_t i, len;
 	ssize_t got;
 	int rc = source_open(env, path, &src);
 
@@ -404,35 +438,64 @@ static int read_classes_file(struct source_env *env, const char *path,
 		sfs_err("%s: cannot read the classes file: %s", path, strerror(-rc));
 		goto out;
 	}
-	for (p = buf, end = buf + got; p < end && !rc; p = nl + 1) {
-		nl = memchr(p, '\n', (size_t)(end - p));
-		if (!nl)
-			nl = end;
-		len = (size_t)(nl - p);
-		if (len && p[len - 1] == '\r')
-			len--;
-		if (!len)
-			continue;
-		if ((why = qd_name_problem(p, len))) {
-			qd_name_show(show, p, len);
-			sfs_err("%s: offset %zu: class '%s': %s", path,
-				(size_t)(p - buf), show, why);
-			rc = -EINVAL;
-			break;
-		}
-		for (i = 0; i < ns->n && !rc; i++)
-			if (strlen(ns->v[i]) == len && !memcmp(ns->v[i], p, len)) {
-				sfs_err("%s: offset %zu: class '%s' listed twice",
-					path, (size_t)(p - buf), ns->v[i]);
-				rc = -EINVAL;
-			}
-		if (!rc)
-			rc = names_add(ns, p, len);
-	}
+	rc = parse_classes(path, buf, (size_t)got, ns);
 out:
 	free(buf);
 	source_close(src);
 	return rc;
+}
+
+/* qd_head's classes_fp: the classes file's name and stamp; 0 when the
+ * stamp cannot tell two versions of one size apart (a server that sends
+ * neither Last-Modified nor an ETag): that file is read at every mount. */
+static uint64_t classes_fp(const char *path, const struct source_stamp *st)
+{
+	struct index_fp fp;
+
+	if (!st->mtime_ns && !st->etag[0])
+		return 0;
+	index_fp_init(&fp, "quickdraw classes file");
+	index_fp_add_source(&fp, path, st);
+	return fp.h ? fp.h : 1;
+}
+
+/* qd_head's names_fp */
+static uint64_t names_fp(const char *names, uint64_t len)
+{
+	struct index_fp fp;
+
+	index_fp_init(&fp, "quickdraw class names");
+	index_fp_add_bytes(&fp, names, len);
+	return fp.h;
+}
+
+/*
+ * The class names of the saved index (mapped for a peek: its checksum not
+ * yet checked, so the names' own hash is), when it was built from the
+ * classes file `path` as it is now (fp: classes_fp of its stamp now).
+ * 0 and the names in ns, or -ESTALE (ns empty): read the file.
+ */
+static int saved_classes(const struct index_map *saved, const char *path,
+			 uint64_t fp, struct names *ns)
+{
+	const struct qd_head *hd;
+	const char *names;
+	uint64_t len = 0;
+
+	if (!saved || !fp)
+		return -ESTALE;
+	hd = index_map_section(saved, QD_TAG_HEAD, &len);
+	if (!hd || len != sizeof(*hd) || hd->format != QD_FORMAT || hd->classes_fp != fp)
+		return -ESTALE;
+	names = index_map_section(saved, QD_TAG_NAME, &len);
+	if (!names || len != hd->names_len || names_fp(names, len) != hd->names_fp)
+		return -ESTALE;
+	/* what a build parsed and wrote: it parses again */
+	if (parse_classes(path, names, len, ns) || !ns->n) {
+		names_free(ns);
+		return -ESTALE;
+	}
+	return 0;
 }
 
 /* An image file shorter than its header says: its whole rows are used. */
@@ -628,13 +691,14 @@ static int find_kinds(struct source_env *env, const char *dir,
 	return rc == -ENOTSUP && named->n ? 0 : rc;
 }
 
-int qd_scan(const struct sfs_opts *o, struct source_env *env, struct qd_scan *s)
+int qd_scan(const struct sfs_opts *o, struct source_env *env,
+	    const struct index_map *saved, struct qd_scan *s)
 {
 	struct names all = {0}, order = {0};
 	char *img_dir = NULL, *stk_dir = NULL, *cf = NULL;
 	struct source_info info;
 	size_t i;
-	int rc, use_cf;
+	int rc, has_cf, use_cf;
 
 	memset(s, 0, sizeof(*s));
 	s->env = env;
@@ -652,9 +716,14 @@ int qd_scan(const struct sfs_opts *o, struct source_env *env, struct qd_scan *s)
 		goto out;
 	}
 	/* the classes file, when there is one, names the classes and their
-	 * order; else the listings do */
-	use_cf = o->classes_file || source_stat(env, cf, &info) == 0;
-	if (use_cf && (rc = read_classes_file(env, cf, &order)))
+	 * order; else the listings do.  Its stamp is taken before its bytes
+	 * are read: a change while they are read shows at the next mount. */
+	has_cf = source_stat(env, cf, &info) == 0;
+	use_cf = o->classes_file || has_cf;
+	if (has_cf && !info.is_dir)
+		s->classes_fp = classes_fp(cf, &info.stamp);
+	if (use_cf && saved_classes(saved, cf, s->classes_fp, &order) &&
+	    (rc = read_classes_file(env, cf, &order)))
 		goto out;
 	if (use_cf && !order.n) {
 		sfs_err("%s: expected at least one class name", cf);
@@ -1040,6 +1109,8 @@ static int build_tables(struct build *b, const char *names, uint64_t names_len)
 	hd.has_images = (uint32_t)s->has_images;
 	hd.has_strokes = (uint32_t)s->has_strokes;
 	hd.names_len = names_len;
+	hd.classes_fp = s->classes_fp;
+	hd.names_fp = names_fp(names, names_len);
 	for (i = 0; i < s->nclass; i++)
 		hd.total += b->cls[i].n;
 	order = malloc((s->nclass ? s->nclass : 1) * sizeof(*order));

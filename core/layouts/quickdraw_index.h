@@ -17,7 +17,7 @@
 #include "io/source.h"
 #include "options.h"
 
-#define QD_FORMAT     6u         /* bump when a section changes meaning */
+#define QD_FORMAT     7u         /* bump when a section changes meaning */
 #define QD_ROW        784u       /* bytes of one 28x28 uint8 image */
 #define QD_CKPT       256u       /* split lines per byte-offset checkpoint */
 #define QD_MAX_NAME   250u       /* bytes of a class name (+ ".npz" fits NAME_MAX) */
@@ -61,6 +61,16 @@ struct qd_head {
 	uint64_t split_bytes[3]; /* size of each split file */
 	uint64_t ckpt_base[3];   /* first checkpoint of each split in QD_TAG_CKPT */
 	uint64_t names_len;      /* bytes of classes.txt */
+	/* the classes file the names came from, so a remount reads none of
+	 * it while its stamp stays the same (qd_scan's `saved`): a hash of
+	 * its name and stamp at the scan (0: the names came from listings,
+	 * or the stamp cannot tell versions apart), and one of QD_TAG_NAME,
+	 * checked before the names are used: they are read before the
+	 * index's checksum is.  The stamp is not in the fingerprint (a
+	 * touched classes.txt with the same names keeps the index, as
+	 * before), so such a file is read at each mount until the index is
+	 * rebuilt for another reason. */
+	uint64_t classes_fp, names_fp;
 };
 
 struct qd_class {
@@ -95,12 +105,17 @@ struct qd_scan {
 	struct qd_src *cls;
 	int has_images, has_strokes;
 	int64_t root_mtime;
+	uint64_t classes_fp;         /* the classes file's, or 0 (qd_head) */
 };
 
 /* Finds the classes and their files (SOURCE a path or URL; names joined
  * with source_join) and opens the image files in env, reading none of
- * their bytes.  0 or -errno (message printed). */
-int qd_scan(const struct sfs_opts *o, struct source_env *env, struct qd_scan *s);
+ * their bytes.  `saved` (may be NULL): the saved index, mapped without
+ * checks (index_map_open's peek); when it was built from the classes file
+ * as it is now (same name and stamp), the class names come from it and
+ * the file is not read.  0 or -errno (message printed). */
+int qd_scan(const struct sfs_opts *o, struct source_env *env,
+	    const struct index_map *saved, struct qd_scan *s);
 /* Reads and checks the header of every image file not yet read (before a
  * build).  0 or -errno (message printed). */
 int qd_scan_images(struct qd_scan *s);

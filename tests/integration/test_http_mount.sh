@@ -4,7 +4,7 @@
 # Quick, Draw! from classes.txt and from the server's listing, ImageNet, a
 # tar with a nested tar, an .npy file; HTTPS with the test's own CA; the
 # index of a URL saved and reused (a remount reads no data, nginx's log
-# says); then faults injected by tests/integration/fault_proxy.py between
+# says; a changed classes.txt is noticed by its stamp); then faults injected by tests/integration/fault_proxy.py between
 # samplefs and nginx: 500s, 429 with Retry-After, a body cut short, a
 # trickle below the low-speed limit, Range ignored, the ETag changed.  Each
 # read either gives the server's bytes or fails with EIO within a bound
@@ -95,34 +95,91 @@ gets=$(http_log_count GET "$mark" '20[06]')
 check "remount with a saved index: no data GET ($gets; HEADs: $(http_log_count HEAD "$mark"))" \
 	test "$gets" -eq 0
 
-# Quick, Draw!: a remount reads the image headers from the index and, the
-# classes being named, lists no directory; classes.txt itself is read (the
-# class names come from it: one GET); from the server's listing, the two
-# listings (numpy_bitmap/, sketchrnn/) are the class names: those two GETs
-# and nothing else.
-# qd_remount NAME URL OPTIONS ALLOWED: remount, then only ALLOWED (an awk
-# regex of URIs) may have been its data GETs, counted before any read
+# Quick, Draw!: a remount reads the image headers from the index, lists no
+# directory when the classes are named, and takes the class names from the
+# index while classes.txt keeps its stamp (a HEAD says so): no data GET.
+# From the server's listing, the two listings (numpy_bitmap/, sketchrnn/)
+# give the class names, metadata requests like a bucket's LIST: those two
+# GETs and nothing else.
+# qd_remount NAME URL OPTIONS N URIS OTHERS SAID: remount; its GETs,
+# counted before any read of the mounted files: N of URIS (an awk regex)
+# and OTHERS others ("any": a build reads the class files); the log says
+# SAID; the same tree and bytes as the local mount at $L
 qd_remount() {
-	local name=$1 url=$2 opts=$3 allowed=$4 mark gets other
+	local name=$1 url=$2 opts=$3 n=$4 uris=$5 others=$6 said=$7 mark gets got
 	http_log_sync
 	mark=$(http_log_mark)
 	check "$name: remount" sfs_mount "$url" "$M" -o "$opts,index_dir=$T/idx-h"
-	check "$name: remount: index reused (log)" grep -q "using the saved index" "$(sfs_log "$M")"
-	# the mount's requests, before any read of the mounted files
+	check "$name: remount: '$said' (log)" grep -q "$said" "$(sfs_log "$M")"
 	gets=$(http_log_lines "$mark" | awk -F'\t' '$1 == "GET" && $4 ~ /^20[06]$/ {print $2}')
-	other=$(printf '%s\n' "$gets" | awk -v a="$allowed" 'NF && $0 !~ a' | wc -l)
-	check "$name: remount with a saved index: no data GET but $allowed ($(printf '%s\n' "$gets" | awk NF | wc -l) GETs; HEADs: $(http_log_count HEAD "$mark"))" \
-		test "$other" -eq 0
+	got="$(awk -v a="$uris" 'NF && $0 ~ a' <<<"$gets" | wc -l) "
+	[ "$others" = any ] && got+=any || got+=$(awk -v a="$uris" 'NF && $0 !~ a' <<<"$gets" | wc -l)
+	check "$name: remount: $n GETs of $uris, $others others (GETs: $(awk NF <<<"$gets" | wc -l); HEADs: $(http_log_count HEAD "$mark"))" \
+		test "$got" = "$n $others"
 	check "$name: remount: same tree and bytes as from disk" same_mounts "$L" "$M"
 	check "unmount" sfs_umount "$M"
 }
-for c in "qd /qd/ layout=quickdraw,per_class=6 /qd/classes[.]txt\$" \
-	 "qdlist /qdlist/ layout=quickdraw /qdlist/(numpy_bitmap|sketchrnn)/?\$"; do
-	set -- $c
-	check "$1: local mount" sfs_mount "$W/$1" "$L" -o "$3,index_dir=$T/idx-l"
-	qd_remount "quickdraw $1" "$(http_url "$2")" "$3" "$4"
-	check "unmount local" sfs_umount "$L"
+QL="/qdlist/(numpy_bitmap|sketchrnn)/?\$" QC="/qd/classes[.]txt\$"
+check "qdlist: local mount" sfs_mount "$W/qdlist" "$L" -o "layout=quickdraw,index_dir=$T/idx-l"
+qd_remount "quickdraw qdlist" "$(http_url /qdlist/)" layout=quickdraw 2 "$QL" 0 "using the saved index"
+check "unmount local" sfs_umount "$L"
+
+# qd_local: mounts /qd/ locally, the oracle of the remounts
+QD=layout=quickdraw,per_class=6
+qd_local() { sfs_mount "$W/qd" "$L" -o "$QD,index_dir=$T/idx-l"; }
+check "qd: local mount" qd_local
+qd_remount "quickdraw qd" "$(http_url /qd/)" "$QD" 0 "$QC" 0 "using the saved index"
+check "unmount local" sfs_umount "$L"
+
+# classes.txt changed on the server (and so for the local mount, from the
+# same files): the remount sees its new stamp and reads it (one GET), and
+# then rebuilds, refuses or reuses the index as the local mount does.
+# Each version gets an mtime of its own: nginx's Last-Modified and ETag
+# have whole seconds, and two writes may share one.
+classes() {	# TEXT MTIME: writes classes.txt
+	printf "$1" >"$W/qd/classes.txt" && touch -d "@$2" "$W/qd/classes.txt"
+}
+classes 'cat\nThe Mona Lisa\nice cream\n' 1700000001
+check "classes.txt touched (same names): local mount" qd_local
+qd_remount "classes.txt touched" "$(http_url /qd/)" "$QD" 1 "$QC" 0 "using the saved index"
+check "unmount local" sfs_umount "$L"
+classes 'ice cream\ncat\nThe Mona Lisa\n' 1700000002	# the same size
+check "classes.txt reordered: local mount" qd_local
+check "classes.txt reordered: the local mount's classes.txt is the file" \
+	cmp "$L/classes.txt" "$W/qd/classes.txt"
+qd_remount "classes.txt reordered" "$(http_url /qd/)" "$QD" 1 "$QC" any "rebuilding index"
+qd_remount "classes.txt reordered, again" "$(http_url /qd/)" "$QD" 0 "$QC" 0 "using the saved index"
+# the names are taken before the index's checksum is checked (that needs
+# the fingerprint, which needs the names): a byte flipped in them is seen
+# by their own hash, and classes.txt is read instead
+flip_names() {	# DIR: flips a byte of /qd/'s saved class names
+	"$PY" - "$1" <<'PY'
+import glob, struct, sys
+for path in glob.glob(sys.argv[1] + '/quickdraw-*.sfsidx'):
+    b = bytearray(open(path, 'rb').read())
+    magic, ver, hsize, fp, nsect, crc, toff, tlen = struct.unpack_from('<8sIIQIIQQ', b)
+    for i in range(nsect):
+        tag, _, off, n = struct.unpack_from('<4sIQQ', b, toff + 24 * i)
+        if tag == b'QDNM' and b'Mona' in b[off:off + n]:
+            b[off + n // 2] ^= 0xff
+            open(path, 'wb').write(b)
+            sys.exit(0)
+sys.exit('no index with the names of /qd/')
+PY
+}
+check "a byte flipped in the saved names" flip_names "$T/idx-h"
+qd_remount "saved names damaged" "$(http_url /qd/)" "$QD" 1 "$QC" any "rebuilding index"
+check "unmount local" sfs_umount "$L"
+classes 'cat\ndog\n' 1700000003
+mkdir -p "$L" "$M"
+for d in "$W/qd $L idx-l" "$(http_url /qd/) $M idx-h"; do
+	set -- $d
+	check "classes.txt names a class without files: $1 refused, naming it" \
+		expect_fail "class 'dog' has no image file" \
+		"$SAMPLEFS" -o "$QD,index_dir=$T/$3" "$1" "$2"
+	grep -q " $2 fuse" /proc/mounts && fusermount3 -u "$2"
 done
+classes 'cat\nThe Mona Lisa\nice cream\n' 1700000004
 
 # ---- faults between samplefs and nginx ----
 check "fault proxy up" proxy_start "$(http_url /)"
