@@ -684,15 +684,30 @@ in_tools() {	# INDEX_DIR
 }
 
 # Cold random ImageNet reads, 1 and 4 threads (as many disk reads in
-# flight as readers), samplefs against the extracted tree, alternating.
+# flight as readers), samplefs against the extracted tree, alternating;
+# with the disk's reads and KB per file (/proc/diskstats of the disk
+# under $DATA), which show what each read pulls in.
+data_disk() { lsblk -no PKNAME "$(df --output=source "$DATA" | tail -1)" 2>/dev/null |
+	      head -1 | grep . || basename "$(df --output=source "$DATA" | tail -1)"; }
+disk_reads() { awk -v d="$(data_disk)" '$3 == d { print $4, $6 }' /proc/diskstats; }
+cold_measure() {	# KEY LIST ROOT THREADS
+	local r0 s0 r1 s1 n
+	read -r r0 s0 < <(disk_reads)
+	measure "$@" || return 1
+	read -r r1 s1 < <(disk_reads)
+	n=$(wc -l <"$2")
+	[ -n "$r0" ] && [ -n "$r1" ] || return 0
+	rec "$1.ios_per_file" "$(awk -v a="$((r1 - r0))" -v n="$n" 'BEGIN { print a / n }')"
+	rec "$1.kb_per_file" "$(awk -v a="$((s1 - s0))" -v n="$n" 'BEGIN { print a * 0.512 / n }')"
+}
 in_cold() {	# INDEX_DIR
 	local src=$DATA/imagenet idx=$1 x=$DATA/in-extracted l=$LISTS/in_random.txt t
 	for t in 1 4; do
 		drop_caches
-		measure "in.cold${t/1/}.extracted" "$l" "$x" "$t"
+		cold_measure "in.cold${t/1/}.extracted" "$l" "$x" "$t"
 		if samplefs_start "$src" "$idx"; then
 			drop_caches
-			measure "in.cold${t/1/}.samplefs" "$l" "$MNT" "$t"
+			cold_measure "in.cold${t/1/}.samplefs" "$l" "$MNT" "$t"
 			fs_stop "$MNT"; build_hwm IN_HWM; keep_max IN_ANON "$FS_ANON"
 		fi
 	done

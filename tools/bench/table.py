@@ -246,6 +246,22 @@ B = [
     ("random JPEGs, cold, 4 threads: samplefs", dict(
         key="in.cold4.samplefs", unit="files/s", kind="ratio", ref="in.cold4.extracted",
         op=">=", limit=1.0, target="samplefs / extracted >= 1x")),
+    ("random JPEGs, cold, 1 thread: extracted, disk reads per file", dict(
+        key="in.cold.extracted.ios_per_file", unit="", kind="info")),
+    ("random JPEGs, cold, 1 thread: extracted, KB read from disk per file", dict(
+        key="in.cold.extracted.kb_per_file", unit="KB", kind="info")),
+    ("random JPEGs, cold, 1 thread: samplefs, disk reads per file", dict(
+        key="in.cold.samplefs.ios_per_file", unit="", kind="info")),
+    ("random JPEGs, cold, 1 thread: samplefs, KB read from disk per file", dict(
+        key="in.cold.samplefs.kb_per_file", unit="KB", kind="info")),
+    ("random JPEGs, cold, 4 threads: extracted, disk reads per file", dict(
+        key="in.cold4.extracted.ios_per_file", unit="", kind="info")),
+    ("random JPEGs, cold, 4 threads: extracted, KB read from disk per file", dict(
+        key="in.cold4.extracted.kb_per_file", unit="KB", kind="info")),
+    ("random JPEGs, cold, 4 threads: samplefs, disk reads per file", dict(
+        key="in.cold4.samplefs.ios_per_file", unit="", kind="info")),
+    ("random JPEGs, cold, 4 threads: samplefs, KB read from disk per file", dict(
+        key="in.cold4.samplefs.kb_per_file", unit="KB", kind="info")),
     ("archivemount of the outer tar: mount time", dict(
         key="in.am_outer_mount_s", unit="s", kind="info")),
     ("archivemount of flat.tar (a subset, see notes): mount time", dict(
