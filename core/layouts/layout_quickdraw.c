@@ -366,6 +366,34 @@ static ssize_t copy_range(char *dst, size_t size, uint64_t off, const void *hdr,
 	return (ssize_t)n;
 }
 
+/*
+ * An epoch in gidx order reads class after class, each from its own file.
+ * Readahead within a file keeps the reader fed, but the next class's file
+ * would start cold: over HTTP, round trips before its first bytes come.  So
+ * when a reader reaches the row NEXT_CLASS_AHEAD bytes before the end of
+ * its class, the first NEXT_CLASS_AHEAD bytes of the next class are asked
+ * for (a hint: fetched in the background, or fadvise'd locally).  Only that
+ * one row triggers it, so random readers almost never do.
+ */
+#define NEXT_CLASS_AHEAD (1u << 20)
+
+static void hint_next_class(const struct qd *q, const struct qd_class *c,
+			    uint32_t label, uint64_t row)
+{
+	uint64_t rows = NEXT_CLASS_AHEAD / QD_ROW;
+	const struct qd_src *next;
+	uint64_t len;
+
+	if (row != (c->n > rows ? c->n - rows : 0) || label + 1 >= q->hd->nclass)
+		return;
+	next = &q->scan.cls[label + 1];
+	len = next->img_rows * QD_ROW;
+	if (next->img && len)
+		source_advise(next->img, next->img_off,
+			      len < NEXT_CLASS_AHEAD ? len : NEXT_CLASS_AHEAD,
+			      SOURCE_ADV_WILLNEED);
+}
+
 static ssize_t read_image(const struct qd *q, uint64_t gidx, char *buf, size_t size,
 			  uint64_t off)
 {
@@ -382,6 +410,8 @@ static ssize_t read_image(const struct qd *q, uint64_t gidx, char *buf, size_t s
 	c = qd_class_of(q->cls, q->hd->nclass, gidx, &label);
 	s = &q->scan.cls[label];
 	at = s->img_off + (gidx - c->gidx_base) * QD_ROW;
+	if (off == 0)
+		hint_next_class(q, c, label, gidx - c->gidx_base);
 	got = source_pread(s->img, row, QD_ROW, at);
 	if (got == -EAGAIN)
 		return -EAGAIN;
