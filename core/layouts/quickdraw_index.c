@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -599,19 +600,23 @@ static char *class_file(const char *dir, const char *name, const char *ext)
 	return path;
 }
 
+/* What src_files found wrong, said by src_error: the files of several
+ * classes are looked at in parallel, the first failing class named. */
+enum { SRC_OK, SRC_NO_IMAGE, SRC_NO_STROKES };
+
 static int src_files(struct source_env *env, struct qd_src *c, const char *img_dir,
-		     const char *stk_dir, int has_images, int has_strokes)
+		     const char *stk_dir, int has_images, int has_strokes, int *what)
 {
 	struct source_info info;
 	int rc;
 
+	*what = SRC_OK;
 	if (has_images) {
 		if (!(c->img_path = class_file(img_dir, c->name, ".npy")))
 			return -ENOMEM;
 		if ((rc = source_open(env, c->img_path, &c->img)) < 0) {
-			sfs_err("%s: class '%s' has no image file: %s", c->img_path,
-				c->name, strerror(-rc));
-			return -ENOENT;
+			*what = SRC_NO_IMAGE;
+			return rc;
 		}
 		c->img_mtime = source_stamp_sec(source_stamp(c->img));
 		/* no advice: SEQUENTIAL measured slower than the default
@@ -624,13 +629,86 @@ static int src_files(struct source_env *env, struct qd_src *c, const char *img_d
 		if (!(c->stk_path = class_file(stk_dir, c->name, ".npz")))
 			return -ENOMEM;
 		if (source_stat(env, c->stk_path, &info) || info.is_dir) {
-			sfs_err("%s: class '%s' has no stroke file", c->stk_path, c->name);
+			*what = SRC_NO_STROKES;
 			return -ENOENT;
 		}
 		c->stk_stamp = info.stamp;
 		c->stk_mtime = source_stamp_sec(&info.stamp);
 	}
 	return 0;
+}
+
+static int src_error(const struct qd_src *c, int what, int rc)
+{
+	if (what == SRC_NO_IMAGE)
+		sfs_err("%s: class '%s' has no image file: %s", c->img_path, c->name,
+			strerror(-rc));
+	else if (what == SRC_NO_STROKES)
+		sfs_err("%s: class '%s' has no stroke file", c->stk_path, c->name);
+	return what == SRC_OK ? rc : -ENOENT;
+}
+
+/*
+ * The files of every class: opened (the image) and stat'ed (the strokes).
+ * Over HTTP each is a HEAD, one round trip: 345 classes one after another
+ * took 14 s at 20 ms, so URLs get SCAN_THREADS threads, each taking the
+ * next class.  Local files are cheap and done in line.  The error of the
+ * first failing class in order is the one reported, as a serial scan
+ * would; threads stop taking classes after a failure.
+ */
+#define SCAN_THREADS 16
+
+struct scan_job {
+	struct qd_scan *s;
+	const char *img_dir, *stk_dir;
+	pthread_mutex_t lock;
+	size_t next, nclass;
+	size_t bad;		/* first failing class, or nclass */
+	int rc, what;
+};
+
+static void *scan_worker(void *arg)
+{
+	struct scan_job *j = arg;
+	size_t i;
+	int rc, what;
+
+	for (;;) {
+		pthread_mutex_lock(&j->lock);
+		i = j->next < j->bad ? j->next++ : j->nclass;
+		pthread_mutex_unlock(&j->lock);
+		if (i >= j->nclass)
+			return NULL;
+		rc = src_files(j->s->env, &j->s->cls[i], j->img_dir, j->stk_dir,
+			       j->s->has_images, j->s->has_strokes, &what);
+		if (!rc)
+			continue;
+		pthread_mutex_lock(&j->lock);
+		if (i < j->bad) {
+			j->bad = i;
+			j->rc = rc;
+			j->what = what;
+		}
+		pthread_mutex_unlock(&j->lock);
+	}
+}
+
+static int scan_class_files(struct qd_scan *s, const char *img_dir,
+			    const char *stk_dir, int parallel)
+{
+	struct scan_job j = { s, img_dir, stk_dir, PTHREAD_MUTEX_INITIALIZER, 0,
+			      s->nclass, s->nclass, 0, SRC_OK };
+	pthread_t t[SCAN_THREADS];
+	size_t n = 0;
+
+	while (parallel && n < SCAN_THREADS && n + 1 < s->nclass &&
+	       !pthread_create(&t[n], NULL, scan_worker, &j))
+		n++;
+	scan_worker(&j);
+	while (n)
+		pthread_join(t[--n], NULL);
+	pthread_mutex_destroy(&j.lock);
+	return j.bad < s->nclass ? src_error(&s->cls[j.bad], j.what, j.rc) : 0;
 }
 
 /* numpy_bitmap/ and sketchrnn/ (official) or one flat directory. */
@@ -753,11 +831,9 @@ int qd_scan(const struct sfs_opts *o, struct source_env *env,
 	for (i = 0; i < all.n; i++) {
 		s->cls[i].name = all.v[i];
 		all.v[i] = NULL;
-		s->nclass = i + 1;
-		if ((rc = src_files(env, &s->cls[i], img_dir, stk_dir, s->has_images,
-				    s->has_strokes)))
-			goto out;
 	}
+	s->nclass = all.n;
+	rc = scan_class_files(s, img_dir, stk_dir, source_is_url(o->source));
 out:
 	names_free(&all);
 	names_free(&order);
