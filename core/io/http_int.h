@@ -25,6 +25,8 @@
 #define NFLIGHT    8            /* fetches of one source tracked at once */
 #define QUEUE_MAX  64           /* prefetches waiting for a thread */
 #define PREFETCHERS 4           /* threads per mount, started at first open */
+#define REGION_SHIFT 20         /* 1 MiB regions, for telling random reads apart */
+#define REGIONS    32           /* regions of recent random reads remembered */
 
 struct httpreq_ctx;
 struct diskcache;
@@ -67,6 +69,8 @@ struct http_src {
 	unsigned ra_seq;                /* reads in a row that went on from it */
 	unsigned ra_win;
 	uint64_t ahead;                 /* last block fetched or queued ahead */
+	uint64_t regions[REGIONS];      /* of recent random reads, + 1 (0: none) */
+	unsigned region_next;
 	unsigned jobs;                  /* prefetches queued or running */
 };
 
