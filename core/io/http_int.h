@@ -44,6 +44,7 @@ struct http_env {
 	struct lru *mem;                /* blocks, keyed by source id and number */
 	struct diskcache *disk;         /* NULL without cache_dir */
 	unsigned ra_max;                /* blocks read ahead at most */
+	uint64_t cache_bytes;           /* of the memory cache (cfg.cache_bytes) */
 	pthread_mutex_t ids_lock;
 	struct known *known;
 	uint32_t next_id;

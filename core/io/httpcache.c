@@ -525,8 +525,9 @@ ssize_t httpcache_pread(struct source *s, void *buf, size_t n, uint64_t off)
 		return (ssize_t)n;
 	}
 	win = note_read(r.h, b0, b1, off, &lone);
-	/* with a disk cache, blocks: they are kept for the next epoch */
-	lone = lone && !r.h->disk && n <= EXACT_MAX;
+	/* blocks when they may be read again: with a disk cache (the next
+	 * epoch), or when the whole source fits in the memory cache */
+	lone = lone && n <= EXACT_MAX && !r.h->disk && r.size > r.h->he->cache_bytes;
 	for (b = b0; b <= b1;) {
 		if (from_memory(&r, b) || from_disk(&r, b)) {
 			b++;
