@@ -16,6 +16,13 @@
  * window.  A thread missing blocks another is fetching waits for that fetch
  * rather than asking again.
  *
+ * Scattered reads: a small read that starts no stream, in a source larger
+ * than the memory cache and with no disk cache, and alone in its 1 MiB
+ * region among the last REGIONS such reads, fetches only its own bytes and
+ * keeps none: a block around a random member of a large tar is not read
+ * again before it is evicted.  Reads that come back to a region fetch
+ * blocks as above.
+ *
  * No-wait mode: a read fully in memory is served (and may start prefetches,
  * which only queue), else -EAGAIN at once.
  *
