@@ -93,6 +93,8 @@ int workers_start(struct workers *w, unsigned n, unsigned spin_us, void *ctx)
 
 void workers_submit(struct workers *w, const struct worker_job *job)
 {
+	int wake;
+
 	pthread_mutex_lock(&w->lock);
 	while (w->count == WORKERS_QUEUE)
 		pthread_cond_wait(&w->room, &w->lock);
@@ -100,9 +102,13 @@ void workers_submit(struct workers *w, const struct worker_job *job)
 	w->count++;
 	atomic_store(&w->queued, w->count);
 	/* a spinning worker takes one job without a wake-up */
-	if (w->sleepers && w->count > (unsigned)w->spinning)
-		pthread_cond_signal(&w->more);
+	wake = w->sleepers && w->count > (unsigned)w->spinning;
 	pthread_mutex_unlock(&w->lock);
+	/* after the unlock: a worker woken under it would at once block on
+	 * the lock and need a second wake-up (seen in strace as a futex
+	 * wait on the mutex after every hand-off) */
+	if (wake)
+		pthread_cond_signal(&w->more);
 }
 
 void workers_stop(struct workers *w)

@@ -69,6 +69,7 @@ static int http_env_init(struct source_env *env)
 	/* blocks read ahead (and prefetched: three windows) must not push
 	 * each other out of the cache before they are read: an eighth of it
 	 * per window */
+	he->cache_bytes = env->cfg.cache_bytes;
 	he->ra_max = env->cfg.cache_bytes / BLOCK / 8 < RA_MAX ?
 		     (unsigned)(env->cfg.cache_bytes / BLOCK / 8) : RA_MAX;
 	if ((rc = httpreq_ctx_new(&env->cfg, &he->net)))

@@ -25,6 +25,8 @@
 #define NFLIGHT    8            /* fetches of one source tracked at once */
 #define QUEUE_MAX  64           /* prefetches waiting for a thread */
 #define PREFETCHERS 4           /* threads per mount, started at first open */
+#define REGION_SHIFT 20         /* 1 MiB regions, for telling random reads apart */
+#define REGIONS    32           /* regions of recent random reads remembered */
 
 struct httpreq_ctx;
 struct diskcache;
@@ -42,6 +44,7 @@ struct http_env {
 	struct lru *mem;                /* blocks, keyed by source id and number */
 	struct diskcache *disk;         /* NULL without cache_dir */
 	unsigned ra_max;                /* blocks read ahead at most */
+	uint64_t cache_bytes;           /* of the memory cache (cfg.cache_bytes) */
 	pthread_mutex_t ids_lock;
 	struct known *known;
 	uint32_t next_id;
@@ -67,6 +70,8 @@ struct http_src {
 	unsigned ra_seq;                /* reads in a row that went on from it */
 	unsigned ra_win;
 	uint64_t ahead;                 /* last block fetched or queued ahead */
+	uint64_t regions[REGIONS];      /* of recent random reads, + 1 (0: none) */
+	unsigned region_next;
 	unsigned jobs;                  /* prefetches queued or running */
 };
 

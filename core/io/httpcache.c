@@ -16,6 +16,13 @@
  * window.  A thread missing blocks another is fetching waits for that fetch
  * rather than asking again.
  *
+ * Scattered reads: a small read that starts no stream, in a source larger
+ * than the memory cache and with no disk cache, and alone in its 1 MiB
+ * region among the last REGIONS such reads, fetches only its own bytes and
+ * keeps none: a block around a random member of a large tar is not read
+ * again before it is evicted.  Reads that come back to a region fetch
+ * blocks as above.
+ *
  * No-wait mode: a read fully in memory is served (and may start prefetches,
  * which only queue), else -EAGAIN at once.
  *
@@ -42,6 +49,7 @@
 #define RUN_MAX    64           /* missing blocks of a read in one request */
 #define WAITS_MAX  3            /* for others' fetches, in one read */
 #define AHEAD_JOBS 2            /* prefetches of one source at once */
+#define EXACT_MAX  BLOCK        /* reads alone in their region fetch only their bytes */
 
 /* One read: [off, end) of a source of `size` bytes, into buf; a prefetch
  * is a read of nothing (buf NULL, off = end = 0). */
@@ -116,12 +124,36 @@ static int from_disk(const struct rd *r, uint64_t b)
 }
 
 /*
- * Notes a read of blocks b0..b1 for readahead and gives the window to read
- * ahead with.  From the second sequential read in a row, not the first:
- * two reads of one member of an archive, read at random, should not pull
- * in the members after it.
+ * Whether a read that starts no stream lands in a region (REGION_SHIFT)
+ * no recent such read did, and remembers its region (h->lock held).  Reads
+ * scattered over a large source (random members of a 4.8 GB tar) are
+ * alone: a block of them is never read again, so they fetch only their
+ * bytes; reads shuffled within a small part (one class's tar, a small
+ * file) come back to a region and fetch blocks, which their neighbours
+ * then find in the cache.
  */
-static unsigned note_read(struct http_src *h, uint64_t b0, uint64_t b1)
+static int alone(struct http_src *h, uint64_t off)
+{
+	uint64_t reg = (off >> REGION_SHIFT) + 1;
+	unsigned i;
+
+	for (i = 0; i < REGIONS; i++)
+		if (h->regions[i] == reg)
+			return 0;
+	h->regions[h->region_next] = reg;
+	h->region_next = (h->region_next + 1) % REGIONS;
+	return 1;
+}
+
+/*
+ * Notes a read of blocks b0..b1 (from byte off) for readahead and gives
+ * the window to read ahead with.  From the second sequential read in a
+ * row, not the first: two reads of one member of an archive, read at
+ * random, should not pull in the members after it.  *lone: the read starts
+ * no stream and is alone in its region (see alone()).
+ */
+static unsigned note_read(struct http_src *h, uint64_t b0, uint64_t b1,
+			  uint64_t off, int *lone)
 {
 	unsigned win;
 
@@ -138,6 +170,7 @@ static unsigned note_read(struct http_src *h, uint64_t b0, uint64_t b1)
 		h->ra_win = h->he->ra_max;
 	h->ra_next = b1;
 	win = h->ra_win;
+	*lone = h->ra_seq == 0 && alone(h, off);
 	pthread_mutex_unlock(&h->lock);
 	return win;
 }
@@ -300,6 +333,28 @@ out:
 	return rc;
 }
 
+/*
+ * A small read alone in its region (note_read): only its bytes from block
+ * b on, straight into its buffer, nothing cached.  Random 3 KB ImageNet
+ * members over loopback, 4 threads: 3.4 KiB a GET instead of 34.8 (a
+ * block, or two when the member straddles), and the daemon's CPU per file
+ * from ~160 to ~100 us (medians of 4 runs on the shared 2-core VM).
+ * 0 or -EIO.
+ */
+static int fetch_exact(const struct rd *r, uint64_t b)
+{
+	uint64_t from = b * BLOCK > r->off ? b * BLOCK : r->off;
+	struct iovec iov = { r->buf + (from - r->off), (size_t)(r->end - from) };
+	struct httpreq req = { .url = r->s->name, .ranged = 1, .iov = &iov,
+			       .niov = 1, .from = from, .to = r->end - 1,
+			       .expect = &r->s->stamp };
+	struct httpresp resp;
+
+	if (httpreq_do(r->h->he->net, &req, &resp))
+		return read_failed(r, &req, &resp, 0);
+	return 0;
+}
+
 /* The blocks to fetch from b: the run of missing ones (at most RUN_MAX),
  * and, when it ends the read, `win` more not cached yet.  *need is the
  * run's last block; returns the request's last. */
@@ -460,7 +515,7 @@ ssize_t httpcache_pread(struct source *s, void *buf, size_t n, uint64_t off)
 {
 	struct rd r = { s, s->priv, buf, off, 0, s->stamp.size };
 	uint64_t b0, b1, b, need, hi;
-	int waits = 0, slot, rc;
+	int waits = 0, slot, rc, lone;
 	unsigned win;
 
 	if (atomic_load(&s->changed))
@@ -476,15 +531,20 @@ ssize_t httpcache_pread(struct source *s, void *buf, size_t n, uint64_t off)
 		for (b = b0; b <= b1; b++)
 			if (!from_memory(&r, b))
 				return -EAGAIN;
-		prefetch_after(&r, b1, note_read(r.h, b0, b1));
+		prefetch_after(&r, b1, note_read(r.h, b0, b1, off, &lone));
 		return (ssize_t)n;
 	}
-	win = note_read(r.h, b0, b1);
+	win = note_read(r.h, b0, b1, off, &lone);
+	/* blocks when they may be read again: with a disk cache (the next
+	 * epoch), or when the whole source fits in the memory cache */
+	lone = lone && n <= EXACT_MAX && !r.h->disk && r.size > r.h->he->cache_bytes;
 	for (b = b0; b <= b1;) {
 		if (from_memory(&r, b) || from_disk(&r, b)) {
 			b++;
 			continue;
 		}
+		if (lone)
+			return (rc = fetch_exact(&r, b)) ? rc : (ssize_t)n;
 		hi = plan(&r, b, b1, win, &need);
 		if (claim(r.h, b, need, &hi, &waits, &slot))
 			continue;	/* another thread fetched it: look again */

@@ -562,6 +562,46 @@ Test(http, second_read_sends_no_request)
 	free(u);
 }
 
+/* A source larger than the memory cache, read at random: a small read
+ * alone in its 1 MiB region fetches only its bytes and keeps none; one
+ * coming back to a region fetches (and keeps) its block. */
+Test(http, scattered_small_reads_fetch_only_their_bytes)
+{
+	struct source *s;
+	uint8_t *want, got[4096];
+	size_t len;
+	char *u;
+
+	write_file("www/big.bin", 4u << 20, 9);
+	start_nginx(0);
+	new_env(5, 2, 256u << 10, NULL);
+	u = url_of("big.bin");
+	cr_assert_eq(source_open(env, u, &s), 0);
+	want = read_back("www/big.bin", &len);
+	cr_assert_eq(source_pread(s, got, 3000, 100000), 3000);
+	cr_assert(!memcmp(got, want + 100000, 3000));
+	cr_assert_eq(source_pread(s, got, 3000, (2u << 20) + 777), 3000);
+	cr_assert(!memcmp(got, want + (2u << 20) + 777, 3000));
+	cr_assert_eq(data_gets("big.bin"), 2);
+	cr_assert_eq(bytes_sent("big.bin"), 6000, "more than the bytes read");
+	/* nothing kept */
+	source_nowait(1);
+	cr_assert_eq(source_pread(s, got, 100, 100000), -EAGAIN);
+	source_nowait(0);
+	/* region 0 again: its block, kept */
+	cr_assert_eq(source_pread(s, got, 500, 3 * BLK + 100), 500);
+	cr_assert(!memcmp(got, want + 3 * BLK + 100, 500));
+	cr_assert_eq(bytes_sent("big.bin"), 6000 + BLK);
+	source_nowait(1);
+	cr_assert_eq(source_pread(s, got, 1000, 3 * BLK + 2000), 1000);
+	cr_assert(!memcmp(got, want + 3 * BLK + 2000, 1000));
+	source_nowait(0);
+	random_reads(s, want, len, 300, 11, 2 * BLK);
+	source_close(s);
+	free(want);
+	free(u);
+}
+
 Test(http, nowait_misses_give_eagain)
 {
 	struct source *s;

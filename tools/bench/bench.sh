@@ -798,14 +798,27 @@ cpu_per_file() {
 	return 0
 }
 
+# nginx_ticks: CPU clock ticks (user + sys) nginx's master and workers
+# have used so far
+nginx_ticks() {
+	local p
+	for p in "${HTTP_WORKER_PIDS[@]}" "$HTTP_PID"; do
+		awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null
+	done | awk '{ t += $1 } END { print t + 0 }'
+}
+
 # http_read KEY LIST THREADS URL INDEX_DIR: a fresh mount of URL, one pass
-# of LIST, its traffic; the daemon's VmHWM and RssAnon kept in HTTP_HWM and
-# HTTP_ANON
+# of LIST, its traffic, the daemon's CPU per file and nginx's (KEY.nginx_us:
+# the server's side of each file, which shares the 2 cores); the daemon's
+# VmHWM and RssAnon kept in HTTP_HWM and HTTP_ANON
 http_read() {
-	local mark
+	local mark t0
 	samplefs_start "$4" "$5" || { fail "$1" "mount of $4 failed"; return 1; }
 	mark=$(http_log_mark) || { fs_stop "$MNT"; return 1; }	# the pass's requests only
-	measure "$1" "$2" "$MNT" "$3" && cpu_per_file "$1" "$(wc -l <"$2")"
+	t0=$(nginx_ticks)
+	measure "$1" "$2" "$MNT" "$3" && cpu_per_file "$1" "$(wc -l <"$2")" &&
+		rec "$1.nginx_us" "$(awk -v a="$t0" -v b="$(nginx_ticks)" -v hz="$(getconf CLK_TCK)" \
+			-v n="$(wc -l <"$2")" 'BEGIN { printf "%.1f", (b - a) / hz * 1e6 / n }')"
 	fs_stop "$MNT"; keep_max HTTP_HWM "$FS_HWM"; keep_max HTTP_ANON "$FS_ANON"
 	http_traffic "$1" "$mark" "$(wc -l <"$2")"
 }
