@@ -353,6 +353,14 @@ static int http_list(struct source_env *env, const char *uri, source_list_fn fn,
 	return rc;
 }
 
+/* Only WILLNEED means anything here: the block cache decides the rest. */
+static void http_advise(struct source *s, uint64_t off, uint64_t len,
+			enum source_advice adv)
+{
+	if (adv == SOURCE_ADV_WILLNEED)
+		httpcache_willneed(s, off, len);
+}
+
 const struct source_backend source_http_backend = {
 	.name = "http",
 	.claims = http_claims,
@@ -360,6 +368,7 @@ const struct source_backend source_http_backend = {
 	.pread = httpcache_pread,
 	.changed = http_changed,
 	.close = http_close,
+	.advise = http_advise,
 	.stat = http_stat,
 	.list = http_list,
 	.env_init = http_env_init,

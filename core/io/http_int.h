@@ -85,5 +85,7 @@ void httpcache_stop(struct http_env *he);
 /* Drops s's queued prefetches and waits for its running ones: before
  * close. */
 void httpcache_forget(struct source *s);
+/* source_advise(WILLNEED) for HTTP sources: prefetch, never wait. */
+void httpcache_willneed(struct source *s, uint64_t off, uint64_t len);
 
 #endif

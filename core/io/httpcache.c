@@ -466,6 +466,29 @@ void httpcache_forget(struct source *s)
 	pthread_mutex_unlock(&h->lock);
 }
 
+/* Queues a prefetch of blocks lo..hi of s, whose h->jobs the caller has
+ * counted (and which is uncounted here when the queue cannot take it). */
+static void queue_prefetch(struct source *s, uint64_t lo, uint64_t hi)
+{
+	struct http_src *h = s->priv;
+	struct http_env *he = h->he;
+	int queued = 0;
+
+	pthread_mutex_lock(&he->q_lock);
+	if (he->nthreads && he->q_len < QUEUE_MAX && !he->stopping) {
+		he->queue[he->q_len++] = (struct prefetch){ s, lo, hi };
+		pthread_cond_signal(&he->q_more);
+		queued = 1;
+	}
+	pthread_mutex_unlock(&he->q_lock);
+	if (!queued) {
+		pthread_mutex_lock(&h->lock);
+		h->jobs--;
+		pthread_cond_broadcast(&h->landed);
+		pthread_mutex_unlock(&h->lock);
+	}
+}
+
 /*
  * After a sequential read ending in block b1 with window win: queues a
  * prefetch of the window after the last block the stream has fetched or
@@ -475,9 +498,7 @@ void httpcache_forget(struct source *s)
  */
 static void prefetch_after(const struct rd *r, uint64_t b1, unsigned win)
 {
-	struct http_env *he = r->h->he;
 	uint64_t last = (r->size - 1) / BLOCK, lo = b1 + 1, hi;
-	int queued = 0;
 
 	if (win < RA_START * 2 || lo > last)
 		return;
@@ -494,19 +515,37 @@ static void prefetch_after(const struct rd *r, uint64_t b1, unsigned win)
 	r->h->ahead = hi;
 	r->h->jobs++;
 	pthread_mutex_unlock(&r->h->lock);
-	pthread_mutex_lock(&he->q_lock);
-	if (he->nthreads && he->q_len < QUEUE_MAX && !he->stopping) {
-		he->queue[he->q_len++] = (struct prefetch){ r->s, lo, hi };
-		pthread_cond_signal(&he->q_more);
-		queued = 1;
+	queue_prefetch(r->s, lo, hi);
+}
+
+/*
+ * source_advise(WILLNEED): the blocks of [off, off + len) (RUN_MAX at
+ * most, one request) are fetched by a prefetch thread unless they are in
+ * memory or on their way: a layout's hint that a reader is about to start
+ * there (the next class of an epoch).  The reader's own readahead then
+ * starts as usual and skips what landed.  Never waits.
+ */
+void httpcache_willneed(struct source *s, uint64_t off, uint64_t len)
+{
+	struct http_src *h = s->priv;
+	uint64_t size = s->stamp.size, lo, hi;
+
+	if (off >= size || !len || atomic_load(&s->changed))
+		return;
+	if (len > size - off)
+		len = size - off;
+	lo = off / BLOCK;
+	hi = (off + len - 1) / BLOCK;
+	if (hi - lo >= RUN_MAX)
+		hi = lo + RUN_MAX - 1;
+	pthread_mutex_lock(&h->lock);
+	if (h->jobs >= AHEAD_JOBS) {
+		pthread_mutex_unlock(&h->lock);
+		return;
 	}
-	pthread_mutex_unlock(&he->q_lock);
-	if (!queued) {
-		pthread_mutex_lock(&r->h->lock);
-		r->h->jobs--;
-		pthread_cond_broadcast(&r->h->landed);
-		pthread_mutex_unlock(&r->h->lock);
-	}
+	h->jobs++;
+	pthread_mutex_unlock(&h->lock);
+	queue_prefetch(s, lo, hi);
 }
 
 /* ---- reads ---- */

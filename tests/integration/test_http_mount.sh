@@ -181,6 +181,32 @@ for d in "$W/qd $L idx-l" "$(http_url /qd/) $M idx-h"; do
 done
 classes 'cat\nThe Mona Lisa\nice cream\n' 1700000004
 
+# An epoch in gidx order: reading the first image of a class (of fewer
+# rows than the 1 MiB hint) asks for the next class's file in the
+# background; the remount's cache is empty, so the GET is the hint's.
+# wait_get URI_REGEX MARK: a GET of it logged after MARK, within 10 s
+wait_get() {
+	local i
+	for i in $(seq 1 100); do
+		http_log_lines "$2" | awk -F'\t' -v u="$1" '$1 == "GET" && $2 ~ u { f = 1 } END { exit !f }' &&
+			return 0
+		sleep 0.1
+	done
+	return 1
+}
+not_logged() { ! http_log_lines "$2" | grep -q "$1"; }
+check "qd: build for the next-class hint" sfs_mount "$(http_url /qd/)" "$M" -o "$QD,index_dir=$T/idx-h"
+check "unmount" sfs_umount "$M"
+if check "qd: remount for the next-class hint" sfs_mount "$(http_url /qd/)" "$M" -o "$QD,index_dir=$T/idx-h"; then
+	mark=$(http_log_mark)
+	first=$(ls "$M/images/cat" | head -1)
+	check "qd: the first image of cat is read" cat "$M/images/cat/$first" >/dev/null
+	check "qd: ... and the next class's file is fetched in the background" \
+		wait_get "/qd/numpy_bitmap/The%20Mona%20Lisa[.]npy\$" "$mark"
+	check "qd: ... but not the class after it" not_logged "ice%20cream[.]npy" "$mark"
+	check "unmount" sfs_umount "$M"
+fi
+
 # ---- faults between samplefs and nginx ----
 check "fault proxy up" proxy_start "$(http_url /)"
 BIG=$(proxy_url /big.tar)

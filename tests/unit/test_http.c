@@ -602,6 +602,45 @@ Test(http, scattered_small_reads_fetch_only_their_bytes)
 	free(u);
 }
 
+/* source_advise(WILLNEED) fetches the range in the background, one GET of
+ * its blocks; the reader then finds them in memory. */
+Test(http, willneed_prefetches_in_the_background)
+{
+	struct source *s;
+	uint8_t *want, got[4096];
+	size_t len;
+	char *u;
+	int i;
+
+	write_file("www/next.bin", 4u << 20, 21);
+	start_nginx(0);
+	new_env(5, 2, 8u << 20, NULL);
+	u = url_of("next.bin");
+	cr_assert_eq(source_open(env, u, &s), 0);
+	want = read_back("www/next.bin", &len);
+	source_advise(s, (1u << 20) + 5, 256u << 10, SOURCE_ADV_WILLNEED);
+	source_nowait(1);
+	for (i = 0; i < 500 && source_pread(s, got, 3000, (1u << 20) + 5) == -EAGAIN; i++)
+		usleep(10000);
+	cr_assert_lt(i, 500, "the hinted bytes never landed");
+	cr_assert(!memcmp(got, want + (1u << 20) + 5, 3000));
+	/* its last block landed too, and nothing past it */
+	cr_assert_eq(source_pread(s, got, 100, (1u << 20) + (256u << 10)), 100);
+	cr_assert(!memcmp(got, want + (1u << 20) + (256u << 10), 100));
+	cr_assert_eq(source_pread(s, got, 100, (1u << 20) + 9 * BLK), -EAGAIN);
+	cr_assert_eq(source_pread(s, got, 100, 0), -EAGAIN);
+	source_nowait(0);
+	cr_assert_eq(data_gets("next.bin"), 1);
+	cr_assert_eq(bytes_sent("next.bin"), 9 * BLK, "blocks 32..40 in one GET");
+	/* past the end and of nothing: no request */
+	source_advise(s, len, 4096, SOURCE_ADV_WILLNEED);
+	source_advise(s, 0, 0, SOURCE_ADV_WILLNEED);
+	source_close(s);
+	cr_assert_eq(data_gets("next.bin"), 1);
+	free(want);
+	free(u);
+}
+
 Test(http, nowait_misses_give_eagain)
 {
 	struct source *s;
