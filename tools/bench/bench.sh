@@ -908,7 +908,7 @@ rtt_probe() {
 part_http() {
 	local qsrc=$DATA/qd-$QD_PER qidx=$DATA/index/qd-$QD_PER isrc=$DATA/imagenet
 	local iidx=$DATA/index/imagenet hidx=$DATA/index/http il=$LISTS/qd_images.txt
-	local jl=$LISTS/in_random.txt el=$LISTS/http/qd_images.txt
+	local jl=$LISTS/in_random.txt el=$LISTS/http/qd_images.txt isz=
 	local qurl iurl pq pi r c bpi ebytes netem mark rtt urls=() purls=() classes=()
 	say "== http. Mounts over HTTP"
 	qd_source "$qsrc" "$QD_CLASSES" "$QD_PER" || { fail http.qd.first1.http "generator failed"; return 1; }
@@ -980,8 +980,14 @@ part_http() {
 		http_read http.in.rtt16.http "$jl" 16 "$pi" "$hidx/inp"
 		SFS_LAYOUT=quickdraw
 		if samplefs_start "$qsrc" "$qidx"; then
+			isz=$(stat -c %s "$MNT/$(head -1 "$el")")
 			epoch_read http.qd.epoch.local "$el" "$MNT" "$bpi" &&
 				cpu_per_file http.qd.epoch.local "$(wc -l <"$el")"
+			fs_stop "$MNT"
+		fi
+		# the most any FUSE file system serves these files at: the floor
+		if [ -n "$isz" ] && floor_start "$(wc -l <"$el")" "$isz" "$QD_PER" npy; then
+			epoch_read http.qd.epoch.floor "$LISTS/http/floor_images.txt" "$MNT" "$bpi"
 			fs_stop "$MNT"
 		fi
 		if samplefs_start "$pq" "$hidx/qdp"; then

@@ -334,6 +334,9 @@ HTTP = [
         key="http.qd.epoch.http.cpu_us", unit="us", kind="info")),
     ("curl GETs of those class files at 20 ms, one connection", dict(
         key="http.qd.epoch.curl_mbs", unit="MB/s", kind="info")),
+    ("sequential Quick, Draw! epoch, 1 thread: the FUSE floor serving as many files of the same size", dict(
+        key="http.qd.epoch.floor_mbs", unit="MB/s", kind="ratio", ref="http.qd.epoch.curl_mbs",
+        info=True)),
     ("curl GETs of those class files from nginx, no delay (for reference)", dict(
         key="http.qd.epoch.curl0_mbs", unit="MB/s", kind="info")),
     ("the epoch's data GETs per file read", dict(
