@@ -105,7 +105,7 @@ def inet_model(out):
     import imagenet_oracle
     p = json.load(open(os.path.join(out, "params.json")))
     src = os.path.join(out, "src", "imagenet")
-    tree, _ = imagenet_oracle.model(src, p["shard"], 3, 5)
+    tree, _, _ = imagenet_oracle.model(src, p["shard"], 3, 5)
     return src, tree
 
 
