@@ -565,6 +565,25 @@ Test(http, second_read_sends_no_request)
 /* A source larger than the memory cache, read at random: a small read
  * alone in its 1 MiB region fetches only its bytes and keeps none; one
  * coming back to a region fetches (and keeps) its block. */
+/* serve(NAME, SEED, CACHE, ...): www/NAME of 4 MiB served by nginx, opened
+ * in a new mount env with a memory cache of CACHE bytes; its bytes in
+ * *want (*len), its URL in *u. */
+static struct source *serve(const char *name, uint64_t seed, uint64_t cache,
+			    uint8_t **want, size_t *len, char **u)
+{
+	char rel[64];
+	struct source *s;
+
+	snprintf(rel, sizeof(rel), "www/%s", name);
+	write_file(rel, 4u << 20, seed);
+	start_nginx(0);
+	new_env(5, 2, cache, NULL);
+	*u = url_of(name);
+	cr_assert_eq(source_open(env, *u, &s), 0);
+	*want = read_back(rel, len);
+	return s;
+}
+
 Test(http, scattered_small_reads_fetch_only_their_bytes)
 {
 	struct source *s;
@@ -572,12 +591,7 @@ Test(http, scattered_small_reads_fetch_only_their_bytes)
 	size_t len;
 	char *u;
 
-	write_file("www/big.bin", 4u << 20, 9);
-	start_nginx(0);
-	new_env(5, 2, 256u << 10, NULL);
-	u = url_of("big.bin");
-	cr_assert_eq(source_open(env, u, &s), 0);
-	want = read_back("www/big.bin", &len);
+	s = serve("big.bin", 9, 256u << 10, &want, &len, &u);
 	cr_assert_eq(source_pread(s, got, 3000, 100000), 3000);
 	cr_assert(!memcmp(got, want + 100000, 3000));
 	cr_assert_eq(source_pread(s, got, 3000, (2u << 20) + 777), 3000);
@@ -612,12 +626,7 @@ Test(http, willneed_prefetches_in_the_background)
 	char *u;
 	int i;
 
-	write_file("www/next.bin", 4u << 20, 21);
-	start_nginx(0);
-	new_env(5, 2, 8u << 20, NULL);
-	u = url_of("next.bin");
-	cr_assert_eq(source_open(env, u, &s), 0);
-	want = read_back("www/next.bin", &len);
+	s = serve("next.bin", 21, 8u << 20, &want, &len, &u);
 	source_advise(s, (1u << 20) + 5, 256u << 10, SOURCE_ADV_WILLNEED);
 	source_nowait(1);
 	for (i = 0; i < 500 && source_pread(s, got, 3000, (1u << 20) + 5) == -EAGAIN; i++)
