@@ -712,17 +712,21 @@ static int scan_class_files(struct qd_scan *s, const char *img_dir,
 	return j.bad < s->nclass ? src_error(&s->cls[j.bad], j.what, j.rc) : 0;
 }
 
-/* numpy_bitmap/ and sketchrnn/ (official) or one flat directory. */
-static int source_dirs(struct source_env *env, const char *src, char **img_dir,
-		       char **stk_dir)
+/* numpy_bitmap/ and sketchrnn/ (official) or one flat directory; whether
+ * each is a directory (found once: over HTTP each look is a HEAD). */
+static int source_dirs(struct source_env *env, const char *src, int src_is_dir,
+		       char **img_dir, char **stk_dir, int is[2])
 {
 	char *a = source_join(src, "numpy_bitmap"), *b = source_join(src, "sketchrnn");
 
-	if (a && b && !is_dir(env, a) && !is_dir(env, b)) {
+	is[0] = a && is_dir(env, a);
+	is[1] = b && is_dir(env, b);
+	if (a && b && !is[0] && !is[1]) {
 		free(a);
 		free(b);
 		a = strdup(src);
 		b = strdup(src);
+		is[0] = is[1] = src_is_dir;
 	}
 	if (!a || !b) {
 		free(a);
@@ -756,13 +760,13 @@ static int first_named_has(struct source_env *env, const char *dir,
  * classes when `named` has none); when a directory cannot be listed (a web
  * server without listings) and the classes are named, the kind is absent.
  */
-static int find_kinds(struct source_env *env, const char *dir,
+static int find_kinds(struct source_env *env, const char *dir, int dir_is,
 		      const char *ext, const struct names *named, struct names *all,
 		      int *found)
 {
 	int rc;
 
-	if (!is_dir(env, dir))
+	if (!dir_is)
 		return 0;
 	if (named->n && ((rc = first_named_has(env, dir, ext, named, found)) || *found))
 		return rc;
@@ -777,7 +781,7 @@ int qd_scan(const struct sfs_opts *o, struct source_env *env,
 	char *img_dir = NULL, *stk_dir = NULL, *cf = NULL;
 	struct source_info info;
 	size_t i;
-	int rc, has_cf, use_cf;
+	int rc, has_cf, use_cf, dirs[2];
 
 	memset(s, 0, sizeof(*s));
 	s->env = env;
@@ -786,7 +790,7 @@ int qd_scan(const struct sfs_opts *o, struct source_env *env,
 		return rc;
 	}
 	s->root_mtime = source_stamp_sec(&info.stamp);
-	rc = source_dirs(env, o->source, &img_dir, &stk_dir);
+	rc = source_dirs(env, o->source, info.is_dir, &img_dir, &stk_dir, dirs);
 	if (rc)
 		goto out;
 	cf = o->classes_file ? strdup(o->classes_file) : source_join(o->source, "classes.txt");
@@ -809,8 +813,8 @@ int qd_scan(const struct sfs_opts *o, struct source_env *env,
 		rc = -EINVAL;
 		goto out;
 	}
-	if ((rc = find_kinds(env, img_dir, ".npy", &order, &all, &s->has_images)) ||
-	    (rc = find_kinds(env, stk_dir, ".npz", &order, &all, &s->has_strokes)))
+	if ((rc = find_kinds(env, img_dir, dirs[0], ".npy", &order, &all, &s->has_images)) ||
+	    (rc = find_kinds(env, stk_dir, dirs[1], ".npz", &order, &all, &s->has_strokes)))
 		goto out;
 	if (!s->has_images && !s->has_strokes) {
 		sfs_err("%s: expected Quick, Draw! class files (numpy_bitmap/*.npy, "
