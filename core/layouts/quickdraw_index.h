@@ -180,6 +180,22 @@ static inline int qd_name_ok(const char *name, size_t len)
 {
 	return !qd_name_problem(name, len);
 }
+/* Class names in order (each malloc'ed, NUL-terminated). */
+struct qd_names {
+	char **v;
+	size_t n, cap;
+};
+void qd_names_free(struct qd_names *ns);
+
+/* Adds the names of a classes file's bytes (read from path, named in
+ * messages) to ns: one name per line, a trailing '\r' dropped, blank lines
+ * skipped, each checked by qd_name_problem.  0; or -EINVAL (a bad name, or
+ * one listed twice: the message names the line's offset), -E2BIG (over
+ * 100,000 names), -ENOMEM, with ns emptied.  Work O(n log n) in the names,
+ * so a hostile file is refused in time proportional to its size. */
+int qd_classes_parse(const char *path, const char *buf, size_t n,
+		     struct qd_names *ns);
+
 /* name (len bytes) for a message: C escapes for control characters and
  * non-ASCII bytes, cut at about 80 bytes; out holds QD_NAME_SHOW bytes. */
 #define QD_NAME_SHOW 400

@@ -168,6 +168,16 @@ def autoindex(out):
     put(out, "autoindex", "other", b'[{"name":"l","type":"other"},{"name":"..","type":"directory"}]')
 
 
+def classes(out):
+    """Classes files as the dataset ships them and users write them."""
+    shipped = glob.glob(os.path.join(FIX, "**", "classes.txt"), recursive=True)
+    copy(out, "classes", shipped, limit=20)
+    put(out, "classes", "crlf", b"cat\r\nThe Eiffel Tower\r\n\r\nt-shirt\r\n")
+    put(out, "classes", "repeat", b"cat\ndog\ncat\n")
+    put(out, "classes", "bad", b"cat\nca\tt\n..\n")
+    put(out, "classes", "noeol", "caf\u00e9\nzebra".encode())
+
+
 def main(fix, out):
     global FIX
     FIX = fix
@@ -188,6 +198,7 @@ def main(fix, out):
     strokes(out)
     index(out)
     autoindex(out)
+    classes(out)
 
 
 if __name__ == "__main__":

@@ -115,6 +115,11 @@ make_quickdraw(t + "/qd_nl", ["cat", "x\ny", "dog"], [4, 4, 4], [4, 4, 4], layou
 make_quickdraw(t + "/qd_ok", ["cat", "dog"], [4, 4], [4, 4], layout="official", seed=3)
 open(t + "/tab_classes.txt", "w").write("cat\nca\tt\ndog\n")
 open(t + "/long_classes.txt", "w").write("cat\n" + "l" * 251 + "\n")
+open(t + "/dup_classes.txt", "wb").write(b"cat\r\ndog\n\ncat\n")
+# 100,000 names (the most a classes file may hold), the last the first's
+# again: pairwise checks took 26 s of CPU on it
+many = ["%05d" % i for i in range(99999)] + ["00000"]
+open(t + "/many_classes.txt", "w").write("\n".join(many) + "\n")
 # with its own classes.txt, an unfit file name in the listing is no class
 make_quickdraw(t + "/qd_listed", ["cat", "a\tb", "dog"], [4, 4, 4], [4, 4, 4], layout="official", seed=4)
 open(t + "/qd_listed/classes.txt", "w").write("dog\ncat\n")
@@ -129,7 +134,14 @@ check "a TAB in -o classes=FILE: refused naming the class and offset" mount_refu
 check "a 251-byte name in -o classes=FILE: refused saying why" mount_refused \
 	"class 'l{80}\.\.\.': longer than 250 bytes" "$T/qd_ok" "$M" \
 	-o index_dir="$T/idx",classes="$T/long_classes.txt"
-if check "classes.txt chooses the classes: an unfit unlisted file is no class" \
+if check "a class listed twice in -o classes=FILE: refused naming the second line's offset" \
+	mount_refused "dup_classes.txt: offset 10: class 'cat' listed twice" "$T/qd_ok" "$M" \
+	-o index_dir="$T/idx",classes="$T/dup_classes.txt"
+# a bound for a hang, not a speed check: the refusal takes well under 1 s
+check "100,000 classes, the last listed twice: refused within 20 s" expect_fail \
+	"many_classes.txt: offset 599994: class '00000' listed twice" \
+	timeout 20 "$SAMPLEFS" -f -o index_dir="$T/idx",classes="$T/many_classes.txt" "$T/qd_ok" "$M"
+check "classes.txt chooses the classes: an unfit unlisted file is no class" \
 	sfs_mount "$T/qd_listed" "$M" -o index_dir="$T/idx"; then
 	check "classes.txt order served" test "$(cat "$M/classes.txt")" = "$(printf 'dog\ncat')"
 	check "unmount qd_listed" sfs_umount "$M"
