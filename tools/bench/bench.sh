@@ -684,7 +684,9 @@ in_tools() {	# INDEX_DIR
 }
 
 # Cold random ImageNet reads, 1 and 4 threads (as many disk reads in
-# flight as readers), samplefs against the extracted tree, alternating;
+# flight as readers), samplefs against the extracted tree, alternating,
+# then samplefs again on a fresh mount with the members cached (its
+# cost without the disk: a cold read adds the disk's wait to it);
 # with the disk's reads and KB per file (/proc/diskstats of the disk
 # under $DATA), which show what each read pulls in.
 data_disk() { lsblk -no PKNAME "$(df --output=source "$DATA" | tail -1)" 2>/dev/null |
@@ -709,6 +711,12 @@ in_cold() {	# INDEX_DIR
 			drop_caches
 			cold_measure "in.cold${t/1/}.samplefs" "$l" "$MNT" "$t"
 			fs_stop "$MNT"; build_hwm IN_HWM; keep_max IN_ANON "$FS_ANON"
+		fi
+		# the same reads on a fresh mount with the members now in the
+		# page cache: what the cold reads would be with a disk of no latency
+		if samplefs_start "$src" "$idx"; then
+			measure "in.cold${t/1/}.samplefs_nodisk" "$l" "$MNT" "$t"
+			fs_stop "$MNT"
 		fi
 	done
 }
