@@ -42,9 +42,12 @@
 #define LIST_MAX  (16u << 20)   /* a directory listing's body */
 
 /* A source opened in this mount: its id, reused when it is opened again
- * with the same stamp so its cached blocks are found again. */
+ * with the same stamp so its cached blocks are found again.  Hashed by URL:
+ * a mount may open hundreds of thousands (a listing's files), and a list
+ * walked per open made that quadratic. */
 struct known {
 	struct known *next;
+	uint64_t hash;
 	uint32_t id;
 	struct source_stamp stamp;
 	char url[];
@@ -87,6 +90,7 @@ static void http_env_fini(struct source_env *env)
 {
 	struct http_env *he = env->http;
 	struct known *k;
+	size_t i;
 
 	if (!he)
 		return;
@@ -94,10 +98,12 @@ static void http_env_fini(struct source_env *env)
 	httpreq_ctx_free(he->net);
 	lru_free(he->mem);
 	diskcache_close(he->disk);
-	while ((k = he->known)) {
-		he->known = k->next;
-		free(k);
-	}
+	for (i = 0; i < he->nknown; i++)
+		while ((k = he->known[i])) {
+			he->known[i] = k->next;
+			free(k);
+		}
+	free(he->known);
 	pthread_mutex_destroy(&he->ids_lock);
 	pthread_mutex_destroy(&he->q_lock);
 	pthread_cond_destroy(&he->q_more);
@@ -111,23 +117,57 @@ static int same_stamp(const struct source_stamp *a, const struct source_stamp *b
 	       !strcmp(a->etag, b->etag);
 }
 
+static uint64_t url_hash(const char *url)
+{
+	uint64_t h = 14695981039346656037ull;	/* FNV-1a */
+
+	while (*url)
+		h = (h ^ (unsigned char)*url++) * 1099511628211ull;
+	return h;
+}
+
+/* Doubles the table (called with ids_lock held).  0 or -ENOMEM. */
+static int known_grow(struct http_env *he)
+{
+	size_t n = he->nknown ? 2 * he->nknown : 64, i;
+	struct known **t = calloc(n, sizeof(*t)), *k;
+
+	if (!t)
+		return -ENOMEM;
+	for (i = 0; i < he->nknown; i++)
+		while ((k = he->known[i])) {
+			he->known[i] = k->next;
+			k->next = t[k->hash & (n - 1)];
+			t[k->hash & (n - 1)] = k;
+		}
+	free(he->known);
+	he->known = t;
+	he->nknown = n;
+	return 0;
+}
+
 /* The id of (url, stamp) in this mount; 0 on ENOMEM (ids start at 1). */
 static uint32_t source_id(struct http_env *he, const char *url,
 			  const struct source_stamp *st)
 {
-	struct known *k;
+	uint64_t h = url_hash(url);
+	struct known *k = NULL;
 	uint32_t id = 0;
 
 	pthread_mutex_lock(&he->ids_lock);
-	for (k = he->known; k; k = k->next)
-		if (!strcmp(k->url, url) && same_stamp(&k->stamp, st))
-			break;
-	if (!k && (k = malloc(sizeof(*k) + strlen(url) + 1))) {
+	if (he->nknown)
+		for (k = he->known[h & (he->nknown - 1)]; k; k = k->next)
+			if (k->hash == h && !strcmp(k->url, url) && same_stamp(&k->stamp, st))
+				break;
+	if (!k && (he->count < he->nknown || !known_grow(he)) &&
+	    (k = malloc(sizeof(*k) + strlen(url) + 1))) {
 		k->id = ++he->next_id;
+		k->hash = h;
 		k->stamp = *st;
 		strcpy(k->url, url);
-		k->next = he->known;
-		he->known = k;
+		k->next = he->known[h & (he->nknown - 1)];
+		he->known[h & (he->nknown - 1)] = k;
+		he->count++;
 	}
 	if (k)
 		id = k->id;

@@ -45,8 +45,9 @@ struct http_env {
 	struct diskcache *disk;         /* NULL without cache_dir */
 	unsigned ra_max;                /* blocks read ahead at most */
 	uint64_t cache_bytes;           /* of the memory cache (cfg.cache_bytes) */
-	pthread_mutex_t ids_lock;
-	struct known *known;
+	pthread_mutex_t ids_lock;       /* the sources known, by URL hash: */
+	struct known **known;           /* nknown chains, a power of two */
+	size_t nknown, count;
 	uint32_t next_id;
 	/* prefetch threads and their queue */
 	pthread_mutex_t q_lock;

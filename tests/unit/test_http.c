@@ -562,6 +562,51 @@ Test(http, second_read_sends_no_request)
 	free(u);
 }
 
+/* A source reopened after hundreds of others (the table of known sources
+ * grown several times) gets its id back, so its cached blocks are found. */
+Test(http, reopened_source_keeps_its_cache_among_many)
+{
+	struct source *s;
+	uint8_t *want, *got;
+	char name[32], *u, *v;
+	size_t len;
+	int i, before;
+
+	write_file("www/c.bin", 2 * BLK, 3);
+	u = path_in("www/m");
+	cr_assert(mkdir(u, 0755) == 0 || errno == EEXIST, "%s: %s", u, strerror(errno));
+	free(u);
+	for (i = 0; i < 300; i++) {
+		snprintf(name, sizeof(name), "www/m/%03d.bin", i);
+		write_file(name, 100, (uint64_t)i);
+	}
+	start_nginx(0);
+	new_env(5, 2, 0, NULL);
+	u = url_of("c.bin");
+	want = read_back("www/c.bin", &len);
+	got = malloc(len);
+	cr_assert_eq(source_open(env, u, &s), 0);
+	cr_assert_eq(source_pread(s, got, len, 0), (ssize_t)len);
+	source_close(s);
+	for (i = 0; i < 300; i++) {
+		snprintf(name, sizeof(name), "m/%03d.bin", i);
+		v = url_of(name);
+		cr_assert_eq(source_open(env, v, &s), 0, "%s", v);
+		source_close(s);
+		free(v);
+	}
+	cr_assert_eq(source_open(env, u, &s), 0);
+	before = data_gets("c.bin");
+	memset(got, 0, len);
+	cr_assert_eq(source_pread(s, got, len, 0), (ssize_t)len);
+	cr_assert(!memcmp(got, want, len));
+	cr_assert_eq(data_gets("c.bin"), before, "the reopened source's blocks were fetched again");
+	source_close(s);
+	free(want);
+	free(got);
+	free(u);
+}
+
 /* A source larger than the memory cache, read at random: a small read
  * alone in its 1 MiB region fetches only its bytes and keeps none; one
  * coming back to a region fetches (and keeps) its block. */
