@@ -3,8 +3,10 @@
  *
  * The tarball is small (2.5 MB), so both members are read whole into memory
  * with libarchive and parsed there; libarchive reads the source through
- * callbacks over source_pread (a local file or a URL alike).  Not used
- * while mounted: the layout copies what it needs into its index.
+ * callbacks over source_pread (a local file or a URL alike).  The gzip layer
+ * is inflated here, not by libarchive, so that every byte libarchive walks
+ * (members skipped, headers, sparse maps) counts against one bound.  Not
+ * used while mounted: the layout copies what it needs into its index.
  */
 #include "formats/devkit.h"
 #include "formats/mat5.h"
@@ -15,9 +17,11 @@
 #include <archive_entry.h>
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #define META_SUFFIX "data/meta.mat"
 #define TRUTH_SUFFIX "data/ILSVRC2012_validation_ground_truth.txt"
@@ -26,6 +30,11 @@
  * (MAT5_BUDGET_RATIO x its size): a .tar.gz inflates ~1000:1, so without it
  * a 64 KiB tarball could hand mat5 a 64 MiB member. */
 #define MEMBER_MAX (16u << 20)
+/* What the whole tarball may inflate to, members skipped included: skipping
+ * costs inflating too, at up to 1032:1 (a 2 MB .tar.gz holding 2 GiB of
+ * zeros took 5 s to walk; gzipped once more it is 5 KB).  The real one
+ * inflates to a few MB; both members at MEMBER_MAX fit twice over. */
+#define INFLATED_MAX (4 * MEMBER_MAX)
 
 struct leaf {
 	uint32_t id;
@@ -218,9 +227,180 @@ static int has_suffix(const char *s, const char *suf)
 	return n >= m && !strcmp(s + n - m, suf) && (n == m || s[n - m - 1] == '/');
 }
 
+/*
+ * What libarchive reads the tarball through: the source and a position, and
+ * for a .tar.gz the inflater, whose output is counted (INFLATED_MAX).
+ * Concatenated gzip members are one stream, as gzip -d reads them; bytes
+ * after the last member that start no other (tape padding) are ignored.
+ */
+struct feed {
+	struct source *src;
+	uint64_t pos;		/* of the next source byte to read */
+	int started;		/* the first block is read: gz is known */
+	int gz;			/* the source is gzip: inflated here */
+	int gz_end;		/* at the end of a gzip member */
+	z_stream zs;
+	uint64_t out;		/* inflated bytes handed to libarchive */
+	int err;		/* why reading failed (an errno), or 0 */
+	char msg[256];
+	uint8_t in[1 << 16];
+	uint8_t buf[1 << 16];
+};
+
+static la_ssize_t feed_fail(struct archive *a, struct feed *f, int err,
+			    const char *fmt, ...) SFS_PRINTF(4, 5);
+
+/* Keeps why reading failed, for walk_error: libarchive replaces its own
+ * error with "Truncated input file" when a skip fails. */
+static la_ssize_t feed_fail(struct archive *a, struct feed *f, int err,
+			    const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(f->msg, sizeof(f->msg), fmt, ap);
+	va_end(ap);
+	f->err = err;
+	archive_set_error(a, err, "%s", f->msg);
+	return -1;
+}
+
+/* What went wrong after libarchive failed: the feed's reason and -errno
+ * if it had one (-EFBIG past INFLATED_MAX), else libarchive's and -EIO. */
+static const char *walk_error(struct archive *a, const struct feed *f, int *rc)
+{
+	*rc = f->err ? -f->err : -EIO;
+	return f->err ? f->msg : archive_error_string(a);
+}
+
+/* the next source bytes into f->in; 0 at the end of the source */
+static la_ssize_t feed_fill(struct archive *a, struct feed *f)
+{
+	ssize_t n = source_pread(f->src, f->in, sizeof(f->in), f->pos);
+
+	if (n < 0)
+		return feed_fail(a, f, (int)-n, "offset %llu: %s", (unsigned long long)f->pos,
+				 strerror((int)-n));
+	f->pos += (uint64_t)n;
+	f->zs.next_in = f->in;
+	f->zs.avail_in = (uInt)n;
+	return n;
+}
+
+/* Some inflated bytes (0 at the end of the gzip stream), never more than
+ * INFLATED_MAX in all. */
+static la_ssize_t feed_inflate(struct archive *a, struct feed *f)
+{
+	z_stream *zs = &f->zs;
+	la_ssize_t n;
+	int zr;
+
+	zs->next_out = f->buf;
+	zs->avail_out = sizeof(f->buf);
+	while (zs->avail_out == sizeof(f->buf)) {
+		if (!zs->avail_in && (n = feed_fill(a, f)) <= 0) {
+			if (n < 0 || f->gz_end)
+				return n;
+			return feed_fail(a, f, EBADMSG, "offset %llu: the gzip stream ends early "
+					 "(expected more deflate data)", (unsigned long long)f->pos);
+		}
+		if (f->gz_end) {
+			if (zs->next_in[0] != 0x1f)
+				return 0;
+			inflateReset(zs);
+			f->gz_end = 0;
+		}
+		zr = inflate(zs, Z_NO_FLUSH);
+		if (zr == Z_STREAM_END)
+			f->gz_end = 1;
+		else if (zr != Z_OK && zr != Z_BUF_ERROR)
+			return feed_fail(a, f, EBADMSG, "offset %llu: gzip: %s",
+					 (unsigned long long)(f->pos - zs->avail_in),
+					 zs->msg ? zs->msg : "inflate failed");
+	}
+	n = (la_ssize_t)(sizeof(f->buf) - zs->avail_out);
+	if (f->out + (uint64_t)n > INFLATED_MAX)
+		return feed_fail(a, f, EFBIG, "inflated offset %llu: expected " META_SUFFIX
+				 " and the ground truth within %u MiB (the real devkit "
+				 "inflates to a few MB)",
+				 (unsigned long long)(f->out + (uint64_t)n), INFLATED_MAX >> 20);
+	if (!f->out && n >= 2 && f->buf[0] == 0x1f && f->buf[1] == 0x8b)
+		return feed_fail(a, f, EBADMSG, "inflated offset 0: a gzip inside the gzip; "
+				 "expected a tar (one layer of gzip)");
+	f->out += (uint64_t)n;
+	return n;
+}
+
+/* The first block: gzip's magic makes the rest inflated, else it is the
+ * tar as it is (and so handed on). */
+static la_ssize_t feed_start(struct archive *a, struct feed *f, const void **out)
+{
+	la_ssize_t n = feed_fill(a, f);
+
+	f->started = 1;
+	if (n < 2 || f->in[0] != 0x1f || f->in[1] != 0x8b) {
+		*out = f->in;
+		return n;
+	}
+	if (inflateInit2(&f->zs, 16 + MAX_WBITS) != Z_OK)
+		return feed_fail(a, f, ENOMEM, "offset 0: no memory to inflate");
+	f->gz = 1;
+	return feed_inflate(a, f);
+}
+
+static la_ssize_t feed_read(struct archive *a, void *arg, const void **out)
+{
+	struct feed *f = arg;
+	la_ssize_t n;
+
+	*out = f->buf;
+	if (!f->started)
+		return feed_start(a, f, out);
+	if (f->gz)
+		return feed_inflate(a, f);
+	n = source_pread(f->src, f->buf, sizeof(f->buf), f->pos);
+	if (n < 0)
+		return feed_fail(a, f, (int)-n, "offset %llu: %s", (unsigned long long)f->pos,
+				 strerror((int)-n));
+	f->pos += (uint64_t)n;
+	return n;
+}
+
+/* Past the end is allowed: the next read then gives 0 bytes.  Inflated
+ * bytes cannot be skipped: 0 makes libarchive read (and count) them. */
+static la_int64_t feed_skip(struct archive *a, void *arg, la_int64_t n)
+{
+	struct feed *f = arg;
+
+	if (f->gz || !f->started)
+		return 0;
+	f->pos += (uint64_t)n;
+	return n;
+}
+
+static la_int64_t feed_seek(struct archive *a, void *arg, la_int64_t off,
+			    int whence)
+{
+	struct feed *f = arg;
+	int64_t base = whence == SEEK_SET ? 0 : whence == SEEK_CUR ? (int64_t)f->pos :
+		       (int64_t)source_stamp(f->src)->size;
+
+	if (f->gz || !f->started || off < -base)
+		return ARCHIVE_FATAL;
+	f->pos = (uint64_t)(base + off);
+	return (la_int64_t)f->pos;
+}
+
+static void feed_close(struct feed *f)
+{
+	if (f && f->gz)
+		inflateEnd(&f->zs);
+	free(f);
+}
+
 /* the current member, whole, at most MEMBER_MAX bytes */
-static int read_member(struct archive *a, const char *what, const char *name,
-		       char **out, size_t *outlen)
+static int read_member(struct archive *a, const struct feed *f, const char *what,
+		       const char *name, char **out, size_t *outlen)
 {
 	size_t cap = 1 << 16, len = 0;
 	char *buf = malloc(cap + 1), *nb;
@@ -246,9 +426,11 @@ static int read_member(struct archive *a, const char *what, const char *name,
 		}
 		n = archive_read_data(a, buf + len, cap - len);
 		if (n < 0) {
-			sfs_err("%s: %s: %s", what, name, archive_error_string(a));
+			int rc;
+
+			sfs_err("%s: %s: %s", what, name, walk_error(a, f, &rc));
 			free(buf);
-			return -EIO;
+			return rc;
 		}
 		if (n == 0)
 			break;
@@ -260,50 +442,6 @@ static int read_member(struct archive *a, const char *what, const char *name,
 	return 0;
 }
 
-/* What libarchive reads the tarball through: the source and a position. */
-struct feed {
-	struct source *src;
-	uint64_t pos;
-	char buf[1 << 16];
-};
-
-static la_ssize_t feed_read(struct archive *a, void *arg, const void **out)
-{
-	struct feed *f = arg;
-	ssize_t n = source_pread(f->src, f->buf, sizeof(f->buf), f->pos);
-
-	if (n < 0) {
-		archive_set_error(a, (int)-n, "offset %llu: %s",
-				  (unsigned long long)f->pos, strerror((int)-n));
-		return -1;
-	}
-	f->pos += (uint64_t)n;
-	*out = f->buf;
-	return n;
-}
-
-/* past the end is allowed: the next read then gives 0 bytes */
-static la_int64_t feed_skip(struct archive *a, void *arg, la_int64_t n)
-{
-	struct feed *f = arg;
-
-	f->pos += (uint64_t)n;
-	return n;
-}
-
-static la_int64_t feed_seek(struct archive *a, void *arg, la_int64_t off,
-			    int whence)
-{
-	struct feed *f = arg;
-	int64_t base = whence == SEEK_SET ? 0 : whence == SEEK_CUR ? (int64_t)f->pos :
-		       (int64_t)source_stamp(f->src)->size;
-
-	if (off < -base)
-		return ARCHIVE_FATAL;
-	f->pos = (uint64_t)(base + off);
-	return (la_int64_t)f->pos;
-}
-
 /* both members of the tarball, by suffix */
 static int read_members(struct source *src, char **meta, size_t *mlen,
 			char **truth, size_t *tlen)
@@ -311,25 +449,24 @@ static int read_members(struct source *src, char **meta, size_t *mlen,
 	const char *path = source_name(src);
 	struct archive *a = archive_read_new();
 	struct archive_entry *e;
-	struct feed *f = malloc(sizeof(*f));
+	struct feed *f = calloc(1, sizeof(*f));
+	char last[256] = "";
 	int rc = -ENOMEM, r;
 
 	if (!a || !f)
 		goto out;
 	f->src = src;
-	f->pos = 0;
-	/* the devkit ships as .tar.gz; other decoders size their memory from
-	 * the header (xz asked for 128 MiB from a 19-byte input) */
-	archive_read_support_filter_gzip(a);
+	/* plain tar only: the gzip layer is the feed's, and other decoders
+	 * size their memory from the header (xz asked for 128 MiB from a
+	 * 19-byte input) */
 	archive_read_support_filter_none(a);
 	archive_read_support_format_tar(a);
 	archive_read_set_read_callback(a, feed_read);
 	archive_read_set_skip_callback(a, feed_skip);
 	archive_read_set_seek_callback(a, feed_seek);
 	archive_read_set_callback_data(a, f);
-	rc = -EIO;
 	if (archive_read_open1(a) != ARCHIVE_OK) {
-		sfs_err("%s: %s", path, archive_error_string(a));
+		sfs_err("%s: %s", path, walk_error(a, f, &rc));
 		goto out;
 	}
 	while ((r = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
@@ -337,18 +474,21 @@ static int read_members(struct source *src, char **meta, size_t *mlen,
 
 		rc = 0;
 		if (name && !*meta && has_suffix(name, META_SUFFIX))
-			rc = read_member(a, path, name, meta, mlen);
+			rc = read_member(a, f, path, name, meta, mlen);
 		else if (name && !*truth && has_suffix(name, TRUTH_SUFFIX))
-			rc = read_member(a, path, name, truth, tlen);
+			rc = read_member(a, f, path, name, truth, tlen);
 		if (rc)
 			goto out;
 		if (*meta && *truth)
 			break;
+		snprintf(last, sizeof(last), "%s", name ? name : "(no name)");
 	}
 	rc = 0;
 	if (r != ARCHIVE_OK && r != ARCHIVE_EOF) {
-		sfs_err("%s: %s", path, archive_error_string(a));
-		rc = -EIO;
+		const char *why = walk_error(a, f, &rc);
+
+		sfs_err("%s: %s%s%s%s", path, *last ? "past member " : "", last,
+			*last ? ": " : "", why);
 	} else if (!*meta) {
 		sfs_err("%s: no member " META_SUFFIX, path);
 		rc = -ENOENT;
@@ -356,7 +496,7 @@ static int read_members(struct source *src, char **meta, size_t *mlen,
 out:
 	if (a)
 		archive_read_free(a);
-	free(f);
+	feed_close(f);
 	return rc;
 }
 

@@ -13,7 +13,8 @@
  * both to at most one entry per PK_PER_ENTRY bytes of input, and every
  * length is checked against the bytes that remain before use.  The
  * elements handed to the callback add up to no more than the input's size
- * (PK_ELEM_COST), so the caller's work is bounded by it too.
+ * (PK_ELEM_COST), so the caller's work is bounded by it too, and so do
+ * the texts _codecs.encode decodes.
  *
  * Objects that BUILD changes after they may have been memoised (arrays,
  * dtypes) live in one table and the stack and memo hold references to
@@ -106,6 +107,7 @@ struct pstate {
 	int have_list;          /* only one list may exist: the data list */
 	uint64_t list_len;      /* elements appended to it (and passed to fn) */
 	uint64_t emitted;       /* their data bytes + PK_ELEM_COST each */
+	uint64_t encoded;       /* text bytes _codecs.encode has decoded */
 };
 
 static void report(const struct pstate *st, const char *fmt, ...) SFS_PRINTF(2, 3);
@@ -651,6 +653,16 @@ static int op_reduce(struct pstate *st)
 		out.sub = args.sub;
 		return push_object(st, &out);
 	} else if (fn.sub == G_ENCODE && args.kind == PV_CODEC_ARGS) {
+		/* Python's pickler encodes each bytes object once and memoises
+		 * the result, so the texts decoded add up to less than the
+		 * pickle; more is one memoised text encoded over and over
+		 * (BINGET x3, TUPLE2, REDUCE: 8 bytes re-reading the whole text
+		 * each time; a 4 MB pickle took 7 s) */
+		st->encoded += args.u.s.len;
+		if (st->encoded > st->len)
+			return FAIL(st, "_codecs.encode texts add up to %llu bytes, more than the "
+				    "pickle's %zu (a memoised text encoded more than once?)",
+				    (unsigned long long)st->encoded, st->len);
 		l1 = latin1_len(args.u.s.p, args.u.s.len);
 		if (l1 < 0)
 			return FAIL(st, "_codecs.encode text is not latin-1");

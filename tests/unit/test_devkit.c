@@ -225,6 +225,24 @@ static long load_job(void *path)
 	return rc;
 }
 
+/* devkit_load of the fixture `name` in a bounded child (bounded.h) that
+ * must fail with -EFBIG and grow by less than `grew` bytes; its stderr. */
+static char *load_refused_bounded(const char *name, long long grew)
+{
+	char path[4096];
+	struct bounded_result r;
+	struct capture c;
+	char *text;
+
+	fixture_path(name, path, sizeof(path));
+	capture_start(&c);
+	r = bounded_run(load_job, path, 48LL << 20);
+	text = capture_end(&c);
+	cr_expect_eq(r.rc, -EFBIG, "%s: rc %ld; stderr: %s", name, r.rc, text);
+	cr_expect_lt(r.grew, grew, "%s: resident memory grew by %lld bytes", name, r.grew);
+	return text;
+}
+
 /*
  * A 40 KB tarball whose meta.mat inflates to 40 MiB (tests/fixtures/
  * make_hostile.py): refused once the member passes 16 MiB, naming it,
@@ -232,17 +250,8 @@ static long load_job(void *path)
  */
 Test(devkit, hostile_member_size)
 {
-	char path[4096];
-	struct bounded_result r;
-	struct capture c;
-	char *text;
+	char *text = load_refused_bounded("hostile/devkit-bomb.tar.gz", 40LL << 20);
 
-	fixture_path("hostile/devkit-bomb.tar.gz", path, sizeof(path));
-	capture_start(&c);
-	r = bounded_run(load_job, path, 48LL << 20);
-	text = capture_end(&c);
-	cr_expect_eq(r.rc, -EFBIG, "rc %ld; stderr: %s", r.rc, text);
-	cr_expect_lt(r.grew, 40LL << 20, "resident memory grew by %lld bytes", r.grew);
 	cr_expect(strstr(text, "devkit-bomb.tar.gz") && strstr(text, "data/meta.mat") &&
 		  strstr(text, "at most 16 MiB"), "message: %s", text);
 	free(text);
@@ -273,5 +282,70 @@ Test(devkit, lzma_header_is_not_read)
 	unlink(path);
 	cr_expect_lt(r.rc, 0, "refused: rc %ld", r.rc);
 	cr_expect_lt(r.vm_grew, 64LL << 20, "address space grew by %lld bytes", r.vm_grew);
+	free(text);
+}
+
+/*
+ * The devkit's tar read from gzip in two members with 1 KiB of zeros after
+ * them (tests/fixtures/make_imagenet.py): the same labels as the tarball
+ * it came from, as `gzip -d | tar` reads it.
+ */
+Test(devkit, concatenated_gzip_members)
+{
+	char path[4096];
+	struct devkit one, two;
+	uint32_t i;
+
+	cr_assert_eq(load_path(fixture_path("imagenet/ILSVRC2012_devkit_t12.tar.gz", path,
+					    sizeof(path)), &one), 0);
+	cr_assert_eq(load_path(fixture_path("imagenet-multigz.tar.gz", path, sizeof(path)),
+			       &two), 0);
+	cr_assert_eq(two.nclasses, one.nclasses);
+	for (i = 0; i < one.nclasses; i++)
+		cr_expect_str_eq(two.wnid[i], one.wnid[i]);
+	cr_assert_eq(two.nval, one.nval);
+	cr_expect_arr_eq(two.val_label, one.val_label, one.nval * sizeof(uint32_t));
+	devkit_free(&one);
+	devkit_free(&two);
+}
+
+/*
+ * 80 MiB of zeros in a member that is not kept, in an 82 KB tarball
+ * (tests/fixtures/make_hostile.py): skipping inflates too,
+ * so the walk stops at 64 MiB inflated, naming the member and the offset.
+ * (It used to inflate on to the end; 2 GiB took 5 s.)
+ */
+Test(devkit, hostile_skipped_member)
+{
+	char *text = load_refused_bounded("hostile/devkit-skip.tgz", 32LL << 20);
+
+	cr_expect(strstr(text, "devkit-skip.tgz: past member ILSVRC2012_devkit_t12/evaluation/junk: "
+			 "inflated offset ") &&
+		  strstr(text, "expected data/meta.mat and the ground truth within 64 MiB"),
+		  "message: %s", text);
+	free(text);
+}
+
+/*
+ * A .tar.gz of 64 GiB of zeros gzipped once more: 155 KB that libarchive
+ * took minutes to walk, one layer inflating the next.  One layer of gzip
+ * is read; a gzip inside it is refused at once (the timeout is a hang
+ * bound, far above the milliseconds this takes).
+ */
+Test(devkit, gzip_inside_gzip, .timeout = 30)
+{
+	char path[4096];
+	struct capture c;
+	struct devkit dk;
+	char *text;
+	int rc;
+
+	fixture_path("hostile/devkit-gzgz.tgz", path, sizeof(path));
+	capture_start(&c);
+	rc = load_path(path, &dk);
+	text = capture_end(&c);
+	cr_expect_eq(rc, -EBADMSG, "rc %d; stderr: %s", rc, text);
+	cr_expect(strstr(text, "devkit-gzgz.tgz: inflated offset 0: a gzip inside the gzip"),
+		  "message: %s", text);
 	free(text);
 }

@@ -387,3 +387,46 @@ Test(pickle, hostile_memo)
 	free(text);
 	free((void *)j.buf);
 }
+
+/*
+ * One 32 MiB text memoised, then _codecs.encode of it 4000 times over
+ * (BINGET x3, TUPLE2, REDUCE: 8 bytes each), as the review built it: each
+ * REDUCE re-read the whole text, 128 GiB of work from 32 MiB (a 4 MB one
+ * took 7 s).  Refused at the second REDUCE, whose offset the message
+ * names; the timeout is a hang bound, far above the milliseconds it takes.
+ */
+Test(pickle, hostile_text_encoded_again, .timeout = 30)
+{
+	static const uint8_t head[] = "\x80\x02" "c_codecs\nencode\nq\x00" "X";
+	size_t L = 32u << 20, reps = 4000, n = 0, i, second;
+	uint8_t *b = malloc(L + 64 + 8 * reps);
+	struct capture c;
+	char *text, want[64];
+	size_t calls = 0;
+	long rc;
+
+	cr_assert(b);
+	memcpy(b, head, sizeof(head) - 1);
+	n = sizeof(head) - 1;
+	b[n++] = (uint8_t)L;
+	b[n++] = (uint8_t)(L >> 8);
+	b[n++] = (uint8_t)(L >> 16);
+	b[n++] = (uint8_t)(L >> 24);
+	memset(b + n, 'a', L);
+	n += L;
+	memcpy(b + n, "q\x01" "X\x06\0\0\0latin1" "q\x02", 15);
+	n += 15;
+	second = n + 8 + 7;     /* the REDUCE of the second round */
+	for (i = 0; i < reps; i++, n += 8)
+		memcpy(b + n, "h\x00h\x01h\x02\x86R", 8);
+	b[n++] = '.';
+	capture_start(&c);
+	rc = pickle_parse_strokes(b, n, "hostile", count_elem, &calls);
+	text = capture_end(&c);
+	cr_expect_eq(rc, -EINVAL, "rc %ld", rc);
+	snprintf(want, sizeof(want), "hostile: pickle offset %zu (opcode 0x52)", second);
+	cr_expect(strstr(text, want) && strstr(text, "_codecs.encode texts add up to"),
+		  "message (expected \"%s\"): %s", want, text);
+	free(text);
+	free(b);
+}
