@@ -449,43 +449,84 @@ static int at_or_under(const struct builder *b, uint32_t j, const char *p,
 }
 
 /*
- * Whether sorted entry j came from a nested tar expanded at path p: from
- * the walk of one of the nested directories in sorted [lo, hi), the
- * entries of exactly that path (several when the archive holds the same
- * tar twice: their members merge, as before this rule).
+ * What rename_nested needs to know of each sorted entry j: run[j], the
+ * first sorted entry of its path; up[j], the sorted index of the nested
+ * directory whose walk added it (the innermost), or NONE.  One pass in
+ * archive order with a stack of the walks open, as in apply_renames.
  */
-static int from_nested(const struct builder *b, uint32_t j, uint32_t lo,
-		       uint32_t hi)
+struct nesting {
+	uint32_t *run, *up;
+};
+
+static int nesting_make(const struct builder *b, struct nesting *ns)
 {
-	const struct ent *e = &b->ents[j];
+	struct { uint32_t end, at; } st[TARINDEX_MAX_NEST + 2];
+	uint32_t *pos, i, d = 0;
 
-	for (; lo < hi; lo++) {
-		const struct ent *n = &b->ents[lo];
-
-		if (n->type == TAR_DIR && n->nest_end && e->seq >= n->seq &&
-		    e->seq < n->nest_end)
-			return 1;
+	ns->run = malloc(((size_t)b->nents + 1) * sizeof(*ns->run));
+	ns->up = malloc(((size_t)b->nents + 1) * sizeof(*ns->up));
+	pos = malloc(((size_t)b->nents + 1) * sizeof(*pos));
+	if (!ns->run || !ns->up || !pos) {
+		free(pos);
+		return -ENOMEM;
 	}
+	for (i = 0; i < b->nents; i++) {
+		ns->run[i] = i && !strcmp(b->arena + b->ents[i - 1].path,
+					  b->arena + b->ents[i].path) ? ns->run[i - 1] : i;
+		pos[b->ents[i].seq] = i;        /* seqs are 0 .. nents - 1 */
+	}
+	for (i = 0; i < b->nents; i++) {        /* i: archive order */
+		const struct ent *e = &b->ents[pos[i]];
+
+		while (d && e->seq >= st[d - 1].end)
+			d--;
+		ns->up[pos[i]] = d ? st[d - 1].at : NONE;
+		/* nesting is at most TARINDEX_MAX_NEST deep: the stack fits */
+		if (e->type == TAR_DIR && e->nest_end && d < TARINDEX_MAX_NEST + 2) {
+			st[d].end = e->nest_end;
+			st[d].at = pos[i];
+			d++;
+		}
+	}
+	free(pos);
 	return 0;
 }
 
 /*
- * The first sorted entry at or under nested directory i's path that its
- * tar did not bring (a file, directory or link of the same path, or
- * something under it), or NONE.
+ * Whether sorted entry j came from a nested tar expanded at the path
+ * whose run starts at sorted entry r: it is one of those directories, or
+ * the walk of one of them (of that exact path: several when the archive
+ * holds the same tar twice, whose members merge) added it.  At most
+ * TARINDEX_MAX_NEST + 1 steps.
  */
-static uint32_t nested_clash(const struct builder *b, uint32_t i)
+static int from_nested(const struct builder *b, const struct nesting *ns,
+		       uint32_t j, uint32_t r)
 {
-	const char *p = b->arena + b->ents[i].path;
-	size_t plen = strlen(p);
-	uint32_t lo = i, hi = i + 1, j;
+	for (; j != NONE; j = ns->up[j])
+		if (ns->run[j] == r && b->ents[j].type == TAR_DIR &&
+		    b->ents[j].nest_end)
+			return 1;
+	return 0;
+}
 
-	while (lo > 0 && !strcmp(b->arena + b->ents[lo - 1].path, p))
-		lo--;
-	while (hi < b->nents && !strcmp(b->arena + b->ents[hi].path, p))
-		hi++;
-	for (j = lo; j < b->nents && at_or_under(b, j, p, plen); j++)
-		if (!from_nested(b, j, lo, hi))
+/*
+ * The first sorted entry at or under the path of the run starting at r
+ * (a nested directory's) that no nested tar of that path brought (a
+ * file, directory or link of the same path, or something under it), or
+ * NONE.  The scan passes only entries such a tar brought, and an entry
+ * is brought by at most TARINDEX_MAX_NEST + 1 paths (those of the walks
+ * around it), so all the runs' scans together pass each entry that often
+ * at most, plus one clash each.
+ */
+static uint32_t nested_clash(const struct builder *b, const struct nesting *ns,
+			     uint32_t r)
+{
+	const char *p = b->arena + b->ents[r].path;
+	size_t plen = strlen(p);
+	uint32_t j;
+
+	for (j = r; j < b->nents && at_or_under(b, j, p, plen); j++)
+		if (!from_nested(b, ns, j, r))
 			return j;
 	return NONE;
 }
@@ -582,18 +623,28 @@ static int apply_renames(struct builder *b, const uint8_t *ren)
  */
 static int rename_nested(struct builder *b)
 {
+	struct nesting ns = { NULL, NULL };
 	uint8_t *ren = NULL;
-	uint32_t i, clash, nren = 0;
+	uint32_t i, clash = NONE, run = NONE, nren = 0;
 	int rc = 0;
 
 	for (i = 0; i < b->nents; i++) {
 		const struct ent *e = &b->ents[i];
 
-		if (e->type != TAR_DIR || !e->nest_end ||
-		    (clash = nested_clash(b, i)) == NONE)
+		if (e->type != TAR_DIR || !e->nest_end)
 			continue;
-		if (!ren && !(ren = calloc(b->nents, 1)))
-			return -ENOMEM;
+		if (!ns.run && (rc = nesting_make(b, &ns)) < 0)
+			goto out;
+		if (ns.run[i] != run) { /* once per path: its copies agree */
+			run = ns.run[i];
+			clash = nested_clash(b, &ns, run);
+		}
+		if (clash == NONE)
+			continue;
+		if (!ren && !(ren = calloc(b->nents, 1))) {
+			rc = -ENOMEM;
+			goto out;
+		}
 		sfs_warn("%s: nested tar '%s.tar' would be directory '%s', which "
 			 "member '%s' also uses: the tar's members are under '%s.tar/'",
 			 b->src[e->src].path, b->arena + e->path, b->arena + e->path,
@@ -606,6 +657,9 @@ static int rename_nested(struct builder *b)
 		if (rc == 0)
 			sort_ents(b);
 	}
+out:
+	free(ns.run);
+	free(ns.up);
 	free(ren);
 	return rc;
 }

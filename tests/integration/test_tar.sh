@@ -198,4 +198,62 @@ check "inspect --verify: a *.tar member that is no tar is a file, not damage" \
 check "inspect --verify: a cut tar still fails" bash -c \
 	"head -c 1100 '$T/fake.tar' > '$T/cut2.tar' && ! '$INSPECT' --verify -o layout=tar,index_dir='$T/idx-cut2' '$T/cut2.tar' 2>/dev/null"
 
+
+# Tar bombs: inputs whose index work or size grew far faster than the
+# input.  Each is indexed and the layout opened twice (built, then from the
+# saved index) within a hang bound, `timeout 30` (each took a minute or
+# more before; seconds now, under ASan too), then mounted and checked
+# against what the tar says.  Generated here; want-TAR.json has the bytes
+# (hex) the tar gives some of its files.
+B=$T/bombs
+mkdir -p "$B"
+# bomb_open TAR: index, then mount at $M (0 if mounted)
+bomb_open() {
+	M=$T/mb-${1%.tar}
+	check "$1: indexed and opened twice within the hang bound" \
+		timeout 30 sh -c '"$1" -o "$2" "$3" && "$1" -o "$2" "$3"' sh "$INSPECT" \
+		"layout=tar,recursive=1,index_dir=$B/idx-$1" "$B/$1" >/dev/null 2>"$B/$1.log"
+	check "$1: mount" sfs_mount "$B/$1" "$M" -o layout=tar,recursive=1,index_dir="$B/idx-$1"
+	grep -q " $M fuse" /proc/mounts
+}
+# bomb_close TAR: the files of want-TAR.json (if any) read their bytes; unmount
+bomb_close() {
+	[ -e "$B/want-$1.json" ] && check "$1: the files read the bytes the tar gives them last" "$PY" - "$B" "$1" "$M" <<'PY'
+import json, sys
+b, tar, m = sys.argv[1:]
+for name, data in json.load(open("%s/want-%s.json" % (b, tar))).items():
+    got = open(m + "/" + name, "rb").read()
+    if got != bytes.fromhex(data):
+        sys.exit("    %.60s: %d bytes, not the %d expected" % (name, len(got), len(data) // 2))
+PY
+	check "$1: unmount, no sanitizer report" sfs_umount "$M"
+}
+
+# the same nested tar 4000 times, each copy with other bytes: the copies
+# merge, later members replacing earlier ones (K^3 x members: minutes)
+"$PY" - "$B" <<'PY'
+import io, json, sys, tarfile
+want = {}
+with tarfile.open(sys.argv[1] + "/nested.tar", "w", format=tarfile.GNU_FORMAT) as out:
+    for i in range(4000):
+        inner = io.BytesIO()
+        with tarfile.open(fileobj=inner, mode="w", format=tarfile.GNU_FORMAT) as t:
+            for name in ("all", "m%d" % (i % 5)):
+                data = b"copy %d" % i
+                ti = tarfile.TarInfo(name)
+                ti.size = len(data)
+                t.addfile(ti, io.BytesIO(data))
+                want["P/" + name] = data.hex()
+        ti = tarfile.TarInfo("P.tar")
+        ti.size = len(inner.getvalue())
+        out.addfile(ti, io.BytesIO(inner.getvalue()))
+json.dump(want, open(sys.argv[1] + "/want-nested.tar.json", "w"))
+PY
+if bomb_open nested.tar; then
+	check "nested.tar: one P/ of the copies' members" \
+		test "$(cd "$M" && find . | LC_ALL=C sort | tr '\n' ' ')" = \
+		". ./P ./P/all ./P/m0 ./P/m1 ./P/m2 ./P/m3 ./P/m4 "
+	bomb_close nested.tar
+fi
+
 sfs_done
