@@ -407,11 +407,30 @@ static void sort_ents(struct builder *b)
 }
 
 /*
+ * Hard links skip the links of their target path that failed before
+ * them: skip[j] is j for a sorted entry not dropped, else the entry
+ * before it of the same path (NONE at the first), followed with path
+ * halving, so N failed links of one path cost N steps in all, not each.
+ * A link is dropped only when resolved, in archive order, so the entries
+ * before one being resolved are settled.
+ */
+static uint32_t alive_at_or_before(uint32_t *skip, uint32_t j)
+{
+	while (j != NONE && skip[j] != j) {
+		if (skip[j] != NONE)
+			skip[j] = skip[skip[j]];
+		j = skip[j];
+	}
+	return j;
+}
+
+/*
  * The entry that path held just before archive position `seq`: the last
  * entry of that path that came earlier and was not dropped (a link that
  * failed left its path as it was), or NULL.
  */
-static struct ent *ent_before(struct builder *b, const char *path, uint32_t seq)
+static struct ent *ent_before(struct builder *b, uint32_t *skip,
+			      const char *path, uint32_t seq)
 {
 	uint32_t lo = 0, hi = b->nents;
 
@@ -425,10 +444,10 @@ static struct ent *ent_before(struct builder *b, const char *path, uint32_t seq)
 		else
 			hi = mid;
 	}
-	while (lo-- > 0 && !strcmp(b->arena + b->ents[lo].path, path))
-		if (!b->ents[lo].dropped)
-			return &b->ents[lo];
-	return NULL;
+	if (!lo || strcmp(b->arena + b->ents[lo - 1].path, path))
+		return NULL;
+	lo = alive_at_or_before(skip, lo - 1);
+	return lo == NONE ? NULL : &b->ents[lo];
 }
 
 static int seq_cmp(const void *pa, const void *pb, void *arg)
@@ -671,18 +690,24 @@ out:
  */
 static int resolve_links(struct builder *b)
 {
-	uint32_t *order, n = 0, i;
+	uint32_t *order, *skip, n = 0, i;
 
 	order = malloc(((size_t)b->nents + 1) * sizeof(*order));
-	if (!order)
+	skip = malloc(((size_t)b->nents + 1) * sizeof(*skip));
+	if (!order || !skip) {
+		free(order);
+		free(skip);
 		return -ENOMEM;
-	for (i = 0; i < b->nents; i++)
+	}
+	for (i = 0; i < b->nents; i++) {
+		skip[i] = i;
 		if (b->ents[i].type == TAR_HARDLINK)
 			order[n++] = i;
+	}
 	qsort_r(order, n, sizeof(*order), seq_cmp, b->ents);
 	for (i = 0; i < n; i++) {
 		struct ent *e = &b->ents[order[i]];
-		const struct ent *t = ent_before(b, b->arena + e->link, e->seq);
+		const struct ent *t = ent_before(b, skip, b->arena + e->link, e->seq);
 		const char *why = !t ? "no such file before it in the archive" :
 			t->type == TAR_FILE || t->type == TAR_SYMLINK ? NULL :
 			"the target is a directory";
@@ -691,10 +716,14 @@ static int resolve_links(struct builder *b)
 		    !symlink_inside("", b->arena + e->path, b->arena + t->link))
 			why = "the target is a symlink that leaves the mount from here";
 		if (why) {
-			sfs_warn("%s: hard link '%s' -> '%s': %s: skipped",
+			/* names cut: a pax global header gives every link a
+			 * 4 KB path for a 512-byte header */
+			sfs_warn("%s: hard link '%.200s' -> '%.200s': %s: skipped",
 				 b->src[e->src].path, b->arena + e->path,
 				 b->arena + e->link, why);
 			e->dropped = 1;
+			skip[order[i]] = order[i] && !strcmp(b->arena + e->path,
+				b->arena + b->ents[order[i] - 1].path) ? order[i] - 1 : NONE;
 			continue;
 		}
 		e->type = t->type;
@@ -705,6 +734,7 @@ static int resolve_links(struct builder *b)
 		e->sparse = t->sparse;
 	}
 	free(order);
+	free(skip);
 	return 0;
 }
 
