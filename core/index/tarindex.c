@@ -33,7 +33,7 @@
 #include "index/progress.h"
 #include "formats/tar.h"
 
-#define TARINDEX_VERSION 2
+#define TARINDEX_VERSION 3      /* 3: hard links share a sparse map */
 #define TAG(c, x, y) INDEX_TAG((c), 'T', (x), (y))
 #define NONE UINT32_MAX
 
@@ -991,35 +991,40 @@ static int make_node(struct builder *b, struct out *o, uint32_t k,
 }
 
 /*
- * Step 6: the sparse files' maps in node order, each as its chunks with
- * offsets into the stored data, then {size, stored bytes}.
+ * Step 6: the sparse files' entries in node order, each pointing at its
+ * map: its chunks with offsets into the stored data, then {size, stored
+ * bytes}.  Hard links to one sparse member share its map, stored once
+ * (a copy per link would make N links to a map of M chunks N x M).
  */
 static int sparse_sections(struct builder *b, struct out *o)
 {
-	uint64_t nchunks = 0;
+	uint64_t *at = NULL;
 	uint32_t k, j, n = 0;
+	int rc = -ENOMEM;
 
-	/* hard links share a map: each node gets its own copy */
+	for (k = 0; k < o->hdr.nnodes; k++)
+		n += o->sparse_of[k] != 0;
+	if (!n)
+		return 0;
+	/* room for every map of the builder, each with its last entry */
+	at = malloc((size_t)b->nsparse * sizeof(*at));
+	o->sparse = malloc((size_t)n * sizeof(*o->sparse));
+	o->chunks = malloc((b->nchunks + b->nsparse) * sizeof(*o->chunks));
+	if (!at || !o->sparse || !o->chunks)
+		goto out;
+	memset(at, 0xff, (size_t)b->nsparse * sizeof(*at));     /* none yet */
 	for (k = 0; k < o->hdr.nnodes; k++) {
-		if (o->sparse_of[k]) {
-			n++;
-			nchunks += b->sparse[o->sparse_of[k]].n + 1;
-		}
-	}
-	if (n) {
-		o->sparse = malloc((size_t)n * sizeof(*o->sparse));
-		o->chunks = malloc(nchunks * sizeof(*o->chunks));
-		if (!o->sparse || !o->chunks)
-			return -ENOMEM;
-	}
-	for (k = 0; k < o->hdr.nnodes; k++) {
-		const struct sparse_map *sm;
+		uint32_t id = o->sparse_of[k];
+		const struct sparse_map *sm = &b->sparse[id];
 		uint64_t data = 0;
 
-		if (!o->sparse_of[k])
+		if (!id)
 			continue;
-		sm = &b->sparse[o->sparse_of[k]];
-		o->sparse[o->nsparse++] = (struct tarindex_sparse){ k, sm->n, o->nchunks };
+		o->sparse[o->nsparse++] = (struct tarindex_sparse){ k, sm->n,
+			at[id] != UINT64_MAX ? at[id] : o->nchunks };
+		if (at[id] != UINT64_MAX)
+			continue;
+		at[id] = o->nchunks;
 		for (j = 0; j < sm->n; j++) {
 			const struct tar_sparse_chunk *c = &b->chunks[sm->first + j];
 
@@ -1029,7 +1034,10 @@ static int sparse_sections(struct builder *b, struct out *o)
 		o->chunks[o->nchunks++] = (struct tarindex_chunk){
 			tarindex_node_size(&o->nodes[k]), data };
 	}
-	return 0;
+	rc = 0;
+out:
+	free(at);
+	return rc;
 }
 
 /*
@@ -1384,16 +1392,28 @@ static int map_sections(struct tarindex *t, const struct index_map *m,
 }
 
 /*
+ * Chunks j and j + 1 of the section are in order: offsets and stored
+ * bytes do not decrease, and chunk j stores no more than the span to j + 1.
+ */
+static int chunks_in_order(const struct tarindex_chunk *c, uint64_t j)
+{
+	return c[j].data <= c[j + 1].data && c[j].off <= c[j + 1].off &&
+	       c[j + 1].data - c[j].data <= c[j + 1].off - c[j].off;
+}
+
+/*
  * Sparse entry k: its node is a sparse file, after the previous entry's;
  * its map lies inside the chunk section, its chunks are in order and do
- * not overlap, end at the file's size, and its stored bytes fit.
+ * not overlap (no pair out of order in it: unordered[x] counts those
+ * before chunk x, so a map shared by many links is not walked for each),
+ * end at the file's size, and its stored bytes fit.
  */
-static int check_sparse(const struct tarindex *t, uint32_t k)
+static int check_sparse(const struct tarindex *t, uint32_t k,
+			const uint64_t *unordered)
 {
 	const struct tarindex_sparse *sp = &t->sparse[k];
 	const struct tarindex_node *n;
 	const struct tarindex_chunk *c;
-	uint32_t j;
 
 	if (sp->node >= t->nnodes || (k && sp->node <= t->sparse[k - 1].node))
 		return bad("sparse list out of order", k);
@@ -1402,12 +1422,9 @@ static int check_sparse(const struct tarindex *t, uint32_t k)
 	    sp->map >= t->nchunks || sp->nchunks >= t->nchunks - sp->map)
 		return bad("sparse entry does not match its node", sp->node);
 	c = &t->chunks[sp->map];
-	if (c[0].data != 0)
+	if (c[0].data != 0 ||
+	    unordered[sp->map + sp->nchunks] != unordered[sp->map])
 		return bad("sparse map out of order", sp->node);
-	for (j = 0; j < sp->nchunks; j++)
-		if (c[j].data > c[j + 1].data || c[j].off > c[j + 1].off ||
-		    c[j + 1].data - c[j].data > c[j + 1].off - c[j].off)
-			return bad("sparse map out of order", sp->node);
 	if (c[sp->nchunks].off != tarindex_node_size(n) ||
 	    n->off + c[sp->nchunks].data < n->off)
 		return bad("sparse map does not end at the file's size", sp->node);
@@ -1417,19 +1434,25 @@ static int check_sparse(const struct tarindex *t, uint32_t k)
 /* Every sparse file node has its entry, and every entry is valid. */
 static int check_sparse_all(const struct tarindex *t)
 {
+	uint64_t *unordered, j;
 	uint32_t i, k, n = 0;
-	int rc;
+	int rc = 0;
 
 	for (i = 0; i < t->nnodes; i++)
 		n += tarindex_node_sparse(&t->nodes[i]);
 	if (n != t->nsparse)
 		return bad("sparse files and sparse list disagree", n);
-	for (k = 0; k < t->nsparse; k++) {
-		rc = check_sparse(t, k);
-		if (rc < 0)
-			return rc;
-	}
-	return 0;
+	if (!t->nsparse)
+		return 0;
+	unordered = malloc((t->nchunks + 1) * sizeof(*unordered));
+	if (!unordered)
+		return -ENOMEM;
+	for (j = 0; j < t->nchunks; j++)
+		unordered[j] = j ? unordered[j - 1] + !chunks_in_order(t->chunks, j - 1) : 0;
+	for (k = 0; rc == 0 && k < t->nsparse; k++)
+		rc = check_sparse(t, k, unordered);
+	free(unordered);
+	return rc;
 }
 
 int tarindex_open(struct tarindex *t, const struct index_map *m,

@@ -282,4 +282,54 @@ json.dump({P: b"first".hex(), Q: b"first".hex()}, open(sys.argv[1] + "/want-link
 PY
 bomb_open links.tar && bomb_close links.tar
 
+# an old GNU sparse member of 10,000 chunks and 500 hard links to it (a
+# copy of the map per link: 80 MB of index for a 0.5 MB tar)
+"$PY" - "$B" <<'PY'
+import json, sys, tarfile
+M, N, d = 10000, 500, sys.argv[1]
+def octal(v, n): return b"%0*o" % (n - 1, v) + b"\0"
+def chk(h):
+    h[148:156] = b" " * 8
+    h[148:156] = b"%06o\0 " % sum(h)
+    return bytes(h)
+chunks = [(2 * i, 1) for i in range(M)]
+with open(d + "/sparse.tar", "wb") as f:
+    h = bytearray(512)
+    h[0:6] = b"sparse"
+    h[100:108] = octal(0o644, 8); h[108:116] = octal(0, 8); h[116:124] = octal(0, 8)
+    h[124:136] = octal(M, 12); h[136:148] = octal(0, 12); h[156] = ord("S")
+    h[257:265] = b"ustar  \0"
+    for k in range(4):
+        h[386 + 24 * k:398 + 24 * k] = octal(chunks[k][0], 12)
+        h[398 + 24 * k:410 + 24 * k] = octal(chunks[k][1], 12)
+    h[482] = 1
+    h[483:495] = octal(2 * M, 12)
+    f.write(chk(h))
+    rest = chunks[4:]
+    while rest:
+        b = bytearray(512)
+        part, rest = rest[:21], rest[21:]
+        for k, (o, l) in enumerate(part):
+            b[24 * k:24 * k + 12] = octal(o, 12)
+            b[24 * k + 12:24 * k + 24] = octal(l, 12)
+        b[504] = 1 if rest else 0
+        f.write(bytes(b))
+    f.write((bytes(range(256)) * 40)[:M] + b"\0" * (-M % 512))
+    for i in range(N):
+        ti = tarfile.TarInfo("l%d" % i)
+        ti.type, ti.linkname = tarfile.LNKTYPE, "sparse"
+        f.write(ti.tobuf(format=tarfile.GNU_FORMAT))
+    f.write(b"\0" * 1024)
+with tarfile.open(d + "/sparse.tar") as t:
+    data = t.extractfile("sparse").read().hex()
+json.dump({n: data for n in ("sparse", "l0", "l%d" % (N - 1))},
+          open(d + "/want-sparse.tar.json", "w"))
+PY
+if bomb_open sparse.tar; then
+	idx=$(ls "$B/idx-sparse.tar"/tar-*.sfsidx)
+	check "sparse.tar: the links share the map (index of $(stat -c %s "$idx") bytes for $(stat -c %s "$B/sparse.tar"))" \
+		test "$(stat -c %s "$idx")" -lt $((2 * $(stat -c %s "$B/sparse.tar")))
+	bomb_close sparse.tar
+fi
+
 sfs_done
