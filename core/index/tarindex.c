@@ -926,6 +926,9 @@ struct out {
 	struct tarindex_chunk *chunks;
 	uint32_t nsparse;
 	uint64_t nchunks;
+	uint32_t *targets;              /* pool offset + 1 of each symlink
+					 * target stored, by hash; 0: free */
+	uint32_t targets_mask;
 };
 
 static int pool_put(struct out *o, const char *s, size_t n, uint64_t *at)
@@ -951,6 +954,37 @@ static int pool_put(struct out *o, const char *s, size_t n, uint64_t *at)
 	*at = o->pool_len;
 	o->pool_len += n + 1;
 	return 0;
+}
+
+/*
+ * Stores symlink target s (n bytes) once however many links have it (a
+ * pax global header gives every link after it one 4 KB target for 512
+ * bytes of header): equal targets share their offset in the pool, which
+ * also lets tarindex_escaping_links follow them once.
+ */
+static int pool_put_target(struct out *o, const char *s, size_t n, uint64_t *at)
+{
+	struct index_fp h;
+	uint32_t k;
+	int rc;
+
+	index_fp_init(&h, "target");
+	index_fp_add_bytes(&h, s, n);
+	for (k = (uint32_t)h.h & o->targets_mask; o->targets[k];
+	     k = (k + 1) & o->targets_mask) {
+		uint64_t t = o->targets[k] - 1;
+
+		/* the NUL first: then the bytes compared lie in the pool */
+		if (t + n < o->pool_len && o->pool[t + n] == '\0' &&
+		    !memcmp(o->pool + t, s, n)) {
+			*at = t;
+			return 0;
+		}
+	}
+	rc = pool_put(o, s, n, at);
+	if (rc == 0)
+		o->targets[k] = (uint32_t)*at + 1;
+	return rc;
 }
 
 static uint32_t clamp_time(int64_t t)
@@ -979,7 +1013,7 @@ static int make_node(struct builder *b, struct out *o, uint32_t k,
 		o->hdr.total_bytes += it->size;
 		o->sparse_of[k] = it->sparse;
 	} else if (it->type == TARINDEX_SYMLINK) {
-		rc = pool_put(o, b->arena + it->off, it->size, &at);
+		rc = pool_put_target(o, b->arena + it->off, it->size, &at);
 		if (rc < 0)
 			return rc;
 		n->off = at;
@@ -1065,6 +1099,15 @@ static int renumber(struct builder *b, struct out *o)
 		bucket[i] += bucket[i - 1];
 	for (i = 0; i < b->nitems; i++)
 		num[i] = bucket[b->items[i].depth]++;
+	for (i = 0, k = 0; i < b->nitems; i++)
+		k += b->items[i].type == TARINDEX_SYMLINK;
+	if (k) {        /* at most half full */
+		for (o->targets_mask = 1; o->targets_mask < 2 * (uint64_t)k; )
+			o->targets_mask *= 2;
+		o->targets = calloc(o->targets_mask--, sizeof(*o->targets));
+		if (!o->targets)
+			goto out;
+	}
 	for (i = 0; i < b->nitems; i++) {
 		rc = make_node(b, o, num[i], &b->items[i]);
 		if (rc < 0)
@@ -1174,6 +1217,7 @@ static void builder_free(struct builder *b, struct out *o)
 	free(o->dirs);
 	free(o->pool);
 	free(o->sparse_of);
+	free(o->targets);
 	free(o->sparse);
 	free(o->chunks);
 }
@@ -1625,64 +1669,236 @@ const char *tarindex_link(const struct tarindex *t, uint32_t i, uint64_t *len)
 #define LINK_HOPS_MAX 40	/* the kernel's limit on links in one walk */
 
 /*
- * Walks `path` (len bytes) from directory *cur as path lookup does,
- * following symlinks.  1: it climbed above the root; 0: it ended at *cur;
- * -1: it went nowhere (missing, not a directory, too many links).
+ * Following symlinks as path lookup does, each link's target walked once
+ * for the whole tree: a link met on the way is followed from its own
+ * directory, as it would be on its own, and what that came to is kept
+ * for every other walk that meets it.  That is exact: following a link
+ * goes the same way wherever the walk comes from, and a walk that has
+ * followed H links fails where following this one would take it past
+ * LINK_HOPS_MAX, i.e. iff H + its hops > LINK_HOPS_MAX.  A link met while
+ * it is being followed goes round for ever (ELOOP, as over 40 links).
+ * So the work is the targets' length, not 40 x 2048 components per link,
+ * and the links being followed are a stack on the heap, not recursion.
  */
-static int walk_link(const struct tarindex *t, uint32_t *cur, const char *path,
-		     size_t len, int *hops)
+struct link_outcome {
+	uint32_t end;       /* where it led, when r is 0 */
+	int8_t r;           /* 1: above the root; 0: ended at end; -1: nowhere */
+	uint8_t hops;       /* links followed, itself included (at most
+			     * LINK_HOPS_MAX + 1: too many, or a loop) */
+	uint8_t state;      /* 0: not yet followed; 1: being followed; 2: known */
+};
+
+/* A link being followed: number k among the links, the walk of its
+ * target at byte `at` in directory `cur`, links followed so far, and the
+ * link it waits for (NONE). */
+struct link_frame {
+	uint64_t at;
+	uint32_t k, cur, hops, wait;
+};
+
+struct link_walk {
+	const struct tarindex *t;
+	uint32_t *links;                /* the symlink nodes, increasing */
+	uint32_t *same;                 /* by link number: the first link of
+					 * its directory with its target */
+	uint32_t nlinks, depth;
+	struct link_outcome *o;         /* by link number */
+	struct link_frame *st;          /* each link on it once at most */
+};
+
+/* The link followed for symlink node `node`: the first of its set. */
+static uint32_t link_number(const struct link_walk *w, uint32_t node)
 {
+	return w->same[tarindex_count_below(w->links, w->nlinks, node)];
+}
+
+static void follow(struct link_walk *w, uint32_t k, uint32_t dir)
+{
+	w->st[w->depth++] = (struct link_frame){ 0, k, dir, 1, NONE };
+	w->o[k].state = 1;
+}
+
+/* The top link's walk came to r (at node end): known from now on. */
+static void settle(struct link_walk *w, int r, uint32_t end)
+{
+	const struct link_frame *f = &w->st[--w->depth];
+
+	w->o[f->k] = (struct link_outcome){ end, (int8_t)r,
+		(uint8_t)(f->hops > LINK_HOPS_MAX ? LINK_HOPS_MAX + 1 : f->hops), 2 };
+}
+
+#define GO_ON 2  /* from take and step: the top link's walk goes on */
+
+/*
+ * The top link met link j, now known or being followed (a loop): GO_ON,
+ * or what the top link's walk came to (as walk_link).
+ */
+static int take(struct link_walk *w, uint32_t j)
+{
+	struct link_frame *f = &w->st[w->depth - 1];
+	const struct link_outcome *o = &w->o[j];
+
+	f->hops += o->state == 2 ? o->hops : LINK_HOPS_MAX + 1;
+	if (f->hops > LINK_HOPS_MAX)
+		return -1;
+	if (o->r)
+		return o->r;
+	f->cur = o->end;
+	return GO_ON;
+}
+
+/*
+ * One component of the top link's target (".", "..", a name), or the
+ * outcome of the link it waited for: GO_ON, or what its walk came to
+ * (1: above the root; 0: ended at *end; -1: nowhere).
+ */
+static int step(struct link_walk *w, uint32_t *end)
+{
+	const struct tarindex *t = w->t;
+	struct link_frame *f = &w->st[w->depth - 1];
+	uint64_t len = 0;
+	const char *path = tarindex_link(t, w->links[f->k], &len);
 	char comp[256];
-	size_t a = 0, b, n;
+	size_t a = f->at, b, n;
+	uint32_t j;
 	int64_t c;
 
-	if (len && path[0] == '/')
-		return 1;
-	for (; a < len; a = b + 1) {
-		for (b = a; b < len && path[b] != '/'; b++)
-			;
-		n = b - a;
-		if (n == 0 || (n == 1 && path[a] == '.'))
-			continue;
-		if (tarindex_node_type(&t->nodes[*cur]) != TARINDEX_DIR)
-			return -1;
-		if (n == 2 && path[a] == '.' && path[a + 1] == '.') {
-			if (*cur == TARINDEX_ROOT)
-				return 1;
-			*cur = tarindex_parent(t, *cur);
-			continue;
-		}
-		if (n >= sizeof(comp))
-			return -1;
-		memcpy(comp, path + a, n);
-		comp[n] = '\0';
-		if ((c = tarindex_lookup(t, *cur, comp)) < 0)
-			return -1;
-		if (tarindex_node_type(&t->nodes[c]) == TARINDEX_SYMLINK) {
-			uint64_t tlen = 0;
-			const char *target = tarindex_link(t, (uint32_t)c, &tlen);
-			int r;
-
-			if (++*hops > LINK_HOPS_MAX)
-				return -1;
-			/* relative to the link's own directory, *cur */
-			if ((r = walk_link(t, cur, target, (size_t)tlen, hops)) != 0)
-				return r;
-		} else {
-			*cur = (uint32_t)c;
-		}
+	if (f->wait != NONE) {
+		j = f->wait;
+		f->wait = NONE;
+		return take(w, j);
 	}
+	if (a == 0 && len && path[0] == '/')
+		return 1;
+	while (a < len && path[a] == '/')
+		a++;
+	*end = f->cur;
+	if (a >= len)
+		return 0;
+	for (b = a; b < len && path[b] != '/'; b++)
+		;
+	f->at = b;
+	n = b - a;
+	if (n == 1 && path[a] == '.')
+		return GO_ON;
+	if (tarindex_node_type(&t->nodes[f->cur]) != TARINDEX_DIR)
+		return -1;
+	if (n == 2 && path[a] == '.' && path[a + 1] == '.') {
+		if (f->cur == TARINDEX_ROOT)
+			return 1;
+		f->cur = tarindex_parent(t, f->cur);
+		return GO_ON;
+	}
+	if (n >= sizeof(comp))
+		return -1;
+	memcpy(comp, path + a, n);
+	comp[n] = '\0';
+	if ((c = tarindex_lookup(t, f->cur, comp)) < 0)
+		return -1;
+	if (tarindex_node_type(&t->nodes[c]) != TARINDEX_SYMLINK) {
+		f->cur = (uint32_t)c;
+		return GO_ON;
+	}
+	/* followed from its own directory, f->cur */
+	j = link_number(w, (uint32_t)c);
+	if (w->o[j].state != 0)
+		return take(w, j);
+	f->wait = j;
+	follow(w, j, f->cur);
+	return GO_ON;
+}
+
+/* A link's directory and target, and its number (for sorting). */
+struct link_key {
+	uint64_t target;
+	uint32_t dir, k;
+};
+
+static int link_key_cmp(const void *pa, const void *pb)
+{
+	const struct link_key *x = pa, *y = pb;
+
+	if (x->dir != y->dir)
+		return x->dir < y->dir ? -1 : 1;
+	if (x->target != y->target)
+		return x->target < y->target ? -1 : 1;
+	return x->k < y->k ? -1 : x->k > y->k;
+}
+
+/*
+ * Links of one directory with one target go the same way: w->same names
+ * the first of each such set, followed for all.  Targets are compared by
+ * their place in the pool, where the build stores equal ones once
+ * (pool_put_target); an index that does not only follows more.
+ */
+static int same_links(struct link_walk *w)
+{
+	struct link_key *key = malloc((size_t)w->nlinks * sizeof(*key));
+	uint32_t k;
+
+	if (!key)
+		return -ENOMEM;
+	for (k = 0; k < w->nlinks; k++)
+		key[k] = (struct link_key){ w->t->nodes[w->links[k]].off,
+					    tarindex_parent(w->t, w->links[k]), k };
+	qsort(key, w->nlinks, sizeof(*key), link_key_cmp);
+	for (k = 0; k < w->nlinks; k++)
+		w->same[key[k].k] = k && key[k].dir == key[k - 1].dir &&
+			key[k].target == key[k - 1].target ? w->same[key[k - 1].k] : key[k].k;
+	free(key);
 	return 0;
 }
 
-int tarindex_symlink_escapes(const struct tarindex *t, uint32_t i)
+int tarindex_escaping_links(const struct tarindex *t, uint32_t **out,
+			    uint32_t *nout)
 {
-	uint32_t cur = tarindex_parent(t, i);
-	uint64_t len;
-	const char *target = tarindex_link(t, i, &len);
-	int hops = 1;
+	struct link_walk w = { .t = t };
+	uint32_t i, k, n = 0;
+	int rc = -ENOMEM;
 
-	return target && walk_link(t, &cur, target, (size_t)len, &hops) == 1;
+	*out = NULL;
+	*nout = 0;
+	for (i = 0; i < t->nnodes; i++)
+		w.nlinks += tarindex_node_type(&t->nodes[i]) == TARINDEX_SYMLINK;
+	if (!w.nlinks)
+		return 0;
+	w.links = malloc((size_t)w.nlinks * sizeof(*w.links));
+	w.same = malloc((size_t)w.nlinks * sizeof(*w.same));
+	w.o = calloc(w.nlinks, sizeof(*w.o));
+	w.st = malloc((size_t)w.nlinks * sizeof(*w.st));
+	if (!w.links || !w.same || !w.o || !w.st)
+		goto out;
+	for (i = 0, k = 0; i < t->nnodes; i++)
+		if (tarindex_node_type(&t->nodes[i]) == TARINDEX_SYMLINK)
+			w.links[k++] = i;
+	if (same_links(&w) < 0)
+		goto out;
+	for (k = 0; k < w.nlinks; k++) {
+		uint32_t j = w.same[k];
+
+		if (w.o[j].state == 0)
+			follow(&w, j, tarindex_parent(t, w.links[j]));
+		while (w.depth) {
+			uint32_t end = 0;
+			int r = step(&w, &end);
+
+			if (r != GO_ON)
+				settle(&w, r, end);
+		}
+		n += w.o[j].r == 1;
+	}
+	rc = 0;
+	if (n && !(*out = malloc((size_t)n * sizeof(**out))))
+		rc = -ENOMEM;
+	for (k = 0; rc == 0 && k < w.nlinks; k++)
+		if (w.o[w.same[k]].r == 1)
+			(*out)[(*nout)++] = w.links[k];
+out:
+	free(w.links);
+	free(w.same);
+	free(w.o);
+	free(w.st);
+	return rc;
 }
 
 /*
