@@ -33,7 +33,7 @@
 #include "index/progress.h"
 #include "formats/tar.h"
 
-#define TARINDEX_VERSION 2
+#define TARINDEX_VERSION 3      /* 3: hard links share a sparse map */
 #define TAG(c, x, y) INDEX_TAG((c), 'T', (x), (y))
 #define NONE UINT32_MAX
 
@@ -407,11 +407,30 @@ static void sort_ents(struct builder *b)
 }
 
 /*
+ * Hard links skip the links of their target path that failed before
+ * them: skip[j] is j for a sorted entry not dropped, else the entry
+ * before it of the same path (NONE at the first), followed with path
+ * halving, so N failed links of one path cost N steps in all, not each.
+ * A link is dropped only when resolved, in archive order, so the entries
+ * before one being resolved are settled.
+ */
+static uint32_t alive_at_or_before(uint32_t *skip, uint32_t j)
+{
+	while (j != NONE && skip[j] != j) {
+		if (skip[j] != NONE)
+			skip[j] = skip[skip[j]];
+		j = skip[j];
+	}
+	return j;
+}
+
+/*
  * The entry that path held just before archive position `seq`: the last
  * entry of that path that came earlier and was not dropped (a link that
  * failed left its path as it was), or NULL.
  */
-static struct ent *ent_before(struct builder *b, const char *path, uint32_t seq)
+static struct ent *ent_before(struct builder *b, uint32_t *skip,
+			      const char *path, uint32_t seq)
 {
 	uint32_t lo = 0, hi = b->nents;
 
@@ -425,10 +444,10 @@ static struct ent *ent_before(struct builder *b, const char *path, uint32_t seq)
 		else
 			hi = mid;
 	}
-	while (lo-- > 0 && !strcmp(b->arena + b->ents[lo].path, path))
-		if (!b->ents[lo].dropped)
-			return &b->ents[lo];
-	return NULL;
+	if (!lo || strcmp(b->arena + b->ents[lo - 1].path, path))
+		return NULL;
+	lo = alive_at_or_before(skip, lo - 1);
+	return lo == NONE ? NULL : &b->ents[lo];
 }
 
 static int seq_cmp(const void *pa, const void *pb, void *arg)
@@ -449,43 +468,84 @@ static int at_or_under(const struct builder *b, uint32_t j, const char *p,
 }
 
 /*
- * Whether sorted entry j came from a nested tar expanded at path p: from
- * the walk of one of the nested directories in sorted [lo, hi), the
- * entries of exactly that path (several when the archive holds the same
- * tar twice: their members merge, as before this rule).
+ * What rename_nested needs to know of each sorted entry j: run[j], the
+ * first sorted entry of its path; up[j], the sorted index of the nested
+ * directory whose walk added it (the innermost), or NONE.  One pass in
+ * archive order with a stack of the walks open, as in apply_renames.
  */
-static int from_nested(const struct builder *b, uint32_t j, uint32_t lo,
-		       uint32_t hi)
+struct nesting {
+	uint32_t *run, *up;
+};
+
+static int nesting_make(const struct builder *b, struct nesting *ns)
 {
-	const struct ent *e = &b->ents[j];
+	struct { uint32_t end, at; } st[TARINDEX_MAX_NEST + 2];
+	uint32_t *pos, i, d = 0;
 
-	for (; lo < hi; lo++) {
-		const struct ent *n = &b->ents[lo];
-
-		if (n->type == TAR_DIR && n->nest_end && e->seq >= n->seq &&
-		    e->seq < n->nest_end)
-			return 1;
+	ns->run = malloc(((size_t)b->nents + 1) * sizeof(*ns->run));
+	ns->up = malloc(((size_t)b->nents + 1) * sizeof(*ns->up));
+	pos = malloc(((size_t)b->nents + 1) * sizeof(*pos));
+	if (!ns->run || !ns->up || !pos) {
+		free(pos);
+		return -ENOMEM;
 	}
+	for (i = 0; i < b->nents; i++) {
+		ns->run[i] = i && !strcmp(b->arena + b->ents[i - 1].path,
+					  b->arena + b->ents[i].path) ? ns->run[i - 1] : i;
+		pos[b->ents[i].seq] = i;        /* seqs are 0 .. nents - 1 */
+	}
+	for (i = 0; i < b->nents; i++) {        /* i: archive order */
+		const struct ent *e = &b->ents[pos[i]];
+
+		while (d && e->seq >= st[d - 1].end)
+			d--;
+		ns->up[pos[i]] = d ? st[d - 1].at : NONE;
+		/* nesting is at most TARINDEX_MAX_NEST deep: the stack fits */
+		if (e->type == TAR_DIR && e->nest_end && d < TARINDEX_MAX_NEST + 2) {
+			st[d].end = e->nest_end;
+			st[d].at = pos[i];
+			d++;
+		}
+	}
+	free(pos);
 	return 0;
 }
 
 /*
- * The first sorted entry at or under nested directory i's path that its
- * tar did not bring (a file, directory or link of the same path, or
- * something under it), or NONE.
+ * Whether sorted entry j came from a nested tar expanded at the path
+ * whose run starts at sorted entry r: it is one of those directories, or
+ * the walk of one of them (of that exact path: several when the archive
+ * holds the same tar twice, whose members merge) added it.  At most
+ * TARINDEX_MAX_NEST + 1 steps.
  */
-static uint32_t nested_clash(const struct builder *b, uint32_t i)
+static int from_nested(const struct builder *b, const struct nesting *ns,
+		       uint32_t j, uint32_t r)
 {
-	const char *p = b->arena + b->ents[i].path;
-	size_t plen = strlen(p);
-	uint32_t lo = i, hi = i + 1, j;
+	for (; j != NONE; j = ns->up[j])
+		if (ns->run[j] == r && b->ents[j].type == TAR_DIR &&
+		    b->ents[j].nest_end)
+			return 1;
+	return 0;
+}
 
-	while (lo > 0 && !strcmp(b->arena + b->ents[lo - 1].path, p))
-		lo--;
-	while (hi < b->nents && !strcmp(b->arena + b->ents[hi].path, p))
-		hi++;
-	for (j = lo; j < b->nents && at_or_under(b, j, p, plen); j++)
-		if (!from_nested(b, j, lo, hi))
+/*
+ * The first sorted entry at or under the path of the run starting at r
+ * (a nested directory's) that no nested tar of that path brought (a
+ * file, directory or link of the same path, or something under it), or
+ * NONE.  The scan passes only entries such a tar brought, and an entry
+ * is brought by at most TARINDEX_MAX_NEST + 1 paths (those of the walks
+ * around it), so all the runs' scans together pass each entry that often
+ * at most, plus one clash each.
+ */
+static uint32_t nested_clash(const struct builder *b, const struct nesting *ns,
+			     uint32_t r)
+{
+	const char *p = b->arena + b->ents[r].path;
+	size_t plen = strlen(p);
+	uint32_t j;
+
+	for (j = r; j < b->nents && at_or_under(b, j, p, plen); j++)
+		if (!from_nested(b, ns, j, r))
 			return j;
 	return NONE;
 }
@@ -582,18 +642,28 @@ static int apply_renames(struct builder *b, const uint8_t *ren)
  */
 static int rename_nested(struct builder *b)
 {
+	struct nesting ns = { NULL, NULL };
 	uint8_t *ren = NULL;
-	uint32_t i, clash, nren = 0;
+	uint32_t i, clash = NONE, run = NONE, nren = 0;
 	int rc = 0;
 
 	for (i = 0; i < b->nents; i++) {
 		const struct ent *e = &b->ents[i];
 
-		if (e->type != TAR_DIR || !e->nest_end ||
-		    (clash = nested_clash(b, i)) == NONE)
+		if (e->type != TAR_DIR || !e->nest_end)
 			continue;
-		if (!ren && !(ren = calloc(b->nents, 1)))
-			return -ENOMEM;
+		if (!ns.run && (rc = nesting_make(b, &ns)) < 0)
+			goto out;
+		if (ns.run[i] != run) { /* once per path: its copies agree */
+			run = ns.run[i];
+			clash = nested_clash(b, &ns, run);
+		}
+		if (clash == NONE)
+			continue;
+		if (!ren && !(ren = calloc(b->nents, 1))) {
+			rc = -ENOMEM;
+			goto out;
+		}
 		sfs_warn("%s: nested tar '%s.tar' would be directory '%s', which "
 			 "member '%s' also uses: the tar's members are under '%s.tar/'",
 			 b->src[e->src].path, b->arena + e->path, b->arena + e->path,
@@ -606,6 +676,9 @@ static int rename_nested(struct builder *b)
 		if (rc == 0)
 			sort_ents(b);
 	}
+out:
+	free(ns.run);
+	free(ns.up);
 	free(ren);
 	return rc;
 }
@@ -617,18 +690,24 @@ static int rename_nested(struct builder *b)
  */
 static int resolve_links(struct builder *b)
 {
-	uint32_t *order, n = 0, i;
+	uint32_t *order, *skip, n = 0, i;
 
 	order = malloc(((size_t)b->nents + 1) * sizeof(*order));
-	if (!order)
+	skip = malloc(((size_t)b->nents + 1) * sizeof(*skip));
+	if (!order || !skip) {
+		free(order);
+		free(skip);
 		return -ENOMEM;
-	for (i = 0; i < b->nents; i++)
+	}
+	for (i = 0; i < b->nents; i++) {
+		skip[i] = i;
 		if (b->ents[i].type == TAR_HARDLINK)
 			order[n++] = i;
+	}
 	qsort_r(order, n, sizeof(*order), seq_cmp, b->ents);
 	for (i = 0; i < n; i++) {
 		struct ent *e = &b->ents[order[i]];
-		const struct ent *t = ent_before(b, b->arena + e->link, e->seq);
+		const struct ent *t = ent_before(b, skip, b->arena + e->link, e->seq);
 		const char *why = !t ? "no such file before it in the archive" :
 			t->type == TAR_FILE || t->type == TAR_SYMLINK ? NULL :
 			"the target is a directory";
@@ -637,10 +716,14 @@ static int resolve_links(struct builder *b)
 		    !symlink_inside("", b->arena + e->path, b->arena + t->link))
 			why = "the target is a symlink that leaves the mount from here";
 		if (why) {
-			sfs_warn("%s: hard link '%s' -> '%s': %s: skipped",
+			/* names cut: a pax global header gives every link a
+			 * 4 KB path for a 512-byte header */
+			sfs_warn("%s: hard link '%.200s' -> '%.200s': %s: skipped",
 				 b->src[e->src].path, b->arena + e->path,
 				 b->arena + e->link, why);
 			e->dropped = 1;
+			skip[order[i]] = order[i] && !strcmp(b->arena + e->path,
+				b->arena + b->ents[order[i] - 1].path) ? order[i] - 1 : NONE;
 			continue;
 		}
 		e->type = t->type;
@@ -651,6 +734,7 @@ static int resolve_links(struct builder *b)
 		e->sparse = t->sparse;
 	}
 	free(order);
+	free(skip);
 	return 0;
 }
 
@@ -842,6 +926,9 @@ struct out {
 	struct tarindex_chunk *chunks;
 	uint32_t nsparse;
 	uint64_t nchunks;
+	uint32_t *targets;              /* pool offset + 1 of each symlink
+					 * target stored, by hash; 0: free */
+	uint32_t targets_mask;
 };
 
 static int pool_put(struct out *o, const char *s, size_t n, uint64_t *at)
@@ -867,6 +954,37 @@ static int pool_put(struct out *o, const char *s, size_t n, uint64_t *at)
 	*at = o->pool_len;
 	o->pool_len += n + 1;
 	return 0;
+}
+
+/*
+ * Stores symlink target s (n bytes) once however many links have it (a
+ * pax global header gives every link after it one 4 KB target for 512
+ * bytes of header): equal targets share their offset in the pool, which
+ * also lets tarindex_escaping_links follow them once.
+ */
+static int pool_put_target(struct out *o, const char *s, size_t n, uint64_t *at)
+{
+	struct index_fp h;
+	uint32_t k;
+	int rc;
+
+	index_fp_init(&h, "target");
+	index_fp_add_bytes(&h, s, n);
+	for (k = (uint32_t)h.h & o->targets_mask; o->targets[k];
+	     k = (k + 1) & o->targets_mask) {
+		uint64_t t = o->targets[k] - 1;
+
+		/* the NUL first: then the bytes compared lie in the pool */
+		if (t + n < o->pool_len && o->pool[t + n] == '\0' &&
+		    !memcmp(o->pool + t, s, n)) {
+			*at = t;
+			return 0;
+		}
+	}
+	rc = pool_put(o, s, n, at);
+	if (rc == 0)
+		o->targets[k] = (uint32_t)*at + 1;
+	return rc;
 }
 
 static uint32_t clamp_time(int64_t t)
@@ -895,7 +1013,7 @@ static int make_node(struct builder *b, struct out *o, uint32_t k,
 		o->hdr.total_bytes += it->size;
 		o->sparse_of[k] = it->sparse;
 	} else if (it->type == TARINDEX_SYMLINK) {
-		rc = pool_put(o, b->arena + it->off, it->size, &at);
+		rc = pool_put_target(o, b->arena + it->off, it->size, &at);
 		if (rc < 0)
 			return rc;
 		n->off = at;
@@ -907,35 +1025,40 @@ static int make_node(struct builder *b, struct out *o, uint32_t k,
 }
 
 /*
- * Step 6: the sparse files' maps in node order, each as its chunks with
- * offsets into the stored data, then {size, stored bytes}.
+ * Step 6: the sparse files' entries in node order, each pointing at its
+ * map: its chunks with offsets into the stored data, then {size, stored
+ * bytes}.  Hard links to one sparse member share its map, stored once
+ * (a copy per link would make N links to a map of M chunks N x M).
  */
 static int sparse_sections(struct builder *b, struct out *o)
 {
-	uint64_t nchunks = 0;
+	uint64_t *at = NULL;
 	uint32_t k, j, n = 0;
+	int rc = -ENOMEM;
 
-	/* hard links share a map: each node gets its own copy */
+	for (k = 0; k < o->hdr.nnodes; k++)
+		n += o->sparse_of[k] != 0;
+	if (!n)
+		return 0;
+	/* room for every map of the builder, each with its last entry */
+	at = malloc((size_t)b->nsparse * sizeof(*at));
+	o->sparse = malloc((size_t)n * sizeof(*o->sparse));
+	o->chunks = malloc((b->nchunks + b->nsparse) * sizeof(*o->chunks));
+	if (!at || !o->sparse || !o->chunks)
+		goto out;
+	memset(at, 0xff, (size_t)b->nsparse * sizeof(*at));     /* none yet */
 	for (k = 0; k < o->hdr.nnodes; k++) {
-		if (o->sparse_of[k]) {
-			n++;
-			nchunks += b->sparse[o->sparse_of[k]].n + 1;
-		}
-	}
-	if (n) {
-		o->sparse = malloc((size_t)n * sizeof(*o->sparse));
-		o->chunks = malloc(nchunks * sizeof(*o->chunks));
-		if (!o->sparse || !o->chunks)
-			return -ENOMEM;
-	}
-	for (k = 0; k < o->hdr.nnodes; k++) {
-		const struct sparse_map *sm;
+		uint32_t id = o->sparse_of[k];
+		const struct sparse_map *sm = &b->sparse[id];
 		uint64_t data = 0;
 
-		if (!o->sparse_of[k])
+		if (!id)
 			continue;
-		sm = &b->sparse[o->sparse_of[k]];
-		o->sparse[o->nsparse++] = (struct tarindex_sparse){ k, sm->n, o->nchunks };
+		o->sparse[o->nsparse++] = (struct tarindex_sparse){ k, sm->n,
+			at[id] != UINT64_MAX ? at[id] : o->nchunks };
+		if (at[id] != UINT64_MAX)
+			continue;
+		at[id] = o->nchunks;
 		for (j = 0; j < sm->n; j++) {
 			const struct tar_sparse_chunk *c = &b->chunks[sm->first + j];
 
@@ -945,7 +1068,10 @@ static int sparse_sections(struct builder *b, struct out *o)
 		o->chunks[o->nchunks++] = (struct tarindex_chunk){
 			tarindex_node_size(&o->nodes[k]), data };
 	}
-	return 0;
+	rc = 0;
+out:
+	free(at);
+	return rc;
 }
 
 /*
@@ -973,6 +1099,15 @@ static int renumber(struct builder *b, struct out *o)
 		bucket[i] += bucket[i - 1];
 	for (i = 0; i < b->nitems; i++)
 		num[i] = bucket[b->items[i].depth]++;
+	for (i = 0, k = 0; i < b->nitems; i++)
+		k += b->items[i].type == TARINDEX_SYMLINK;
+	if (k) {        /* at most half full */
+		for (o->targets_mask = 1; o->targets_mask < 2 * (uint64_t)k; )
+			o->targets_mask *= 2;
+		o->targets = calloc(o->targets_mask--, sizeof(*o->targets));
+		if (!o->targets)
+			goto out;
+	}
 	for (i = 0; i < b->nitems; i++) {
 		rc = make_node(b, o, num[i], &b->items[i]);
 		if (rc < 0)
@@ -1082,6 +1217,7 @@ static void builder_free(struct builder *b, struct out *o)
 	free(o->dirs);
 	free(o->pool);
 	free(o->sparse_of);
+	free(o->targets);
 	free(o->sparse);
 	free(o->chunks);
 }
@@ -1300,16 +1436,28 @@ static int map_sections(struct tarindex *t, const struct index_map *m,
 }
 
 /*
+ * Chunks j and j + 1 of the section are in order: offsets and stored
+ * bytes do not decrease, and chunk j stores no more than the span to j + 1.
+ */
+static int chunks_in_order(const struct tarindex_chunk *c, uint64_t j)
+{
+	return c[j].data <= c[j + 1].data && c[j].off <= c[j + 1].off &&
+	       c[j + 1].data - c[j].data <= c[j + 1].off - c[j].off;
+}
+
+/*
  * Sparse entry k: its node is a sparse file, after the previous entry's;
  * its map lies inside the chunk section, its chunks are in order and do
- * not overlap, end at the file's size, and its stored bytes fit.
+ * not overlap (no pair out of order in it: unordered[x] counts those
+ * before chunk x, so a map shared by many links is not walked for each),
+ * end at the file's size, and its stored bytes fit.
  */
-static int check_sparse(const struct tarindex *t, uint32_t k)
+static int check_sparse(const struct tarindex *t, uint32_t k,
+			const uint64_t *unordered)
 {
 	const struct tarindex_sparse *sp = &t->sparse[k];
 	const struct tarindex_node *n;
 	const struct tarindex_chunk *c;
-	uint32_t j;
 
 	if (sp->node >= t->nnodes || (k && sp->node <= t->sparse[k - 1].node))
 		return bad("sparse list out of order", k);
@@ -1318,12 +1466,9 @@ static int check_sparse(const struct tarindex *t, uint32_t k)
 	    sp->map >= t->nchunks || sp->nchunks >= t->nchunks - sp->map)
 		return bad("sparse entry does not match its node", sp->node);
 	c = &t->chunks[sp->map];
-	if (c[0].data != 0)
+	if (c[0].data != 0 ||
+	    unordered[sp->map + sp->nchunks] != unordered[sp->map])
 		return bad("sparse map out of order", sp->node);
-	for (j = 0; j < sp->nchunks; j++)
-		if (c[j].data > c[j + 1].data || c[j].off > c[j + 1].off ||
-		    c[j + 1].data - c[j].data > c[j + 1].off - c[j].off)
-			return bad("sparse map out of order", sp->node);
 	if (c[sp->nchunks].off != tarindex_node_size(n) ||
 	    n->off + c[sp->nchunks].data < n->off)
 		return bad("sparse map does not end at the file's size", sp->node);
@@ -1333,19 +1478,25 @@ static int check_sparse(const struct tarindex *t, uint32_t k)
 /* Every sparse file node has its entry, and every entry is valid. */
 static int check_sparse_all(const struct tarindex *t)
 {
+	uint64_t *unordered, j;
 	uint32_t i, k, n = 0;
-	int rc;
+	int rc = 0;
 
 	for (i = 0; i < t->nnodes; i++)
 		n += tarindex_node_sparse(&t->nodes[i]);
 	if (n != t->nsparse)
 		return bad("sparse files and sparse list disagree", n);
-	for (k = 0; k < t->nsparse; k++) {
-		rc = check_sparse(t, k);
-		if (rc < 0)
-			return rc;
-	}
-	return 0;
+	if (!t->nsparse)
+		return 0;
+	unordered = malloc((t->nchunks + 1) * sizeof(*unordered));
+	if (!unordered)
+		return -ENOMEM;
+	for (j = 0; j < t->nchunks; j++)
+		unordered[j] = j ? unordered[j - 1] + !chunks_in_order(t->chunks, j - 1) : 0;
+	for (k = 0; rc == 0 && k < t->nsparse; k++)
+		rc = check_sparse(t, k, unordered);
+	free(unordered);
+	return rc;
 }
 
 int tarindex_open(struct tarindex *t, const struct index_map *m,
@@ -1518,64 +1669,236 @@ const char *tarindex_link(const struct tarindex *t, uint32_t i, uint64_t *len)
 #define LINK_HOPS_MAX 40	/* the kernel's limit on links in one walk */
 
 /*
- * Walks `path` (len bytes) from directory *cur as path lookup does,
- * following symlinks.  1: it climbed above the root; 0: it ended at *cur;
- * -1: it went nowhere (missing, not a directory, too many links).
+ * Following symlinks as path lookup does, each link's target walked once
+ * for the whole tree: a link met on the way is followed from its own
+ * directory, as it would be on its own, and what that came to is kept
+ * for every other walk that meets it.  That is exact: following a link
+ * goes the same way wherever the walk comes from, and a walk that has
+ * followed H links fails where following this one would take it past
+ * LINK_HOPS_MAX, i.e. iff H + its hops > LINK_HOPS_MAX.  A link met while
+ * it is being followed goes round for ever (ELOOP, as over 40 links).
+ * So the work is the targets' length, not 40 x 2048 components per link,
+ * and the links being followed are a stack on the heap, not recursion.
  */
-static int walk_link(const struct tarindex *t, uint32_t *cur, const char *path,
-		     size_t len, int *hops)
+struct link_outcome {
+	uint32_t end;       /* where it led, when r is 0 */
+	int8_t r;           /* 1: above the root; 0: ended at end; -1: nowhere */
+	uint8_t hops;       /* links followed, itself included (at most
+			     * LINK_HOPS_MAX + 1: too many, or a loop) */
+	uint8_t state;      /* 0: not yet followed; 1: being followed; 2: known */
+};
+
+/* A link being followed: number k among the links, the walk of its
+ * target at byte `at` in directory `cur`, links followed so far, and the
+ * link it waits for (NONE). */
+struct link_frame {
+	uint64_t at;
+	uint32_t k, cur, hops, wait;
+};
+
+struct link_walk {
+	const struct tarindex *t;
+	uint32_t *links;                /* the symlink nodes, increasing */
+	uint32_t *same;                 /* by link number: the first link of
+					 * its directory with its target */
+	uint32_t nlinks, depth;
+	struct link_outcome *o;         /* by link number */
+	struct link_frame *st;          /* each link on it once at most */
+};
+
+/* The link followed for symlink node `node`: the first of its set. */
+static uint32_t link_number(const struct link_walk *w, uint32_t node)
 {
+	return w->same[tarindex_count_below(w->links, w->nlinks, node)];
+}
+
+static void follow(struct link_walk *w, uint32_t k, uint32_t dir)
+{
+	w->st[w->depth++] = (struct link_frame){ 0, k, dir, 1, NONE };
+	w->o[k].state = 1;
+}
+
+/* The top link's walk came to r (at node end): known from now on. */
+static void settle(struct link_walk *w, int r, uint32_t end)
+{
+	const struct link_frame *f = &w->st[--w->depth];
+
+	w->o[f->k] = (struct link_outcome){ end, (int8_t)r,
+		(uint8_t)(f->hops > LINK_HOPS_MAX ? LINK_HOPS_MAX + 1 : f->hops), 2 };
+}
+
+#define GO_ON 2  /* from take and step: the top link's walk goes on */
+
+/*
+ * The top link met link j, now known or being followed (a loop): GO_ON,
+ * or what the top link's walk came to (as walk_link).
+ */
+static int take(struct link_walk *w, uint32_t j)
+{
+	struct link_frame *f = &w->st[w->depth - 1];
+	const struct link_outcome *o = &w->o[j];
+
+	f->hops += o->state == 2 ? o->hops : LINK_HOPS_MAX + 1;
+	if (f->hops > LINK_HOPS_MAX)
+		return -1;
+	if (o->r)
+		return o->r;
+	f->cur = o->end;
+	return GO_ON;
+}
+
+/*
+ * One component of the top link's target (".", "..", a name), or the
+ * outcome of the link it waited for: GO_ON, or what its walk came to
+ * (1: above the root; 0: ended at *end; -1: nowhere).
+ */
+static int step(struct link_walk *w, uint32_t *end)
+{
+	const struct tarindex *t = w->t;
+	struct link_frame *f = &w->st[w->depth - 1];
+	uint64_t len = 0;
+	const char *path = tarindex_link(t, w->links[f->k], &len);
 	char comp[256];
-	size_t a = 0, b, n;
+	size_t a = f->at, b, n;
+	uint32_t j;
 	int64_t c;
 
-	if (len && path[0] == '/')
-		return 1;
-	for (; a < len; a = b + 1) {
-		for (b = a; b < len && path[b] != '/'; b++)
-			;
-		n = b - a;
-		if (n == 0 || (n == 1 && path[a] == '.'))
-			continue;
-		if (tarindex_node_type(&t->nodes[*cur]) != TARINDEX_DIR)
-			return -1;
-		if (n == 2 && path[a] == '.' && path[a + 1] == '.') {
-			if (*cur == TARINDEX_ROOT)
-				return 1;
-			*cur = tarindex_parent(t, *cur);
-			continue;
-		}
-		if (n >= sizeof(comp))
-			return -1;
-		memcpy(comp, path + a, n);
-		comp[n] = '\0';
-		if ((c = tarindex_lookup(t, *cur, comp)) < 0)
-			return -1;
-		if (tarindex_node_type(&t->nodes[c]) == TARINDEX_SYMLINK) {
-			uint64_t tlen = 0;
-			const char *target = tarindex_link(t, (uint32_t)c, &tlen);
-			int r;
-
-			if (++*hops > LINK_HOPS_MAX)
-				return -1;
-			/* relative to the link's own directory, *cur */
-			if ((r = walk_link(t, cur, target, (size_t)tlen, hops)) != 0)
-				return r;
-		} else {
-			*cur = (uint32_t)c;
-		}
+	if (f->wait != NONE) {
+		j = f->wait;
+		f->wait = NONE;
+		return take(w, j);
 	}
+	if (a == 0 && len && path[0] == '/')
+		return 1;
+	while (a < len && path[a] == '/')
+		a++;
+	*end = f->cur;
+	if (a >= len)
+		return 0;
+	for (b = a; b < len && path[b] != '/'; b++)
+		;
+	f->at = b;
+	n = b - a;
+	if (n == 1 && path[a] == '.')
+		return GO_ON;
+	if (tarindex_node_type(&t->nodes[f->cur]) != TARINDEX_DIR)
+		return -1;
+	if (n == 2 && path[a] == '.' && path[a + 1] == '.') {
+		if (f->cur == TARINDEX_ROOT)
+			return 1;
+		f->cur = tarindex_parent(t, f->cur);
+		return GO_ON;
+	}
+	if (n >= sizeof(comp))
+		return -1;
+	memcpy(comp, path + a, n);
+	comp[n] = '\0';
+	if ((c = tarindex_lookup(t, f->cur, comp)) < 0)
+		return -1;
+	if (tarindex_node_type(&t->nodes[c]) != TARINDEX_SYMLINK) {
+		f->cur = (uint32_t)c;
+		return GO_ON;
+	}
+	/* followed from its own directory, f->cur */
+	j = link_number(w, (uint32_t)c);
+	if (w->o[j].state != 0)
+		return take(w, j);
+	f->wait = j;
+	follow(w, j, f->cur);
+	return GO_ON;
+}
+
+/* A link's directory and target, and its number (for sorting). */
+struct link_key {
+	uint64_t target;
+	uint32_t dir, k;
+};
+
+static int link_key_cmp(const void *pa, const void *pb)
+{
+	const struct link_key *x = pa, *y = pb;
+
+	if (x->dir != y->dir)
+		return x->dir < y->dir ? -1 : 1;
+	if (x->target != y->target)
+		return x->target < y->target ? -1 : 1;
+	return x->k < y->k ? -1 : x->k > y->k;
+}
+
+/*
+ * Links of one directory with one target go the same way: w->same names
+ * the first of each such set, followed for all.  Targets are compared by
+ * their place in the pool, where the build stores equal ones once
+ * (pool_put_target); an index that does not only follows more.
+ */
+static int same_links(struct link_walk *w)
+{
+	struct link_key *key = malloc((size_t)w->nlinks * sizeof(*key));
+	uint32_t k;
+
+	if (!key)
+		return -ENOMEM;
+	for (k = 0; k < w->nlinks; k++)
+		key[k] = (struct link_key){ w->t->nodes[w->links[k]].off,
+					    tarindex_parent(w->t, w->links[k]), k };
+	qsort(key, w->nlinks, sizeof(*key), link_key_cmp);
+	for (k = 0; k < w->nlinks; k++)
+		w->same[key[k].k] = k && key[k].dir == key[k - 1].dir &&
+			key[k].target == key[k - 1].target ? w->same[key[k - 1].k] : key[k].k;
+	free(key);
 	return 0;
 }
 
-int tarindex_symlink_escapes(const struct tarindex *t, uint32_t i)
+int tarindex_escaping_links(const struct tarindex *t, uint32_t **out,
+			    uint32_t *nout)
 {
-	uint32_t cur = tarindex_parent(t, i);
-	uint64_t len;
-	const char *target = tarindex_link(t, i, &len);
-	int hops = 1;
+	struct link_walk w = { .t = t };
+	uint32_t i, k, n = 0;
+	int rc = -ENOMEM;
 
-	return target && walk_link(t, &cur, target, (size_t)len, &hops) == 1;
+	*out = NULL;
+	*nout = 0;
+	for (i = 0; i < t->nnodes; i++)
+		w.nlinks += tarindex_node_type(&t->nodes[i]) == TARINDEX_SYMLINK;
+	if (!w.nlinks)
+		return 0;
+	w.links = malloc((size_t)w.nlinks * sizeof(*w.links));
+	w.same = malloc((size_t)w.nlinks * sizeof(*w.same));
+	w.o = calloc(w.nlinks, sizeof(*w.o));
+	w.st = malloc((size_t)w.nlinks * sizeof(*w.st));
+	if (!w.links || !w.same || !w.o || !w.st)
+		goto out;
+	for (i = 0, k = 0; i < t->nnodes; i++)
+		if (tarindex_node_type(&t->nodes[i]) == TARINDEX_SYMLINK)
+			w.links[k++] = i;
+	if (same_links(&w) < 0)
+		goto out;
+	for (k = 0; k < w.nlinks; k++) {
+		uint32_t j = w.same[k];
+
+		if (w.o[j].state == 0)
+			follow(&w, j, tarindex_parent(t, w.links[j]));
+		while (w.depth) {
+			uint32_t end = 0;
+			int r = step(&w, &end);
+
+			if (r != GO_ON)
+				settle(&w, r, end);
+		}
+		n += w.o[j].r == 1;
+	}
+	rc = 0;
+	if (n && !(*out = malloc((size_t)n * sizeof(**out))))
+		rc = -ENOMEM;
+	for (k = 0; rc == 0 && k < w.nlinks; k++)
+		if (w.o[w.same[k]].r == 1)
+			(*out)[(*nout)++] = w.links[k];
+out:
+	free(w.links);
+	free(w.same);
+	free(w.o);
+	free(w.st);
+	return rc;
 }
 
 /*

@@ -38,11 +38,13 @@
  *     (strcmp order), so lookup is a binary search; node 0 is the root;
  *   - dirs: uint32_t node numbers of the directories in node order (their
  *     child ranges are increasing, so a node's parent is a binary search);
- *   - names: one pool of NUL-terminated names (and symlink targets);
+ *   - names: one pool of NUL-terminated names (and symlink targets, equal
+ *     targets stored once);
  *   - sources: their sizes at build time (names and stamps are in the
  *     fingerprint);
  *   - sparse files: one struct tarindex_sparse per sparse file node, in
- *     node order, each pointing at its map in the chunk section: nchunks
+ *     node order, each pointing at its map in the chunk section (hard
+ *     links to one member share it): nchunks
  *     struct tarindex_chunk and a last one {size, stored bytes}, so a read
  *     at any offset finds its chunk by binary search, nothing expanded.
  * 24 bytes per node + the name and its NUL: 44.8 bytes per member measured
@@ -211,6 +213,24 @@ void tarindex_close(struct tarindex *t);
  * rewrite within the file system's mtime granularity of the open is not
  * seen.
  */
+/* How many of the n increasing numbers a[] are below x (binary search):
+ * node lists (the directories, the hidden symlinks) are such arrays. */
+static inline uint32_t tarindex_count_below(const uint32_t *a, uint32_t n,
+					    uint64_t x)
+{
+	uint32_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (a[mid] < x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 static inline struct source *tarindex_src(const struct tarindex *t, uint32_t src)
 {
 	return t->srcs[src];
@@ -250,14 +270,16 @@ int tarindex_member_is_tar(struct source *src, const struct tar_member *m);
 /* Symlink target of node i (NUL-terminated, *len bytes) or NULL. */
 const char *tarindex_link(const struct tarindex *t, uint32_t i, uint64_t *len);
 /*
- * 1 if following symlink node i as the kernel would, inside this tree,
- * climbs above the root at some point, else 0.  The build skips links whose
- * target leaves on its own; this catches the ones that leave through other
- * links (`up -> ..` is inside, `out -> up/../..` is not).  A target that
- * goes nowhere (a missing name, a file with more to come, over 40 links)
- * does not leave.
+ * The symlink nodes that, followed as the kernel would inside this tree,
+ * climb above the root at some point: their numbers, increasing, in *out
+ * (malloc'ed; NULL when none), how many in *n.  0 or -ENOMEM.  The build
+ * skips links whose target leaves on its own; this finds the ones that
+ * leave through other links (`up -> ..` is inside, `out -> up/../..` is
+ * not).  A target that goes nowhere (a missing name, a file with more to
+ * come, over 40 links, a loop) does not leave.  Work: the targets' length
+ * (each link is followed once for all), not 40 targets per link.
  */
-int tarindex_symlink_escapes(const struct tarindex *t, uint32_t i);
+int tarindex_escaping_links(const struct tarindex *t, uint32_t **out, uint32_t *n);
 
 /*
  * Reads up to `size` bytes at `off` of file node i (a sparse file's holes

@@ -43,7 +43,8 @@ struct tar_layout {
 	struct tarindex_source *src;
 	size_t nsrc;
 	char *strings;      /* the sources' paths and dirs, one allocation */
-	uint32_t nhidden;   /* symlinks that leave the mount through others */
+	uint32_t *hidden;   /* symlinks that leave the mount through others, */
+	uint32_t nhidden;   /* increasing (tarindex_escaping_links) */
 };
 
 /* ------------------------------------------------------------ sources */
@@ -215,24 +216,23 @@ static int load_index(struct tar_layout *l, const struct sfs_opts *o)
  */
 static int hidden(const struct tar_layout *l, uint32_t i)
 {
-	return l->nhidden &&
-	       tarindex_node_type(tarindex_node(&l->t, i)) == TARINDEX_SYMLINK &&
-	       tarindex_symlink_escapes(&l->t, i);
+	uint32_t k = tarindex_count_below(l->hidden, l->nhidden, i);
+
+	return k < l->nhidden && l->hidden[k] == i;
 }
 
-/* Counts the hidden symlinks once, at mount, and says so. */
-static void count_hidden(struct tar_layout *l, const char *source)
+/* Finds the hidden symlinks once, at mount, and says so. */
+static int find_hidden(struct tar_layout *l, const char *source)
 {
-	uint32_t i, first = 0;
+	int rc = tarindex_escaping_links(&l->t, &l->hidden, &l->nhidden);
 
-	for (i = 0; i < l->t.nnodes; i++)
-		if (tarindex_node_type(tarindex_node(&l->t, i)) == TARINDEX_SYMLINK &&
-		    tarindex_symlink_escapes(&l->t, i) && !l->nhidden++)
-			first = i;
-	if (l->nhidden)
+	if (rc < 0)
+		sfs_err("%s: following the symlinks: %s", source, strerror(-rc));
+	else if (l->nhidden)
 		sfs_warn("%s: %u symlink(s) lead out of the mount through other symlinks "
 			 "(the first: '%s'): not shown", source, l->nhidden,
-			 tarindex_name(&l->t, first));
+			 tarindex_name(&l->t, l->hidden[0]));
+	return rc;
 }
 
 /* ------------------------------------------------------------ ops */
@@ -245,20 +245,10 @@ static int node_of(const struct tar_layout *l, uint64_t ino, uint32_t *i)
 	return hidden(l, *i) ? -ENOENT : 0;
 }
 
-/* Directories among nodes [0, end): a binary search in the dirs list. */
+/* Directories among nodes [0, end). */
 static uint32_t dirs_before(const struct tarindex *t, uint64_t end)
 {
-	uint32_t lo = 0, hi = t->ndirs;
-
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (t->dirs[mid] < end)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return tarindex_count_below(t->dirs, t->ndirs, end);
 }
 
 static void fill_attr(const struct tar_layout *l, uint32_t i, struct sfs_attr *a)
@@ -417,6 +407,7 @@ static void tar_destroy(void *priv)
 	tarindex_sources_close(l->src, l->nsrc);
 	free(l->src);
 	free(l->strings);
+	free(l->hidden);
 	free(l);
 }
 
@@ -444,7 +435,7 @@ int layout_tar_open(const struct sfs_opts *o, struct source_env *env,
 	if (rc == 0)
 		rc = load_index(l, o);
 	if (rc == 0)
-		count_hidden(l, o->source);
+		rc = find_hidden(l, o->source);
 	if (rc < 0) {
 		tar_destroy(l);
 		return rc;
