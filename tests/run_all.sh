@@ -25,16 +25,22 @@ FUZZ_SECONDS_CI=${FUZZ_SECONDS_CI:-5}
 TEST_JOBS=${TEST_JOBS:-$(( $(nproc 2>/dev/null || echo 1) + 1 ))}
 
 # Unit-test fixtures, written by numpy/scipy/tarfile (the oracles) into one
-# temporary directory that criterion tests find through $SFS_FIXTURES.
-for g in tests/fixtures/make_*.py; do
-	[ -e "$g" ] || continue
-	/usr/bin/python3 "$g" "$SFS_FIXTURES" ||
-		{ echo "fixture generator $g failed"; echo "0 1" >> "$OUT/fixtures.results"
-		  echo "fixture generator $g" >> "$OUT/fixtures.failures"; }
-done
+# temporary directory that criterion tests (and the fuzz seeds) find
+# through $SFS_FIXTURES; made while the first jobs, integration tests, run.
+# The jobs that need them wait for $OUT/fixtures.done.
+(
+	for g in tests/fixtures/make_*.py; do
+		[ -e "$g" ] || continue
+		/usr/bin/python3 "$g" "$SFS_FIXTURES" ||
+			{ echo "fixture generator $g failed"; echo "0 1" >> "$OUT/fixtures.results"
+			  echo "fixture generator $g" >> "$OUT/fixtures.failures"; }
+	done >"$OUT/fixtures.log" 2>&1
+	touch "$OUT/fixtures.done"
+) </dev/null &
+FIXTURES_PID=$!
 
 # ---- the jobs, in the order their logs are printed ----
-JOBS=()	# names; job_NAME... runs one, see run_job
+JOBS=()	# KIND or KIND:BUILD:NAME; run_job runs one
 JOBS+=(layers)
 for b in build build-asan; do
 	for t in $(ls "$b"/tests/test_* 2>/dev/null | grep -v "\.d$"); do
@@ -53,6 +59,9 @@ done
 run_job() {
 	local name=$1 kind b t rc start
 	IFS=: read -r kind b t <<<"$name"
+	if [ "$kind" = unit ] || [ "$kind" = fuzz ]; then
+		while [ ! -e "$OUT/fixtures.done" ]; do sleep 0.2; done
+	fi
 	export SFS_RESULTS=$OUT/$name.results SFS_FAILURES=$OUT/$name.failures
 	: >"$SFS_RESULTS"; : >"$SFS_FAILURES"
 	case $kind in
@@ -88,21 +97,25 @@ run_job() {
 	esac
 }
 
-# the order jobs start in: the longest first (as measured on 2 cores), so
-# the last to start are short and the workers end together; the rest in
-# the order above.  Every job runs whatever its place.
+# the order jobs start in: the longest first (as measured on 2 cores),
+# then the other integration tests, the unit tests, the layering check, so
+# the last to start are short and the workers end together.  Every job runs
+# whatever its place.
 LONG="int:build-asan:test_faults.sh int:build:test_faults.sh int:build-asan:test_tar.sh
-	int:build-asan:test_http_mount.sh int:build:test_tar.sh int:build:test_http_mount.sh
-	fuzz int:build-asan:test_quickdraw.sh int:build-asan:test_daemon.sh
-	int:build:test_quickdraw.sh int:build:test_soak.sh unit:build-asan:test_pickle
-	unit:build-asan:test_tarindex"
+	int:build-asan:test_http_mount.sh int:build:test_tar.sh int:build-asan:test_daemon.sh
+	int:build:test_http_mount.sh fuzz int:build-asan:test_quickdraw.sh
+	int:build:test_quickdraw.sh int:build:test_soak.sh int:build-asan:test_soak.sh
+	unit:build-asan:test_pickle unit:build-asan:test_tarindex"
 QUEUE=()
 for j in $LONG; do
 	[[ " ${JOBS[*]} " == *" $j "* ]] && QUEUE+=("$j")
 done
-for j in "${JOBS[@]}"; do
-	[[ " $LONG " == *[[:space:]]"$j"[[:space:]]* ]] || QUEUE+=("$j")
+for p in int:build-asan: int:build: unit:build-asan: unit:build: layers; do
+	for j in "${JOBS[@]}"; do
+		[[ $j == "$p"* ]] && ! [[ " $LONG " == *[[:space:]]"$j"[[:space:]]* ]] && QUEUE+=("$j")
+	done
 done
+[ ${#QUEUE[@]} -eq ${#JOBS[@]} ] || { echo "run_all.sh: ${#QUEUE[@]} jobs queued of ${#JOBS[@]}"; exit 1; }
 
 # a pool of TEST_JOBS workers; each job's end is said as it happens
 declare -A PID_JOB=()
@@ -124,8 +137,10 @@ for j in "${QUEUE[@]}"; do
 	PID_JOB[$!]=$j
 done
 while [ ${#PID_JOB[@]} -gt 0 ]; do reap; done
+wait "$FIXTURES_PID"
 
 echo
+cat "$OUT/fixtures.log"
 for j in "${JOBS[@]}"; do
 	cat "$OUT/$j.log"
 done
