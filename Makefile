@@ -37,7 +37,7 @@ FS_OBJ    := $(FS_SRC:%.c=$(BUILD)/%.o)
 UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TOOL_BIN  := $(BUILD)/samplefs-inspect $(BUILD)/samplefs-floorfs
 
-.PHONY: all deps test unit integration demo bench install clean asan tsan fuzz fuzz-build
+.PHONY: all deps test test-build unit integration demo bench install clean asan tsan fuzz fuzz-build
 all: $(BUILD)/samplefs $(TOOL_BIN)
 
 deps:
@@ -83,7 +83,7 @@ tsan:
 # with coverage for the fuzzer, ASan and UBSan, into build-fuzz/.
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
-FUZZ_SECONDS_CI ?= 10
+FUZZ_SECONDS_CI ?= 5
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined \
 		-fno-omit-frame-pointer
 FUZZ_CFLAGS   = -O1 -g $(FUZZ_SAN) $(WARN) $(CPPFLAGS) $(DEPCFLAGS) -MMD -MP
@@ -107,13 +107,16 @@ fuzz: deps
 	bash tests/fuzz/run.sh fuzz $(FUZZ_SECONDS)
 
 # The whole suite: deps, plain and sanitizer builds, unit and integration
-# tests, fuzz regressions and a short run of each fuzz target.
+# tests, fuzz regressions and a short run of each fuzz target.  The four
+# builds are one make's prerequisites, so their compiles share the JOBS
+# slots (asan and tsan are sub-makes on the same jobserver) and one
+# build's link waits on no other's; tests/run_all.sh then runs the checks
+# side by side (TEST_JOBS at a time, see there).
 test: deps
-	$(MAKE) -j$(JOBS) all $(UNIT_BIN)
-	$(MAKE) -j$(JOBS) asan
-	$(MAKE) -j$(JOBS) tsan
-	$(MAKE) -j$(JOBS) fuzz-build
+	$(MAKE) -j$(JOBS) test-build
 	FUZZ_SECONDS_CI=$(FUZZ_SECONDS_CI) bash tests/run_all.sh
+
+test-build: all $(UNIT_BIN) asan tsan fuzz-build
 
 demo: deps all
 	bash tools/demo.sh

@@ -1,63 +1,156 @@
 #!/usr/bin/env bash
 # The whole test suite, as `make test` runs it after building build/,
-# build-asan/ and build-fuzz/: the layering check of core/
+# build-asan/, build-tsan/ and build-fuzz/: the layering check of core/
 # (tests/check_layers.sh), unit tests of both builds, the fuzz targets'
 # regressions and a short run of each, then every integration test with the
 # plain daemon and with the ASan+UBSan daemon.  Ends with "N passed, N failed".
+#
+# The checks run as jobs, TEST_JOBS at a time (default: one more than the
+# CPUs, since the integration tests wait on mounts, servers and their
+# children much of their time): each unit test binary of each build, the
+# fuzz targets, each integration test of each build.  A job's output goes to
+# its own log, and its results to its own files; a line says when each job
+# ends, and once all have, the logs are printed in the order above, then the
+# failed checks, then the total.  Every integration test picks its own
+# temporary directory, mount points, cache and free ports, so they can run
+# side by side.  TEST_JOBS=1 runs one job at a time.
 set -u
 cd "$(dirname "$0")/.."
-export SFS_RESULTS=$(mktemp /tmp/sfs-results.XXXXXX)
-export SFS_FAILURES=$(mktemp /tmp/sfs-failures.XXXXXX)	# names of failed checks
-trap 'rm -f "$SFS_RESULTS" "$SFS_FAILURES"' EXIT
+OUT=$(mktemp -d /tmp/sfs-run.XXXXXX)	# one log, results and failures per job
+export SFS_FIXTURES=$(mktemp -d /tmp/sfs-fixtures.XXXXXX)
+trap 'rm -rf "$OUT" "$SFS_FIXTURES"' EXIT
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:halt_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+FUZZ_SECONDS_CI=${FUZZ_SECONDS_CI:-5}
+TEST_JOBS=${TEST_JOBS:-$(( $(nproc 2>/dev/null || echo 1) + 1 ))}
 
 # Unit-test fixtures, written by numpy/scipy/tarfile (the oracles) into one
-# temporary directory that criterion tests find through $SFS_FIXTURES.
-export SFS_FIXTURES=$(mktemp -d /tmp/sfs-fixtures.XXXXXX)
-trap 'rm -f "$SFS_RESULTS" "$SFS_FAILURES"; rm -rf "$SFS_FIXTURES"' EXIT
-for g in tests/fixtures/make_*.py; do
-	[ -e "$g" ] || continue
-	/usr/bin/python3 "$g" "$SFS_FIXTURES" || { echo "fixture generator $g failed"; echo "0 1" >> "$SFS_RESULTS"; }
-done
+# temporary directory that criterion tests (and the fuzz seeds) find
+# through $SFS_FIXTURES; made while the first jobs, integration tests, run.
+# The jobs that need them wait for $OUT/fixtures.done.
+(
+	for g in tests/fixtures/make_*.py; do
+		[ -e "$g" ] || continue
+		/usr/bin/python3 "$g" "$SFS_FIXTURES" ||
+			{ echo "fixture generator $g failed"; echo "0 1" >> "$OUT/fixtures.results"
+			  echo "fixture generator $g" >> "$OUT/fixtures.failures"; }
+	done >"$OUT/fixtures.log" 2>&1
+	touch "$OUT/fixtures.done"
+) </dev/null &
+FIXTURES_PID=$!
 
-# the layering of core/: source reads only in core/io, includes downwards
-# (one result per check)
-echo "== tests/check_layers.sh"
-bash tests/check_layers.sh
-
+# ---- the jobs, in the order their logs are printed ----
+JOBS=()	# KIND or KIND:BUILD:NAME; run_job runs one
+JOBS+=(layers)
 for b in build build-asan; do
-	bash tests/run_unit.sh "$b" $(ls "$b"/tests/test_* 2>/dev/null | grep -v "\.d$")
-done
-# libFuzzer targets (tests/fuzz/README.md): every input under
-# tests/fuzz/regressions/ replayed, then each target for FUZZ_SECONDS_CI s;
-# run.sh adds one result per replay and per run, and names failed targets.
-if ls build-fuzz/fuzz_* >/dev/null 2>&1; then
-	echo "== fuzz targets (${FUZZ_SECONDS_CI:-10} s each)"
-	bash tests/fuzz/run.sh ci "${FUZZ_SECONDS_CI:-10}"
-else
-	echo "build-fuzz/ has no fuzz targets (make fuzz-build)"
-	echo "0 1" >> "$SFS_RESULTS"
-	echo "fuzz targets not built" >> "$SFS_FAILURES"
-fi
-
-for b in build build-asan; do
-	for t in tests/integration/test_*.sh; do
-		[ -e "$t" ] || continue
-		echo "== $t ($b)"
-		start=$(date +%s)
-		SAMPLEFS_BUILD=$b timeout 900 bash "$t"
-		rc=$?
-		[ $rc -ne 0 ] && echo "$(basename "$t") exited $rc" && echo "0 1" >> "$SFS_RESULTS" &&
-			echo "$(basename "$t") ($b) exited $rc" >> "$SFS_FAILURES"
-		echo "   ($(( $(date +%s) - start )) s)"
+	for t in $(ls "$b"/tests/test_* 2>/dev/null | grep -v "\.d$"); do
+		JOBS+=("unit:$b:${t##*/}")
 	done
 done
-read -r passed failed < <(awk '{p+=$1; f+=$2} END {print p+0, f+0}' "$SFS_RESULTS")
+JOBS+=(fuzz)
+for b in build build-asan; do
+	for t in tests/integration/test_*.sh; do
+		[ -e "$t" ] && JOBS+=("int:$b:${t##*/}")
+	done
+done
+
+# run_job NAME: runs one job with its output in $OUT/NAME.log and its
+# "passed failed" lines and failure names in $OUT/NAME.{results,failures}
+run_job() {
+	local name=$1 kind b t rc start
+	IFS=: read -r kind b t <<<"$name"
+	if [ "$kind" = unit ] || [ "$kind" = fuzz ]; then
+		while [ ! -e "$OUT/fixtures.done" ]; do sleep 0.2; done
+	fi
+	export SFS_RESULTS=$OUT/$name.results SFS_FAILURES=$OUT/$name.failures
+	: >"$SFS_RESULTS"; : >"$SFS_FAILURES"
+	case $kind in
+	layers)
+		# the layering of core/: source reads only in core/io, includes
+		# downwards (one result per check)
+		echo "== tests/check_layers.sh"
+		bash tests/check_layers.sh ;;
+	unit)
+		# its own cache directory: no job shares one
+		XDG_CACHE_HOME=$OUT/$name.cache bash tests/run_unit.sh "$b" "$b/tests/$t" ;;
+	fuzz)
+		# libFuzzer targets (tests/fuzz/README.md): every input under
+		# tests/fuzz/regressions/ replayed, then each target for
+		# FUZZ_SECONDS_CI s; run.sh adds one result per replay and per
+		# run, and names failed targets.
+		if ls build-fuzz/fuzz_* >/dev/null 2>&1; then
+			echo "== fuzz targets ($FUZZ_SECONDS_CI s each)"
+			bash tests/fuzz/run.sh ci "$FUZZ_SECONDS_CI"
+		else
+			echo "build-fuzz/ has no fuzz targets (make fuzz-build)"
+			echo "0 1" >> "$SFS_RESULTS"
+			echo "fuzz targets not built" >> "$SFS_FAILURES"
+		fi ;;
+	int)
+		echo "== tests/integration/$t ($b)"
+		start=$(date +%s)
+		SAMPLEFS_BUILD=$b timeout 900 bash "tests/integration/$t"
+		rc=$?
+		[ $rc -ne 0 ] && echo "$t exited $rc" && echo "0 1" >> "$SFS_RESULTS" &&
+			echo "$t ($b) exited $rc" >> "$SFS_FAILURES"
+		echo "   ($(( $(date +%s) - start )) s)" ;;
+	esac
+}
+
+# the order jobs start in: the longest first (as measured on 2 cores),
+# then the other integration tests, the unit tests, the layering check, so
+# the last to start are short and the workers end together.  Every job runs
+# whatever its place.
+LONG="int:build-asan:test_faults.sh int:build:test_faults.sh int:build-asan:test_tar.sh
+	int:build-asan:test_http_mount.sh int:build:test_tar.sh int:build-asan:test_daemon.sh
+	int:build:test_http_mount.sh fuzz int:build-asan:test_quickdraw.sh
+	int:build:test_quickdraw.sh int:build:test_soak.sh int:build-asan:test_soak.sh
+	unit:build-asan:test_pickle unit:build-asan:test_tarindex"
+QUEUE=()
+for j in $LONG; do
+	[[ " ${JOBS[*]} " == *" $j "* ]] && QUEUE+=("$j")
+done
+for p in int:build-asan: int:build: unit:build-asan: unit:build: layers; do
+	for j in "${JOBS[@]}"; do
+		[[ $j == "$p"* ]] && ! [[ " $LONG " == *[[:space:]]"$j"[[:space:]]* ]] && QUEUE+=("$j")
+	done
+done
+[ ${#QUEUE[@]} -eq ${#JOBS[@]} ] || { echo "run_all.sh: ${#QUEUE[@]} jobs queued of ${#JOBS[@]}"; exit 1; }
+
+# a pool of TEST_JOBS workers; each job's end is said as it happens
+declare -A PID_JOB=()
+done_n=0
+t0=$(date +%s)
+reap() {	# waits for one job to end and says so
+	local pid name sum
+	wait -n -p pid "${!PID_JOB[@]}"
+	name=${PID_JOB[$pid]}
+	unset "PID_JOB[$pid]"
+	done_n=$((done_n + 1))
+	sum=$(awk '{p += $1; f += $2} END {print p + 0 " passed, " f + 0 " failed"}' "$OUT/$name.results")
+	printf '[%3d/%d, %4d s] %s: %s\n' "$done_n" "${#JOBS[@]}" "$(( $(date +%s) - t0 ))" "$name" "$sum"
+}
+echo "running ${#JOBS[@]} jobs, $TEST_JOBS at a time (logs follow once all have ended)"
+for j in "${QUEUE[@]}"; do
+	while [ ${#PID_JOB[@]} -ge "$TEST_JOBS" ]; do reap; done
+	run_job "$j" >"$OUT/$j.log" 2>&1 </dev/null &
+	PID_JOB[$!]=$j
+done
+while [ ${#PID_JOB[@]} -gt 0 ]; do reap; done
+wait "$FIXTURES_PID"
+
 echo
-if [ -s "$SFS_FAILURES" ]; then
+cat "$OUT/fixtures.log"
+for j in "${JOBS[@]}"; do
+	cat "$OUT/$j.log"
+done
+read -r passed failed < <(cat "$OUT"/*.results 2>/dev/null | awk '{p+=$1; f+=$2} END {print p+0, f+0}')
+echo
+failures=$(cat "$OUT/fixtures.failures" 2>/dev/null; for j in "${JOBS[@]}"; do cat "$OUT/$j.failures"; done)
+if [ -n "$failures" ]; then
 	echo "Failed:"
-	sed 's/^/  /' "$SFS_FAILURES"
+	sed 's/^/  /' <<<"$failures"
 fi
+echo "(the jobs took $(( $(date +%s) - t0 )) s, $TEST_JOBS at a time)"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]

@@ -44,6 +44,22 @@ sfs_setup() {
 	export XDG_CACHE_HOME=$SFS_TMP/cache
 	trap 'sfs_cleanup' EXIT
 	trap 'exit 130' INT TERM
+	mkfifo "$SFS_TMP/nap"	# nobody writes to it: sfs_nap's clock
+}
+
+# sfs_nap SECONDS: sleeps (fractions too) without starting a process, for
+# polling loops that run hundreds of times a test
+sfs_nap() {
+	# a timed-out read returns more than 128; anything else (no FIFO) sleeps
+	read -r -t "$1" <>"$SFS_TMP/nap" 2>/dev/null
+	[ $? -gt 128 ] || sleep "$1"
+}
+
+# sfs_mounted MNT: MNT is a FUSE mount now (read by the shell, no process)
+sfs_mounted() {
+	local all
+	read -r -d '' all </proc/mounts
+	[[ $all == *" $1 fuse"* ]]
 }
 
 # sfs_mount SRC MNT [samplefs args...]: mounts in the foreground in the
@@ -59,13 +75,14 @@ sfs_mount() {
 	SFS_PIDS+=("$pid")
 	SFS_PID_OF[$mnt]=$pid
 	SFS_LOG_OF[$mnt]=$log
-	for i in $(seq 1 600); do
-		grep -q " $mnt fuse" /proc/mounts && return 0
+	# every 20 ms, for 60 s: a mount takes from a few ms to seconds
+	for ((i = 0; i < 3000; i++)); do
+		sfs_mounted "$mnt" && return 0
 		kill -0 "$pid" 2>/dev/null || {
 			# reaped here, so cleanup never signals a recycled PID
 			wait "$pid" 2>/dev/null; unset "SFS_PID_OF[$mnt]"
 			cat "$log" >&2; return 1; }
-		sleep 0.1
+		sfs_nap 0.02
 	done
 	echo "mount of $src did not come up" >&2
 	cat "$log" >&2
@@ -75,14 +92,12 @@ sfs_mount() {
 # sfs_umount MNT: unmounts and waits for the daemon sfs_mount started on
 # MNT to exit; fails on any sanitizer report in the daemon's log.
 sfs_umount() {
-	local mnt=$1 i
+	local mnt=$1
 	local pid=${SFS_PID_OF[$mnt]:-} log=${SFS_LOG_OF[$mnt]:-/dev/null}
 	fusermount3 -u "$mnt" || return 1
 	[ -n "$pid" ] || return 0
-	for i in $(seq 1 300); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
+	# the daemon is this shell's child: wait returns as it exits (a daemon
+	# that never does is stopped by run_all.sh's timeout of the test)
 	wait "$pid" 2>/dev/null
 	local rc=$?
 	unset "SFS_PID_OF[$mnt]"

@@ -122,25 +122,29 @@ files_of() {
 }
 
 # ---- file checks: every one reads, or fails, as a group ----
-# right MNT REFDIR FILE...: each file reads as REFDIR's copy
+# right MNT REFDIR FILE...: each file reads as REFDIR's copy (cmp reads
+# it to its end, or to its first byte that differs: a failed read, a
+# difference and another length all fail)
 right() {
-	local m=$1 r=$2 f bad=0; shift 2
+	local m=$1 r=$2 f bad=0 err; shift 2
 	for f; do
-		cat "$m/$f" >"$T/got" 2>"$T/err" && cmp -s "$T/got" "$r/$f" && continue
-		echo "    $f: $(head -c 200 "$T/err") $(cmp "$T/got" "$r/$f" 2>&1 | head -1)"
+		cmp "$m/$f" "$r/$f" >"$T/err" 2>&1 && continue
+		read -r -N 200 err <"$T/err"
+		echo "    $f: $err"
 		bad=1
 	done
 	return $bad
 }
 # eio MNT FILE...: each read fails with EIO
 eio() {
-	local m=$1 f bad=0; shift
+	local m=$1 f bad=0 err; shift
 	for f; do
 		if cat "$m/$f" >/dev/null 2>"$T/err"; then
 			echo "    $f: read succeeded"; bad=1
-		elif ! grep -q 'Input/output error' "$T/err"; then
-			echo "    $f: $(cat "$T/err")"; bad=1
+			continue
 		fi
+		read -r -d '' err <"$T/err"
+		[[ $err == *'Input/output error'* ]] || { echo "    $f: $err"; bad=1; }
 	done
 	return $bad
 }

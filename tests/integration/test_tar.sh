@@ -151,11 +151,13 @@ M=$T/mre
 check "mount re.tar ${M##*/}" sfs_mount "$T/re.tar" "$M" -o layout=tar
 check "unmount ${M##*/}, no sanitizer report" sfs_umount "$M"
 idx=$(ls "$XDG_CACHE_HOME"/samplefs/tar-*.sfsidx | xargs ls -t | head -1)
-before=$(stat -c %Y.%y "$idx")
-sleep 1.1
+# an old mtime (the index's own is not checked, its source's is): a rewrite
+# would give it the current time, whatever the clock's resolution
+touch -d '2001-01-01 00:00:00' "$idx"
+before=$(stat -c %i.%Y.%y "$idx")
 check "mount re.tar ${M##*/}" sfs_mount "$T/re.tar" "$M" -o layout=tar
 check "remount uses the saved index (not rebuilt)" \
-	bash -c "! grep -q 'indexed\|rebuilding' '$(sfs_log "$M")' && test '$(stat -c %Y.%y "$idx")' = '$before'"
+	bash -c "! grep -q 'indexed\|rebuilding' '$(sfs_log "$M")' && test '$(stat -c %i.%Y.%y "$idx")' = '$before'"
 check "remount serves the same tree" tree_ok pax.tar 1 "$M"
 check "unmount ${M##*/}, no sanitizer report" sfs_umount "$M"
 touch "$T/re.tar"
