@@ -204,6 +204,7 @@ check() {
 		SFS_FAIL=$((SFS_FAIL + 1)); echo "not ok - $name"
 		# run_all.sh repeats these at the end, where a truncated log still shows them
 		[ -n "${SFS_FAILURES:-}" ] && echo "$(basename "$0") ($SAMPLEFS_BUILD): not ok - $name" >> "$SFS_FAILURES"
+		return 1	# as when run alone: `check ... || return` stops there
 	fi
 }
 
