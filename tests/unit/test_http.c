@@ -562,6 +562,24 @@ Test(http, second_read_sends_no_request)
 	free(u);
 }
 
+/* Opens u (www/REL) and reads it whole: its bytes must be want's, from the
+ * caches (no data GET of REL); `why` says what a GET would mean. */
+static struct source *open_read_cached(const char *u, const char *rel,
+				       const uint8_t *want, uint8_t *got, size_t len,
+				       const char *why)
+{
+	struct source *s;
+	int before;
+
+	cr_assert_eq(source_open(env, u, &s), 0);
+	before = data_gets(rel);
+	memset(got, 0, len);
+	cr_assert_eq(source_pread(s, got, len, 0), (ssize_t)len);
+	cr_assert(!memcmp(got, want, len));
+	cr_assert_eq(data_gets(rel), before, "%s", why);
+	return s;
+}
+
 /* A source reopened after hundreds of others (the table of known sources
  * grown several times) gets its id back, so its cached blocks are found. */
 Test(http, reopened_source_keeps_its_cache_among_many)
@@ -570,7 +588,7 @@ Test(http, reopened_source_keeps_its_cache_among_many)
 	uint8_t *want, *got;
 	char name[32], *u, *v;
 	size_t len;
-	int i, before;
+	int i;
 
 	write_file("www/c.bin", 2 * BLK, 3);
 	u = path_in("www/m");
@@ -595,12 +613,8 @@ Test(http, reopened_source_keeps_its_cache_among_many)
 		source_close(s);
 		free(v);
 	}
-	cr_assert_eq(source_open(env, u, &s), 0);
-	before = data_gets("c.bin");
-	memset(got, 0, len);
-	cr_assert_eq(source_pread(s, got, len, 0), (ssize_t)len);
-	cr_assert(!memcmp(got, want, len));
-	cr_assert_eq(data_gets("c.bin"), before, "the reopened source's blocks were fetched again");
+	s = open_read_cached(u, "c.bin", want, got, len,
+			     "the reopened source's blocks were fetched again");
 	source_close(s);
 	free(want);
 	free(got);
@@ -815,12 +829,7 @@ Test(http, disk_cache_survives_remount_and_changes)
 
 	/* a new mount: the blocks come from the disk */
 	new_env(5, 2, 0, cache);
-	cr_assert_eq(source_open(env, u, &s), 0);
-	before = data_gets("d.bin");
-	memset(got, 0, len);
-	cr_assert_eq(source_pread(s, got, len, 0), (ssize_t)len);
-	cr_assert(!memcmp(got, want, len));
-	cr_assert_eq(data_gets("d.bin"), before, "blocks on disk were fetched again");
+	s = open_read_cached(u, "d.bin", want, got, len, "blocks on disk were fetched again");
 	random_reads(s, want, len, 100, 11, 2 * BLK);
 	source_close(s);
 	source_env_free(env);
