@@ -94,8 +94,8 @@ struct pstate {
 	const char *what;
 	pickle_stroke_fn fn;
 	void *arg;
-	struct pv stack[PK_STACK_MAX];
-	size_t sp;
+	struct pv *stack;       /* grown on demand up to PK_STACK_MAX: a */
+	size_t sp, stack_cap;   /* 128 KiB calloc per parse cost ASan dearly */
 	size_t marks[PK_MARKS_MAX];
 	size_t nmarks;
 	struct pv *memo;
@@ -161,8 +161,20 @@ static size_t stack_floor(const struct pstate *st)
 
 static int push(struct pstate *st, const struct pv *v)
 {
-	if (st->sp == PK_STACK_MAX)
-		return FAIL(st, "stack deeper than %d", PK_STACK_MAX);
+	struct pv *n;
+	size_t cap;
+
+	if (st->sp == st->stack_cap) {
+		if (st->stack_cap == PK_STACK_MAX)
+			return FAIL(st, "stack deeper than %d", PK_STACK_MAX);
+		cap = st->stack_cap ? 2 * st->stack_cap : 64;
+		if (cap > PK_STACK_MAX)
+			cap = PK_STACK_MAX;
+		if (!(n = realloc(st->stack, cap * sizeof(*n))))
+			return -ENOMEM;
+		st->stack = n;
+		st->stack_cap = cap;
+	}
 	st->stack[st->sp++] = *v;
 	return 0;
 }
@@ -913,6 +925,7 @@ long pickle_parse_strokes(const uint8_t *buf, size_t len, const char *what,
 	sfs_err("%s: pickle offset %zu: truncated, no STOP opcode", what, len);
 	rc = -EINVAL;
 out:
+	free(st->stack);
 	free(st->memo);
 	free(st->objs);
 	free(st->scratch);
