@@ -60,7 +60,7 @@ static struct sfs_ratelimit_key *slot_of(struct sfs_ratelimit *rl, const void *k
 }
 
 int sfs_ratelimit_admit(struct sfs_ratelimit *rl, const void *key,
-			uint64_t now, unsigned *suppressed)
+			const char *line, uint64_t now, unsigned *suppressed)
 {
 	struct sfs_ratelimit_key *k = slot_of(rl, key);
 
@@ -80,10 +80,11 @@ int sfs_ratelimit_admit(struct sfs_ratelimit *rl, const void *key,
 		return 1;
 	}
 	k->suppressed++;
+	snprintf(k->last, sizeof(k->last), "%s", line);
 	return 0;
 }
 
-const void *sfs_ratelimit_take(struct sfs_ratelimit *rl, unsigned *suppressed)
+const char *sfs_ratelimit_take(struct sfs_ratelimit *rl, unsigned *suppressed)
 {
 	struct sfs_ratelimit_key *k;
 
@@ -91,7 +92,7 @@ const void *sfs_ratelimit_take(struct sfs_ratelimit *rl, unsigned *suppressed)
 		if (k->key && k->suppressed) {
 			*suppressed = k->suppressed;
 			k->suppressed = 0;
-			return k->key;
+			return k->last;
 		}
 	return NULL;
 }
@@ -149,7 +150,7 @@ static void vlog(int prio, const char *kind, int limited, const char *fmt, va_li
 	vsnprintf(line, sizeof(line), fmt, ap);
 	pthread_mutex_lock(&sink.lock);
 	if (limited && sink.serving &&
-	    !sfs_ratelimit_admit(&sink.rl, fmt, now_ns(), &suppressed))
+	    !sfs_ratelimit_admit(&sink.rl, fmt, line, now_ns(), &suppressed))
 		goto out;
 	if (suppressed) {
 		len = strlen(line);
@@ -226,15 +227,15 @@ void sfs_log_serving(int daemonised)
 
 void sfs_log_close(void)
 {
-	const void *fmt;
+	const char *last;
 	unsigned n;
 
 	pthread_mutex_lock(&sink.lock);
-	while ((fmt = sfs_ratelimit_take(&sink.rl, &n))) {
+	while ((last = sfs_ratelimit_take(&sink.rl, &n))) {
 		char line[512];
 
 		snprintf(line, sizeof(line), "%u more messages like \"%s\" were suppressed",
-			 n, (const char *)fmt);
+			 n, last);
 		emit(LOG_WARNING, "warning: ", line);
 	}
 	if (sink.syslog)

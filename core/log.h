@@ -58,20 +58,23 @@ struct sfs_ratelimit {
 		uint64_t start;		/* of its window */
 		unsigned shown;		/* in this window */
 		unsigned suppressed;	/* not yet reported */
+		char last[200];		/* the last one suppressed, for the report */
 	} keys[SFS_RATELIMIT_KEYS];
 };
 
 void sfs_ratelimit_init(struct sfs_ratelimit *rl, unsigned burst, uint64_t interval);
 
-/* 1: show this message, and with it "(*suppressed similar messages
- * suppressed)" when *suppressed is not 0; 0: suppress it.  The first
- * message of a key is always shown: when every slot is taken, the one
- * whose window opened first is reused and its unreported count lost. */
+/* 1: show this message (`line`, as it would be printed), and with it
+ * "(*suppressed similar messages suppressed)" when *suppressed is not 0;
+ * 0: suppress it, keeping `line` for the report.  The first message of a
+ * key is always shown: when every slot is taken, the one whose window
+ * opened first is reused and its unreported count lost. */
 int sfs_ratelimit_admit(struct sfs_ratelimit *rl, const void *key,
-			uint64_t now, unsigned *suppressed);
+			const char *line, uint64_t now, unsigned *suppressed);
 
-/* For the report at the end: the next key with messages suppressed and
- * not reported, its count (then zeroed); NULL when there is none. */
-const void *sfs_ratelimit_take(struct sfs_ratelimit *rl, unsigned *suppressed);
+/* For the report at the end: the last suppressed message of the next key
+ * with messages suppressed and not reported, and their count (then
+ * zeroed); NULL when there is none. */
+const char *sfs_ratelimit_take(struct sfs_ratelimit *rl, unsigned *suppressed);
 
 #endif

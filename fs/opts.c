@@ -349,7 +349,7 @@ int sfs_opts_check_layout(struct fs_opts *o, const char *layout)
 
 static void help_rows(unsigned mask, int exact)
 {
-	char name[32];
+	char name[64];	/* the longest, readdirplus=auto|always|adaptive, whole */
 	size_t i;
 
 	for (i = 0; i < NROWS; i++) {

@@ -242,8 +242,10 @@ static int read_descr(struct cur *c, struct npy_header *h)
 	at = c->p;
 	if (c->p < c->end && *c->p == '[')
 		return cur_fail(c, "a simple dtype string (structured dtypes are not supported)");
-	if ((rc = read_str(c, h->descr, sizeof(h->descr))))
+	if ((rc = read_str(c, h->descr, sizeof(h->descr)))) {
+		h->descr[0] = '\0';	/* not read: no part of one (npy.h) */
 		return rc;
+	}
 	if (descr_itemsize(h->descr, &h->itemsize)) {
 		report(c->what, c->why, c->whylen, "npy header offset %zu: expected a descr of kind b, i, u, f, c, ? or O with a valid size, found '%s'",
 		       (size_t)(at - c->base), h->descr);

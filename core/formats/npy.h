@@ -25,7 +25,9 @@ struct npy_header {
  * Parses the header at the start of buf (len bytes available; 4 KiB is
  * enough for every header numpy writes, but larger are handled when len
  * allows).  `what` names the file for messages.  Returns 0, -EINVAL with a
- * message naming `what`, the offset and what was expected, or -EAGAIN when
+ * message naming `what`, the offset and what was expected (h->descr then
+ * holds the descr if it was read, so a caller can tell a dtype it does not
+ * serve from a broken header), or -EAGAIN when
  * len is too short to hold the header (the caller reads more and retries;
  * *need is then the total bytes required).
  */

@@ -122,6 +122,9 @@ struct index_job {
 	 * load */
 	int (*attach)(void *arg, const struct index_map *m, const char *path);
 	void *arg;
+	/* what the index holds, for its messages when a layout has more
+	 * than one ("the members of the tars"); NULL: the layout's index */
+	const char *what;
 };
 
 /*
@@ -130,9 +133,9 @@ struct index_job {
  * attaches it; when it is missing, stale, corrupt or does not attach,
  * builds it (saying why, unless it was missing), saves it and loads it
  * again.  Says, in one format for every layout:
- *   "<index>: using the saved index"
- *   "<index>: rebuilding index (<why>)"
- *   "<source>: indexed in <s> s, <size> MB[, into <index>]"
+ *   "<index>: using the saved index[ of <what>]"
+ *   "<index>: rebuilding index[ of <what>] (<why>)"
+ *   "<source>: indexed[ <what>] in <s> s, <size> MB[, into <index>]"
  *   "<index>: the index just built does not load (<why>)"   (an error)
  * 0 with m mapped and attached (the caller closes it), or -errno.
  */

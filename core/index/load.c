@@ -45,6 +45,9 @@ int index_load(const struct sfs_opts *o, const struct index_job *job,
 	       struct index_map *m)
 {
 	char path[4096], why[256] = "";
+	/* a layout with two indexes says which is which */
+	const char *what = job->what ? job->what : "";
+	const char *of = job->what ? " of " : "", *sp = job->what ? " " : "";
 	double t0 = 0;
 	int rc, built = 0, named = 0;
 
@@ -71,7 +74,7 @@ int index_load(const struct sfs_opts *o, const struct index_job *job,
 			return -EIO;
 		}
 		if (rc != -ENOENT) {
-			sfs_info("%s: rebuilding index (%s)", path, why);
+			sfs_info("%s: rebuilding index%s%s (%s)", path, of, what, why);
 			named = 1;
 		}
 		t0 = now();
@@ -80,12 +83,12 @@ int index_load(const struct sfs_opts *o, const struct index_job *job,
 		built = 1;
 	}
 	if (!built)
-		sfs_info("%s: using the saved index", path);
+		sfs_info("%s: using the saved index%s%s", path, of, what);
 	else if (named)	/* the path once: the rebuild message named it */
-		sfs_info("%s: indexed in %.2f s, %.1f MB", o->source, now() - t0,
-			 m->len / 1e6);
+		sfs_info("%s: indexed%s%s in %.2f s, %.1f MB", o->source, sp,
+			 what, now() - t0, m->len / 1e6);
 	else
-		sfs_info("%s: indexed in %.2f s, %.1f MB, into %s", o->source,
-			 now() - t0, m->len / 1e6, path);
+		sfs_info("%s: indexed%s%s in %.2f s, %.1f MB, into %s", o->source,
+			 sp, what, now() - t0, m->len / 1e6, path);
 	return 0;
 }

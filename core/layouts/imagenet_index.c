@@ -122,7 +122,8 @@ int imagenet_open_layout_index(const struct sfs_opts *o, struct in_layout *L,
 	struct layout_job lj = { o, L };
 	struct index_fp fp;
 	char key[128];
-	struct index_job job = { "imagenet", key, &fp, build_layout, bind_layout_cb, &lj };
+	struct index_job job = { "imagenet", key, &fp, build_layout, bind_layout_cb, &lj,
+				 "the classes, shards and splits" };
 
 	index_fp_init(&fp, "imagenet-layout");
 	index_fp_add_u64(&fp, tars_fp);

@@ -85,6 +85,15 @@ static int has_npy_suffix(const char *name)
 	return len > 4 && !strcmp(name + len - 4, ".npy");
 }
 
+/* After a failed parse: whether what failed is the dtype (h->descr was
+ * read, and is none the format knows). */
+static int unserved_dtype(const struct npy_header *h)
+{
+	char d[sizeof(h->descr)];
+
+	return h->descr[0] && npy_descr_normalize(h->descr, d, sizeof(d)) == -EINVAL;
+}
+
 /*
  * Reads the header of the open source `what` into h: 0, -EINVAL if it is
  * not a valid npy header (why says how, for the skip warning), or -errno
@@ -257,6 +266,14 @@ static int add_array(struct npy_layout *L, struct source_env *env,
 	a = &L->a[L->n];
 	memset(a, 0, sizeof(*a));
 	rc = read_header(src, path, st->size, &h, why, sizeof(why));
+	if (rc == -EINVAL && unserved_dtype(&h)) {
+		/* the format's message lists O, which this layout skips too */
+		sfs_warn("%s: skipped: dtype '%s' is not served (layout=npy serves "
+			 "the kinds b, i, u, f, c and ?: numbers and booleans)",
+			 path, h.descr);
+		rc = 0;
+		goto out;
+	}
 	if (rc == -EINVAL) {
 		sfs_warn("%s: skipped: not an npy file layout=npy can serve: %s",
 			 path, why);
