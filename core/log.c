@@ -34,6 +34,7 @@ static struct {
 	int fd;			/* -o log=FILE, or -1 */
 	int serving;		/* rate-limited from now on */
 	int syslog;		/* daemonised: syslog instead of stderr */
+	int bar;		/* stderr ends in a progress bar's partial line */
 	struct sfs_ratelimit rl;
 } sink = { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
 
@@ -127,7 +128,8 @@ static void emit(int prio, const char *kind, const char *line)
 		syslog(prio, "%s: %s%s", sink.mountpoint ? sink.mountpoint : "",
 		       kind, line);
 	else
-		fprintf(stderr, "samplefs: %s%s\n", kind, line);
+		fprintf(stderr, "%ssamplefs: %s%s\n", sink.bar ? "\n" : "", kind, line);
+	sink.bar = 0;
 	if (sink.fd >= 0)
 		to_file(kind, line);
 }
@@ -210,6 +212,13 @@ int sfs_log_open(const char *mountpoint, const char *file)
 	sink.fd = fd;
 	pthread_mutex_unlock(&sink.lock);
 	return 0;
+}
+
+void sfs_log_bar(int on)
+{
+	pthread_mutex_lock(&sink.lock);
+	sink.bar = on;
+	pthread_mutex_unlock(&sink.lock);
 }
 
 void sfs_log_serving(int daemonised)

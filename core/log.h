@@ -39,6 +39,10 @@ int sfs_log_open(const char *mountpoint, const char *file);
  * syslog instead of stderr. */
 void sfs_log_serving(int daemonised);
 
+/* on: stderr ends in a partial line (a progress bar, redrawn with "\r"),
+ * which the next message on stderr ends first; off: the bar ended it. */
+void sfs_log_bar(int on);
+
 /* Reports what the rate limit suppressed since it was last said, and
  * closes the file and syslog.  Messages after it go to stderr. */
 void sfs_log_close(void);

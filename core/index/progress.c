@@ -2,10 +2,11 @@
  * progress.c - the one-line index-build progress display (see progress.h).
  * Redrawn in place with "\r" at most five times a second, so a build of
  * millions of small files spends nothing on it; only on a terminal.
- * Not a logger: messages go through log.h, and a line written meanwhile
- * simply lands after the partial progress line.
+ * Not a logger: messages go through log.h, which ends the bar's line
+ * before one (sfs_log_bar), and the next redraw starts a new bar below.
  */
 #include "index/progress.h"
+#include "log.h"
 
 #include <stdio.h>
 #include <time.h>
@@ -38,17 +39,19 @@ static void fmt_secs(char *out, size_t n, double s)
 static void draw(struct progress *p, double t)
 {
 	double el = t - p->start, rate = el > 0 ? (double)p->bytes / el : 0;
-	char eta[32] = "?";
+	char eta[32] = "?", total[32] = "";
 
 	if (rate > 0 && p->total_bytes > p->bytes)
 		fmt_secs(eta, sizeof(eta), (double)(p->total_bytes - p->bytes) / rate);
 	else if (p->total_bytes && p->bytes >= p->total_bytes)
 		fmt_secs(eta, sizeof(eta), 0);
+	if (p->total_files)	/* 0: not known before the walk (tars) */
+		snprintf(total, sizeof(total), "/%llu", (unsigned long long)p->total_files);
 	/* one fprintf, and \033[K clears what a longer earlier line left */
-	fprintf(stderr, "\rsamplefs: %s: %llu/%llu files, %.1f/%.1f MB, %.1f MB/s, ETA %s\033[K",
-		p->what, (unsigned long long)p->files,
-		(unsigned long long)p->total_files, (double)p->bytes / MB,
+	fprintf(stderr, "\rsamplefs: %s: %llu%s files, %.1f/%.1f MB, %.1f MB/s, ETA %s\033[K",
+		p->what, (unsigned long long)p->files, total, (double)p->bytes / MB,
 		(double)p->total_bytes / MB, rate / MB, eta);
+	sfs_log_bar(1);
 	p->last_draw = t;
 }
 
@@ -92,5 +95,6 @@ void progress_finish(struct progress *p)
 	fprintf(stderr, "\rsamplefs: %s: %llu files, %.1f MB in %s (%.1f MB/s)\033[K\n",
 		p->what, (unsigned long long)p->files, (double)p->bytes / MB, el,
 		t > p->start ? (double)p->bytes / MB / (t - p->start) : 0.0);
+	sfs_log_bar(0);
 	p->enabled = 0;
 }

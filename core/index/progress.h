@@ -18,6 +18,7 @@ struct progress {
 
 void progress_start(struct progress *p, const char *what, uint64_t total_files,
 		    uint64_t total_bytes, int quiet);
+/* files_done: files taken so far, counting the one being taken now */
 void progress_update(struct progress *p, uint64_t files_done, uint64_t bytes_done);
 void progress_finish(struct progress *p);
 

@@ -332,7 +332,7 @@ static int walk_cb(void *arg, const struct tar_member *m)
 	struct builder *b = c->b;
 	int rc;
 
-	progress_update(&b->prog, b->nents, b->bytes_before + m->offset);
+	progress_update(&b->prog, b->prog.files + 1, b->bytes_before + m->offset);
 	if (!path_fits(c, m))
 		return 0;
 	switch (m->type) {
