@@ -8,6 +8,7 @@
  * those it does not know either.
  */
 #include "opts.h"
+#include "layouts/layout.h"
 #include "log.h"
 
 #include <errno.h>
@@ -16,29 +17,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 enum kind { T_STR, T_U32, T_U64, T_SIZE, T_FLAG, T_IMAGE, T_SPLIT, T_SEED, T_RDPLUS,
-	    T_POS, T_POSSIZE };	/* T_POS, T_POSSIZE: as T_U32, T_SIZE, not 0 */
+	    T_POS, T_POSSIZE,	/* T_POS, T_POSSIZE: as T_U32, T_SIZE, not 0 */
+	    T_FILE };		/* a readable file, kept as its realpath */
 
-/* The layouts an option applies to: given for any other, the mount is
- * refused (a silently ignored option is a surprise later). */
-enum { L_QD = 1, L_NPY = 2, L_TAR = 4, L_IMAGENET = 8, L_ALL = 15 };
-
-static const struct {
-	unsigned mask;
-	const char *name, *title;
-} groups[] = {
-	{ L_QD, "quickdraw", "Quick, Draw! (layout=quickdraw)" },
-	{ L_NPY, "npy", "arrays (layout=npy)" },
-	{ L_TAR, "tar", "tars (layout=tar)" },
-	{ L_IMAGENET, "imagenet", "ImageNet (layout=imagenet)" },
-};
+/* Where an option means something: any source, or URL sources only.
+ * Which layouts take an option is the layout table's to say
+ * (layout_kinds): one that some layout names is refused for the others,
+ * as a silently ignored option is a surprise later. */
+enum scope { S_ANY, S_URL };
 
 struct opt_row {
 	const char *name;	/* without '=' */
 	enum kind kind;
 	size_t off;		/* into struct fs_opts */
-	unsigned layouts;	/* L_*: where it means something */
+	enum scope scope;
 	const char *metavar;	/* for --help */
 	const char *help;
 };
@@ -46,33 +41,33 @@ struct opt_row {
 #define O(f) offsetof(struct fs_opts, core.f)
 #define D(f) offsetof(struct fs_opts, f)
 static const struct opt_row table[] = {
-	{"layout", T_STR, O(layout), L_ALL, "NAME", "quickdraw|npy|tar|imagenet (default: detect)"},
-	{"index_dir", T_STR, O(index_dir), L_ALL, "DIR", "where indexes live (default ~/.cache/samplefs; npy has none)"},
-	{"cache", T_SIZE, O(cache_bytes), L_QD, "SIZE", "inflated-stroke-block cache, e.g. 64M (default 32M)"},
-	{"quiet", T_FLAG, O(quiet), L_ALL, NULL, "no progress bar"},
-	{"classes", T_STR, O(classes_file), L_QD, "FILE", "file listing the classes to serve, in label order"},
-	{"per_class", T_U64, O(per_class), L_QD | L_NPY, "N", "samples per class (quickdraw), rows per array (npy); 0 = all"},
-	{"image", T_IMAGE, O(image_uint8), L_QD, "TYPE", "uint8|float32 (default float32)"},
-	{"stroke_len", T_U32, O(stroke_len), L_QD, "N", "points per stroke file (default 130)"},
-	{"seed", T_U32, O(seed), L_QD, "N", "split seed (default 42)"},
-	{"split", T_SPLIT, O(split), L_QD, "A/B/C", "train/valid/test percent (default 80/10/10)"},
-	{"recursive", T_U32, O(recursive), L_TAR, "N", "nested tar levels to expand (default 1)"},
-	{"shard_size", T_U64, O(shard_size), L_IMAGENET, "N", "samples per shard (default 10000)"},
-	{"shard_seed", T_SEED, O(shard_seed), L_IMAGENET, "N", "shuffle samples into shards with this seed"},
-	{"shuffle_seed", T_U32, O(shuffle_seed), L_IMAGENET, "N", "order of shuffled/<split>.txt (default 0)"},
-	{"poll", T_U32, D(poll_us), L_ALL, "USEC", "poll /dev/fuse this long before sleeping (default 50, 0 = libfuse's loop)"},
-	{"workers", T_U32, D(workers), L_ALL, "N", "with poll: threads for reads that wait for the disk or network (default 4, 16 for URLs)"},
-	{"readdirplus", T_RDPLUS, D(readdirplus), L_ALL, "auto|always|adaptive", "listings with attributes (default: always for quickdraw and npy, else adaptive)"},
-	{"fsname", T_STR, D(fsname), L_ALL, "NAME", "first field of /proc/mounts and df (default: SOURCE)"},
-	{"log", T_STR, D(log_file), L_ALL, "FILE", "append messages to FILE too, with a timestamp (default: stderr, syslog once in the background)"},
-	{"stack", T_FLAG, D(stack), L_ALL, NULL, "mount even where something is mounted already"},
-	{"timeout", T_POS, O(remote.timeout_s), L_ALL, "SECONDS", "URL sources: connect timeout, and a transfer below 1 KiB/s this long fails (default 30)"},
-	{"retries", T_POS, O(remote.retries), L_ALL, "N", "URL sources: retries (1 or more) of a failed request, with backoff, before EIO (default 5)"},
-	{"cacert", T_STR, O(remote.cacert), L_ALL, "FILE", "https: CA certificates to verify servers with (default: the system's)"},
-	{"insecure", T_FLAG, O(remote.insecure), L_ALL, NULL, "https: do not verify servers' certificates"},
-	{"cache_mem", T_POSSIZE, O(remote.cache_bytes), L_ALL, "SIZE", "URL sources: memory for fetched blocks (default 32M)"},
-	{"cache_dir", T_STR, O(remote.cache_dir), L_ALL, "DIR", "URL sources: keep fetched blocks in DIR too, across mounts"},
-	{"cache_dir_size", T_POSSIZE, O(remote.cache_dir_bytes), L_ALL, "SIZE", "bound of cache_dir (default 1G)"},
+	{"layout", T_STR, O(layout), S_ANY, "NAME", "one of the layouts below (default: detect from SOURCE)"},
+	{"index_dir", T_STR, O(index_dir), S_ANY, "DIR", "where indexes live (default ~/.cache/samplefs; npy has none)"},
+	{"cache", T_SIZE, O(cache_bytes), S_ANY, "SIZE", "inflated-stroke-block cache, e.g. 64M (default 32M)"},
+	{"quiet", T_FLAG, O(quiet), S_ANY, NULL, "no progress bar"},
+	{"classes", T_STR, O(classes_file), S_ANY, "FILE", "file listing the classes to serve, in label order"},
+	{"per_class", T_U64, O(per_class), S_ANY, "N", "samples per class (quickdraw), rows per array (npy); 0 = all"},
+	{"image", T_IMAGE, O(image_uint8), S_ANY, "TYPE", "uint8|float32 (default float32)"},
+	{"stroke_len", T_U32, O(stroke_len), S_ANY, "N", "points per stroke file (default 130)"},
+	{"seed", T_U32, O(seed), S_ANY, "N", "split seed (default 42)"},
+	{"split", T_SPLIT, O(split), S_ANY, "A/B/C", "train/valid/test percent (default 80/10/10)"},
+	{"recursive", T_U32, O(recursive), S_ANY, "N", "nested tar levels to expand (default 1)"},
+	{"shard_size", T_U64, O(shard_size), S_ANY, "N", "samples per shard (default 10000)"},
+	{"shard_seed", T_SEED, O(shard_seed), S_ANY, "N", "shuffle samples into shards with this seed"},
+	{"shuffle_seed", T_U32, O(shuffle_seed), S_ANY, "N", "order of shuffled/<split>.txt (default 0)"},
+	{"poll", T_U32, D(poll_us), S_ANY, "USEC", "poll /dev/fuse this long before sleeping (default 50, 0 = libfuse's loop)"},
+	{"workers", T_U32, D(workers), S_ANY, "N", "with poll: threads for reads that wait for the disk or network (default 4, 16 for URLs)"},
+	{"readdirplus", T_RDPLUS, D(readdirplus), S_ANY, "auto|always|adaptive", "listings with attributes (default: always for quickdraw and npy, else adaptive)"},
+	{"fsname", T_STR, D(fsname), S_ANY, "NAME", "first field of /proc/mounts and df (default: SOURCE)"},
+	{"log", T_STR, D(log_file), S_ANY, "FILE", "append messages to FILE too, with a timestamp (default: stderr, syslog once in the background)"},
+	{"stack", T_FLAG, D(stack), S_ANY, NULL, "mount even where something is mounted already"},
+	{"timeout", T_POS, O(remote.timeout_s), S_URL, "SECONDS", "connect timeout, and a transfer below 1 KiB/s this long fails (default 30)"},
+	{"retries", T_POS, O(remote.retries), S_URL, "N", "retries (1 or more) of a failed request, with backoff, before EIO (default 5)"},
+	{"cacert", T_FILE, O(remote.cacert), S_URL, "FILE", "https: CA certificates to verify servers with (default: the system's)"},
+	{"insecure", T_FLAG, O(remote.insecure), S_URL, NULL, "https: do not verify servers' certificates"},
+	{"cache_mem", T_POSSIZE, O(remote.cache_bytes), S_URL, "SIZE", "memory for fetched blocks (default 32M)"},
+	{"cache_dir", T_STR, O(remote.cache_dir), S_URL, "DIR", "keep fetched blocks in DIR too, across mounts"},
+	{"cache_dir_size", T_POSSIZE, O(remote.cache_dir_bytes), S_URL, "SIZE", "bound of cache_dir (default 1G)"},
 };
 #undef O
 #undef D
@@ -150,6 +145,24 @@ static int parse_split(const char *val, uint32_t *split)
 	return 0;
 }
 
+/* A file that must be there when the mount needs it, made absolute (the
+ * daemon runs in /): -EDOM, said here, when it cannot be read now. */
+static int set_file(const struct opt_row *r, const char *val, char **field)
+{
+	char *abs;
+
+	if (!*val)
+		return -EINVAL;
+	if (!(abs = realpath(val, NULL)) || access(abs, R_OK) < 0) {
+		sfs_err("-o %s=%s: %s", r->name, val, strerror(errno));
+		free(abs);
+		return -EDOM;
+	}
+	free(*field);
+	*field = abs;
+	return 0;
+}
+
 static int set_value(const struct opt_row *r, const char *val, struct fs_opts *o)
 {
 	char *field = (char *)o + r->off;
@@ -194,6 +207,8 @@ static int set_value(const struct opt_row *r, const char *val, struct fs_opts *o
 		return 0;
 	case T_SPLIT:
 		return parse_split(val, (uint32_t *)field);
+	case T_FILE:
+		return set_file(r, val, (char **)field);
 	case T_RDPLUS:
 		if (!strcmp(val, "auto"))
 			*(int *)field = RDPLUS_AUTO;
@@ -319,59 +334,78 @@ void sfs_opts_free(struct fs_opts *o)
 	free(o->mountpoint);
 	o->mountpoint = NULL;
 	for (i = 0; i < NROWS; i++)
-		if (table[i].kind == T_STR) {
+		if (table[i].kind == T_STR || table[i].kind == T_FILE) {
 			free(*(char **)((char *)o + table[i].off));
 			*(char **)((char *)o + table[i].off) = NULL;
 		}
 	defaults(o);
 }
 
+/* Whether row r is an option only some layouts take (layout_kinds). */
+static int layout_only(const struct opt_row *r)
+{
+	const struct layout_kind *k;
+
+	for (k = layout_kinds; k->name; k++)
+		if (layout_kind_takes(k, r->name))
+			return 1;
+	return 0;
+}
+
 int sfs_opts_check_layout(struct fs_opts *o, const char *layout)
 {
-	unsigned mask = 0;
+	const struct layout_kind *k = layout_kind(layout);
+	int url = source_is_url(o->core.source), rc = 0;
+	const struct opt_row *r;
 	size_t i;
-	int rc = 0;
 
-	for (i = 0; i < sizeof(groups) / sizeof(groups[0]); i++)
-		if (!strcmp(layout, groups[i].name))
-			mask = groups[i].mask;
 	for (i = 0; i < NROWS; i++) {
-		if (!(o->given >> i & 1) || (table[i].layouts & mask))
+		if (!(o->given >> i & 1))
 			continue;
-		sfs_err("-o %s does not apply to layout=%s (see --help for the "
-			"options of each layout)", table[i].name, layout);
-		rc = -EINVAL;
+		r = &table[i];
+		if (r->scope == S_URL && !url) {
+			sfs_err("-o %s applies to URL sources only (http://, "
+				"https://), not %s", r->name, o->core.source);
+			rc = -EINVAL;
+		} else if (layout_only(r) && !(k && layout_kind_takes(k, r->name))) {
+			sfs_err("-o %s does not apply to layout=%s (see --help for "
+				"the options of each layout)", r->name, layout);
+			rc = -EINVAL;
+		}
 	}
 	if (rc == 0 && !o->core.layout && !(o->core.layout = strdup(layout)))
 		rc = -ENOMEM;
 	return rc;
 }
 
-static void help_rows(unsigned mask, int exact)
+static void help_row(const struct opt_row *r)
 {
 	char name[64];	/* the longest, readdirplus=auto|always|adaptive, whole */
-	size_t i;
 
-	for (i = 0; i < NROWS; i++) {
-		if (exact ? table[i].layouts != mask : !(table[i].layouts & mask) ||
-		    table[i].layouts == L_ALL)
-			continue;
-		snprintf(name, sizeof(name), "%s%s%s", table[i].name,
-			 table[i].metavar ? "=" : "",
-			 table[i].metavar ? table[i].metavar : "");
-		printf("    -o %-20s %s\n", name, table[i].help);
-	}
+	snprintf(name, sizeof(name), "%s%s%s", r->name, r->metavar ? "=" : "",
+		 r->metavar ? r->metavar : "");
+	printf("    -o %-20s %s\n", name, r->help);
 }
 
 void sfs_opts_help(void)
 {
+	const struct layout_kind *k;
 	size_t i;
 
 	printf("samplefs options, every layout:\n");
-	help_rows(L_ALL, 1);
-	for (i = 0; i < sizeof(groups) / sizeof(groups[0]); i++) {
-		printf("%s:\n", groups[i].title);
-		help_rows(groups[i].mask, 0);
+	for (i = 0; i < NROWS; i++)
+		if (table[i].scope == S_ANY && !layout_only(&table[i]))
+			help_row(&table[i]);
+	printf("URL sources (http://, https://):\n");
+	for (i = 0; i < NROWS; i++)
+		if (table[i].scope == S_URL)
+			help_row(&table[i]);
+	for (k = layout_kinds; k->name; k++) {
+		printf("%s (layout=%s):\n", k->title, k->name);
+		for (i = 0; i < NROWS; i++)
+			if (layout_kind_takes(k, table[i].name))
+				help_row(&table[i]);
 	}
-	printf("An option given for a layout it does not apply to refuses the mount.\n\n");
+	printf("An option given for a layout or a source it does not apply to "
+	       "refuses the mount.\n\n");
 }

@@ -53,8 +53,10 @@ int sfs_opts_parse(struct fuse_args *args, struct fs_opts *o);
 
 /*
  * Refuses (one line per option, -EINVAL) the options given that do not
- * apply to `layout` (one of the four names), and sets o->core.layout to
- * it when it was detected, so the layout is not detected twice.
+ * apply to `layout` (a row of layout_kinds, which says which options are
+ * its own) or, for a local SOURCE, to URL sources only, and sets
+ * o->core.layout to it when it was detected, so the layout is not
+ * detected twice.
  */
 int sfs_opts_check_layout(struct fs_opts *o, const char *layout);
 

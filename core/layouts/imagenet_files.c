@@ -3,9 +3,12 @@
  * SOURCE, by their names (imagenet_files.h), through source_stat and
  * source_list, so a URL directory works as a local one.
  *
+ * Says what under SOURCE is not served.
+ *
  * Not for: reading them (imagenet_tars.c, imagenet_build.c).
  */
 #include "layouts/imagenet_files.h"
+#include "log.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -138,7 +141,8 @@ int imagenet_find_sources(struct in_layout *L, struct source_env *env,
 	return rc;
 }
 
-int imagenet_detect(struct source_env *env, const char *source)
+int imagenet_detect(struct source_env *env, const char *source,
+		    const struct source_info *info)
 {
 	struct in_layout L;
 	int found;
@@ -157,4 +161,51 @@ int imagenet_detect(struct source_env *env, const char *source)
 	}
 	free(L.devkit);
 	return found;
+}
+
+struct unserved {
+	const struct in_layout *L;
+	const char *root;
+};
+
+/* source_list callback: warns of an entry of SOURCE the layout leaves out */
+static int warn_unserved(void *arg, const char *name, int is_dir)
+{
+	const struct unserved *u = arg;
+	const struct in_split *tr = &u->L->sp[TRAIN];
+	/* train/ is used when its class tars are, not beside the train tar */
+	int train_dir = tr->nsrc && !tr->recursive;
+	char *path;
+
+	if (name[0] == '.' || (!is_dir && (!strcmp(name, IMAGENET_TRAIN_TAR) ||
+					   !strcmp(name, IMAGENET_VAL_TAR) ||
+					   !strcmp(name, IMAGENET_DEVKIT))) ||
+	    (is_dir && train_dir && !strcmp(name, "train")))
+		return 0;
+	if (!(path = source_join(u->root, name)))
+		return -ENOMEM;
+	sfs_warn("%s: not served (layout=imagenet serves " IMAGENET_TRAIN_TAR
+		 " or train/<wnid>.tar, " IMAGENET_VAL_TAR " and " IMAGENET_DEVKIT ")",
+		 path);
+	free(path);
+	return 0;
+}
+
+void imagenet_say_unserved(const struct in_layout *L, struct source_env *env,
+			   const char *root)
+{
+	struct unserved u = { L, root };
+
+	/* a server that gives no listing: nothing to say of its other files */
+	source_list(env, root, warn_unserved, &u);
+	if (!L->sp[TRAIN].nsrc)
+		sfs_warn("%s: layout=imagenet without " IMAGENET_TRAIN_TAR " or "
+			 "train/<wnid>.tar: /train is not served", root);
+	if (!L->sp[VAL].nsrc)
+		sfs_warn("%s: layout=imagenet without " IMAGENET_VAL_TAR ": /val "
+			 "is not served", root);
+	if (!L->devkit)
+		sfs_warn("%s: layout=imagenet without " IMAGENET_DEVKIT ": "
+			 "classes.txt has no words%s", root, L->sp[VAL].nsrc ?
+			 ", and /val is flat, without labels or shards" : "");
 }

@@ -24,7 +24,15 @@
 int imagenet_find_sources(struct in_layout *L, struct source_env *env,
 			  const char *root);
 
-/* 1 if `source` has the shape above (layout detection), else 0. */
-int imagenet_detect(struct source_env *env, const char *source);
+/* 1 if `source` (whose source_stat is info) has the shape above (layout
+ * detection, layout.c's table), else 0. */
+int imagenet_detect(struct source_env *env, const char *source,
+		    const struct source_info *info);
+
+/* Warns of what the layout does not serve: the entries of `root` that
+ * are none of the files above, and the val tar, train tars or devkit
+ * that are missing (with what is not served for it). */
+void imagenet_say_unserved(const struct in_layout *L, struct source_env *env,
+			   const char *root);
 
 #endif

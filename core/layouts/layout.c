@@ -1,7 +1,8 @@
 /*
- * layout.c - picks the layout for a source: the one named by -o layout=,
- * or the first whose shape the source has (Quick, Draw!, ImageNet, a .npy
- * file or directory of them, a .tar file or directory of them).
+ * layout.c - the table of layouts (layout_kinds: name, detection,
+ * constructor, the options only it takes) and picking one for a source:
+ * the one named by -o layout=, or the first row whose shape the source
+ * has.  Adding a layout is one row here.
  * Not a layout itself; it only dispatches to their constructors.
  */
 #include "layouts/layout.h"
@@ -9,24 +10,8 @@
 #include "log.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
-
-typedef int (*open_fn)(const struct sfs_opts *o, struct source_env *env,
-		       struct layout *out);
-
-static const char *const names[] = { "quickdraw", "npy", "tar", "imagenet" };
-static const open_fn opens[] = { layout_quickdraw_open, layout_npy_open,
-				 layout_tar_open, layout_imagenet_open };
-
-static open_fn by_name(const char *name)
-{
-	size_t i;
-
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (!strcmp(name, names[i]))
-			return opens[i];
-	return NULL;
-}
 
 static int has_suffix(const char *name, const char *suffix)
 {
@@ -41,54 +26,145 @@ static int ends_in(void *arg, const char *name, int is_dir)
 	return name[0] != '.' && has_suffix(name, arg);
 }
 
-/* Whether `dir` holds at least one entry ending in `suffix`. */
-static int dir_has(struct source_env *env, const char *dir, const char *suffix)
+/* A file named *suffix, or a directory holding one. */
+static int is_or_holds(struct source_env *env, const char *source,
+		       const struct source_info *info, const char *suffix)
 {
-	return source_list(env, dir, ends_in, (void *)suffix) == 1;
+	if (!info->is_dir)
+		return has_suffix(source, suffix);
+	return source_list(env, source, ends_in, (void *)suffix) == 1;
 }
 
-static const char *detect(struct source_env *env, const char *source)
+static int npy_detect(struct source_env *env, const char *source,
+		      const struct source_info *info)
 {
-	struct source_info info;
-	int isdir;
+	return is_or_holds(env, source, info, ".npy");
+}
 
-	if (layout_quickdraw_detect(env, source))
-		return "quickdraw";
-	if (imagenet_detect(env, source))
-		return "imagenet";
-	if (source_stat(env, source, &info))
+static int tar_detect(struct source_env *env, const char *source,
+		      const struct source_info *info)
+{
+	return is_or_holds(env, source, info, ".tar");
+}
+
+/* In the order detection tries them: the more specific shapes first (an
+ * ImageNet directory holds tars too). */
+const struct layout_kind layout_kinds[] = {
+	{ "quickdraw", "Quick, Draw!", layout_quickdraw_detect, layout_quickdraw_open,
+	  "cache classes per_class image stroke_len seed split" },
+	{ "imagenet", "ImageNet", imagenet_detect, layout_imagenet_open,
+	  "shard_size shard_seed shuffle_seed" },
+	{ "npy", "arrays", npy_detect, layout_npy_open, "per_class" },
+	{ "tar", "tars", tar_detect, layout_tar_open, "recursive" },
+	{ NULL, NULL, NULL, NULL, NULL }
+};
+
+const struct layout_kind *layout_kind(const char *name)
+{
+	const struct layout_kind *k;
+
+	for (k = layout_kinds; k->name; k++)
+		if (!strcmp(name, k->name))
+			return k;
+	return NULL;
+}
+
+int layout_kind_takes(const struct layout_kind *k, const char *opt)
+{
+	size_t n = strlen(opt);
+	const char *p;
+
+	for (p = k->options; (p = strstr(p, opt)); p += n)
+		if ((p == k->options || p[-1] == ' ') && (p[n] == ' ' || !p[n]))
+			return 1;
+	return 0;
+}
+
+/* "quickdraw|imagenet|npy|tar" (sep "|") into buf. */
+static const char *names(char *buf, size_t len, const char *sep)
+{
+	const struct layout_kind *k;
+	size_t at = 0;
+
+	buf[0] = '\0';
+	for (k = layout_kinds; k->name && at < len; k++)
+		at += (size_t)snprintf(buf + at, len - at, "%s%s",
+				       k == layout_kinds ? "" : sep, k->name);
+	return buf;
+}
+
+/* source_list callback: stops at the first entry */
+static int any(void *arg, const char *name, int is_dir)
+{
+	return 1;
+}
+
+/*
+ * Before probing a URL directory for each layout's files: list it once.
+ * When that fails for a cause every probe would meet (TLS verification,
+ * a connection refused: -EIO, said by core/io naming the URL and the
+ * cause), that one line is all: -errno.  A 404 (*absent) is kept for the
+ * end, as files may still be served under a directory with no listing.
+ */
+static int reachable(struct source_env *env, const char *source,
+		     const struct source_info *info, int *absent)
+{
+	int rc;
+
+	*absent = 0;
+	if (!source_is_url(source) || !info->is_dir)
+		return 0;
+	rc = source_list(env, source, any, NULL);
+	*absent = rc == -ENOENT;
+	return rc == -EIO ? rc : 0;
+}
+
+static const struct layout_kind *detect(struct source_env *env, const char *source,
+					const struct source_info *info)
+{
+	const struct layout_kind *k;
+	char buf[128];
+	int absent;
+
+	if ((errno = -reachable(env, source, info, &absent)))
 		return NULL;
-	isdir = info.is_dir;
-	if (isdir ? dir_has(env, source, ".npy") : has_suffix(source, ".npy"))
-		return "npy";
-	if (isdir ? dir_has(env, source, ".tar") : has_suffix(source, ".tar"))
-		return "tar";
+	for (k = layout_kinds; k->name; k++)
+		if (k->detect(env, source, info))
+			return k;
+	if (absent)	/* every probe found nothing: no guess */
+		sfs_err("%s: not found on the server (HTTP 404 to its listing and "
+			"to every file a layout is detected by)", source);
+	else
+		sfs_err("cannot tell the layout of %s; use -o layout=%s", source,
+			names(buf, sizeof(buf), "|"));
+	errno = absent ? ENOENT : EINVAL;
 	return NULL;
 }
 
 /* layout_choose with the mount's environment */
-static const char *choose(const struct sfs_opts *o, struct source_env *env)
+static const struct layout_kind *choose(const struct sfs_opts *o,
+					struct source_env *env)
 {
-	const char *name = o->layout;
+	const struct layout_kind *k;
 	struct source_info info;
-	size_t i;
+	char buf[128];
 	int rc;
 
 	if ((rc = source_stat(env, o->source, &info)) < 0) {
-		sfs_err("%s: %s", o->source, strerror(-rc));
+		/* core/io said why a URL failed, but for a plain 404 */
+		if (!source_is_url(o->source))
+			sfs_err("%s: %s", o->source, strerror(-rc));
+		else if (rc == -ENOENT)
+			sfs_err("%s: not found on the server", o->source);
 		errno = -rc;
 		return NULL;
 	}
-	if (!name && !(name = detect(env, o->source))) {
-		sfs_err("cannot tell the layout of %s; use -o layout=quickdraw|npy|tar|imagenet",
-			o->source);
-		errno = EINVAL;
-		return NULL;
-	}
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (!strcmp(name, names[i]))
-			return names[i];
-	sfs_err("unknown layout '%s'; expected quickdraw, npy, tar or imagenet", name);
+	if (!o->layout)
+		return detect(env, o->source, &info);
+	if ((k = layout_kind(o->layout)))
+		return k;
+	sfs_err("unknown layout '%s'; expected one of %s", o->layout,
+		names(buf, sizeof(buf), ", "));
 	errno = EINVAL;
 	return NULL;
 }
@@ -110,28 +186,28 @@ static struct source_env *env_for(const struct sfs_opts *o)
 const char *layout_choose(const struct sfs_opts *o)
 {
 	struct source_env *env = env_for(o);
-	const char *name;
+	const struct layout_kind *k;
 	int e;
 
 	if (!env)
 		return NULL;
-	name = choose(o, env);
+	k = choose(o, env);
 	e = errno;
 	source_env_free(env);
 	errno = e;
-	return name;
+	return k ? k->name : NULL;
 }
 
 int layout_open(const struct sfs_opts *o, struct layout *out)
 {
-	const char *name;
+	const struct layout_kind *k;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
 	if (!(out->env = env_for(o)))
 		return -errno;
-	name = choose(o, out->env);
-	rc = name ? by_name(name)(o, out->env, out) : -errno;
+	k = choose(o, out->env);
+	rc = k ? k->open(o, out->env, out) : -errno;
 	if (rc < 0) {
 		source_env_free(out->env);
 		out->env = NULL;

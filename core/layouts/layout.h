@@ -114,17 +114,40 @@ struct layout {
  */
 int layout_open(const struct sfs_opts *o, struct layout *out);
 /*
- * The layout layout_open would open: o->layout if it is one of the four
- * names (returned as a static string), else the detected one; NULL, with
- * one line printed and errno set, when the source is missing (stat's
- * errno) or the layout unknown (EINVAL).
+ * The layout layout_open would open: o->layout if it is a row of
+ * layout_kinds (returned as its static name), else the detected one;
+ * NULL, with one line printed and errno set, when the source is missing
+ * (stat's errno) or cannot be reached (a URL: that cause, once), or the
+ * layout unknown (EINVAL).
  */
 const char *layout_choose(const struct sfs_opts *o);
 void layout_close(struct layout *l);
 
-/* Each layout's constructor (core/layouts/layout_<name>.c): sets out->ops
- * and out->priv; its sources are opened in env (NULL: local paths only),
- * which outlives the layout. */
+/* One layout: a row of layout_kinds. */
+struct layout_kind {
+	const char *name;	/* -o layout=NAME */
+	const char *title;	/* its section of --help */
+	/* 1 when SOURCE (source_stat's info) has this layout's shape */
+	int (*detect)(struct source_env *env, const char *source,
+		      const struct source_info *info);
+	/* sets out->ops and out->priv; its sources are opened in env (NULL:
+	 * local paths only), which outlives the layout */
+	int (*open)(const struct sfs_opts *o, struct source_env *env,
+		    struct layout *out);
+	/* the -o options only some layouts take that this one takes,
+	 * space-separated; fs/opts.c refuses them for the other layouts */
+	const char *options;
+};
+
+/* Every layout, in the order detection tries them; a NULL name ends it. */
+extern const struct layout_kind layout_kinds[];
+/* The row named `name`, or NULL. */
+const struct layout_kind *layout_kind(const char *name);
+/* 1 if option `opt` (without '=') is in k->options. */
+int layout_kind_takes(const struct layout_kind *k, const char *opt);
+
+/* Each layout's constructor and detection (core/layouts/layout_<name>.c,
+ * imagenet_files.h), for the table. */
 int layout_quickdraw_open(const struct sfs_opts *o, struct source_env *env,
 			  struct layout *out);
 int layout_npy_open(const struct sfs_opts *o, struct source_env *env,
@@ -133,9 +156,7 @@ int layout_tar_open(const struct sfs_opts *o, struct source_env *env,
 		    struct layout *out);
 int layout_imagenet_open(const struct sfs_opts *o, struct source_env *env,
 			 struct layout *out);
-
-/* Detection, used by layout_open when no layout is named (ImageNet's:
- * imagenet_detect, imagenet_files.h). */
-int layout_quickdraw_detect(struct source_env *env, const char *source);
+int layout_quickdraw_detect(struct source_env *env, const char *source,
+			    const struct source_info *info);
 
 #endif

@@ -714,6 +714,8 @@ int layout_imagenet_open(const struct sfs_opts *o, struct source_env *env,
 		sfs_err("%s: no " IMAGENET_TRAIN_TAR ", " IMAGENET_VAL_TAR
 			" or train/<wnid>.tar", o->source);
 		rc = -ENOENT;
+	} else if (!rc) {
+		imagenet_say_unserved(L, env, o->source);
 	}
 	for (s = 0; !rc && s < NSPLIT; s++)
 		rc = tarindex_sources_open(env, L->sp[s].src, L->sp[s].nsrc);

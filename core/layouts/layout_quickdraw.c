@@ -882,7 +882,8 @@ static int dir_has(struct source_env *env, const char *dir, const char *ext,
 	return source_list(env, dir, is_class_file, &p) == 1;
 }
 
-int layout_quickdraw_detect(struct source_env *env, const char *source)
+int layout_quickdraw_detect(struct source_env *env, const char *source,
+			    const struct source_info *info)
 {
 	char *dir;
 	int found;

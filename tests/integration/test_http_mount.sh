@@ -56,11 +56,12 @@ same_mounts() {	# A B: same names, types and sizes, then same bytes
 	diff -r "$1" "$2" | head -5 | sed 's/^/    /'
 	[ "${PIPESTATUS[0]}" -eq 0 ]
 }
-# compare NAME LOCAL-SOURCE URL OPTIONS: both mounted with OPTIONS, compared
+# compare NAME LOCAL-SOURCE URL OPTIONS [URL-OPTIONS]: both mounted with
+# OPTIONS, the URL with URL-OPTIONS too (refused for a local source), compared
 compare() {
-	local name=$1 src=$2 url=$3 opts=$4
+	local name=$1 src=$2 url=$3 opts=$4 uopts=${5:+,$5}
 	check "$name: local mount" sfs_mount "$src" "$L" -o "$opts,index_dir=$T/idx-l"
-	check "$name: mount over $url" sfs_mount "$url" "$M" -o "$opts,index_dir=$T/idx-h"
+	check "$name: mount over $url" sfs_mount "$url" "$M" -o "$opts$uopts,index_dir=$T/idx-h"
 	check "$name: the same tree and bytes over HTTP as from disk" same_mounts "$L" "$M"
 	check "$name: unmount local" sfs_umount "$L"
 	check "$name: unmount remote" sfs_umount "$M"
@@ -74,7 +75,7 @@ compare "imagenet" "$W/imagenet" "$(http_url /imagenet/)" layout=imagenet,shard_
 compare "tar, nested" "$W/data.tar" "$(http_url /data.tar)" layout=tar
 compare "npy file" "$W/arr.npy" "$(http_url /arr.npy)" layout=npy
 compare "tar over HTTPS (cacert=)" "$W/data.tar" "$(http_url -s /data.tar)" \
-	"layout=tar,cacert=$HTTP_CACERT"
+	layout=tar "cacert=$HTTP_CACERT"
 mkdir -p "$M"
 check "HTTPS without the test's CA: refused, naming the URL" \
 	expect_fail "data.tar" "$SAMPLEFS" -o "layout=tar,index_dir=$T/idx-x" "$(http_url -s /data.tar)" "$M"
