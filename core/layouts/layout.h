@@ -93,6 +93,12 @@ struct layout_ops {
 		      uint64_t *base);
 	/* optional: symlink target into buf (NUL-terminated); -EINVAL if not */
 	int (*readlink)(void *priv, uint64_t ino, char *buf, size_t size);
+	/* optional: the tars the tree is read from, for samplefs-inspect
+	 * --verify: up to max of their names (owned by the layout) and the
+	 * nested tar levels each expands; returns how many there are.  NULL
+	 * for layouts with no tars behind them (their tree is read instead). */
+	size_t (*tars)(void *priv, const char **names, uint32_t *depth,
+		       size_t max);
 	/* number of virtual inodes and total bytes, for statfs */
 	void (*statfs)(void *priv, uint64_t *files, uint64_t *bytes);
 	void (*destroy)(void *priv);

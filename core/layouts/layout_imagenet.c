@@ -683,6 +683,22 @@ static void in_destroy(void *priv)
 	free(L);
 }
 
+/* the train tar(s), then the val tar; the train tar holds class tars */
+static size_t in_tars(void *priv, const char **names, uint32_t *depth,
+		      size_t max)
+{
+	const struct in_layout *L = priv;
+	size_t n = 0, s, i;
+
+	for (s = 0; s < NSPLIT; s++)
+		for (i = 0; i < L->sp[s].nsrc; i++, n++)
+			if (n < max) {
+				names[n] = L->sp[s].src[i].path;
+				depth[n] = L->sp[s].recursive;
+			}
+	return n;
+}
+
 static const struct layout_ops imagenet_ops = {
 	.name = "imagenet",
 	.getattr = in_getattr,
@@ -690,6 +706,7 @@ static const struct layout_ops imagenet_ops = {
 	.readdir = in_readdir,
 	.read = in_read,
 	.extent = in_extent,
+	.tars = in_tars,
 	.statfs = in_statfs,
 	.destroy = in_destroy,
 };
@@ -748,19 +765,4 @@ int layout_imagenet_summary(const struct layout *l, struct imagenet_summary *s)
 	s->nshards[TRAIN] = L->sp[TRAIN].h.nshards;
 	s->nshards[VAL] = L->sp[VAL].h.nshards;
 	return 0;
-}
-
-size_t layout_imagenet_sources(const struct layout *l, const char **paths,
-			       size_t max)
-{
-	const struct in_layout *L;
-	size_t n = 0, s, i;
-
-	if (!l || l->ops != &imagenet_ops)
-		return 0;
-	L = l->priv;
-	for (s = 0; s < NSPLIT; s++)
-		for (i = 0; i < L->sp[s].nsrc && n < max; i++)
-			paths[n++] = L->sp[s].src[i].path;
-	return n;
 }

@@ -21,9 +21,4 @@ struct imagenet_summary {
 /* Fills *s if `l` is an open ImageNet layout: 0, or -EINVAL if it is not. */
 int layout_imagenet_summary(const struct layout *l, struct imagenet_summary *s);
 
-/* The source tars in use: train tar(s) then the val tar.  Paths are owned
- * by the layout.  Returns the count (<= max). */
-size_t layout_imagenet_sources(const struct layout *l, const char **paths,
-			       size_t max);
-
 #endif

@@ -42,6 +42,7 @@ struct tar_layout {
 	struct tarindex t;
 	struct tarindex_source *src;
 	size_t nsrc;
+	uint32_t recursive; /* -o recursive=, as the index was built */
 	char *strings;      /* the sources' paths and dirs, one allocation */
 	uint32_t *hidden;   /* symlinks that leave the mount through others, */
 	uint32_t nhidden;   /* increasing (tarindex_escaping_links) */
@@ -411,6 +412,19 @@ static void tar_destroy(void *priv)
 	free(l);
 }
 
+static size_t tar_tars(void *priv, const char **names, uint32_t *depth,
+		       size_t max)
+{
+	struct tar_layout *l = priv;
+	size_t i;
+
+	for (i = 0; i < l->nsrc && i < max; i++) {
+		names[i] = l->src[i].path;
+		depth[i] = l->recursive;
+	}
+	return l->nsrc;
+}
+
 static const struct layout_ops tar_ops = {
 	.name = "tar",
 	.getattr = tar_getattr,
@@ -419,6 +433,7 @@ static const struct layout_ops tar_ops = {
 	.read = tar_read,
 	.extent = tar_extent,
 	.readlink = tar_readlink,
+	.tars = tar_tars,
 	.statfs = tar_statfs,
 	.destroy = tar_destroy,
 };
@@ -431,6 +446,7 @@ int layout_tar_open(const struct sfs_opts *o, struct source_env *env,
 
 	if (!l)
 		return -ENOMEM;
+	l->recursive = o->recursive;
 	rc = find_sources(l, env, o->source);
 	if (rc == 0)
 		rc = load_index(l, o);

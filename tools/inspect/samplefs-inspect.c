@@ -14,9 +14,13 @@
  * it reads every file of the tree as the mount would serve it: for Quick,
  * Draw! every stroke record decoded, every stroke block's checksum.
  *
+ * --verify reads the tars the layout itself lists (layout_ops.tars), so a
+ * URL SOURCE is verified as a local one.
+ *
  * Not a mount and not a repair tool.  Only the -o options that shape an
  * index are understood here (layout, index_dir, shard_size, shard_seed,
- * shuffle_seed, recursive, classes, per_class, seed, quiet).
+ * shuffle_seed, recursive, classes, per_class, seed, quiet), and cacert
+ * and insecure for https.
  */
 #include "layouts/layout.h"
 #include "layouts/layout_imagenet.h"
@@ -25,7 +29,6 @@
 #include "formats/tar.h"
 #include "index/tarindex.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -65,6 +68,8 @@ static int set_opt(struct sfs_opts *o, char *kv)
 
 	if (!strcmp(kv, "quiet"))
 		return o->quiet = 1, 0;
+	if (!strcmp(kv, "insecure"))
+		return o->remote.insecure = 1, 0;
 	if (!v)
 		return -EINVAL;
 	*v++ = '\0';
@@ -74,6 +79,8 @@ static int set_opt(struct sfs_opts *o, char *kv)
 		return o->index_dir = v, 0;
 	if (!strcmp(kv, "classes"))
 		return o->classes_file = v, 0;
+	if (!strcmp(kv, "cacert"))
+		return o->remote.cacert = v, 0;
 	if (!strcmp(kv, "shard_size"))
 		return sfs_parse_size(v, &o->shard_size) || !o->shard_size ? -EINVAL : 0;
 	if (!strcmp(kv, "per_class"))
@@ -115,13 +122,6 @@ struct verify {
 
 static int walk_range(struct verify *v, uint64_t base, uint64_t len,
 		      const char *what);
-
-static int has_tar_suffix(const char *name)
-{
-	size_t n = strlen(name);
-
-	return n > 4 && !strcmp(name + n - 4, ".tar");
-}
 
 /* streams the member's data: all of it must be there */
 static int stream_member(struct verify *v, const struct tar_member *m)
@@ -206,28 +206,6 @@ static int verify_file(struct source_env *env, const char *path, uint32_t depth,
 	*members += v.members;
 	*bytes += v.bytes;
 	return rc;
-}
-
-/* the tars behind a non-ImageNet source: the file, or *.tar in the dir */
-static size_t plain_sources(const char *source, char **paths, size_t max)
-{
-	struct dirent *de;
-	struct stat st;
-	size_t n = 0;
-	DIR *d;
-
-	if (stat(source, &st))
-		return 0;
-	if (!S_ISDIR(st.st_mode))
-		return has_tar_suffix(source) && (paths[n] = strdup(source)) ? 1 : 0;
-	if (!(d = opendir(source)))
-		return 0;
-	while (n < max && (de = readdir(d)))
-		if (has_tar_suffix(de->d_name) &&
-		    asprintf(&paths[n], "%s/%s", source, de->d_name) >= 0)
-			n++;
-	closedir(d);
-	return n;
 }
 
 /*
@@ -351,36 +329,28 @@ static int verify_tree(const struct layout *l)
 	return rc;
 }
 
-static int verify_all(const struct layout *l, const struct sfs_opts *o)
+/* Every tar the layout reads (its own list: any backend, any layout
+ * that has tars), or else every file of its tree. */
+static int verify_all(const struct layout *l)
 {
-	const char *isrc[MAX_SOURCES];
-	char *own[MAX_SOURCES];
+	static const char *names[MAX_SOURCES];
+	static uint32_t depth[MAX_SOURCES];
 	uint64_t members = 0, bytes = 0;
-	size_t n, i, nown = 0;
-	int rc = 0, is_in = 0;
+	size_t n, i;
+	int rc = 0;
 
-	n = layout_imagenet_sources(l, isrc, MAX_SOURCES);
-	if (n) {
-		is_in = 1;
-	} else {
-		if (strcmp(l->ops->name, "tar"))
-			return verify_tree(l);
-		n = nown = plain_sources(o->source, own, MAX_SOURCES);
-		for (i = 0; i < n; i++)
-			isrc[i] = own[i];
+	if (!l->ops->tars)
+		return verify_tree(l);
+	n = l->ops->tars(l->priv, names, depth, MAX_SOURCES);
+	if (n > MAX_SOURCES) {
+		fprintf(stderr, "verify: %zu tars: at most %d are verified\n", n,
+			MAX_SOURCES);
+		return -E2BIG;
 	}
-	for (i = 0; i < n && !rc; i++) {
-		/* the ImageNet train tar holds class tars: one nested level */
-		uint32_t depth = is_in ? !strstr(isrc[i], "_img_val") : o->recursive;
-
-		if (depth > TARINDEX_MAX_NEST)	/* as the daemon caps it; each
-						   level takes ~12 KiB of stack */
-			depth = TARINDEX_MAX_NEST;
-
-		rc = verify_file(l->env, isrc[i], depth, &members, &bytes);
-	}
-	for (i = 0; i < nown; i++)
-		free(own[i]);
+	for (i = 0; i < n && !rc; i++)
+		/* as the daemon caps it; each level takes ~12 KiB of stack */
+		rc = verify_file(l->env, names[i], depth[i] < TARINDEX_MAX_NEST ?
+				 depth[i] : TARINDEX_MAX_NEST, &members, &bytes);
 	printf("Verified: %llu members, %llu bytes in %zu tars: %s\n",
 	       (unsigned long long)members, (unsigned long long)bytes, n,
 	       rc ? "FAILED" : "ok");
@@ -447,7 +417,7 @@ int main(int argc, char **argv)
 	}
 	summary(&l, t0);
 	if (verify)
-		rc = verify_all(&l, &o);
+		rc = verify_all(&l);
 	layout_close(&l);
 	return rc ? 1 : 0;
 }
