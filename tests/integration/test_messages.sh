@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Messages that reach the user and say what is wrong (issue 9, items 3 and
-# 6): a runtime warning of a daemonised mount lands in -o log=FILE
+# 6; issue 16, item 4: --help whole, the build's progress bar counted right
+# and ended before a warning): a runtime warning of a daemonised mount lands in -o log=FILE
 # (timestamped, tagged with the mount point) and in syslog (a datagram
 # socket of this test's own bound over /dev/log in a private mount
 # namespace); a tar name with a component over 255 bytes and a split= that
@@ -50,6 +51,33 @@ check "a malformed split= keeps the general message" expect_fail "bad value in -
 check "-o log= in a directory that does not exist fails, naming it" \
 	expect_fail "log=$T/nodir/x.log: cannot open for appending" \
 	"$SAMPLEFS" -f -o log="$T/nodir/x.log" "$T/src.tar" "$T/msplit"
+
+# ---- --help and the progress bar (issue 16, item 4) ----
+check "--help shows readdirplus=auto|always|adaptive whole" \
+	sh -c "'$SAMPLEFS' --help | grep -qF -- '-o readdirplus=auto|always|adaptive '"
+# the bar is drawn on a terminal only: script(1) gives inspect one
+bar() {	# TAR IDX: what inspect's index build wrote on its terminal
+	script -qec "'$INSPECT' -o index_dir='$2' '$1'" /dev/null
+}
+"$PY" - "$T/five.tar" <<'PY'
+import io, sys, tarfile
+with tarfile.open(sys.argv[1], "w") as tf:
+    for i in range(5):
+        ti = tarfile.TarInfo("f%d" % i)
+        ti.size = 3
+        tf.addfile(ti, io.BytesIO(b"abc"))
+PY
+bar "$T/five.tar" "$T/idx-bar5" >"$T/bar5.out" 2>&1
+check "the bar ends with all 5 members of a 5-member tar" \
+	grep -aq "samplefs: indexing tar: 5 files, [0-9.]* MB in " "$T/bar5.out"
+check "no total is shown while it is unknown (no '/0 files')" \
+	sh -c "! grep -aq '/0 files' '$T/bar5.out'"
+bar "$T/src.tar" "$T/idx-bar" >"$T/bar.out" 2>&1
+check "a warning during the build is on a line of its own" bash -c \
+	"grep -aq \"^samplefs: warning: $T/src.tar: name 'long/\" '$T/bar.out' &&
+	 ! grep -aq 'indexing tar.*warning:' '$T/bar.out'" || cat -A "$T/bar.out"
+check "src.tar: its 4 members taken, the long name skipped" \
+	grep -aq "samplefs: indexing tar: 4 files, [0-9.]* MB in " "$T/bar.out"
 
 # ---- extended attributes: none ----
 # xattrs_none PATH...: listxattr [] and getxattr EOPNOTSUPP on each (the
