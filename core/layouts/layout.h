@@ -95,8 +95,9 @@ struct layout_ops {
 	int (*readlink)(void *priv, uint64_t ino, char *buf, size_t size);
 	/* optional: the tars the tree is read from, for samplefs-inspect
 	 * --verify: up to max of their names (owned by the layout) and the
-	 * nested tar levels each expands; returns how many there are.  NULL
-	 * for layouts with no tars behind them (their tree is read instead). */
+	 * nested tar levels each expands; returns how many there are (max 0:
+	 * only that).  NULL for layouts with no tars behind them (their tree
+	 * is read instead). */
 	size_t (*tars)(void *priv, const char **names, uint32_t *depth,
 		       size_t max);
 	/* number of virtual inodes and total bytes, for statfs */

@@ -39,7 +39,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_SOURCES 4096
 #define CHUNK (1u << 20)
 
 static double now(void)
@@ -333,20 +332,22 @@ static int verify_tree(const struct layout *l)
  * that has tars), or else every file of its tree. */
 static int verify_all(const struct layout *l)
 {
-	static const char *names[MAX_SOURCES];
-	static uint32_t depth[MAX_SOURCES];
 	uint64_t members = 0, bytes = 0;
+	const char **names = NULL;
+	uint32_t *depth = NULL;
 	size_t n, i;
 	int rc = 0;
 
 	if (!l->ops->tars)
 		return verify_tree(l);
-	n = l->ops->tars(l->priv, names, depth, MAX_SOURCES);
-	if (n > MAX_SOURCES) {
-		fprintf(stderr, "verify: %zu tars: at most %d are verified\n", n,
-			MAX_SOURCES);
-		return -E2BIG;
+	n = l->ops->tars(l->priv, NULL, NULL, 0);
+	names = calloc(n + 1, sizeof(*names));
+	depth = calloc(n + 1, sizeof(*depth));
+	if (!names || !depth) {
+		rc = -ENOMEM;
+		goto out;
 	}
+	l->ops->tars(l->priv, names, depth, n);
 	for (i = 0; i < n && !rc; i++)
 		/* as the daemon caps it; each level takes ~12 KiB of stack */
 		rc = verify_file(l->env, names[i], depth[i] < TARINDEX_MAX_NEST ?
@@ -354,6 +355,9 @@ static int verify_all(const struct layout *l)
 	printf("Verified: %llu members, %llu bytes in %zu tars: %s\n",
 	       (unsigned long long)members, (unsigned long long)bytes, n,
 	       rc ? "FAILED" : "ok");
+out:
+	free(names);
+	free(depth);
 	return rc;
 }
 
