@@ -238,7 +238,7 @@ void index_dir_remove_private(const char *dir)
 int index_path(const struct sfs_opts *o, const char *layout_name,
 	       const char *key, char *out, size_t outlen)
 {
-	char dir[PATH_MAX], real[PATH_MAX];
+	char dir[PATH_MAX], *real;
 	struct index_fp h = { FNV_OFFSET };
 	const char *src = o->source ? o->source : "";
 	int n, ret;
@@ -254,7 +254,9 @@ int index_path(const struct sfs_opts *o, const char *layout_name,
 		return ret;
 	}
 	/* a URL is hashed as given; a path as what it resolves to */
-	index_fp_add_str(&h, !source_is_url(src) && realpath(src, real) ? real : src);
+	real = source_resolve(src);
+	index_fp_add_str(&h, real ? real : src);
+	free(real);
 	index_fp_add_str(&h, key ? key : "");
 	n = snprintf(out, outlen, "%s/%s-%016llx.sfsidx", dir, layout_name,
 		     (unsigned long long)h.h);
