@@ -21,8 +21,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "layouts/imagenet_samples.h"
-
 const char *const imagenet_split_name[NSPLIT] = { "train", "val" };
 
 static const void *sect(const struct index_map *m, uint32_t tag, uint64_t want,

@@ -76,6 +76,12 @@ struct in_split {
 	uint32_t *orders;	/* owned: ord, pos and shuf, n each */
 };
 
+/* the tarindex node of canonical sample c: inline, it is in every loop */
+static inline uint32_t node_of(const struct in_split *sp, uint64_t c)
+{
+	return sp->samp ? sp->samp[c] : sp->h.samp_base + (uint32_t)c;
+}
+
 struct in_layout {
 	struct source_env *env;		/* the mount's (not owned) */
 	struct in_split sp[NSPLIT];
