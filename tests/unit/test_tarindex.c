@@ -4,9 +4,10 @@
  * read back from a built, committed and re-mapped index (types, sizes,
  * data offsets, mtimes, symlink targets, and the sha256 of every file's
  * bytes as read by tarindex_pread) must equal the oracle's.  Also lookups,
- * parents, -EIO on a source truncated after indexing, corrupt sections (sparse maps too),
- * staleness, two tarindexes in one file, the bytes per member, and tars
- * written here whose paths in the tree pass TAR_PATH_MAX.
+ * parents, -EIO on a source truncated after indexing, corrupt sections
+ * (nodes, sparse maps), staleness, two tarindexes in one file, the bytes
+ * per member, and tars written here whose paths in the tree pass
+ * TAR_PATH_MAX.
  */
 #include <criterion/criterion.h>
 
