@@ -94,12 +94,6 @@ layer_of() {	# FILE: io, formats, index, layouts; top (core/*.c); fs, tools, ben
 	esac
 }
 
-layer_rank() {	# io 1, formats 2, index 3, layouts 4; top-level files 0
-	case $1 in
-	io) echo 1 ;; formats) echo 2 ;; index) echo 3 ;; layouts) echo 4 ;; *) echo 0 ;;
-	esac
-}
-
 RULE1="no file outside core/io (core/, fs/, tools/) opens, reads, stats, lists, maps or names a file itself (but the calls listed)"
 RULE2="every #include in core/ goes downwards (io < formats < index < layouts)"
 RULE3="core/ headers are included with quotes (core/, fs/, tools/, tests/)"
