@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 enum kind { T_STR, T_U32, T_U64, T_SIZE, T_FLAG, T_IMAGE, T_SPLIT, T_SEED, T_RDPLUS,
 	    T_POS, T_POSSIZE,	/* T_POS, T_POSSIZE: as T_U32, T_SIZE, not 0 */
@@ -146,18 +145,26 @@ static int parse_split(const char *val, uint32_t *split)
 }
 
 /* A file that must be there when the mount needs it, made absolute (the
- * daemon runs in /): -EDOM, said here, when it cannot be read now. */
+ * daemon runs in /) and opened once now through core/io, as a source would
+ * be: -EDOM, said here, when it cannot be read. */
 static int set_file(const struct opt_row *r, const char *val, char **field)
 {
+	struct source *src;
 	char *abs;
+	int rc;
 
-	if (!*val)
+	if (!*val || source_is_url(val))
 		return -EINVAL;
-	if (!(abs = realpath(val, NULL)) || access(abs, R_OK) < 0) {
+	if (!(abs = source_resolve(val))) {
 		sfs_err("-o %s=%s: %s", r->name, val, strerror(errno));
+		return -EDOM;
+	}
+	if ((rc = source_open(NULL, abs, &src)) < 0) {
+		sfs_err("-o %s=%s: %s", r->name, val, strerror(-rc));
 		free(abs);
 		return -EDOM;
 	}
+	source_close(src);
 	free(*field);
 	*field = abs;
 	return 0;
@@ -316,7 +323,7 @@ int sfs_opts_absolute_source(struct sfs_opts *o)
 			o->source);
 		return -EPROTONOSUPPORT;
 	}
-	if (!(abs = realpath(o->source, NULL))) {
+	if (!(abs = source_resolve(o->source))) {
 		rc = -errno;
 		sfs_err("%s: %s", o->source, strerror(errno));
 		return rc;

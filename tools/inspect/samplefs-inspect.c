@@ -388,7 +388,7 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-	char real[PATH_MAX];
+	char *real = NULL;
 	struct sfs_opts o;
 	struct layout l;
 	int i, verify = 0, rc;
@@ -412,16 +412,18 @@ int main(int argc, char **argv)
 		usage();
 		return 2;
 	}
-	if (!source_is_url(o.source) && realpath(o.source, real))
+	if (!source_is_url(o.source) && (real = source_resolve(o.source)))
 		o.source = real;
 	rc = layout_open(&o, &l);
 	if (rc) {
 		fprintf(stderr, "samplefs-inspect: %s: %s\n", o.source, strerror(-rc));
+		free(real);
 		return 1;
 	}
 	summary(&l, t0);
 	if (verify)
 		rc = verify_all(&l);
 	layout_close(&l);
+	free(real);
 	return rc ? 1 : 0;
 }
