@@ -52,7 +52,7 @@ for i in range(1500):
 PY
 tar -C "$T/files/small" -cf "$T/small.tar" . &&
 	tar -C "$T/files/big" -cf "$T/big.tar" . &&
-	mkdir "$T/outer" && for n in 1 2 3 4 5; do cp "$T/big.tar" "$T/outer/big$n.tar" || exit 1; done &&
+	mkdir "$T/outer" && for n in $(seq 1 12); do cp "$T/big.tar" "$T/outer/big$n.tar" || exit 1; done &&
 	tar -C "$T/outer" -cf "$T/outer.tar" . ||
 	{ echo "not ok - GNU tar"; SFS_FAIL=1; sfs_done; exit 1; }
 
@@ -142,14 +142,16 @@ SFS_MOUNTS+=("$MB")
 # build_blocked N [-f]: starts a build of big<N>.tar with its source's
 # daemon stopped past the first bytes; sets BPID once the build has begun
 # (its temporary file exists).  The signals are at their defaults, as for
-# a command typed at a terminal (a script's background job ignores SIGINT).
+# a command typed at a terminal, or as SIGENV sets them (a script's
+# background job ignores SIGINT; nohup, SIGHUP).
+SIGENV=--default-signal=INT,TERM,HUP
 build_blocked() {
 	local n=$1 i; shift
 	rm -f "$IDX"/*	# what a failed case left would pass for this build's
 	head -c 65536 "$MO/big$n.tar" >/dev/null && stat "$MO/big$n.tar" >/dev/null || return 1
 	STOPPED=${SFS_PID_OF[$MO]}
 	kill -STOP "$STOPPED"
-	env --default-signal=INT,TERM,HUP "$SAMPLEFS" "$@" -o layout=tar,index_dir="$IDX" \
+	env "$SIGENV" "$SAMPLEFS" "$@" -o layout=tar,index_dir="$IDX" \
 		"$MO/big$n.tar" "$MB" 2>"$T/build$n.log" &
 	BPID=$!
 	for i in $(seq 1 600); do	# a hang guard, not a timing check
@@ -160,11 +162,12 @@ build_blocked() {
 	echo "    the build did not begin"; cat "$T/build$n.log"
 	return 1
 }
-# ends SIG WANT_STATUS: the build, sent SIG, then its source's daemon
-# resumed, exits with WANT_STATUS within 10 s (a hang guard)
+# ends SIG WANT_STATUS [PID]: the build, sent SIG (to PID, else to the
+# command), then its source's daemon resumed, exits with WANT_STATUS within
+# 10 s (a hang guard)
 ends() {
 	local sig=$1 want=$2 i rc
-	kill -"$sig" "$BPID"
+	kill -"$sig" "${3:-$BPID}"
 	kill -CONT "$STOPPED"
 	STOPPED=
 	for i in $(seq 1 100); do kill -0 "$BPID" 2>/dev/null || break; sleep 0.1; done
@@ -178,16 +181,25 @@ ends() {
 }
 nothing_left() {	# no index, no temporary file, no mount
 	local left
+	# an unwanted mount is unmounted, for the cases after this one
+	[ "$(mounts_on "$MB")" = 0 ] || { echo "    mounted"; fusermount3 -u "$MB"; return 1; }
 	left=$(ls -A "$IDX")
 	[ -z "$left" ] || { echo "    left in the index directory: $left"; return 1; }
-	[ "$(mounts_on "$MB")" = 0 ] || { echo "    mounted"; return 1; }
 }
+# SIG STATUS MODE ENTRY: SIG sent to the command alone (kill PID, as a
+# script or a supervisor does); ENTRY is its disposition when the command
+# starts: "ignored" as a script's background job (`samplefs ... &`) has
+# SIGINT, which shields it from the terminal's Ctrl-C, not from kill
 n=1
-for case in "INT 130 -f" "TERM 143 -f" "HUP 129 -f" "INT 130"; do
-	read -r sig status fg <<<"$case"
-	mode=background
-	[ -n "$fg" ] && mode=foreground
-	name="SIG$sig during the build ($mode)"
+for case in "INT 130 fg default" "TERM 143 fg default" "HUP 129 fg default" \
+	    "INT 130 bg default" "TERM 143 bg default" "HUP 129 bg default" \
+	    "INT 130 bg ignored" "INT 130 fg ignored"; do
+	read -r sig status mode entry <<<"$case"
+	fg=
+	[ "$mode" = fg ] && fg=-f
+	SIGENV=--default-signal=INT,TERM,HUP
+	[ "$entry" = ignored ] && SIGENV=--ignore-signal=$sig
+	name="SIG$sig during the build ($mode, $entry at start)"
 	if check "$name: the build has begun" build_blocked "$n" $fg; then
 		check "$name: exit status $status within 10 s" ends "$sig" "$status"
 		check "$name: no index, no temporary file, nothing mounted" nothing_left
@@ -199,19 +211,72 @@ for case in "INT 130 -f" "TERM 143 -f" "HUP 129 -f" "INT 130"; do
 	fi
 	n=$((n + 1))
 done
+SIGENV=--default-signal=INT,TERM,HUP
 # kill -9 cannot be caught: its temporary file stays until the next build
-if check "kill -9 during the build: the build has begun" build_blocked 5 -f; then
+if check "kill -9 during the build: the build has begun" build_blocked "$n" -f; then
 	ends KILL 137
 	check "kill -9 during the build: a temporary file is left" \
 		sh -c "ls '$IDX'/tar-*.tmp.* >/dev/null"
 	check "kill -9: the next build works" \
-		sfs_mount "$MO/big5.tar" "$MB" -o layout=tar,index_dir="$IDX"
+		sfs_mount "$MO/big$n.tar" "$MB" -o layout=tar,index_dir="$IDX"
 	check "kill -9: the next build removed the leftover, saying so" \
 		grep -q "removed: an unfinished index no process is writing" "$(sfs_log "$MB")"
 	check "kill -9: only the index is left" \
 		sh -c "test \"\$(ls -A '$IDX')\" = \"\$(cd '$IDX' && ls *.sfsidx)\""
 	check "kill -9: the remount serves GNU tar's bytes" same_file "$MB/m0777" "$T/files/big/m0777"
 	check "kill -9: unmount" sfs_umount "$MB"
+else
+	[ -n "$STOPPED" ] && kill -CONT "$STOPPED" && STOPPED=
+fi
+n=$((n + 1))
+# under nohup (SIGHUP ignored at start) a hangup does not stop the build
+SIGENV=--ignore-signal=HUP
+if check "SIGHUP under nohup: the build has begun" build_blocked "$n"; then
+	check "SIGHUP under nohup: ignored, the mount comes up (exit 0)" ends HUP 0
+	check "SIGHUP under nohup: serves GNU tar's bytes" same_file "$MB/m0777" "$T/files/big/m0777"
+	check "SIGHUP under nohup: unmount" fusermount3 -u "$MB"
+else
+	[ -n "$STOPPED" ] && kill -CONT "$STOPPED" && STOPPED=
+fi
+SIGENV=--default-signal=INT,TERM,HUP
+n=$((n + 1))
+# the builder's PID, once: the background command's one child
+builder_of() { ps -o pid= --ppid "$1" | tr -d ' '; }
+# gone PID: PID has ended (or is a zombie nobody reaped) within 10 s (a
+# hang guard); else it is killed, as this test started it
+gone() {
+	local i st
+	for i in $(seq 1 100); do
+		st=$(ps -o stat= -p "$1") || return 0
+		case $st in Z*) return 0 ;; esac
+		sleep 0.1
+	done
+	echo "    process $1 still running 10 s later"
+	kill -9 "$1"
+	return 1
+}
+# kill -9 of the command: nobody is left to report to, so its builder ends
+# before mounting and removes its temporary file (the other order, the
+# builder killed, is the command's exit status 137)
+if check "kill -9 of the command: the build has begun" build_blocked "$n"; then
+	CPID=$(builder_of "$BPID")
+	kill -9 "$BPID"
+	wait "$BPID" 2>/dev/null
+	kill -CONT "$STOPPED"
+	STOPPED=
+	check "kill -9 of the command: its builder ends within 10 s" gone "$CPID"
+	check "kill -9 of the command: no index, no temporary file, nothing mounted" nothing_left
+	check "kill -9 of the command: the builder says so" grep -q "interrupted: index build stopped" "$T/build$n.log"
+	check "kill -9 of the command: no sanitizer report" sh -c "! grep -q 'Sanitizer\|runtime error:' '$T/build$n.log'"
+else
+	[ -n "$STOPPED" ] && kill -CONT "$STOPPED" && STOPPED=
+fi
+n=$((n + 1))
+if check "kill -9 of the builder: the build has begun" build_blocked "$n"; then
+	CPID=$(builder_of "$BPID")
+	check "kill -9 of the builder: the command exits 137 within 10 s" ends KILL 137 "$CPID"
+	check "kill -9 of the builder: it has ended" gone "$CPID"
+	check "kill -9 of the builder: nothing mounted" test "$(mounts_on "$MB")" = 0
 else
 	[ -n "$STOPPED" ] && kill -CONT "$STOPPED" && STOPPED=
 fi
