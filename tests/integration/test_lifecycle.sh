@@ -11,9 +11,12 @@
 #     /dev/fuse it may not open).
 #  2. SIGINT, SIGTERM and SIGHUP during a first mount's index build end
 #     it with the signal's status, nothing mounted, no index and no
-#     temporary file left, in the foreground and (SIGINT, passed on by the
-#     parent) in the background; a temporary file left by kill -9 is
-#     removed by the next build.  The build is made to block, not raced:
+#     temporary file left, in the foreground and in the background (sent
+#     to the command alone, passed on by it), SIGINT ignored at start too
+#     (a script's background job), SIGHUP under nohup excepted (issue 16,
+#     item 3).  kill -9 of the background command ends its builder the
+#     same way; kill -9 of the builder ends the command with 137, and its
+#     temporary file is removed by the next build.  The build is made to block, not raced:
 #     its source is a file on a second mount whose daemon is stopped (as in
 #     test_faults.sh); the signal lands during the build either way.
 #  3. An unwritable default index directory (a read-only tmpfs mounted
