@@ -17,7 +17,9 @@
  *      creating implicit parents;
  *   5. a stable bucket sort by depth turns the preorder into breadth-first
  *      order, in which the children of every directory are contiguous and
- *      the directories' child ranges tile [1, nnodes) in node order.
+ *      the directories' child ranges tile [1, nnodes) in node order;
+ *   6. sparse maps, then 7. the hard link groups: file nodes with the same
+ *      data (a sort by source offset, only when the archive has links).
  *
  * Not for: layout decisions (names of the mount's top level, inodes).
  */
@@ -33,7 +35,7 @@
 #include "index/progress.h"
 #include "formats/tar.h"
 
-#define TARINDEX_VERSION 3      /* 3: hard links share a sparse map */
+#define TARINDEX_VERSION 4      /* 4: hard link groups, a link's mtime its target's */
 #define TAG(c, x, y) INDEX_TAG((c), 'T', (x), (y))
 #define NONE UINT32_MAX
 
@@ -47,7 +49,7 @@ struct tarindex_hdr {
 	uint64_t nfiles;
 	uint64_t total_bytes;
 	uint32_t nsparse;       /* sparse files: section TAG(c, 'S', 'T') */
-	uint32_t pad;
+	uint32_t nhardlinks;    /* linked files: TAG(c, 'H', 'L') */
 	uint64_t nchunks;       /* their map entries: TAG(c, 'S', 'M') */
 };
 
@@ -98,6 +100,7 @@ struct builder {
 	struct sparse_map *sparse;      /* [0] unused: ent.sparse 0 is none */
 	uint32_t nsparse, sparse_cap;
 	uint32_t recursive;
+	uint32_t nlinks;        /* hard link members (none: no step 7) */
 	struct progress prog;
 	uint64_t bytes_before;  /* sizes of the sources already walked */
 	const struct tarindex_source *src;  /* for messages */
@@ -704,6 +707,7 @@ static int resolve_links(struct builder *b)
 		if (b->ents[i].type == TAR_HARDLINK)
 			order[n++] = i;
 	}
+	b->nlinks = n;
 	qsort_r(order, n, sizeof(*order), seq_cmp, b->ents);
 	for (i = 0; i < n; i++) {
 		struct ent *e = &b->ents[order[i]];
@@ -727,6 +731,7 @@ static int resolve_links(struct builder *b)
 			continue;
 		}
 		e->type = t->type;
+		e->mtime = t->mtime;	/* one inode: one mtime, the target's */
 		e->link = t->link;
 		e->off = t->off;
 		e->size = t->size;
@@ -929,6 +934,7 @@ struct out {
 	uint32_t *targets;              /* pool offset + 1 of each symlink
 					 * target stored, by hash; 0: free */
 	uint32_t targets_mask;
+	struct tarindex_hardlink *hardlinks;
 };
 
 static int pool_put(struct out *o, const char *s, size_t n, uint64_t *at)
@@ -1143,6 +1149,70 @@ out:
 	return rc;
 }
 
+/* Whether file nodes i and j have their data at one place of one source. */
+static int same_data(const struct tarindex_node *nodes, uint32_t i, uint32_t j)
+{
+	return nodes[i].off == nodes[j].off &&
+	       tarindex_node_src(&nodes[i]) == tarindex_node_src(&nodes[j]);
+}
+
+/* File nodes by where their data is (source, offset), then by number. */
+static int data_cmp(const void *pa, const void *pb, void *arg)
+{
+	const struct tarindex_node *nodes = arg;
+	uint32_t i = *(const uint32_t *)pa, j = *(const uint32_t *)pb;
+	uint32_t si = tarindex_node_src(&nodes[i]), sj = tarindex_node_src(&nodes[j]);
+
+	if (si != sj)
+		return si < sj ? -1 : 1;
+	if (nodes[i].off != nodes[j].off)
+		return nodes[i].off < nodes[j].off ? -1 : 1;
+	return (i > j) - (i < j);
+}
+
+static int node_cmp(const void *pa, const void *pb)
+{
+	uint32_t i = ((const struct tarindex_hardlink *)pa)->node;
+	uint32_t j = ((const struct tarindex_hardlink *)pb)->node;
+
+	return (i > j) - (i < j);
+}
+
+/*
+ * Step 7: the file nodes a hard link made one file (link(2) under tar -x):
+ * those whose data is at the same offset of the same source, since every
+ * member's data starts at an offset of its own.  Each gets an entry, in
+ * node order, naming the group's lowest node and its size.
+ */
+static int hardlink_section(const struct builder *b, struct out *o)
+{
+	uint32_t *v, n = 0, i, j, k;
+	int rc = -ENOMEM;
+
+	if (!b->nlinks)
+		return 0;
+	v = malloc((size_t)o->hdr.nnodes * sizeof(*v));
+	o->hardlinks = malloc((size_t)o->hdr.nnodes * sizeof(*o->hardlinks));
+	if (!v || !o->hardlinks)
+		goto out;
+	for (k = 0; k < o->hdr.nnodes; k++)
+		if (tarindex_node_type(&o->nodes[k]) == TARINDEX_FILE)
+			v[n++] = k;
+	qsort_r(v, n, sizeof(*v), data_cmp, o->nodes);
+	for (i = 0; i < n; i = j) {
+		for (j = i + 1; j < n && same_data(o->nodes, v[i], v[j]); j++)
+			;
+		for (k = i; j - i > 1 && k < j; k++)
+			o->hardlinks[o->hdr.nhardlinks++] =
+				(struct tarindex_hardlink){ v[k], v[i], j - i };
+	}
+	qsort(o->hardlinks, o->hdr.nhardlinks, sizeof(*o->hardlinks), node_cmp);
+	rc = 0;
+out:
+	free(v);
+	return rc;
+}
+
 static int write_sections(struct index_writer *w, uint32_t c, struct out *o,
 			  const uint64_t *sizes)
 {
@@ -1166,6 +1236,9 @@ static int write_sections(struct index_writer *w, uint32_t c, struct out *o,
 	if (rc == 0)
 		rc = index_writer_add(w, TAG(c, 'S', 'M'), o->chunks,
 				      o->nchunks * sizeof(*o->chunks));
+	if (rc == 0)
+		rc = index_writer_add(w, TAG(c, 'H', 'L'), o->hardlinks,
+				      (uint64_t)o->hdr.nhardlinks * sizeof(*o->hardlinks));
 	return rc;
 }
 
@@ -1220,6 +1293,7 @@ static void builder_free(struct builder *b, struct out *o)
 	free(o->targets);
 	free(o->sparse);
 	free(o->chunks);
+	free(o->hardlinks);
 }
 
 int tarindex_build(struct index_writer *w, uint32_t tag_prefix_char,
@@ -1272,6 +1346,8 @@ int tarindex_build(struct index_writer *w, uint32_t tag_prefix_char,
 		rc = tree_pass(&b, root_mtime);
 	if (rc == 0)
 		rc = renumber(&b, &o);
+	if (rc == 0)
+		rc = hardlink_section(&b, &o);
 	if (rc == 0)
 		rc = write_sections(w, tag_prefix_char, &o, sizes);
 out:
@@ -1406,7 +1482,7 @@ static int map_sections(struct tarindex *t, const struct index_map *m,
 			uint32_t c)
 {
 	const struct tarindex_hdr *h;
-	uint64_t len[7];
+	uint64_t len[8];
 
 	h = index_map_section(m, TAG(c, 'H', 'D'), &len[0]);
 	t->nodes = index_map_section(m, TAG(c, 'N', 'D'), &len[1]);
@@ -1415,6 +1491,7 @@ static int map_sections(struct tarindex *t, const struct index_map *m,
 	t->src_sizes = index_map_section(m, TAG(c, 'S', 'R'), &len[4]);
 	t->sparse = index_map_section(m, TAG(c, 'S', 'T'), &len[5]);
 	t->chunks = index_map_section(m, TAG(c, 'S', 'M'), &len[6]);
+	t->hardlinks = index_map_section(m, TAG(c, 'H', 'L'), &len[7]);
 	if (!h || len[0] != sizeof(*h) || h->version != TARINDEX_VERSION)
 		return bad("missing header or other version", 0);
 	if (!t->nodes || !h->nnodes || len[1] != (uint64_t)h->nnodes * sizeof(*t->nodes) ||
@@ -1422,7 +1499,8 @@ static int map_sections(struct tarindex *t, const struct index_map *m,
 	    !t->pool || len[3] != h->pool_len || t->pool[len[3] - 1] != '\0' ||
 	    len[4] != (uint64_t)h->nsrc * sizeof(uint64_t) ||
 	    len[5] != (uint64_t)h->nsparse * sizeof(*t->sparse) ||
-	    len[6] != h->nchunks * sizeof(*t->chunks) || h->nchunks > len[6])
+	    len[6] != h->nchunks * sizeof(*t->chunks) || h->nchunks > len[6] ||
+	    len[7] != (uint64_t)h->nhardlinks * sizeof(*t->hardlinks))
 		return bad("section sizes disagree with the header", 0);
 	t->nnodes = h->nnodes;
 	t->ndirs = h->ndirs;
@@ -1432,6 +1510,7 @@ static int map_sections(struct tarindex *t, const struct index_map *m,
 	t->total_bytes = h->total_bytes;
 	t->nsparse = h->nsparse;
 	t->nchunks = h->nchunks;
+	t->nhardlinks = h->nhardlinks;
 	return 0;
 }
 
@@ -1499,6 +1578,27 @@ static int check_sparse_all(const struct tarindex *t)
 	return rc;
 }
 
+/*
+ * Hard link entries: in node order, each a file node listed in the group
+ * of its first node, with that node's data, so one inode has one file.
+ */
+static int check_hardlinks(const struct tarindex *t)
+{
+	for (uint32_t k = 0; k < t->nhardlinks; k++) {
+		const struct tarindex_hardlink *h = &t->hardlinks[k], *f;
+
+		if (h->node >= t->nnodes || (k && h->node <= t->hardlinks[k - 1].node))
+			return bad("hard link list out of order", k);
+		f = tarindex_hardlink(t, h->first);
+		if (!f || f->first != h->first || f->nlink != h->nlink || h->nlink < 2 ||
+		    tarindex_node_type(&t->nodes[h->node]) != TARINDEX_FILE ||
+		    t->nodes[h->node].off != t->nodes[h->first].off ||
+		    t->nodes[h->node].meta != t->nodes[h->first].meta)
+			return bad("hard link does not match its group", h->node);
+	}
+	return 0;
+}
+
 int tarindex_open(struct tarindex *t, const struct index_map *m,
 		  uint32_t tag_prefix_char, const struct tarindex_source *src,
 		  size_t nsrc)
@@ -1518,6 +1618,8 @@ int tarindex_open(struct tarindex *t, const struct index_map *m,
 		rc = check_listed(t);
 	if (rc == 0)
 		rc = check_sparse_all(t);
+	if (rc == 0)
+		rc = check_hardlinks(t);
 	if (rc < 0)
 		goto out;
 	t->srcs = malloc((nsrc + 1) * sizeof(*t->srcs));
@@ -1937,6 +2039,26 @@ static const struct tarindex_sparse *sparse_entry(const struct tarindex *t,
 			hi = mid;
 	}
 	return NULL;
+}
+
+const struct tarindex_hardlink *tarindex_hardlink(const struct tarindex *t,
+						 uint32_t i)
+{
+	struct tarindex_hardlink key = { .node = i };
+
+	return t->nhardlinks ? bsearch(&key, t->hardlinks, t->nhardlinks,
+				       sizeof(*t->hardlinks), node_cmp) : NULL;
+}
+
+uint64_t tarindex_stored(const struct tarindex *t, uint32_t i)
+{
+	const struct tarindex_node *n = &t->nodes[i];
+	const struct tarindex_sparse *sp;
+
+	if (!tarindex_node_sparse(n))
+		return tarindex_node_size(n);
+	sp = sparse_entry(t, i);
+	return sp ? t->chunks[sp->map + sp->nchunks].data : 0;
 }
 
 /*

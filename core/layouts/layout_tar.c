@@ -251,13 +251,19 @@ static uint32_t dirs_before(const struct tarindex *t, uint64_t end)
 	return tarindex_count_below(t->dirs, t->ndirs, end);
 }
 
+/*
+ * A file's names (hard links) are one inode, that of the group's first
+ * node, as tar -x makes them: du, cp -a and rsync -H see one file.
+ */
 static void fill_attr(const struct tar_layout *l, uint32_t i, struct sfs_attr *a)
 {
 	const struct tarindex_node *n = tarindex_node(&l->t, i);
+	const struct tarindex_hardlink *h;
 	uint64_t size = tarindex_node_size(n);
 
 	a->ino = i + INO0;
 	a->mtime = n->mtime;
+	a->hole = 0;
 	switch (tarindex_node_type(n)) {
 	case TARINDEX_DIR:
 		/* children are contiguous, so are their subdirectories */
@@ -275,6 +281,11 @@ static void fill_attr(const struct tar_layout *l, uint32_t i, struct sfs_attr *a
 		a->mode = S_IFREG | 0444;
 		a->nlink = 1;
 		a->size = size;
+		a->hole = size - tarindex_stored(&l->t, i);
+		if ((h = tarindex_hardlink(&l->t, i))) {
+			a->ino = h->first + INO0;
+			a->nlink = h->nlink;
+		}
 	}
 }
 

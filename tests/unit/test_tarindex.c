@@ -596,7 +596,8 @@ static void corrupt_and_open(void (*edit)(struct tarindex_node *nodes, uint32_t 
 			     const char *says)
 {
 	struct tarindex_source src = { fixture_path("gnu.tar"), "", NULL };
-	static const char tags[5][2] = { "HD", "ND", "DR", "NM", "SR" };
+	/* and the hard link groups: the fixture has links */
+	static const char tags[6][2] = { "HD", "ND", "DR", "NM", "SR", "HL" };
 	struct index_writer *w;
 	struct index_map m2;
 	struct tarindex t2;
@@ -610,7 +611,7 @@ static void corrupt_and_open(void (*edit)(struct tarindex_node *nodes, uint32_t 
 	cr_assert(fd >= 0);
 	close(fd);
 	cr_assert_eq(index_writer_open(&w, path2), 0);
-	for (i = 0; i < 5; i++) {
+	for (i = 0; i < 6; i++) {
 		uint32_t tag = INDEX_TAG('A', 'T', tags[i][0], tags[i][1]);
 		uint64_t len;
 		const void *p = index_map_section(&b.m, tag, &len);
