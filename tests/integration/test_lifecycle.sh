@@ -55,7 +55,7 @@ for i in range(1500):
 PY
 tar -C "$T/files/small" -cf "$T/small.tar" . &&
 	tar -C "$T/files/big" -cf "$T/big.tar" . &&
-	mkdir "$T/outer" && for n in $(seq 1 12); do cp "$T/big.tar" "$T/outer/big$n.tar" || exit 1; done &&
+	mkdir "$T/outer" && for n in $(seq 1 14); do cp "$T/big.tar" "$T/outer/big$n.tar" || exit 1; done &&
 	tar -C "$T/outer" -cf "$T/outer.tar" . ||
 	{ echo "not ok - GNU tar"; SFS_FAIL=1; sfs_done; exit 1; }
 
@@ -148,12 +148,15 @@ SFS_MOUNTS+=("$MB")
 # a command typed at a terminal, or as SIGENV sets them (a script's
 # background job ignores SIGINT; nohup, SIGHUP).
 SIGENV=--default-signal=INT,TERM,HUP
-build_blocked() {
-	local n=$1 i; shift
+stop_source() {	# N: big<N>.tar's daemon stopped past its first bytes
 	rm -f "$IDX"/*	# what a failed case left would pass for this build's
-	head -c 65536 "$MO/big$n.tar" >/dev/null && stat "$MO/big$n.tar" >/dev/null || return 1
+	head -c 65536 "$MO/big$1.tar" >/dev/null && stat "$MO/big$1.tar" >/dev/null || return 1
 	STOPPED=${SFS_PID_OF[$MO]}
 	kill -STOP "$STOPPED"
+}
+build_blocked() {
+	local n=$1 i; shift
+	stop_source "$n" || return 1
 	env "$SIGENV" "$SAMPLEFS" "$@" -o layout=tar,index_dir="$IDX" \
 		"$MO/big$n.tar" "$MB" 2>"$T/build$n.log" &
 	BPID=$!
@@ -282,6 +285,57 @@ if check "kill -9 of the builder: the build has begun" build_blocked "$n"; then
 	check "kill -9 of the builder: nothing mounted" test "$(mounts_on "$MB")" = 0
 else
 	[ -n "$STOPPED" ] && kill -CONT "$STOPPED" && STOPPED=
+fi
+# ctrl_c N ENTRY WANT: Ctrl-C typed at the terminal (a pty) of the command
+# building big<N>.tar in the background, SIGINT at ENTRY ("default" or
+# "ignore", as in a script's background job) when it starts: it exits WANT.
+# The terminal's SIGINT has been sent once it echoes "^C".
+ctrl_c() {
+	local n=$1 entry=$2 want=$3 rc
+	stop_source "$n" || return 1
+	timeout 60 "$PY" - "$entry" "$IDX" "$STOPPED" "$SAMPLEFS" -o layout=tar,index_dir="$IDX" \
+		"$MO/big$n.tar" "$MB" >"$T/build$n.log" 2>&1 <<'PY'
+import glob, os, pty, signal, sys, time
+entry, idx, stopped, cmd = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
+pid, fd = pty.fork()
+if pid == 0:
+    os.execvp("env", ["env", "--%s-signal=INT" % entry] + cmd)
+out = b""
+for _ in range(600):	# a hang guard: the build has begun
+    if glob.glob(idx + "/tar-*.tmp.*"):
+        break
+    time.sleep(0.1)
+os.write(fd, b"\x03")
+while b"^C" not in out:
+    out += os.read(fd, 4096)
+os.kill(stopped, signal.SIGCONT)
+while True:
+    try:
+        got = os.read(fd, 4096)
+    except OSError:	# EIO: the terminal's last writer is gone
+        break
+    if not got:
+        break
+    out += got
+_, status = os.waitpid(pid, 0)
+sys.stdout.write(out.decode(errors="replace"))
+sys.exit(128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status))
+PY
+	rc=$?
+	kill -CONT "$STOPPED"
+	STOPPED=
+	[ "$rc" = "$want" ] || { echo "    exit status $rc, expected $want"; cat "$T/build$n.log"; return 1; }
+}
+n=$((n + 1))
+if check "Ctrl-C at the terminal during the build: exit status 130" ctrl_c "$n" default 130; then
+	check "Ctrl-C at the terminal: no index, no temporary file, nothing mounted" nothing_left
+	check "Ctrl-C at the terminal: it says so" grep -q "interrupted: index build stopped" "$T/build$n.log"
+fi
+n=$((n + 1))
+if check "Ctrl-C at the terminal, SIGINT ignored at start: ignored, exit 0" ctrl_c "$n" ignore 0; then
+	check "Ctrl-C at the terminal, SIGINT ignored at start: serves GNU tar's bytes" \
+		same_file "$MB/m0777" "$T/files/big/m0777"
+	check "Ctrl-C at the terminal, SIGINT ignored at start: unmount" fusermount3 -u "$MB"
 fi
 check "signals: unmount the outer tar" sfs_umount "$MO"
 
