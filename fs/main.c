@@ -14,10 +14,11 @@
  * In the background (no -f) the process forks before the build; the
  * parent waits until the child serves the mount (its first request, INIT,
  * answered) or fails, and exits with the child's status, passing on
- * SIGINT, SIGTERM and SIGHUP meanwhile.  The child's messages reach the
- * terminal until then.  Those signals during the build remove its
- * temporary files and end the process (by the signal, as the shell
- * expects of Ctrl-C).
+ * SIGINT, SIGTERM and SIGHUP meanwhile (stops_build: those ignored at
+ * start); the child ends too should the parent die first (kill -9).  The
+ * child's messages reach the terminal until then.  Those signals during
+ * the build remove its temporary files and end the process (by the
+ * signal, as the shell expects of Ctrl-C).
  */
 #include "ops.h"
 #include "opts.h"
@@ -322,8 +323,9 @@ static void on_build_signal(int sig, siginfo_t *si, void *ctx)
  */
 static void build_signals_install(struct sigaction old[NSTOP])
 {
+	/* SA_RESTART: a signal it lets pass must not fail the build's calls */
 	struct sigaction sa = { .sa_sigaction = on_build_signal,
-				.sa_flags = SA_SIGINFO };
+				.sa_flags = SA_SIGINFO | SA_RESTART };
 	size_t i;
 
 	sigemptyset(&sa.sa_mask);
@@ -434,7 +436,7 @@ static int go_background(pid_t self, int *wfd, int *parent_status,
 		return 1;
 	}
 	close(fds[0]);
-	/* after prctl, so a parent gone before it is seen */
+	/* checked after prctl: a parent gone before it sent no signal */
 	if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != self) {
 		close(fds[1]);
 		return -1;
