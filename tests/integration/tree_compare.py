@@ -2,7 +2,7 @@
 """Compares a mounted tree with the directory `tar -x` made of the same
 archive (test_gnutar.sh): names, types, sizes, symlink targets and bytes;
 hard links (one inode for the names that share one there, st_nlink their
-number) and st_blocks, the 512-byte blocks of a file's data regions
+number, its mtime) and st_blocks, the 512-byte blocks of a file's data regions
 (SEEK_DATA / SEEK_HOLE of the extracted file: a hole takes none).
 
 Usage: tree_compare.py EXTRACTED MOUNT
@@ -74,7 +74,8 @@ def data_blocks(path, size):
 
 def same_inodes(xroot, xs, ms, diffs):
     """Files that share an inode in the extraction share one in the mount,
-    and no others; st_nlink is the number of their names."""
+    and no others; st_nlink is the number of their names, st_mtime the
+    inode's (the member's whose data it is)."""
     groups = {}
     for rel, st in xs.items():
         if kind(st) == "file" and rel in ms:
@@ -91,6 +92,8 @@ def same_inodes(xroot, xs, ms, diffs):
                          % (rel, sorted(got - {rel}), sorted(want - {rel})))
         if ms[rel].st_nlink != st.st_nlink:
             diffs.append("%s: st_nlink %d, extracted %d" % (rel, ms[rel].st_nlink, st.st_nlink))
+        if int(ms[rel].st_mtime) != int(st.st_mtime):
+            diffs.append("%s: mtime %d, extracted %d" % (rel, ms[rel].st_mtime, st.st_mtime))
         want = data_blocks(os.path.join(xroot, rel), st.st_size)
         if ms[rel].st_blocks != want:
             diffs.append("%s: st_blocks %d, its data regions extracted take %d"
