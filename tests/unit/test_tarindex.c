@@ -711,6 +711,26 @@ static void edit_unlisted_dir(struct tarindex_node *n, uint32_t count)
 	file_to_dir(n, count, count - 1, 1);
 }
 
+/* One name of a hard-linked file moved to other data: its inode would
+ * then be two files. */
+static void edit_link(struct tarindex_node *n, uint32_t count)
+{
+	uint32_t i, j;
+
+	for (i = 0; i < count; i++)
+		for (j = i + 1; j < count; j++)
+			if (tarindex_node_type(&n[i]) == TARINDEX_FILE &&
+			    tarindex_node_type(&n[j]) == TARINDEX_FILE && n[i].off == n[j].off) {
+				n[j].off += 512;
+				return;
+			}
+	cr_assert_fail("no hard link in the fixture");
+}
+
+Test(tarindex, corrupt_hard_link)
+{
+	corrupt_and_open(edit_link, "hard link does not match its group");
+}
 Test(tarindex, corrupt_child_range) { corrupt_and_open(edit_child_range, NULL); }
 Test(tarindex, corrupt_name) { corrupt_and_open(edit_name, NULL); }
 Test(tarindex, corrupt_empty_name) { corrupt_and_open(edit_empty_name, "empty name"); }
