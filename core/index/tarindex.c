@@ -1587,7 +1587,8 @@ static int check_hardlinks(const struct tarindex *t)
 	for (uint32_t k = 0; k < t->nhardlinks; k++) {
 		const struct tarindex_hardlink *h = &t->hardlinks[k], *f;
 
-		if (h->node >= t->nnodes || (k && h->node <= t->hardlinks[k - 1].node))
+		if (h->node >= t->nnodes || h->first >= t->nnodes ||
+		    (k && h->node <= t->hardlinks[k - 1].node))
 			return bad("hard link list out of order", k);
 		f = tarindex_hardlink(t, h->first);
 		if (!f || f->first != h->first || f->nlink != h->nlink || h->nlink < 2 ||
