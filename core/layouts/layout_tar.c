@@ -45,6 +45,7 @@ struct tar_layout {
 	char *strings;      /* the sources' paths and dirs, one allocation */
 	uint32_t *hidden;   /* symlinks that leave the mount through others, */
 	uint32_t nhidden;   /* increasing (tarindex_escaping_links) */
+	uint32_t nlinked;   /* names of hard-linked files but the first */
 };
 
 /* ------------------------------------------------------------ sources */
@@ -401,7 +402,7 @@ static void tar_statfs(void *priv, uint64_t *files, uint64_t *bytes)
 {
 	struct tar_layout *l = priv;
 
-	*files = l->t.nnodes - l->nhidden;
+	*files = l->t.nnodes - l->nhidden - l->nlinked;	/* inodes */
 	*bytes = l->t.total_bytes;
 }
 
@@ -447,6 +448,8 @@ int layout_tar_open(const struct sfs_opts *o, struct source_env *env,
 		rc = load_index(l, o);
 	if (rc == 0)
 		rc = find_hidden(l, o->source);
+	for (uint32_t k = 0; rc == 0 && k < l->t.nhardlinks; k++)
+		l->nlinked += l->t.hardlinks[k].node != l->t.hardlinks[k].first;
 	if (rc < 0) {
 		tar_destroy(l);
 		return rc;
