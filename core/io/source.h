@@ -163,5 +163,9 @@ int source_list(struct source_env *env, const char *dir_uri,
 char *source_join(const char *dir_uri, const char *name);
 /* 1 if uri is a URL this build can open (http, https). */
 int source_is_url(const char *uri);
+/* The name a source is known by from anywhere: a URL as given, a path
+ * made absolute with its symlinks resolved (realpath).  malloc'ed, or
+ * NULL with errno set (a path that does not resolve, ENOMEM). */
+char *source_resolve(const char *uri);
 
 #endif

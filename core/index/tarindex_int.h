@@ -1,0 +1,42 @@
+/*
+ * tarindex_int.h - what the two halves of the tar index share: the
+ * version, the section tags and the header section that tarindex_build.c
+ * writes and tarindex.c checks when it maps them.  Private to those two
+ * files; the contract is tarindex.h.
+ */
+#ifndef SFS_INDEX_TARINDEX_INT_H
+#define SFS_INDEX_TARINDEX_INT_H
+
+#include <stdint.h>
+
+#include "index/index.h"
+#include "index/tarindex.h"
+
+#define TARINDEX_VERSION 4      /* 4: hard link groups, a link's mtime its target's */
+#define TAG(c, x, y) INDEX_TAG((c), 'T', (x), (y))
+#define NONE UINT32_MAX
+
+/* Section header, stored as section TAG(c, 'H', 'D'). */
+struct tarindex_hdr {
+	uint32_t version;
+	uint32_t nnodes;
+	uint32_t ndirs;
+	uint32_t nsrc;
+	uint64_t pool_len;
+	uint64_t nfiles;
+	uint64_t total_bytes;
+	uint32_t nsparse;       /* sparse files: section TAG(c, 'S', 'T') */
+	uint32_t nhardlinks;    /* linked files: TAG(c, 'H', 'L') */
+	uint64_t nchunks;       /* their map entries: TAG(c, 'S', 'M') */
+};
+
+/* Hard link entries by node number: sorted so at build, searched so at mount. */
+static inline int hardlink_cmp(const void *pa, const void *pb)
+{
+	uint32_t i = ((const struct tarindex_hardlink *)pa)->node;
+	uint32_t j = ((const struct tarindex_hardlink *)pb)->node;
+
+	return (i > j) - (i < j);
+}
+
+#endif
