@@ -14,10 +14,11 @@
  * In the background (no -f) the process forks before the build; the
  * parent waits until the child serves the mount (its first request, INIT,
  * answered) or fails, and exits with the child's status, passing on
- * SIGINT, SIGTERM and SIGHUP meanwhile.  The child's messages reach the
- * terminal until then.  Those signals during the build remove its
- * temporary files and end the process (by the signal, as the shell
- * expects of Ctrl-C).
+ * SIGINT, SIGTERM and SIGHUP meanwhile (stops_build: those ignored at
+ * start); the child ends too should the parent die first (kill -9).  The
+ * child's messages reach the terminal until then.  Those signals during
+ * the build remove its temporary files and end the process (by the
+ * signal, as the shell expects of Ctrl-C).
  */
 #include "ops.h"
 #include "opts.h"
@@ -34,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
@@ -215,13 +217,45 @@ static int check_fuse_device(void)
 static const int stop_signals[] = { SIGINT, SIGTERM, SIGHUP };
 #define NSTOP (sizeof(stop_signals) / sizeof(stop_signals[0]))
 
+/* Which stop signals were ignored when the command started (set once,
+ * before the fork; read by the handler). */
+static volatile sig_atomic_t ignored_at_start[NSTOP];
+
+static void stop_signals_note(void)
+{
+	struct sigaction sa;
+
+	for (size_t i = 0; i < NSTOP; i++)
+		ignored_at_start[i] = sigaction(stop_signals[i], NULL, &sa) == 0 &&
+				      sa.sa_handler == SIG_IGN;
+}
+
+/*
+ * Whether a stop signal, sent as `code` says (si_code), ends the build.
+ * One ignored at start stays ignored when the terminal sends it
+ * (SI_KERNEL: the Ctrl-C a shell shields its scripts' background jobs from
+ * by ignoring SIGINT), but not when a process does: `kill PID` from that
+ * script is a request to stop.  SIGHUP ignored at start (nohup) is never
+ * caught: a shell passes its hangup on to its jobs with kill(2).
+ */
+static int stops_build(int sig, int code)
+{
+	for (size_t i = 0; i < NSTOP; i++)
+		if (stop_signals[i] == sig)
+			return !ignored_at_start[i] || (sig != SIGHUP && code != SI_KERNEL);
+	return 0;
+}
+
 /* Removes the build's temporary files, says so, and ends the process by
  * the signal.  Async-signal-safe calls only. */
-static void on_build_signal(int sig)
+static void on_build_signal(int sig, siginfo_t *si, void *ctx)
 {
 	static const char msg[] = "samplefs: interrupted: index build stopped, "
 				  "its temporary files removed\n";
 
+	(void)ctx;
+	if (!stops_build(sig, si->si_code))
+		return;
 	index_remove_unfinished();
 	(void)!write(STDERR_FILENO, msg, sizeof(msg) - 1);
 	signal(sig, SIG_DFL);
@@ -229,13 +263,15 @@ static void on_build_signal(int sig)
 }
 
 /*
- * Installs on_build_signal for the stop signals still at their default
- * (an ignored one, as under nohup, stays ignored: libfuse's rule for its
- * own handlers too); old[] keeps what to restore.
+ * Installs on_build_signal for the stop signals, ignored ones too (it
+ * tells which of their senders to heed: stops_build), but SIGHUP under
+ * nohup; old[] keeps what to restore.
  */
 static void build_signals_install(struct sigaction old[NSTOP])
 {
-	struct sigaction sa = { .sa_handler = on_build_signal };
+	/* SA_RESTART: a signal it lets pass must not fail the build's calls */
+	struct sigaction sa = { .sa_sigaction = on_build_signal,
+				.sa_flags = SA_SIGINFO | SA_RESTART };
 	size_t i;
 
 	sigemptyset(&sa.sa_mask);
@@ -243,7 +279,8 @@ static void build_signals_install(struct sigaction old[NSTOP])
 		sigaddset(&sa.sa_mask, stop_signals[i]);
 	for (i = 0; i < NSTOP; i++) {
 		sigaction(stop_signals[i], NULL, &old[i]);
-		if (old[i].sa_handler == SIG_DFL)
+		if (old[i].sa_handler == SIG_DFL ||
+		    (old[i].sa_handler == SIG_IGN && stop_signals[i] != SIGHUP))
 			sigaction(stop_signals[i], &sa, NULL);
 	}
 }
@@ -279,7 +316,8 @@ static int wait_for_child(pid_t child, int rfd, const sigset_t *stops)
 			break;
 		}
 		if (sfd >= 0 && (p[1].revents & POLLIN) &&
-		    read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+		    read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si) &&
+		    stops_build((int)si.ssi_signo, si.ssi_code))
 			kill(child, (int)si.ssi_signo);
 		if (p[0].revents) {
 			n = read(rfd, &ok, 1);	/* 0: the child ended unserved */
@@ -308,10 +346,13 @@ static int wait_for_child(pid_t child, int rfd, const sigset_t *stops)
  * Forks: returns in the child (0, its end of the pipe in *wfd) or, in the
  * parent, the status to exit with (> 0 set in *parent_status, returns 1).
  * The stop signals are blocked across the fork; the child unblocks them
- * once its build handlers are in place.
+ * once its build handlers are in place.  The parent, `self`, reads them
+ * from a signalfd, ignored ones too (stops_build tells which to pass on).
+ * The child gets SIGTERM should the parent die (kill -9) before the mount
+ * serves: nobody would be left to report to.
  */
-static int go_background(int *wfd, int *parent_status, sigset_t *stops,
-			 sigset_t *oldmask)
+static int go_background(pid_t self, int *wfd, int *parent_status,
+			 sigset_t *stops, sigset_t *oldmask)
 {
 	int fds[2];
 	pid_t pid;
@@ -334,10 +375,18 @@ static int go_background(int *wfd, int *parent_status, sigset_t *stops,
 	}
 	if (pid > 0) {
 		close(fds[1]);
+		for (size_t i = 0; i < NSTOP; i++)	/* blocked: queued, not acted on */
+			if (ignored_at_start[i] && stop_signals[i] != SIGHUP)
+				signal(stop_signals[i], SIG_DFL);
 		*parent_status = wait_for_child(pid, fds[0], stops);
 		return 1;
 	}
 	close(fds[0]);
+	/* checked after prctl: a parent gone before it sent no signal */
+	if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != self) {
+		close(fds[1]);
+		return -1;
+	}
 	setsid();	/* out of the terminal's process group: Ctrl-C comes
 			   through the parent */
 	*wfd = fds[1];
@@ -346,12 +395,21 @@ static int go_background(int *wfd, int *parent_status, sigset_t *stops,
 
 /*
  * Serving: stdio to /dev/null and out of the caller's directory, as
- * fuse_daemonize does, then the byte that lets the parent exit 0.
+ * fuse_daemonize does, then the byte that lets the parent, `starter`,
+ * exit 0.  -1 if it has died meanwhile (its SIGTERM ignored at start):
+ * nobody asked for the mount any more.
  */
-static void detach(int wfd)
+static int detach(int wfd, pid_t starter)
 {
-	int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	int fd, ret = -1;
 
+	prctl(PR_SET_PDEATHSIG, 0);	/* the parent's exit 0 must not end us */
+	if (getppid() != starter) {
+		sfs_err("the samplefs command that started this mount has ended: "
+			"unmounting");
+		goto out;
+	}
+	fd = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (chdir("/") < 0)
 		sfs_warn("chdir /: %s", strerror(errno));
 	if (fd >= 0) {
@@ -361,8 +419,10 @@ static void detach(int wfd)
 		if (fd > STDERR_FILENO)
 			close(fd);
 	}
-	(void)!write(wfd, "", 1);
+	ret = write(wfd, "", 1) == 1 ? 0 : -1;	/* EPIPE: SIGPIPE is ignored */
+out:
 	close(wfd);
+	return ret;
 }
 
 /*
@@ -398,6 +458,7 @@ int main(int argc, char *argv[])
 	sigset_t stops, oldmask;
 	int ret = 1, rc, mounted = 0, handlers = 0, private_idx = 0;
 	int background = 0, wfd = -1;
+	pid_t starter = getpid();
 	const char *layout;
 
 	fs.uid = getuid();
@@ -455,8 +516,9 @@ int main(int argc, char *argv[])
 	if (!se)
 		goto out;
 	raise_nofile();
+	stop_signals_note();
 	if (!copts.foreground) {
-		rc = go_background(&wfd, &ret, &stops, &oldmask);
+		rc = go_background(starter, &wfd, &ret, &stops, &oldmask);
 		if (rc > 0)
 			private_idx = 0;	/* the child's to remove */
 		if (rc)
@@ -479,8 +541,10 @@ int main(int argc, char *argv[])
 	if (serve_init(se, copts.mountpoint))
 		goto out;
 	if (background) {
-		detach(wfd);
+		rc = detach(wfd, starter);
 		wfd = -1;
+		if (rc)
+			goto out;
 	}
 	sfs_log_serving(!copts.foreground);	/* stderr is /dev/null when daemonised */
 	rc = run_loop(&fs, se, &copts);

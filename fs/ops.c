@@ -57,7 +57,9 @@ static void to_stat(const struct sfs_fs *fs, const struct sfs_attr *a,
 	st->st_mode = a->mode;
 	st->st_nlink = a->nlink;
 	st->st_size = (off_t)a->size;
-	st->st_blocks = (blkcnt_t)((a->size + 511) / 512);
+	/* 512-byte blocks of the data, as du counts them: holes take none */
+	st->st_blocks = (blkcnt_t)((a->size - (a->hole < a->size ? a->hole : a->size)
+				    + 511) / 512);
 	st->st_blksize = BLKSIZE;
 	st->st_uid = fs->uid;
 	st->st_gid = fs->gid;

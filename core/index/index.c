@@ -22,6 +22,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -484,6 +486,7 @@ int index_writer_open(struct index_writer **wp, const char *path)
 {
 	struct index_writer *w = calloc(1, sizeof(*w));
 	struct index_hdr zero;
+	sigset_t all, old;
 	int ret = -ENOMEM;
 
 	*wp = NULL;
@@ -497,7 +500,12 @@ int index_writer_open(struct index_writer **wp, const char *path)
 	if (!w->path || !w->buf)
 		goto out;
 	sweep_leftovers(path);
+	/* signals held until the new file is in pending[]: a handler running
+	 * between its creation and its listing would leave it behind */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
 	ret = create_tmp(w);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (ret < 0)
 		goto out;
 	ret = write_all(w->fd, &zero, sizeof(zero), w->tmp);

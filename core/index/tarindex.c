@@ -125,7 +125,7 @@ static int map_sections(struct tarindex *t, const struct index_map *m,
 			uint32_t c)
 {
 	const struct tarindex_hdr *h;
-	uint64_t len[7];
+	uint64_t len[8];
 
 	h = index_map_section(m, TAG(c, 'H', 'D'), &len[0]);
 	t->nodes = index_map_section(m, TAG(c, 'N', 'D'), &len[1]);
@@ -134,6 +134,7 @@ static int map_sections(struct tarindex *t, const struct index_map *m,
 	t->src_sizes = index_map_section(m, TAG(c, 'S', 'R'), &len[4]);
 	t->sparse = index_map_section(m, TAG(c, 'S', 'T'), &len[5]);
 	t->chunks = index_map_section(m, TAG(c, 'S', 'M'), &len[6]);
+	t->hardlinks = index_map_section(m, TAG(c, 'H', 'L'), &len[7]);
 	if (!h || len[0] != sizeof(*h) || h->version != TARINDEX_VERSION)
 		return bad("missing header or other version", 0);
 	if (!t->nodes || !h->nnodes || len[1] != (uint64_t)h->nnodes * sizeof(*t->nodes) ||
@@ -141,7 +142,8 @@ static int map_sections(struct tarindex *t, const struct index_map *m,
 	    !t->pool || len[3] != h->pool_len || t->pool[len[3] - 1] != '\0' ||
 	    len[4] != (uint64_t)h->nsrc * sizeof(uint64_t) ||
 	    len[5] != (uint64_t)h->nsparse * sizeof(*t->sparse) ||
-	    len[6] != h->nchunks * sizeof(*t->chunks) || h->nchunks > len[6])
+	    len[6] != h->nchunks * sizeof(*t->chunks) || h->nchunks > len[6] ||
+	    len[7] != (uint64_t)h->nhardlinks * sizeof(*t->hardlinks))
 		return bad("section sizes disagree with the header", 0);
 	t->nnodes = h->nnodes;
 	t->ndirs = h->ndirs;
@@ -151,6 +153,7 @@ static int map_sections(struct tarindex *t, const struct index_map *m,
 	t->total_bytes = h->total_bytes;
 	t->nsparse = h->nsparse;
 	t->nchunks = h->nchunks;
+	t->nhardlinks = h->nhardlinks;
 	return 0;
 }
 
@@ -218,6 +221,28 @@ static int check_sparse_all(const struct tarindex *t)
 	return rc;
 }
 
+/*
+ * Hard link entries: in node order, each a file node listed in the group
+ * of its first node, with that node's data, so one inode has one file.
+ */
+static int check_hardlinks(const struct tarindex *t)
+{
+	for (uint32_t k = 0; k < t->nhardlinks; k++) {
+		const struct tarindex_hardlink *h = &t->hardlinks[k], *f;
+
+		if (h->node >= t->nnodes || h->first >= t->nnodes ||
+		    (k && h->node <= t->hardlinks[k - 1].node))
+			return bad("hard link list out of order", k);
+		f = tarindex_hardlink(t, h->first);
+		if (!f || f->first != h->first || f->nlink != h->nlink || h->nlink < 2 ||
+		    tarindex_node_type(&t->nodes[h->node]) != TARINDEX_FILE ||
+		    t->nodes[h->node].off != t->nodes[h->first].off ||
+		    t->nodes[h->node].meta != t->nodes[h->first].meta)
+			return bad("hard link does not match its group", h->node);
+	}
+	return 0;
+}
+
 int tarindex_open(struct tarindex *t, const struct index_map *m,
 		  uint32_t tag_prefix_char, const struct tarindex_source *src,
 		  size_t nsrc)
@@ -237,6 +262,8 @@ int tarindex_open(struct tarindex *t, const struct index_map *m,
 		rc = check_listed(t);
 	if (rc == 0)
 		rc = check_sparse_all(t);
+	if (rc == 0)
+		rc = check_hardlinks(t);
 	if (rc < 0)
 		goto out;
 	t->srcs = malloc((nsrc + 1) * sizeof(*t->srcs));
@@ -656,6 +683,26 @@ static const struct tarindex_sparse *sparse_entry(const struct tarindex *t,
 			hi = mid;
 	}
 	return NULL;
+}
+
+const struct tarindex_hardlink *tarindex_hardlink(const struct tarindex *t,
+						 uint32_t i)
+{
+	struct tarindex_hardlink key = { .node = i };
+
+	return t->nhardlinks ? bsearch(&key, t->hardlinks, t->nhardlinks,
+				       sizeof(*t->hardlinks), hardlink_cmp) : NULL;
+}
+
+uint64_t tarindex_stored(const struct tarindex *t, uint32_t i)
+{
+	const struct tarindex_node *n = &t->nodes[i];
+	const struct tarindex_sparse *sp;
+
+	if (!tarindex_node_sparse(n))
+		return tarindex_node_size(n);
+	sp = sparse_entry(t, i);
+	return sp ? t->chunks[sp->map + sp->nchunks].data : 0;
 }
 
 /*

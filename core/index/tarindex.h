@@ -21,7 +21,9 @@
  * path held where the link appears in the archive, as `tar -x` extracts it
  * (a later member of that path does not change it; a link to a missing
  * path or a directory is skipped, warned, and leaves its own path as it
- * was; a link to a symlink is that symlink); sparse members are files
+ * was; a link to a symlink is that symlink); the names of one file are
+ * listed together (tarindex_hardlink: one inode for the layout, as
+ * link(2) makes it; a symlink's are separate nodes); sparse members are files
  * of their real size whose holes read as zeros (never expanded as nested
  * tars); symlinks are kept only if their target stays inside the
  * mount (lexically), others are skipped with a warning.  A path that is
@@ -46,7 +48,9 @@
  *     node order, each pointing at its map in the chunk section (hard
  *     links to one member share it): nchunks
  *     struct tarindex_chunk and a last one {size, stored bytes}, so a read
- *     at any offset finds its chunk by binary search, nothing expanded.
+ *     at any offset finds its chunk by binary search, nothing expanded;
+ *   - hard links: one struct tarindex_hardlink per file node that shares
+ *     its member's data with another node, in node order.
  * 24 bytes per node + the name and its NUL: 44.8 bytes per member measured
  * on 1.28 M ImageNet-named members in 1000 nested class tars.
  *
@@ -128,6 +132,12 @@ struct tarindex_chunk {
 	uint64_t off, data;
 };
 
+/* A file node with other names (hard links): the group's lowest node
+ * number and how many nodes it has. */
+struct tarindex_hardlink {
+	uint32_t node, first, nlink;
+};
+
 /* Where a source tar goes in the tree. */
 struct tarindex_source {
 	const char *path;  /* the tar file: a path or URL */
@@ -185,6 +195,8 @@ struct tarindex {
 	uint32_t nsparse;
 	const struct tarindex_chunk *chunks;
 	uint64_t nchunks;
+	const struct tarindex_hardlink *hardlinks;	/* by node number */
+	uint32_t nhardlinks;
 	struct source **srcs;    /* srcs[source number]: the caller's */
 	uint64_t nfiles;         /* regular files */
 	uint64_t total_bytes;    /* sum of regular file sizes */
@@ -280,6 +292,13 @@ const char *tarindex_link(const struct tarindex *t, uint32_t i, uint64_t *len);
  * (each link is followed once for all), not 40 targets per link.
  */
 int tarindex_escaping_links(const struct tarindex *t, uint32_t **out, uint32_t *n);
+
+/* The hard link group of file node i, or NULL when it has one name. */
+const struct tarindex_hardlink *tarindex_hardlink(const struct tarindex *t,
+						 uint32_t i);
+/* Bytes of file node i its source stores: its size, or a sparse file's
+ * data chunks (the holes are stored nowhere). */
+uint64_t tarindex_stored(const struct tarindex *t, uint32_t i);
 
 /*
  * Reads up to `size` bytes at `off` of file node i (a sparse file's holes

@@ -3,7 +3,6 @@
  * from the sources' tar headers and writes its sections.
  *
  * Building (single-threaded, heap arrays, never used while mounted):
- * Building (single-threaded, heap arrays, never used while mounted):
  *   1. walk every source with tar_walk, expanding nested tars, collecting
  *      one `struct ent` per member with its full path in one arena;
  *   2. sort the entries by path, comparing component by component (so a
@@ -18,7 +17,9 @@
  *      creating implicit parents;
  *   5. a stable bucket sort by depth turns the preorder into breadth-first
  *      order, in which the children of every directory are contiguous and
- *      the directories' child ranges tile [1, nnodes) in node order.
+ *      the directories' child ranges tile [1, nnodes) in node order;
+ *   6. sparse maps, then 7. the hard link groups: file nodes with the same
+ *      data (a sort by source offset, only when the archive has links).
  *
  * Not for: lookups and reads in a mapped index (tarindex.c), layout
  * decisions (names of the mount's top level, inodes).
@@ -83,6 +84,7 @@ struct builder {
 	struct sparse_map *sparse;      /* [0] unused: ent.sparse 0 is none */
 	uint32_t nsparse, sparse_cap;
 	uint32_t recursive;
+	uint32_t nlinks;        /* hard link members (none: no step 7) */
 	struct progress prog;
 	uint64_t bytes_before;  /* sizes of the sources already walked */
 	const struct tarindex_source *src;  /* for messages */
@@ -689,6 +691,7 @@ static int resolve_links(struct builder *b)
 		if (b->ents[i].type == TAR_HARDLINK)
 			order[n++] = i;
 	}
+	b->nlinks = n;
 	qsort_r(order, n, sizeof(*order), seq_cmp, b->ents);
 	for (i = 0; i < n; i++) {
 		struct ent *e = &b->ents[order[i]];
@@ -712,6 +715,7 @@ static int resolve_links(struct builder *b)
 			continue;
 		}
 		e->type = t->type;
+		e->mtime = t->mtime;	/* one inode: one mtime, the target's */
 		e->link = t->link;
 		e->off = t->off;
 		e->size = t->size;
@@ -914,6 +918,7 @@ struct out {
 	uint32_t *targets;              /* pool offset + 1 of each symlink
 					 * target stored, by hash; 0: free */
 	uint32_t targets_mask;
+	struct tarindex_hardlink *hardlinks;
 };
 
 static int pool_put(struct out *o, const char *s, size_t n, uint64_t *at)
@@ -1128,6 +1133,62 @@ out:
 	return rc;
 }
 
+/* Whether file nodes i and j have their data at one place of one source. */
+static int same_data(const struct tarindex_node *nodes, uint32_t i, uint32_t j)
+{
+	return nodes[i].off == nodes[j].off &&
+	       tarindex_node_src(&nodes[i]) == tarindex_node_src(&nodes[j]);
+}
+
+/* File nodes by where their data is (source, offset), then by number. */
+static int data_cmp(const void *pa, const void *pb, void *arg)
+{
+	const struct tarindex_node *nodes = arg;
+	uint32_t i = *(const uint32_t *)pa, j = *(const uint32_t *)pb;
+	uint32_t si = tarindex_node_src(&nodes[i]), sj = tarindex_node_src(&nodes[j]);
+
+	if (si != sj)
+		return si < sj ? -1 : 1;
+	if (nodes[i].off != nodes[j].off)
+		return nodes[i].off < nodes[j].off ? -1 : 1;
+	return (i > j) - (i < j);
+}
+
+/*
+ * Step 7: the file nodes a hard link made one file (link(2) under tar -x):
+ * those whose data is at the same offset of the same source, since every
+ * member's data starts at an offset of its own.  Each gets an entry, in
+ * node order, naming the group's lowest node and its size.
+ */
+static int hardlink_section(const struct builder *b, struct out *o)
+{
+	uint32_t *v, n = 0, i, j, k;
+	int rc = -ENOMEM;
+
+	if (!b->nlinks)
+		return 0;
+	v = malloc((size_t)o->hdr.nnodes * sizeof(*v));
+	o->hardlinks = malloc((size_t)o->hdr.nnodes * sizeof(*o->hardlinks));
+	if (!v || !o->hardlinks)
+		goto out;
+	for (k = 0; k < o->hdr.nnodes; k++)
+		if (tarindex_node_type(&o->nodes[k]) == TARINDEX_FILE)
+			v[n++] = k;
+	qsort_r(v, n, sizeof(*v), data_cmp, o->nodes);
+	for (i = 0; i < n; i = j) {
+		for (j = i + 1; j < n && same_data(o->nodes, v[i], v[j]); j++)
+			;
+		for (k = i; j - i > 1 && k < j; k++)
+			o->hardlinks[o->hdr.nhardlinks++] =
+				(struct tarindex_hardlink){ v[k], v[i], j - i };
+	}
+	qsort(o->hardlinks, o->hdr.nhardlinks, sizeof(*o->hardlinks), hardlink_cmp);
+	rc = 0;
+out:
+	free(v);
+	return rc;
+}
+
 static int write_sections(struct index_writer *w, uint32_t c, struct out *o,
 			  const uint64_t *sizes)
 {
@@ -1151,6 +1212,9 @@ static int write_sections(struct index_writer *w, uint32_t c, struct out *o,
 	if (rc == 0)
 		rc = index_writer_add(w, TAG(c, 'S', 'M'), o->chunks,
 				      o->nchunks * sizeof(*o->chunks));
+	if (rc == 0)
+		rc = index_writer_add(w, TAG(c, 'H', 'L'), o->hardlinks,
+				      (uint64_t)o->hdr.nhardlinks * sizeof(*o->hardlinks));
 	return rc;
 }
 
@@ -1205,6 +1269,7 @@ static void builder_free(struct builder *b, struct out *o)
 	free(o->targets);
 	free(o->sparse);
 	free(o->chunks);
+	free(o->hardlinks);
 }
 
 int tarindex_build(struct index_writer *w, uint32_t tag_prefix_char,
@@ -1257,6 +1322,8 @@ int tarindex_build(struct index_writer *w, uint32_t tag_prefix_char,
 		rc = tree_pass(&b, root_mtime);
 	if (rc == 0)
 		rc = renumber(&b, &o);
+	if (rc == 0)
+		rc = hardlink_section(&b, &o);
 	if (rc == 0)
 		rc = write_sections(w, tag_prefix_char, &o, sizes);
 out:

@@ -10,8 +10,9 @@
 #include <stdint.h>
 
 #include "index/index.h"
+#include "index/tarindex.h"
 
-#define TARINDEX_VERSION 3      /* 3: hard links share a sparse map */
+#define TARINDEX_VERSION 4      /* 4: hard link groups, a link's mtime its target's */
 #define TAG(c, x, y) INDEX_TAG((c), 'T', (x), (y))
 #define NONE UINT32_MAX
 
@@ -25,8 +26,17 @@ struct tarindex_hdr {
 	uint64_t nfiles;
 	uint64_t total_bytes;
 	uint32_t nsparse;       /* sparse files: section TAG(c, 'S', 'T') */
-	uint32_t pad;
+	uint32_t nhardlinks;    /* linked files: TAG(c, 'H', 'L') */
 	uint64_t nchunks;       /* their map entries: TAG(c, 'S', 'M') */
 };
+
+/* Hard link entries by node number: sorted so at build, searched so at mount. */
+static inline int hardlink_cmp(const void *pa, const void *pb)
+{
+	uint32_t i = ((const struct tarindex_hardlink *)pa)->node;
+	uint32_t j = ((const struct tarindex_hardlink *)pb)->node;
+
+	return (i > j) - (i < j);
+}
 
 #endif

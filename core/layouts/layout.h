@@ -47,9 +47,12 @@
 struct sfs_attr {
 	uint64_t ino;
 	uint32_t mode;    /* S_IFDIR | 0555, S_IFREG | 0444 or S_IFLNK | 0777 */
-	uint32_t nlink;   /* 1 for files; 2 + subdirectories for directories */
+	uint32_t nlink;   /* 1 for files (or their names: hard links); 2 +
+			   * subdirectories for directories */
 	uint64_t size;    /* exact byte size the reads will produce */
 	int64_t  mtime;   /* seconds since the epoch (the source's mtime) */
+	uint64_t hole;    /* bytes of size stored nowhere (a sparse file's
+			   * holes, which st_blocks leaves out); else 0 */
 };
 
 /*

@@ -110,12 +110,12 @@ static uint64_t shard_len(const struct in_layout *L, const struct in_split *sp,
 static void dir_attr(const struct in_layout *L, uint64_t ino, uint64_t subdirs,
 		     struct sfs_attr *a)
 {
-	*a = (struct sfs_attr){ ino, 0040555, (uint32_t)(2 + subdirs), 0, L->mtime };
+	*a = (struct sfs_attr){ ino, 0040555, (uint32_t)(2 + subdirs), 0, L->mtime, 0 };
 }
 
 static void file_attr(int64_t mtime, uint64_t ino, uint64_t size, struct sfs_attr *a)
 {
-	*a = (struct sfs_attr){ ino, 0100444, 1, size, mtime };
+	*a = (struct sfs_attr){ ino, 0100444, 1, size, mtime, 0 };
 }
 
 /* a sample; in a labelled split it is also linked from its shard */

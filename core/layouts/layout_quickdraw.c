@@ -105,6 +105,7 @@ static void attr_dir(struct sfs_attr *a, uint64_t ino, uint32_t nsub, int64_t mt
 	a->nlink = 2 + nsub;
 	a->size = 0;
 	a->mtime = mtime;
+	a->hole = 0;
 }
 
 static void attr_file(struct sfs_attr *a, uint64_t ino, uint64_t size, int64_t mtime)
@@ -114,6 +115,7 @@ static void attr_file(struct sfs_attr *a, uint64_t ino, uint64_t size, int64_t m
 	a->nlink = 1;
 	a->size = size;
 	a->mtime = mtime;
+	a->hole = 0;
 }
 
 static int fixed_attr(const struct qd *q, uint64_t ino, struct sfs_attr *a)

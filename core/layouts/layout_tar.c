@@ -46,6 +46,7 @@ struct tar_layout {
 	char *strings;      /* the sources' paths and dirs, one allocation */
 	uint32_t *hidden;   /* symlinks that leave the mount through others, */
 	uint32_t nhidden;   /* increasing (tarindex_escaping_links) */
+	uint32_t nlinked;   /* names of hard-linked files but the first */
 };
 
 /* ------------------------------------------------------------ sources */
@@ -252,13 +253,19 @@ static uint32_t dirs_before(const struct tarindex *t, uint64_t end)
 	return tarindex_count_below(t->dirs, t->ndirs, end);
 }
 
+/*
+ * A file's names (hard links) are one inode, that of the group's first
+ * node, as tar -x makes them: du, cp -a and rsync -H see one file.
+ */
 static void fill_attr(const struct tar_layout *l, uint32_t i, struct sfs_attr *a)
 {
 	const struct tarindex_node *n = tarindex_node(&l->t, i);
+	const struct tarindex_hardlink *h;
 	uint64_t size = tarindex_node_size(n);
 
 	a->ino = i + INO0;
 	a->mtime = n->mtime;
+	a->hole = 0;
 	switch (tarindex_node_type(n)) {
 	case TARINDEX_DIR:
 		/* children are contiguous, so are their subdirectories */
@@ -276,6 +283,11 @@ static void fill_attr(const struct tar_layout *l, uint32_t i, struct sfs_attr *a
 		a->mode = S_IFREG | 0444;
 		a->nlink = 1;
 		a->size = size;
+		a->hole = size - tarindex_stored(&l->t, i);
+		if ((h = tarindex_hardlink(&l->t, i))) {
+			a->ino = h->first + INO0;
+			a->nlink = h->nlink;
+		}
 	}
 }
 
@@ -391,7 +403,7 @@ static void tar_statfs(void *priv, uint64_t *files, uint64_t *bytes)
 {
 	struct tar_layout *l = priv;
 
-	*files = l->t.nnodes - l->nhidden;
+	*files = l->t.nnodes - l->nhidden - l->nlinked;	/* inodes */
 	*bytes = l->t.total_bytes;
 }
 
@@ -452,6 +464,8 @@ int layout_tar_open(const struct sfs_opts *o, struct source_env *env,
 		rc = load_index(l, o);
 	if (rc == 0)
 		rc = find_hidden(l, o->source);
+	for (uint32_t k = 0; rc == 0 && k < l->t.nhardlinks; k++)
+		l->nlinked += l->t.hardlinks[k].node != l->t.hardlinks[k].first;
 	if (rc < 0) {
 		tar_destroy(l);
 		return rc;

@@ -8,16 +8,19 @@ For every case writes OUTDIR/<case>/archive.tar (made by GNU tar from files
 built here, in every format: v7, oldgnu, gnu, ustar, posix; sparse files of
 several shapes in each sparse format; hard links before and after rewrites;
 appended duplicates with `tar -r`; long names and link names; unicode
-names; a dumpdir; a volume label) and OUTDIR/<case>/x/, what
+names; a dumpdir; a volume label; and one Python's tarfile writes, whose
+hard links carry mtimes of their own) and OUTDIR/<case>/x/, what
 `tar -xf archive.tar` makes of it in an empty directory.  Prints the case
 names, one a line.  tree_compare.py then compares x/ with the mount.
 
 GNU tar's own warnings (names too long for a format, devices in v7) are
 expected: whatever tar wrote is the archive under test.
 """
+import io
 import os
 import subprocess
 import sys
+import tarfile
 
 GIB = 1 << 30
 FORMATS = ("v7", "oldgnu", "gnu", "ustar", "posix")
@@ -150,6 +153,31 @@ def case_rewrites(out, fmt):
     return d
 
 
+def case_link_mtimes(out):
+    """Hard links whose headers say other mtimes than their target's (GNU
+    tar writes the inode's): tar -x makes one inode, the target's mtime; a
+    link to a link; the target rewritten after them, a link after that."""
+    d = os.path.join(out, "link-mtimes")
+    os.makedirs(d)
+
+    def add(t, name, mtime, data=None, link=None):
+        ti = tarfile.TarInfo(name)
+        ti.mtime = mtime
+        if link:
+            ti.type, ti.linkname = tarfile.LNKTYPE, link
+        else:
+            ti.size = len(data)
+        t.addfile(ti, io.BytesIO(data) if data is not None else None)
+
+    with tarfile.open(os.path.join(d, "archive.tar"), "w", format=tarfile.GNU_FORMAT) as t:
+        add(t, "f", 1000000, blob(700, "f1"))
+        add(t, "l", 2000000, link="f")
+        add(t, "sub/l2", 3000000, link="l")
+        add(t, "f", 4000000, blob(900, "f2"))
+        add(t, "l3", 5000000, link="f")
+    return d
+
+
 def case_dumpdir(out):
     d = os.path.join(out, "dumpdir")
     src = os.path.join(d, "src")
@@ -194,7 +222,7 @@ def main():
               # cannot hold the 9 GiB one
               case_sparse(out, "ustar-whole", "--format=ustar", big=False)]
     cases += [case_rewrites(out, f) for f in ("gnu", "posix", "ustar")]
-    cases += [case_dumpdir(out), case_label(out)]
+    cases += [case_dumpdir(out), case_label(out), case_link_mtimes(out)]
     for d in cases:
         extract(d)
         print(os.path.basename(d))

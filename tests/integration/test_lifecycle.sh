@@ -11,9 +11,12 @@
 #     /dev/fuse it may not open).
 #  2. SIGINT, SIGTERM and SIGHUP during a first mount's index build end
 #     it with the signal's status, nothing mounted, no index and no
-#     temporary file left, in the foreground and (SIGINT, passed on by the
-#     parent) in the background; a temporary file left by kill -9 is
-#     removed by the next build.  The build is made to block, not raced:
+#     temporary file left, in the foreground and in the background (sent
+#     to the command alone, passed on by it), SIGINT ignored at start too
+#     (a script's background job), SIGHUP under nohup excepted (issue 16,
+#     item 3).  kill -9 of the background command ends its builder the
+#     same way; kill -9 of the builder ends the command with 137, and its
+#     temporary file is removed by the next build.  The build is made to block, not raced:
 #     its source is a file on a second mount whose daemon is stopped (as in
 #     test_faults.sh); the signal lands during the build either way.
 #  3. An unwritable default index directory (a read-only tmpfs mounted
@@ -52,7 +55,7 @@ for i in range(1500):
 PY
 tar -C "$T/files/small" -cf "$T/small.tar" . &&
 	tar -C "$T/files/big" -cf "$T/big.tar" . &&
-	mkdir "$T/outer" && for n in 1 2 3 4 5; do cp "$T/big.tar" "$T/outer/big$n.tar" || exit 1; done &&
+	mkdir "$T/outer" && for n in $(seq 1 14); do cp "$T/big.tar" "$T/outer/big$n.tar" || exit 1; done &&
 	tar -C "$T/outer" -cf "$T/outer.tar" . ||
 	{ echo "not ok - GNU tar"; SFS_FAIL=1; sfs_done; exit 1; }
 
@@ -142,14 +145,19 @@ SFS_MOUNTS+=("$MB")
 # build_blocked N [-f]: starts a build of big<N>.tar with its source's
 # daemon stopped past the first bytes; sets BPID once the build has begun
 # (its temporary file exists).  The signals are at their defaults, as for
-# a command typed at a terminal (a script's background job ignores SIGINT).
-build_blocked() {
-	local n=$1 i; shift
+# a command typed at a terminal, or as SIGENV sets them (a script's
+# background job ignores SIGINT; nohup, SIGHUP).
+SIGENV=--default-signal=INT,TERM,HUP
+stop_source() {	# N: big<N>.tar's daemon stopped past its first bytes
 	rm -f "$IDX"/*	# what a failed case left would pass for this build's
-	head -c 65536 "$MO/big$n.tar" >/dev/null && stat "$MO/big$n.tar" >/dev/null || return 1
+	head -c 65536 "$MO/big$1.tar" >/dev/null && stat "$MO/big$1.tar" >/dev/null || return 1
 	STOPPED=${SFS_PID_OF[$MO]}
 	kill -STOP "$STOPPED"
-	env --default-signal=INT,TERM,HUP "$SAMPLEFS" "$@" -o layout=tar,index_dir="$IDX" \
+}
+build_blocked() {
+	local n=$1 i; shift
+	stop_source "$n" || return 1
+	env "$SIGENV" "$SAMPLEFS" "$@" -o layout=tar,index_dir="$IDX" \
 		"$MO/big$n.tar" "$MB" 2>"$T/build$n.log" &
 	BPID=$!
 	for i in $(seq 1 600); do	# a hang guard, not a timing check
@@ -160,11 +168,12 @@ build_blocked() {
 	echo "    the build did not begin"; cat "$T/build$n.log"
 	return 1
 }
-# ends SIG WANT_STATUS: the build, sent SIG, then its source's daemon
-# resumed, exits with WANT_STATUS within 10 s (a hang guard)
+# ends SIG WANT_STATUS [PID]: the build, sent SIG (to PID, else to the
+# command), then its source's daemon resumed, exits with WANT_STATUS within
+# 10 s (a hang guard)
 ends() {
 	local sig=$1 want=$2 i rc
-	kill -"$sig" "$BPID"
+	kill -"$sig" "${3:-$BPID}"
 	kill -CONT "$STOPPED"
 	STOPPED=
 	for i in $(seq 1 100); do kill -0 "$BPID" 2>/dev/null || break; sleep 0.1; done
@@ -178,16 +187,25 @@ ends() {
 }
 nothing_left() {	# no index, no temporary file, no mount
 	local left
+	# an unwanted mount is unmounted, for the cases after this one
+	[ "$(mounts_on "$MB")" = 0 ] || { echo "    mounted"; fusermount3 -u "$MB"; return 1; }
 	left=$(ls -A "$IDX")
 	[ -z "$left" ] || { echo "    left in the index directory: $left"; return 1; }
-	[ "$(mounts_on "$MB")" = 0 ] || { echo "    mounted"; return 1; }
 }
+# SIG STATUS MODE ENTRY: SIG sent to the command alone (kill PID, as a
+# script or a supervisor does); ENTRY is its disposition when the command
+# starts: "ignored" as a script's background job (`samplefs ... &`) has
+# SIGINT, which shields it from the terminal's Ctrl-C, not from kill
 n=1
-for case in "INT 130 -f" "TERM 143 -f" "HUP 129 -f" "INT 130"; do
-	read -r sig status fg <<<"$case"
-	mode=background
-	[ -n "$fg" ] && mode=foreground
-	name="SIG$sig during the build ($mode)"
+for case in "INT 130 fg default" "TERM 143 fg default" "HUP 129 fg default" \
+	    "INT 130 bg default" "TERM 143 bg default" "HUP 129 bg default" \
+	    "INT 130 bg ignored" "INT 130 fg ignored"; do
+	read -r sig status mode entry <<<"$case"
+	fg=
+	[ "$mode" = fg ] && fg=-f
+	SIGENV=--default-signal=INT,TERM,HUP
+	[ "$entry" = ignored ] && SIGENV=--ignore-signal=$sig
+	name="SIG$sig during the build ($mode, $entry at start)"
 	if check "$name: the build has begun" build_blocked "$n" $fg; then
 		check "$name: exit status $status within 10 s" ends "$sig" "$status"
 		check "$name: no index, no temporary file, nothing mounted" nothing_left
@@ -199,13 +217,14 @@ for case in "INT 130 -f" "TERM 143 -f" "HUP 129 -f" "INT 130"; do
 	fi
 	n=$((n + 1))
 done
+SIGENV=--default-signal=INT,TERM,HUP
 # kill -9 cannot be caught: its temporary file stays until the next build
-if check "kill -9 during the build: the build has begun" build_blocked 5 -f; then
+if check "kill -9 during the build: the build has begun" build_blocked "$n" -f; then
 	ends KILL 137
 	check "kill -9 during the build: a temporary file is left" \
 		sh -c "ls '$IDX'/tar-*.tmp.* >/dev/null"
 	check "kill -9: the next build works" \
-		sfs_mount "$MO/big5.tar" "$MB" -o layout=tar,index_dir="$IDX"
+		sfs_mount "$MO/big$n.tar" "$MB" -o layout=tar,index_dir="$IDX"
 	check "kill -9: the next build removed the leftover, saying so" \
 		grep -q "removed: an unfinished index no process is writing" "$(sfs_log "$MB")"
 	check "kill -9: only the index is left" \
@@ -214,6 +233,109 @@ if check "kill -9 during the build: the build has begun" build_blocked 5 -f; the
 	check "kill -9: unmount" sfs_umount "$MB"
 else
 	[ -n "$STOPPED" ] && kill -CONT "$STOPPED" && STOPPED=
+fi
+n=$((n + 1))
+# under nohup (SIGHUP ignored at start) a hangup does not stop the build
+SIGENV=--ignore-signal=HUP
+if check "SIGHUP under nohup: the build has begun" build_blocked "$n"; then
+	check "SIGHUP under nohup: ignored, the mount comes up (exit 0)" ends HUP 0
+	check "SIGHUP under nohup: serves GNU tar's bytes" same_file "$MB/m0777" "$T/files/big/m0777"
+	check "SIGHUP under nohup: unmount" fusermount3 -u "$MB"
+else
+	[ -n "$STOPPED" ] && kill -CONT "$STOPPED" && STOPPED=
+fi
+SIGENV=--default-signal=INT,TERM,HUP
+n=$((n + 1))
+# the builder's PID, once: the background command's one child
+builder_of() { ps -o pid= --ppid "$1" | tr -d ' '; }
+# gone PID: PID has ended (or is a zombie nobody reaped) within 10 s (a
+# hang guard); else it is killed, as this test started it
+gone() {
+	local i st
+	for i in $(seq 1 100); do
+		st=$(ps -o stat= -p "$1") || return 0
+		case $st in Z*) return 0 ;; esac
+		sleep 0.1
+	done
+	echo "    process $1 still running 10 s later"
+	kill -9 "$1"
+	return 1
+}
+# kill -9 of the command: nobody is left to report to, so its builder ends
+# before mounting and removes its temporary file (the other order, the
+# builder killed, is the command's exit status 137)
+if check "kill -9 of the command: the build has begun" build_blocked "$n"; then
+	CPID=$(builder_of "$BPID")
+	kill -9 "$BPID"
+	wait "$BPID" 2>/dev/null
+	kill -CONT "$STOPPED"
+	STOPPED=
+	check "kill -9 of the command: its builder ends within 10 s" gone "$CPID"
+	check "kill -9 of the command: no index, no temporary file, nothing mounted" nothing_left
+	check "kill -9 of the command: the builder says so" grep -q "interrupted: index build stopped" "$T/build$n.log"
+	check "kill -9 of the command: no sanitizer report" sh -c "! grep -q 'Sanitizer\|runtime error:' '$T/build$n.log'"
+else
+	[ -n "$STOPPED" ] && kill -CONT "$STOPPED" && STOPPED=
+fi
+n=$((n + 1))
+if check "kill -9 of the builder: the build has begun" build_blocked "$n"; then
+	CPID=$(builder_of "$BPID")
+	check "kill -9 of the builder: the command exits 137 within 10 s" ends KILL 137 "$CPID"
+	check "kill -9 of the builder: it has ended" gone "$CPID"
+	check "kill -9 of the builder: nothing mounted" test "$(mounts_on "$MB")" = 0
+else
+	[ -n "$STOPPED" ] && kill -CONT "$STOPPED" && STOPPED=
+fi
+# ctrl_c N ENTRY WANT: Ctrl-C typed at the terminal (a pty) of the command
+# building big<N>.tar in the background, SIGINT at ENTRY ("default" or
+# "ignore", as in a script's background job) when it starts: it exits WANT.
+# The terminal's SIGINT has been sent once it echoes "^C".
+ctrl_c() {
+	local n=$1 entry=$2 want=$3 rc
+	stop_source "$n" || return 1
+	timeout 60 "$PY" - "$entry" "$IDX" "$STOPPED" "$SAMPLEFS" -o layout=tar,index_dir="$IDX" \
+		"$MO/big$n.tar" "$MB" >"$T/build$n.log" 2>&1 <<'PY'
+import glob, os, pty, signal, sys, time
+entry, idx, stopped, cmd = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
+pid, fd = pty.fork()
+if pid == 0:
+    os.execvp("env", ["env", "--%s-signal=INT" % entry] + cmd)
+out = b""
+for _ in range(600):	# a hang guard: the build has begun
+    if glob.glob(idx + "/tar-*.tmp.*"):
+        break
+    time.sleep(0.1)
+os.write(fd, b"\x03")
+while b"^C" not in out:
+    out += os.read(fd, 4096)
+os.kill(stopped, signal.SIGCONT)
+while True:
+    try:
+        got = os.read(fd, 4096)
+    except OSError:	# EIO: the terminal's last writer is gone
+        break
+    if not got:
+        break
+    out += got
+_, status = os.waitpid(pid, 0)
+sys.stdout.write(out.decode(errors="replace"))
+sys.exit(128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status))
+PY
+	rc=$?
+	kill -CONT "$STOPPED"
+	STOPPED=
+	[ "$rc" = "$want" ] || { echo "    exit status $rc, expected $want"; cat "$T/build$n.log"; return 1; }
+}
+n=$((n + 1))
+if check "Ctrl-C at the terminal during the build: exit status 130" ctrl_c "$n" default 130; then
+	check "Ctrl-C at the terminal: no index, no temporary file, nothing mounted" nothing_left
+	check "Ctrl-C at the terminal: it says so" grep -q "interrupted: index build stopped" "$T/build$n.log"
+fi
+n=$((n + 1))
+if check "Ctrl-C at the terminal, SIGINT ignored at start: ignored, exit 0" ctrl_c "$n" ignore 0; then
+	check "Ctrl-C at the terminal, SIGINT ignored at start: serves GNU tar's bytes" \
+		same_file "$MB/m0777" "$T/files/big/m0777"
+	check "Ctrl-C at the terminal, SIGINT ignored at start: unmount" fusermount3 -u "$MB"
 fi
 check "signals: unmount the outer tar" sfs_umount "$MO"
 

@@ -83,8 +83,8 @@ check "ls -l shows the symlink target" \
 check "stat: size of data/a.txt is 1234, nlink of nested is 3" \
 	test "$(stat -c '%s' "$M/data/a.txt") $(stat -c '%h' "$M/nested")" = "1234 3"
 check "hard link reads the target's bytes" cmp "$M/hard.txt" "$M/data/a.txt"
-check "statfs counts the nodes" \
-	test "$(stat -f -c '%c' "$M")" -eq "$(( $(find "$M" | wc -l) ))"
+check "statfs counts the inodes (a hard-linked file once)" \
+	test "$(stat -f -c '%c' "$M")" -eq "$(find "$M" -printf '%i\n' | sort -u | wc -l)"
 check "unmount ${M##*/}, no sanitizer report" sfs_umount "$M"
 
 # a directory of tars: one directory per tar

@@ -1,6 +1,9 @@
 #!/usr/bin/python3
 """Compares a mounted tree with the directory `tar -x` made of the same
-archive (test_gnutar.sh): names, types, sizes, symlink targets and bytes.
+archive (test_gnutar.sh): names, types, sizes, symlink targets and bytes;
+hard links (one inode for the names that share one there, st_nlink their
+number, its mtime) and st_blocks, the 512-byte blocks of a file's data regions
+(SEEK_DATA / SEEK_HOLE of the extracted file: a hole takes none).
 
 Usage: tree_compare.py EXTRACTED MOUNT
 
@@ -57,6 +60,44 @@ def data_regions(fd, size):
         out.append((start, end))
         pos = end
     return out
+
+
+def data_blocks(path, size):
+    """512-byte blocks of the data regions of the extracted file."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        n = sum(end - start for start, end in data_regions(fd, size))
+    finally:
+        os.close(fd)
+    return (n + 511) // 512
+
+
+def same_inodes(xroot, xs, ms, diffs):
+    """Files that share an inode in the extraction share one in the mount,
+    and no others; st_nlink is the number of their names, st_mtime the
+    inode's (the member's whose data it is)."""
+    groups = {}
+    for rel, st in xs.items():
+        if kind(st) == "file" and rel in ms:
+            groups.setdefault(st.st_ino, set()).add(rel)
+    by_ino = {}
+    for rel in sorted(set().union(*groups.values()) if groups else ()):
+        by_ino.setdefault(ms[rel].st_ino, set()).add(rel)
+    for rel, st in sorted(xs.items()):
+        if kind(st) != "file" or rel not in ms:
+            continue
+        want, got = groups[st.st_ino], by_ino[ms[rel].st_ino]
+        if want != got:
+            diffs.append("%s: one inode with %s in the mount, with %s extracted"
+                         % (rel, sorted(got - {rel}), sorted(want - {rel})))
+        if ms[rel].st_nlink != st.st_nlink:
+            diffs.append("%s: st_nlink %d, extracted %d" % (rel, ms[rel].st_nlink, st.st_nlink))
+        if int(ms[rel].st_mtime) != int(st.st_mtime):
+            diffs.append("%s: mtime %d, extracted %d" % (rel, ms[rel].st_mtime, st.st_mtime))
+        want = data_blocks(os.path.join(xroot, rel), st.st_size)
+        if ms[rel].st_blocks != want:
+            diffs.append("%s: st_blocks %d, its data regions extracted take %d"
+                         % (rel, ms[rel].st_blocks, want))
 
 
 def same_range(fa, fb, off, n):
@@ -134,6 +175,7 @@ def main():
                 diffs.append("%s: %s" % (rel, why))
     for rel in sorted(set(ms) - set(xs)):
         diffs.append("%s: in the mount, not extracted by tar -x" % rel)
+    same_inodes(xroot, xs, ms, diffs)
     for d in diffs:
         print("    " + d)
     print("    %d entries, %d refused by design, %d bytes compared, %d differences"

@@ -601,7 +601,7 @@ static void rewrite_and_open(const char *fixture, const char *which,
 			     section_edit edit, const void *arg, const char *says)
 {
 	struct tarindex_source src = { fixture_path(fixture), "", NULL };
-	static const char tags[7][2] = { "HD", "ND", "DR", "NM", "SR", "ST", "SM" };
+	static const char tags[8][2] = { "HD", "ND", "DR", "NM", "SR", "ST", "SM", "HL" };
 	struct index_writer *w;
 	struct index_map m2;
 	struct tarindex t2;
@@ -615,7 +615,7 @@ static void rewrite_and_open(const char *fixture, const char *which,
 	cr_assert(fd >= 0);
 	close(fd);
 	cr_assert_eq(index_writer_open(&w, path2), 0);
-	for (i = 0; i < 7; i++) {
+	for (i = 0; i < 8; i++) {
 		uint32_t tag = INDEX_TAG('A', 'T', tags[i][0], tags[i][1]);
 		uint64_t len;
 		const void *p = index_map_section(&b.m, tag, &len);
@@ -737,6 +737,26 @@ static void edit_unlisted_dir(struct tarindex_node *n, uint32_t count)
 	file_to_dir(n, count, count - 1, 1);
 }
 
+/* One name of a hard-linked file moved to other data: its inode would
+ * then be two files. */
+static void edit_link(struct tarindex_node *n, uint32_t count)
+{
+	uint32_t i, j;
+
+	for (i = 0; i < count; i++)
+		for (j = i + 1; j < count; j++)
+			if (tarindex_node_type(&n[i]) == TARINDEX_FILE &&
+			    tarindex_node_type(&n[j]) == TARINDEX_FILE && n[i].off == n[j].off) {
+				n[j].off += 512;
+				return;
+			}
+	cr_assert_fail("no hard link in the fixture");
+}
+
+Test(tarindex, corrupt_hard_link)
+{
+	corrupt_and_open(edit_link, "hard link does not match its group");
+}
 Test(tarindex, corrupt_child_range) { corrupt_and_open(edit_child_range, NULL); }
 Test(tarindex, corrupt_name) { corrupt_and_open(edit_name, NULL); }
 Test(tarindex, corrupt_empty_name) { corrupt_and_open(edit_empty_name, "empty name"); }
