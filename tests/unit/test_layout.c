@@ -14,6 +14,8 @@
 #include "layouts/layout.h"
 
 static char dir[64];
+/* what the tests create in dir, removed after each */
+static const char *const made[] = { "b.tar", "a.npy", "ILSVRC2012_img_val.tar" };
 
 static void mkdir_tmp(void)
 {
@@ -23,10 +25,14 @@ static void mkdir_tmp(void)
 
 static void rm_tmp(void)
 {
-	char cmd[128];
+	char path[128];
+	size_t i;
 
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	cr_assert_eq(system(cmd), 0);
+	for (i = 0; i < sizeof(made) / sizeof(made[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, made[i]);
+		unlink(path);
+	}
+	cr_assert_eq(rmdir(dir), 0, "%s: something left in it", dir);
 }
 
 TestSuite(layout, .init = mkdir_tmp, .fini = rm_tmp);
