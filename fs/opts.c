@@ -73,6 +73,7 @@ static const struct opt_row table[] = {
 	{"cache_mem", T_POSSIZE, O(remote.cache_bytes), L_ALL, "SIZE", "URL sources: memory for fetched blocks (default 32M)"},
 	{"cache_dir", T_STR, O(remote.cache_dir), L_ALL, "DIR", "URL sources: keep fetched blocks in DIR too, across mounts"},
 	{"cache_dir_size", T_POSSIZE, O(remote.cache_dir_bytes), L_ALL, "SIZE", "bound of cache_dir (default 1G)"},
+	{"read_timeout", T_POS, O(remote.read_timeout_s), L_ALL, "SECONDS", "URL sources: one read, its retries and waits included, gives EIO after this long (default 2 x timeout)"},
 };
 #undef O
 #undef D
@@ -99,7 +100,7 @@ static const struct fuse_opt templates[] = {
 	FUSE_OPT_KEY("timeout=", 20), FUSE_OPT_KEY("retries=", 21),
 	FUSE_OPT_KEY("cacert=", 22), FUSE_OPT_KEY("insecure", 23),
 	FUSE_OPT_KEY("cache_mem=", 24), FUSE_OPT_KEY("cache_dir=", 25),
-	FUSE_OPT_KEY("cache_dir_size=", 26),
+	FUSE_OPT_KEY("cache_dir_size=", 26), FUSE_OPT_KEY("read_timeout=", 27),
 	FUSE_OPT_END
 };
 _Static_assert(sizeof(templates) / sizeof(templates[0]) == NROWS + 1,
