@@ -13,8 +13,22 @@
  * window's blocks.  Past that, while reads go on in order, prefetch threads
  * keep up to AHEAD_JOBS requests of a window each running ahead of the
  * reader, so a sequential pass streams instead of waiting a round trip per
- * window.  A thread missing blocks another is fetching waits for that fetch
- * rather than asking again.
+ * window.
+ *
+ * Shared fetches (struct flight, http_int.h): a read missing blocks another
+ * thread is fetching waits for that fetch rather than asking again, and
+ * takes its outcome: the blocks from the cache, or its error, with no
+ * round of retries of its own.  A failed fetch's error is kept FAIL_HOLD_MS
+ * for reads of its blocks that start meanwhile (the kernel asks again for
+ * the page of a failed readahead at once), so a frozen server costs a
+ * reader one read_timeout, not one per request the kernel sends.  A fetch
+ * whose reader is cancelled is dropped; reads that waited for it send
+ * their own.
+ *
+ * Bounds: each read has a deadline (read_timeout_s from its start) and the
+ * thread's cancel flag (source_cancel_scope); both bound its requests
+ * (httpreq.c) and its waits for others' (timed waits, POLL_MS apart, on
+ * h->landed).  Prefetches have a deadline of their own and no cancel flag.
  *
  * Scattered reads: a small read that starts no stream, in a source larger
  * than the memory cache and with no disk cache, and alone in its 1 MiB
@@ -27,8 +41,10 @@
  * which only queue), else -EAGAIN at once.
  *
  * Failures are logged here, rate-limited by log.c, naming the URL, the
- * byte range and the last cause; that read gives EIO.  Prefetches fail
- * quietly: the read that needed the blocks asks again, and says so.
+ * byte range and the last cause; that read gives EIO (reads sharing the
+ * failure say nothing more).  Prefetches fail quietly: the read that
+ * needed the blocks asks again, and says so.  A cancelled read gives
+ * EINTR, unlogged: its reader is gone.
  *
  * Not for: opening, names and listings (http.c), requests (httpreq.c).
  */

@@ -904,9 +904,13 @@ Test(http, disk_cache_is_bounded)
 	free(cache);
 }
 
+/* ... and the change holds for every source of the URL in the mount,
+ * cached bytes included: one opened before, which shares the cached
+ * blocks (on main it read the old bytes from them), and one opened after,
+ * whose HEAD shows the new stamp. */
 Test(http, changed_source_gives_eio_and_one_warning)
 {
-	struct source *s;
+	struct source *s, *before, *after;
 	struct capture c;
 	uint8_t got[1000];
 	char *u, *text, *p;
@@ -918,6 +922,7 @@ Test(http, changed_source_gives_eio_and_one_warning)
 	new_env(5, 2, 0, NULL);
 	u = url_of("ch.bin");
 	cr_assert_eq(source_open(env, u, &s), 0);
+	cr_assert_eq(source_open(env, u, &before), 0);
 	cr_assert_eq(source_pread(s, got, sizeof(got), 0), (ssize_t)sizeof(got));
 	write_file("www/ch.bin", 4 * BLK, 9);
 	set_mtime("www/ch.bin", 1600000000);
@@ -933,6 +938,14 @@ Test(http, changed_source_gives_eio_and_one_warning)
 		n++;
 	cr_assert_eq(n, 1, "the change warned %d times: %s", n, text);
 	free(text);
+	cr_assert_eq(source_pread(before, got, sizeof(got), 0), -EIO,
+		     "another source of the URL served the old bytes from the cache");
+	cr_assert_eq(source_check(before), -EIO);
+	cr_assert_eq(source_open(env, u, &after), 0);
+	cr_assert_eq(source_pread(after, got, sizeof(got), 0), -EIO,
+		     "a source opened after the change read");
+	source_close(after);
+	source_close(before);
 	source_close(s);
 	free(u);
 }
@@ -1322,22 +1335,6 @@ Test(http, longer_body_than_asked_is_an_error)
 	free(u);
 }
 
-Test(http, stalled_server_times_out)
-{
-	struct source *s;
-	char *u, *text;
-
-	faulty("st.bin", 1000, 18, "stall", "0", 1, 1, &u);
-	cr_assert_eq(source_open(env, u, &s), 0);
-	text = read_fails(s, 100, 0);
-	cr_assert(strstr(text, u) && strstr(text, "bytes 0-999") &&
-		  strstr(text, "2 attempts"), "%s", text);
-	cr_assert_eq(fault_log("st.bin", "GET", NULL, "stalled"), 2);
-	free(text);
-	source_close(s);
-	free(u);
-}
-
 Test(http, https_verified_and_http2)
 {
 	struct source *s;
@@ -1487,8 +1484,10 @@ Test(http, stalled_read_ends_at_its_deadline)
 	t = now_s() - t;
 	cr_assert(t >= 0.9 && t < 2 + SLACK, "EIO after %.1f s, read_timeout 2 s", t);
 	cr_assert(strstr(text, u) && strstr(text, "bytes 0-999") &&
-		  strstr(text, "read_timeout=2"), "%s", text);
-	cr_assert_leq(fault_log("dl.bin", "GET", NULL, "stalled"), 3);
+		  strstr(text, "read_timeout=2") && strstr(text, "attempts"), "%s", text);
+	/* the first attempt's 1 s, and what is left for a second */
+	cr_assert(fault_log("dl.bin", "GET", NULL, "stalled") <= 2, "%d GETs",
+		  fault_log("dl.bin", "GET", NULL, "stalled"));
 	free(text);
 	source_close(s);
 	free(u);
@@ -1607,39 +1606,6 @@ Test(http, cancelled_reads_give_eintr_at_once)
 	free(u);
 }
 
-/* A change seen through one source of a URL holds for every source of it
- * in the mount, cached bytes included: one opened before, which shares the
- * cached blocks (before: it read the old bytes from them), and one opened
- * after, whose HEAD shows the new stamp. */
-Test(http, change_seen_holds_for_the_whole_mount)
-{
-	struct source *a, *b, *c;
-	uint8_t got[1000];
-	char *u;
-
-	write_file("www/mw.bin", 4 * BLK, 30);
-	set_mtime("www/mw.bin", 1500000000);
-	start_nginx(0);
-	new_env(5, 2, 0, NULL);
-	u = url_of("mw.bin");
-	cr_assert_eq(source_open(env, u, &a), 0);
-	cr_assert_eq(source_open(env, u, &b), 0);
-	cr_assert_eq(source_pread(a, got, sizeof(got), 0), (ssize_t)sizeof(got));
-	write_file("www/mw.bin", 4 * BLK, 31);
-	set_mtime("www/mw.bin", 1600000000);
-	cr_assert_eq(source_pread(a, got, sizeof(got), 3 * BLK), -EIO);
-	cr_assert_eq(source_pread(b, got, sizeof(got), 0), -EIO,
-		     "another source of the URL served the old bytes from the cache");
-	cr_assert_eq(source_check(b), -EIO);
-	cr_assert_eq(source_open(env, u, &c), 0);
-	cr_assert_eq(source_pread(c, got, sizeof(got), 0), -EIO,
-		     "a source opened after the change read");
-	source_close(a);
-	source_close(b);
-	source_close(c);
-	free(u);
-}
-
 /* A 206 without Content-Length whose body ends early when the server
  * closes: only Content-Range says it is short.  Retried, then EIO: never
  * served short, nor padded. */
@@ -1671,38 +1637,39 @@ Test(http, short_body_without_length_once_is_retried)
 	free(u);
 }
 
-/* Retry-After: N is waited for N s (the backoff alone waits 50-100 ms) */
-Test(http, retry_after_is_waited_for)
+/* Opens www/<rel>, served by http_faults.py with Retry-After: SECONDS on
+ * its first answer (a 429 to the HEAD) and the mount's timeout: the
+ * seconds the open took; the source is read whole. */
+static double open_after_429(const char *rel, const char *seconds, unsigned timeout)
 {
 	struct source *s;
 	char *u;
 	double t;
 
-	fault_seconds = "2";
-	faulty("ra.bin", 100, 27, "r429", "1", 5, 2, &u);
+	fault_seconds = seconds;
+	faulty(rel, 100, 27, "r429", "1", timeout, 2, &u);
 	t = now_s();
-	cr_assert_eq(source_open(env, u, &s), 0);	/* the HEAD gets the 429 */
+	cr_assert_eq(source_open(env, u, &s), 0);
 	t = now_s() - t;
-	cr_assert(t >= 1.9 && t < 2 + SLACK, "opened after %.2f s, Retry-After: 2", t);
-	cr_assert_eq(fault_log("ra.bin", NULL, NULL, "429"), 1);
-	read_whole(s, "ra.bin");
+	cr_assert_eq(fault_log(rel, NULL, NULL, "429"), 1);
+	read_whole(s, rel);
 	source_close(s);
 	free(u);
+	return t;
+}
+
+/* Retry-After: N is waited for N s (the backoff alone waits 50-100 ms) */
+Test(http, retry_after_is_waited_for)
+{
+	double t = open_after_429("ra.bin", "2", 5);
+
+	cr_assert(t >= 1.9 && t < 2 + SLACK, "opened after %.2f s, Retry-After: 2", t);
 }
 
 /* ... but no longer than timeout */
 Test(http, retry_after_is_capped_by_the_timeout)
 {
-	struct source *s;
-	char *u;
-	double t;
+	double t = open_after_429("rc.bin", "30", 1);
 
-	fault_seconds = "30";
-	faulty("rc.bin", 100, 28, "r429", "1", 1, 2, &u);
-	t = now_s();
-	cr_assert_eq(source_open(env, u, &s), 0);
-	t = now_s() - t;
 	cr_assert(t >= 0.9 && t < 1 + SLACK, "opened after %.2f s, timeout=1", t);
-	source_close(s);
-	free(u);
 }
