@@ -30,6 +30,8 @@ struct source {
 
 struct source_env {
 	struct source_config cfg;   /* defaults filled in */
+	source_change_fn on_change; /* source_env_on_change; set before reads */
+	void *on_change_arg;
 	void *http;                 /* the HTTP backend's shared state, or NULL */
 };
 

@@ -99,6 +99,13 @@ int source_env_new(const struct source_config *cfg, struct source_env **out)
 	return 0;
 }
 
+void source_env_on_change(struct source_env *env, source_change_fn fn,
+			  void *arg)
+{
+	env->on_change = fn;
+	env->on_change_arg = arg;
+}
+
 void source_env_free(struct source_env *env)
 {
 	size_t i;
@@ -182,10 +189,13 @@ int source_check(struct source *s)
 		source_mark_changed(s);
 	}
 	/* one warning however many threads and reads see the change */
-	if (!atomic_exchange(&s->warned, 1))
+	if (!atomic_exchange(&s->warned, 1)) {
 		sfs_warn("%s: changed since mounting (%s): reads of it give EIO "
 			 "until remounted", s->name,
 			 source_is_remote(s) ? "size or ETag" : "size or mtime");
+		if (s->env && s->env->on_change)
+			s->env->on_change(s->env->on_change_arg, s);
+	}
 	return -EIO;
 }
 

@@ -86,6 +86,16 @@ int source_env_new(const struct source_config *cfg, struct source_env **out);
 void source_env_free(struct source_env *env);
 
 struct source;
+/*
+ * Called once per source of env when its change is first seen (with its
+ * warning), on the thread that saw it, possibly deep inside a read and
+ * under a layout's locks: it may only take note and return.  For whoever
+ * caches bytes above core/io (the kernel's page cache, through the FUSE
+ * layer), so those are dropped too.  Set before reads start; NULL: none.
+ */
+typedef void (*source_change_fn)(void *arg, const struct source *s);
+void source_env_on_change(struct source_env *env, source_change_fn fn,
+			  void *arg);
 
 /*
  * Opens `uri` (path or URL) and records its stamp.  env may be NULL for
