@@ -25,7 +25,6 @@
 
 #include "index/index.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -209,59 +208,6 @@ static int check_fuse_device(void)
 		sfs_err("/dev/fuse: %s: this user cannot mount FUSE file systems "
 			"(it needs read-write access to /dev/fuse)", strerror(errno));
 	return -1;
-}
-
-/*
- * Indexes need a writable directory.  When the default one cannot be
- * written (a read-only $HOME) they go to a private temporary directory,
- * removed at unmount, with a warning: the mount works, only slower next
- * time.  One given with -o index_dir= is used as given: it may hold ready
- * indexes, and a build there says why it fails.  *private set to 1 when
- * o->index_dir is such a temporary directory.
- */
-static int prepare_index_dir(struct sfs_opts *o, int *private)
-{
-	const char *tmpdir = getenv("TMPDIR");
-	char dir[PATH_MAX] = "", *tmp;
-	int rc;
-
-	*private = 0;
-	if (o->index_dir)
-		return 0;
-	rc = index_dir(o, dir, sizeof(dir));
-	if (rc == 0 && (rc = index_dir_writable(dir)) == 0)
-		return 0;
-	if (asprintf(&tmp, "%s/samplefs-index.XXXXXX",
-		     tmpdir && tmpdir[0] == '/' ? tmpdir : "/tmp") < 0)
-		return -1;
-	if (!mkdtemp(tmp)) {
-		sfs_err("%s: cannot create a private index directory either: %s",
-			tmp, strerror(errno));
-		free(tmp);
-		return -1;
-	}
-	sfs_warn("%s: cannot write indexes there (%s): using a private temporary "
-		 "index in %s, removed at unmount (-o index_dir=DIR keeps indexes)",
-		 dir[0] ? dir : "$HOME/.cache/samplefs", strerror(-rc), tmp);
-	o->index_dir = tmp;
-	*private = 1;
-	return 0;
-}
-
-/* Empties and removes the private index directory (flat: index files). */
-static void remove_private_dir(const char *dir)
-{
-	struct dirent *de;
-	DIR *d = opendir(dir);
-
-	while (d && (de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			unlinkat(dirfd(d), de->d_name, 0);
-	if (d)
-		closedir(d);
-	if (rmdir(dir) < 0)
-		sfs_warn("%s: cannot remove the private index directory: %s", dir,
-			 strerror(errno));
 }
 
 /* ---- signals during the build ---- */
@@ -497,7 +443,7 @@ int main(int argc, char *argv[])
 		goto out;
 	}
 	if (check_mountpoint(copts.mountpoint, fs.opts.stack) || check_fuse_device() ||
-	    prepare_index_dir(&fs.opts.core, &private_idx))
+	    index_dir_prepare(&fs.opts.core, &private_idx))
 		goto out;
 	if (sfs_opts_absolute_source(&fs.opts.core) ||
 	    !(layout = layout_choose(&fs.opts.core)) ||
@@ -554,7 +500,7 @@ out:
 	layout_close(&fs.layout);
 	rdplus_destroy(&fs.rdp);
 	if (private_idx)
-		remove_private_dir(fs.opts.core.index_dir);
+		index_dir_remove_private(fs.opts.core.index_dir);
 	sfs_opts_free(&fs.opts);
 	free(copts.mountpoint);
 	fuse_opt_free_args(&args);

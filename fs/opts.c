@@ -302,7 +302,7 @@ int sfs_opts_absolute_source(struct sfs_opts *o)
 			o->source);
 		return -EPROTONOSUPPORT;
 	}
-	if (!(abs = realpath(o->source, NULL))) {
+	if (!(abs = source_resolve(o->source))) {
 		rc = -errno;
 		sfs_err("%s: %s", o->source, strerror(errno));
 		return rc;

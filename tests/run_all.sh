@@ -66,8 +66,10 @@ run_job() {
 	: >"$SFS_RESULTS"; : >"$SFS_FAILURES"
 	case $kind in
 	layers)
-		# the layering of core/: source reads only in core/io, includes
-		# downwards (one result per check)
+		# the layering: source reads only in core/io, includes and
+		# calls downwards, no include circle; then its self-test
+		# (a violation of each kind planted in a copy must be
+		# caught); one result per check
 		echo "== tests/check_layers.sh"
 		bash tests/check_layers.sh ;;
 	unit)

@@ -8,7 +8,7 @@
  * Everything read from the archive is untrusted: every number is range
  * checked against the archive's extent before it is used.
  *
- * Not for: extracting, compressed tars, building the tree (tarindex.c).
+ * Not for: extracting, compressed tars, building the tree (tarindex_build.c).
  */
 #include "formats/tar.h"
 
@@ -86,7 +86,7 @@ static void pending_clear(struct pending *p)
 /*
  * While the walk reads whole windows (members are small, so every page of
  * the archive holds a header), asks the kernel to read the next AHEAD bytes
- * in the background: the caller's source may be SOURCE_ADV_RANDOM (tarindex.c
+ * in the background: the caller's source may be SOURCE_ADV_RANDOM (tarindex_build.c
  * sets it so that large members are not read), and then each window would
  * be one synchronous 128 KiB read: 150 MB/s cold, where the disk does 700.
  * Asked AHEAD / 2 at a time, so the calls are few.  It may run past the

@@ -15,7 +15,7 @@
  * whatever their size.  Unknown type flags are regular files (warned), as
  * GNU tar extracts them; GNU dumpdirs ('D') are directories.
  *
- * Not for: compressed tars, building trees (tarindex.c), writing tars.
+ * Not for: compressed tars, building trees (tarindex_build.c), writing tars.
  */
 #ifndef SFS_TAR_H
 #define SFS_TAR_H

@@ -182,10 +182,63 @@ int index_dir_writable(const char *dir)
 	return ret;
 }
 
+/*
+ * Indexes need a writable directory.  When the default one cannot be
+ * written (a read-only $HOME) they go to a private temporary directory,
+ * removed at unmount, with a warning: the mount works, only slower next
+ * time.  One given with -o index_dir= is used as given: it may hold ready
+ * indexes, and a build there says why it fails.  *private set to 1 when
+ * o->index_dir is such a temporary directory.
+ */
+int index_dir_prepare(struct sfs_opts *o, int *private)
+{
+	const char *tmpdir = getenv("TMPDIR");
+	char dir[PATH_MAX] = "", *tmp;
+	int rc;
+
+	*private = 0;
+	if (o->index_dir)
+		return 0;
+	rc = index_dir(o, dir, sizeof(dir));
+	if (rc == 0 && (rc = index_dir_writable(dir)) == 0)
+		return 0;
+	if (asprintf(&tmp, "%s/samplefs-index.XXXXXX",
+		     tmpdir && tmpdir[0] == '/' ? tmpdir : "/tmp") < 0)
+		return -1;
+	if (!mkdtemp(tmp)) {
+		sfs_err("%s: cannot create a private index directory either: %s",
+			tmp, strerror(errno));
+		free(tmp);
+		return -1;
+	}
+	sfs_warn("%s: cannot write indexes there (%s): using a private temporary "
+		 "index in %s, removed at unmount (-o index_dir=DIR keeps indexes)",
+		 dir[0] ? dir : "$HOME/.cache/samplefs", strerror(-rc), tmp);
+	o->index_dir = tmp;
+	*private = 1;
+	return 0;
+}
+
+/* Empties and removes the private index directory (flat: index files). */
+void index_dir_remove_private(const char *dir)
+{
+	struct dirent *de;
+	DIR *d = opendir(dir);
+
+	while (d && (de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			unlinkat(dirfd(d), de->d_name, 0);
+	if (d)
+		closedir(d);
+	if (rmdir(dir) < 0)
+		sfs_warn("%s: cannot remove the private index directory: %s", dir,
+			 strerror(errno));
+}
+
 int index_path(const struct sfs_opts *o, const char *layout_name,
 	       const char *key, char *out, size_t outlen)
 {
-	char dir[PATH_MAX], real[PATH_MAX];
+	char dir[PATH_MAX], *real;
 	struct index_fp h = { FNV_OFFSET };
 	const char *src = o->source ? o->source : "";
 	int n, ret;
@@ -201,7 +254,9 @@ int index_path(const struct sfs_opts *o, const char *layout_name,
 		return ret;
 	}
 	/* a URL is hashed as given; a path as what it resolves to */
-	index_fp_add_str(&h, !source_is_url(src) && realpath(src, real) ? real : src);
+	real = source_resolve(src);
+	index_fp_add_str(&h, real ? real : src);
+	free(real);
 	index_fp_add_str(&h, key ? key : "");
 	n = snprintf(out, outlen, "%s/%s-%016llx.sfsidx", dir, layout_name,
 		     (unsigned long long)h.h);

@@ -53,6 +53,15 @@ int index_dir(const struct sfs_opts *o, char *out, size_t outlen);
 int index_dir_writable(const char *dir);
 
 /*
+ * Before the build, at mount: sets o->index_dir to a private temporary
+ * directory when the default one cannot be written (said with a warning),
+ * and *private to 1 then; 0, or -1 with a message when neither can be.
+ * index_dir_remove_private empties and removes that directory (unmount).
+ */
+int index_dir_prepare(struct sfs_opts *o, int *private);
+void index_dir_remove_private(const char *dir);
+
+/*
  * Where the index of `source` under layout `layout_name` lives:
  * <index_dir>/<layout>-<hash of realpath(source) and key>.sfsidx (a URL
  * is hashed as given).

@@ -66,6 +66,11 @@ int source_is_url(const char *uri)
 	return !strncmp(uri, "http://", 7) || !strncmp(uri, "https://", 8);
 }
 
+char *source_resolve(const char *uri)
+{
+	return source_is_url(uri) ? strdup(uri) : realpath(uri, NULL);
+}
+
 int source_env_new(const struct source_config *cfg, struct source_env **out)
 {
 	struct source_env *env = calloc(1, sizeof(*env));

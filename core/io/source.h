@@ -35,7 +35,7 @@
  * it started; and, under a cancel scope, with EINTR within POLL_MS (50 ms)
  * of source_cancel().  Reads waiting for the same blocks share one request
  * and its outcome, a failure included, and a read starting within
- * FAIL_HOLD (2 s) of a failed request for blocks it needs takes that
+ * FAIL_HOLD_MS (2 s) of a failed request for blocks it needs takes that
  * failure rather than starting a round of its own (what the kernel does
  * right after a failed readahead: it asks again for the page).
  *
@@ -215,5 +215,9 @@ int source_list(struct source_env *env, const char *dir_uri,
 char *source_join(const char *dir_uri, const char *name);
 /* 1 if uri is a URL this build can open (http, https). */
 int source_is_url(const char *uri);
+/* The name a source is known by from anywhere: a URL as given, a path
+ * made absolute with its symlinks resolved (realpath).  malloc'ed, or
+ * NULL with errno set (a path that does not resolve, ENOMEM). */
+char *source_resolve(const char *uri);
 
 #endif

@@ -1,7 +1,10 @@
 /*
  * imagenet_build.c - the ImageNet layout index's build (imagenet_build.h):
  * classes from the devkit (or the train class directories), the train
- * and val samples, the sparse offsets, and the sections.
+ * and val samples, the sparse offsets, and the sections; and loading it
+ * (index_load: mapped and bound by imagenet_index.c, or built here).
+ *
+ * Not for: binding the mapped sections (imagenet_index.c), the tree.
  */
 #include "layouts/imagenet_build.h"
 
@@ -358,4 +361,42 @@ int imagenet_build_layout(const struct sfs_opts *o, struct in_layout *L,
 	free(b.txt);
 	devkit_free(&b.dk);
 	return rc;
+}
+
+/* index_load's callbacks: the mount's options and layout */
+struct layout_job {
+	const struct sfs_opts *o;
+	struct in_layout *L;
+};
+
+static int build_layout(void *arg, struct index_writer *w)
+{
+	struct layout_job *lj = arg;
+
+	return imagenet_build_layout(lj->o, lj->L, w);
+}
+
+static int bind_layout_cb(void *arg, const struct index_map *m, const char *path)
+{
+	return imagenet_bind_layout(((struct layout_job *)arg)->L);
+}
+
+int imagenet_open_layout_index(const struct sfs_opts *o, struct in_layout *L,
+			       uint64_t tars_fp)
+{
+	struct layout_job lj = { o, L };
+	struct index_fp fp;
+	char key[128];
+	struct index_job job = { "imagenet", key, &fp, build_layout, bind_layout_cb, &lj };
+
+	index_fp_init(&fp, "imagenet-layout");
+	index_fp_add_u64(&fp, tars_fp);
+	index_fp_add_u64(&fp, IN_LAYOUT_VERSION);
+	if (L->devkit)
+		index_fp_add_source(&fp, L->devkit, &L->devkit_stamp);
+	snprintf(key, sizeof(key), "layout-s%llu-%s%u-r%u",
+		 (unsigned long long)L->S, o->has_shard_seed ? "seed" : "tar",
+		 o->has_shard_seed ? o->shard_seed : 0, o->shuffle_seed);
+	index_fp_add_str(&fp, key);
+	return index_load(o, &job, &L->lay);
 }

@@ -1,12 +1,14 @@
 /*
- * imagenet_index.c - the ImageNet layout index: mapping it (index_load,
- * building it with imagenet_build.c when missing or stale) and binding it
+ * imagenet_index.c - the ImageNet layout index: binding the mapped index
  * into struct in_layout.  A mount checks once every value the tree will
- * index with (bind_layout), so lookups and reads need no bounds checks.
+ * index with (imagenet_bind_layout), so lookups and reads need no bounds
+ * checks.  Loading it, or building it when missing or stale, is
+ * imagenet_build.c's (imagenet_open_layout_index), which calls this: the
+ * build includes this file's header, never the other way round.
  *
  * The ImageNet layout is in files by job: imagenet_files.c (finding the
  * sources), imagenet_tars.c (the tar index), imagenet_build.c (building
- * the layout index), imagenet_samples.c (per-sample helpers),
+ * and loading the layout index), imagenet_samples.c (per-sample helpers),
  * imagenet_orders.c (the orders), this file (the layout index's in-memory
  * form and binding), layout_imagenet.c (the tree).
  *
@@ -18,9 +20,6 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-
-#include "layouts/imagenet_build.h"
-#include "layouts/imagenet_samples.h"
 
 const char *const imagenet_split_name[NSPLIT] = { "train", "val" };
 
@@ -80,7 +79,7 @@ static int bind_split(struct in_layout *L, int s)
 	return bad ? -EBADMSG : check_split(sp, sp->ncls);
 }
 
-static int bind_layout(struct in_layout *L)
+int imagenet_bind_layout(struct in_layout *L)
 {
 	int bad = 0, s, rc = 0;
 
@@ -96,42 +95,4 @@ static int bind_layout(struct in_layout *L)
 	for (s = 0; !bad && !rc && s < NSPLIT; s++)
 		rc = bind_split(L, s);
 	return bad ? -EBADMSG : rc;
-}
-
-/* index_load's callbacks: the mount's options and layout */
-struct layout_job {
-	const struct sfs_opts *o;
-	struct in_layout *L;
-};
-
-static int build_layout(void *arg, struct index_writer *w)
-{
-	struct layout_job *lj = arg;
-
-	return imagenet_build_layout(lj->o, lj->L, w);
-}
-
-static int bind_layout_cb(void *arg, const struct index_map *m, const char *path)
-{
-	return bind_layout(((struct layout_job *)arg)->L);
-}
-
-int imagenet_open_layout_index(const struct sfs_opts *o, struct in_layout *L,
-			       uint64_t tars_fp)
-{
-	struct layout_job lj = { o, L };
-	struct index_fp fp;
-	char key[128];
-	struct index_job job = { "imagenet", key, &fp, build_layout, bind_layout_cb, &lj };
-
-	index_fp_init(&fp, "imagenet-layout");
-	index_fp_add_u64(&fp, tars_fp);
-	index_fp_add_u64(&fp, IN_LAYOUT_VERSION);
-	if (L->devkit)
-		index_fp_add_source(&fp, L->devkit, &L->devkit_stamp);
-	snprintf(key, sizeof(key), "layout-s%llu-%s%u-r%u",
-		 (unsigned long long)L->S, o->has_shard_seed ? "seed" : "tar",
-		 o->has_shard_seed ? o->shard_seed : 0, o->shuffle_seed);
-	index_fp_add_str(&fp, key);
-	return index_load(o, &job, &L->lay);
 }

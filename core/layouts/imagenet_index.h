@@ -1,9 +1,9 @@
 /*
  * imagenet_index.h - the ImageNet layout's index in memory: struct
  * in_layout (the sources, the two mapped index files and the views into
- * them), the layout index's sections, and opening it.  The other ImageNet
- * files (imagenet_files.h, _tars.h, _build.h, _samples.h, _orders.h) work
- * on these types.
+ * them), the layout index's sections, and binding it (loading it is
+ * imagenet_build.h's).  The other ImageNet files (imagenet_files.h,
+ * _tars.h, _build.h, _samples.h, _orders.h) work on these types.
  *
  * Two index files: the tar headers (tarindex, imagenet_tars.h), expensive
  * to build and independent of options, and the layout's arrays (cheap,
@@ -76,6 +76,12 @@ struct in_split {
 	uint32_t *orders;	/* owned: ord, pos and shuf, n each */
 };
 
+/* the tarindex node of canonical sample c: inline, it is in every loop */
+static inline uint32_t node_of(const struct in_split *sp, uint64_t c)
+{
+	return sp->samp ? sp->samp[c] : sp->h.samp_base + (uint32_t)c;
+}
+
 struct in_layout {
 	struct source_env *env;		/* the mount's (not owned) */
 	struct in_split sp[NSPLIT];
@@ -96,10 +102,8 @@ struct in_layout {
 	int orders_done;
 };
 
-/* Loads the layout index (building it when missing or stale: index_load)
- * and binds L to it: every value a lookup or read indexes with is checked
- * here.  The tar index must be open (imagenet_tars.h).  0 or -errno. */
-int imagenet_open_layout_index(const struct sfs_opts *o, struct in_layout *L,
-			       uint64_t tars_fp);
+/* Binds L to its mapped layout index (L->lay): every value a lookup or
+ * read indexes with is checked here.  0 or -EBADMSG. */
+int imagenet_bind_layout(struct in_layout *L);
 
 #endif

@@ -1,6 +1,6 @@
 /*
  * imagenet_samples.h - what one ImageNet sample is, computed from the
- * mapped indexes: its tarindex node, label, WebDataset key, place in the
+ * mapped indexes: its label, WebDataset key, place in the
  * shards' vtar bytes and line of shuffled/<split>.txt.  Shared by the
  * layout index's build (which sums them into sparse offsets) and the
  * mounted tree (which recomputes the rest between those offsets).
@@ -14,12 +14,6 @@
 #include <stdint.h>
 
 #include "layouts/imagenet_index.h"
-
-/* the tarindex node of canonical sample c: inline, it is in every loop */
-static inline uint32_t node_of(const struct in_split *sp, uint64_t c)
-{
-	return sp->samp ? sp->samp[c] : sp->h.samp_base + (uint32_t)c;
-}
 
 /* the label of canonical sample c (sp labelled) */
 uint32_t imagenet_label_of(const struct in_split *sp, uint64_t c);

@@ -43,6 +43,7 @@
  */
 #include "layouts/layout.h"
 #include "layouts/layout_imagenet.h"
+#include "layouts/imagenet_build.h"
 #include "layouts/imagenet_files.h"
 #include "layouts/imagenet_index.h"
 #include "layouts/imagenet_orders.h"

@@ -6,7 +6,7 @@
  *   /strokes/<class>/<gidx:06d>.npy   float32 (stroke_len, 3)
  *   /splits/{train,val,test}.txt      one shuffled line per sample
  *
- * Every node is computed from the mmap'ed index (quickdraw_index.c) and the
+ * Every node is computed from the mmap'ed index (quickdraw_index.h) and the
  * open class .npy sources: inode numbers encode (kind, class or gidx), names
  * are formatted on demand, and nothing is allocated per sample.  Images are
  * one source_pread of 784 bytes; strokes inflate at most one block through
@@ -38,7 +38,7 @@
  *   centring and scaling use every point.
  * - sketchrnn's <class>.full.npz files are not classes (ignored).
  *
- * Not the index build or the source scan (quickdraw_index.c).
+ * Not the index build or the source scan (quickdraw_build.c, quickdraw_scan.c).
  */
 #include "layouts/layout.h"
 

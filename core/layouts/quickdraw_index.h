@@ -1,8 +1,9 @@
 /*
  * quickdraw_index.h - what layout_quickdraw.c needs from the Quick, Draw!
  * source scan and index build: the on-disk tables of the index, the scan of
- * SOURCE (class list, image headers, open image sources) and the pure helpers
- * (sample names, split sizes, split lines) that unit tests check.
+ * SOURCE (class list, image headers, open image sources: quickdraw_scan.c),
+ * the build (quickdraw_build.c) and the pure helpers (sample names, split
+ * sizes, split lines: quickdraw_index.c) that unit tests check.
  *
  * Not the FUSE-facing ops (layout_quickdraw.c).
  */
@@ -136,7 +137,10 @@ int qd_fingerprint(const struct sfs_opts *o, const struct qd_scan *s,
 int qd_index_build(const struct sfs_opts *o, struct qd_scan *s,
 		   struct index_writer *w);
 
-/* ---- pure helpers ---- */
+/* ---- pure helpers (quickdraw_index.c) ---- */
+
+/* qd_head's names_fp: a hash of the class names' bytes (QD_TAG_NAME). */
+uint64_t qd_names_fp(const char *names, uint64_t len);
 
 /* Sizes of train / val / test: int(p/100.0 * total) for the first two, as
  * Python computes int(0.8 * total); test gets the rest. */

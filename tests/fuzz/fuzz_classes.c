@@ -1,6 +1,6 @@
 /*
  * fuzz_classes.c - libFuzzer target for qd_classes_parse
- * (core/layouts/quickdraw_index.c), the reader of a Quick, Draw! classes
+ * (core/layouts/quickdraw_scan.c), the reader of a Quick, Draw! classes
  * file: classes.txt next to the data (local, or over HTTP) or -o classes=.
  *
  * Feeds: the input as the file's bytes.  Checks it against a reference

@@ -4,7 +4,7 @@
  *
  * Feeds: the input to pickle_parse_strokes, as a bare pickle or, when it
  * starts with the npy magic, as an .npz member: an object-array .npy header
- * (npy_header_parse) and the pickle after it, as quickdraw_index.c reads
+ * (npy_header_parse) and the pickle after it, as quickdraw_build.c reads
  * members.  Every element the callback gets is read in full (ASan sees any
  * pointer past the input or scratch buffer), packed with strokepack_pack
  * and unpacked again, which must give back the same bytes when every pen

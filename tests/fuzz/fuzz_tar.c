@@ -3,7 +3,7 @@
  *
  * Feeds: the input as a file (memfd) to tar_walk over its whole length;
  * each member whose data tarindex_member_is_tar takes for a nested tar is
- * walked in turn over its data range, two levels deep, as tarindex.c does.
+ * walked in turn over its data range, two levels deep, as tarindex_build.c does.
  * Checks what tar.h promises of every member reported: a non-empty path
  * that tar_normalise leaves as it is, a known type, data after its header
  * and inside the walked range, no link target on a plain file or dir, a

@@ -1,5 +1,6 @@
 /*
- * fuzz_tarindex.c - libFuzzer target for core/index/tarindex.c: build, then use.
+ * fuzz_tarindex.c - libFuzzer target for core/index/tarindex_build.c and
+ * tarindex.c: build, then use.
  *
  * Feeds: the input as a tar file (memfd, by its /proc/self/fd path) placed
  * twice in one tree, at the root and under "x" (two sources, as the

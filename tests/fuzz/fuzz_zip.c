@@ -5,7 +5,7 @@
  * Feeds: the input as a file (memfd) to zip_open; then every member in
  * directory order: zip_member_at and zip_find by its name (which must find
  * a member of that name), zip_read_member with the limits
- * quickdraw_index.c's take_member applies (MAX_MEMBER, 4 GiB, and its
+ * quickdraw_build.c's take_member applies (MAX_MEMBER, 4 GiB, and its
  * "deflate expands at most ~1032:1" check, repeated here because that
  * function is static), and for a member that is an object-array .npy, the
  * pickle reader over it.
@@ -21,7 +21,7 @@
 #include "formats/pickle.h"
 #include "formats/zip.h"
 
-#define NPZ_MAX_MEMBER (4ull << 30)	/* quickdraw_index.c MAX_MEMBER */
+#define NPZ_MAX_MEMBER (4ull << 30)	/* quickdraw_build.c MAX_MEMBER */
 
 static int take(void *arg, const uint8_t *pts, uint32_t n)
 {

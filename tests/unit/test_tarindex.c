@@ -4,9 +4,10 @@
  * read back from a built, committed and re-mapped index (types, sizes,
  * data offsets, mtimes, symlink targets, and the sha256 of every file's
  * bytes as read by tarindex_pread) must equal the oracle's.  Also lookups,
- * parents, -EIO on a source truncated after indexing, corrupt sections,
- * staleness, two tarindexes in one file, the bytes per member, and tars
- * written here whose paths in the tree pass TAR_PATH_MAX.
+ * parents, -EIO on a source truncated after indexing, corrupt sections
+ * (nodes, sparse maps), staleness, two tarindexes in one file, the bytes
+ * per member, and tars written here whose paths in the tree pass
+ * TAR_PATH_MAX.
  */
 #include <criterion/criterion.h>
 
@@ -587,30 +588,34 @@ Test(tarindex, changed_source_is_stale)
 	unlink(copy);
 }
 
+/* An edit of the copy of one section (len bytes) of index b. */
+typedef void (*section_edit)(void *copy, uint64_t len, const struct built *b,
+			     const void *arg);
+
 /*
- * Rewrites the index with its node table changed by `edit` (committed
- * again, so the checksum is valid); open must refuse it, warning `says`
- * when that is set.
+ * Rewrites the index of `fixture` with section `which` ("ND", "SM", ...)
+ * changed by `edit` and committed again, so that the checksum is valid;
+ * open must refuse it, warning `says` when that is set.
  */
-static void corrupt_and_open(void (*edit)(struct tarindex_node *nodes, uint32_t n),
-			     const char *says)
+static void rewrite_and_open(const char *fixture, const char *which,
+			     section_edit edit, const void *arg, const char *says)
 {
-	struct tarindex_source src = { fixture_path("gnu.tar"), "", NULL };
-	static const char tags[5][2] = { "HD", "ND", "DR", "NM", "SR" };
+	struct tarindex_source src = { fixture_path(fixture), "", NULL };
+	static const char tags[7][2] = { "HD", "ND", "DR", "NM", "SR", "ST", "SM" };
 	struct index_writer *w;
 	struct index_map m2;
 	struct tarindex t2;
 	char path2[] = "/tmp/sfs-tarbad-XXXXXX", why[256], *msg;
 	struct capture cap;
 	struct built b;
-	int i, fd;
+	int i, fd, edited = 0;
 
 	cr_assert_eq(build(&b, &src, 1, 1), 0);
 	fd = mkstemp(path2);
 	cr_assert(fd >= 0);
 	close(fd);
 	cr_assert_eq(index_writer_open(&w, path2), 0);
-	for (i = 0; i < 5; i++) {
+	for (i = 0; i < 7; i++) {
 		uint32_t tag = INDEX_TAG('A', 'T', tags[i][0], tags[i][1]);
 		uint64_t len;
 		const void *p = index_map_section(&b.m, tag, &len);
@@ -618,11 +623,14 @@ static void corrupt_and_open(void (*edit)(struct tarindex_node *nodes, uint32_t 
 
 		cr_assert(p);
 		memcpy(copy, p, len);
-		if (i == 1)
-			edit(copy, (uint32_t)(len / sizeof(struct tarindex_node)));
+		if (!memcmp(tags[i], which, 2)) {
+			edit(copy, len, &b, arg);
+			edited = 1;
+		}
 		cr_assert_eq(index_writer_add(w, tag, copy, len), 0);
 		free(copy);
 	}
+	cr_assert(edited, "no section %s", which);
 	cr_assert_eq(index_writer_commit(w, &b.fp), 0);
 	cr_assert_eq(index_map_open(&m2, path2, &b.fp, why, sizeof(why)), 0);
 	capture_start(&cap);
@@ -639,6 +647,25 @@ static void corrupt_and_open(void (*edit)(struct tarindex_node *nodes, uint32_t 
 	unlink(path2);
 	unbuild(&b);
 	free((char *)src.path);
+}
+
+struct node_edit {
+	void (*edit)(struct tarindex_node *nodes, uint32_t n);
+};
+
+static void edit_nodes(void *copy, uint64_t len, const struct built *b,
+		       const void *arg)
+{
+	((const struct node_edit *)arg)->edit(copy, (uint32_t)(len / sizeof(struct tarindex_node)));
+}
+
+/* gnu.tar's index with its node table changed by `edit`: refused. */
+static void corrupt_and_open(void (*edit)(struct tarindex_node *nodes, uint32_t n),
+			     const char *says)
+{
+	struct node_edit e = { edit };
+
+	rewrite_and_open("gnu.tar", "ND", edit_nodes, &e, says);
 }
 
 static void edit_child_range(struct tarindex_node *n, uint32_t count)
@@ -726,6 +753,50 @@ Test(tarindex, corrupt_unlisted_directory)
 }
 
 /* Several tarindexes (and other sections) share one index file. */
+/*
+ * The end of a sparse member's map, {size, stored bytes}, moved by *arg
+ * bytes in the chunk section's copy, for the first member whose map ends
+ * in a hole (so that one byte less keeps the chunks in order and only
+ * the end is wrong).  A map that ends short of the size would send a
+ * read past its end beyond the map (sparse_read).
+ */
+static void edit_map_end(void *copy, uint64_t len, const struct built *b,
+			 const void *arg)
+{
+	const struct tarindex *t = &b->t;
+	struct tarindex_chunk *c = copy;
+	uint32_t k;
+
+	cr_assert_eq(len, t->nchunks * sizeof(*c));
+	for (k = 0; k < t->nsparse; k++) {
+		const struct tarindex_sparse *sp = &t->sparse[k];
+		const struct tarindex_chunk *end = &c[sp->map + sp->nchunks];
+		const struct tarindex_chunk *last = end - 1;
+
+		if (sp->nchunks && end->off - last->off > end->data - last->data) {
+			c[sp->map + sp->nchunks].off += *(const int64_t *)arg;
+			return;
+		}
+	}
+	cr_assert_fail("no sparse member of the fixture ends in a hole");
+}
+
+Test(tarindex, corrupt_sparse_map_ends_past_the_size)
+{
+	static const int64_t by = 1;
+
+	rewrite_and_open("sparse_oldgnu.tar", "SM", edit_map_end, &by,
+			 "sparse map does not end at the file's size");
+}
+
+Test(tarindex, corrupt_sparse_map_ends_short_of_the_size)
+{
+	static const int64_t by = -1;
+
+	rewrite_and_open("sparse_oldgnu.tar", "SM", edit_map_end, &by,
+			 "sparse map does not end at the file's size");
+}
+
 Test(tarindex, two_in_one_file)
 {
 	struct tarindex_source a = { fixture_path("gnu.tar"), "", NULL };

@@ -208,26 +208,36 @@ static int verify_file(struct source_env *env, const char *path, uint32_t depth,
 	return rc;
 }
 
-/* the tars behind a non-ImageNet source: the file, or *.tar in the dir */
-static size_t plain_sources(const char *source, char **paths, size_t max)
-{
-	struct dirent *de;
-	struct stat st;
-	size_t n = 0;
-	DIR *d;
+struct tar_names {
+	const char *dir;
+	char **paths;
+	size_t n, max;
+};
 
-	if (stat(source, &st))
+static int add_tar_name(void *arg, const char *name, int is_dir)
+{
+	struct tar_names *t = arg;
+
+	if (t->n < t->max && has_tar_suffix(name) &&
+	    (t->paths[t->n] = source_join(t->dir, name)))
+		t->n++;
+	return 0;
+}
+
+/* the tars behind a non-ImageNet source: the file, or *.tar in the dir,
+ * found through core/io as the layout finds them (a path or a URL) */
+static size_t plain_sources(struct source_env *env, const char *source,
+			    char **paths, size_t max)
+{
+	struct tar_names t = { source, paths, 0, max };
+	struct source_info info;
+
+	if (source_stat(env, source, &info))
 		return 0;
-	if (!S_ISDIR(st.st_mode))
-		return has_tar_suffix(source) && (paths[n] = strdup(source)) ? 1 : 0;
-	if (!(d = opendir(source)))
-		return 0;
-	while (n < max && (de = readdir(d)))
-		if (has_tar_suffix(de->d_name) &&
-		    asprintf(&paths[n], "%s/%s", source, de->d_name) >= 0)
-			n++;
-	closedir(d);
-	return n;
+	if (!info.is_dir)
+		return has_tar_suffix(source) && (paths[0] = strdup(source)) ? 1 : 0;
+	source_list(env, source, add_tar_name, &t);
+	return t.n;
 }
 
 /*
@@ -365,7 +375,7 @@ static int verify_all(const struct layout *l, const struct sfs_opts *o)
 	} else {
 		if (strcmp(l->ops->name, "tar"))
 			return verify_tree(l);
-		n = nown = plain_sources(o->source, own, MAX_SOURCES);
+		n = nown = plain_sources(l->env, o->source, own, MAX_SOURCES);
 		for (i = 0; i < n; i++)
 			isrc[i] = own[i];
 	}
@@ -414,7 +424,7 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-	char real[PATH_MAX];
+	char *real = NULL;
 	struct sfs_opts o;
 	struct layout l;
 	int i, verify = 0, rc;
@@ -438,16 +448,18 @@ int main(int argc, char **argv)
 		usage();
 		return 2;
 	}
-	if (!source_is_url(o.source) && realpath(o.source, real))
+	if (!source_is_url(o.source) && (real = source_resolve(o.source)))
 		o.source = real;
 	rc = layout_open(&o, &l);
 	if (rc) {
 		fprintf(stderr, "samplefs-inspect: %s: %s\n", o.source, strerror(-rc));
+		free(real);
 		return 1;
 	}
 	summary(&l, t0);
 	if (verify)
 		rc = verify_all(&l, &o);
 	layout_close(&l);
+	free(real);
 	return rc ? 1 : 0;
 }
