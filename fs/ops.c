@@ -14,7 +14,9 @@
  * struct sfs_fs is read-only apart from fs->io and fs->rdp, which lock
  * themselves, and
  * each request's buffers are its own (stack, or malloc'd and freed before
- * replying returns).
+ * replying returns).  A read that waits (a worker's, or any with poll=0)
+ * runs under a cancel scope that the kernel's FUSE_INTERRUPT sets
+ * (read_cancellable): its reader killed or interrupted, it answers EINTR.
  */
 #include "ops.h"
 #include "log.h"

@@ -8,7 +8,8 @@
 # and waits for the network.
 #   - timeout=2,retries=3: `cat` gives EIO within read_timeout (2 x
 #     timeout = 4 s) plus slack, though the kernel asks twice (readahead,
-#     then the page) and each attempt could wait 2 s;
+#     then the page) and each attempt could wait 2 s; likewise for a
+#     proxy that reads the requests and never answers, or stops mid-body;
 #   - the defaults (read_timeout 60 s): `timeout 5 cat` ends at 5 s, and
 #     `kill -9` ends a reader within 2 s (the daemon answers the kernel's
 #     FUSE_INTERRUPT with EINTR instead of waiting the read out);
@@ -123,6 +124,8 @@ done
 
 check "server back: the mount serves the right bytes" cmp <(cat "$B/m12.bin") <(member m12.bin)
 
+check "a server that reads requests and never answers" proxy_ctl "fault?mode=hang&n=-1&method=GET&max_s=60" >/dev/null
+check "never answering: cat gives EIO within read_timeout (4 s) + $SLACK s" eio_within $((4 + SLACK)) "$A/m21.bin"
 check "a server that stops mid-body" proxy_ctl "fault?mode=stop&n=-1&method=GET&max_s=60" >/dev/null
 check "stopped mid-body: cat gives EIO within read_timeout (4 s) + $SLACK s" eio_within $((4 + SLACK)) "$A/m15.bin"
 proxy_ctl "fault?mode=off" >/dev/null
