@@ -563,6 +563,24 @@ static CURLcode perform(struct conn *k, const struct httpreq *req)
 	return cc;
 }
 
+/* Ends the retries early: cancelled (-EINTR), or the deadline would pass
+ * before another attempt (-ETIMEDOUT), said after the last cause. */
+static void give_up(const struct httpreq_ctx *c, struct httpresp *r, int why)
+{
+	size_t n = strlen(r->cause);
+
+	if (why == -EINTR) {
+		r->fail = FAIL_CANCELLED;
+		snprintf(r->cause, sizeof(r->cause), "cancelled: the reader was "
+			 "interrupted");
+		return;
+	}
+	if (r->fail == FAIL_NONE)
+		r->fail = FAIL_NET;
+	snprintf(r->cause + n, sizeof(r->cause) - n, "%sno time left within "
+		 "read_timeout=%u s", n ? "; " : "", c->cfg->read_timeout_s);
+}
+
 /* One attempt on handle k, cut at the deadline. */
 static enum verdict attempt(struct httpreq_ctx *c, struct conn *k,
 			    const struct httpreq *req, struct httpresp *r,
@@ -593,33 +611,13 @@ static enum verdict attempt(struct httpreq_ctx *c, struct conn *k,
 	curl_easy_setopt(k->h, CURLOPT_TIMEOUT_MS, (long)ms);
 	cc = perform(k, req);
 	if (cc == CURLE_ABORTED_BY_CALLBACK) {
-		r->fail = FAIL_CANCELLED;
-		snprintf(r->cause, sizeof(r->cause), "cancelled: the reader was "
-			 "interrupted");
+		give_up(c, r, -EINTR);
 		return FAIL;
 	}
 	gather(k->h, req, r);
 	*retry_after = 0;
 	curl_easy_getinfo(k->h, CURLINFO_RETRY_AFTER, retry_after);
 	return judge(req, r, cc, &x, k->err);
-}
-
-/* Ends the retries early: cancelled (-EINTR), or the deadline would pass
- * before another attempt (-ETIMEDOUT), said after the last cause. */
-static void give_up(const struct httpreq_ctx *c, struct httpresp *r, int why)
-{
-	size_t n = strlen(r->cause);
-
-	if (why == -EINTR) {
-		r->fail = FAIL_CANCELLED;
-		snprintf(r->cause, sizeof(r->cause), "cancelled: the reader was "
-			 "interrupted");
-		return;
-	}
-	if (r->fail == FAIL_NONE)
-		r->fail = FAIL_NET;
-	snprintf(r->cause + n, sizeof(r->cause) - n, "%sno time left within "
-		 "read_timeout=%u s", n ? "; " : "", c->cfg->read_timeout_s);
 }
 
 int httpreq_do(struct httpreq_ctx *c, const struct httpreq *req,
