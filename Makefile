@@ -8,7 +8,7 @@ PREFIX   ?= /usr/local
 CC       ?= cc
 CFLAGS   ?= -O2 -g
 WARN     := -Wall -Wextra -Wno-unused-parameter -Wshadow -Wstrict-prototypes
-PKGS     := fuse3 zlib libarchive libcurl
+PKGS     := fuse3 zlib libarchive libcurl expat
 DEPCFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 DEPLIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread
 CPPFLAGS += -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -Icore

@@ -7,6 +7,9 @@ pkgs=(build-essential pkg-config libfuse3-dev fuse3 zlib1g-dev libarchive-dev
       python3-torch python3-torchvision squashfuse squashfs-tools archivemount
       util-linux-extra	# fincore: the tests check that evicted pages are gone
       rsync	# test_messages.sh: rsync -aX from a mount
+      libexpat1-dev	# bucket listings (core/io/bucketlist.c)
+      swift swift-proxy swift-object swift-container swift-account
+			# tests/integration/swift_lib.sh: Swift's s3api as the S3 store
       nginx openssl curl	# HTTP(S) sources: tests/integration/http_lib.sh serves
 				# fixtures with nginx over TLS (openssl makes the certificate)
       clang libclang-rt-14-dev)	# libFuzzer targets (make fuzz, make test): Debian clang 14

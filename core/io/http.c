@@ -291,9 +291,6 @@ static int stamp_of(struct http_env *he, const char *url, struct source_stamp *s
 static int http_open(struct source *s)
 {
 	struct http_env *he = s->env ? s->env->http : NULL;
-	struct http_src *h;
-	struct known *k;
-	pthread_condattr_t ca;
 	size_t len = strlen(s->name);
 	char why[400];
 	int rc, is_dir;
@@ -311,15 +308,33 @@ static int http_open(struct source *s)
 	}
 	if (is_dir)
 		return -EISDIR;
+	return http_attach(s, s->name, NULL);
+}
+
+int http_attach(struct source *s, const char *url, const struct httpauth *auth)
+{
+	struct http_env *he = s->env ? s->env->http : NULL;
+	struct http_src *h;
+	struct known *k;
+	pthread_condattr_t ca;
+
+	if (!he)
+		return -EINVAL;
 	if (s->stamp.size / BLOCK > UINT32_MAX) {
 		sfs_err("%s: %" PRIu64 " bytes: larger than samplefs reads over HTTP",
 			s->name, s->stamp.size);
 		return -EFBIG;
 	}
-	if (!(h = calloc(1, sizeof(*h))))
+	if (!(h = calloc(1, sizeof(*h))) || !(h->url = strdup(url))) {
+		free(h);
 		return -ENOMEM;
+	}
 	h->he = he;
+	h->auth = auth;
+	/* known by the name, as the disk cache: a bucket object's name
+	 * (s3://...) is what it is, whichever URL reaches it */
 	if (!(k = source_known(he, s->name, &s->stamp))) {
+		free(h->url);
 		free(h);
 		return -ENOMEM;
 	}
@@ -340,7 +355,7 @@ static int http_open(struct source *s)
 	return 0;
 }
 
-static void http_close(struct source *s)
+void http_close(struct source *s)
 {
 	struct http_src *h = s->priv;
 
@@ -349,10 +364,11 @@ static void http_close(struct source *s)
 	httpcache_forget(s);
 	pthread_mutex_destroy(&h->lock);
 	pthread_cond_destroy(&h->landed);
+	free(h->url);
 	free(h);
 }
 
-static int http_changed(struct source *s)
+int http_changed(struct source *s)
 {
 	struct http_src *h = s->priv;
 
@@ -421,7 +437,7 @@ static int http_list(struct source_env *env, const char *uri, source_list_fn fn,
 }
 
 /* Only WILLNEED means anything here: the block cache decides the rest. */
-static void http_advise(struct source *s, uint64_t off, uint64_t len,
+void http_advise(struct source *s, uint64_t off, uint64_t len,
 			enum source_advice adv)
 {
 	if (adv == SOURCE_ADV_WILLNEED)

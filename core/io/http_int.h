@@ -81,6 +81,8 @@ struct flight {
 /* s->priv: per open source. */
 struct http_src {
 	struct http_env *he;
+	char *url;                      /* requests go here (s->name for URLs) */
+	const struct httpauth *auth;    /* and carry this (buckets), or NULL */
 	uint32_t id;
 	int disk;                       /* the stamp can tell versions apart */
 	atomic_int *url_changed;        /* the mount's: a change of this URL seen */
@@ -95,6 +97,16 @@ struct http_src {
 	unsigned region_next;
 	unsigned jobs;                  /* prefetches queued or running */
 };
+
+/* http.c, for the bucket backend (bucket.c), whose objects are URLs
+ * read with signed requests: once s->stamp is known, sets s->priv up for
+ * reads of url (copied) with auth (kept: it must outlive s).  0 or -errno.
+ * s is then read, checked, advised and closed with the functions below. */
+int http_attach(struct source *s, const char *url, const struct httpauth *auth);
+int http_changed(struct source *s);
+void http_close(struct source *s);
+void http_advise(struct source *s, uint64_t off, uint64_t len,
+		 enum source_advice adv);
 
 /* httpcache.c */
 ssize_t httpcache_pread(struct source *s, void *buf, size_t n, uint64_t off);

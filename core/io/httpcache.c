@@ -375,7 +375,7 @@ static int read_failed(const struct rd *r, const struct httpreq *req,
 static int fetch(const struct rd *r, uint64_t lo, uint64_t hi, int quiet)
 {
 	struct iovec iov[RUN_MAX + RA_MAX];
-	struct httpreq req = { .url = r->s->name, .ranged = 1, .iov = iov,
+	struct httpreq req = { .url = r->h->url, .auth = r->h->auth, .ranged = 1, .iov = iov,
 			       .expect = &r->s->stamp, .deadline_ns = r->deadline,
 			       .cancel = r->cancel };
 	struct httpresp resp;
@@ -424,7 +424,7 @@ static int fetch_exact(const struct rd *r, uint64_t b)
 {
 	uint64_t from = b * BLOCK > r->off ? b * BLOCK : r->off;
 	struct iovec iov = { r->buf + (from - r->off), (size_t)(r->end - from) };
-	struct httpreq req = { .url = r->s->name, .ranged = 1, .iov = &iov,
+	struct httpreq req = { .url = r->h->url, .auth = r->h->auth, .ranged = 1, .iov = &iov,
 			       .niov = 1, .from = from, .to = r->end - 1,
 			       .expect = &r->s->stamp, .deadline_ns = r->deadline,
 			       .cancel = r->cancel };

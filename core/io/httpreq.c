@@ -284,6 +284,20 @@ static size_t body_grow(struct xfer *x, const char *p, size_t n)
 	return n;
 }
 
+/* The first bytes of an error's body, which says why (S3's <Code>). */
+static void keep_error(struct xfer *x, const char *p, size_t n)
+{
+	char *e = x->resp->errbody;
+	size_t have = x->dropped, room = sizeof(x->resp->errbody) - 1;
+
+	if (have >= room)
+		return;
+	if (n > room - have)
+		n = room - have;
+	memcpy(e + have, p, n);
+	e[have + n] = '\0';
+}
+
 static size_t on_body(char *p, size_t size, size_t nmemb, void *arg)
 {
 	struct xfer *x = arg;
@@ -297,6 +311,7 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *arg)
 			x->wrong = 1;
 			return 0;
 		}
+		keep_error(x, p, n);
 		x->dropped += n;
 		return x->dropped > DROP_MAX ? 0 : n;
 	}
@@ -581,12 +596,54 @@ static void give_up(const struct httpreq_ctx *c, struct httpresp *r, int why)
 		 "read_timeout=%u s", n ? "; " : "", c->cfg->read_timeout_s);
 }
 
+/*
+ * A bucket request's signing and headers on h, for one attempt; undone by
+ * auth_clear, since h goes back to the pool and serves plain URLs next.
+ */
+static CURLcode auth_set(CURL *h, const struct httpauth *a,
+			 struct curl_slist **hdrs)
+{
+	const char *const *l;
+	struct curl_slist *n;
+	CURLcode cc = CURLE_OK;
+
+	for (l = a->headers; l && *l; l++) {
+		if (!(n = curl_slist_append(*hdrs, *l)))
+			return CURLE_OUT_OF_MEMORY;
+		*hdrs = n;
+	}
+	/* no redirect: tokens and signatures are for this host */
+	cc = curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+	if (cc == CURLE_OK && *hdrs)
+		cc = curl_easy_setopt(h, CURLOPT_HTTPHEADER, *hdrs);
+	if (cc == CURLE_OK && a->sigv4) {
+		cc = curl_easy_setopt(h, CURLOPT_USERNAME, a->user);
+		if (cc == CURLE_OK)
+			cc = curl_easy_setopt(h, CURLOPT_PASSWORD, a->password);
+		if (cc == CURLE_OK)
+			cc = curl_easy_setopt(h, CURLOPT_AWS_SIGV4, a->sigv4);
+	}
+	return cc;
+}
+
+static void auth_clear(CURL *h, struct curl_slist *hdrs)
+{
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
+	curl_easy_setopt(h, CURLOPT_AWS_SIGV4, NULL);
+	curl_easy_setopt(h, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+	curl_easy_setopt(h, CURLOPT_USERNAME, NULL);
+	curl_easy_setopt(h, CURLOPT_PASSWORD, NULL);
+	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
+	curl_slist_free_all(hdrs);
+}
+
 /* One attempt on handle k, cut at the deadline. */
 static enum verdict attempt(struct httpreq_ctx *c, struct conn *k,
 			    const struct httpreq *req, struct httpresp *r,
 			    int64_t deadline, curl_off_t *retry_after)
 {
 	struct xfer x = { .h = k->h, .req = req, .resp = r };
+	struct curl_slist *hdrs = NULL;
 	char range[48];
 	uint64_t bytes, ms;
 	int64_t left = (deadline - httpreq_now_ns()) / 1000000;
@@ -609,7 +666,17 @@ static enum verdict attempt(struct httpreq_ctx *c, struct conn *k,
 	if ((int64_t)ms > left)
 		ms = left > 1 ? (uint64_t)left : 1;
 	curl_easy_setopt(k->h, CURLOPT_TIMEOUT_MS, (long)ms);
+	if (req->auth && (cc = auth_set(k->h, req->auth, &hdrs)) != CURLE_OK) {
+		auth_clear(k->h, hdrs);
+		r->fail = FAIL_NET;
+		snprintf(r->cause, sizeof(r->cause), "libcurl cannot sign or set "
+			 "the headers of this request: %s (curl error %d)",
+			 curl_easy_strerror(cc), (int)cc);
+		return FAIL;
+	}
 	cc = perform(k, req);
+	if (req->auth)
+		auth_clear(k->h, hdrs);
 	if (cc == CURLE_ABORTED_BY_CALLBACK) {
 		give_up(c, r, -EINTR);
 		return FAIL;

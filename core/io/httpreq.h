@@ -24,6 +24,21 @@
 
 struct httpreq_ctx;
 
+/*
+ * What a bucket's request carries besides the URL (bucket.c): libcurl
+ * signs it with AWS SigV4 when sigv4 is set ("aws:amz:REGION:s3", user the
+ * access key, password the secret), and the header lines go as they are
+ * ("x-amz-security-token: ...", "Authorization: Bearer ...").  Such a
+ * request follows no redirect: credentials and tokens go to the host they
+ * were meant for only.  Secrets stay in these strings: nothing here copies
+ * them into a message.
+ */
+struct httpauth {
+	const char *sigv4;
+	const char *user, *password;
+	const char *const *headers;   /* NULL-terminated, or NULL */
+};
+
 /* cfg is the mount's (defaults filled in); kept, not copied: it must
  * outlive the context.  0 or -errno (with a message). */
 int httpreq_ctx_new(const struct source_config *cfg, struct httpreq_ctx **out);
@@ -56,6 +71,8 @@ struct httpreq {
 	/* Polled (every POLL_MS at most) while the request waits; once set,
 	 * the transfer is dropped and httpreq_do returns -EINTR.  NULL: none. */
 	const struct source_cancel *cancel;
+	/* Signing and headers (bucket sources); NULL: a plain request. */
+	const struct httpauth *auth;
 };
 
 struct httpresp {
@@ -82,6 +99,10 @@ struct httpresp {
 		FAIL_CANCELLED,   /* req.cancel was set: -EINTR */
 	} fail;
 	char cause[320];          /* why it failed, for messages */
+	/* The start of the last response's body when its status was not the
+	 * one whose body is kept (an S3 <Error> document, for messages);
+	 * NUL-terminated, "" when none. */
+	char errbody[1024];
 };
 
 /*
