@@ -20,13 +20,15 @@
 
 enum kind { T_STR, T_U32, T_U64, T_SIZE, T_FLAG, T_IMAGE, T_SPLIT, T_SEED, T_RDPLUS,
 	    T_POS, T_POSSIZE,	/* T_POS, T_POSSIZE: as T_U32, T_SIZE, not 0 */
-	    T_FILE };		/* a readable file, kept as its realpath */
+	    T_FILE,		/* a readable file, kept as its realpath */
+	    T_ADDR };		/* path|virtual: 1|2 */
 
-/* Where an option means something: any source, or URL sources only.
+/* Where an option means something: any source, URL sources only (buckets
+ * included), or buckets only (s3://, gs://).
  * Which layouts take an option is the layout table's to say
  * (layout_kinds): one that some layout names is refused for the others,
  * as a silently ignored option is a surprise later. */
-enum scope { S_ANY, S_URL };
+enum scope { S_ANY, S_URL, S_BUCKET };
 
 struct opt_row {
 	const char *name;	/* without '=' */
@@ -68,6 +70,13 @@ static const struct opt_row table[] = {
 	{"cache_dir", T_STR, O(remote.cache_dir), S_URL, "DIR", "keep fetched blocks in DIR too, across mounts"},
 	{"cache_dir_size", T_POSSIZE, O(remote.cache_dir_bytes), S_URL, "SIZE", "bound of cache_dir (default 1G)"},
 	{"read_timeout", T_POS, O(remote.read_timeout_s), S_URL, "SECONDS", "one read, its retries and waits included, gives EIO after this long (default 2 x timeout)"},
+	/* no option takes a secret: /proc/PID/cmdline is anyone's to read */
+	{"endpoint", T_STR, O(remote.endpoint), S_BUCKET, "URL", "the store (default: AWS_ENDPOINT_URL, else AWS S3; gs://: https://storage.googleapis.com)"},
+	{"region", T_STR, O(remote.region), S_BUCKET, "NAME", "S3 region signed for (default: AWS_REGION, AWS_DEFAULT_REGION, else us-east-1)"},
+	{"addressing", T_ADDR, O(remote.addressing), S_BUCKET, "path|virtual", "S3: bucket in the path or the host name (default: path with endpoint=, else virtual)"},
+	{"profile", T_STR, O(remote.profile), S_BUCKET, "NAME", "profile in ~/.aws/credentials (default: AWS_PROFILE, else default)"},
+	{"anonymous", T_FLAG, O(remote.anonymous), S_BUCKET, NULL, "unsigned requests, even with credentials at hand"},
+	{"max_keys", T_POS, O(remote.max_keys), S_BUCKET, "N", "keys per listing request (default and most 1000)"},
 };
 #undef O
 #undef D
@@ -95,6 +104,9 @@ static const struct fuse_opt templates[] = {
 	FUSE_OPT_KEY("cacert=", 22), FUSE_OPT_KEY("insecure", 23),
 	FUSE_OPT_KEY("cache_mem=", 24), FUSE_OPT_KEY("cache_dir=", 25),
 	FUSE_OPT_KEY("cache_dir_size=", 26), FUSE_OPT_KEY("read_timeout=", 27),
+	FUSE_OPT_KEY("endpoint=", 28), FUSE_OPT_KEY("region=", 29),
+	FUSE_OPT_KEY("addressing=", 30), FUSE_OPT_KEY("profile=", 31),
+	FUSE_OPT_KEY("anonymous", 32), FUSE_OPT_KEY("max_keys=", 33),
 	FUSE_OPT_END
 };
 _Static_assert(sizeof(templates) / sizeof(templates[0]) == NROWS + 1,
@@ -227,6 +239,11 @@ static int set_value(const struct opt_row *r, const char *val, struct fs_opts *o
 		else
 			return -EINVAL;
 		return 0;
+	case T_ADDR:
+		if (strcmp(val, "path") && strcmp(val, "virtual"))
+			return -EINVAL;
+		*(int *)field = !strcmp(val, "path") ? 1 : 2;
+		return 0;
 	}
 	return -EINVAL;
 }
@@ -320,7 +337,8 @@ int sfs_opts_absolute_source(struct sfs_opts *o)
 	if (source_is_url(o->source))
 		return 0;
 	if (strstr(o->source, "://")) {
-		sfs_err("%s: not a URL samplefs reads (http:// and https:// are)",
+		sfs_err("%s: not a URL samplefs reads (http://, https://, s3:// "
+			"and gs:// are)",
 			o->source);
 		return -EPROTONOSUPPORT;
 	}
@@ -364,6 +382,8 @@ int sfs_opts_check_layout(struct fs_opts *o, const char *layout)
 {
 	const struct layout_kind *k = layout_kind(layout);
 	int url = source_is_url(o->core.source), rc = 0;
+	int bucket = !strncmp(o->core.source, "s3://", 5) ||
+		     !strncmp(o->core.source, "gs://", 5);
 	const struct opt_row *r;
 	size_t i;
 
@@ -374,6 +394,10 @@ int sfs_opts_check_layout(struct fs_opts *o, const char *layout)
 		if (r->scope == S_URL && !url) {
 			sfs_err("-o %s applies to URL sources only (http://, "
 				"https://), not %s", r->name, o->core.source);
+			rc = -EINVAL;
+		} else if (r->scope == S_BUCKET && !bucket) {
+			sfs_err("-o %s applies to bucket sources only (s3://, "
+				"gs://), not %s", r->name, o->core.source);
 			rc = -EINVAL;
 		} else if (layout_only(r) && !(k && layout_kind_takes(k, r->name))) {
 			sfs_err("-o %s does not apply to layout=%s (see --help for "
@@ -404,9 +428,15 @@ void sfs_opts_help(void)
 	for (i = 0; i < NROWS; i++)
 		if (table[i].scope == S_ANY && !layout_only(&table[i]))
 			help_row(&table[i]);
-	printf("URL sources (http://, https://):\n");
+	printf("URL sources (http://, https://, s3://, gs://):\n");
 	for (i = 0; i < NROWS; i++)
 		if (table[i].scope == S_URL)
+			help_row(&table[i]);
+	printf("Bucket sources (s3://BUCKET/PREFIX/, gs://BUCKET/PREFIX/; "
+	       "credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/"
+	       "AWS_SESSION_TOKEN or ~/.aws/credentials, GOOGLE_OAUTH_ACCESS_TOKEN):\n");
+	for (i = 0; i < NROWS; i++)
+		if (table[i].scope == S_BUCKET)
 			help_row(&table[i]);
 	for (k = layout_kinds; k->name; k++) {
 		printf("%s (layout=%s):\n", k->title, k->name);

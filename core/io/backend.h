@@ -33,6 +33,7 @@ struct source_env {
 	source_change_fn on_change; /* source_env_on_change; set before reads */
 	void *on_change_arg;
 	void *http;                 /* the HTTP backend's shared state, or NULL */
+	void *bucket;               /* the bucket backend's (bucket.c), or NULL */
 };
 
 struct source_backend {
@@ -73,5 +74,6 @@ void source_mark_changed(struct source *s);
 
 extern const struct source_backend source_file_backend;
 extern const struct source_backend source_http_backend;
+extern const struct source_backend source_bucket_backend;
 
 #endif

@@ -60,7 +60,7 @@ struct known {
 
 static int http_claims(const char *uri)
 {
-	return source_is_url(uri);
+	return !strncmp(uri, "http://", 7) || !strncmp(uri, "https://", 8);
 }
 
 static int http_env_init(struct source_env *env)

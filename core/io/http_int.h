@@ -2,7 +2,8 @@
  * http_int.h - what the two halves of the HTTP backend share: http.c
  * (opening, stamps, names, listings, the mount's state) and httpcache.c
  * (reading through the block caches, readahead, prefetch threads).
- * Private to those two files.
+ * Private to those two files, and to bucket.c, whose objects are read as
+ * URLs (http_attach).
  */
 #ifndef SFS_IO_HTTP_INT_H
 #define SFS_IO_HTTP_INT_H

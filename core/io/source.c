@@ -18,6 +18,7 @@
 /* Tried in order; the local file backend claims whatever is not a URL. */
 static const struct source_backend *const backends[] = {
 	&source_http_backend,
+	&source_bucket_backend,
 	&source_file_backend,
 };
 
@@ -63,7 +64,8 @@ static const struct source_backend *backend_of(const char *uri)
 
 int source_is_url(const char *uri)
 {
-	return !strncmp(uri, "http://", 7) || !strncmp(uri, "https://", 8);
+	return !strncmp(uri, "http://", 7) || !strncmp(uri, "https://", 8) ||
+	       !strncmp(uri, "s3://", 5) || !strncmp(uri, "gs://", 5);
 }
 
 char *source_resolve(const char *uri)
@@ -93,6 +95,8 @@ int source_env_new(const struct source_config *cfg, struct source_env **out)
 		env->cfg.cache_dir_bytes = 1ull << 30;
 	if (!env->cfg.max_redirects)
 		env->cfg.max_redirects = 8;
+	if (!env->cfg.max_keys || env->cfg.max_keys > 1000)
+		env->cfg.max_keys = 1000;
 	for (i = 0; i < NBACKENDS && !rc; i++)
 		if (backends[i]->env_init)
 			rc = backends[i]->env_init(env);

@@ -1,8 +1,9 @@
 /*
  * source.h - the one place source bytes are read.
  *
- * A source is one file a layout is built from: a local file, or an
- * http:// or https:// URL.  Everything above core/io (formats, index,
+ * A source is one file a layout is built from: a local file, an
+ * http:// or https:// URL, or an object in a bucket (s3://BUCKET/KEY,
+ * gs://BUCKET/KEY: bucket.c).  Everything above core/io (formats, index,
  * layouts) reads, stats and lists sources only through this header, so a
  * new kind of source (a bucket, a compressed stream) is one new backend
  * here and nothing else.  Local files keep their fast paths: a source can
@@ -76,6 +77,17 @@ struct source_config {
 	const char *cache_dir;    /* optional on-disk block cache */
 	uint64_t cache_dir_bytes; /* its bound; 1 GiB */
 	unsigned max_redirects;   /* 8 */
+	/* buckets (s3://, gs://; bucket.c) */
+	const char *endpoint;     /* the store's URL; NULL: AWS's, Google's
+				   * (or AWS_ENDPOINT_URL for s3://) */
+	const char *region;       /* S3; NULL: AWS_REGION, AWS_DEFAULT_REGION,
+				   * else us-east-1 */
+	int addressing;           /* S3: 0 path-style for an endpoint given,
+				   * virtual-hosted for AWS's; 1 path; 2 virtual */
+	const char *profile;      /* in ~/.aws/credentials; NULL: AWS_PROFILE */
+	int anonymous;            /* 1: unsigned requests, whatever the
+				   * environment holds */
+	unsigned max_keys;        /* keys per listing request; 1000 */
 };
 
 /* Per-mount state shared by its sources (connections, caches). */
@@ -213,7 +225,8 @@ int source_list(struct source_env *env, const char *dir_uri,
 /* dir + "/" + name, the name percent-encoded for URLs; malloc'ed, NULL on
  * ENOMEM.  dir may end in '/'. */
 char *source_join(const char *dir_uri, const char *name);
-/* 1 if uri is a URL this build can open (http, https). */
+/* 1 if uri is a URL this build can open (http, https, s3, gs): a remote
+ * source, named as a URL (source_join percent-encodes). */
 int source_is_url(const char *uri);
 /* The name a source is known by from anywhere: a URL as given, a path
  * made absolute with its symlinks resolved (realpath).  malloc'ed, or

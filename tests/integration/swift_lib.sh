@@ -180,6 +180,20 @@ swift_put_tree() {
 	done < <(find "$3" -type f -print0)
 }
 
+# swift_mtimes BUCKET PREFIX DIR: every file under DIR gets the
+# Last-Modified its object PREFIX/relative has (a store's mtime is the
+# upload's time; layouts that write mtimes into what they serve, such as
+# tar headers, are then compared with the same times)
+swift_mtimes() {
+	local f rel lm
+	while IFS= read -r -d '' f; do
+		rel=${f#"$3"/}
+		lm=$(swift_s3 -I "/$1/$(http_pct_encode "$2$rel")" | tr -d '\r' |
+			sed -n 's/^[Ll]ast-[Mm]odified: //p')
+		[ -n "$lm" ] && touch -d "$lm" "$f" || { echo "swift_mtimes: $f" >&2; return 1; }
+	done < <(find "$3" -type f -print0)
+}
+
 # swift_delete BUCKET KEY
 swift_delete() {
 	[ "$(swift_s3 -o /dev/null -w '%{http_code}' -X DELETE \

@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# Bucket sources over S3, against OpenStack Swift's s3api on loopback
+# (swift_lib.sh): every layout mounted from s3://BUCKET/PREFIX/ (and an
+# object, s3://BUCKET/KEY) equals the same layout mounted from the same
+# files on disk, names, types, sizes and bytes; listings of many pages
+# (max_keys=2); keys with spaces, '+', '=' and unicode; a remount with the
+# saved index; a wrong secret, an unknown bucket and anonymous access
+# refused at mount with one line naming the bucket, the key and the
+# store's <Code>, the secret in no message; an object overwritten while
+# mounted reads EIO with the one "changed since mounting" warning naming
+# it; credentials from a profile in a credentials file; bucket options
+# refused on a local source.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/http_lib.sh"
+. "$(dirname "$0")/swift_lib.sh"
+sfs_setup
+T=$SFS_TMP
+W=$T/data	# the files, uploaded and mounted locally
+L=$T/ml M=$T/ms
+export SFS_ROOT
+
+"$PY" - "$W" <<'PY' || { echo "not ok - fixtures"; exit 1; }
+import io, os, random, sys, tarfile
+import numpy as np
+sys.path.insert(0, os.path.join(os.environ["SFS_ROOT"], "tests", "fixtures"))
+from make_quickdraw import make_quickdraw
+from make_imagenet import make_imagenet, pick_wnids
+w = sys.argv[1]
+o = w + "/qd"
+make_quickdraw(o, ["cat", "The Mona Lisa", "ice cream"], [9, 7, 8], [8, 9, 7],
+               layout="official", seed=2)
+open(o + "/classes.txt", "w").write("cat\nThe Mona Lisa\nice cream\n")
+# keys with spaces, '+', '=' and unicode, from the listing
+make_quickdraw(w + "/qdlist", ["b", "a c", "crème brûlée", "x+y=z"], [13, 17, 5, 6],
+               [11, 9, 4, 3], layout="official", seed=4)
+make_imagenet(w + "/imagenet", pick_wnids(4, seed=3), per_class=5, n_val=9, seed=1)
+rnd = random.Random(7)
+def member(t, name, data):
+    ti = tarfile.TarInfo(name); ti.size = len(data); ti.mtime = 1700000000
+    t.addfile(ti, io.BytesIO(data))
+inner = io.BytesIO()
+with tarfile.open(fileobj=inner, mode="w") as t:
+    for i in range(5):
+        member(t, "x/%d.txt" % i, bytes(rnd.getrandbits(8) for _ in range(700 * i)))
+os.makedirs(w + "/tars")
+with tarfile.open(w + "/tars/data.tar", "w", format=tarfile.GNU_FORMAT) as t:
+    member(t, "inner.tar", inner.getvalue())
+    for i in range(6):
+        member(t, "d/f%d.bin" % i, os.urandom(rnd.choice([0, 1, 5000, 70000])))
+# the overwrite test's tar (outside tars/): members far apart
+for v in ("1", "2"):
+    with tarfile.open(w + "/../big" + v + ".tar", "w") as t:
+        for i in range(12):
+            member(t, "m%02d.bin" % i, os.urandom(1 << 20))
+with tarfile.open(w + "/tars/small é+1.tar", "w") as t:
+    member(t, "one.bin", os.urandom(3000))
+os.makedirs(w + "/npy")
+np.save(w + "/npy/arr.npy", np.arange(3 * 5 * 7, dtype="<f4").reshape(3, 5, 7))
+np.save(w + "/npy/b c.npy", np.arange(4 * 9, dtype="<i2").reshape(4, 9))
+PY
+
+same_mounts() {	# A B: same names, types and sizes, then same bytes
+	diff <(cd "$1" && find . -printf '%p %y %s\n' | sort) \
+	     <(cd "$2" && find . -printf '%p %y %s\n' | sort) | head -5 | sed 's/^/    /'
+	[ "${PIPESTATUS[0]}" -eq 0 ] || return 1
+	diff -r "$1" "$2" | head -5 | sed 's/^/    /'
+	[ "${PIPESTATUS[0]}" -eq 0 ]
+}
+
+check "Swift starts (s3api, tempauth)" swift_start || { sfs_done; exit 1; }
+B=sfs-data
+check "bucket $B made" swift_mkbucket "$B"
+check "fixtures uploaded (keys with spaces and unicode)" swift_put_tree "$B" "" "$W"
+check "local files given their objects' mtimes" swift_mtimes "$B" "" "$W"
+
+export AWS_ACCESS_KEY_ID=$SWIFT_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$SWIFT_SECRET_KEY
+unset AWS_SESSION_TOKEN AWS_PROFILE AWS_ENDPOINT_URL AWS_REGION AWS_DEFAULT_REGION
+EP="endpoint=$SWIFT_S3"
+
+# compare NAME LOCAL-SOURCE S3-SOURCE OPTIONS: both mounted with OPTIONS,
+# the bucket with the endpoint and two keys a listing page too
+compare() {
+	local name=$1 src=$2 url=$3 opts=$4
+	check "$name: local mount" sfs_mount "$src" "$L" -o "$opts,index_dir=$T/idx-l"
+	check "$name: mount of $url" sfs_mount "$url" "$M" -o "$opts,$EP,max_keys=2,index_dir=$T/idx-s"
+	check "$name: the same tree and bytes from the bucket as from disk" same_mounts "$L" "$M"
+	check "$name: unmount local" sfs_umount "$L"
+	check "$name: unmount bucket" sfs_umount "$M"
+}
+compare "quickdraw, classes.txt" "$W/qd" "s3://$B/qd/" layout=quickdraw,per_class=6
+compare "quickdraw, the bucket's listing" "$W/qdlist" "s3://$B/qdlist/" layout=quickdraw
+compare "quickdraw, detected" "$W/qdlist" "s3://$B/qdlist" ""
+compare "imagenet" "$W/imagenet" "s3://$B/imagenet/" layout=imagenet,shard_size=4
+compare "tar, one object" "$W/tars/data.tar" "s3://$B/tars/data.tar" layout=tar
+compare "tars, a prefix" "$W/tars" "s3://$B/tars/" layout=tar
+compare "npy, a prefix" "$W/npy" "s3://$B/npy/" layout=npy
+compare "npy, a key with a space" "$W/npy/b c.npy" "s3://$B/npy/b c.npy" layout=npy
+
+check "imagenet: remount with the saved index" \
+	sfs_mount "s3://$B/imagenet/" "$M" -o "layout=imagenet,shard_size=4,$EP,index_dir=$T/idx-s"
+check "remount: index reused (log)" grep -q "using the saved index" "$(sfs_log "$M")"
+check "imagenet: unmount" sfs_umount "$M"
+
+# ---- refused at mount, with one line saying why ----
+mkdir -p "$M"
+check "a wrong secret: refused, naming the bucket and SignatureDoesNotMatch" \
+	expect_fail "bucket $B.*SignatureDoesNotMatch" env AWS_SECRET_ACCESS_KEY=not-the-secret \
+	"$SAMPLEFS" -o "layout=tar,$EP,index_dir=$T/idx-x" "s3://$B/tars/data.tar" "$M"
+check "a wrong secret: the secret in no message" \
+	bash -c '! env AWS_SECRET_ACCESS_KEY=not-the-secret "$@" 2>&1 | grep -q "not-the-secret\|testing"' _ \
+	"$SAMPLEFS" -o "layout=tar,$EP,index_dir=$T/idx-x" "s3://$B/tars/" "$M"
+check "a wrong secret, listing a prefix: refused, naming it" \
+	expect_fail "listing: bucket $B, key \"tars/\".*SignatureDoesNotMatch" \
+	env AWS_SECRET_ACCESS_KEY=not-the-secret \
+	"$SAMPLEFS" -o "layout=tar,$EP,index_dir=$T/idx-x" "s3://$B/tars/" "$M"
+check "no such bucket: refused, NoSuchBucket" \
+	expect_fail "bucket no-such-bucket.*NoSuchBucket" \
+	"$SAMPLEFS" -o "layout=tar,$EP,index_dir=$T/idx-x" "s3://no-such-bucket/tars/" "$M"
+check "anonymous (Swift's s3api serves none: 400): refused, naming the bucket" \
+	expect_fail "bucket $B, key \"tars/data.tar\".*HTTP 400" \
+	"$SAMPLEFS" -o "layout=tar,$EP,anonymous,index_dir=$T/idx-x" "s3://$B/tars/data.tar" "$M"
+check "bucket options on a local source: refused" \
+	expect_fail "endpoint applies to bucket sources only" \
+	"$SAMPLEFS" -o "layout=tar,$EP,index_dir=$T/idx-x" "$W/tars/data.tar" "$M"
+grep -q " $M fuse" /proc/mounts && fusermount3 -u "$M"
+
+# ---- credentials from a profile of a credentials file ----
+printf '[default]\naws_access_key_id = nobody\naws_secret_access_key = nothing\n\n[swift]\n# the test store\naws_access_key_id = %s\naws_secret_access_key = %s\n' \
+	"$SWIFT_ACCESS_KEY" "$SWIFT_SECRET_KEY" >"$T/credentials"
+unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY
+export AWS_SHARED_CREDENTIALS_FILE=$T/credentials
+check "profile=swift from the credentials file: mounts" \
+	sfs_mount "s3://$B/tars/data.tar" "$M" -o "layout=tar,$EP,profile=swift,index_dir=$T/idx-p"
+check "profile=swift: the same bytes" cmp "$M/d/f1.bin" <(tar -xOf "$W/tars/data.tar" d/f1.bin)
+check "unmount" sfs_umount "$M"
+check "the default profile (other keys): refused, naming the bucket" \
+	expect_fail "bucket $B.*HTTP 403" \
+	"$SAMPLEFS" -o "layout=tar,$EP,index_dir=$T/idx-x" "s3://$B/tars/data.tar" "$M"
+check "a profile the file lacks: refused, naming the file and the profile" \
+	expect_fail "credentials: no credentials for profile nosuch" \
+	"$SAMPLEFS" -o "layout=tar,$EP,profile=nosuch,index_dir=$T/idx-x" "s3://$B/tars/data.tar" "$M"
+grep -q " $M fuse" /proc/mounts && fusermount3 -u "$M"
+unset AWS_SHARED_CREDENTIALS_FILE
+export AWS_ACCESS_KEY_ID=$SWIFT_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$SWIFT_SECRET_KEY
+
+# ---- an object overwritten while mounted ----
+BIG="s3://$B/big one.tar"
+check "big one.tar uploaded" swift_put "$B" "big one.tar" "$T/big1.tar"
+check "big one.tar: mount" sfs_mount "$BIG" "$M" -o "layout=tar,$EP,index_dir=$T/idx-b"
+read_as() {	# MEMBER TAR: the bytes tarfile gives for it
+	cmp -s "$M/$1" <(tar -xOf "$2" "$1")
+}
+read_eio() {	# MEMBER: EIO, within 60 s (a hang is a failure, not a wait)
+	local out
+	out=$(timeout 60 cat "$M/$1" 2>&1 >/dev/null)
+	[ $? -ne 124 ] && grep -q "Input/output error" <<<"$out"
+}
+check "big one.tar: m00.bin as stored" read_as m00.bin "$T/big1.tar"
+check "big one.tar overwritten (same size, other bytes)" swift_put "$B" "big one.tar" "$T/big2.tar"
+check "overwritten: m11.bin gives EIO" read_eio m11.bin
+check "overwritten: 'changed since mounting' names the object" \
+	grep -q "s3://$B/big one.tar: changed since mounting" "$(sfs_log "$M")"
+check "overwritten: one warning" \
+	test "$(grep -c "changed since mounting" "$(sfs_log "$M")")" = 1
+check "overwritten: m05.bin gives EIO too" read_eio m05.bin
+check "big one.tar: unmount" sfs_umount "$M"
+
+sfs_done
