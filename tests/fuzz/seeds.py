@@ -168,6 +168,50 @@ def autoindex(out):
     put(out, "autoindex", "other", b'[{"name":"l","type":"other"},{"name":"..","type":"directory"}]')
 
 
+def bucketlist(out):
+    """Listing pages and errors as Swift's s3api, AWS and GCS write them."""
+    ns = b' xmlns="http://s3.amazonaws.com/doc/2006-03-01/"'
+    put(out, "bucketlist", "s3-page",
+        b"<?xml version='1.0' encoding='UTF-8'?>\n<ListBucketResult" + ns +
+        b"><Name>sfs-data</Name><Prefix>qd/</Prefix><KeyCount>3</KeyCount><MaxKeys>2</MaxKeys>"
+        b"<Delimiter>/</Delimiter><IsTruncated>true</IsTruncated><NextContinuationToken>"
+        b"cWQvbnVtcHlfYml0bWFwLw==</NextContinuationToken><Contents><Key>qd/classes.txt</Key>"
+        b"<LastModified>2026-12-02T09:01:47.000Z</LastModified><ETag>&quot;b1946ac92492d2347c6235b4d2611184&quot;"
+        b"</ETag><Size>26</Size><StorageClass>STANDARD</StorageClass></Contents>"
+        b"<CommonPrefixes><Prefix>qd/numpy_bitmap/</Prefix></CommonPrefixes></ListBucketResult>")
+    put(out, "bucketlist", "s3-unicode",
+        ("<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key>d/cr\u00e8me br\u00fbl\u00e9e "
+         "x+y=z &amp; &#x1F600;.npy</Key><Size>0</Size><ETag>\"x-2\"</ETag>"
+         "<LastModified>1999-12-31T23:59:60.5Z</LastModified><Owner><ID>Key</ID></Owner>"
+         "</Contents></ListBucketResult>").encode())
+    put(out, "bucketlist", "gcs-page",
+        b"<?xml version='1.0' encoding='UTF-8'?><ListBucketResult xmlns='http://doc.s3.amazonaws.com/2006-03-01'>"
+        b"<Name>quickdraw_dataset</Name><Prefix>sketchrnn/</Prefix><Marker></Marker>"
+        b"<NextMarker>sketchrnn/axe.npz</NextMarker><IsTruncated>true</IsTruncated><Contents>"
+        b"<Key>sketchrnn/aircraft carrier.npz</Key><Generation>1522197893416108</Generation>"
+        b"<MetaGeneration>1</MetaGeneration><LastModified>2018-03-28T00:44:53.414Z</LastModified>"
+        b"<ETag>\"5cc4bc1b1d1d4bb1b2d5bb0e8d5c4a0b\"</ETag><Size>71238011</Size></Contents></ListBucketResult>")
+    put(out, "bucketlist", "error",
+        b"<?xml version='1.0' encoding='UTF-8'?>\n<Error><Code>SignatureDoesNotMatch</Code><Message>"
+        b"The request signature we calculated does not match the signature you provided.</Message>"
+        b"<StringToSign>AWS4-HMAC-SHA256\n20261202T090146Z</Str")
+    put(out, "bucketlist", "doctype",
+        b'<!DOCTYPE l [<!ENTITY a "aaaa">]><ListBucketResult><Contents><Key>&a;</Key>'
+        b"<Size>1</Size></Contents></ListBucketResult>")
+
+
+def awscred(out):
+    """Credentials files as the AWS CLI writes them and users edit them."""
+    put(out, "awscred", "default", b"\x00[default]\naws_access_key_id = AKIAEXAMPLE\n"
+        b"aws_secret_access_key = wJalrXUtnFEMI/K7MDENG\naws_session_token=IQoJb3JpZ2luX2Vj\n")
+    put(out, "awscred", "profiles", b"\x01# comment\n[default]\naws_access_key_id=a\n"
+        b"aws_secret_access_key=b\n\n[ swift ]\r\n; another\r\naws_access_key_id = test:tester\r\n"
+        b"aws_secret_access_key = testing\r\n[swift]\nregion = x\n")
+    put(out, "awscred", "half", b"\x02[a b]\naws_access_key_id = only\n[other]\n"
+        b"aws_secret_access_key = s\n")
+    put(out, "awscred", "named", b"\x03\nprod\n[prod]\naws_access_key_id=k=v\naws_secret_access_key=\t\n")
+
+
 def classes(out):
     """Classes files as the dataset ships them and users write them."""
     shipped = glob.glob(os.path.join(FIX, "**", "classes.txt"), recursive=True)
@@ -198,6 +242,8 @@ def main(fix, out):
     strokes(out)
     index(out)
     autoindex(out)
+    bucketlist(out)
+    awscred(out)
     classes(out)
 
 
