@@ -613,9 +613,10 @@ static char *list_query(const struct bucket_env *b, enum store st,
 }
 
 /* Every page of the listing of l->prefix, with the delimiter '/' (so
- * "subdirectories" come as prefixes).  0, fn's nonzero, or -errno (logged). */
+ * "subdirectories" come as prefixes).  0, fn's nonzero, or -errno (logged,
+ * but for a 404 when quiet_404). */
 static int list_pages(struct lister *l, const struct bname *n, const char *uri,
-		      unsigned max_keys)
+		      unsigned max_keys, int quiet_404)
 {
 	struct bucket_env *b = l->b;
 	struct bucketlist_page pg = {0};
@@ -640,7 +641,8 @@ static int list_pages(struct lister *l, const struct bname *n, const char *uri,
 			goto out;
 		}
 		if (r.status != 200) {
-			report(b, n, uri, "listing", &r);
+			if (!(quiet_404 && r.status == 404))
+				report(b, n, uri, "listing", &r);
 			rc = status_errno(r.status);
 			rc = rc ? rc : -EIO;
 			goto out;
@@ -717,7 +719,7 @@ static int bucket_list(struct source_env *env, const char *uri, source_list_fn f
 		goto out;
 	}
 	l.prefix = prefix;
-	rc = list_pages(&l, &n, uri, l.b->cfg->max_keys);
+	rc = list_pages(&l, &n, uri, l.b->cfg->max_keys, 0);
 	/* as readdir of a directory that is not there */
 	if (!rc && !l.entries && *prefix)
 		rc = -ENOENT;
@@ -773,7 +775,9 @@ static int bucket_stat(struct source_env *env, const char *uri,
 	l.b = b;
 	l.prefix = prefix;
 	l.arg = &any;
-	rc = list_pages(&l, &n, uri, 1);
+	/* quiet when nothing is there: the name is just absent (callers
+	 * look names up), and the HEAD's 404 said so already */
+	rc = list_pages(&l, &n, uri, 1, 1);
 	if (rc == 1 || (rc == 0 && any)) {
 		out->is_dir = 1;
 		rc = 0;

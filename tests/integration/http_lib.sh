@@ -27,6 +27,9 @@ HTTP_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 declare -p SFS_CLEANUP_HOOKS >/dev/null 2>&1 ||
 	{ echo "http_lib.sh: source lib.sh first" >&2; return 1; }
 HTTP_WORKERS=${HTTP_WORKERS:-1}
+# nginx directives added to the server block (test_gcs.sh: a bucket's
+# listing answered from recorded pages)
+HTTP_EXTRA=${HTTP_EXTRA:-}
 HTTP_PID= HTTP_PORT= HTTPS_PORT= HTTP_CACERT= HTTP_ACCESS_LOG= HTTP_ERROR_LOG= HTTP_ROOT=
 HTTP_WORKER_PIDS=()
 PROXY_PID= PROXY_PORT= PROXY_LOG=
@@ -108,7 +111,7 @@ http {
 		listen 127.0.0.1:$port;$tls
 		root $root;
 		autoindex on;
-		autoindex_format json;
+		autoindex_format json;$HTTP_EXTRA
 	}
 }
 EOF

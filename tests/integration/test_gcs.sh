@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# gs:// sources over GCS's XML API, anonymously, with nginx on loopback
+# standing in for storage.googleapis.com (endpoint=): objects are files
+# under /BUCKET/, and the listing (GET /BUCKET?delimiter=/&prefix=...) is
+# answered from pages recorded here in GCS's format (ListBucketResult with
+# Name, Prefix, Marker, NextMarker, IsTruncated, Contents with Key,
+# Generation, MetaGeneration, LastModified, ETag, Size), each prefix's in
+# two pages: the second is only found with the marker the first gave, so
+# a mount that does not page as GCS does fails.  The mount must equal the
+# local mount of the same files, names, types, sizes and bytes; a prefix
+# the recorded pages do not know is refused at mount, naming it.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/http_lib.sh"
+sfs_setup
+T=$SFS_TMP
+W=$T/www	# what nginx serves: /qdb/ is the bucket
+L=$T/ml M=$T/mg
+export SFS_ROOT
+
+"$PY" - "$W" <<'PY' || { echo "not ok - fixtures"; exit 1; }
+import os, sys, time, urllib.parse
+sys.path.insert(0, os.path.join(os.environ["SFS_ROOT"], "tests", "fixtures"))
+from make_quickdraw import make_quickdraw
+w = sys.argv[1]
+root = w + "/qdb"
+make_quickdraw(root + "/qd", ["b", "a c", "cr\u00e8me br\u00fbl\u00e9e"], [13, 17, 5],
+               [11, 9, 4], layout="official", seed=4)
+os.makedirs(w + "/_pages")
+
+def enc(s):	# as the query's values are sent (AWS's encoding)
+    return urllib.parse.quote(s, safe="-._~")
+
+def contents(key, gen):
+    st = os.stat(os.path.join(root, key))
+    mt = int(st.st_mtime)
+    return ("<Contents><Key>%s</Key><Generation>%d</Generation><MetaGeneration>1</MetaGeneration>"
+            "<LastModified>%s.000Z</LastModified><ETag>\"%x-%x\"</ETag><Size>%d</Size></Contents>"
+            % (key.replace("&", "&amp;"), gen, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(mt)),
+               mt, st.st_size, st.st_size))   # nginx's ETag: what its reads answer with
+
+def page(prefix, marker, keys, prefixes, next_marker):
+    body = ("<?xml version='1.0' encoding='UTF-8'?>"
+            "<ListBucketResult xmlns='http://doc.s3.amazonaws.com/2006-03-01'>"
+            "<Name>qdb</Name><Prefix>%s</Prefix><Marker>%s</Marker>" % (prefix, marker))
+    if next_marker:
+        body += "<NextMarker>%s</NextMarker>" % next_marker
+    body += "<IsTruncated>%s</IsTruncated>" % ("true" if next_marker else "false")
+    body += "".join(contents(k, 1500000000000000 + i) for i, k in enumerate(keys))
+    body += "".join("<CommonPrefixes><Prefix>%s</Prefix></CommonPrefixes>" % p for p in prefixes)
+    body += "</ListBucketResult>"
+    name = "p=%s&m=%s.xml" % (enc(prefix), enc(marker))
+    open(os.path.join(w, "_pages", name), "w").write(body)
+
+for sub in ("numpy_bitmap", "sketchrnn"):
+    prefix = "qd/%s/" % sub
+    keys = sorted(prefix + f for f in os.listdir(os.path.join(root, prefix)))
+    page(prefix, "", keys[:2], [], keys[1])
+    page(prefix, keys[1], keys[2:], [], "")
+page("qd/", "", [], ["qd/numpy_bitmap/"], "qd/numpy_bitmap/")
+page("qd/", "qd/numpy_bitmap/", [], ["qd/sketchrnn/"], "")
+PY
+
+same_mounts() {	# A B: same names, types and sizes, then same bytes
+	diff <(cd "$1" && find . -printf '%p %y %s\n' | sort) \
+	     <(cd "$2" && find . -printf '%p %y %s\n' | sort) | head -5 | sed 's/^/    /'
+	[ "${PIPESTATUS[0]}" -eq 0 ] || return 1
+	diff -r "$1" "$2" | head -5 | sed 's/^/    /'
+	[ "${PIPESTATUS[0]}" -eq 0 ]
+}
+
+# the bucket's listing from the recorded pages, by prefix and marker;
+# "directories" are no objects (GCS has none: 404, then a listing says)
+HTTP_EXTRA='
+		location = /qdb {
+			default_type application/xml;
+			try_files "/_pages/p=$arg_prefix&m=$arg_marker.xml" =404;
+		}
+		location /qdb/ {
+			if (-d $request_filename) { return 404; }
+		}'
+check "nginx serves the bucket" http_start "$W"
+unset GOOGLE_OAUTH_ACCESS_TOKEN
+EP="endpoint=$(http_url)"
+
+check "local mount" sfs_mount "$W/qdb/qd" "$L" -o "layout=quickdraw,index_dir=$T/idx-l"
+mark=$(http_log_mark)
+check "gs:// mount, anonymous" sfs_mount "gs://qdb/qd/" "$M" -o "layout=quickdraw,$EP,index_dir=$T/idx-g"
+check "the same tree and bytes from the bucket as from disk" same_mounts "$L" "$M"
+http_log_sync
+check "both pages of each prefix were asked for (the marker honoured)" \
+	test "$(http_log_lines "$mark" | awk -F'\t' '$1 == "GET" && $2 ~ /^\/qdb[?].*marker=qd%2F/ && $4 == 200' | wc -l)" = 2
+check "unmount gs://" sfs_umount "$M"
+check "unmount local" sfs_umount "$L"
+check "a detected layout from the listing" sfs_mount "gs://qdb/qd" "$M" -o "$EP,index_dir=$T/idx-g2"
+check "detected: quickdraw's tree" test -d "$M/images" -a -d "$M/strokes"
+check "detected: no error logged" bash -c '! grep -q error: "$1"' _ "$(sfs_log "$M")"
+check "unmount" sfs_umount "$M"
+mkdir -p "$M"
+check "a prefix with no recorded pages: refused, naming the bucket" \
+	expect_fail "gs://qdb/nothing/: listing: bucket qdb, key \"nothing/\".*HTTP 404" \
+	"$SAMPLEFS" -o "layout=quickdraw,$EP,index_dir=$T/idx-x" "gs://qdb/nothing/" "$M"
+grep -q " $M fuse" /proc/mounts && fusermount3 -u "$M"
+check "-o endpoint= on an http:// source: refused" \
+	expect_fail "endpoint applies to bucket sources only" \
+	"$SAMPLEFS" -o "layout=quickdraw,$EP,index_dir=$T/idx-x" "$(http_url /qdb/qd/)" "$M"
+
+sfs_done
