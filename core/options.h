@@ -23,6 +23,9 @@ struct sfs_opts {
 
 	/* quickdraw */
 	const char *classes_file;/* -o classes=FILE */
+	const char *images_dir;  /* -o images=DIR: <class>.npy here, not in
+				  * SOURCE/numpy_bitmap (NULL: there) */
+	const char *strokes_dir; /* -o strokes=DIR: <class>.npz, likewise */
 	uint64_t per_class;      /* -o per_class=N, 0 = unlimited */
 	int      image_uint8;    /* -o image=uint8 (default float32) */
 	uint32_t stroke_len;     /* -o stroke_len=N (default 130) */

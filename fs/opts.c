@@ -21,7 +21,9 @@
 enum kind { T_STR, T_U32, T_U64, T_SIZE, T_FLAG, T_IMAGE, T_SPLIT, T_SEED, T_RDPLUS,
 	    T_POS, T_POSSIZE,	/* T_POS, T_POSSIZE: as T_U32, T_SIZE, not 0 */
 	    T_FILE,		/* a readable file, kept as its realpath */
-	    T_ADDR };		/* path|virtual: 1|2 */
+	    T_ADDR,		/* path|virtual: 1|2 */
+	    T_SRC };		/* a source's name: a URL as given, a path made
+				 * absolute (the daemon runs in /) */
 
 /* Where an option means something: any source, URL sources only (buckets
  * included), or buckets only (s3://, gs://).
@@ -77,6 +79,8 @@ static const struct opt_row table[] = {
 	{"profile", T_STR, O(remote.profile), S_BUCKET, "NAME", "profile in ~/.aws/credentials (default: AWS_PROFILE, else default)"},
 	{"anonymous", T_FLAG, O(remote.anonymous), S_BUCKET, NULL, "unsigned requests, even with credentials at hand"},
 	{"max_keys", T_POS, O(remote.max_keys), S_BUCKET, "N", "keys per listing request (default and most 1000)"},
+	{"images", T_SRC, O(images_dir), S_ANY, "DIR", "the class .npy files' directory, prefix or URL (default SOURCE/numpy_bitmap)"},
+	{"strokes", T_SRC, O(strokes_dir), S_ANY, "DIR", "the class .npz files' directory, prefix or URL (default SOURCE/sketchrnn)"},
 };
 #undef O
 #undef D
@@ -107,6 +111,7 @@ static const struct fuse_opt templates[] = {
 	FUSE_OPT_KEY("endpoint=", 28), FUSE_OPT_KEY("region=", 29),
 	FUSE_OPT_KEY("addressing=", 30), FUSE_OPT_KEY("profile=", 31),
 	FUSE_OPT_KEY("anonymous", 32), FUSE_OPT_KEY("max_keys=", 33),
+	FUSE_OPT_KEY("images=", 34), FUSE_OPT_KEY("strokes=", 35),
 	FUSE_OPT_END
 };
 _Static_assert(sizeof(templates) / sizeof(templates[0]) == NROWS + 1,
@@ -239,6 +244,16 @@ static int set_value(const struct opt_row *r, const char *val, struct fs_opts *o
 		else
 			return -EINVAL;
 		return 0;
+	case T_SRC:
+		if (!*val)
+			return -EINVAL;
+		if (!(s = source_resolve(val))) {
+			sfs_err("-o %s=%s: %s", r->name, val, strerror(errno));
+			return -EDOM;
+		}
+		free(*(char **)field);
+		*(char **)field = s;
+		return 0;
 	case T_ADDR:
 		if (strcmp(val, "path") && strcmp(val, "virtual"))
 			return -EINVAL;
@@ -360,7 +375,8 @@ void sfs_opts_free(struct fs_opts *o)
 	free(o->mountpoint);
 	o->mountpoint = NULL;
 	for (i = 0; i < NROWS; i++)
-		if (table[i].kind == T_STR || table[i].kind == T_FILE) {
+		if (table[i].kind == T_STR || table[i].kind == T_FILE ||
+		    table[i].kind == T_SRC) {
 			free(*(char **)((char *)o + table[i].off));
 			*(char **)((char *)o + table[i].off) = NULL;
 		}

@@ -775,8 +775,10 @@ static int attach_index(void *arg, const struct index_map *m, const char *path)
 /* index_path's key: the options that pick the index file */
 static void index_key(const struct sfs_opts *o, char *key)
 {
-	snprintf(key, KEY_MAX, "p%" PRIu64 "-s%u-%u.%u.%u-%s", o->per_class, o->seed,
-		 o->split[0], o->split[1], o->split[2], o->classes_file ? o->classes_file : "");
+	snprintf(key, KEY_MAX, "p%" PRIu64 "-s%u-%u.%u.%u-%s%s%s%s%s", o->per_class, o->seed,
+		 o->split[0], o->split[1], o->split[2], o->classes_file ? o->classes_file : "",
+		 o->images_dir ? "-i" : "", o->images_dir ? o->images_dir : "",
+		 o->strokes_dir ? "-k" : "", o->strokes_dir ? o->strokes_dir : "");
 }
 
 /*

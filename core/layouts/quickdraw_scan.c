@@ -534,16 +534,24 @@ static int scan_class_files(struct qd_scan *s, const char *img_dir,
 	return j.bad < s->nclass ? src_error(&s->cls[j.bad], j.what, j.rc) : 0;
 }
 
-/* numpy_bitmap/ and sketchrnn/ (official) or one flat directory; whether
- * each is a directory (found once: over HTTP each look is a HEAD). */
-static int source_dirs(struct source_env *env, const char *src, int src_is_dir,
-		       char **img_dir, char **stk_dir, int is[2])
+/* numpy_bitmap/ and sketchrnn/ (official) or one flat directory, or those
+ * -o images= and strokes= name (the bucket holds them apart:
+ * gs://quickdraw_dataset/full/numpy_bitmap/ and .../sketchrnn/; with one
+ * of the two only, the other kind is absent); whether each is a directory
+ * (found once: over HTTP each look is a HEAD). */
+static int source_dirs(struct source_env *env, const struct sfs_opts *o,
+		       int src_is_dir, char **img_dir, char **stk_dir, int is[2])
 {
-	char *a = source_join(src, "numpy_bitmap"), *b = source_join(src, "sketchrnn");
+	const char *src = o->source;
+	int given = o->images_dir || o->strokes_dir;
+	char *a = given ? strdup(o->images_dir ? o->images_dir : src) :
+		  source_join(src, "numpy_bitmap");
+	char *b = given ? strdup(o->strokes_dir ? o->strokes_dir : src) :
+		  source_join(src, "sketchrnn");
 
-	is[0] = a && is_dir(env, a);
-	is[1] = b && is_dir(env, b);
-	if (a && b && !is[0] && !is[1]) {
+	is[0] = a && (!given || o->images_dir) && is_dir(env, a);
+	is[1] = b && (!given || o->strokes_dir) && is_dir(env, b);
+	if (a && b && !given && !is[0] && !is[1]) {
 		free(a);
 		free(b);
 		a = strdup(src);
@@ -612,7 +620,7 @@ int qd_scan(const struct sfs_opts *o, struct source_env *env,
 		return rc;
 	}
 	s->root_mtime = source_stamp_sec(&info.stamp);
-	rc = source_dirs(env, o->source, info.is_dir, &img_dir, &stk_dir, dirs);
+	rc = source_dirs(env, o, info.is_dir, &img_dir, &stk_dir, dirs);
 	if (rc)
 		goto out;
 	cf = o->classes_file ? strdup(o->classes_file) : source_join(o->source, "classes.txt");

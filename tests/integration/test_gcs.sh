@@ -6,7 +6,9 @@
 # Name, Prefix, Marker, NextMarker, IsTruncated, Contents with Key,
 # Generation, MetaGeneration, LastModified, ETag, Size), each prefix's in
 # two pages: the second is only found with the marker the first gave, so
-# a mount that does not page as GCS does fails.  The mount must equal the
+# a mount that does not page as GCS does fails.  Then the real bucket's
+# shape: images and strokes under prefixes of their own (images=,
+# strokes=), with a class file the class list does not name.  The mount must equal the
 # local mount of the same files, names, types, sizes and bytes; a prefix
 # the recorded pages do not know is refused at mount, naming it.
 . "$(dirname "$0")/lib.sh"
@@ -56,6 +58,13 @@ for sub in ("numpy_bitmap", "sketchrnn"):
     keys = sorted(prefix + f for f in os.listdir(os.path.join(root, prefix)))
     page(prefix, "", keys[:2], [], keys[1])
     page(prefix, keys[1], keys[2:], [], "")
+# the real bucket's shape: images and strokes under prefixes of their own,
+# and a class file the class list does not name (ignored)
+import shutil
+for src, dst in (("qd/numpy_bitmap", "full/numpy_bitmap"), ("qd/sketchrnn", "sketchrnn")):
+    shutil.copytree(os.path.join(root, src), os.path.join(root, dst))
+shutil.copy(os.path.join(root, "qd/numpy_bitmap/b.npy"), os.path.join(root, "full/numpy_bitmap/zz.npy"))
+open(os.path.join(w, "classes.txt"), "w").write("b\na c\ncr\u00e8me br\u00fbl\u00e9e\n")
 page("qd/", "", [], ["qd/numpy_bitmap/"], "qd/numpy_bitmap/")
 page("qd/", "qd/numpy_bitmap/", [], ["qd/sketchrnn/"], "")
 PY
@@ -95,6 +104,13 @@ check "a detected layout from the listing" sfs_mount "gs://qdb/qd" "$M" -o "$EP,
 check "detected: quickdraw's tree" test -d "$M/images" -a -d "$M/strokes"
 check "detected: no error logged" bash -c '! grep -q error: "$1"' _ "$(sfs_log "$M")"
 check "unmount" sfs_umount "$M"
+check "images= and strokes= apart, classes=: local mount" \
+	sfs_mount "$W/qdb/qd" "$L" -o "layout=quickdraw,classes=$W/classes.txt,index_dir=$T/idx-l"
+check "images= and strokes= apart, classes=: gs:// mount" \
+	sfs_mount "gs://qdb/" "$M" -o "layout=quickdraw,classes=$W/classes.txt,$EP,index_dir=$T/idx-g3,images=gs://qdb/full/numpy_bitmap/,strokes=gs://qdb/sketchrnn/"
+check "images= and strokes= apart: the same tree and bytes (zz.npy ignored)" same_mounts "$L" "$M"
+check "unmount gs://" sfs_umount "$M"
+check "unmount local" sfs_umount "$L"
 mkdir -p "$M"
 check "a prefix with no recorded pages: refused, naming the bucket" \
 	expect_fail "gs://qdb/nothing/: listing: bucket qdb, key \"nothing/\".*HTTP 404" \
