@@ -22,7 +22,7 @@
 
 #define FILE_MAX (1u << 20)   /* a credentials file, at most */
 
-static void zfree(char *s)
+void awscred_zfree(char *s)
 {
 	if (s) {
 		explicit_bzero(s, strlen(s));
@@ -32,9 +32,9 @@ static void zfree(char *s)
 
 void awscred_free(struct awscred *c)
 {
-	zfree(c->access_key);
-	zfree(c->secret);
-	zfree(c->token);
+	awscred_zfree(c->access_key);
+	awscred_zfree(c->secret);
+	awscred_zfree(c->token);
 	c->access_key = c->secret = c->token = NULL;
 }
 
@@ -66,7 +66,7 @@ static int set(char **slot, const char *a, const char *b)
 
 	if (!v)
 		return -ENOMEM;
-	zfree(*slot);
+	awscred_zfree(*slot);
 	*slot = v;
 	return 0;
 }
@@ -74,11 +74,12 @@ static int set(char **slot, const char *a, const char *b)
 /* One "key = value" line of the profile's section. */
 static int key_line(const char *a, const char *e, struct awscred *c)
 {
-	const char *eq = memchr(a, '=', (size_t)(e - a)), *kb, *va = eq + 1;
+	const char *eq = memchr(a, '=', (size_t)(e - a)), *kb, *va;
 
 	if (!eq)
 		return 0;
 	kb = eq;
+	va = eq + 1;
 	trim(&a, &kb);
 	trim(&va, &e);
 	if (equals(a, kb, "aws_access_key_id"))

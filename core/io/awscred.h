@@ -40,6 +40,9 @@ int awscred_load(const char *profile, struct awscred *c);
 int awscred_parse(const char *text, size_t len, const char *profile,
 		  struct awscred *c);
 
+/* Zeroes and frees a secret string (NULL: nothing). */
+void awscred_zfree(char *s);
+
 /* Zeroes and frees what c holds. */
 void awscred_free(struct awscred *c);
 

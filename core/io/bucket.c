@@ -17,7 +17,10 @@
  *
  * Stamps: Last-Modified in whole seconds (a listing gives milliseconds, a
  * HEAD seconds: the same object has the same stamp either way, so an
- * index fingerprinted from one matches the other).
+ * index fingerprinted from one matches the other).  A listing's stamps are
+ * kept with the HTTP backend's sources by name (http_know), so opening an
+ * object a listing named sends no request, and a later listing that shows
+ * another stamp is a change, as a read's response showing one is.
  *
  * Credentials (S3) are looked for at the first request, not at mount
  * setup, so a local mount never reads ~/.aws: awscred.c, else anonymous.
@@ -52,14 +55,6 @@
 
 enum store { ST_S3, ST_GS };
 
-/* A stamp a listing gave, so opening the object it named sends nothing. */
-struct seen {
-	struct seen *next;
-	uint64_t hash;
-	struct source_stamp stamp;
-	char uri[];
-};
-
 /* env->bucket. */
 struct bucket_env {
 	struct http_env *he;          /* env->http: the requests and caches */
@@ -77,8 +72,6 @@ struct bucket_env {
 	const char *s3_hdrs[3], *gs_hdrs[2];
 	struct httpauth auth[2];      /* per store; unused when anonymous */
 	int signed_[2];
-	struct seen **seen;           /* nseen chains, a power of two */
-	size_t nseen, count;
 };
 
 /* A name taken apart. */
@@ -223,35 +216,19 @@ static int bucket_env_init(struct source_env *env)
 	return 0;
 }
 
-static void zfree(char *s)
-{
-	if (s) {
-		explicit_bzero(s, strlen(s));
-		free(s);
-	}
-}
-
 static void bucket_env_fini(struct source_env *env)
 {
 	struct bucket_env *b = env->bucket;
-	struct seen *s;
-	size_t i;
 
 	if (!b)
 		return;
 	awscred_free(&b->cred);
-	zfree(b->token_hdr);
-	zfree(b->bearer_hdr);
+	awscred_zfree(b->token_hdr);
+	awscred_zfree(b->bearer_hdr);
 	free(b->sigv4);
 	free(b->region);
 	free(b->base[ST_S3]);
 	free(b->base[ST_GS]);
-	for (i = 0; i < b->nseen; i++)
-		while ((s = b->seen[i])) {
-			b->seen[i] = s->next;
-			free(s);
-		}
-	free(b->seen);
 	pthread_mutex_destroy(&b->lock);
 	free(b);
 	env->bucket = NULL;
@@ -370,92 +347,11 @@ static const struct httpauth *auth_of(const struct bucket_env *b, enum store st)
 	return b->signed_[st] ? &b->auth[st] : NULL;
 }
 
-/* ---- stamps from listings ---- */
-
-static uint64_t hash_of(const char *s)
-{
-	uint64_t h = 14695981039346656037ull;	/* FNV-1a */
-
-	while (*s)
-		h = (h ^ (unsigned char)*s++) * 1099511628211ull;
-	return h;
-}
-
-/* Remembers uri's stamp (a later listing's replaces it).  Best effort: on
- * ENOMEM the object is stamped by a HEAD when opened. */
-static void seen_put(struct bucket_env *b, const char *uri,
-		     const struct source_stamp *st)
-{
-	uint64_t h = hash_of(uri);
-	struct seen *s, **t;
-	size_t n, i;
-
-	pthread_mutex_lock(&b->lock);
-	for (s = b->nseen ? b->seen[h & (b->nseen - 1)] : NULL; s; s = s->next)
-		if (s->hash == h && !strcmp(s->uri, uri))
-			break;
-	if (s) {
-		s->stamp = *st;
-		goto out;
-	}
-	if (b->count >= b->nseen) {
-		n = b->nseen ? 2 * b->nseen : 256;
-		if (!(t = calloc(n, sizeof(*t))))
-			goto out;
-		for (i = 0; i < b->nseen; i++)
-			while ((s = b->seen[i])) {
-				b->seen[i] = s->next;
-				s->next = t[s->hash & (n - 1)];
-				t[s->hash & (n - 1)] = s;
-			}
-		free(b->seen);
-		b->seen = t;
-		b->nseen = n;
-	}
-	if (!(s = malloc(sizeof(*s) + strlen(uri) + 1)))
-		goto out;
-	s->hash = h;
-	s->stamp = *st;
-	strcpy(s->uri, uri);
-	s->next = b->seen[h & (b->nseen - 1)];
-	b->seen[h & (b->nseen - 1)] = s;
-	b->count++;
-out:
-	pthread_mutex_unlock(&b->lock);
-}
-
-static int seen_get(struct bucket_env *b, const char *uri, struct source_stamp *st)
-{
-	uint64_t h = hash_of(uri);
-	struct seen *s;
-	int found = 0;
-
-	pthread_mutex_lock(&b->lock);
-	for (s = b->nseen ? b->seen[h & (b->nseen - 1)] : NULL; s; s = s->next)
-		if (s->hash == h && !strcmp(s->uri, uri)) {
-			*st = s->stamp;
-			found = 1;
-			break;
-		}
-	pthread_mutex_unlock(&b->lock);
-	return found;
-}
-
 /* ---- requests ---- */
 
 static int64_t whole_seconds(int64_t ns)
 {
 	return ns - ns % 1000000000;
-}
-
-/* The errno a store's status means. */
-static int status_errno(long status)
-{
-	if (status == 404 || status == 410)
-		return -ENOENT;
-	if (status == 401 || status == 403)
-		return -EACCES;
-	return status >= 200 && status < 300 ? 0 : -EIO;
 }
 
 /* "HTTP 403 SignatureDoesNotMatch: The request signature ..." from a
@@ -525,7 +421,7 @@ static int head(struct bucket_env *b, const struct bname *n, const char *uri,
 		rc = 0;
 		goto out;
 	}
-	if ((rc = status_errno(r.status)) == -ENOENT)
+	if ((rc = http_status_errno(r.status)) == -ENOENT)
 		goto out;
 	if (!rc)
 		rc = -EIO;	/* a 2xx without a length */
@@ -579,7 +475,8 @@ static int on_entry(void *arg, const struct bucketlist_entry *e)
 	if (!e->is_prefix && (uri = source_join(l->dir_uri, name))) {
 		st = e->stamp;
 		st.mtime_ns = whole_seconds(st.mtime_ns);
-		seen_put(l->b, uri, &st);
+		/* best effort: without it, opening the object HEADs it */
+		(void)http_know(l->b->he, uri, &st);
 		free(uri);
 	}
 	rc = l->fn(l->arg, name, e->is_prefix);
@@ -643,7 +540,7 @@ static int list_pages(struct lister *l, const struct bname *n, const char *uri,
 		if (r.status != 200) {
 			if (!(quiet_404 && r.status == 404))
 				report(b, n, uri, "listing", &r);
-			rc = status_errno(r.status);
+			rc = http_status_errno(r.status);
 			rc = rc ? rc : -EIO;
 			goto out;
 		}
@@ -702,38 +599,49 @@ static char *prefix_of(const char *key)
 	return p;
 }
 
+/* Lists the "directory" n->key names (the keys under key + '/'), fn per
+ * entry; *entries: how many were handed out.  As list_pages. */
+static int list_dir(struct bucket_env *b, const struct bname *n, const char *uri,
+		    source_list_fn fn, void *arg, unsigned max_keys, int quiet_404,
+		    size_t *entries)
+{
+	struct lister l = { .b = b, .dir_uri = uri, .fn = fn, .arg = arg };
+	char *prefix = prefix_of(n->key);
+	int rc;
+
+	if (!(l.prefix = prefix))
+		return -ENOMEM;
+	rc = list_pages(&l, n, uri, max_keys, quiet_404);
+	*entries = l.entries;
+	free(prefix);
+	return rc;
+}
+
 static int bucket_list(struct source_env *env, const char *uri, source_list_fn fn,
 		       void *arg)
 {
+	struct bucket_env *b;
 	struct bname n;
-	struct lister l = { .dir_uri = uri, .fn = fn, .arg = arg };
-	char *prefix = NULL;
+	size_t entries;
 	int rc;
 
-	if (!(l.b = ready(env, &rc)))
+	if (!(b = ready(env, &rc)))
 		return rc;
 	if ((rc = bname_parse(uri, &n)))
 		return rc;
-	if (!(prefix = prefix_of(n.key))) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	l.prefix = prefix;
-	rc = list_pages(&l, &n, uri, l.b->cfg->max_keys, 0);
+	rc = list_dir(b, &n, uri, fn, arg, b->cfg->max_keys, 0, &entries);
 	/* as readdir of a directory that is not there */
-	if (!rc && !l.entries && *prefix)
+	if (!rc && !entries && *n.key)
 		rc = -ENOENT;
-out:
-	free(prefix);
 	bname_free(&n);
 	return rc;
 }
 
 static int count_one(void *arg, const char *name, int is_dir)
 {
+	(void)arg;
 	(void)name;
 	(void)is_dir;
-	++*(int *)arg;
 	return 1;	/* one is enough */
 }
 
@@ -744,10 +652,8 @@ static int bucket_stat(struct source_env *env, const char *uri,
 {
 	struct bucket_env *b;
 	struct bname n;
-	struct lister l = { .dir_uri = uri, .fn = count_one };
-	char *prefix = NULL;
-	size_t len = strlen(uri);
-	int rc, any = 0;
+	size_t len = strlen(uri), entries;
+	int rc;
 
 	if (!(b = ready(env, &rc)))
 		return rc;
@@ -757,7 +663,7 @@ static int bucket_stat(struct source_env *env, const char *uri,
 		out->is_dir = 1;
 		return 0;
 	}
-	if (seen_get(b, uri, &out->stamp))
+	if (http_known_stamp(b->he, uri, &out->stamp))
 		return 0;
 	if ((rc = bname_parse(uri, &n)))
 		return rc;
@@ -767,25 +673,17 @@ static int bucket_stat(struct source_env *env, const char *uri,
 	}
 	if ((rc = head(b, &n, uri, &out->stamp)) != -ENOENT)
 		goto out;
-	/* no such object: a directory if some key starts with key + "/" */
-	if (!(prefix = prefix_of(n.key))) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	l.b = b;
-	l.prefix = prefix;
-	l.arg = &any;
-	/* quiet when nothing is there: the name is just absent (callers
+	/* no such object: a directory if some key starts with key + "/";
+	 * quiet when nothing is there: the name is just absent (callers
 	 * look names up), and the HEAD's 404 said so already */
-	rc = list_pages(&l, &n, uri, 1, 1);
-	if (rc == 1 || (rc == 0 && any)) {
+	rc = list_dir(b, &n, uri, count_one, NULL, 1, 1, &entries);
+	if (rc == 1 || (rc == 0 && entries)) {
 		out->is_dir = 1;
 		rc = 0;
 	} else if (rc == 0) {
 		rc = -ENOENT;
 	}
 out:
-	free(prefix);
 	bname_free(&n);
 	return rc;
 }
@@ -808,7 +706,7 @@ static int bucket_open(struct source *s)
 		rc = -EISDIR;
 		goto out;
 	}
-	if (!seen_get(b, s->name, &s->stamp) &&
+	if (!http_known_stamp(b->he, s->name, &s->stamp) &&
 	    (rc = head(b, &n, s->name, &s->stamp))) {
 		if (rc == -ENOENT)
 			sfs_err("%s: no such object: bucket %s, key \"%s\" at %s",

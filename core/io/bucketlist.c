@@ -334,7 +334,8 @@ int64_t bucketlist_time(const char *s)
 	tm.tm_hour = (int)h;
 	tm.tm_min = (int)mi;
 	tm.tm_sec = (int)sec;
-	if ((t = timegm(&tm)) == (time_t)-1)
+	/* int64 nanoseconds end in 2262 */
+	if ((t = timegm(&tm)) == (time_t)-1 || t > INT64_MAX / 1000000000 - 1)
 		return 0;
 	return (int64_t)t * 1000000000 + frac;
 }

@@ -123,7 +123,7 @@ static int same_stamp(const struct source_stamp *a, const struct source_stamp *b
 	       !strcmp(a->etag, b->etag);
 }
 
-static uint64_t url_hash(const char *url)
+uint64_t http_hash(const char *url)
 {
 	uint64_t h = 14695981039346656037ull;	/* FNV-1a */
 
@@ -160,7 +160,7 @@ static int known_grow(struct http_env *he)
 static struct known *source_known(struct http_env *he, const char *url,
 				  const struct source_stamp *st)
 {
-	uint64_t h = url_hash(url);
+	uint64_t h = http_hash(url);
 	struct known *k, *found = NULL;
 	int changed = 0;
 
@@ -192,6 +192,31 @@ static struct known *source_known(struct http_env *he, const char *url,
 	return found;
 }
 
+int http_know(struct http_env *he, const char *name,
+	      const struct source_stamp *st)
+{
+	return source_known(he, name, st) ? 0 : -ENOMEM;
+}
+
+int http_known_stamp(struct http_env *he, const char *name,
+		     struct source_stamp *st)
+{
+	uint64_t h = http_hash(name);
+	struct known *k;
+	int found = 0;
+
+	pthread_mutex_lock(&he->ids_lock);
+	/* entries are put at the head of their chain: the first is the newest */
+	for (k = he->nknown ? he->known[h & (he->nknown - 1)] : NULL; k; k = k->next)
+		if (k->hash == h && !strcmp(k->url, name)) {
+			*st = k->stamp;
+			found = 1;
+			break;
+		}
+	pthread_mutex_unlock(&he->ids_lock);
+	return found;
+}
+
 static void stamp_from(const struct httpresp *r, uint64_t size,
 		       struct source_stamp *st)
 {
@@ -201,8 +226,7 @@ static void stamp_from(const struct httpresp *r, uint64_t size,
 	memcpy(st->etag, r->etag, sizeof(st->etag));
 }
 
-/* The errno an answer to a file's request means (0: a success). */
-static int status_errno(long status)
+int http_status_errno(long status)
 {
 	if (status == 404 || status == 410)
 		return -ENOENT;
@@ -229,7 +253,7 @@ static int probe(struct http_env *he, const char *url, struct source_stamp *st,
 		snprintf(why, whylen, "%s (%u attempts)", r.cause, r.attempts);
 		return -EIO;
 	}
-	if ((rc = status_errno(r.status))) {
+	if ((rc = http_status_errno(r.status))) {
 		snprintf(why, whylen, "HTTP %ld", r.status);
 		return rc;
 	}
@@ -275,7 +299,7 @@ static int stamp_of(struct http_env *he, const char *url, struct source_stamp *s
 	}
 	if (r.status == 405 || r.status == 501)	/* no HEAD here */
 		return probe(he, url, st, is_dir, why, whylen);
-	if ((rc = status_errno(r.status))) {
+	if ((rc = http_status_errno(r.status))) {
 		snprintf(why, whylen, "HTTP %ld", r.status);
 		return rc;
 	}

@@ -108,6 +108,18 @@ int http_changed(struct source *s);
 void http_close(struct source *s);
 void http_advise(struct source *s, uint64_t off, uint64_t len,
 		 enum source_advice adv);
+/* The errno an answer to a file's request means (0: a success). */
+int http_status_errno(long status);
+/* FNV-1a of a name: the hash of the tables of sources by name. */
+uint64_t http_hash(const char *name);
+/* A stamp a bucket's listing gave for name: known in this mount from now
+ * on, as an open's stamp is (another stamp of the same name, seen by a
+ * later listing or open, is a change).  0 or -ENOMEM. */
+int http_know(struct http_env *he, const char *name,
+	      const struct source_stamp *st);
+/* The stamp name was last known with (a listing, an open): 1, else 0. */
+int http_known_stamp(struct http_env *he, const char *name,
+		     struct source_stamp *st);
 
 /* httpcache.c */
 ssize_t httpcache_pread(struct source *s, void *buf, size_t n, uint64_t off);

@@ -160,6 +160,16 @@ same_or_eio() {
 	fi
 }
 
+# sfs_same_mounts A B: the same names, types and sizes under A and B (two
+# mounts of one layout from different sources), then the same bytes
+sfs_same_mounts() {
+	diff <(cd "$1" && find . -printf '%p %y %s\n' | sort) \
+	     <(cd "$2" && find . -printf '%p %y %s\n' | sort) | head -5 | sed 's/^/    /'
+	[ "${PIPESTATUS[0]}" -eq 0 ] || return 1
+	diff -r "$1" "$2" | head -5 | sed 's/^/    /'
+	[ "${PIPESTATUS[0]}" -eq 0 ]
+}
+
 # expect_fail PATTERN CMD...: CMD fails, its stderr matches PATTERN, and
 # it holds no sanitizer report
 expect_fail() {

@@ -20,7 +20,8 @@
 # by the curl program (--aws-sigv4; Swift's native API would want a
 # tempauth token, which tempauth keeps in memcached), so the tests sign
 # nothing by hand, and what samplefs signs is checked by a verifier it
-# shares no code with (Swift's s3api).  Needs http_lib.sh (http_pct_encode).
+# shares no code with (Swift's s3api).  Needs http_lib.sh (http_pct_encode,
+# http_free_ports).
 #
 # Not for: anything but tests on loopback.
 declare -p SFS_CLEANUP_HOOKS >/dev/null 2>&1 ||
@@ -28,15 +29,6 @@ declare -p SFS_CLEANUP_HOOKS >/dev/null 2>&1 ||
 SWIFT_PIDS=() SWIFT_S3= SWIFT_DIR=
 SWIFT_ACCESS_KEY=test:tester SWIFT_SECRET_KEY=testing
 SFS_CLEANUP_HOOKS+=(swift_stop)
-
-# swift_ports N: N distinct free loopback ports
-swift_ports() {
-	"$PY" -c 'import socket, sys
-ss = [socket.socket() for _ in range(int(sys.argv[1]))]
-for s in ss:
-    s.bind(("127.0.0.1", 0))
-print(" ".join(str(s.getsockname()[1]) for s in ss))' "$1"
-}
 
 # swift_write_conf KIND PORT: $SWIFT_DIR/KIND-server.conf
 swift_write_conf() {
@@ -130,7 +122,7 @@ swift_start() {
 		{ echo "swift_start: swift is not installed (tools/deps.sh)" >&2; return 1; }
 	SWIFT_DIR=$SFS_TMP/swift
 	mkdir -p "$SWIFT_DIR/srv/d0" "$SWIFT_DIR/log" || return 1
-	ports=($(swift_ports 4)) || return 1
+	ports=($(http_free_ports 4)) || return 1
 	swift_rings "${ports[@]:0:3}" || return 1
 	i=0
 	for kind in account container object; do

@@ -69,14 +69,6 @@ page("qd/", "", [], ["qd/numpy_bitmap/"], "qd/numpy_bitmap/")
 page("qd/", "qd/numpy_bitmap/", [], ["qd/sketchrnn/"], "")
 PY
 
-same_mounts() {	# A B: same names, types and sizes, then same bytes
-	diff <(cd "$1" && find . -printf '%p %y %s\n' | sort) \
-	     <(cd "$2" && find . -printf '%p %y %s\n' | sort) | head -5 | sed 's/^/    /'
-	[ "${PIPESTATUS[0]}" -eq 0 ] || return 1
-	diff -r "$1" "$2" | head -5 | sed 's/^/    /'
-	[ "${PIPESTATUS[0]}" -eq 0 ]
-}
-
 # the bucket's listing from the recorded pages, by prefix and marker;
 # "directories" are no objects (GCS has none: 404, then a listing says)
 HTTP_EXTRA='
@@ -94,7 +86,7 @@ EP="endpoint=$(http_url)"
 check "local mount" sfs_mount "$W/qdb/qd" "$L" -o "layout=quickdraw,index_dir=$T/idx-l"
 mark=$(http_log_mark)
 check "gs:// mount, anonymous" sfs_mount "gs://qdb/qd/" "$M" -o "layout=quickdraw,$EP,index_dir=$T/idx-g"
-check "the same tree and bytes from the bucket as from disk" same_mounts "$L" "$M"
+check "the same tree and bytes from the bucket as from disk" sfs_same_mounts "$L" "$M"
 http_log_sync
 check "both pages of each prefix were asked for (the marker honoured)" \
 	test "$(http_log_lines "$mark" | awk -F'\t' '$1 == "GET" && $2 ~ /^\/qdb[?].*marker=qd%2F/ && $4 == 200' | wc -l)" = 2
@@ -108,7 +100,7 @@ check "images= and strokes= apart, classes=: local mount" \
 	sfs_mount "$W/qdb/qd" "$L" -o "layout=quickdraw,classes=$W/classes.txt,index_dir=$T/idx-l"
 check "images= and strokes= apart, classes=: gs:// mount" \
 	sfs_mount "gs://qdb/" "$M" -o "layout=quickdraw,classes=$W/classes.txt,$EP,index_dir=$T/idx-g3,images=gs://qdb/full/numpy_bitmap/,strokes=gs://qdb/sketchrnn/"
-check "images= and strokes= apart: the same tree and bytes (zz.npy ignored)" same_mounts "$L" "$M"
+check "images= and strokes= apart: the same tree and bytes (zz.npy ignored)" sfs_same_mounts "$L" "$M"
 check "unmount gs://" sfs_umount "$M"
 check "unmount local" sfs_umount "$L"
 mkdir -p "$M"

@@ -49,20 +49,13 @@ with tarfile.open(w + "/big.tar", "w") as t:
 np.save(w + "/arr.npy", np.arange(3 * 5 * 7, dtype="<f4").reshape(3, 5, 7))
 PY
 
-same_mounts() {	# A B: same names, types and sizes, then same bytes
-	diff <(cd "$1" && find . -printf '%p %y %s\n' | sort) \
-	     <(cd "$2" && find . -printf '%p %y %s\n' | sort) | head -5 | sed 's/^/    /'
-	[ "${PIPESTATUS[0]}" -eq 0 ] || return 1
-	diff -r "$1" "$2" | head -5 | sed 's/^/    /'
-	[ "${PIPESTATUS[0]}" -eq 0 ]
-}
 # compare NAME LOCAL-SOURCE URL OPTIONS [URL-OPTIONS]: both mounted with
 # OPTIONS, the URL with URL-OPTIONS too (refused for a local source), compared
 compare() {
 	local name=$1 src=$2 url=$3 opts=$4 uopts=${5:+,$5}
 	check "$name: local mount" sfs_mount "$src" "$L" -o "$opts,index_dir=$T/idx-l"
 	check "$name: mount over $url" sfs_mount "$url" "$M" -o "$opts$uopts,index_dir=$T/idx-h"
-	check "$name: the same tree and bytes over HTTP as from disk" same_mounts "$L" "$M"
+	check "$name: the same tree and bytes over HTTP as from disk" sfs_same_mounts "$L" "$M"
 	check "$name: unmount local" sfs_umount "$L"
 	check "$name: unmount remote" sfs_umount "$M"
 }
@@ -119,7 +112,7 @@ qd_remount() {
 	[ "$others" = any ] && got+=any || got+=$(awk -v a="$uris" 'NF && $0 !~ a' <<<"$gets" | wc -l)
 	check "$name: remount: $n GETs of $uris, $others others (GETs: $(awk NF <<<"$gets" | wc -l); HEADs: $(http_log_count HEAD "$mark"))" \
 		test "$got" = "$n $others"
-	check "$name: remount: same tree and bytes as from disk" same_mounts "$L" "$M"
+	check "$name: remount: same tree and bytes as from disk" sfs_same_mounts "$L" "$M"
 	check "unmount" sfs_umount "$M"
 }
 QL="/qdlist/(numpy_bitmap|sketchrnn)/?\$" QC="/qd/classes[.]txt\$"

@@ -59,14 +59,6 @@ np.save(w + "/npy/arr.npy", np.arange(3 * 5 * 7, dtype="<f4").reshape(3, 5, 7))
 np.save(w + "/npy/b c.npy", np.arange(4 * 9, dtype="<i2").reshape(4, 9))
 PY
 
-same_mounts() {	# A B: same names, types and sizes, then same bytes
-	diff <(cd "$1" && find . -printf '%p %y %s\n' | sort) \
-	     <(cd "$2" && find . -printf '%p %y %s\n' | sort) | head -5 | sed 's/^/    /'
-	[ "${PIPESTATUS[0]}" -eq 0 ] || return 1
-	diff -r "$1" "$2" | head -5 | sed 's/^/    /'
-	[ "${PIPESTATUS[0]}" -eq 0 ]
-}
-
 check "Swift starts (s3api, tempauth)" swift_start || { sfs_done; exit 1; }
 B=sfs-data
 check "bucket $B made" swift_mkbucket "$B"
@@ -83,7 +75,7 @@ compare() {
 	local name=$1 src=$2 url=$3 opts=$4
 	check "$name: local mount" sfs_mount "$src" "$L" -o "$opts,index_dir=$T/idx-l"
 	check "$name: mount of $url" sfs_mount "$url" "$M" -o "$opts,$EP,max_keys=2,index_dir=$T/idx-s"
-	check "$name: the same tree and bytes from the bucket as from disk" same_mounts "$L" "$M"
+	check "$name: the same tree and bytes from the bucket as from disk" sfs_same_mounts "$L" "$M"
 	check "$name: unmount local" sfs_umount "$L"
 	check "$name: unmount bucket" sfs_umount "$M"
 }
