@@ -8,7 +8,10 @@
 # two pages: the second is only found with the marker the first gave, so
 # a mount that does not page as GCS does fails.  Then the real bucket's
 # shape: images and strokes under prefixes of their own (images=,
-# strokes=), with a class file the class list does not name.  The mount must equal the
+# strokes=), with a class file the class list does not name.  And a
+# bucket that answers only requests carrying the bearer token
+# (GOOGLE_OAUTH_ACCESS_TOKEN): mounted with it, refused without it (401,
+# named); the token in no message and not on the command line.  The mount must equal the
 # local mount of the same files, names, types, sizes and bytes; a prefix
 # the recorded pages do not know is refused at mount, naming it.
 . "$(dirname "$0")/lib.sh"
@@ -78,6 +81,14 @@ HTTP_EXTRA='
 		}
 		location /qdb/ {
 			if (-d $request_filename) { return 404; }
+		}
+		location = /tok {
+			if ($http_authorization != "Bearer t0k-3n") { return 401; }
+			try_files "/_pages/p=$arg_prefix&m=$arg_marker.xml" =404;
+		}
+		location /tok/ {
+			if ($http_authorization != "Bearer t0k-3n") { return 401; }
+			rewrite ^/tok/(.*)$ /qdb/$1 last;
 		}'
 check "nginx serves the bucket" http_start "$W"
 unset GOOGLE_OAUTH_ACCESS_TOKEN
@@ -103,7 +114,22 @@ check "images= and strokes= apart, classes=: gs:// mount" \
 check "images= and strokes= apart: the same tree and bytes (zz.npy ignored)" sfs_same_mounts "$L" "$M"
 check "unmount gs://" sfs_umount "$M"
 check "unmount local" sfs_umount "$L"
+# the same bucket as "tok", which answers only requests with the token
+export GOOGLE_OAUTH_ACCESS_TOKEN=t0k-3n
+check "GOOGLE_OAUTH_ACCESS_TOKEN: sent as a bearer token (a mount of gs://tok/)" \
+	sfs_mount "gs://tok/qd/" "$M" -o "layout=quickdraw,$EP,index_dir=$T/idx-t"
+check "with the token: local mount" sfs_mount "$W/qdb/qd" "$L" -o "layout=quickdraw,index_dir=$T/idx-l"
+check "with the token: the same tree and bytes" sfs_same_mounts "$L" "$M"
+check "unmount local" sfs_umount "$L"
+unset GOOGLE_OAUTH_ACCESS_TOKEN
+check "the token in no message" bash -c '! grep -q t0k-3n "$1"' _ "$(sfs_log "$M")"
+check "the token not in /proc/PID/cmdline" bash -c '! grep -aq t0k-3n "$1"' _ "/proc/${SFS_PID_OF[$M]}/cmdline"
+check "unmount gs://tok" sfs_umount "$M"
 mkdir -p "$M"
+check "no token for a bucket that wants one: refused, naming the bucket and the 401" \
+	expect_fail "gs://tok/qd/: listing: bucket tok, key \"qd/\".*HTTP 401.*anonymous" \
+	"$SAMPLEFS" -o "layout=quickdraw,$EP,index_dir=$T/idx-x" "gs://tok/qd/" "$M"
+grep -q " $M fuse" /proc/mounts && fusermount3 -u "$M"
 check "a prefix with no recorded pages: refused, naming the bucket" \
 	expect_fail "gs://qdb/nothing/: listing: bucket qdb, key \"nothing/\".*HTTP 404" \
 	"$SAMPLEFS" -o "layout=quickdraw,$EP,index_dir=$T/idx-x" "gs://qdb/nothing/" "$M"

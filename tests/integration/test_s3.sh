@@ -91,6 +91,11 @@ compare "npy, a key with a space" "$W/npy/b c.npy" "s3://$B/npy/b c.npy" layout=
 check "imagenet: remount with the saved index" \
 	sfs_mount "s3://$B/imagenet/" "$M" -o "layout=imagenet,shard_size=4,$EP,index_dir=$T/idx-s"
 check "remount: index reused (log)" grep -q "using the saved index" "$(sfs_log "$M")"
+# the secret ("testing") is in the daemon's environment only
+no_secret() { ! grep -aq "$SWIFT_SECRET_KEY" "$@"; }
+check "the secret is not in /proc/PID/cmdline" no_secret "/proc/${SFS_PID_OF[$M]}/cmdline"
+check "the secret is in no message" no_secret "$(sfs_log "$M")"
+check "the secret is in no index file" no_secret -r "$T/idx-s"
 check "imagenet: unmount" sfs_umount "$M"
 
 # ---- refused at mount, with one line saying why ----
