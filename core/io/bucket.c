@@ -403,6 +403,7 @@ static int head(struct bucket_env *b, const struct bname *n, const char *uri,
 	struct httpresp r;
 	char one;
 	struct iovec iov = { &one, 1 };
+	long said;
 	int rc;
 
 	if (!(req.url = url))
@@ -425,15 +426,16 @@ static int head(struct bucket_env *b, const struct bname *n, const char *uri,
 		goto out;
 	if (!rc)
 		rc = -EIO;	/* a 2xx without a length */
+	said = r.status;
 	/* a HEAD's error has no body: one byte's GET says why */
 	req = (struct httpreq){ .url = url, .ranged = 1, .iov = &iov, .niov = 1,
 				.auth = auth_of(b, n->store) };
-	if (!httpreq_do(b->he->net, &req, &r) && r.status != 206 && r.status != 200)
+	if (said / 100 != 2 && !httpreq_do(b->he->net, &req, &r) && r.status == said)
 		report(b, n, uri, "HEAD", &r);
 	else
-		sfs_err("%s: bucket %s, key \"%s\" at %s: HEAD answered HTTP %ld "
-			"without a length", uri, n->bucket, n->key, b->base[n->store],
-			r.status);
+		sfs_err("%s: bucket %s, key \"%s\" at %s: HEAD answered HTTP %ld%s",
+			uri, n->bucket, n->key, b->base[n->store], said,
+			said / 100 == 2 ? " without a length" : "");
 out:
 	free(r.body);
 	free(url);

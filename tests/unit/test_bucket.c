@@ -13,6 +13,7 @@
 #include "io/awscred.h"
 #include "io/bucket.h"
 #include "io/bucketlist.h"
+#include "io/source.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -161,4 +162,15 @@ Test(awscred, profiles)
 	cr_expect_eq(awscred_parse(f, strlen(f), "half", &c), -EINVAL);
 	cr_expect_eq(awscred_parse(f, strlen(f), "nosuch", &c), -ENOENT);
 	cr_expect_null(c.access_key);
+}
+
+Test(bucket, names_are_urls)
+{
+	char *j = source_join("s3://b/dir one/", "cr\xc3\xa8me x+y.npy");
+
+	cr_expect(source_is_url("s3://b/k") && source_is_url("gs://b/"));
+	cr_expect(!source_is_url("s3:/b/k") && !source_is_url("/s3://b"));
+	/* a child's name percent-encoded, as for URLs: bucket.c decodes it */
+	cr_expect_str_eq(j, "s3://b/dir one/cr%C3%A8me%20x%2By.npy");
+	free(j);
 }
