@@ -102,8 +102,9 @@ static int any(void *arg, const char *name, int is_dir)
 /*
  * Before probing a URL directory for each layout's files: list it once.
  * When that fails for a cause every probe would meet (TLS verification,
- * a connection refused: -EIO, said by core/io naming the URL and the
- * cause), that one line is all: -errno.  A 404 (*absent) is kept for the
+ * a connection refused: -EIO; a bucket's refusal of the credentials:
+ * -EACCES; said by core/io naming the URL and the cause), that one line is
+ * all: -errno.  A 404 (*absent) is kept for the
  * end, as files may still be served under a directory with no listing.
  */
 static int reachable(struct source_env *env, const char *source,
@@ -116,7 +117,9 @@ static int reachable(struct source_env *env, const char *source,
 		return 0;
 	rc = source_list(env, source, any, NULL);
 	*absent = rc == -ENOENT;
-	return rc == -EIO ? rc : 0;
+	/* -EACCES: a bucket refused the credentials (an HTTP server's 401 or
+	 * 403 to a listing is -ENOTSUP: its files may still be served) */
+	return rc == -EIO || rc == -EACCES ? rc : 0;
 }
 
 static const struct layout_kind *detect(struct source_env *env, const char *source,

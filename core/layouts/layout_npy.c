@@ -358,7 +358,8 @@ static int scan_dir(struct npy_layout *L, struct source_env *env, const char *pa
 	struct scan sc = { L, env, path, 0 };
 	int rc = source_list(env, path, scan_entry, &sc);
 
-	if (rc < 0 && !sc.failed)
+	/* a URL's failure was named by core/io (source.h), but for "not there" */
+	if (rc < 0 && !sc.failed && (!source_is_url(path) || rc == -ENOENT))
 		sfs_err("%s: %s", path, strerror(-rc));
 	return rc;
 }

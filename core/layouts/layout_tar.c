@@ -106,7 +106,9 @@ static int list_tars(struct source_env *env, const char *dir, char ***out, size_
 	struct tar_names tn = { .env = env, .dir = dir };
 	int rc = source_list(env, dir, take_tar, &tn);
 
-	if (rc < 0 && rc != -ENOMEM)
+	/* a URL's failure was named by core/io with what the server said
+	 * (source.h); "not there" is said by nobody */
+	if (rc < 0 && rc != -ENOMEM && (!source_is_url(dir) || rc == -ENOENT))
 		sfs_err("%s: cannot list: %s", dir, strerror(-rc));
 	else if (rc == 0 && tn.n == 0) {
 		sfs_err("%s: no .tar files in this directory", dir);

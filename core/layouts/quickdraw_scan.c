@@ -122,7 +122,10 @@ static int list_classes(struct source_env *env, const char *dir, const char *ext
 	struct classes_in ci = { dir, ext, strict, 0, found, ns };
 	int rc = source_list(env, dir, class_entry, &ci);
 
-	if (rc < 0 && rc != -ENOTSUP && rc != -ENOMEM && rc != -E2BIG)
+	/* a URL's failure was named by core/io with what the server said
+	 * (source.h); "not there" is said by nobody */
+	if (rc < 0 && rc != -ENOTSUP && rc != -ENOMEM && rc != -E2BIG &&
+	    (!source_is_url(dir) || rc == -ENOENT))
 		sfs_err("%s: cannot list: %s", dir, strerror(-rc));
 	return rc ? rc : ci.bad ? -EINVAL : 0;
 }

@@ -110,6 +110,17 @@ check "a wrong secret, listing a prefix: refused, naming it" \
 	expect_fail "listing: bucket $B, key \"tars/\".*SignatureDoesNotMatch" \
 	env AWS_SECRET_ACCESS_KEY=not-the-secret \
 	"$SAMPLEFS" -o "layout=tar,$EP,index_dir=$T/idx-x" "s3://$B/tars/" "$M"
+one_line() {	# PATTERN CMD...: CMD fails with exactly one line, matching PATTERN
+	local pat=$1 err; shift
+	err=$("$@" 2>&1) && { echo "    succeeded: $err"; return 1; }
+	[ "$(grep -c . <<<"$err")" = 1 ] || { echo "    not one line:"; echo "$err" | sed 's/^/      /'; return 1; }
+	grep -q -- "$pat" <<<"$err" || { echo "    want '$pat': $err"; return 1; }
+}
+for src in "s3://$B/tars/data.tar" "s3://$B/tars/" "s3://$B/qd/"; do
+	check "a wrong secret, $src: one line" one_line "SignatureDoesNotMatch" \
+		env AWS_SECRET_ACCESS_KEY=not-the-secret "$SAMPLEFS" \
+		-o "$EP,index_dir=$T/idx-x" "$src" "$M"
+done
 check "no such bucket: refused, NoSuchBucket" \
 	expect_fail "bucket no-such-bucket.*NoSuchBucket" \
 	"$SAMPLEFS" -o "layout=tar,$EP,index_dir=$T/idx-x" "s3://no-such-bucket/tars/" "$M"
