@@ -325,7 +325,7 @@ int64_t bucketlist_time(const char *s)
 				frac += (*s - '0') * scale;
 			}
 	z = *s;
-	if (z != 'Z' || s[1] || y < 1970 || mo < 1 || mo > 12 || d < 1 || d > 31 ||
+	if (z != 'Z' || s[1] || y < 1970 || y > 2261 || mo < 1 || mo > 12 || d < 1 || d > 31 ||
 	    h > 23 || mi > 59 || sec > 60)
 		return 0;
 	tm.tm_year = (int)y - 1900;
@@ -335,7 +335,7 @@ int64_t bucketlist_time(const char *s)
 	tm.tm_min = (int)mi;
 	tm.tm_sec = (int)sec;
 	/* int64 nanoseconds end in 2262 */
-	if ((t = timegm(&tm)) == (time_t)-1 || t > INT64_MAX / 1000000000 - 1)
+	if ((t = timegm(&tm)) < 0 || t > INT64_MAX / 1000000000 - 1)
 		return 0;
 	return (int64_t)t * 1000000000 + frac;
 }
