@@ -131,7 +131,7 @@ static int build_locked(const struct sfs_opts *o, const struct index_job *job,
 			"building one", path, of, what, why);
 		return -ENOENT;
 	}
-	if (rc != -ENOENT) {
+	if (rc != -ENOENT && !named) {
 		sfs_info("%s: rebuilding index%s%s (%s)", path, of, what, why);
 		named = 1;
 	}
