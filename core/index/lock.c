@@ -59,6 +59,8 @@ struct index_lock {
 	pthread_cond_t cv;   /* signalled by release: stop beating */
 	int stop;
 	int slot;            /* in index.c's list for signal handlers, or -1 */
+	dev_t dev;           /* the lock file we created */
+	ino_t ino;
 };
 
 /* What a waiter sees of a lock. */
@@ -235,6 +237,7 @@ static int lock_wait(struct index_lock *lk, const char *path, unsigned stale_s)
 int index_lock_take(const char *path, unsigned stale_s, struct index_lock **out)
 {
 	struct index_lock *lk = calloc(1, sizeof(*lk));
+	struct lock_seen me;
 	pthread_condattr_t ca;
 	int rc = -ENOMEM;
 
@@ -259,6 +262,10 @@ int index_lock_take(const char *path, unsigned stale_s, struct index_lock **out)
 		}
 	if (rc < 0)
 		goto out;
+	if (lock_look(lk->name, &me) == 0) {	/* to remove only ours */
+		lk->dev = me.dev;
+		lk->ino = me.ino;
+	}
 	rc = -pthread_create(&lk->beat, NULL, heartbeat, lk);
 	if (rc < 0) {
 		sfs_err("%s: cannot start the lock's heartbeat: %s", lk->name, strerror(-rc));
@@ -275,7 +282,7 @@ out:
 
 void index_lock_release(struct index_lock *lk)
 {
-	struct stat a, b;
+	struct lock_seen cur;
 
 	if (!lk)
 		return;
@@ -286,8 +293,7 @@ void index_lock_release(struct index_lock *lk)
 	pthread_join(lk->beat, NULL);
 	/* ours still: not broken and retaken by another while we were stopped */
 	index_unfinished_drop(lk->slot);
-	if (fstat(lk->fd, &a) == 0 && stat(lk->name, &b) == 0 &&
-	    a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+	if (lock_look(lk->name, &cur) == 0 && cur.dev == lk->dev && cur.ino == lk->ino)
 		unlink(lk->name);
 	lock_free(lk);
 }
