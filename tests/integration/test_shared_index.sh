@@ -14,6 +14,7 @@
 . "$(dirname "$0")/http_lib.sh"
 sfs_setup
 T=$SFS_TMP
+export SFS_ROOT
 W=$T/www
 mkdir -p "$W" "$T/x"
 
@@ -157,6 +158,28 @@ check "index=PATH (a local file) with index_only" \
 	sfs_mount "$SRC" "$T/pl" -o index="$W/pre.sfsidx",index_only,index_dir="$T/idxpl"
 check "index=PATH: serves tar -x's tree" is_tar_tree "$T/pl"
 check "index=PATH: unmount" sfs_umount "$T/pl"
+
+# ---- ImageNet: two index files in one prebuilt index ----
+"$PY" - "$T/imagenet" <<'PY' || echo "not ok - ImageNet fixture"
+import os, sys
+sys.path.insert(0, os.path.join(os.environ["SFS_ROOT"], "tests", "fixtures"))
+from make_imagenet import make_imagenet, pick_wnids
+make_imagenet(sys.argv[1], pick_wnids(4, seed=3), per_class=5, n_val=9, seed=1)
+PY
+check "ImageNet: --save-index with the mount's options" \
+	"$SFS_ROOT/$SAMPLEFS_BUILD/samplefs-inspect" --save-index="$T/in.sfsidx" \
+	-o quiet,shard_size=3 "$T/imagenet"
+check "ImageNet: mounted with its own build" \
+	sfs_mount "$T/imagenet" "$T/in-own" -o shard_size=3,index_dir="$T/idxin1"
+check "ImageNet: mounted from the prebuilt index, index_only" \
+	sfs_mount "$T/imagenet" "$T/in-pre" -o shard_size=3,index="$T/in.sfsidx",index_only,index_dir="$T/idxin2"
+check "ImageNet: both index files came from it" \
+	test "$(grep -c 'using the prebuilt index' "$(sfs_log "$T/in-pre")") $(ls "$T/idxin2" | grep -c '\.sfsidx$')" = "1 2"
+check "ImageNet: the same tree and bytes as its own build" diff -r "$T/in-own" "$T/in-pre"
+check "ImageNet: unmount own" sfs_umount "$T/in-own"
+check "ImageNet: unmount prebuilt" sfs_umount "$T/in-pre"
+check "ImageNet: other options than the prebuilt index's: index_only fails" \
+	sh -c "! '$SAMPLEFS' -f -o shard_size=4,index='$T/in.sfsidx',index_only,index_dir='$T/idxin3' '$T/imagenet' '$T/in-pre' 2>/dev/null"
 
 # ---- a builder killed with -9 while it holds the lock ----
 KSRC=$(proxy_url data.tar)
