@@ -126,8 +126,10 @@ static int lock_create(struct index_lock *lk)
 		int err = errno;
 
 		if (err != EEXIST)
-			sfs_err("%s: cannot create the index's build lock: %s", lk->name,
-				strerror(err));
+			sfs_err("%s: cannot create the index's build lock: %s%s", lk->name,
+				strerror(err),
+				err == EROFS || err == EACCES || err == EPERM ?
+				" (-o index_dir=DIR: a writable directory)" : "");
 		return -err;
 	}
 	gethostname(host, sizeof(host) - 1);

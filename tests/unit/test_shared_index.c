@@ -87,6 +87,35 @@ static int count_in(const char *d, const char *part)
 
 /* ---- the lock ---- */
 
+/* Forks a process that takes the lock of path and holds it for hold_s
+ * seconds (then releases it), or until killed (hold_s < 0); returns once
+ * it holds it. */
+static pid_t fork_holder(const char *path, int hold_s)
+{
+	struct index_lock *mine;
+	int pipefd[2];
+	pid_t pid;
+	char c;
+
+	cr_assert_eq(pipe(pipefd), 0);
+	pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		if (index_lock_take(path, 1, &mine) != 0 || write(pipefd[1], "x", 1) != 1)
+			_exit(1);
+		if (hold_s < 0)
+			for (;;)
+				pause();
+		sleep((unsigned)hold_s);
+		index_lock_release(mine);
+		_exit(0);
+	}
+	cr_assert_eq(read(pipefd[0], &c, 1), 1, "the holder did not take the lock");
+	close(pipefd[0]);
+	close(pipefd[1]);
+	return pid;
+}
+
 /* A live holder (heartbeat running) for longer than stale_s is waited
  * for, not broken; its release wakes the waiter with 1. */
 Test(shidx, live_holder_is_waited_for)
@@ -95,26 +124,11 @@ Test(shidx, live_holder_is_waited_for)
 	struct index_lock *lk;
 	double t0;
 	pid_t pid;
-	int st, pipefd[2];
-	char c;
+	int st;
 
 	in_dir(path, sizeof(path), "x.sfsidx");
 	snprintf(lock, sizeof(lock), "%s.lock", path);
-	cr_assert_eq(pipe(pipefd), 0);
-	pid = fork();
-	cr_assert(pid >= 0);
-	if (pid == 0) {
-		struct index_lock *mine;
-
-		if (index_lock_take(path, 1, &mine) != 0)
-			_exit(1);
-		if (write(pipefd[1], "x", 1) != 1)
-			_exit(1);
-		sleep(3);	/* three times stale_s: the heartbeat keeps it */
-		index_lock_release(mine);
-		_exit(0);
-	}
-	cr_assert_eq(read(pipefd[0], &c, 1), 1);
+	pid = fork_holder(path, 3);	/* three times stale_s: the heartbeat keeps it */
 	t0 = now();
 	cr_assert_eq(index_lock_take(path, 1, &lk), 1, "a live holder's lock was broken");
 	cr_assert_null(lk);
@@ -122,8 +136,6 @@ Test(shidx, live_holder_is_waited_for)
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	cr_assert_not(exists(lock), "the released lock is still there");
-	close(pipefd[0]);
-	close(pipefd[1]);
 }
 
 /* A holder killed with SIGKILL leaves its lock; it is broken after
@@ -134,23 +146,10 @@ Test(shidx, dead_holder_lock_is_broken)
 	struct index_lock *lk;
 	double t0;
 	pid_t pid;
-	int pipefd[2];
-	char c;
 
 	in_dir(path, sizeof(path), "x.sfsidx");
 	snprintf(lock, sizeof(lock), "%s.lock", path);
-	cr_assert_eq(pipe(pipefd), 0);
-	pid = fork();
-	cr_assert(pid >= 0);
-	if (pid == 0) {
-		struct index_lock *mine;
-
-		if (index_lock_take(path, 1, &mine) != 0 || write(pipefd[1], "x", 1) != 1)
-			_exit(1);
-		for (;;)
-			pause();
-	}
-	cr_assert_eq(read(pipefd[0], &c, 1), 1);
+	pid = fork_holder(path, -1);
 	cr_assert(exists(lock));
 	cr_assert_eq(kill(pid, SIGKILL), 0);
 	cr_assert_eq(waitpid(pid, NULL, 0), pid);
@@ -161,8 +160,6 @@ Test(shidx, dead_holder_lock_is_broken)
 	cr_assert_lt(now() - t0, 5.0, "the dead lock took too long to break");
 	index_lock_release(lk);
 	cr_assert_eq(count_in(dir, NULL), 0, "the lock or a moved-aside copy is left");
-	close(pipefd[0]);
-	close(pipefd[1]);
 }
 
 /* ---- index_load: one build among many, and prebuilt indexes ---- */
