@@ -161,12 +161,20 @@ struct index_job {
  * Loads the index of o->source for `job`, or builds it when missing or
  * stale: maps index_path(o, job->layout, job->key) against job->fp and
  * attaches it; when it is missing, stale, corrupt or does not attach,
- * builds it (saying why, unless it was missing), saves it and loads it
- * again.  Says, in one format for every layout:
+ * takes its build lock (lock.h: while another process builds it, waits
+ * and maps what it built), then fetches it from the prebuilt index
+ * o->index if there is one (prebuilt.h; a warning when that has none that
+ * fits), else builds it (saying why, unless it was missing), saves it and
+ * loads it again; with o->index_only it fails instead of building.  Says,
+ * in one format for every layout:
  *   "<index>: using the saved index[ of <what>]"
+ *   "<index>: using the just built index[ of <what>]"  (another built it)
+ *   "<index>: using the prebuilt index[ of <what>] from <o->index>"
  *   "<index>: rebuilding index[ of <what>] (<why>)"
  *   "<source>: indexed[ <what>] in <s> s, <size> MB[, into <index>]"
  *   "<index>: the index just built does not load (<why>)"   (an error)
+ *   "<index>: no usable index[ of <what>] (<why>), and -o index_only
+ *    forbids building one"                                (an error)
  * 0 with m mapped and attached (the caller closes it), or -errno.
  */
 int index_load(const struct sfs_opts *o, const struct index_job *job,

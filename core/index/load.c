@@ -3,7 +3,9 @@
  * every layout (see index_load in index.h): map the saved index, let the
  * layout check and bind it, and when any of that fails for a reason a
  * rebuild can cure, build it, save it and load it again, saying why in one
- * message format.
+ * message format.  The build is done holding the index's lock (lock.c), so
+ * daemons sharing an index directory build it once, and is replaced by a
+ * fetch when the mount was given a prebuilt index (prebuilt.c).
  *
  * Not for: the file format (index.c) or what goes in the sections (the
  * layouts' builders).

@@ -26,7 +26,7 @@
 #define TAG_MEMBER(i) INDEX_TAG('P', 'F', (i) & 255, (i) >> 8)
 #define MAX_MEMBERS 65536u
 #define SUFFIX ".sfsidx"
-#define CHUNK (1u << 20)
+#define CHUNK (8u << 20)	/* per read of a URL: 1 MiB ones fetch at half the speed */
 
 /* Every prebuilt index has this fingerprint: it depends on nothing, so
  * mapping it checks the version and the whole file's checksum. */
