@@ -97,10 +97,12 @@ static int from_prebuilt(const struct sfs_opts *o, const struct index_job *job,
 
 	dir_of(path, dir, sizeof(dir));
 	rc = index_prebuilt_fetch(o, dir);
-	if (rc == 0)
+	if (rc == 0) {
 		rc = map_attach(job, path, m, why, whylen);
-	else
+	} else {	/* said; whatever the cause, a build can do without it */
 		snprintf(why, whylen, "it cannot be fetched or fails its checks");
+		rc = -ENOENT;
+	}
 	if (rc == 0) {
 		sfs_info("%s: using the prebuilt index%s%s from %s", path, of, what, o->index);
 		return 0;

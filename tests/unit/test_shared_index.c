@@ -216,6 +216,7 @@ static int load(const char *index_dir, const char *prebuilt, int only,
 	o.index_dir = index_dir;
 	o.index = prebuilt;
 	o.index_only = only;
+	o.remote.retries = 1;	/* an unreachable prebuilt index fails at once */
 	index_fp_init(&fp, "test");
 	index_fp_add_u64(&fp, v);
 	rc = index_load(&o, &job, &m);
@@ -316,6 +317,21 @@ Test(shidx, corrupt_or_missing_prebuilt_is_not_used)
 	cr_assert_eq(load(c, none, 1, counter, 11, 0), -ENOENT);
 	cr_assert_eq(load(c, none, 0, counter, 11, 0), 0);
 	cr_assert_eq(builds(counter), 2);
+}
+
+/* A prebuilt index that cannot be fetched (nothing listens there): the
+ * mount builds, or fails with index_only; it is never an error of its own. */
+Test(shidx, unreachable_prebuilt_builds_or_fails)
+{
+	char counter[128], a[128];
+	const char *url = "http://127.0.0.1:1/pre.sfsidx";
+
+	in_dir(counter, sizeof(counter), "builds");
+	in_dir(a, sizeof(a), "a");
+	cr_assert_eq(load(a, url, 1, counter, 11, 0), -ENOENT);
+	cr_assert_eq(builds(counter), 0);
+	cr_assert_eq(load(a, url, 0, counter, 11, 0), 0);
+	cr_assert_eq(builds(counter), 1);
 }
 
 /* The prebuilt file of a directory without indexes is refused. */
