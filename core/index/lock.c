@@ -110,9 +110,8 @@ static void *heartbeat(void *arg)
 static int lock_create(struct index_lock *lk)
 {
 	char host[64] = "?", text[128];
-	int n;
-
 	sigset_t all, old;
+	int n;
 
 	/* a stop signal removes the lock with the temporary index files
 	 * (index_remove_unfinished): held until it is listed there */
@@ -215,6 +214,7 @@ static int lock_wait(struct index_lock *lk, const char *path, unsigned stale_s)
 {
 	struct lock_seen last, cur;
 	double changed = now(), said = 0;
+	int rc;
 
 	if (lock_look(lk->name, &last) < 0)
 		return 0;	/* gone before we looked: try to take it */
@@ -224,8 +224,11 @@ static int lock_wait(struct index_lock *lk, const char *path, unsigned stale_s)
 			said = now();
 		}
 		nap_ms(POLL_MS);
-		if (lock_look(lk->name, &cur) < 0)
+		rc = lock_look(lk->name, &cur);
+		if (rc == -ENOENT)
 			return 1;
+		if (rc < 0)	/* cannot look (NFS hiccup): as if unchanged */
+			cur = last;
 		if (!same_lock(&cur, &last)) {
 			last = cur;
 			changed = now();
