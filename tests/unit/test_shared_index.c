@@ -248,75 +248,77 @@ Test(shidx, many_loaders_build_once)
 	cr_assert_eq(count_in(idx, NULL), 1, "more than the index is left");
 }
 
+/* The files of the prebuilt tests: the build counter, three index
+ * directories, the prebuilt index. */
+struct files {
+	char counter[128], a[128], b[128], c[128], pre[128];
+};
+
+/* Names them, builds the index of value 11 in a, saves it to pre. */
+static void prebuilt_of_11(struct files *f)
+{
+	in_dir(f->counter, sizeof(f->counter), "builds");
+	in_dir(f->a, sizeof(f->a), "a");
+	in_dir(f->b, sizeof(f->b), "b");
+	in_dir(f->c, sizeof(f->c), "c");
+	in_dir(f->pre, sizeof(f->pre), "pre.sfsidx");
+	cr_assert_eq(load(f->a, NULL, 0, f->counter, 11, 0), 0);
+	cr_assert_eq(builds(f->counter), 1);
+	cr_assert_eq(index_prebuilt_save(f->a, f->pre), 0);
+}
+
 /* Saved from one directory, fetched into another: no build there, even
  * with index_only; a second mount maps the copy it fetched. */
 Test(shidx, prebuilt_round_trip)
 {
-	char counter[128], a[128], b[128], pre[128];
+	struct files f;
 
-	in_dir(counter, sizeof(counter), "builds");
-	in_dir(a, sizeof(a), "a");
-	in_dir(b, sizeof(b), "b");
-	in_dir(pre, sizeof(pre), "pre.sfsidx");
-	cr_assert_eq(load(a, NULL, 0, counter, 11, 0), 0);
-	cr_assert_eq(builds(counter), 1);
-	cr_assert_eq(index_prebuilt_save(a, pre), 0);
-	cr_assert_eq(load(b, pre, 1, counter, 11, 0), 0);
-	cr_assert_eq(builds(counter), 1, "built although a prebuilt index fits");
-	cr_assert_eq(count_in(b, ".sfsidx"), 1);
-	cr_assert_eq(count_in(b, NULL), 1, "a download or lock is left");
-	cr_assert_eq(load(b, NULL, 1, counter, 11, 0), 0);
-	cr_assert_eq(builds(counter), 1);
+	prebuilt_of_11(&f);
+	cr_assert_eq(load(f.b, f.pre, 1, f.counter, 11, 0), 0);
+	cr_assert_eq(builds(f.counter), 1, "built although a prebuilt index fits");
+	cr_assert_eq(count_in(f.b, ".sfsidx"), 1);
+	cr_assert_eq(count_in(f.b, NULL), 1, "a download or lock is left");
+	cr_assert_eq(load(f.b, NULL, 1, f.counter, 11, 0), 0);
+	cr_assert_eq(builds(f.counter), 1);
 }
 
 /* Another source's or options' prebuilt index: a build with a warning,
  * or with index_only an error and no build. */
 Test(shidx, stale_prebuilt_builds_or_fails)
 {
-	char counter[128], a[128], b[128], c[128], pre[128];
+	struct files f;
 
-	in_dir(counter, sizeof(counter), "builds");
-	in_dir(a, sizeof(a), "a");
-	in_dir(b, sizeof(b), "b");
-	in_dir(c, sizeof(c), "c");
-	in_dir(pre, sizeof(pre), "pre.sfsidx");
-	cr_assert_eq(load(a, NULL, 0, counter, 11, 0), 0);
-	cr_assert_eq(index_prebuilt_save(a, pre), 0);
-	cr_assert_eq(load(b, pre, 1, counter, 12, 0), -ENOENT);
-	cr_assert_eq(builds(counter), 1, "index_only built");
-	cr_assert_eq(load(c, pre, 0, counter, 12, 0), 0);
-	cr_assert_eq(builds(counter), 2, "a stale prebuilt index was not rebuilt");
+	prebuilt_of_11(&f);
+	cr_assert_eq(load(f.b, f.pre, 1, f.counter, 12, 0), -ENOENT);
+	cr_assert_eq(builds(f.counter), 1, "index_only built");
+	cr_assert_eq(load(f.c, f.pre, 0, f.counter, 12, 0), 0);
+	cr_assert_eq(builds(f.counter), 2, "a stale prebuilt index was not rebuilt");
 }
 
 /* A damaged or missing prebuilt index is never used: its checksum fails. */
 Test(shidx, corrupt_or_missing_prebuilt_is_not_used)
 {
-	char counter[128], a[128], b[128], c[128], pre[128], none[128];
+	struct files f;
+	char none[128];
 	struct stat st;
 	int fd;
 	char x;
 
-	in_dir(counter, sizeof(counter), "builds");
-	in_dir(a, sizeof(a), "a");
-	in_dir(b, sizeof(b), "b");
-	in_dir(c, sizeof(c), "c");
-	in_dir(pre, sizeof(pre), "pre.sfsidx");
+	prebuilt_of_11(&f);
 	in_dir(none, sizeof(none), "none.sfsidx");
-	cr_assert_eq(load(a, NULL, 0, counter, 11, 0), 0);
-	cr_assert_eq(index_prebuilt_save(a, pre), 0);
 	/* one byte of the member's data (its header and the table stay) */
-	cr_assert_eq(stat(pre, &st), 0);
-	fd = open(pre, O_RDWR);
+	cr_assert_eq(stat(f.pre, &st), 0);
+	fd = open(f.pre, O_RDWR);
 	cr_assert(fd >= 0);
 	cr_assert_eq(pread(fd, &x, 1, st.st_size / 2), 1);
 	x ^= 0x40;
 	cr_assert_eq(pwrite(fd, &x, 1, st.st_size / 2), 1);
 	close(fd);
-	cr_assert_eq(load(b, pre, 1, counter, 11, 0), -ENOENT);
-	cr_assert_eq(count_in(b, ".sfsidx"), 0, "a member of a corrupt file was written");
-	cr_assert_eq(load(c, none, 1, counter, 11, 0), -ENOENT);
-	cr_assert_eq(load(c, none, 0, counter, 11, 0), 0);
-	cr_assert_eq(builds(counter), 2);
+	cr_assert_eq(load(f.b, f.pre, 1, f.counter, 11, 0), -ENOENT);
+	cr_assert_eq(count_in(f.b, ".sfsidx"), 0, "a member of a corrupt file was written");
+	cr_assert_eq(load(f.c, none, 1, f.counter, 11, 0), -ENOENT);
+	cr_assert_eq(load(f.c, none, 0, f.counter, 11, 0), 0);
+	cr_assert_eq(builds(f.counter), 2);
 }
 
 /* A prebuilt index that cannot be fetched (nothing listens there): the
