@@ -17,13 +17,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 enum kind { T_STR, T_U32, T_U64, T_SIZE, T_FLAG, T_IMAGE, T_SPLIT, T_SEED, T_RDPLUS,
 	    T_POS, T_POSSIZE,	/* T_POS, T_POSSIZE: as T_U32, T_SIZE, not 0 */
 	    T_FILE,		/* a readable file, kept as its realpath */
-	    T_ADDR,		/* path|virtual: 1|2 */
-	    T_SRC };		/* a source's name: a URL as given, a path made
-				 * absolute (the daemon runs in /) */
+	    T_FILE_URL,		/* a URL as given, or a path made absolute */
+	    T_ADDR };		/* path|virtual: 1|2 */
 
 /* Where an option means something: any source, URL sources only (buckets
  * included), or buckets only (s3://, gs://).
@@ -72,6 +72,8 @@ static const struct opt_row table[] = {
 	{"cache_dir", T_STR, O(remote.cache_dir), S_URL, "DIR", "keep fetched blocks in DIR too, across mounts"},
 	{"cache_dir_size", T_POSSIZE, O(remote.cache_dir_bytes), S_URL, "SIZE", "bound of cache_dir (default 1G)"},
 	{"read_timeout", T_POS, O(remote.read_timeout_s), S_URL, "SECONDS", "one read, its retries and waits included, gives EIO after this long (default 2 x timeout)"},
+	{"index", T_FILE_URL, O(index), S_ANY, "PATH|URL", "a prebuilt index (samplefs-inspect --save-index), fetched into index_dir when it has none"},
+	{"index_only", T_FLAG, O(index_only), S_ANY, NULL, "never build an index: fail the mount when none fits (missing, stale)"},
 	/* no option takes a secret: /proc/PID/cmdline is anyone's to read */
 	{"endpoint", T_STR, O(remote.endpoint), S_BUCKET, "URL", "the store (default: AWS_ENDPOINT_URL, else AWS S3; gs://: https://storage.googleapis.com)"},
 	{"region", T_STR, O(remote.region), S_BUCKET, "NAME", "S3 region signed for (default: AWS_REGION, AWS_DEFAULT_REGION, else us-east-1)"},
@@ -79,8 +81,8 @@ static const struct opt_row table[] = {
 	{"profile", T_STR, O(remote.profile), S_BUCKET, "NAME", "profile in ~/.aws/credentials (default: AWS_PROFILE, else default)"},
 	{"anonymous", T_FLAG, O(remote.anonymous), S_BUCKET, NULL, "unsigned requests, even with credentials at hand"},
 	{"max_keys", T_POS, O(remote.max_keys), S_BUCKET, "N", "keys per listing request (default and most 1000)"},
-	{"images", T_SRC, O(images_dir), S_ANY, "DIR", "the class .npy files' directory, prefix or URL (default SOURCE/numpy_bitmap)"},
-	{"strokes", T_SRC, O(strokes_dir), S_ANY, "DIR", "the class .npz files' directory, prefix or URL (default SOURCE/sketchrnn)"},
+	{"images", T_FILE_URL, O(images_dir), S_ANY, "DIR", "the class .npy files' directory, prefix or URL (default SOURCE/numpy_bitmap)"},
+	{"strokes", T_FILE_URL, O(strokes_dir), S_ANY, "DIR", "the class .npz files' directory, prefix or URL (default SOURCE/sketchrnn)"},
 };
 #undef O
 #undef D
@@ -108,10 +110,11 @@ static const struct fuse_opt templates[] = {
 	FUSE_OPT_KEY("cacert=", 22), FUSE_OPT_KEY("insecure", 23),
 	FUSE_OPT_KEY("cache_mem=", 24), FUSE_OPT_KEY("cache_dir=", 25),
 	FUSE_OPT_KEY("cache_dir_size=", 26), FUSE_OPT_KEY("read_timeout=", 27),
-	FUSE_OPT_KEY("endpoint=", 28), FUSE_OPT_KEY("region=", 29),
-	FUSE_OPT_KEY("addressing=", 30), FUSE_OPT_KEY("profile=", 31),
-	FUSE_OPT_KEY("anonymous", 32), FUSE_OPT_KEY("max_keys=", 33),
-	FUSE_OPT_KEY("images=", 34), FUSE_OPT_KEY("strokes=", 35),
+	FUSE_OPT_KEY("index=", 28), FUSE_OPT_KEY("index_only", 29),
+	FUSE_OPT_KEY("endpoint=", 30), FUSE_OPT_KEY("region=", 31),
+	FUSE_OPT_KEY("addressing=", 32), FUSE_OPT_KEY("profile=", 33),
+	FUSE_OPT_KEY("anonymous", 34), FUSE_OPT_KEY("max_keys=", 35),
+	FUSE_OPT_KEY("images=", 36), FUSE_OPT_KEY("strokes=", 37),
 	FUSE_OPT_END
 };
 _Static_assert(sizeof(templates) / sizeof(templates[0]) == NROWS + 1,
@@ -188,6 +191,28 @@ static int set_file(const struct opt_row *r, const char *val, char **field)
 	return 0;
 }
 
+/* A URL as given, or a path made absolute (the daemon runs in /) but not
+ * opened: one that is missing when the mount needs it is said then. */
+static int set_file_url(const char *val, char **field)
+{
+	char cwd[PATH_MAX], *s;
+	int n;
+
+	if (!*val)
+		return -EINVAL;
+	if (source_is_url(val) || val[0] == '/')
+		n = (s = strdup(val)) ? 0 : -1;
+	else if (!getcwd(cwd, sizeof(cwd)))
+		return -errno;
+	else
+		n = asprintf(&s, "%s/%s", cwd, val);
+	if (n < 0)
+		return -ENOMEM;
+	free(*field);
+	*field = s;
+	return 0;
+}
+
 static int set_value(const struct opt_row *r, const char *val, struct fs_opts *o)
 {
 	char *field = (char *)o + r->off;
@@ -234,6 +259,8 @@ static int set_value(const struct opt_row *r, const char *val, struct fs_opts *o
 		return parse_split(val, (uint32_t *)field);
 	case T_FILE:
 		return set_file(r, val, (char **)field);
+	case T_FILE_URL:
+		return set_file_url(val, (char **)field);
 	case T_RDPLUS:
 		if (!strcmp(val, "auto"))
 			*(int *)field = RDPLUS_AUTO;
@@ -243,16 +270,6 @@ static int set_value(const struct opt_row *r, const char *val, struct fs_opts *o
 			*(int *)field = RDPLUS_ADAPTIVE;
 		else
 			return -EINVAL;
-		return 0;
-	case T_SRC:
-		if (!*val)
-			return -EINVAL;
-		if (!(s = source_resolve(val))) {
-			sfs_err("-o %s=%s: %s", r->name, val, strerror(errno));
-			return -EDOM;
-		}
-		free(*(char **)field);
-		*(char **)field = s;
 		return 0;
 	case T_ADDR:
 		if (strcmp(val, "path") && strcmp(val, "virtual"))
@@ -376,7 +393,7 @@ void sfs_opts_free(struct fs_opts *o)
 	o->mountpoint = NULL;
 	for (i = 0; i < NROWS; i++)
 		if (table[i].kind == T_STR || table[i].kind == T_FILE ||
-		    table[i].kind == T_SRC) {
+		    table[i].kind == T_FILE_URL) {
 			free(*(char **)((char *)o + table[i].off));
 			*(char **)((char *)o + table[i].off) = NULL;
 		}
