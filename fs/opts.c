@@ -415,8 +415,7 @@ int sfs_opts_check_layout(struct fs_opts *o, const char *layout)
 {
 	const struct layout_kind *k = layout_kind(layout);
 	int url = source_is_url(o->core.source), rc = 0;
-	int bucket = !strncmp(o->core.source, "s3://", 5) ||
-		     !strncmp(o->core.source, "gs://", 5);
+	int bucket = source_is_bucket(o->core.source);
 	const struct opt_row *r;
 	size_t i;
 
@@ -426,7 +425,8 @@ int sfs_opts_check_layout(struct fs_opts *o, const char *layout)
 		r = &table[i];
 		if (r->scope == S_URL && !url) {
 			sfs_err("-o %s applies to URL sources only (http://, "
-				"https://), not %s", r->name, o->core.source);
+				"https://, s3://, gs://), not %s", r->name,
+				o->core.source);
 			rc = -EINVAL;
 		} else if (r->scope == S_BUCKET && !bucket) {
 			sfs_err("-o %s applies to bucket sources only (s3://, "

@@ -85,7 +85,7 @@ struct bname {
 
 static int bucket_claims(const char *uri)
 {
-	return !strncmp(uri, "s3://", 5) || !strncmp(uri, "gs://", 5);
+	return source_is_bucket(uri);
 }
 
 static int aws_plain(unsigned char c)

@@ -62,10 +62,15 @@ static const struct source_backend *backend_of(const char *uri)
 	return NULL;
 }
 
+int source_is_bucket(const char *uri)
+{
+	return !strncmp(uri, "s3://", 5) || !strncmp(uri, "gs://", 5);
+}
+
 int source_is_url(const char *uri)
 {
 	return !strncmp(uri, "http://", 7) || !strncmp(uri, "https://", 8) ||
-	       !strncmp(uri, "s3://", 5) || !strncmp(uri, "gs://", 5);
+	       source_is_bucket(uri);
 }
 
 char *source_resolve(const char *uri)

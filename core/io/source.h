@@ -228,6 +228,8 @@ char *source_join(const char *dir_uri, const char *name);
 /* 1 if uri is a URL this build can open (http, https, s3, gs): a remote
  * source, named as a URL (source_join percent-encodes). */
 int source_is_url(const char *uri);
+/* 1 if uri names an object or prefix of a bucket (s3://, gs://). */
+int source_is_bucket(const char *uri);
 /* The name a source is known by from anywhere: a URL as given, a path
  * made absolute with its symlinks resolved (realpath).  malloc'ed, or
  * NULL with errno set (a path that does not resolve, ENOMEM). */
