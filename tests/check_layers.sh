@@ -58,6 +58,7 @@ declare -A CALLS=(
 	["core/index/index.c fsync_dir_of open"]="the index directory, synced after the rename"
 	["core/index/index.c index_map_open open"]="an index file"
 	["core/index/index.c index_map_open fstat"]="an index file"
+	["core/index/spill.c rd_load pread"]="a scratch file of a build's sorted runs, made and unlinked by spill.c in the index directory"
 	["core/index/index.c index_map_open mmap"]="an index file, mapped"
 	["core/log.c sfs_log_open open"]="the log file (-o log=FILE), written by samplefs"
 	["fs/devpoll.c dev_splice_send splice"]="libfuse's splice of a reply into /dev/fuse, from a descriptor of source_fd (core/io), checked by source_check first"
