@@ -609,7 +609,8 @@ static int write_hardlinks(struct index_writer *w, uint32_t c,
 
 	if (a->nhl && !(hl = malloc((size_t)a->nhl * sizeof(*hl))))
 		return -ENOMEM;
-	qsort(a->hl, a->nhl, sizeof(*a->hl), hl_cmp);
+	if (a->nhl)
+		qsort(a->hl, a->nhl, sizeof(*a->hl), hl_cmp);
 	for (i = 0; i < a->nhl; i = j) {
 		for (j = i + 1; j < a->nhl && a->hl[j].src == a->hl[i].src &&
 		     a->hl[j].off == a->hl[i].off; j++)
