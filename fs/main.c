@@ -532,6 +532,7 @@ int main(int argc, char *argv[])
 	build_signals_restore(old_sa);
 	if (rc)
 		goto out;
+	inval_init(&fs.inval, se, &fs.layout);
 	if (fuse_set_signal_handlers(se))
 		goto out;
 	handlers = 1;
@@ -551,6 +552,7 @@ int main(int argc, char *argv[])
 	/* the loop returns the number of a signal that ended it: a clean end */
 	ret = rc && rc != SIGINT && rc != SIGTERM && rc != SIGHUP ? 1 : 0;
 out:
+	inval_stop(&fs.inval);
 	if (wfd >= 0)
 		close(wfd);	/* unserved: the parent exits with our status */
 	if (mounted)

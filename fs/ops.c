@@ -14,7 +14,9 @@
  * struct sfs_fs is read-only apart from fs->io and fs->rdp, which lock
  * themselves, and
  * each request's buffers are its own (stack, or malloc'd and freed before
- * replying returns).
+ * replying returns).  A read that waits (a worker's, or any with poll=0)
+ * runs under a cancel scope that the kernel's FUSE_INTERRUPT sets
+ * (read_cancellable): its reader killed or interrupted, it answers EINTR.
  */
 #include "ops.h"
 #include "log.h"
@@ -362,10 +364,41 @@ static int read_extent(fuse_req_t req, struct sfs_fs *fs, fuse_ino_t ino,
 	return 0;
 }
 
-/* Replies with the bytes the layout makes; or, in no-wait mode, returns
- * -EAGAIN without replying when they are not in memory yet. */
+/* libfuse's interrupt callback (its session thread, under its lock of
+ * req): the reader was killed or interrupted while its read waits. */
+static void read_interrupted(fuse_req_t req, void *data)
+{
+	(void)req;
+	source_cancel(data);
+}
+
+/*
+ * The layout's read, which may wait for the network: it gives -EINTR soon
+ * after the kernel sends FUSE_INTERRUPT for req (a signal to the reader,
+ * kill -9 included: for a read already sent the kernel waits for the
+ * answer, uninterruptibly, so this is what lets the reader go).  The
+ * callback is unset before returning, so it never outlives `c`: libfuse
+ * runs it under req's lock, which unsetting takes.  (Readahead is sent as
+ * background requests, never interrupted: those end at read_timeout.)
+ */
+static ssize_t read_cancellable(fuse_req_t req, struct sfs_fs *fs,
+				fuse_ino_t ino, char *buf, size_t size, off_t off)
+{
+	struct source_cancel c = { 0 };
+	ssize_t n;
+
+	fuse_req_interrupt_func(req, read_interrupted, &c);
+	source_cancel_scope(&c);
+	n = fs->layout.ops->read(fs->layout.priv, ino, buf, size, (uint64_t)off);
+	source_cancel_scope(NULL);
+	fuse_req_interrupt_func(req, NULL, NULL);
+	return n;
+}
+
+/* Replies with the bytes the layout makes; or, in no-wait mode (`wait`
+ * 0), returns -EAGAIN without replying when they are not in memory yet. */
 static int read_copy(fuse_req_t req, struct sfs_fs *fs, fuse_ino_t ino,
-		     size_t size, off_t off)
+		     size_t size, off_t off, int wait)
 {
 	char stack[STACK_READ], *buf = stack;
 	ssize_t n;
@@ -383,7 +416,8 @@ static int read_copy(fuse_req_t req, struct sfs_fs *fs, fuse_ino_t ino,
 		fuse_reply_err(req, ENOMEM);
 		return 0;
 	}
-	n = fs->layout.ops->read(fs->layout.priv, ino, buf, size, (uint64_t)off);
+	n = wait ? read_cancellable(req, fs, ino, buf, size, off) :
+		   fs->layout.ops->read(fs->layout.priv, ino, buf, size, (uint64_t)off);
 	if (n == -EAGAIN) {
 		rc = -EAGAIN;
 		goto out;
@@ -420,7 +454,7 @@ static void read_waiting(fuse_req_t req, struct sfs_fs *fs, fuse_ino_t ino,
 			return;
 		}
 	}
-	if (read_copy(req, fs, ino, size, off) == -EAGAIN)
+	if (read_copy(req, fs, ino, size, off, 1) == -EAGAIN)
 		fuse_reply_err(req, EIO);	/* cannot happen: waiting allowed */
 }
 
@@ -451,7 +485,7 @@ static void sfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	source_nowait(1);
-	rc = read_copy(req, fs, ino, size, off);
+	rc = read_copy(req, fs, ino, size, off, 0);
 	source_nowait(0);
 	if (rc != -EAGAIN)
 		return;

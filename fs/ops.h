@@ -10,13 +10,14 @@
 #include <fuse_lowlevel.h>
 
 #include "devpoll.h"
+#include "inval.h"
 #include "layouts/layout.h"
 #include "opts.h"
 #include "rdplus.h"
 #include "workers.h"
 
 /* The session's userdata.  Filled before mounting, read-only afterwards
- * but for io and rdp, which lock themselves. */
+ * but for io, rdp and inval, which lock themselves. */
 struct sfs_fs {
 	struct fs_opts opts;	/* opts.core is what the layout was opened with */
 	struct layout layout;
@@ -27,6 +28,7 @@ struct sfs_fs {
 	struct workers *io;	/* reads that wait for the disk; NULL: inline */
 	int adaptive;		/* listings' attributes chosen by rdp (RDPLUS_ADAPTIVE) */
 	struct rdplus rdp;	/* locks itself */
+	struct inval inval;	/* locks itself */
 };
 
 extern const struct fuse_lowlevel_ops sfs_ll_ops;

@@ -67,6 +67,7 @@ static const struct opt_row table[] = {
 	{"cache_mem", T_POSSIZE, O(remote.cache_bytes), S_URL, "SIZE", "memory for fetched blocks (default 32M)"},
 	{"cache_dir", T_STR, O(remote.cache_dir), S_URL, "DIR", "keep fetched blocks in DIR too, across mounts"},
 	{"cache_dir_size", T_POSSIZE, O(remote.cache_dir_bytes), S_URL, "SIZE", "bound of cache_dir (default 1G)"},
+	{"read_timeout", T_POS, O(remote.read_timeout_s), S_URL, "SECONDS", "one read, its retries and waits included, gives EIO after this long (default 2 x timeout)"},
 };
 #undef O
 #undef D
@@ -93,7 +94,7 @@ static const struct fuse_opt templates[] = {
 	FUSE_OPT_KEY("timeout=", 20), FUSE_OPT_KEY("retries=", 21),
 	FUSE_OPT_KEY("cacert=", 22), FUSE_OPT_KEY("insecure", 23),
 	FUSE_OPT_KEY("cache_mem=", 24), FUSE_OPT_KEY("cache_dir=", 25),
-	FUSE_OPT_KEY("cache_dir_size=", 26),
+	FUSE_OPT_KEY("cache_dir_size=", 26), FUSE_OPT_KEY("read_timeout=", 27),
 	FUSE_OPT_END
 };
 _Static_assert(sizeof(templates) / sizeof(templates[0]) == NROWS + 1,

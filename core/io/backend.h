@@ -23,13 +23,15 @@ struct source {
 	struct source_env *env;
 	char *name;                 /* as opened, for messages */
 	struct source_stamp stamp;  /* at open */
-	atomic_int changed;         /* 1 once a response showed a change */
+	atomic_int changed;         /* 1 once a change was seen: for good */
 	atomic_int warned;          /* 1 once the change was reported */
 	void *priv;                 /* the backend's */
 };
 
 struct source_env {
 	struct source_config cfg;   /* defaults filled in */
+	source_change_fn on_change; /* source_env_on_change; set before reads */
+	void *on_change_arg;
 	void *http;                 /* the HTTP backend's shared state, or NULL */
 };
 
@@ -41,7 +43,8 @@ struct source_backend {
 	int (*open)(struct source *s);
 	/* as source_pread; the no-wait flag is source_nowait_mode() */
 	ssize_t (*pread)(struct source *s, void *buf, size_t n, uint64_t off);
-	/* 1 if the source no longer matches s->stamp, 0 if it does, -errno */
+	/* 1 if the source no longer matches s->stamp, 0 if it does, -errno;
+	 * source_check remembers a 1 (s->changed) */
 	int (*changed)(struct source *s);
 	/* optional: as source_fd */
 	int (*fd)(struct source *s, int *fd, uint64_t *base);
@@ -60,9 +63,12 @@ struct source_backend {
 
 /* The calling thread's no-wait flag (source_nowait). */
 int source_nowait_mode(void);
+/* The calling thread's cancel scope (source_cancel_scope), or NULL. */
+const struct source_cancel *source_cancel_current(void);
 
-/* Marks s changed (a response showed another ETag or size); the warning is
- * given by source_check / the failing read. */
+/* Marks s changed, for good (a response showed another ETag or size, or
+ * fstat another size or mtime); the warning is given by source_check / the
+ * failing read. */
 void source_mark_changed(struct source *s);
 
 extern const struct source_backend source_file_backend;

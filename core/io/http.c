@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <time.h>
 
 #include "io/autoindex.h"
 #include "io/diskcache.h"
@@ -42,13 +43,17 @@
 #define LIST_MAX  (16u << 20)   /* a directory listing's body */
 
 /* A source opened in this mount: its id, reused when it is opened again
- * with the same stamp so its cached blocks are found again.  Hashed by URL:
- * a mount may open hundreds of thousands (a listing's files), and a list
- * walked per open made that quadratic. */
+ * with the same stamp so its cached blocks are found again, and whether a
+ * change of its URL was seen (then every source of the URL reads EIO until
+ * the unmount: blocks cached under the id are of the old version).  Hashed
+ * by URL: a mount may open hundreds of thousands (a listing's files), and
+ * a list walked per open made that quadratic.  Entries live until the
+ * env is freed, so sources may point at `changed`. */
 struct known {
 	struct known *next;
 	uint64_t hash;
 	uint32_t id;
+	atomic_int changed;
 	struct source_stamp stamp;
 	char url[];
 };
@@ -73,6 +78,7 @@ static int http_env_init(struct source_env *env)
 	 * each other out of the cache before they are read: an eighth of it
 	 * per window */
 	he->cache_bytes = env->cfg.cache_bytes;
+	he->read_timeout_ns = (int64_t)env->cfg.read_timeout_s * 1000000000;
 	he->ra_max = env->cfg.cache_bytes / BLOCK / 8 < RA_MAX ?
 		     (unsigned)(env->cfg.cache_bytes / BLOCK / 8) : RA_MAX;
 	if ((rc = httpreq_ctx_new(&env->cfg, &he->net)))
@@ -146,33 +152,44 @@ static int known_grow(struct http_env *he)
 	return 0;
 }
 
-/* The id of (url, stamp) in this mount; 0 on ENOMEM (ids start at 1). */
-static uint32_t source_id(struct http_env *he, const char *url,
-			  const struct source_stamp *st)
+/*
+ * The entry of (url, stamp) in this mount, made if new; NULL on ENOMEM.
+ * The URL opened before with another stamp changed while mounted: every
+ * entry of it is marked changed.
+ */
+static struct known *source_known(struct http_env *he, const char *url,
+				  const struct source_stamp *st)
 {
 	uint64_t h = url_hash(url);
-	struct known *k = NULL;
-	uint32_t id = 0;
+	struct known *k, *found = NULL;
+	int changed = 0;
 
 	pthread_mutex_lock(&he->ids_lock);
-	if (he->nknown)
-		for (k = he->known[h & (he->nknown - 1)]; k; k = k->next)
-			if (k->hash == h && !strcmp(k->url, url) && same_stamp(&k->stamp, st))
-				break;
-	if (!k && (he->count < he->nknown || !known_grow(he)) &&
-	    (k = malloc(sizeof(*k) + strlen(url) + 1))) {
-		k->id = ++he->next_id;
-		k->hash = h;
-		k->stamp = *st;
-		strcpy(k->url, url);
-		k->next = he->known[h & (he->nknown - 1)];
-		he->known[h & (he->nknown - 1)] = k;
+	for (k = he->nknown ? he->known[h & (he->nknown - 1)] : NULL; k; k = k->next) {
+		if (k->hash != h || strcmp(k->url, url))
+			continue;
+		if (same_stamp(&k->stamp, st))
+			found = k;
+		else
+			changed = 1;
+		changed |= atomic_load(&k->changed);
+	}
+	if (!found && (he->count < he->nknown || !known_grow(he)) &&
+	    (found = calloc(1, sizeof(*found) + strlen(url) + 1))) {
+		found->id = ++he->next_id;
+		found->hash = h;
+		found->stamp = *st;
+		strcpy(found->url, url);
+		found->next = he->known[h & (he->nknown - 1)];
+		he->known[h & (he->nknown - 1)] = found;
 		he->count++;
 	}
-	if (k)
-		id = k->id;
+	if (found && changed)
+		for (k = he->known[h & (he->nknown - 1)]; k; k = k->next)
+			if (k->hash == h && !strcmp(k->url, url))
+				atomic_store(&k->changed, 1);
 	pthread_mutex_unlock(&he->ids_lock);
-	return id;
+	return found;
 }
 
 static void stamp_from(const struct httpresp *r, uint64_t size,
@@ -275,6 +292,8 @@ static int http_open(struct source *s)
 {
 	struct http_env *he = s->env ? s->env->http : NULL;
 	struct http_src *h;
+	struct known *k;
+	pthread_condattr_t ca;
 	size_t len = strlen(s->name);
 	char why[400];
 	int rc, is_dir;
@@ -300,16 +319,22 @@ static int http_open(struct source *s)
 	if (!(h = calloc(1, sizeof(*h))))
 		return -ENOMEM;
 	h->he = he;
-	if (!(h->id = source_id(he, s->name, &s->stamp))) {
+	if (!(k = source_known(he, s->name, &s->stamp))) {
 		free(h);
 		return -ENOMEM;
 	}
+	h->id = k->id;
+	h->url_changed = &k->changed;
 	/* without ETag or Last-Modified, blocks on disk could be of another
 	 * version of the same size */
 	h->disk = he->disk && (s->stamp.etag[0] || s->stamp.mtime_ns);
 	h->ra_next = UINT64_MAX;
 	pthread_mutex_init(&h->lock, NULL);
-	pthread_cond_init(&h->landed, NULL);
+	/* reads wait on it until their deadline, a CLOCK_MONOTONIC time */
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&h->landed, &ca);
+	pthread_condattr_destroy(&ca);
 	s->priv = h;
 	httpcache_start(he);
 	return 0;
@@ -329,7 +354,9 @@ static void http_close(struct source *s)
 
 static int http_changed(struct source *s)
 {
-	return atomic_load(&s->changed);
+	struct http_src *h = s->priv;
+
+	return atomic_load(&s->changed) || atomic_load(h->url_changed);
 }
 
 /* ---- names ---- */

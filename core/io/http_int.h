@@ -8,6 +8,7 @@
 #define SFS_IO_HTTP_INT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -23,6 +24,7 @@
 #define BLOCK      (32u << 10)
 #define RA_MAX     128          /* blocks read ahead at most: 4 MiB */
 #define NFLIGHT    8            /* fetches of one source tracked at once */
+#define FAIL_HOLD_MS 2000       /* a failed fetch's outcome is kept this long */
 #define QUEUE_MAX  64           /* prefetches waiting for a thread */
 #define PREFETCHERS 4           /* threads per mount, started at first open */
 #define REGION_SHIFT 20         /* 1 MiB regions, for telling random reads apart */
@@ -44,6 +46,7 @@ struct http_env {
 	struct lru *mem;                /* blocks, keyed by source id and number */
 	struct diskcache *disk;         /* NULL without cache_dir */
 	unsigned ra_max;                /* blocks read ahead at most */
+	int64_t read_timeout_ns;        /* cfg.read_timeout_s: one read's bound */
 	uint64_t cache_bytes;           /* of the memory cache (cfg.cache_bytes) */
 	pthread_mutex_t ids_lock;       /* the sources known, by URL hash: */
 	struct known **known;           /* nknown chains, a power of two */
@@ -59,14 +62,31 @@ struct http_env {
 	int stopping;
 };
 
+/*
+ * A fetch of blocks lo..hi of a source (httpcache.c), which reads needing
+ * any of them wait for rather than asking again: RUNNING, or FAILED (its
+ * error is every such read's until `until`: the kernel asks again for a
+ * page right after its readahead failed, and that is the same read as the
+ * user sees it).  gen tells a waiter whether the slot is still the fetch it
+ * waited for.
+ */
+struct flight {
+	uint64_t lo, hi;
+	enum { FL_FREE, FL_RUNNING, FL_FAILED } state;
+	int rc;                         /* FAILED: the error */
+	int64_t until;                  /* FAILED: kept until (httpreq_now_ns) */
+	unsigned gen;
+};
+
 /* s->priv: per open source. */
 struct http_src {
 	struct http_env *he;
 	uint32_t id;
 	int disk;                       /* the stamp can tell versions apart */
+	atomic_int *url_changed;        /* the mount's: a change of this URL seen */
 	pthread_mutex_t lock;           /* the fields below */
-	pthread_cond_t landed;          /* a fetch or prefetch ended */
-	struct { uint64_t lo, hi; int used; } flight[NFLIGHT];
+	pthread_cond_t landed;          /* a fetch or prefetch ended (CLOCK_MONOTONIC) */
+	struct flight flight[NFLIGHT];
 	uint64_t ra_next;               /* block where the last read ended */
 	unsigned ra_seq;                /* reads in a row that went on from it */
 	unsigned ra_win;

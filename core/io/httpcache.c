@@ -13,8 +13,22 @@
  * window's blocks.  Past that, while reads go on in order, prefetch threads
  * keep up to AHEAD_JOBS requests of a window each running ahead of the
  * reader, so a sequential pass streams instead of waiting a round trip per
- * window.  A thread missing blocks another is fetching waits for that fetch
- * rather than asking again.
+ * window.
+ *
+ * Shared fetches (struct flight, http_int.h): a read missing blocks another
+ * thread is fetching waits for that fetch rather than asking again, and
+ * takes its outcome: the blocks from the cache, or its error, with no
+ * round of retries of its own.  A failed fetch's error is kept FAIL_HOLD_MS
+ * for reads of its blocks that start meanwhile (the kernel asks again for
+ * the page of a failed readahead at once), so a frozen server costs a
+ * reader one read_timeout, not one per request the kernel sends.  A fetch
+ * whose reader is cancelled is dropped; reads that waited for it send
+ * their own.
+ *
+ * Bounds: each read has a deadline (read_timeout_s from its start) and the
+ * thread's cancel flag (source_cancel_scope); both bound its requests
+ * (httpreq.c) and its waits for others' (timed waits, POLL_MS apart, on
+ * h->landed).  Prefetches have a deadline of their own and no cancel flag.
  *
  * Scattered reads: a small read that starts no stream, in a source larger
  * than the memory cache and with no disk cache, and alone in its 1 MiB
@@ -27,8 +41,10 @@
  * which only queue), else -EAGAIN at once.
  *
  * Failures are logged here, rate-limited by log.c, naming the URL, the
- * byte range and the last cause; that read gives EIO.  Prefetches fail
- * quietly: the read that needed the blocks asks again, and says so.
+ * byte range and the last cause; that read gives EIO (reads sharing the
+ * failure say nothing more).  Prefetches fail quietly: the read that
+ * needed the blocks asks again, and says so.  A cancelled read gives
+ * EINTR, unlogged: its reader is gone.
  *
  * Not for: opening, names and listings (http.c), requests (httpreq.c).
  */
@@ -50,14 +66,18 @@
 #define WAITS_MAX  3            /* for others' fetches, in one read */
 #define AHEAD_JOBS 2            /* prefetches of one source at once */
 #define EXACT_MAX  BLOCK        /* reads alone in their region fetch only their bytes */
+#define POLL_MS    50           /* a waiting read looks at its cancel flag this often */
 
 /* One read: [off, end) of a source of `size` bytes, into buf; a prefetch
- * is a read of nothing (buf NULL, off = end = 0). */
+ * is a read of nothing (buf NULL, off = end = 0).  It gives up at deadline
+ * (httpreq_now_ns) or when cancel is set. */
 struct rd {
 	struct source *s;
 	struct http_src *h;
 	char *buf;
 	uint64_t off, end, size;
+	int64_t deadline;
+	const struct source_cancel *cancel;
 };
 
 static uint64_t key_of(const struct http_src *h, uint64_t b)
@@ -175,25 +195,28 @@ static unsigned note_read(struct http_src *h, uint64_t b0, uint64_t b1,
 	return win;
 }
 
-/* The fetch recorded over block b, or -1 (h->lock held). */
-static int flight_of(const struct http_src *h, uint64_t b)
+/* A FAILED slot whose time is up is free again (h->lock held). */
+static void expire(struct flight *f, int64_t now)
 {
-	int i;
-
-	for (i = 0; i < NFLIGHT; i++)
-		if (h->flight[i].used && h->flight[i].lo <= b && b <= h->flight[i].hi)
-			return i;
-	return -1;
+	if (f->state == FL_FAILED && now >= f->until)
+		f->state = FL_FREE;
 }
 
-static int overlaps(const struct http_src *h, uint64_t lo, uint64_t hi)
+/* The fetch running or recently failed over any of blocks lo..hi, or -1
+ * (h->lock held). */
+static int flight_over(struct http_src *h, uint64_t lo, uint64_t hi)
 {
+	int64_t now = httpreq_now_ns();
+	struct flight *f;
 	int i;
 
-	for (i = 0; i < NFLIGHT; i++)
-		if (h->flight[i].used && h->flight[i].lo <= hi && lo <= h->flight[i].hi)
-			return 1;
-	return 0;
+	for (i = 0; i < NFLIGHT; i++) {
+		f = &h->flight[i];
+		expire(f, now);
+		if (f->state != FL_FREE && f->lo <= hi && lo <= f->hi)
+			return i;
+	}
+	return -1;
 }
 
 /* Trims *hi before others' fetches after `need` and records lo..*hi; its
@@ -204,47 +227,99 @@ static int record(struct http_src *h, uint64_t lo, uint64_t need, uint64_t *hi)
 	int i;
 
 	for (b = need + 1; b <= *hi; b++)
-		if (flight_of(h, b) >= 0)
+		if (flight_over(h, b, b) >= 0)
 			break;
 	*hi = b - 1;
 	for (i = 0; i < NFLIGHT; i++)
-		if (!h->flight[i].used) {
-			h->flight[i].lo = lo;
-			h->flight[i].hi = *hi;
-			h->flight[i].used = 1;
+		if (h->flight[i].state == FL_FREE) {
+			h->flight[i] = (struct flight){ lo, *hi, FL_RUNNING, 0, 0,
+							h->flight[i].gen + 1 };
 			return i;
 		}
 	return -1;
 }
 
-/*
- * Before fetching blocks lo..need (and readahead up to *hi): when another
- * thread is fetching some of lo..need, waits for it and returns 1 (look in
- * the cache again).  Else records this fetch (its slot in *slot) and
- * returns 0.
- */
-static int claim(struct http_src *h, uint64_t lo, uint64_t need, uint64_t *hi,
-		 int *waits, int *slot)
+/* Whether the read is out of time or cancelled: -EIO or -EINTR, else 0. */
+static int read_over(const struct rd *r)
 {
-	pthread_mutex_lock(&h->lock);
-	if (overlaps(h, lo, need) && *waits < WAITS_MAX) {
-		++*waits;
-		while (overlaps(h, lo, need))
-			pthread_cond_wait(&h->landed, &h->lock);
-		pthread_mutex_unlock(&h->lock);
-		return 1;
-	}
-	*slot = record(h, lo, need, hi);
-	pthread_mutex_unlock(&h->lock);
-	return 0;
+	if (r->cancel && atomic_load(&r->cancel->cancelled))
+		return -EINTR;
+	return httpreq_now_ns() >= r->deadline ? -ETIMEDOUT : 0;
 }
 
-/* Ends a fetch that took blocks up to hi. */
-static void release(struct http_src *h, int slot, uint64_t hi)
+/*
+ * Waits (h->lock held) until fetch i, of generation gen, ends, the read's
+ * deadline passes or it is cancelled, looking at the cancel flag every
+ * POLL_MS.  1: it ended well, or was dropped (look in the cache again);
+ * its error when it failed; -ETIMEDOUT or -EINTR.
+ */
+static int wait_for(const struct rd *r, int i, unsigned gen)
 {
+	struct http_src *h = r->h;
+	const struct flight *f = &h->flight[i];
+	int64_t until;
+	struct timespec ts;
+	int rc;
+
+	while (f->gen == gen && f->state == FL_RUNNING) {
+		if ((rc = read_over(r)))
+			return rc;
+		until = httpreq_now_ns() + POLL_MS * 1000000LL;
+		if (until > r->deadline)
+			until = r->deadline;
+		ts.tv_sec = (time_t)(until / 1000000000);
+		ts.tv_nsec = (long)(until % 1000000000);
+		pthread_cond_timedwait(&h->landed, &h->lock, &ts);
+	}
+	return f->gen == gen && f->state == FL_FAILED ? f->rc : 1;
+}
+
+/*
+ * Before fetching blocks lo..need (and readahead up to *hi): when another
+ * fetch has some of lo..need, waits for it and returns 1 (look in the
+ * cache again), or its error when it failed or fails (the read shares its
+ * outcome: no round of retries of its own), -ETIMEDOUT or -EINTR.  Else
+ * records this fetch (its slot in *slot) and returns 0.  After WAITS_MAX
+ * waits a read fetches what it still misses itself.
+ */
+static int claim(const struct rd *r, uint64_t lo, uint64_t need, uint64_t *hi,
+		 int *waits, int *slot)
+{
+	struct http_src *h = r->h;
+	int i, rc = 0;
+
 	pthread_mutex_lock(&h->lock);
-	if (slot >= 0)
-		h->flight[slot].used = 0;
+	if ((i = flight_over(h, lo, need)) >= 0 &&
+	    (h->flight[i].state == FL_FAILED || *waits < WAITS_MAX)) {
+		++*waits;
+		rc = wait_for(r, i, h->flight[i].gen);
+	} else {
+		*slot = record(h, lo, need, hi);
+	}
+	pthread_mutex_unlock(&h->lock);
+	return rc;
+}
+
+/*
+ * Ends a fetch that took blocks up to hi with rc: a failure is kept for
+ * FAIL_HOLD_MS for the reads that wanted the same blocks; a success, or a
+ * fetch dropped (-EINTR: its reader was interrupted, the reads waiting
+ * for it send their own) or quiet (a prefetch), frees the slot.
+ */
+static void release(struct http_src *h, int slot, uint64_t hi, int rc)
+{
+	struct flight *f;
+
+	pthread_mutex_lock(&h->lock);
+	if (slot >= 0) {
+		f = &h->flight[slot];
+		f->state = FL_FREE;
+		if (rc && rc != -EINTR) {
+			f->state = FL_FAILED;
+			f->rc = rc;
+			f->until = httpreq_now_ns() + FAIL_HOLD_MS * 1000000LL;
+		}
+	}
 	if (h->ra_win && hi > h->ahead)
 		h->ahead = hi;	/* a sequential stream's readahead */
 	pthread_cond_broadcast(&h->landed);
@@ -263,7 +338,10 @@ static int read_failed(const struct rd *r, const struct httpreq *req,
 	uint64_t a = req->from, b = req->to;
 	unsigned n = resp->attempts;
 
+	if (resp->fail == FAIL_CANCELLED)
+		return -EINTR;	/* the reader is gone: nothing to say */
 	if (resp->changed) {
+		atomic_store(r->h->url_changed, 1);
 		source_mark_changed(r->s);
 		if (quiet)
 			return -EIO;
@@ -298,7 +376,8 @@ static int fetch(const struct rd *r, uint64_t lo, uint64_t hi, int quiet)
 {
 	struct iovec iov[RUN_MAX + RA_MAX];
 	struct httpreq req = { .url = r->s->name, .ranged = 1, .iov = iov,
-			       .expect = &r->s->stamp };
+			       .expect = &r->s->stamp, .deadline_ns = r->deadline,
+			       .cancel = r->cancel };
 	struct httpresp resp;
 	unsigned n = (unsigned)(hi - lo + 1), i;
 	int rc = 0;
@@ -347,7 +426,8 @@ static int fetch_exact(const struct rd *r, uint64_t b)
 	struct iovec iov = { r->buf + (from - r->off), (size_t)(r->end - from) };
 	struct httpreq req = { .url = r->s->name, .ranged = 1, .iov = &iov,
 			       .niov = 1, .from = from, .to = r->end - 1,
-			       .expect = &r->s->stamp };
+			       .expect = &r->s->stamp, .deadline_ns = r->deadline,
+			       .cancel = r->cancel };
 	struct httpresp resp;
 
 	if (httpreq_do(r->h->he->net, &req, &resp))
@@ -379,7 +459,9 @@ static uint64_t plan(const struct rd *r, uint64_t b, uint64_t b1, unsigned win,
 /* A prefetch thread's job: blocks lo..hi of s, unless others have them. */
 static void prefetch_run(const struct prefetch *p)
 {
-	struct rd r = { p->s, p->s->priv, NULL, 0, 0, p->s->stamp.size };
+	struct http_src *h = p->s->priv;
+	struct rd r = { p->s, h, NULL, 0, 0, p->s->stamp.size,
+			httpreq_now_ns() + h->he->read_timeout_ns, NULL };
 	uint64_t lo = p->lo, hi = p->hi;
 	int slot;
 
@@ -388,12 +470,14 @@ static void prefetch_run(const struct prefetch *p)
 	if (lo > hi || atomic_load(&r.s->changed))
 		return;
 	pthread_mutex_lock(&r.h->lock);
-	slot = flight_of(r.h, lo) >= 0 ? -2 : record(r.h, lo, lo, &hi);
+	slot = flight_over(r.h, lo, lo) >= 0 ? -2 : record(r.h, lo, lo, &hi);
 	pthread_mutex_unlock(&r.h->lock);
 	if (slot == -2)
 		return;
+	/* quiet, and its failure not kept: the reader that needs the blocks
+	 * asks again, and says why */
 	fetch(&r, lo, hi, 1);
-	release(r.h, slot, 0);
+	release(r.h, slot, 0, 0);
 }
 
 static void *prefetcher(void *arg)
@@ -550,14 +634,47 @@ void httpcache_willneed(struct source *s, uint64_t off, uint64_t len)
 
 /* ---- reads ---- */
 
+/*
+ * A read that waited for another's fetch and took its outcome: -EIO (the
+ * fetch failed, and said so; or the deadline passed while waiting, said
+ * here) or -EINTR.
+ */
+static int wait_failed(const struct rd *r, uint64_t lo, uint64_t hi, int rc)
+{
+	struct http_src *h = r->h;
+
+	if (rc == -EINTR || atomic_load(&r->s->changed))
+		return rc == -EINTR ? rc : source_check(r->s);
+	if (rc == -ETIMEDOUT)
+		sfs_err("%s: bytes %" PRIu64 "-%" PRIu64 ": no answer within "
+			"read_timeout=%u s (waiting for another read's request for "
+			"them); EIO", r->s->name, lo * BLOCK,
+			(hi + 1) * BLOCK < r->size ? (hi + 1) * BLOCK - 1 : r->size - 1,
+			(unsigned)(h->he->read_timeout_ns / 1000000000));
+	return -EIO;
+}
+
+/* Whether a change of s was seen, by any of its URL's sources. */
+static int seen_changed(struct source *s)
+{
+	struct http_src *h = s->priv;
+
+	if (atomic_load(h->url_changed))
+		source_mark_changed(s);
+	return atomic_load(&s->changed);
+}
+
 ssize_t httpcache_pread(struct source *s, void *buf, size_t n, uint64_t off)
 {
-	struct rd r = { s, s->priv, buf, off, 0, s->stamp.size };
+	struct http_src *h = s->priv;
+	struct rd r = { s, h, buf, off, 0, s->stamp.size,
+			httpreq_now_ns() + h->he->read_timeout_ns,
+			source_cancel_current() };
 	uint64_t b0, b1, b, need, hi;
-	int waits = 0, slot, rc, lone;
+	int waits = 0, slot = -1, rc, lone;
 	unsigned win;
 
-	if (atomic_load(&s->changed))
+	if (seen_changed(s))
 		return source_check(s);
 	if (off >= r.size || n == 0)
 		return 0;
@@ -583,14 +700,19 @@ ssize_t httpcache_pread(struct source *s, void *buf, size_t n, uint64_t off)
 			continue;
 		}
 		if (lone)
-			return (rc = fetch_exact(&r, b)) ? rc : (ssize_t)n;
-		hi = plan(&r, b, b1, win, &need);
-		if (claim(r.h, b, need, &hi, &waits, &slot))
+			need = hi = b1;	/* its bytes from b on, nothing cached */
+		else
+			hi = plan(&r, b, b1, win, &need);
+		if ((rc = claim(&r, b, need, &hi, &waits, &slot)) == 1)
 			continue;	/* another thread fetched it: look again */
-		rc = fetch(&r, b, hi, 0);
-		release(r.h, slot, hi);
+		if (rc)
+			return wait_failed(&r, b, need, rc);
+		rc = lone ? fetch_exact(&r, b) : fetch(&r, b, hi, 0);
+		release(r.h, slot, lone ? 0 : hi, rc);
 		if (rc)
 			return rc;
+		if (lone)
+			return (ssize_t)n;
 		b = need + 1;
 	}
 	prefetch_after(&r, b1, win);

@@ -12,12 +12,17 @@
  * connection.  Pooled rather than thread-local so none outlives the mount
  * and a thread that stops reading does not hold one.  A handle keeps its
  * options between requests; each request sets the ones that vary (URL,
- * method, range, body sink, time limit).
+ * method, range, body sink, time limit).  A handle runs its transfers in a
+ * multi handle of its own (what curl_easy_perform does inside), so the loop
+ * here can look at the caller's cancel flag while it waits; the multi
+ * keeps the handle's connections between requests.
  *
  * Bounds: connect within timeout_s; abort a transfer that moves fewer than
  * LOW_SPEED bytes/s for timeout_s; and a whole transfer may take timeout_s
  * plus the time to move its bytes at MIN_RATE, so a trickle or a stall
- * ends.  The body goes only into the caller's buffers: a server sending more
+ * ends.  Above those, the request's deadline (httpreq.deadline_ns) cuts
+ * every attempt and the backoff between them: a stall is not waited out
+ * at the full timeout once per retry.  The body goes only into the caller's buffers: a server sending more
  * than the range fails the request, and the bodies of errors are dropped
  * (at most DROP_MAX bytes of them are read).
  *
@@ -29,6 +34,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,9 +49,11 @@
 #define BACKOFF_MS   100            /* first retry's delay; doubles */
 #define BACKOFF_MAX  5000
 #define CURL_BUFFER  (128L << 10)
+#define POLL_MS      50             /* the cancel flag is looked at this often */
 
 struct conn {
 	CURL *h;
+	CURLM *m;                       /* h's transfers run here, one at a time */
 	struct conn *next;
 	char err[CURL_ERROR_SIZE];
 };
@@ -124,6 +132,15 @@ int httpreq_ctx_new(const struct source_config *cfg, struct httpreq_ctx **out)
 	return 0;
 }
 
+static void conn_free(struct conn *k)
+{
+	if (k->h)
+		curl_easy_cleanup(k->h);
+	if (k->m)
+		curl_multi_cleanup(k->m);	/* and the connections it kept */
+	free(k);
+}
+
 void httpreq_ctx_free(struct httpreq_ctx *c)
 {
 	struct conn *k;
@@ -133,8 +150,7 @@ void httpreq_ctx_free(struct httpreq_ctx *c)
 		return;
 	while ((k = c->pool)) {
 		c->pool = k->next;
-		curl_easy_cleanup(k->h);
-		free(k);
+		conn_free(k);
 	}
 	if (c->share)
 		curl_share_cleanup(c->share);
@@ -194,10 +210,9 @@ static struct conn *conn_take(struct httpreq_ctx *c)
 		return k;
 	if (!(k = calloc(1, sizeof(*k))))
 		return NULL;
-	if (!(k->h = curl_easy_init()) || conn_setup(c, k)) {
-		if (k->h)
-			curl_easy_cleanup(k->h);
-		free(k);
+	if (!(k->h = curl_easy_init()) || !(k->m = curl_multi_init()) ||
+	    conn_setup(c, k)) {
+		conn_free(k);
 		return NULL;
 	}
 	return k;
@@ -213,10 +228,8 @@ static void conn_give(struct httpreq_ctx *c, struct conn *k)
 		k = NULL;
 	}
 	pthread_mutex_unlock(&c->pool_lock);
-	if (k) {
-		curl_easy_cleanup(k->h);
-		free(k);
-	}
+	if (k)
+		conn_free(k);
 }
 
 static size_t body_iov(struct xfer *x, const char *p, size_t n)
@@ -453,12 +466,31 @@ static uint64_t next_random(uint64_t *s)
 	return *s;
 }
 
-/* Exponential backoff with jitter (half to all of it); at least what
- * Retry-After asked, capped at timeout_s. */
-static void backoff(const struct httpreq_ctx *c, unsigned attempt,
-		    curl_off_t retry_after, uint64_t *rng)
+int64_t httpreq_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int cancelled(const struct httpreq *req)
+{
+	return req->cancel && atomic_load(&req->cancel->cancelled);
+}
+
+/*
+ * Exponential backoff with jitter (half to all of it); at least what
+ * Retry-After asked, capped at timeout_s.  0 after the wait; -ETIMEDOUT
+ * without waiting when it would end past the deadline (the retry would
+ * have no time left); -EINTR as soon as the request is cancelled.
+ */
+static int backoff(const struct httpreq_ctx *c, const struct httpreq *req,
+		   unsigned attempt, curl_off_t retry_after, int64_t deadline,
+		   uint64_t *rng)
 {
 	uint64_t ms = BACKOFF_MS << (attempt < 10 ? attempt : 10), cap;
+	int64_t until, left;
 	struct timespec ts;
 
 	if (ms > BACKOFF_MAX)
@@ -471,10 +503,19 @@ static void backoff(const struct httpreq_ctx *c, unsigned attempt,
 		if (ms > cap)
 			ms = cap;
 	}
-	ts.tv_sec = (time_t)(ms / 1000);
-	ts.tv_nsec = (long)(ms % 1000) * 1000000;
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
+	until = httpreq_now_ns() + (int64_t)ms * 1000000;
+	if (until >= deadline)
+		return -ETIMEDOUT;
+	while ((left = until - httpreq_now_ns()) > 0) {
+		if (cancelled(req))
+			return -EINTR;
+		if (left > POLL_MS * 1000000LL)
+			left = POLL_MS * 1000000LL;
+		ts.tv_sec = 0;
+		ts.tv_nsec = (long)left;
+		nanosleep(&ts, NULL);
+	}
+	return cancelled(req) ? -EINTR : 0;
 }
 
 static size_t iov_total(const struct httpreq *req)
@@ -487,14 +528,68 @@ static size_t iov_total(const struct httpreq *req)
 	return t;
 }
 
-/* One attempt on handle k. */
+/*
+ * Runs k's transfer to its end in k's multi handle, looking at the cancel
+ * flag at least every POLL_MS (curl_easy_perform would wait up to a second
+ * between looks).  libcurl's result; CURLE_ABORTED_BY_CALLBACK when
+ * cancelled: the transfer is dropped with its connection.
+ */
+static CURLcode perform(struct conn *k, const struct httpreq *req)
+{
+	CURLcode cc = CURLE_OK;
+	CURLMsg *msg;
+	int running = 1, left;
+
+	if (curl_multi_add_handle(k->m, k->h) != CURLM_OK)
+		return CURLE_OUT_OF_MEMORY;
+	for (;;) {
+		if (curl_multi_perform(k->m, &running) != CURLM_OK) {
+			cc = CURLE_OUT_OF_MEMORY;
+			break;
+		}
+		if (!running) {
+			while ((msg = curl_multi_info_read(k->m, &left)))
+				if (msg->msg == CURLMSG_DONE)
+					cc = msg->data.result;
+			break;
+		}
+		if (cancelled(req)) {
+			cc = CURLE_ABORTED_BY_CALLBACK;
+			break;
+		}
+		curl_multi_poll(k->m, NULL, 0, POLL_MS, NULL);
+	}
+	curl_multi_remove_handle(k->m, k->h);
+	return cc;
+}
+
+/* Ends the retries early: cancelled (-EINTR), or the deadline would pass
+ * before another attempt (-ETIMEDOUT), said after the last cause. */
+static void give_up(const struct httpreq_ctx *c, struct httpresp *r, int why)
+{
+	size_t n = strlen(r->cause);
+
+	if (why == -EINTR) {
+		r->fail = FAIL_CANCELLED;
+		snprintf(r->cause, sizeof(r->cause), "cancelled: the reader was "
+			 "interrupted");
+		return;
+	}
+	if (r->fail == FAIL_NONE)
+		r->fail = FAIL_NET;
+	snprintf(r->cause + n, sizeof(r->cause) - n, "%sno time left within "
+		 "read_timeout=%u s", n ? "; " : "", c->cfg->read_timeout_s);
+}
+
+/* One attempt on handle k, cut at the deadline. */
 static enum verdict attempt(struct httpreq_ctx *c, struct conn *k,
 			    const struct httpreq *req, struct httpresp *r,
-			    curl_off_t *retry_after)
+			    int64_t deadline, curl_off_t *retry_after)
 {
 	struct xfer x = { .h = k->h, .req = req, .resp = r };
 	char range[48];
-	uint64_t bytes;
+	uint64_t bytes, ms;
+	int64_t left = (deadline - httpreq_now_ns()) / 1000000;
 	CURLcode cc;
 
 	x.accept = req->ranged ? 206 : 200;
@@ -510,9 +605,15 @@ static enum verdict attempt(struct httpreq_ctx *c, struct conn *k,
 		curl_easy_setopt(k->h, CURLOPT_HTTPGET, 1L);
 	curl_easy_setopt(k->h, CURLOPT_RANGE, req->ranged ? range : NULL);
 	curl_easy_setopt(k->h, CURLOPT_WRITEDATA, &x);
-	curl_easy_setopt(k->h, CURLOPT_TIMEOUT_MS,
-			 (long)(c->cfg->timeout_s * 1000ull + bytes * 1000 / MIN_RATE));
-	cc = curl_easy_perform(k->h);
+	ms = c->cfg->timeout_s * 1000ull + bytes * 1000 / MIN_RATE;
+	if ((int64_t)ms > left)
+		ms = left > 1 ? (uint64_t)left : 1;
+	curl_easy_setopt(k->h, CURLOPT_TIMEOUT_MS, (long)ms);
+	cc = perform(k, req);
+	if (cc == CURLE_ABORTED_BY_CALLBACK) {
+		give_up(c, r, -EINTR);
+		return FAIL;
+	}
 	gather(k->h, req, r);
 	*retry_after = 0;
 	curl_easy_getinfo(k->h, CURLINFO_RETRY_AFTER, retry_after);
@@ -523,15 +624,24 @@ int httpreq_do(struct httpreq_ctx *c, const struct httpreq *req,
 	       struct httpresp *r)
 {
 	uint64_t rng = ((uint64_t)(uintptr_t)r ^ (uint64_t)time(NULL) << 20) | 1;
-	curl_off_t retry_after;
+	int64_t deadline = req->deadline_ns ? req->deadline_ns : httpreq_now_ns() +
+			   (int64_t)c->cfg->read_timeout_s * 1000000000;
+	curl_off_t retry_after = 0;
 	enum verdict v = FAIL;
 	struct conn *k;
 	unsigned i;
+	int rc;
 
 	memset(r, 0, sizeof(*r));
 	for (i = 0; i <= c->cfg->retries; i++) {
-		if (i)
-			backoff(c, i - 1, retry_after, &rng);
+		if (i && (rc = backoff(c, req, i - 1, retry_after, deadline, &rng))) {
+			give_up(c, r, rc);
+			break;
+		}
+		if (httpreq_now_ns() >= deadline || cancelled(req)) {
+			give_up(c, r, cancelled(req) ? -EINTR : -ETIMEDOUT);
+			break;
+		}
 		if (!(k = conn_take(c))) {
 			r->fail = FAIL_NET;
 			snprintf(r->cause, sizeof(r->cause), "libcurl: no handle "
@@ -542,7 +652,7 @@ int httpreq_do(struct httpreq_ctx *c, const struct httpreq *req,
 		free(r->body);
 		memset(r, 0, sizeof(*r));
 		r->attempts = i + 1;
-		v = attempt(c, k, req, r, &retry_after);
+		v = attempt(c, k, req, r, deadline, &retry_after);
 		conn_give(c, k);
 		if (v != RETRY)
 			break;
@@ -552,5 +662,5 @@ int httpreq_do(struct httpreq_ctx *c, const struct httpreq *req,
 	free(r->body);
 	r->body = NULL;
 	r->got = 0;
-	return -EIO;
+	return r->fail == FAIL_CANCELLED ? -EINTR : -EIO;
 }

@@ -3,9 +3,12 @@
  * of the HTTP backend (http.c).  A mount's requests share one curl_share
  * (DNS, TLS sessions) and a pool of easy handles, each keeping its own
  * connections alive, one taken per request, so a request reuses a warm
- * connection and no handle outlives the mount.  Retries with exponential backoff and jitter on what may pass
- * (5xx, 429 with its Retry-After, resets, timeouts, short bodies); bodies
- * are written only into the caller's buffers, never past them.
+ * connection and no handle outlives the mount.  Retries with exponential
+ * backoff and jitter on what may pass (5xx, 429 with its Retry-After,
+ * resets, timeouts, short bodies), all within one deadline per request
+ * (the read's, see source_config.read_timeout_s), and stops at once when
+ * the caller's cancel flag is set; bodies are written only into the
+ * caller's buffers, never past them.
  *
  * Private to core/io.  Not for: caching, what a response means to a source
  * (http.c), or listings (autoindex.c).
@@ -45,6 +48,14 @@ struct httpreq {
 	 * cover exactly from-to; anything else fails the request (a changed
 	 * source sets resp.changed, with no retry). */
 	const struct source_stamp *expect;
+	/* When the whole request, retries and backoff included, gives up:
+	 * httpreq_now_ns()'s clock; 0: cfg->read_timeout_s from now.  Each
+	 * attempt is cut there, and no retry starts whose backoff would end
+	 * past it. */
+	int64_t deadline_ns;
+	/* Polled (every POLL_MS at most) while the request waits; once set,
+	 * the transfer is dropped and httpreq_do returns -EINTR.  NULL: none. */
+	const struct source_cancel *cancel;
 };
 
 struct httpresp {
@@ -68,18 +79,23 @@ struct httpresp {
 		FAIL_NORANGE,     /* 200 to a Range request */
 		FAIL_BODY,        /* short, too long, another range */
 		FAIL_CHANGED,     /* another size or ETag: resp.changed */
+		FAIL_CANCELLED,   /* req.cancel was set: -EINTR */
 	} fail;
 	char cause[320];          /* why it failed, for messages */
 };
 
 /*
- * Sends req, retrying up to cfg->retries times.  0 when a final response
- * came (resp->status says which; for `expect` requests only a valid 206),
- * -EIO when none did after the retries, or a response was wrong
- * (resp->cause says why, resp->changed when the source changed).
+ * Sends req, retrying up to cfg->retries times until its deadline.  0 when
+ * a final response came (resp->status says which; for `expect` requests
+ * only a valid 206), -EIO when none did after the retries or by the
+ * deadline, or a response was wrong (resp->cause says why, resp->changed
+ * when the source changed), -EINTR when req->cancel was set.
  * Never logs: callers name the source and range.
  */
 int httpreq_do(struct httpreq_ctx *c, const struct httpreq *req,
 	       struct httpresp *resp);
+
+/* CLOCK_MONOTONIC in nanoseconds: the clock of deadlines. */
+int64_t httpreq_now_ns(void);
 
 #endif

@@ -1,8 +1,8 @@
 /*
  * source.c - the generic half of core/io: a source is opened by the backend
  * that claims its name (backend table below), and the stamp, the change
- * check with its one warning, and the thread's no-wait flag live here, once
- * for every kind of source.  See source.h for the contract.
+ * check with its one warning (a change once seen stays), and the thread's
+ * no-wait flag and cancel scope live here, once for every kind of source.  See source.h for the contract.
  *
  * Not for: moving bytes (file.c, http.c) or anything about formats.
  */
@@ -24,6 +24,7 @@ static const struct source_backend *const backends[] = {
 #define NBACKENDS (sizeof(backends) / sizeof(backends[0]))
 
 static _Thread_local int nowait_mode;
+static _Thread_local struct source_cancel *cancel_scope;
 
 void source_nowait(int on)
 {
@@ -33,6 +34,21 @@ void source_nowait(int on)
 int source_nowait_mode(void)
 {
 	return nowait_mode;
+}
+
+void source_cancel_scope(struct source_cancel *c)
+{
+	cancel_scope = c;
+}
+
+const struct source_cancel *source_cancel_current(void)
+{
+	return cancel_scope;
+}
+
+void source_cancel(struct source_cancel *c)
+{
+	atomic_store(&c->cancelled, 1);
 }
 
 static const struct source_backend *backend_of(const char *uri)
@@ -69,6 +85,8 @@ int source_env_new(const struct source_config *cfg, struct source_env **out)
 		env->cfg.timeout_s = 30;
 	if (!env->cfg.retries)
 		env->cfg.retries = 5;
+	if (!env->cfg.read_timeout_s)
+		env->cfg.read_timeout_s = 2 * env->cfg.timeout_s;
 	if (!env->cfg.cache_bytes)
 		env->cfg.cache_bytes = 32ull << 20;
 	if (!env->cfg.cache_dir_bytes)
@@ -84,6 +102,13 @@ int source_env_new(const struct source_config *cfg, struct source_env **out)
 	}
 	*out = env;
 	return 0;
+}
+
+void source_env_on_change(struct source_env *env, source_change_fn fn,
+			  void *arg)
+{
+	env->on_change = fn;
+	env->on_change_arg = arg;
 }
 
 void source_env_free(struct source_env *env)
@@ -148,6 +173,9 @@ int source_is_remote(const struct source *s)
 
 ssize_t source_pread(struct source *s, void *buf, size_t n, uint64_t off)
 {
+	/* a change once seen stays: no byte of it is served again */
+	if (atomic_load(&s->changed))
+		return source_check(s);
 	return s->be->pread(s, buf, n, off);
 }
 
@@ -158,16 +186,21 @@ void source_mark_changed(struct source *s)
 
 int source_check(struct source *s)
 {
-	/* a change a response showed (source_mark_changed) stays; what the
-	 * backend sees now is asked each time (a local file whose size and
-	 * mtime are put back reads again, as before sources existed) */
-	if (!atomic_load(&s->changed) && s->be->changed(s) == 0)
-		return 0;
+	/* a change once seen stays (README: "EIO until remounted"): a file
+	 * put back, or blocks cached before the change, are not served */
+	if (!atomic_load(&s->changed)) {
+		if (s->be->changed(s) == 0)
+			return 0;
+		source_mark_changed(s);
+	}
 	/* one warning however many threads and reads see the change */
-	if (!atomic_exchange(&s->warned, 1))
+	if (!atomic_exchange(&s->warned, 1)) {
 		sfs_warn("%s: changed since mounting (%s): reads of it give EIO "
 			 "until remounted", s->name,
 			 source_is_remote(s) ? "size or ETag" : "size or mtime");
+		if (s->env && s->env->on_change)
+			s->env->on_change(s->env->on_change_arg, s);
+	}
 	return -EIO;
 }
 

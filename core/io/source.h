@@ -16,14 +16,28 @@
  * Stamps: a source is opened once and keeps the stamp it had then (size,
  * mtime, ETag).  Indexes are fingerprinted by stamps; source_check() says
  * whether the source still matches its stamp (one way, for every layout).
+ * A change, once seen, stays: every later read of that source gives EIO,
+ * bytes cached before the change included, for every backend; for URLs
+ * mount-wide (another struct source of the same URL in the same
+ * source_env, opened before or after, reads EIO too) until the env is
+ * freed (the unmount).
  *
  * Threads: a struct source may be read from many threads at once
  * (source_pread, source_check, source_fd); open and close are not
  * concurrent with anything else on the same source.  The environment
  * (connection pool, caches) is shared by all sources of a mount and is
- * locked inside core/io.  The no-wait flag is per thread (thread-local):
- * the one piece of state outside the mount context, on purpose, since it
- * belongs to the thread running a request.
+ * locked inside core/io.  The no-wait flag and the cancel scope are per
+ * thread (thread-local): the only state outside the mount context, on
+ * purpose, since they belong to the request the thread is running.
+ *
+ * Bounds (URLs): one source_pread, its retries, backoff and waits for
+ * other threads' requests included, gives up with EIO read_timeout_s after
+ * it started; and, under a cancel scope, with EINTR within POLL_MS (50 ms)
+ * of source_cancel().  Reads waiting for the same blocks share one request
+ * and its outcome, a failure included, and a read starting within
+ * FAIL_HOLD_MS (2 s) of a failed request for blocks it needs takes that
+ * failure rather than starting a round of its own (what the kernel does
+ * right after a failed readahead: it asks again for the page).
  *
  * Errors: negative errno.  Remote failures are logged here, once per cause
  * and rate-limited (log.h), naming the URL, the range and what the server
@@ -38,6 +52,7 @@
 #ifndef SFS_SOURCE_H
 #define SFS_SOURCE_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -53,6 +68,8 @@ struct source_stamp {
 struct source_config {
 	unsigned timeout_s;       /* connect, and no progress for this long; 30 */
 	unsigned retries;         /* retries of one read before EIO; 5 */
+	unsigned read_timeout_s;  /* one read, retries and waits included;
+				   * 2 * timeout_s */
 	const char *cacert;       /* CA bundle for https; NULL = system's */
 	int insecure;             /* 1: do not verify TLS peers */
 	uint64_t cache_bytes;     /* in-memory block cache; 32 MiB */
@@ -69,6 +86,16 @@ int source_env_new(const struct source_config *cfg, struct source_env **out);
 void source_env_free(struct source_env *env);
 
 struct source;
+/*
+ * Called once per source of env when its change is first seen (with its
+ * warning), on the thread that saw it, possibly deep inside a read and
+ * under a layout's locks: it may only take note and return.  For whoever
+ * caches bytes above core/io (the kernel's page cache, through the FUSE
+ * layer), so those are dropped too.  Set before reads start; NULL: none.
+ */
+typedef void (*source_change_fn)(void *arg, const struct source *s);
+void source_env_on_change(struct source_env *env, source_change_fn fn,
+			  void *arg);
 
 /*
  * Opens `uri` (path or URL) and records its stamp.  env may be NULL for
@@ -98,17 +125,21 @@ int source_is_remote(const struct source *s);
  * -errno.  -EAGAIN only in no-wait mode, when the bytes are not at hand
  * (local: not in the page cache; remote: not in the block cache): retry on
  * a thread where waiting is allowed.  -EIO when the source changed since
- * open (checked on every remote response; locally on a short read) or a
- * remote read failed after its retries.
+ * open (checked on every remote response; locally on a short read), once
+ * a change was seen (cached bytes are not served then either), or a
+ * remote read failed after its retries or read_timeout_s.  -EINTR when the
+ * thread's cancel scope was cancelled while the read waited (remote only:
+ * a local read is never cancelled).
  */
 ssize_t source_pread(struct source *s, void *buf, size_t n, uint64_t off);
 
 /*
  * Whether the source still matches its stamp: 0, or -EIO with one warning
  * for this source ("... changed since mounting ...: reads give EIO").
- * Local: fstat (size, mtime), each time (a file whose size and mtime are
- * put back reads again).  Remote: what the responses so far showed (no
- * request is sent); once a response showed a change, it stays changed.
+ * Local: fstat (size, mtime).  Remote: what the responses so far showed
+ * (no request is sent), for any source of that URL in the mount.  Once a
+ * change was seen it stays: -EIO until the source is closed (a local file
+ * whose size and mtime are put back still gives EIO).
  */
 int source_check(struct source *s);
 
@@ -121,6 +152,27 @@ int source_fd(struct source *s, int *fd, uint64_t *base);
 
 /* Turns no-wait mode on or off for the calling thread. */
 void source_nowait(int on);
+
+/*
+ * Cancelling reads: a thread reading for a request that may be abandoned
+ * (a FUSE read whose reader was killed or interrupted) sets a cancel scope
+ * for the reads it makes; another thread then calls source_cancel() and
+ * the read gives -EINTR within POLL_MS (it polls the flag while it waits
+ * for the network or for another thread's request).  A request running
+ * for the cancelled read alone is dropped; one that other reads wait for
+ * is dropped too and one of them sends it again (see httpcache.c).
+ * Shared: `cancelled` is atomic, set by any thread, read by the one whose
+ * scope it is; nothing else is, so source_cancel needs no lock and can be
+ * called from a callback that runs under another library's lock.
+ */
+struct source_cancel {
+	atomic_int cancelled;
+};
+/* The calling thread's reads look at c from now on (NULL: none).  c must
+ * outlive the scope. */
+void source_cancel_scope(struct source_cancel *c);
+/* From any thread: the reads under c's scope give up (-EINTR). */
+void source_cancel(struct source_cancel *c);
 
 /* How the caller is about to read [off, off + len) (len 0: to the end). */
 enum source_advice {

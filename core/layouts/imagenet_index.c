@@ -42,8 +42,8 @@ static int check_split(const struct in_split *sp, uint32_t nclasses)
 	if (sp->h.samp_dense && (uint64_t)sp->h.samp_base + n > sp->t.nnodes)
 		return -EBADMSG;
 	for (i = 0; i < n; i++)
-		if (node_of(sp, i) >= sp->t.nnodes ||
-		    tarindex_node_type(tarindex_node(&sp->t, node_of(sp, i))) != TARINDEX_FILE)
+		if (in_split_node(sp, i) >= sp->t.nnodes ||
+		    tarindex_node_type(tarindex_node(&sp->t, in_split_node(sp, i))) != TARINDEX_FILE)
 			return -EBADMSG;
 	if (!sp->h.labelled)
 		return 0;

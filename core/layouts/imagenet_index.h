@@ -77,7 +77,7 @@ struct in_split {
 };
 
 /* the tarindex node of canonical sample c: inline, it is in every loop */
-static inline uint32_t node_of(const struct in_split *sp, uint64_t c)
+static inline uint32_t in_split_node(const struct in_split *sp, uint64_t c)
 {
 	return sp->samp ? sp->samp[c] : sp->h.samp_base + (uint32_t)c;
 }

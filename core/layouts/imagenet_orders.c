@@ -21,8 +21,8 @@ struct ordctx {
 static int cmp_tar_order(const void *a, const void *b, void *arg)
 {
 	const struct ordctx *c = arg;
-	const struct tarindex_node *x = tarindex_node(c->t, node_of(c->sp, *(const uint32_t *)a));
-	const struct tarindex_node *y = tarindex_node(c->t, node_of(c->sp, *(const uint32_t *)b));
+	const struct tarindex_node *x = tarindex_node(c->t, in_split_node(c->sp, *(const uint32_t *)a));
+	const struct tarindex_node *y = tarindex_node(c->t, in_split_node(c->sp, *(const uint32_t *)b));
 
 	if (tarindex_node_src(x) != tarindex_node_src(y))
 		return tarindex_node_src(x) < tarindex_node_src(y) ? -1 : 1;
@@ -75,7 +75,7 @@ static int tar_order(const struct in_split *sp, uint32_t *ord, uint32_t *tmp)
 		return -ENOMEM;
 	key = buf, key2 = buf + n;
 	for (i = 0; i < n; i++) {
-		const struct tarindex_node *x = tarindex_node(&sp->t, node_of(sp, i));
+		const struct tarindex_node *x = tarindex_node(&sp->t, in_split_node(sp, i));
 		struct ordctx ctx = { &sp->t, sp };
 
 		if (x->off >> 40 || tarindex_node_src(x) >> 24) {

@@ -37,7 +37,7 @@ size_t imagenet_stem_len(const char *name)
 
 uint64_t imagenet_record_bytes(const struct in_split *sp, uint64_t p)
 {
-	uint32_t node = node_of(sp, sp->ord[p]);
+	uint32_t node = in_split_node(sp, sp->ord[p]);
 
 	return vtar_sample_size(imagenet_stem_len(tarindex_name(&sp->t, node)),
 				tarindex_node_size(tarindex_node(&sp->t, node)), 0);
@@ -61,7 +61,7 @@ int imagenet_shuffled_line(const struct in_split *sp, uint64_t S, uint64_t j,
 
 	return snprintf(buf, len, "%llu/%u.%s\n",
 			(unsigned long long)(sp->pos[c] / S), imagenet_label_of(sp, c),
-			tarindex_name(&sp->t, node_of(sp, c)));
+			tarindex_name(&sp->t, in_split_node(sp, c)));
 }
 
 static unsigned digits(uint64_t v)
@@ -80,7 +80,7 @@ uint64_t imagenet_shuffled_len(const struct in_split *sp, uint64_t S, uint64_t j
 	uint32_t c = sp->shuf[j];
 
 	return digits(sp->pos[c] / S) + 1 + digits(imagenet_label_of(sp, c)) + 1 +
-	       strlen(tarindex_name(&sp->t, node_of(sp, c))) + 1;
+	       strlen(tarindex_name(&sp->t, in_split_node(sp, c))) + 1;
 }
 
 /* class `name` in a sorted WNID table, or -ENOENT */

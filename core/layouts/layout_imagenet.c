@@ -122,7 +122,7 @@ static void file_attr(int64_t mtime, uint64_t ino, uint64_t size, struct sfs_att
 static void sample_attr(const struct in_split *sp, uint64_t c, uint64_t ino,
 			struct sfs_attr *a)
 {
-	const struct tarindex_node *n = tarindex_node(&sp->t, node_of(sp, c));
+	const struct tarindex_node *n = tarindex_node(&sp->t, in_split_node(sp, c));
 
 	file_attr(n->mtime, ino, tarindex_node_size(n), a);
 	a->nlink = sp->h.labelled ? 2 : 1;
@@ -298,7 +298,7 @@ static int shuffled_child(const struct in_layout *L, uint64_t i, char *name,
 static int file_child(const struct in_split *sp, int s, uint64_t c, char *name,
 		      size_t len, uint64_t *ino)
 {
-	snprintf(name, len, "%s", tarindex_name(&sp->t, node_of(sp, c)));
+	snprintf(name, len, "%s", tarindex_name(&sp->t, in_split_node(sp, c)));
 	*ino = INO(K_FILE + s, c);
 	return 0;
 }
@@ -347,7 +347,7 @@ static int split_child(const struct in_layout *L, uint64_t dir, uint64_t i,
 	if (i >= shard_len(L, sp, IDX(dir)))
 		return -ENOENT;
 	snprintf(name, len, "%u.%s", imagenet_label_of(sp, sp->ord[k]),
-		 tarindex_name(&sp->t, node_of(sp, sp->ord[k])));
+		 tarindex_name(&sp->t, in_split_node(sp, sp->ord[k])));
 	*ino = INO(K_FILE + s, sp->ord[k]);
 	return 0;
 }
@@ -401,7 +401,7 @@ static int64_t find_member(const struct in_split *sp, uint64_t lo, uint64_t hi,
 {
 	while (lo < hi) {
 		uint64_t mid = lo + (hi - lo) / 2;
-		int r = strcmp(tarindex_name(&sp->t, node_of(sp, mid)), name);
+		int r = strcmp(tarindex_name(&sp->t, in_split_node(sp, mid)), name);
 
 		if (r == 0)
 			return (int64_t)mid;
@@ -510,7 +510,7 @@ static int in_getattr(void *priv, uint64_t ino, struct sfs_attr *out)
 static int vt_entry(void *arg, uint64_t i, struct vtar_entry *e)
 {
 	const struct vt *v = arg;
-	uint32_t c = v->sp->ord[v->first + i], node = node_of(v->sp, c);
+	uint32_t c = v->sp->ord[v->first + i], node = in_split_node(v->sp, c);
 	const char *name = tarindex_name(&v->sp->t, node);
 
 	e->stem = name;
@@ -532,7 +532,7 @@ static ssize_t vt_pread(void *arg, uint64_t i, void *buf, size_t len, uint64_t o
 {
 	const struct vt *v = arg;
 
-	return tarindex_pread(&v->sp->t, node_of(v->sp, v->sp->ord[v->first + i]),
+	return tarindex_pread(&v->sp->t, in_split_node(v->sp, v->sp->ord[v->first + i]),
 			      buf, len, off);
 }
 
@@ -614,7 +614,7 @@ static ssize_t in_read(void *priv, uint64_t ino, char *buf, size_t size, uint64_
 	if ((s = fixed_split(ino, INO_SHUF_TXT)) >= 0)
 		return shuffled_read(L, &L->sp[s], buf, size, off);
 	if ((s = split_of(ino, K_FILE)) >= 0)
-		return tarindex_pread(&L->sp[s].t, node_of(&L->sp[s], i), buf, size, off);
+		return tarindex_pread(&L->sp[s].t, in_split_node(&L->sp[s], i), buf, size, off);
 	if ((s = split_of(ino, K_VTAR)) < 0)
 		return -ENOENT;
 	vtar_of(L, s, i, &v, &ctx);
@@ -632,7 +632,7 @@ static int in_extent(void *priv, uint64_t ino, struct source **src, uint64_t *ba
 	if (need_orders(priv, ino))
 		return -ENOTSUP;	/* the read path says why */
 	if ((s = split_of(ino, K_FILE)) >= 0 && i < L->sp[s].h.n)
-		n = tarindex_node(&L->sp[s].t, node_of(&L->sp[s], i));
+		n = tarindex_node(&L->sp[s].t, in_split_node(&L->sp[s], i));
 	else
 		return -ENOTSUP;
 	if (tarindex_node_sparse(n))

@@ -24,6 +24,11 @@ argument):
               body, without asking the upstream; 429 carries Retry-After:
               1 (retry_after=S sets it, for any code)
         cut       forward, send the headers and half the body, close
+        stop      forward, send the headers and half the body, then nothing
+              more on an open connection (a server that froze mid-body),
+              until the client goes away or max_s=S seconds (30) pass
+        hang      read the request and never answer (a frozen server: it
+              accepted), until the client goes away or max_s passes
         drop      reset the connection (RST) without an answer
         trickle   forward, send the body at rate=B bytes/s (100), close
               after max_s=S seconds (30) if the client has not given up
@@ -56,6 +61,7 @@ import http.server
 import json
 import os
 import re
+import select
 import socket
 import struct
 import sys
@@ -68,7 +74,7 @@ HOP = {'connection', 'keep-alive', 'proxy-connection', 'transfer-encoding',
 CONDITIONAL = ('if-range', 'if-match', 'if-none-match')
 ETAG_RE = re.compile(r'(W/)?"([^"]*)"')
 STATUS_MODES = {'500': 500, '503': 503, '429': 429}
-MODES = {'status', 'cut', 'drop', 'trickle', 'norange', 'off'} | set(STATUS_MODES)
+MODES = {'status', 'cut', 'stop', 'hang', 'drop', 'trickle', 'norange', 'off'} | set(STATUS_MODES)
 BUF = 65536
 
 
@@ -243,6 +249,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.server.reset_on_close(self.connection)
             self.log_line('drop', 0, fault)
             return
+        if mode == 'hang':
+            self.hold(fault['max_s'])
+            self.close_connection = True
+            self.log_line('hang', 0, fault)
+            return
         if mode == 'status':
             extra = [('Retry-After', fault['retry_after'])] if fault['retry_after'] else []
             sent = self.answer(fault['code'], b'fault_proxy: injected %d\n' % fault['code'],
@@ -338,8 +349,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if mode == 'cut':
                 self.close_connection = True
             return len(body) if self.command != 'HEAD' else 0
-        if mode == 'cut':
-            return self.send_cut(resp, length)
+        if mode in ('cut', 'stop'):
+            return self.send_cut(resp, length, fault if mode == 'stop' else None)
         if mode == 'trickle':
             return self.send_trickle(resp, fault)
         sent = 0
@@ -353,8 +364,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             sent += len(chunk)
         return sent
 
-    def send_cut(self, resp, length):
-        """Half the body, then the connection is closed: a short body."""
+    def send_cut(self, resp, length, stop=None):
+        """Half the body, then the connection is closed: a short body; or,
+        with stop (the fault), held open with nothing more sent first."""
         sent, half = 0, length // 2
         while sent < half:
             chunk = resp.read(min(BUF, half - sent))
@@ -363,6 +375,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.write(chunk)
             sent += len(chunk)
         self.close_upstream()		# the rest of its body is unread
+        if stop:
+            self.wfile.flush()
+            self.hold(stop['max_s'])
         self.close_connection = True
         return sent
 
@@ -388,6 +403,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.close_upstream()
             self.close_connection = True
         return sent
+
+    def hold(self, max_s):
+        """Sends nothing until the client closes its side or max_s passes."""
+        deadline = time.monotonic() + max_s
+        try:
+            while time.monotonic() < deadline:
+                r, _, _ = select.select([self.connection], [], [], 0.2)
+                if r and not self.connection.recv(1, socket.MSG_PEEK):
+                    return		# the client went away
+        except OSError:
+            pass
 
     def answer(self, code, body, ctype, extra=()):
         """A response of our own, on a connection that stays usable."""

@@ -19,7 +19,11 @@
 #     cluster nodes on shared storage, also each in its own PID namespace,
 #     where they share a PID): one index results, all serve the same tree;
 #  6. the bytes past the end of a small file's last page, through mmap,
-#     on a cold (spliced) read: zeros, never the next member of the tar.
+#     on a cold (spliced) read: zeros, never the next member of the tar;
+#  7. once a change was seen, files read before it, whose pages the kernel
+#     keeps, give EIO too (the daemon drops those pages: fs/inval.c),
+#     for a tar and for Quick, Draw! (whose layout names no source per
+#     file, so every file's pages are dropped).
 #
 # References: each layout's tree is first checked against its independent
 # oracle (numpy's qd_oracle/npy_oracle, the files GNU tar was given,
@@ -544,6 +548,35 @@ if section 6; then
 	check "mmap, ImageNet: sources and mount evicted" sfs_evict "$T/live/in"/* "$M"
 	check "mmap, ImageNet: train members, zeros past their ends" mmap_tails "$M" "$REF/in" "${small[@]}"
 	check "mmap, ImageNet: unmount" sfs_umount "$M"
+fi
+
+# eio_soon MNT FILE: its read gives EIO within 10 s (the pages are
+# dropped by a thread of the daemon's, after the read that saw the change)
+eio_soon() {
+	local i
+	for i in $(seq 1 50); do
+		cat "$1/$2" >/dev/null 2>&1 || { eio "$1" "$2"; return; }
+		sfs_nap 0.2
+	done
+	echo "    $2: still read after 10 s"
+	return 1
+}
+# ---- 7. for S, two files from FILE read, FILE touched: a third gives
+# EIO, and then so do the two, whose pages the kernel had ----
+if section 7; then
+	for g in "tar layout=tar k_mtime.tar k_mtime" \
+		 "qd layout=quickdraw k_mtime.npy images/k_mtime"; do
+		read -r s opts file pat <<<"$g"
+		fresh_live "$s"
+		mapfile -t aff < <(files_of "$s" $pat | head -3)
+		check "$s page cache: mount" sfs_mount "$T/live/$s" "$M" -o "$opts"
+		check "$s page cache: two files read" right "$M" "$REF/$s" "${aff[@]:0:2}"
+		fault mtime "$T/live/$s/$file"
+		check "$s page cache: a file not read before: EIO" eio "$M" "${aff[2]}"
+		check "$s page cache: the files read before: EIO too" eio_soon "$M" "${aff[0]}"
+		check "$s page cache: ... both" eio "$M" "${aff[1]}"
+		check "$s page cache: unmount" sfs_umount "$M"
+	done
 fi
 
 sfs_done

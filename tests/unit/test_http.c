@@ -47,6 +47,7 @@ static struct server {
 } sv = { .pid = -1 };
 
 static struct source_env *env;
+static const char *fault_seconds = "1";	/* http_faults.py's Retry-After */
 
 static char *path_in(const char *rel)
 {
@@ -273,7 +274,7 @@ static void start_faults(const char *rel, const char *mode, const char *n)
 		  script);
 	{
 		char *argv[] = { "/usr/bin/python3", script, file, (char *)mode,
-				 (char *)n, NULL };
+				 (char *)n, (char *)fault_seconds, NULL };
 
 		cr_assert_eq(pipe(fds), 0);
 		sv.pid = spawn(argv, fds[1]);
@@ -315,6 +316,7 @@ static void teardown(void)
 	source_nowait(0);
 	source_env_free(env);
 	env = NULL;
+	fault_seconds = "1";
 	if (sv.pid > 0) {
 		kill(sv.pid, SIGKILL);
 		waitpid(sv.pid, NULL, 0);
@@ -902,9 +904,13 @@ Test(http, disk_cache_is_bounded)
 	free(cache);
 }
 
+/* ... and the change holds for every source of the URL in the mount,
+ * cached bytes included: one opened before, which shares the cached
+ * blocks (on main it read the old bytes from them), and one opened after,
+ * whose HEAD shows the new stamp. */
 Test(http, changed_source_gives_eio_and_one_warning)
 {
-	struct source *s;
+	struct source *s, *before, *after;
 	struct capture c;
 	uint8_t got[1000];
 	char *u, *text, *p;
@@ -916,6 +922,7 @@ Test(http, changed_source_gives_eio_and_one_warning)
 	new_env(5, 2, 0, NULL);
 	u = url_of("ch.bin");
 	cr_assert_eq(source_open(env, u, &s), 0);
+	cr_assert_eq(source_open(env, u, &before), 0);
 	cr_assert_eq(source_pread(s, got, sizeof(got), 0), (ssize_t)sizeof(got));
 	write_file("www/ch.bin", 4 * BLK, 9);
 	set_mtime("www/ch.bin", 1600000000);
@@ -931,6 +938,14 @@ Test(http, changed_source_gives_eio_and_one_warning)
 		n++;
 	cr_assert_eq(n, 1, "the change warned %d times: %s", n, text);
 	free(text);
+	cr_assert_eq(source_pread(before, got, sizeof(got), 0), -EIO,
+		     "another source of the URL served the old bytes from the cache");
+	cr_assert_eq(source_check(before), -EIO);
+	cr_assert_eq(source_open(env, u, &after), 0);
+	cr_assert_eq(source_pread(after, got, sizeof(got), 0), -EIO,
+		     "a source opened after the change read");
+	source_close(after);
+	source_close(before);
 	source_close(s);
 	free(u);
 }
@@ -1320,22 +1335,6 @@ Test(http, longer_body_than_asked_is_an_error)
 	free(u);
 }
 
-Test(http, stalled_server_times_out)
-{
-	struct source *s;
-	char *u, *text;
-
-	faulty("st.bin", 1000, 18, "stall", "0", 1, 1, &u);
-	cr_assert_eq(source_open(env, u, &s), 0);
-	text = read_fails(s, 100, 0);
-	cr_assert(strstr(text, u) && strstr(text, "bytes 0-999") &&
-		  strstr(text, "2 attempts"), "%s", text);
-	cr_assert_eq(fault_log("st.bin", "GET", NULL, "stalled"), 2);
-	free(text);
-	source_close(s);
-	free(u);
-}
-
 Test(http, https_verified_and_http2)
 {
 	struct source *s;
@@ -1454,4 +1453,223 @@ Test(http, concurrent_readers)
 	source_close(s);
 	free(want);
 	free(u);
+}
+
+/* ---- bounds: one deadline per read, shared outcomes, cancelling ---- */
+
+#define SLACK 2.0	/* seconds over a bound: a noisy 2-core VM, ASan */
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* A server that answers HEAD and never a GET, timeout=1, retries=5: each
+ * attempt could wait 1 s, six of them with their backoff ~8 s (issue 16:
+ * 6 x 30 s).  The read gives up at read_timeout, 2 x timeout = 2 s, all
+ * of it included. */
+Test(http, stalled_read_ends_at_its_deadline)
+{
+	struct source *s;
+	char *u, *text;
+	double t;
+
+	faulty("dl.bin", 1000, 22, "stall", "0", 1, 5, &u);
+	cr_assert_eq(source_open(env, u, &s), 0);
+	t = now_s();
+	text = read_fails(s, 100, 0);
+	t = now_s() - t;
+	cr_assert(t >= 0.9 && t < 2 + SLACK, "EIO after %.1f s, read_timeout 2 s", t);
+	cr_assert(strstr(text, u) && strstr(text, "bytes 0-999") &&
+		  strstr(text, "read_timeout=2") && strstr(text, "attempts"), "%s", text);
+	/* the first attempt's 1 s, and what is left for a second */
+	cr_assert(fault_log("dl.bin", "GET", NULL, "stalled") <= 2, "%d GETs",
+		  fault_log("dl.bin", "GET", NULL, "stalled"));
+	free(text);
+	source_close(s);
+	free(u);
+}
+
+struct bg_read {
+	struct source *s;
+	uint64_t off;
+	struct source_cancel cancel;
+	int scoped;		/* read under `cancel` */
+	ssize_t rc;
+	pthread_t t;
+};
+
+static void *bg_reader(void *arg)
+{
+	struct bg_read *b = arg;
+	uint8_t buf[100];
+
+	if (b->scoped)
+		source_cancel_scope(&b->cancel);
+	b->rc = source_pread(b->s, buf, sizeof(buf), b->off);
+	source_cancel_scope(NULL);
+	return NULL;
+}
+
+static void bg_start(struct bg_read *b, struct source *s, uint64_t off, int scoped)
+{
+	*b = (struct bg_read){ .s = s, .off = off, .scoped = scoped, .rc = 1 };
+	cr_assert_eq(pthread_create(&b->t, NULL, bg_reader, b), 0);
+}
+
+static void nap(double sec)
+{
+	struct timespec ts = { (time_t)sec, (long)((sec - (time_t)sec) * 1e9) };
+
+	nanosleep(&ts, NULL);
+}
+
+/* Two reads of one block at once on a stalled server share one request and
+ * its failure: one round of attempts, not one per read (before: the second
+ * waited for the first, then sent its own round, 4 GETs and twice the
+ * time).  A read of the block right after (the kernel asking again for the
+ * page its failed readahead had) takes that failure at once. */
+Test(http, reads_of_the_same_blocks_share_a_failure)
+{
+	struct bg_read a, b;
+	struct source *s;
+	uint8_t buf[100];
+	char *u;
+	double t;
+	int gets;
+
+	faulty("sh.bin", 4 * BLK, 23, "stall", "0", 1, 1, &u);
+	cr_assert_eq(source_open(env, u, &s), 0);
+	t = now_s();
+	bg_start(&a, s, 0, 0);
+	bg_start(&b, s, 200, 0);
+	pthread_join(a.t, NULL);
+	pthread_join(b.t, NULL);
+	t = now_s() - t;
+	cr_assert(a.rc == -EIO && b.rc == -EIO, "%zd %zd", a.rc, b.rc);
+	cr_assert_lt(t, 2 + SLACK, "%.1f s for two reads of one block", t);
+	gets = fault_log("sh.bin", "GET", NULL, "stalled");
+	cr_assert(gets >= 1 && gets <= 2, "%d GETs: a round per read", gets);
+	t = now_s();
+	cr_assert_eq(source_pread(s, buf, sizeof(buf), 50), -EIO);
+	t = now_s() - t;
+	cr_assert_lt(t, 0.5, "asked again: %.1f s", t);
+	cr_assert_eq(fault_log("sh.bin", "GET", NULL, "stalled"), gets);
+	source_close(s);
+	free(u);
+}
+
+/* read_timeout 60 s: only source_cancel ends these reads early.  A read
+ * waiting for another's request and the read running it each give EINTR
+ * at once when cancelled; the other goes on waiting, and when the one
+ * running the request is cancelled its request is dropped and the read
+ * that waited sends its own. */
+Test(http, cancelled_reads_give_eintr_at_once)
+{
+	struct bg_read a, b;
+	struct source *s;
+	char *u;
+	double t;
+
+	faulty("cn.bin", 4 * BLK, 24, "stall", "0", 30, 1, &u);
+	cr_assert_eq(source_open(env, u, &s), 0);
+	bg_start(&a, s, 0, 1);		/* sends the request */
+	nap(0.3);
+	bg_start(&b, s, 300, 1);	/* waits for it */
+	nap(0.3);
+	t = now_s();
+	source_cancel(&b.cancel);
+	pthread_join(b.t, NULL);
+	cr_assert_eq(b.rc, -EINTR);
+	cr_assert_lt(now_s() - t, 1.0, "the waiting read took %.1f s", now_s() - t);
+	cr_assert_eq(a.rc, 1, "the other read ended too (%zd)", a.rc);
+
+	bg_start(&b, s, 300, 1);	/* waits again */
+	nap(0.3);
+	t = now_s();
+	source_cancel(&a.cancel);
+	pthread_join(a.t, NULL);
+	cr_assert_eq(a.rc, -EINTR);
+	cr_assert_lt(now_s() - t, 1.0, "the read running the request took %.1f s",
+		     now_s() - t);
+	nap(0.5);
+	cr_assert_eq(b.rc, 1, "the waiting read ended with its request (%zd)", b.rc);
+	cr_assert_eq(fault_log("cn.bin", "GET", NULL, "stalled"), 2,
+		     "the dropped request was not sent again by the read waiting");
+	source_cancel(&b.cancel);
+	pthread_join(b.t, NULL);
+	cr_assert_eq(b.rc, -EINTR);
+	source_close(s);
+	free(u);
+}
+
+/* A 206 without Content-Length whose body ends early when the server
+ * closes: only Content-Range says it is short.  Retried, then EIO: never
+ * served short, nor padded. */
+Test(http, short_body_without_length_is_retried_then_eio)
+{
+	struct source *s;
+	char *u, *text;
+
+	faulty("nl.bin", 3 * BLK, 25, "nolen", "100", 5, 2, &u);
+	cr_assert_eq(source_open(env, u, &s), 0);
+	text = read_fails(s, 2 * BLK, 100);
+	cr_assert(strstr(text, u) && strstr(text, "short body"), "%s", text);
+	cr_assert_eq(fault_log("nl.bin", "GET", NULL, "206"), 3, "3 attempts");
+	free(text);
+	source_close(s);
+	free(u);
+}
+
+Test(http, short_body_without_length_once_is_retried)
+{
+	struct source *s;
+	char *u;
+
+	faulty("nm.bin", 3 * BLK, 26, "nolen", "1", 5, 2, &u);
+	cr_assert_eq(source_open(env, u, &s), 0);
+	read_whole(s, "nm.bin");
+	cr_assert_eq(fault_log("nm.bin", "GET", NULL, "206"), 2);
+	source_close(s);
+	free(u);
+}
+
+/* Opens www/<rel>, served by http_faults.py with Retry-After: SECONDS on
+ * its first answer (a 429 to the HEAD) and the mount's timeout: the
+ * seconds the open took; the source is read whole. */
+static double open_after_429(const char *rel, const char *seconds, unsigned timeout)
+{
+	struct source *s;
+	char *u;
+	double t;
+
+	fault_seconds = seconds;
+	faulty(rel, 100, 27, "r429", "1", timeout, 2, &u);
+	t = now_s();
+	cr_assert_eq(source_open(env, u, &s), 0);
+	t = now_s() - t;
+	cr_assert_eq(fault_log(rel, NULL, NULL, "429"), 1);
+	read_whole(s, rel);
+	source_close(s);
+	free(u);
+	return t;
+}
+
+/* Retry-After: N is waited for N s (the backoff alone waits 50-100 ms) */
+Test(http, retry_after_is_waited_for)
+{
+	double t = open_after_429("ra.bin", "2", 5);
+
+	cr_assert(t >= 1.9 && t < 2 + SLACK, "opened after %.2f s, Retry-After: 2", t);
+}
+
+/* ... but no longer than timeout */
+Test(http, retry_after_is_capped_by_the_timeout)
+{
+	double t = open_after_429("rc.bin", "30", 1);
+
+	cr_assert(t >= 0.9 && t < 1 + SLACK, "opened after %.2f s, timeout=1", t);
 }
