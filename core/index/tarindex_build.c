@@ -156,6 +156,18 @@ size_t tb_erec_set(struct erec *r, const char *path, size_t plen,
 	return offsetof(struct erec, s) + plen + llen + 10;
 }
 
+/* Copies r's path and link into ar (a link of 0 bytes: offset 0, ""). */
+int tb_erec_strings(struct tb_arena *ar, const struct erec *r, uint64_t *path,
+		    uint64_t *link)
+{
+	int rc = tb_arena_put(ar, NULL, r->s, r->path_len, path);
+
+	*link = 0;
+	if (rc == 0 && r->link_len)
+		rc = tb_arena_put(ar, NULL, r->s + r->path_len + 1, r->link_len, link);
+	return rc;
+}
+
 int tb_sort_open(struct builder *b, struct spill **s, size_t budget,
 		 spill_cmp_fn cmp)
 {
@@ -234,10 +246,7 @@ static int keep_link(struct builder *b, const struct erec *r)
 		return rc;
 	l = &b->links[b->nlinks];
 	l->seq = r->seq;
-	rc = tb_arena_put(&b->side, NULL, r->s, r->path_len, &l->path);
-	if (rc == 0)
-		rc = tb_arena_put(&b->side, NULL, r->s + r->path_len + 1, r->link_len,
-				  &l->link);
+	rc = tb_erec_strings(&b->side, r, &l->path, &l->link);
 	if (rc == 0)
 		b->nlinks++;
 	return rc;

@@ -103,6 +103,8 @@ int tb_arena_put(struct tb_arena *ar, const char *a, const char *s, size_t slen,
 int tb_pathcmp(const char *a, const char *b);
 size_t tb_erec_set(struct erec *r, const char *path, size_t plen,
 		   const char *link, size_t llen);
+int tb_erec_strings(struct tb_arena *ar, const struct erec *r, uint64_t *path,
+		    uint64_t *link);
 int tb_sort_open(struct builder *b, struct spill **s, size_t budget,
 		 spill_cmp_fn cmp);
 int tb_ents_open(struct builder *b, struct spill **s);

@@ -332,10 +332,7 @@ static int keep_rent(struct tb_links *L, const struct erec *r)
 		return rc;
 	e = &L->e[L->n];
 	memset(e, 0, sizeof(*e));
-	rc = tb_arena_put(&L->ar, NULL, r->s, r->path_len, &e->path);
-	if (rc == 0 && r->link_len)
-		rc = tb_arena_put(&L->ar, NULL, r->s + r->path_len + 1, r->link_len,
-				  &e->link);
+	rc = tb_erec_strings(&L->ar, r, &e->path, &e->link);
 	if (rc < 0)
 		return rc;
 	e->off = r->off;
