@@ -69,6 +69,12 @@ int tb_grow(void **p, uint32_t *cap, uint32_t n, size_t elt)
 	return 0;
 }
 
+/* Room for element n of *p (elt bytes each): its address, or NULL. */
+void *tb_slot(void **p, uint32_t *cap, uint32_t n, size_t elt)
+{
+	return tb_grow(p, cap, n, elt) < 0 ? NULL : (char *)*p + (size_t)n * elt;
+}
+
 /* Appends a NUL-terminated string (two pieces joined by '/' if a is set). */
 int tb_arena_put(struct tb_arena *ar, const char *a, const char *s, size_t slen,
 		 uint64_t *out)
@@ -239,16 +245,14 @@ static int add_sparse(struct builder *b, const struct tar_member *m, uint32_t *i
 /* Keeps hard link r (path and target) aside for tarindex_links.c. */
 static int keep_link(struct builder *b, const struct erec *r)
 {
-	struct hlink *l;
-	int rc = tb_grow((void **)&b->links, &b->links_cap, b->nlinks, sizeof(*l));
+	struct hlink *l = tb_slot((void **)&b->links, &b->links_cap, b->nlinks,
+				  sizeof(*l));
+	int rc = l ? tb_erec_strings(&b->side, r, &l->path, &l->link) : -ENOMEM;
 
-	if (rc < 0)
-		return rc;
-	l = &b->links[b->nlinks];
-	l->seq = r->seq;
-	rc = tb_erec_strings(&b->side, r, &l->path, &l->link);
-	if (rc == 0)
+	if (rc == 0) {
+		l->seq = r->seq;
 		b->nlinks++;
+	}
 	return rc;
 }
 

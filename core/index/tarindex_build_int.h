@@ -98,6 +98,7 @@ struct walkctx {
 
 /* tarindex_build.c */
 int tb_grow(void **p, uint32_t *cap, uint32_t n, size_t elt);
+void *tb_slot(void **p, uint32_t *cap, uint32_t n, size_t elt);
 int tb_arena_put(struct tb_arena *ar, const char *a, const char *s, size_t slen,
 		 uint64_t *out);
 int tb_pathcmp(const char *a, const char *b);

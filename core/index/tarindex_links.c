@@ -325,12 +325,11 @@ static int in_set(const struct builder *b, const uint64_t *set, uint32_t n,
 
 static int keep_rent(struct tb_links *L, const struct erec *r)
 {
-	struct rent *e;
-	int rc = tb_grow((void **)&L->e, &L->cap, L->n, sizeof(*e));
+	struct rent *e = tb_slot((void **)&L->e, &L->cap, L->n, sizeof(*e));
+	int rc;
 
-	if (rc < 0)
-		return rc;
-	e = &L->e[L->n];
+	if (!e)
+		return -ENOMEM;
 	memset(e, 0, sizeof(*e));
 	rc = tb_erec_strings(&L->ar, r, &e->path, &e->link);
 	if (rc < 0)
