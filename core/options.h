@@ -18,6 +18,8 @@ struct sfs_opts {
 	const char *source;      /* SOURCE as given, made absolute */
 	const char *layout;      /* "quickdraw" | "npy" | "tar" | "imagenet" | NULL = detect */
 	const char *index_dir;   /* NULL = $XDG_CACHE_HOME/samplefs or ~/.cache/samplefs */
+	const char *index;       /* -o index=PATH|URL: a prebuilt index (index/prebuilt.h) */
+	int      index_only;     /* -o index_only: never build an index, fail instead */
 	uint64_t cache_bytes;    /* LRU of inflated blocks, -o cache=SIZE (default 32 MiB) */
 	int      quiet;          /* no progress bar */
 

@@ -17,10 +17,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 enum kind { T_STR, T_U32, T_U64, T_SIZE, T_FLAG, T_IMAGE, T_SPLIT, T_SEED, T_RDPLUS,
 	    T_POS, T_POSSIZE,	/* T_POS, T_POSSIZE: as T_U32, T_SIZE, not 0 */
-	    T_FILE };		/* a readable file, kept as its realpath */
+	    T_FILE,		/* a readable file, kept as its realpath */
+	    T_FILE_URL };	/* a URL as given, or a path made absolute */
 
 /* Where an option means something: any source, or URL sources only.
  * Which layouts take an option is the layout table's to say
@@ -68,6 +70,8 @@ static const struct opt_row table[] = {
 	{"cache_dir", T_STR, O(remote.cache_dir), S_URL, "DIR", "keep fetched blocks in DIR too, across mounts"},
 	{"cache_dir_size", T_POSSIZE, O(remote.cache_dir_bytes), S_URL, "SIZE", "bound of cache_dir (default 1G)"},
 	{"read_timeout", T_POS, O(remote.read_timeout_s), S_URL, "SECONDS", "one read, its retries and waits included, gives EIO after this long (default 2 x timeout)"},
+	{"index", T_FILE_URL, O(index), S_ANY, "PATH|URL", "a prebuilt index (samplefs-inspect --save-index), fetched into index_dir when it has none"},
+	{"index_only", T_FLAG, O(index_only), S_ANY, NULL, "never build an index: fail the mount when none fits (missing, stale)"},
 };
 #undef O
 #undef D
@@ -95,6 +99,7 @@ static const struct fuse_opt templates[] = {
 	FUSE_OPT_KEY("cacert=", 22), FUSE_OPT_KEY("insecure", 23),
 	FUSE_OPT_KEY("cache_mem=", 24), FUSE_OPT_KEY("cache_dir=", 25),
 	FUSE_OPT_KEY("cache_dir_size=", 26), FUSE_OPT_KEY("read_timeout=", 27),
+	FUSE_OPT_KEY("index=", 28), FUSE_OPT_KEY("index_only", 29),
 	FUSE_OPT_END
 };
 _Static_assert(sizeof(templates) / sizeof(templates[0]) == NROWS + 1,
@@ -171,6 +176,28 @@ static int set_file(const struct opt_row *r, const char *val, char **field)
 	return 0;
 }
 
+/* A URL as given, or a path made absolute (the daemon runs in /) but not
+ * opened: one that is missing when the mount needs it is said then. */
+static int set_file_url(const char *val, char **field)
+{
+	char cwd[PATH_MAX], *s;
+	int n;
+
+	if (!*val)
+		return -EINVAL;
+	if (source_is_url(val) || val[0] == '/')
+		n = (s = strdup(val)) ? 0 : -1;
+	else if (!getcwd(cwd, sizeof(cwd)))
+		return -errno;
+	else
+		n = asprintf(&s, "%s/%s", cwd, val);
+	if (n < 0)
+		return -ENOMEM;
+	free(*field);
+	*field = s;
+	return 0;
+}
+
 static int set_value(const struct opt_row *r, const char *val, struct fs_opts *o)
 {
 	char *field = (char *)o + r->off;
@@ -217,6 +244,8 @@ static int set_value(const struct opt_row *r, const char *val, struct fs_opts *o
 		return parse_split(val, (uint32_t *)field);
 	case T_FILE:
 		return set_file(r, val, (char **)field);
+	case T_FILE_URL:
+		return set_file_url(val, (char **)field);
 	case T_RDPLUS:
 		if (!strcmp(val, "auto"))
 			*(int *)field = RDPLUS_AUTO;
@@ -342,7 +371,8 @@ void sfs_opts_free(struct fs_opts *o)
 	free(o->mountpoint);
 	o->mountpoint = NULL;
 	for (i = 0; i < NROWS; i++)
-		if (table[i].kind == T_STR || table[i].kind == T_FILE) {
+		if (table[i].kind == T_STR || table[i].kind == T_FILE ||
+		    table[i].kind == T_FILE_URL) {
 			free(*(char **)((char *)o + table[i].off));
 			*(char **)((char *)o + table[i].off) = NULL;
 		}

@@ -308,6 +308,16 @@ static void pending_drop(int slot)
 		__atomic_store_n(&pending[slot].state, SLOT_FREE, __ATOMIC_RELEASE);
 }
 
+int index_unfinished_add(const char *name)
+{
+	return pending_add(name);
+}
+
+void index_unfinished_drop(int slot)
+{
+	pending_drop(slot);
+}
+
 void index_remove_unfinished(void)
 {
 	for (int i = 0; i < PENDING_MAX; i++)
@@ -327,6 +337,7 @@ struct index_writer {
 	uint32_t nsect, cap;
 	struct index_sect *sect;
 	int err;               /* first error; every later call fails with it */
+	int copy;              /* index_writer_open_copy: bytes as given, no header */
 };
 
 static int write_all(int fd, const void *p, size_t n, const char *path)
@@ -520,6 +531,32 @@ out:
 	return ret;
 }
 
+int index_writer_open_copy(struct index_writer **wp, const char *path)
+{
+	int ret = index_writer_open(wp, path);
+
+	if (ret < 0)
+		return ret;
+	/* no header of our own: the copy brings its own from byte 0 */
+	if (lseek((*wp)->fd, 0, SEEK_SET) < 0 || ftruncate((*wp)->fd, 0) < 0) {
+		ret = -errno;
+		sfs_err("%s: truncate: %s", (*wp)->tmp, strerror(errno));
+		index_writer_abort(*wp);
+		*wp = NULL;
+		return ret;
+	}
+	(*wp)->pos = 0;
+	(*wp)->copy = 1;
+	return 0;
+}
+
+int index_writer_copy(struct index_writer *w, const void *data, uint64_t len)
+{
+	if (!w->err && !w->copy)
+		w->err = -EINVAL;
+	return wput(w, data, len);
+}
+
 int index_writer_begin(struct index_writer *w, uint32_t tag)
 {
 	struct index_sect *s;
@@ -527,7 +564,7 @@ int index_writer_begin(struct index_writer *w, uint32_t tag)
 
 	if (w->err)
 		return w->err;
-	if (w->open_sect)
+	if (w->open_sect || w->copy)
 		return w->err = -EINVAL;
 	for (uint32_t i = 0; i < w->nsect; i++)
 		if (w->sect[i].tag == tag)
@@ -605,12 +642,47 @@ static void fsync_dir_of(const char *path)
 	free(dir);
 }
 
+/* fsyncs w's temporary file and renames it into place; 0 or -errno, said. */
+static int install(struct index_writer *w)
+{
+	if (fsync(w->fd) < 0) {
+		int ret = -errno;
+
+		sfs_err("%s: fsync: %s", w->tmp, strerror(errno));
+		return ret;
+	}
+	if (rename(w->tmp, w->path) < 0) {
+		int ret = -errno;
+
+		sfs_err("%s: rename to %s: %s", w->tmp, w->path, strerror(errno));
+		return ret;
+	}
+	pending_drop(w->slot);
+	w->slot = -1;
+	fsync_dir_of(w->path);
+	free(w->tmp);
+	w->tmp = NULL;   /* renamed: nothing left for abort to unlink */
+	return 0;
+}
+
+int index_writer_commit_copy(struct index_writer *w)
+{
+	int ret = w->err ? w->err : w->copy ? 0 : -EINVAL;
+
+	if (ret == 0)
+		ret = wflush(w);
+	if (ret == 0)
+		ret = install(w);
+	index_writer_abort(w);
+	return ret;
+}
+
 int index_writer_commit(struct index_writer *w, const struct index_fp *fp)
 {
 	struct index_hdr h;
 	int ret;
 
-	if (w->open_sect && !w->err)
+	if ((w->open_sect || w->copy) && !w->err)
 		w->err = -EINVAL;
 	ret = wpad(w);
 	if (ret < 0)
@@ -629,21 +701,12 @@ int index_writer_commit(struct index_writer *w, const struct index_fp *fp)
 	h.nsect = w->nsect;
 	h.crc = w->crc;
 	h.total_len = w->pos;
-	if (pwrite(w->fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) || fsync(w->fd) < 0) {
+	if (pwrite(w->fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h)) {
 		ret = errno ? -errno : -EIO;
 		sfs_err("%s: writing index header: %s", w->tmp, strerror(-ret));
 		goto out;
 	}
-	if (rename(w->tmp, w->path) < 0) {
-		ret = -errno;
-		sfs_err("%s: rename to %s: %s", w->tmp, w->path, strerror(errno));
-		goto out;
-	}
-	pending_drop(w->slot);
-	w->slot = -1;
-	fsync_dir_of(w->path);
-	free(w->tmp);
-	w->tmp = NULL;   /* renamed: nothing left for abort to unlink */
+	ret = install(w);
 out:
 	index_writer_abort(w);
 	return ret;

@@ -12,8 +12,10 @@
  * written, and is renamed into place, so readers never see a half-written
  * index; a temporary file nobody holds locked (its writer died) is removed
  * by the next writer, and a daemon stopped by a signal during a build
- * removes its own (index_remove_unfinished).  Daemons that build the same index at once each
- * write their own, complete, and the last rename wins.
+ * removes its own (index_remove_unfinished).  Daemons that share an index
+ * directory build each index once: the first takes its lock (lock.h), the
+ * others wait and map what it renamed into place.  A prebuilt index
+ * (prebuilt.h, -o index=) is fetched instead of building when given.
  *
  * index_load is the one "load it, or build it when missing or stale" of
  * every layout.
@@ -84,6 +86,18 @@ int index_writer_append(struct index_writer *w, const void *data, uint64_t len);
 int index_writer_end(struct index_writer *w);
 /* Writes header, table and checksum, fsyncs and renames into place. Frees w. */
 int index_writer_commit(struct index_writer *w, const struct index_fp *fp);
+/*
+ * A copy of a whole index file made elsewhere (a prebuilt one, see
+ * prebuilt.h): opened as a writer with no header of its own, given its
+ * bytes in order from byte 0 with index_writer_copy, and put in place by
+ * index_writer_commit_copy through the same temporary file, fsync and
+ * rename as a build.  Nothing is checked here: the copy is checked when it
+ * is mapped.  Sections cannot be added to a copy.  0 or -errno (said);
+ * commit frees w.
+ */
+int index_writer_open_copy(struct index_writer **w, const char *path);
+int index_writer_copy(struct index_writer *w, const void *data, uint64_t len);
+int index_writer_commit_copy(struct index_writer *w);
 /* Drops the temporary file.  Frees w. */
 void index_writer_abort(struct index_writer *w);
 /* The index w will become: where a build puts its scratch files (spill.h). */
@@ -92,6 +106,13 @@ const char *index_writer_path(const struct index_writer *w);
  * committed or aborted.  Async-signal-safe: for a handler of the signals
  * that end a build, which then ends the process. */
 void index_remove_unfinished(void);
+/* Lists another file of this process for index_remove_unfinished (an
+ * index's build lock, lock.h): its slot, or -1 when none is free (the
+ * file is then left behind by a signal); index_unfinished_drop(slot)
+ * before the file goes.  Signals are to be blocked from the file's
+ * creation to its listing. */
+int index_unfinished_add(const char *name);
+void index_unfinished_drop(int slot);
 
 #define INDEX_TAG(a, b, c, d) \
 	((uint32_t)(a) | (uint32_t)(b) << 8 | (uint32_t)(c) << 16 | (uint32_t)(d) << 24)
@@ -142,12 +163,20 @@ struct index_job {
  * Loads the index of o->source for `job`, or builds it when missing or
  * stale: maps index_path(o, job->layout, job->key) against job->fp and
  * attaches it; when it is missing, stale, corrupt or does not attach,
- * builds it (saying why, unless it was missing), saves it and loads it
- * again.  Says, in one format for every layout:
+ * takes its build lock (lock.h: while another process builds it, waits
+ * and maps what it built), then fetches it from the prebuilt index
+ * o->index if there is one (prebuilt.h; a warning when that has none that
+ * fits), else builds it (saying why, unless it was missing), saves it and
+ * loads it again; with o->index_only it fails instead of building.  Says,
+ * in one format for every layout:
  *   "<index>: using the saved index[ of <what>]"
+ *   "<index>: using the just built index[ of <what>]"  (another built it)
+ *   "<index>: using the prebuilt index[ of <what>] from <o->index>"
  *   "<index>: rebuilding index[ of <what>] (<why>)"
  *   "<source>: indexed[ <what>] in <s> s, <size> MB[, into <index>]"
  *   "<index>: the index just built does not load (<why>)"   (an error)
+ *   "<index>: no usable index[ of <what>] (<why>), and -o index_only
+ *    forbids building one"                                (an error)
  * 0 with m mapped and attached (the caller closes it), or -errno.
  */
 int index_load(const struct sfs_opts *o, const struct index_job *job,

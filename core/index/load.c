@@ -3,7 +3,9 @@
  * every layout (see index_load in index.h): map the saved index, let the
  * layout check and bind it, and when any of that fails for a reason a
  * rebuild can cure, build it, save it and load it again, saying why in one
- * message format.
+ * message format.  The build is done holding the index's lock (lock.c), so
+ * daemons sharing an index directory build it once, and is replaced by a
+ * fetch when the mount was given a prebuilt index (prebuilt.c).
  *
  * Not for: the file format (index.c) or what goes in the sections (the
  * layouts' builders).
@@ -15,6 +17,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "index/lock.h"
+#include "index/prebuilt.h"
 #include "log.h"
 
 static double now(void)
@@ -41,54 +45,147 @@ static int build(const struct index_job *job, const char *path)
 	return index_writer_commit(w, job->fp);
 }
 
-int index_load(const struct sfs_opts *o, const struct index_job *job,
-	       struct index_map *m)
+/* Maps path and lets the layout bind it: 0; -ENOENT, -ESTALE or -EBADMSG
+ * (why says which) when a build would cure it; another -errno. */
+static int map_attach(const struct index_job *job, const char *path,
+		      struct index_map *m, char *why, size_t whylen)
 {
-	char path[4096], why[256] = "";
-	/* a layout with two indexes says which is which */
-	const char *what = job->what ? job->what : "";
-	const char *of = job->what ? " of " : "", *sp = job->what ? " " : "";
-	double t0 = 0;
-	int rc, built = 0, named = 0;
+	int rc = index_map_open(m, path, job->fp, why, whylen);
 
-	rc = index_path(o, job->layout, job->key, path, sizeof(path));
+	if (rc == -ENOENT)
+		snprintf(why, whylen, "there is none");
 	if (rc < 0)
 		return rc;
-	for (;;) {
-		rc = index_map_open(m, path, job->fp, why, sizeof(why));
-		if (rc == 0) {
-			rc = job->attach(job->arg, m, path);
-			if (rc == 0)
-				break;
-			index_map_close(m);
-			memset(m, 0, sizeof(*m));
-			if (rc != -EBADMSG)
-				return rc;
-			snprintf(why, sizeof(why), "its sections do not fit the "
-				 "sources or this version of samplefs");
-		} else if (rc != -ENOENT && rc != -ESTALE && rc != -EBADMSG) {
-			return rc;
-		}
-		if (built) {    /* what we just wrote does not load: give up */
-			sfs_err("%s: the index just built does not load (%s)", path, why);
-			return -EIO;
-		}
-		if (rc != -ENOENT) {
-			sfs_info("%s: rebuilding index%s%s (%s)", path, of, what, why);
-			named = 1;
-		}
-		t0 = now();
-		if ((rc = build(job, path)) < 0)
-			return rc;
-		built = 1;
+	rc = job->attach(job->arg, m, path);
+	if (rc == 0)
+		return 0;
+	index_map_close(m);
+	memset(m, 0, sizeof(*m));
+	if (rc == -EBADMSG)
+		snprintf(why, whylen, "its sections do not fit the sources or this "
+			 "version of samplefs");
+	return rc;
+}
+
+static int curable(int rc)
+{
+	return rc == -ENOENT || rc == -ESTALE || rc == -EBADMSG;
+}
+
+/* The directory part of path, which index_path made "<dir>/<name>". */
+static void dir_of(const char *path, char *dir, size_t len)
+{
+	const char *slash = strrchr(path, '/');
+
+	snprintf(dir, len, "%.*s", slash ? (int)(slash - path) : 1,
+		 slash ? path : ".");
+}
+
+/*
+ * Under the lock, the index still missing or stale (rc, why): fetches the
+ * prebuilt index when there is one and maps its member.  0 with m bound;
+ * else the -errno of the map after the fetch (why updated), with a
+ * warning that the mount builds instead unless it may not.
+ */
+static int from_prebuilt(const struct sfs_opts *o, const struct index_job *job,
+			 const char *path, struct index_map *m, char *why, size_t whylen)
+{
+	const char *what = job->what ? job->what : "";
+	const char *of = job->what ? " of " : "";
+	char dir[4096];
+	int rc;
+
+	dir_of(path, dir, sizeof(dir));
+	rc = index_prebuilt_fetch(o, dir);
+	if (rc == 0) {
+		rc = map_attach(job, path, m, why, whylen);
+	} else {	/* said; whatever the cause, a build can do without it */
+		snprintf(why, whylen, "it cannot be fetched or fails its checks");
+		rc = -ENOENT;
 	}
-	if (!built)
-		sfs_info("%s: using the saved index%s%s", path, of, what);
-	else if (named)	/* the path once: the rebuild message named it */
+	if (rc == 0) {
+		sfs_info("%s: using the prebuilt index%s%s from %s", path, of, what, o->index);
+		return 0;
+	}
+	if (!o->index_only)
+		sfs_warn("%s: the prebuilt index %s has no usable index%s%s for these "
+			 "sources and options (%s): building it (-o index_only fails instead)",
+			 path, o->index, of, what, why);
+	return rc;
+}
+
+/* Builds the index (or fetches a prebuilt one) holding its lock: 0 with
+ * m bound, or -errno (said).  rc, why: what the last look found. */
+static int build_locked(const struct sfs_opts *o, const struct index_job *job,
+			const char *path, struct index_map *m, int rc, char *why,
+			size_t whylen)
+{
+	const char *what = job->what ? job->what : "";
+	const char *of = job->what ? " of " : "", *sp = job->what ? " " : "";
+	/* the path once: a warning or the rebuild message named it */
+	int named = o->index != NULL;
+	double t0;
+
+	if (o->index && (rc = from_prebuilt(o, job, path, m, why, whylen)) == 0)
+		return 0;
+	if (!curable(rc))
+		return rc;
+	if (o->index_only) {
+		sfs_err("%s: no usable index%s%s (%s), and -o index_only forbids "
+			"building one", path, of, what, why);
+		return -ENOENT;
+	}
+	if (rc != -ENOENT && !named) {
+		sfs_info("%s: rebuilding index%s%s (%s)", path, of, what, why);
+		named = 1;
+	}
+	t0 = now();
+	if ((rc = build(job, path)) < 0)
+		return rc;
+	rc = map_attach(job, path, m, why, whylen);
+	if (rc < 0) {
+		sfs_err("%s: the index just built does not load (%s)", path, why);
+		return -EIO;
+	}
+	if (named)
 		sfs_info("%s: indexed%s%s in %.2f s, %.1f MB", o->source, sp,
 			 what, now() - t0, m->len / 1e6);
 	else
 		sfs_info("%s: indexed%s%s in %.2f s, %.1f MB, into %s", o->source,
 			 sp, what, now() - t0, m->len / 1e6, path);
 	return 0;
+}
+
+int index_load(const struct sfs_opts *o, const struct index_job *job,
+	       struct index_map *m)
+{
+	struct index_lock *lk = NULL;
+	char path[4096], why[256] = "";
+	const char *what = job->what ? job->what : "";
+	const char *of = job->what ? " of " : "";
+	int rc, waited = 0, said = 0;
+
+	rc = index_path(o, job->layout, job->key, path, sizeof(path));
+	if (rc < 0)
+		return rc;
+	rc = map_attach(job, path, m, why, sizeof(why));
+	/* missing or stale: another daemon on this index directory may be
+	 * building it; wait for it (1: it let go, look again), or build */
+	while (curable(rc) && (rc = index_lock_take(path, INDEX_LOCK_STALE_S, &lk)) == 1) {
+		waited = 1;
+		rc = map_attach(job, path, m, why, sizeof(why));
+	}
+	if (lk) {	/* it may have been built since we looked */
+		rc = map_attach(job, path, m, why, sizeof(why));
+		waited = 1;
+		if (curable(rc)) {
+			rc = build_locked(o, job, path, m, rc, why, sizeof(why));
+			said = 1;
+		}
+		index_lock_release(lk);
+	}
+	if (rc == 0 && !said)
+		sfs_info("%s: using the %s index%s%s", path,
+			 waited ? "just built" : "saved", of, what);
+	return rc;
 }

@@ -473,7 +473,8 @@ eight() {	# NAME [wrapper...]: 8 daemons on mid.tar with index_dir $T/idx8-NAME
 		check "8 daemons ($name): daemon $i read no partial index" \
 			sh -c "! grep -q 'rebuilding\|does not load\|error' '$T/m8-$name-$i.log'"
 	done
-	echo "    ($(cat "$T"/m8-$name-*.log | grep -c 'indexed in') of 8 built the index)"
+	check "8 daemons ($name): one built the index, the others waited for it (lock.c)" \
+		test "$(cat "$T"/m8-$name-*.log | grep -c 'indexed in')" = 1
 	for i in 1 2 3 4 5 6 7 8; do
 		mnt=$T/m8-$name-$i
 		grep -q " $mnt fuse" /proc/mounts && check "8 daemons ($name): unmount $i" sfs_umount "$mnt"

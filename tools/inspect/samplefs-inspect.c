@@ -1,7 +1,7 @@
 /*
  * samplefs-inspect - what samplefs would serve from SOURCE, without FUSE.
  *
- *   samplefs-inspect [--verify] [-o key=value,...] SOURCE
+ *   samplefs-inspect [--verify] [--save-index=FILE] [-o key=value,...] SOURCE
  *
  * Opens the layout the daemon would (building its index if needed) and
  * prints one summary line: for ImageNet
@@ -13,6 +13,11 @@
  * exit status is 1.  For layouts with no tars behind them (quickdraw, npy)
  * it reads every file of the tree as the mount would serve it: for Quick,
  * Draw! every stroke record decoded, every stroke block's checksum.
+ *
+ * --save-index=FILE builds SOURCE's indexes afresh (in a temporary
+ * directory next to FILE, removed after) and writes them to FILE as one
+ * prebuilt index (index/prebuilt.h), for mounts on other machines to take
+ * with -o index=FILE or a URL serving it: the cluster's one build.
  *
  * --verify reads the tars the layout itself lists (layout_ops.tars), so a
  * URL SOURCE is verified as a local one.
@@ -27,6 +32,8 @@
 #include "log.h"
 #include "options.h"
 #include "formats/tar.h"
+#include "index/index.h"
+#include "index/prebuilt.h"
 #include "index/tarindex.h"
 
 #include <errno.h>
@@ -383,12 +390,33 @@ static void summary(const struct layout *l, double t0)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: samplefs-inspect [--verify] [-o key=value,...] SOURCE\n");
+	fprintf(stderr, "usage: samplefs-inspect [--verify] [--save-index=FILE] "
+		"[-o key=value,...] SOURCE\n");
+}
+
+/* A new directory next to `out` for a build whose indexes go to out:
+ * malloc'ed, or NULL (said). */
+static char *prebuild_dir(const char *out)
+{
+	const char *slash = strrchr(out, '/');
+	char *dir;
+
+	if (asprintf(&dir, "%.*s.samplefs-prebuild.XXXXXX",
+		     slash ? (int)(slash - out + 1) : 0, out) < 0)
+		return NULL;
+	if (!mkdtemp(dir)) {
+		fprintf(stderr, "samplefs-inspect: %s: cannot create a directory "
+			"next to the prebuilt index: %s\n", dir, strerror(errno));
+		free(dir);
+		return NULL;
+	}
+	return dir;
 }
 
 int main(int argc, char **argv)
 {
-	char *real = NULL;
+	char *real = NULL, *tmpdir = NULL;
+	const char *save = NULL;
 	struct sfs_opts o;
 	struct layout l;
 	int i, verify = 0, rc;
@@ -398,6 +426,8 @@ int main(int argc, char **argv)
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--verify")) {
 			verify = 1;
+		} else if (!strncmp(argv[i], "--save-index=", 13) && argv[i][13]) {
+			save = argv[i] + 13;
 		} else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
 			if (parse_opts(&o, argv[++i]))
 				return 2;
@@ -414,16 +444,26 @@ int main(int argc, char **argv)
 	}
 	if (!source_is_url(o.source) && (real = source_resolve(o.source)))
 		o.source = real;
+	if (save) {	/* a build of its own, all of it: nothing saved before */
+		if (!(tmpdir = prebuild_dir(save)))
+			return 1;
+		o.index_dir = tmpdir;
+	}
 	rc = layout_open(&o, &l);
 	if (rc) {
 		fprintf(stderr, "samplefs-inspect: %s: %s\n", o.source, strerror(-rc));
-		free(real);
-		return 1;
+		goto out;
 	}
 	summary(&l, t0);
 	if (verify)
 		rc = verify_all(&l);
 	layout_close(&l);
+	if (rc == 0 && save && (rc = index_prebuilt_save(tmpdir, save)) == 0)
+		printf("Prebuilt index: %s\n", save);
+out:
+	if (tmpdir)
+		index_dir_remove_private(tmpdir);
+	free(tmpdir);
 	free(real);
 	return rc ? 1 : 0;
 }

@@ -1,0 +1,42 @@
+/*
+ * prebuilt.h - a prebuilt index: every index file one mount needs (a
+ * layout may have more than one: ImageNet has two) in one file, built once
+ * (samplefs-inspect --save-index=FILE, e.g. on a login node) and given to
+ * any number of mounts with -o index=PATH|URL.
+ *
+ * The file is itself an index file (index.h) with a fixed fingerprint, so
+ * mapping it checks its format version and a crc32 over the whole file.
+ * Its sections: 'PNAM', the members' file names, each NUL-terminated, in
+ * order; then member i in section INDEX_TAG('P','F', i & 255, i >> 8): a
+ * whole index file, as saved in an index directory under that name.  A
+ * member is checked again when its mount maps it (index_load): its own
+ * checksum, version and fingerprint (the sources' stamps, the options).
+ *
+ * Not for: deciding when to use one (load.c does), or uploading (writing
+ * to a path is all there is until core/io has a bucket backend; fetching
+ * a URL goes through core/io, so a bucket URL needs nothing here).
+ */
+#ifndef SFS_INDEX_PREBUILT_H
+#define SFS_INDEX_PREBUILT_H
+
+#include "options.h"
+
+/*
+ * Writes every "*.sfsidx" index file of directory `dir` (that of one
+ * source's build: the caller's own) into the prebuilt index `out`, through
+ * a temporary file and a rename.  0 or -errno (said).
+ */
+int index_prebuilt_save(const char *dir, const char *out);
+
+/*
+ * Fetches o->index (a path or a URL, read through core/io), checks it and
+ * writes each member into `dir` (an index directory) under its name; a
+ * member equal to the file already there is left as it is.  A URL is
+ * downloaded into dir first (removed once its members are out).
+ * 0; -ENOENT when there is no such file; -EBADMSG when it is not a
+ * prebuilt index or fails its checks; another -errno.  Each failure is
+ * said as a warning naming o->index (the mount may build instead).
+ */
+int index_prebuilt_fetch(const struct sfs_opts *o, const char *dir);
+
+#endif

@@ -1,0 +1,227 @@
+#!/usr/bin/env bash
+# One index for every node (core/index/lock.c, prebuilt.c): a cluster on
+# one machine.  A tar served by nginx; eight mounts of it started at once
+# on one shared index_dir, then a prebuilt index (samplefs-inspect
+# --save-index) passed with index=URL and index_only to eight more, and
+# with index=PATH to one.  Every mount serves GNU tar's tree
+# (tree_compare.py against tar -x), and nginx's access log shows the data
+# GETs of one index build, not eight, and one fetch of the prebuilt index.
+# Then a builder killed with -9 while it holds the build lock (its reads
+# slowed by fault_proxy.py): the next mount breaks the dead lock and
+# builds.  Then the failures: index_only with no index, a stale prebuilt
+# index (a warning and a build, or with index_only an error).
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/http_lib.sh"
+sfs_setup
+T=$SFS_TMP
+export SFS_ROOT
+W=$T/www
+mkdir -p "$W" "$T/x"
+
+"$PY" - "$W/data.tar" >"$T/last.off" <<'PY' || { echo "not ok - fixtures"; exit 1; }
+import io, random, sys, tarfile
+rnd = random.Random(17)
+with tarfile.open(sys.argv[1], "w", format=tarfile.GNU_FORMAT) as t:
+    for i in range(240):
+        data = bytes(rnd.getrandbits(8) for _ in range(rnd.choice([0, 100, 3000, 40000])))
+        ti = tarfile.TarInfo("d%d/f%03d.bin" % (i % 4, i))
+        ti.size = len(data)
+        ti.mtime = 1700000000 + i
+        t.addfile(ti, io.BytesIO(data))
+with tarfile.open(sys.argv[1]) as t:
+    print(t.getmembers()[-1].offset)	# the last header: every build reads it
+PY
+LAST=$(cat "$T/last.off")
+tar -C "$T/x" -xf "$W/data.tar" || { echo "not ok - tar -x"; exit 1; }
+check "nginx up" http_start "$W" || exit 1
+# the fault proxy in front of it slows every request, where a build must
+# take long enough for the others to find it under way
+check "fault proxy up" proxy_start "$(http_url)" || exit 1
+SRC=$(http_url data.tar)
+
+is_tar_tree() {	# MNT: the tree tar -x made, names, sizes and bytes
+	"$PY" "$SFS_ROOT/tests/integration/tree_compare.py" "$T/x" "$1" >"$T/cmp.out" 2>&1 ||
+		{ head -5 "$T/cmp.out" | sed 's/^/    /'; return 1; }
+}
+gets() {	# URI-PATH MARK: GETs of it since MARK
+	http_log_lines "$2" | awk -F'\t' -v u="$1" '$1 == "GET" && $2 == u { n++ } END { print n + 0 }'
+}
+# builds MARK: GETs of the tar since MARK whose bytes hold its last member's
+# header: each build reads it once, whatever its reads' sizes (readahead
+# and timing vary them), and a mount that builds nothing never does
+builds() {
+	http_log_lines "$1" | awk -F'\t' -v off="$LAST" '
+		$1 == "GET" && $2 == "/data.tar" {
+			if ($3 == "-") { n++; next }
+			split(substr($3, 7), r, "-")
+			if (r[1] + 0 <= off && (r[2] == "" || off < r[2] + 0)) n++
+		} END { print n + 0 }'
+}
+in_logs() {	# PATTERN PREFIX: how many of the logs $T/PREFIX-*.log hold PATTERN
+	grep -l -- "$1" "$T/$2"-*.log 2>/dev/null | grep -c .
+}
+# start_many PREFIX N OPTIONS [SOURCE]: N daemons at once, mounts $T/PREFIX-i
+start_many() {
+	local p=$1 n=$2 opts=$3 src=${4:-$SRC} i mnt
+	for ((i = 1; i <= n; i++)); do
+		mnt=$T/$p-$i
+		mkdir -p "$mnt"
+		SFS_MOUNTS+=("$mnt")
+		"$SAMPLEFS" -f -o "$opts" "$src" "$mnt" 2>"$T/$p-$i.log" &
+		SFS_PID_OF[$mnt]=$!
+		SFS_LOG_OF[$mnt]=$T/$p-$i.log
+	done
+}
+# all_mounted PREFIX N: each of them comes up (a hang guard of 60 s)
+all_mounted() {
+	local i j mnt
+	for ((i = 1; i <= $2; i++)); do
+		mnt=$T/$1-$i
+		for ((j = 0; j < 600; j++)); do
+			sfs_mounted "$mnt" && break
+			kill -0 "${SFS_PID_OF[$mnt]}" 2>/dev/null || break
+			sfs_nap 0.1
+		done
+		sfs_mounted "$mnt" || { echo "    $mnt:"; sed 's/^/    /' "$T/$1-$i.log"; return 1; }
+	done
+}
+each_serves_tar() {	# PREFIX N
+	local i
+	for ((i = 1; i <= $2; i++)); do
+		check "$1: mount $i serves tar -x's tree" is_tar_tree "$T/$1-$i"
+	done
+}
+umount_all() {	# PREFIX N
+	local i
+	for ((i = 1; i <= $2; i++)); do
+		sfs_mounted "$T/$1-$i" && check "$1: unmount $i" sfs_umount "$T/$1-$i"
+	done
+}
+
+# ---- what one build reads ----
+mark=$(http_log_mark)
+check "one mount builds the index" sfs_mount "$SRC" "$T/one" -o index_dir="$T/idx1"
+check "one build: nginx's log shows it (one GET of the last header)" test "$(builds "$mark")" = 1
+check "one mount: unmount" sfs_umount "$T/one"
+mark=$(http_log_mark)
+check "one mount again, on its saved index" sfs_mount "$SRC" "$T/one" -o index_dir="$T/idx1"
+check "one mount again: no build in nginx's log" test "$(builds "$mark")" = 0
+check "one mount again: unmount" sfs_umount "$T/one"
+
+# ---- eight mounts at once, one shared index_dir ----
+# through the proxy, 300 ms a request: the build takes a while
+proxy_ctl "delay?ms=300" >/dev/null
+mark=$(http_log_mark)
+start_many c8 8 "index_dir=$T/idx8" "$(proxy_url data.tar)"
+check "eight at once: all mounted" all_mounted c8 8
+proxy_ctl "delay?ms=0" >/dev/null
+echo "    eight at once: $(builds "$mark") build(s) in nginx's log, $(gets /data.tar "$mark") data GETs"
+check "eight at once: nginx's log shows one build, not eight" test "$(builds "$mark")" = 1
+check "eight at once: one built the index" test "$(in_logs 'indexed in' c8)" = 1
+check "eight at once: the seven others mapped it" \
+	test "$(in_logs 'using the just built index\|using the saved index' c8)" = 7
+check "eight at once: some found the build under way and waited" \
+	test "$(in_logs 'waiting for pid' c8)" -ge 1
+check "eight at once: none rebuilt or read a partial index" \
+	test "$(in_logs 'rebuilding\|does not load\|error' c8)" = 0
+check "eight at once: the index, and no lock or temporary file, in index_dir" \
+	test "$(ls -A "$T/idx8" | grep -vc '\.sfsidx$') $(ls "$T/idx8" | grep -c '\.sfsidx$')" = "0 1"
+each_serves_tar c8 8
+umount_all c8 8
+
+# ---- a prebuilt index, served by nginx, to eight more ----
+check "samplefs-inspect --save-index writes the prebuilt index" \
+	"$SFS_ROOT/$SAMPLEFS_BUILD/samplefs-inspect" --save-index="$W/pre.sfsidx" -o quiet "$SRC"
+check "no build directory is left next to it" test "$(ls -A "$W" | grep -c samplefs-prebuild)" = 0
+PRE=$(http_url pre.sfsidx)
+mark=$(http_log_mark)
+check "one mount from the prebuilt index (index=URL, index_only)" \
+	sfs_mount "$SRC" "$T/p1" -o index="$PRE",index_only,index_dir="$T/idxp1"
+F1=$(gets /pre.sfsidx "$mark")
+check "one mount from the prebuilt index: it built nothing" test "$(builds "$mark")" = 0
+check "one mount from the prebuilt index: unmount" sfs_umount "$T/p1"
+mark=$(http_log_mark)
+start_many p8 8 "index=$PRE,index_only,index_dir=$T/idxp8"
+check "eight from the prebuilt index: all mounted" all_mounted p8 8
+echo "    eight from the prebuilt index: $(gets /pre.sfsidx "$mark") GETs of it (one fetch: $F1)," \
+	"$(gets /data.tar "$mark") of the tar"
+check "eight from the prebuilt index: fetched once" test "$(gets /pre.sfsidx "$mark")" = "$F1"
+check "eight from the prebuilt index: no build in nginx's log" test "$(builds "$mark")" = 0
+check "eight from the prebuilt index: one fetched it" \
+	test "$(in_logs 'using the prebuilt index' p8)" = 1
+check "eight from the prebuilt index: none built" test "$(in_logs 'indexed\|error' p8)" = 0
+check "eight from the prebuilt index: the index alone is left in index_dir" \
+	test "$(ls -A "$T/idxp8" | grep -vc '\.sfsidx$') $(ls "$T/idxp8" | grep -c '\.sfsidx$')" = "0 1"
+each_serves_tar p8 8
+umount_all p8 8
+check "index=PATH (a local file) with index_only" \
+	sfs_mount "$SRC" "$T/pl" -o index="$W/pre.sfsidx",index_only,index_dir="$T/idxpl"
+check "index=PATH: serves tar -x's tree" is_tar_tree "$T/pl"
+check "index=PATH: unmount" sfs_umount "$T/pl"
+
+# ---- ImageNet: two index files in one prebuilt index ----
+"$PY" - "$T/imagenet" <<'PY' || echo "not ok - ImageNet fixture"
+import os, sys
+sys.path.insert(0, os.path.join(os.environ["SFS_ROOT"], "tests", "fixtures"))
+from make_imagenet import make_imagenet, pick_wnids
+make_imagenet(sys.argv[1], pick_wnids(4, seed=3), per_class=5, n_val=9, seed=1)
+PY
+check "ImageNet: --save-index with the mount's options" \
+	"$SFS_ROOT/$SAMPLEFS_BUILD/samplefs-inspect" --save-index="$T/in.sfsidx" \
+	-o quiet,shard_size=3 "$T/imagenet"
+check "ImageNet: mounted with its own build" \
+	sfs_mount "$T/imagenet" "$T/in-own" -o shard_size=3,index_dir="$T/idxin1"
+check "ImageNet: mounted from the prebuilt index, index_only" \
+	sfs_mount "$T/imagenet" "$T/in-pre" -o shard_size=3,index="$T/in.sfsidx",index_only,index_dir="$T/idxin2"
+check "ImageNet: both index files came from it" \
+	test "$(grep -c 'using the prebuilt index' "$(sfs_log "$T/in-pre")") $(ls "$T/idxin2" | grep -c '\.sfsidx$')" = "1 2"
+check "ImageNet: the same tree and bytes as its own build" diff -r "$T/in-own" "$T/in-pre"
+check "ImageNet: unmount own" sfs_umount "$T/in-own"
+check "ImageNet: unmount prebuilt" sfs_umount "$T/in-pre"
+check "ImageNet: other options than the prebuilt index's: index_only fails" \
+	sh -c "! '$SAMPLEFS' -f -o shard_size=4,index='$T/in.sfsidx',index_only,index_dir='$T/idxin3' '$T/imagenet' '$T/in-pre' 2>/dev/null"
+
+# ---- a builder killed with -9 while it holds the lock ----
+KSRC=$(proxy_url data.tar)
+proxy_ctl "delay?ms=1000" >/dev/null	# the build then takes seconds
+mkdir -p "$T/k1" "$T/k2"
+SFS_MOUNTS+=("$T/k1")
+"$SAMPLEFS" -f -o index_dir="$T/idxk" "$KSRC" "$T/k1" 2>"$T/k1.log" &
+k1=$!
+SFS_PID_OF[$T/k1]=$k1
+for ((i = 0; i < 300; i++)); do compgen -G "$T/idxk/*.lock" >/dev/null && break; sfs_nap 0.1; done
+check "kill -9: the first daemon holds the build lock" compgen -G "$T/idxk/*.lock"
+sfs_nap 0.3
+kill -9 "$k1"
+wait "$k1" 2>/dev/null
+unset "SFS_PID_OF[$T/k1]"
+check "kill -9: it never mounted" test "$(sfs_mounted "$T/k1" && echo yes)" = ""
+check "kill -9: its lock stays behind" compgen -G "$T/idxk/*.lock"
+proxy_ctl "delay?ms=0" >/dev/null
+t0=$(date +%s)
+check "kill -9: the next mount comes up" sfs_mount "$KSRC" "$T/k2" -o index_dir="$T/idxk"
+echo "    ($(($(date +%s) - t0)) s, the dead lock's 10 s of silence included)"
+check "kill -9: it broke the dead lock" grep -q "breaking the lock of pid $k1" "$(sfs_log "$T/k2")"
+check "kill -9: and built the index itself" grep -q "indexed in" "$(sfs_log "$T/k2")"
+check "kill -9: serves tar -x's tree" is_tar_tree "$T/k2"
+check "kill -9: the index alone is left in index_dir" \
+	test "$(ls -A "$T/idxk" | grep -vc '\.sfsidx$') $(ls "$T/idxk" | grep -c '\.sfsidx$')" = "0 1"
+check "kill -9: unmount" sfs_umount "$T/k2"
+
+# ---- what is refused ----
+check "index_only with no index: the mount fails" \
+	sh -c "! '$SAMPLEFS' -f -o index_only,index_dir='$T/idxn' '$SRC' '$T/k2' 2>'$T/n.log'"
+check "index_only with no index: says so" grep -q "index_only forbids building" "$T/n.log"
+touch -d '2001-01-01' "$W/data.tar"	# a new stamp: the prebuilt index is stale
+check "stale prebuilt index with index_only: the mount fails" \
+	sh -c "! '$SAMPLEFS' -f -o index='$PRE',index_only,index_dir='$T/idxs' '$SRC' '$T/k2' 2>'$T/s.log'"
+check "stale prebuilt index with index_only: says why" \
+	grep -q "sources or options changed.*index_only forbids" "$T/s.log"
+check "stale prebuilt index: a warning, then a build" \
+	sfs_mount "$SRC" "$T/st" -o index="$PRE",index_dir="$T/idxs2"
+check "stale prebuilt index: warned" grep -q "warning:.*has no usable index" "$(sfs_log "$T/st")"
+check "stale prebuilt index: built" grep -q "indexed in" "$(sfs_log "$T/st")"
+check "stale prebuilt index: serves tar -x's tree" is_tar_tree "$T/st"
+check "stale prebuilt index: unmount" sfs_umount "$T/st"
+
+sfs_done
