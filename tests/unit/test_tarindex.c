@@ -11,7 +11,8 @@
  * runs, merged in passes) writes the index byte for byte as the build
  * that holds them in memory, on every fixture and on a tar written here
  * of thousands of members (duplicates, hard links, a nested tar that
- * clashes, long names), and leaves no scratch file behind.
+ * clashes, long names), and leaves no scratch file behind; a build of
+ * 300,000 members with 1 MiB runs grows the process by under 24 MiB.
  */
 #include <criterion/criterion.h>
 
