@@ -1585,6 +1585,14 @@ Test(tarindex, spilled_build_leaves_no_scratch_file)
 	unlink(tar);
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+
 /* kB of field `key` ("VmHWM:") of /proc/self/status, or -1. */
 static long status_kb(const char *key)
 {
@@ -1618,11 +1626,9 @@ Test(tarindex, spilled_build_memory_is_bounded, .timeout = 120)
 	size_t len;
 	long before, after;
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__has_feature)
-#if defined(__SANITIZE_ADDRESS__) || __has_feature(address_sanitizer)
+#ifdef UNDER_ASAN
 	unlink(path);
 	cr_skip_test("ASan's quarantine keeps freed memory resident");
-#endif
 #endif
 	cr_assert(f);
 	for (t = 0; t < 300; t++) {
