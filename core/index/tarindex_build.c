@@ -478,14 +478,10 @@ static int walk_source(struct builder *b, const struct tarindex_source *s,
 	return rc;
 }
 
-/*
- * The nested walk innermost around archive position seq (one that added
- * it: nests[i].seq < seq < nests[i].end), or NONE.  The walks' ranges
- * nest, so the last one to start before seq is it or inside it.
- */
-uint32_t tb_enclosing(const struct builder *b, uint32_t seq)
+/* How many nested directories come before archive position seq. */
+uint32_t tb_nests_before(const struct builder *b, uint32_t seq)
 {
-	uint32_t lo = 0, hi = b->nnests, i;
+	uint32_t lo = 0, hi = b->nnests;
 
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
@@ -495,6 +491,18 @@ uint32_t tb_enclosing(const struct builder *b, uint32_t seq)
 		else
 			hi = mid;
 	}
+	return lo;
+}
+
+/*
+ * The nested walk innermost around archive position seq (one that added
+ * it: nests[i].seq < seq < nests[i].end), or NONE.  The walks' ranges
+ * nest, so the last one to start before seq is it or inside it.
+ */
+uint32_t tb_enclosing(const struct builder *b, uint32_t seq)
+{
+	uint32_t lo = tb_nests_before(b, seq), i;
+
 	for (i = lo ? lo - 1 : NONE; i != NONE && seq >= b->nests[i].end; )
 		i = b->nests[i].up;
 	return i;

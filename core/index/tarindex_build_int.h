@@ -111,6 +111,7 @@ int tb_sort_open(struct builder *b, struct spill **s, size_t budget,
 int tb_ents_open(struct builder *b, struct spill **s);
 int tb_next(struct spill *s, const struct erec **r);
 int tb_symlink_inside(const char *prefix, const char *path, const char *target);
+uint32_t tb_nests_before(const struct builder *b, uint32_t seq);
 uint32_t tb_enclosing(const struct builder *b, uint32_t seq);
 
 /* tarindex_links.c */

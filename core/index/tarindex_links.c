@@ -116,16 +116,8 @@ static int find_clashes(struct builder *b, const uint32_t *byp)
 /* The nest of nested directory entry seq (nests are in archive order). */
 static uint32_t nest_at(const struct builder *b, uint32_t seq)
 {
-	uint32_t lo = 0, hi = b->nnests;
+	uint32_t lo = tb_nests_before(b, seq);
 
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (b->nests[mid].seq < seq)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	return lo < b->nnests && b->nests[lo].seq == seq ? lo : NONE;
 }
 
