@@ -58,6 +58,7 @@ declare -A CALLS=(
 	["core/index/index.c fsync_dir_of open"]="the index directory, synced after the rename"
 	["core/index/index.c index_map_open open"]="an index file"
 	["core/index/index.c index_map_open fstat"]="an index file"
+	["core/index/spill.c rd_load pread"]="a scratch file of a build's sorted runs, made and unlinked by spill.c in the index directory"
 	["core/index/index.c index_map_open mmap"]="an index file, mapped"
 	["core/index/lock.c lock_create open"]="an index's build lock, created (O_EXCL) in the index directory"
 	["core/index/lock.c lock_look open"]="an index's build lock, opened to see its holder and heartbeat"

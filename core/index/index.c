@@ -728,6 +728,11 @@ void index_writer_abort(struct index_writer *w)
 	free(w);
 }
 
+const char *index_writer_path(const struct index_writer *w)
+{
+	return w->path;
+}
+
 /* ---- reader ---- */
 
 /* `why` leaves the path out: every caller's message names it already. */

@@ -100,6 +100,8 @@ int index_writer_copy(struct index_writer *w, const void *data, uint64_t len);
 int index_writer_commit_copy(struct index_writer *w);
 /* Drops the temporary file.  Frees w. */
 void index_writer_abort(struct index_writer *w);
+/* The index w will become: where a build puts its scratch files (spill.h). */
+const char *index_writer_path(const struct index_writer *w);
 /* Unlinks the temporary file of every writer of this process not yet
  * committed or aborted.  Async-signal-safe: for a handler of the signals
  * that end a build, which then ends the process. */

@@ -163,6 +163,15 @@ struct tarindex_build_opts {
 };
 
 /*
+ * Bytes each of the build's sorts holds in memory before it spills sorted
+ * runs to scratch files next to the index (unlinked at once): the peak is
+ * about 1.6 times this, whatever the member count.  The environment's
+ * SAMPLEFS_BUILD_MEM (bytes, at least 4096) overrides it, for tests that
+ * make the build spill.
+ */
+#define TARINDEX_BUILD_MEM ((size_t)64 << 20)
+
+/*
  * Adds to `fp` what a tarindex of these (open) sources depends on: each
  * source's name and stamp, its directory, and `recursive`.  0, or -EBADF
  * when a source is not open.

@@ -1,0 +1,135 @@
+/*
+ * tarindex_build_int.h - what the three files of the tar index build
+ * share: tarindex_build.c (the walk, the entry sort), tarindex_links.c
+ * (nested tar renames, hard links) and tarindex_tree.c (the tree, the
+ * sections).  Private to them; the contract is tarindex.h.
+ */
+#ifndef SFS_INDEX_TARINDEX_BUILD_INT_H
+#define SFS_INDEX_TARINDEX_BUILD_INT_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#include "index/index.h"
+#include "index/progress.h"
+#include "index/spill.h"
+#include "index/tarindex.h"
+#include "formats/tar.h"
+
+/* One member (or nested tar directory) as sorted: by path, then seq. */
+struct erec {
+	uint64_t off, size;
+	int64_t mtime;
+	uint32_t seq;       /* archive order */
+	uint32_t src;
+	uint32_t sparse;    /* a file: 0, or its map in builder.sparse */
+	uint32_t path_len, link_len;
+	uint8_t type;       /* enum tar_type */
+	uint8_t nested;     /* a nested tar's directory */
+	/* path NUL link NUL (a hard link's target with the prefix; a
+	 * symlink's as stored), then 8 zero bytes */
+	char s[];
+};
+
+/* A growing string arena; offset 0 holds "". */
+struct tb_arena {
+	char *p;
+	uint64_t len, cap;
+};
+
+/* A nested tar's directory: its walk added the entries of seq in (seq, end). */
+struct nest {
+	uint32_t seq, end;
+	uint32_t up;        /* the nested walk around it (index), or NONE */
+	uint32_t src;
+	uint32_t len;       /* its path's length */
+	uint8_t renamed;
+	uint64_t path;      /* in builder.side */
+	uint64_t clash;     /* the first other entry at or under it, or 0 */
+};
+
+/* A hard link member, kept aside (strings in builder.side). */
+struct hlink {
+	uint32_t seq;
+	uint64_t path, link;
+};
+
+/* A sparse member's map: n chunks from builder.chunks[first]. */
+struct sparse_map {
+	uint64_t first;
+	uint32_t n;
+};
+
+struct tb_links;        /* tarindex_links.c's resolved hard links */
+
+struct builder {
+	size_t budget;              /* bytes for each sort */
+	char *scratch;              /* prefix of the scratch files */
+	struct spill *ents;         /* the entry records (struct erec) */
+	uint32_t nents;
+	struct erec *rec;           /* SPILL_MAX_REC bytes to build one in */
+	char path[TAR_PATH_MAX + 1];
+	struct tb_arena side;       /* strings kept aside */
+	struct nest *nests;         /* in archive order */
+	uint32_t nnests, nests_cap;
+	struct hlink *links;        /* in archive order */
+	uint32_t nlinks, links_cap;
+	struct tar_sparse_chunk *chunks;
+	uint64_t nchunks, chunks_cap;
+	struct sparse_map *sparse;  /* [0] unused: erec.sparse 0 is none */
+	uint32_t nsparse, sparse_cap;
+	struct tb_links *res;       /* NULL: no hard links */
+	uint32_t recursive;
+	struct progress prog;
+	uint64_t bytes_before;      /* sizes of the sources already walked */
+	const struct tarindex_source *src;  /* for messages */
+	uint32_t nsrc;
+};
+
+/* What one tar_walk is walking: a source, or a nested tar inside one. */
+struct walkctx {
+	struct builder *b;
+	struct source *src;
+	uint32_t srcno, depth;
+	uint32_t up;            /* the nested walk this is (index), or NONE */
+	const char *prefix;     /* "" or "dir" for the members' paths */
+	const char *what;
+};
+
+/* tarindex_build.c */
+int tb_grow(void **p, uint32_t *cap, uint32_t n, size_t elt);
+void *tb_slot(void **p, uint32_t *cap, uint32_t n, size_t elt);
+int tb_arena_put(struct tb_arena *ar, const char *a, const char *s, size_t slen,
+		 uint64_t *out);
+int tb_pathcmp(const char *a, const char *b);
+size_t tb_erec_set(struct erec *r, const char *path, size_t plen,
+		   const char *link, size_t llen);
+int tb_erec_strings(struct tb_arena *ar, const struct erec *r, uint64_t *path,
+		    uint64_t *link);
+int tb_sort_open(struct builder *b, struct spill **s, size_t budget,
+		 spill_cmp_fn cmp);
+int tb_ents_open(struct builder *b, struct spill **s);
+int tb_next(struct spill *s, const struct erec **r);
+int tb_symlink_inside(const char *prefix, const char *path, const char *target);
+uint32_t tb_nests_before(const struct builder *b, uint32_t seq);
+uint32_t tb_enclosing(const struct builder *b, uint32_t seq);
+
+/* tarindex_links.c */
+int tb_rename_nested(struct builder *b);
+int tb_resolve_links(struct builder *b);
+/*
+ * Hard link r as resolved: 0 when it was dropped, else 1 with *out filled
+ * (a copy of r with its target's type, data and mtime; *link the symlink
+ * target).  r must be a hard link of the sorted entries.
+ */
+int tb_link_of(const struct builder *b, const struct erec *r, struct erec *out,
+	       const char **link);
+/* Whether a resolved hard link shares file data at (src, off). */
+int tb_link_data(const struct builder *b, uint32_t src, uint64_t off);
+void tb_links_free(struct builder *b);
+
+/* tarindex_tree.c: steps 4 and 5 (the tree, the sections). */
+int tb_tree_write(struct builder *b, struct index_writer *w, uint32_t c,
+		  int64_t root_mtime, const uint64_t *sizes);
+
+#endif
