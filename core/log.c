@@ -11,6 +11,7 @@
  * interleave.  Not a logging framework.
  */
 #include "log.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -134,14 +135,6 @@ static void emit(int prio, const char *kind, const char *line)
 		to_file(kind, line);
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* limited: rate-limited by the call site (fmt) once serving */
 static void vlog(int prio, const char *kind, int limited, const char *fmt, va_list ap)
 {
@@ -152,7 +145,7 @@ static void vlog(int prio, const char *kind, int limited, const char *fmt, va_li
 	vsnprintf(line, sizeof(line), fmt, ap);
 	pthread_mutex_lock(&sink.lock);
 	if (limited && sink.serving &&
-	    !sfs_ratelimit_admit(&sink.rl, fmt, line, now_ns(), &suppressed))
+	    !sfs_ratelimit_admit(&sink.rl, fmt, line, (uint64_t)sfs_now_ns(), &suppressed))
 		goto out;
 	if (suppressed) {
 		len = strlen(line);

@@ -10,6 +10,7 @@
 #include <fuse_lowlevel.h>
 
 #include "devpoll.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -72,14 +73,6 @@ void devpoll_uninstall(struct devpoll *dp)
 /* how many requests may pass without a look for session-ending signals */
 #define SIGNAL_CHECK_EVERY 256
 
-static long long now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 /*
  * Lets a pending session-ending signal in (ppoll with no wait and the
  * thread's old mask): its handler runs and this returns 1.
@@ -115,8 +108,8 @@ ssize_t devpoll_read(struct devpoll *dp, int fd, void *buf, size_t len)
 		if (n >= 0 || errno != EAGAIN)
 			break;
 		if (!until)
-			until = now_ns() + dp->usec * 1000LL;
-		if (dp->usec && now_ns() < until) {
+			until = sfs_now_ns() + dp->usec * 1000LL;
+		if (dp->usec && sfs_now_ns() < until) {
 			/* a reader woken onto this CPU must not wait for
 			 * the poll to end: let it run and send its request */
 			sched_yield();

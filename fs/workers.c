@@ -4,20 +4,13 @@
  * the order they came.
  */
 #include "workers.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <time.h>
-
-static long long now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 /* Called and returns with w->lock held; drops it while spinning. */
 static void spin_for_job(struct workers *w)
@@ -28,9 +21,9 @@ static void spin_for_job(struct workers *w)
 		return;
 	w->spinning = 1;
 	pthread_mutex_unlock(&w->lock);
-	until = now_ns() + w->spin_ns;
+	until = sfs_now_ns() + w->spin_ns;
 	while (!atomic_load(&w->queued) && !atomic_load(&w->stopping) &&
-	       now_ns() < until)
+	       sfs_now_ns() < until)
 		sched_yield();
 	pthread_mutex_lock(&w->lock);
 	w->spinning = 0;

@@ -11,6 +11,7 @@
  * layouts' builders).
  */
 #include "index/index.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -20,14 +21,6 @@
 #include "index/lock.h"
 #include "index/prebuilt.h"
 #include "log.h"
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* Writes the index at path with job->build.  0 or -errno (said). */
 static int build(const struct index_job *job, const char *path)
@@ -139,7 +132,7 @@ static int build_locked(const struct sfs_opts *o, const struct index_job *job,
 		sfs_info("%s: rebuilding index%s%s (%s)", path, of, what, why);
 		named = 1;
 	}
-	t0 = now();
+	t0 = sfs_now_s();
 	if ((rc = build(job, path)) < 0)
 		return rc;
 	rc = map_attach(job, path, m, why, whylen);
@@ -149,10 +142,10 @@ static int build_locked(const struct sfs_opts *o, const struct index_job *job,
 	}
 	if (named)
 		sfs_info("%s: indexed%s%s in %.2f s, %.1f MB", o->source, sp,
-			 what, now() - t0, m->len / 1e6);
+			 what, sfs_now_s() - t0, m->len / 1e6);
 	else
 		sfs_info("%s: indexed%s%s in %.2f s, %.1f MB, into %s", o->source,
-			 sp, what, now() - t0, m->len / 1e6, path);
+			 sp, what, sfs_now_s() - t0, m->len / 1e6, path);
 	return 0;
 }
 

@@ -33,6 +33,7 @@
  * Not for: reading or checking index files.
  */
 #include "index/lock.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -70,14 +71,6 @@ struct lock_seen {
 	struct timespec mtime;
 	char holder[128];
 };
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static void nap_ms(long ms)
 {
@@ -213,15 +206,15 @@ static void lock_free(struct index_lock *lk)
 static int lock_wait(struct index_lock *lk, const char *path, unsigned stale_s)
 {
 	struct lock_seen last, cur;
-	double changed = now(), said = 0;
+	double changed = sfs_now_s(), said = 0;
 	int rc;
 
 	if (lock_look(lk->name, &last) < 0)
 		return 0;	/* gone before we looked: try to take it */
 	for (;;) {
-		if (!said || now() - said >= 30) {
+		if (!said || sfs_now_s() - said >= 30) {
 			sfs_info("%s: waiting for %s, who is building it", path, last.holder);
-			said = now();
+			said = sfs_now_s();
 		}
 		nap_ms(POLL_MS);
 		rc = lock_look(lk->name, &cur);
@@ -231,8 +224,8 @@ static int lock_wait(struct index_lock *lk, const char *path, unsigned stale_s)
 			cur = last;
 		if (!same_lock(&cur, &last)) {
 			last = cur;
-			changed = now();
-		} else if (now() - changed >= stale_s) {
+			changed = sfs_now_s();
+		} else if (sfs_now_s() - changed >= stale_s) {
 			lock_break(lk->name, &last, stale_s);
 			return 0;
 		}

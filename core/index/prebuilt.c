@@ -9,6 +9,7 @@
  * contents (the layouts').
  */
 #include "index/prebuilt.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -33,14 +34,6 @@
 static void prebuilt_fp(struct index_fp *fp)
 {
 	index_fp_init(fp, "samplefs-prebuilt");
-}
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 /* A member's name: an index file's, and nothing that leaves the directory. */
@@ -262,7 +255,7 @@ int index_prebuilt_fetch(const struct sfs_opts *o, const char *dir)
 	struct index_map pm;
 	char why[256], *dl = NULL, name[64];
 	const char *from = o->index;
-	double t0 = now();
+	double t0 = sfs_now_s();
 	int rc;
 
 	if (source_is_url(o->index)) {
@@ -289,7 +282,7 @@ int index_prebuilt_fetch(const struct sfs_opts *o, const char *dir)
 	rc = extract_all(&pm, o->index, dir);
 	if (rc == 0)
 		sfs_info("%s: prebuilt index fetched and checked, %.1f MB in %.2f s",
-			 o->index, pm.len / 1e6, now() - t0);
+			 o->index, pm.len / 1e6, sfs_now_s() - t0);
 	index_map_close(&pm);
 out:
 	if (dl)

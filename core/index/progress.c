@@ -6,6 +6,7 @@
  * before one (sfs_log_bar), and the next redraw starts a new bar below.
  */
 #include "index/progress.h"
+#include "clock.h"
 #include "log.h"
 
 #include <stdio.h>
@@ -14,14 +15,6 @@
 
 #define REDRAW_SEC 0.2
 #define MB (1024.0 * 1024.0)
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* "1h02m", "3m07s", "12s" */
 static void fmt_secs(char *out, size_t n, double s)
@@ -62,7 +55,7 @@ void progress_start(struct progress *p, const char *what, uint64_t total_files,
 	p->total_files = total_files;
 	p->total_bytes = total_bytes;
 	p->files = p->bytes = 0;
-	p->start = now();
+	p->start = sfs_now_s();
 	p->last_draw = 0;
 	p->enabled = !quiet && isatty(STDERR_FILENO);
 }
@@ -75,7 +68,7 @@ void progress_update(struct progress *p, uint64_t files_done, uint64_t bytes_don
 	p->bytes = bytes_done;
 	if (!p->enabled)
 		return;
-	t = now();
+	t = sfs_now_s();
 	if (t - p->last_draw >= REDRAW_SEC)
 		draw(p, t);
 }
@@ -87,7 +80,7 @@ void progress_finish(struct progress *p)
 
 	if (!p->enabled)
 		return;
-	t = now();
+	t = sfs_now_s();
 	if (t - p->start < 60)
 		snprintf(el, sizeof(el), "%.1fs", t - p->start);
 	else

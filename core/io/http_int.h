@@ -75,7 +75,7 @@ struct flight {
 	uint64_t lo, hi;
 	enum { FL_FREE, FL_RUNNING, FL_FAILED } state;
 	int rc;                         /* FAILED: the error */
-	int64_t until;                  /* FAILED: kept until (httpreq_now_ns) */
+	int64_t until;                  /* FAILED: kept until (sfs_now_ns) */
 	unsigned gen;
 };
 

@@ -56,6 +56,7 @@
 #include <string.h>
 #include <sys/uio.h>
 
+#include "clock.h"
 #include "io/diskcache.h"
 #include "io/httpreq.h"
 #include "io/lru.h"
@@ -70,7 +71,7 @@
 
 /* One read: [off, end) of a source of `size` bytes, into buf; a prefetch
  * is a read of nothing (buf NULL, off = end = 0).  It gives up at deadline
- * (httpreq_now_ns) or when cancel is set. */
+ * (sfs_now_ns) or when cancel is set. */
 struct rd {
 	struct source *s;
 	struct http_src *h;
@@ -206,7 +207,7 @@ static void expire(struct flight *f, int64_t now)
  * (h->lock held). */
 static int flight_over(struct http_src *h, uint64_t lo, uint64_t hi)
 {
-	int64_t now = httpreq_now_ns();
+	int64_t now = sfs_now_ns();
 	struct flight *f;
 	int i;
 
@@ -244,7 +245,7 @@ static int read_over(const struct rd *r)
 {
 	if (r->cancel && atomic_load(&r->cancel->cancelled))
 		return -EINTR;
-	return httpreq_now_ns() >= r->deadline ? -ETIMEDOUT : 0;
+	return sfs_now_ns() >= r->deadline ? -ETIMEDOUT : 0;
 }
 
 /*
@@ -264,7 +265,7 @@ static int wait_for(const struct rd *r, int i, unsigned gen)
 	while (f->gen == gen && f->state == FL_RUNNING) {
 		if ((rc = read_over(r)))
 			return rc;
-		until = httpreq_now_ns() + POLL_MS * 1000000LL;
+		until = sfs_now_ns() + POLL_MS * 1000000LL;
 		if (until > r->deadline)
 			until = r->deadline;
 		ts.tv_sec = (time_t)(until / 1000000000);
@@ -317,7 +318,7 @@ static void release(struct http_src *h, int slot, uint64_t hi, int rc)
 		if (rc && rc != -EINTR) {
 			f->state = FL_FAILED;
 			f->rc = rc;
-			f->until = httpreq_now_ns() + FAIL_HOLD_MS * 1000000LL;
+			f->until = sfs_now_ns() + FAIL_HOLD_MS * 1000000LL;
 		}
 	}
 	if (h->ra_win && hi > h->ahead)
@@ -461,7 +462,7 @@ static void prefetch_run(const struct prefetch *p)
 {
 	struct http_src *h = p->s->priv;
 	struct rd r = { p->s, h, NULL, 0, 0, p->s->stamp.size,
-			httpreq_now_ns() + h->he->read_timeout_ns, NULL };
+			sfs_now_ns() + h->he->read_timeout_ns, NULL };
 	uint64_t lo = p->lo, hi = p->hi;
 	int slot;
 
@@ -668,7 +669,7 @@ ssize_t httpcache_pread(struct source *s, void *buf, size_t n, uint64_t off)
 {
 	struct http_src *h = s->priv;
 	struct rd r = { s, h, buf, off, 0, s->stamp.size,
-			httpreq_now_ns() + h->he->read_timeout_ns,
+			sfs_now_ns() + h->he->read_timeout_ns,
 			source_cancel_current() };
 	uint64_t b0, b1, b, need, hi;
 	int waits = 0, slot = -1, rc, lone;

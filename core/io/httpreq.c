@@ -29,6 +29,7 @@
  * Not for: what a response means to a source (http.c), caching, logging.
  */
 #include "io/httpreq.h"
+#include "clock.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -481,14 +482,6 @@ static uint64_t next_random(uint64_t *s)
 	return *s;
 }
 
-int64_t httpreq_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static int cancelled(const struct httpreq *req)
 {
 	return req->cancel && atomic_load(&req->cancel->cancelled);
@@ -518,10 +511,10 @@ static int backoff(const struct httpreq_ctx *c, const struct httpreq *req,
 		if (ms > cap)
 			ms = cap;
 	}
-	until = httpreq_now_ns() + (int64_t)ms * 1000000;
+	until = sfs_now_ns() + (int64_t)ms * 1000000;
 	if (until >= deadline)
 		return -ETIMEDOUT;
-	while ((left = until - httpreq_now_ns()) > 0) {
+	while ((left = until - sfs_now_ns()) > 0) {
 		if (cancelled(req))
 			return -EINTR;
 		if (left > POLL_MS * 1000000LL)
@@ -646,7 +639,7 @@ static enum verdict attempt(struct httpreq_ctx *c, struct conn *k,
 	struct curl_slist *hdrs = NULL;
 	char range[48];
 	uint64_t bytes, ms;
-	int64_t left = (deadline - httpreq_now_ns()) / 1000000;
+	int64_t left = (deadline - sfs_now_ns()) / 1000000;
 	CURLcode cc;
 
 	x.accept = req->ranged ? 206 : 200;
@@ -691,7 +684,7 @@ int httpreq_do(struct httpreq_ctx *c, const struct httpreq *req,
 	       struct httpresp *r)
 {
 	uint64_t rng = ((uint64_t)(uintptr_t)r ^ (uint64_t)time(NULL) << 20) | 1;
-	int64_t deadline = req->deadline_ns ? req->deadline_ns : httpreq_now_ns() +
+	int64_t deadline = req->deadline_ns ? req->deadline_ns : sfs_now_ns() +
 			   (int64_t)c->cfg->read_timeout_s * 1000000000;
 	curl_off_t retry_after = 0;
 	enum verdict v = FAIL;
@@ -705,7 +698,7 @@ int httpreq_do(struct httpreq_ctx *c, const struct httpreq *req,
 			give_up(c, r, rc);
 			break;
 		}
-		if (httpreq_now_ns() >= deadline || cancelled(req)) {
+		if (sfs_now_ns() >= deadline || cancelled(req)) {
 			give_up(c, r, cancelled(req) ? -EINTR : -ETIMEDOUT);
 			break;
 		}

@@ -64,7 +64,7 @@ struct httpreq {
 	 * source sets resp.changed, with no retry). */
 	const struct source_stamp *expect;
 	/* When the whole request, retries and backoff included, gives up:
-	 * httpreq_now_ns()'s clock; 0: cfg->read_timeout_s from now.  Each
+	 * sfs_now_ns()'s clock (clock.h); 0: cfg->read_timeout_s from now.  Each
 	 * attempt is cut there, and no retry starts whose backoff would end
 	 * past it. */
 	int64_t deadline_ns;
@@ -115,8 +115,5 @@ struct httpresp {
  */
 int httpreq_do(struct httpreq_ctx *c, const struct httpreq *req,
 	       struct httpresp *resp);
-
-/* CLOCK_MONOTONIC in nanoseconds: the clock of deadlines. */
-int64_t httpreq_now_ns(void);
 
 #endif

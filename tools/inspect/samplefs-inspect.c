@@ -28,6 +28,7 @@
  * and insecure for https.
  */
 #include "layouts/layout.h"
+#include "clock.h"
 #include "layouts/layout_imagenet.h"
 #include "log.h"
 #include "options.h"
@@ -47,14 +48,6 @@
 #include <unistd.h>
 
 #define CHUNK (1u << 20)
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static int parse_u32(const char *v, uint32_t *out)
 {
@@ -378,14 +371,14 @@ static void summary(const struct layout *l, double t0)
 	if (layout_imagenet_summary(l, &s) == 0) {
 		printf("Classes: %u | Train: %llu | Val: %llu | Elapsed: %.1fs\n",
 		       s.classes, (unsigned long long)s.train, (unsigned long long)s.val,
-		       now() - t0);
+		       sfs_now_s() - t0);
 		return;
 	}
 	if (l->ops->statfs)
 		l->ops->statfs(l->priv, &files, &bytes);
 	printf("Layout: %s | Files: %llu | Bytes: %llu | Elapsed: %.1fs\n",
 	       l->ops->name, (unsigned long long)files, (unsigned long long)bytes,
-	       now() - t0);
+	       sfs_now_s() - t0);
 }
 
 static void usage(void)
@@ -420,7 +413,7 @@ int main(int argc, char **argv)
 	struct sfs_opts o;
 	struct layout l;
 	int i, verify = 0, rc;
-	double t0 = now();
+	double t0 = sfs_now_s();
 
 	sfs_opts_default(&o);
 	for (i = 1; i < argc; i++) {
