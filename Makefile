@@ -8,7 +8,7 @@ PREFIX   ?= /usr/local
 CC       ?= cc
 CFLAGS   ?= -O2 -g
 WARN     := -Wall -Wextra -Wno-unused-parameter -Wshadow -Wstrict-prototypes
-PKGS     := fuse3 zlib libarchive libcurl expat
+PKGS     := fuse3 zlib libarchive libcurl expat libcrypto
 DEPCFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 DEPLIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread
 CPPFLAGS += -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -Icore
@@ -35,7 +35,7 @@ UNIT_SRC  := $(wildcard tests/unit/test_*.c)
 CORE_OBJ  := $(CORE_SRC:%.c=$(BUILD)/%.o)
 FS_OBJ    := $(FS_SRC:%.c=$(BUILD)/%.o)
 UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
-TOOL_BIN  := $(BUILD)/samplefs-inspect $(BUILD)/samplefs-floorfs
+TOOL_BIN  := $(BUILD)/samplefs-inspect $(BUILD)/samplefs-floorfs $(BUILD)/samplefs-download
 
 .PHONY: all deps test test-build unit integration demo bench install clean asan tsan fuzz fuzz-build
 all: $(BUILD)/samplefs $(TOOL_BIN)
@@ -56,6 +56,15 @@ $(BUILD)/samplefs: $(FS_OBJ) $(BUILD)/libsamplefs.a
 
 $(BUILD)/samplefs-inspect: $(BUILD)/tools/inspect/samplefs-inspect.o $(BUILD)/libsamplefs.a
 	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(DEPLIBS)
+
+DL_OBJ    := $(BUILD)/tools/download/samplefs-download.o $(BUILD)/tools/download/select.o
+$(BUILD)/samplefs-download: $(DL_OBJ) $(BUILD)/libsamplefs.a
+	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(DEPLIBS)
+
+# the downloader's selection, unit-tested apart from its command line
+$(BUILD)/tests/test_download: tests/unit/test_download.c $(BUILD)/tools/download/select.o $(BUILD)/libsamplefs.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLCFLAGS) -Itools/download -o $@ $^ $(DEPLIBS) -lcriterion
 
 $(BUILD)/samplefs-floorfs: $(BUILD)/tools/bench/floorfs.o $(BUILD)/fs/devpoll.o
 	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(DEPLIBS)
@@ -87,7 +96,7 @@ FUZZ_SECONDS_CI ?= 5
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined \
 		-fno-omit-frame-pointer
 FUZZ_CFLAGS   = -O1 -g $(FUZZ_SAN) $(WARN) $(CPPFLAGS) $(DEPCFLAGS) -MMD -MP
-FUZZ_TARGETS := npy pickle zip tar tarindex mat5 devkit strokes index autoindex bucketlist awscred classes
+FUZZ_TARGETS := npy pickle zip tar tarindex mat5 devkit strokes index autoindex bucketlist awscred classes download
 FUZZ_BIN     := $(FUZZ_TARGETS:%=build-fuzz/fuzz_%)
 
 build-fuzz/core/%.o: core/%.c
@@ -126,7 +135,8 @@ bench: deps all
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin
-	install -m 0755 $(BUILD)/samplefs $(BUILD)/samplefs-inspect $(DESTDIR)$(PREFIX)/bin/
+	install -m 0755 $(BUILD)/samplefs $(BUILD)/samplefs-inspect $(BUILD)/samplefs-download \
+		$(DESTDIR)$(PREFIX)/bin/
 
 clean:
 	rm -rf build build-asan build-tsan build-fuzz

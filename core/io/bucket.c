@@ -726,6 +726,28 @@ out:
 	return rc;
 }
 
+int bucket_request(struct source_env *env, const char *uri, char **url,
+		   const struct httpauth **auth)
+{
+	struct bucket_env *b;
+	struct bname n;
+	int rc;
+
+	if (!(b = ready(env, &rc)))
+		return rc;
+	if ((rc = bname_parse(uri, &n)))
+		return rc;
+	*auth = auth_of(b, n.store);
+	if (!*n.key) {
+		sfs_err("%s: a bucket, not an object", uri);
+		rc = -EINVAL;
+	} else if (!(*url = url_of(b, &n, n.key, NULL))) {
+		rc = -ENOMEM;
+	}
+	bname_free(&n);
+	return rc;
+}
+
 const struct source_backend source_bucket_backend = {
 	.name = "bucket",
 	.claims = bucket_claims,

@@ -11,6 +11,9 @@
 
 #include <stddef.h>
 
+struct source_env;
+struct httpauth;
+
 /*
  * s percent-encoded by AWS's rules (SigV4 "UriEncode"): A-Z a-z 0-9 - . _ ~
  * as they are, every other byte %XX in upper case; '/' kept when
@@ -22,5 +25,16 @@ char *bucket_encode(const char *s, int keep_slash);
 /* "%XX" sequences of s decoded (others kept as they are); malloc'ed, NULL
  * on ENOMEM. */
 char *bucket_decode(const char *s);
+
+/*
+ * Where a request for the object `uri` (s3://BUCKET/KEY, gs://BUCKET/KEY)
+ * goes and what it carries, as the mount's own reads of it would: *url
+ * (malloc'ed, the caller's) and *auth (env's, valid until env is freed;
+ * NULL: unsigned).  For the downloader (download.c), which sends its own
+ * requests.  0, -EINVAL (not an object: logged), -ENOMEM, or the
+ * credentials' error.
+ */
+int bucket_request(struct source_env *env, const char *uri, char **url,
+		   const struct httpauth **auth);
 
 #endif
