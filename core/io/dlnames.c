@@ -43,7 +43,7 @@ int dlnames_md5_of_etag(const char *etag, unsigned char md5[16])
 int dlnames_md5_of_goog_hash(const char *v, size_t len, unsigned char md5[16])
 {
 	const char *end = v + len, *p = v, *e;
-	unsigned char out[18];
+	unsigned char out[18], back[25];
 
 	while (p < end) {
 		while (p < end && (*p == ' ' || *p == '\t' || *p == ','))
@@ -54,10 +54,13 @@ int dlnames_md5_of_goog_hash(const char *v, size_t len, unsigned char md5[16])
 		if (e - p >= 28 && !strncasecmp(p, "md5=", 4)) {
 			const char *b = p + 4, *be = e;
 
-			while (be > b && (be[-1] == ' ' || be[-1] == '\t'))
+			while (be > b && memchr(" \t\r\n", be[-1], 4))
 				be--;
-			if (be - b == 24 && b[22] == '=' && b[23] == '=' &&
-			    EVP_DecodeBlock(out, (const unsigned char *)b, 24) == 18) {
+			/* EVP_DecodeBlock passes '=' inside, and other forms of
+			 * the last digit: only the one encoding of 16 bytes */
+			if (be - b == 24 &&
+			    EVP_DecodeBlock(out, (const unsigned char *)b, 24) == 18 &&
+			    EVP_EncodeBlock(back, out, 16) == 24 && !memcmp(back, b, 24)) {
 				memcpy(md5, out, 16);
 				return 1;
 			}

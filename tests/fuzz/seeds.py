@@ -222,6 +222,18 @@ def classes(out):
     put(out, "classes", "noeol", "caf\u00e9\nzebra".encode())
 
 
+def download(out):
+    """samplefs-download's inputs: a file of URLs (mode 0), x-goog-hash
+    values (1), ETags (2), the first byte choosing."""
+    put(out, "download", "urls", b"\x00# a list\r\nhttps://h/d/a%20b.npy?x=1\n\n"
+        b"  s3://bkt/qd/cat.npy  \ngs://quickdraw_dataset/full/numpy_bitmap/The%20Eiffel%20Tower.npy\n")
+    put(out, "download", "urls-bad", b"\x00https://h/a\nftp://h/b\nhttps://h/..\n")
+    put(out, "download", "goog", b"\x01crc32c=n03x6A==, md5=1B2M2Y8AsgTpgAmY7PhCfg==\r\n")
+    put(out, "download", "goog-md5", b"\x01 md5=kAFQmDzST7DWlj99KOF/cg==")
+    put(out, "download", "etag", b'\x02"d41d8cd98f00b204e9800998ecf8427e"')
+    put(out, "download", "etag-multipart", b'\x02"d41d8cd98f00b204e9800998ecf8427e-12"')
+
+
 def main(fix, out):
     global FIX
     FIX = fix
@@ -245,6 +257,7 @@ def main(fix, out):
     bucketlist(out)
     awscred(out)
     classes(out)
+    download(out)
 
 
 if __name__ == "__main__":
