@@ -8,6 +8,8 @@ pkgs=(build-essential pkg-config libfuse3-dev fuse3 zlib1g-dev libarchive-dev
       util-linux-extra	# fincore: the tests check that evicted pages are gone
       rsync	# test_messages.sh: rsync -aX from a mount
       libexpat1-dev	# bucket listings (core/io/bucketlist.c)
+      libssl-dev	# samplefs-download's MD5 and base64 (core/io/download.c, dlnames.c):
+			# OpenSSL's libcrypto, loaded anyway by Debian's libcurl (OpenSSL flavour)
       swift swift-proxy swift-object swift-container swift-account
 			# tests/integration/swift_lib.sh: Swift's s3api as the S3 store
       nginx openssl curl	# HTTP(S) sources: tests/integration/http_lib.sh serves

@@ -48,7 +48,7 @@ struct run;
 struct job {
 	struct run *run;
 	struct download_item *it;       /* NULL: the slot is free */
-	CURL *h;                        /* kept across items: its options reset */
+	CURL *h;                        /* this attempt's */
 	struct curl_slist *hdrs;
 	char *url, *final, *part;
 	const struct httpauth *auth;
@@ -300,10 +300,16 @@ static int attempt_setup(struct run *r, struct job *j)
 	const struct httpauth *a = j->auth;
 	const char *const *l;
 	char range[32];
-	CURL *h = j->h;
+	CURL *h;
 	CURLcode cc = CURLE_OK;
 
-	curl_easy_reset(h);
+	/* a fresh handle per attempt: curl 7.88 refuses some options
+	 * (CURLOPT_BUFFERSIZE) on a handle whose transfer failed, even after
+	 * curl_easy_reset; connections stay in the multi handle's pool */
+	if (j->h)
+		curl_easy_cleanup(j->h);
+	if (!(h = j->h = curl_easy_init()))
+		return -ENOMEM;
 	curl_slist_free_all(j->hdrs);
 	j->hdrs = NULL;
 #define SET(opt, val) do { if (cc == CURLE_OK) cc = curl_easy_setopt(h, opt, val); } while (0)
@@ -531,6 +537,8 @@ static int job_end(struct run *r, struct job *j, CURLcode cc)
 	}
 	if (cc != CURLE_OK) {
 		snprintf(why, sizeof(why), "%s", curl_easy_strerror(cc));
+		if (!httpreq_transient(cc))
+			return job_fail(r, j, -EIO, "%s", why);
 		j->resumed |= j->have > 0;
 		return job_retry(r, j, 0, why);
 	}
@@ -595,8 +603,7 @@ static int run_init(struct run *r, size_t n)
 	for (i = 0; i < r->njobs; i++) {
 		r->jobs[i].fd = -1;
 		r->jobs[i].run = r;
-		if (!(r->jobs[i].h = curl_easy_init()) ||
-		    !(r->jobs[i].md = EVP_MD_CTX_new()))
+		if (!(r->jobs[i].md = EVP_MD_CTX_new()))
 			return -ENOMEM;
 	}
 	return 0;

@@ -388,6 +388,11 @@ static int transient(CURLcode cc)
 	}
 }
 
+int httpreq_transient(int curl_code)
+{
+	return transient((CURLcode)curl_code);
+}
+
 /* A 206 of a ranged read of an opened source: the same source, the range
  * asked for, all of it. */
 static enum verdict check_expected(const struct httpreq *req, struct httpresp *r)

@@ -116,4 +116,9 @@ struct httpresp {
 int httpreq_do(struct httpreq_ctx *c, const struct httpreq *req,
 	       struct httpresp *resp);
 
+/* 1 when a libcurl result (a CURLcode) may pass on a retry: resets,
+ * timeouts, refused connections, short bodies.  For the downloader
+ * (download.c), which runs its own transfers. */
+int httpreq_transient(int curl_code);
+
 #endif

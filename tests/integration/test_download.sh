@@ -10,10 +10,11 @@
 #    (gcs_pages.py) served by nginx, through tests/integration/fault_proxy.py:
 #    the whole prefix, a class filter (--classes, read by the Quick, Draw!
 #    layout's parser: the mount of DEST equals the source's mount with
-#    classes=), --include, a storm of 503s absorbed by the retries, a run
-#    killed with SIGKILL mid-file and run again (resumed, not restarted),
-#    Ctrl-C (SIGINT: exit 130, the .part kept), and a file of URLs with
-#    one that is not there (exit 1, the file named).
+#    classes=), --include, a storm of 503s absorbed by the retries, a
+#    connection cut mid-file (resumed within the run), a run killed with
+#    SIGKILL mid-file and run again (resumed, not restarted), Ctrl-C
+#    (SIGINT: exit 130, the .part kept), and a file of URLs with one that
+#    is not there (exit 1, the file named).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/http_lib.sh"
 . "$(dirname "$0")/swift_lib.sh"
@@ -103,6 +104,10 @@ check "a storm of 503s armed" proxy_ctl 'fault?mode=503&n=15&method=GET&match=/q
 check "gs://: through a storm of 503s" dl /dev/null -j 3 --retries 30 $G gs://qdb/qd/ "$T/g4"
 check "gs://: the storm was met (15 faults)" test "$(proxy_stat faults)" = 15
 check "gs://: after the storm: every byte" diff -r "$Q" "$T/g4"
+check "a connection cut mid-file armed" proxy_ctl 'fault?mode=cut&n=1&method=GET&match=/qdb/qd/numpy_bitmap/b.npy' >/dev/null
+check "gs://: a connection cut mid-file" dl "$T/o8" -j 2 $G gs://qdb/qd/ "$T/g9"
+check "gs://: cut: retried from where it stopped" grep -q "^\[DOWNLOAD\] numpy_bitmap/b.npy (resumed at byte [1-9]" "$T/o8"
+check "gs://: cut: every byte" diff -r "$Q" "$T/g9"
 
 # SIGKILL while a file is half sent (the proxy holds the rest back)
 F="numpy_bitmap/b.npy" P="$T/g5/numpy_bitmap/.b.npy.part"

@@ -12,7 +12,7 @@
 #   curl --parallel --parallel-max JOBS --aws-sigv4 ... -K LIST
 #                                                   (the URLs known: no
 #                                                   listing, no checks)
-# each timed wall-clock; every download is compared (cmp) with the
+# each timed wall-clock (and its CPU time); every download is compared (cmp) with the
 # uploaded files, so a fast wrong copy cannot win.  Prints the medians,
 # the spread (min-max) and the ratio; the target is samplefs-download
 # within 10 % of curl.  Swift's data and the copies live under $SFS_TMP
@@ -55,19 +55,18 @@ run_dl() { "$DL" -q -j "$JOBS" --endpoint "$SWIFT_S3" s3://bench/obj/ "$1"; }
 run_curl() {
 	mkdir -p "$1" && (cd "$1" && curl -s -f --parallel --parallel-max "$JOBS" \
 		--aws-sigv4 "aws:amz:us-east-1:s3" -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" \
-		-K "$T/curl.cfg" 2>>"$T/curl.err")
+		-K "$T/curl.cfg")
 }
-# timed TOOL DIR: seconds, after checking the copy
+# timed TOOL DIR: wall-clock seconds and the tool's CPU seconds (user +
+# system), after checking the copy
 timed() {
-	local t0 t1
+	local TIMEFORMAT='%R %U %S'
 	rm -rf "$2"
 	sync
-	t0=$(date +%s.%N)
-	"run_$1" "$2" || { echo "$1 failed" >&2; exit 1; }
-	t1=$(date +%s.%N)
+	{ time "run_$1" "$2" >/dev/null 2>"$T/err" || { cat "$T/err" >&2; echo "$1 failed" >&2; exit 1; }; } 2>"$T/time"
 	diff -r "$T/src" "$2" >/dev/null || { echo "$1: the copy differs" >&2; exit 1; }
 	rm -rf "$2"
-	awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f\n", b - a }'
+	awk '{ printf "%.3f %.3f\n", $1, $2 + $3 }' "$T/time"
 }
 timed dl "$T/warm" >/dev/null	# Swift's caches warm for both
 for i in $(seq 1 "$RUNS"); do
@@ -78,15 +77,16 @@ done
 import statistics, sys
 t = {}
 for line in open(sys.argv[1]):
-    k, v = line.split()
-    t.setdefault(k, []).append(float(v))
+    k, wall, cpu = line.split()
+    t.setdefault(k, []).append((float(wall), float(cpu)))
 n, b, j = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 print("%d objects, %.0f MB, -j %s / --parallel-max %s, %d runs each, alternating" %
       (n, b / 1e6, j, j, len(t["dl"])))
 for k, name in (("dl", "samplefs-download"), ("curl", "curl --parallel")):
-    m = statistics.median(t[k])
-    print("%-18s median %6.2f s (%6.1f MB/s), spread %.2f-%.2f s" %
-          (name, m, b / 1e6 / m, min(t[k]), max(t[k])))
-r = statistics.median(t["dl"]) / statistics.median(t["curl"])
+    m = statistics.median(x[0] for x in t[k])
+    print("%-18s median %6.2f s (%6.1f MB/s), spread %.2f-%.2f s, CPU %.2f s" %
+          (name, m, b / 1e6 / m, min(x[0] for x in t[k]), max(x[0] for x in t[k]),
+           statistics.median(x[1] for x in t[k])))
+r = statistics.median(x[0] for x in t["dl"]) / statistics.median(x[0] for x in t["curl"])
 print("ratio samplefs-download / curl: %.3f (target <= 1.10)" % r)
 PY

@@ -304,6 +304,10 @@ int select_find(const struct select *s, struct source_env *env, const char *sour
 		sfs_err("%s: %s", source, strerror(-rc));
 		return rc;
 	}
+	if (info.is_dir && !source_is_url(source)) {
+		sfs_err("%s: a local directory (SOURCE is a URL, or a file of URLs)", source);
+		return -EINVAL;
+	}
 	if (info.is_dir) {
 		size_t n = strlen(source);
 
