@@ -164,7 +164,7 @@ Test(select, classes_and_globs)
 {
 	char *cls[] = { "The Eiffel Tower", "cat" };	/* sorted */
 	const char *globs[] = { "numpy_bitmap/*", "*.ndjson" };
-	struct select s = { .classes = cls, .nclasses = 2 };
+	struct select s = { .classes = { .v = cls, .n = 2 } };
 
 	cr_assert(select_keep(&s, "numpy_bitmap/cat.npy"));
 	cr_assert(select_keep(&s, "sketchrnn/cat.full.npz"));
@@ -178,8 +178,7 @@ Test(select, classes_and_globs)
 	cr_assert(select_keep(&s, "numpy_bitmap/cat.npy"));
 	cr_assert(select_keep(&s, "simplified/cat.ndjson"));
 	cr_assert_not(select_keep(&s, "sketchrnn/cat.npz"));
-	s.classes = NULL;
-	s.nclasses = 0;
+	s.classes.n = 0;
 	cr_assert(select_keep(&s, "numpy_bitmap/dog.npy"));
 	cr_assert(select_keep(&s, "numpy_bitmap/sub/x.y"), "'*' matches '/' (no FNM_PATHNAME)");
 	cr_assert_not(select_keep(&s, "README.txt"));

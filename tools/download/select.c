@@ -15,7 +15,6 @@
 #include <string.h>
 
 #include "io/dlnames.h"
-#include "layouts/quickdraw_index.h"
 #include "log.h"
 
 #define TEXT_MAX  (64u << 20)   /* a classes file or a file of URLs */
@@ -64,12 +63,12 @@ int select_keep(const struct select *s, const char *rel)
 
 	for (i = 0; i < s->nglobs && !any; i++)
 		any = !fnmatch(s->globs[i], rel, 0);
-	if (!any || !s->classes)
+	if (!any || !s->classes.n)
 		return any;
 	k.p = base ? base + 1 : rel;
 	if (!(k.len = select_class_len(k.p)))
 		return 0;
-	return bsearch(&k, s->classes, s->nclasses, sizeof(char *), cmp_key) != NULL;
+	return bsearch(&k, s->classes.v, s->classes.n, sizeof(char *), cmp_key) != NULL;
 }
 
 /* uri's bytes (at most TEXT_MAX), malloc'ed.  0 or -errno (said). */
@@ -106,37 +105,27 @@ static int read_text(struct source_env *env, const char *uri, const char *what,
 
 int select_read_classes(struct select *s, struct source_env *env, const char *file)
 {
-	struct qd_names ns = {0};
 	size_t len;
 	char *buf;
 	int rc;
 
 	if ((rc = read_text(env, file, "classes file", &buf, &len)))
 		return rc;
-	rc = qd_classes_parse(file, buf, len, &ns);
+	rc = qd_classes_parse(file, buf, len, &s->classes);
 	free(buf);
+	if (!rc && !s->classes.n) {
+		sfs_err("%s: expected at least one class name", file);
+		rc = -EINVAL;
+	}
 	if (rc)
 		return rc;
-	if (!ns.n) {
-		sfs_err("%s: expected at least one class name", file);
-		qd_names_free(&ns);
-		return -EINVAL;
-	}
-	qsort(ns.v, ns.n, sizeof(char *), cmp_str);
-	s->classes = ns.v;	/* taken from ns, freed by select_free */
-	s->nclasses = ns.n;
+	qsort(s->classes.v, s->classes.n, sizeof(char *), cmp_str);
 	return 0;
 }
 
 void select_free(struct select *s)
 {
-	size_t i;
-
-	for (i = 0; i < s->nclasses; i++)
-		free(s->classes[i]);
-	free(s->classes);
-	s->classes = NULL;
-	s->nclasses = 0;
+	qd_names_free(&s->classes);
 }
 
 /* ---- finding the objects ---- */

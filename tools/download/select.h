@@ -17,13 +17,13 @@
 
 #include "io/download.h"
 #include "io/source.h"
+#include "layouts/quickdraw_index.h"
 
 /* The Quick, Draw! kinds, longest first (".full.npz" before ".npz"). */
 #define SELECT_SUFFIXES { ".full.npz", ".ndjson", ".npz", ".npy", ".bin" }
 
 struct select {
-	char **classes;            /* sorted, for bsearch; NULL: all */
-	size_t nclasses;
+	struct qd_names classes;   /* sorted, for bsearch; none: all */
 	const char *const *globs;  /* fnmatch(3) on the relative path; any */
 	size_t nglobs;             /* 0: all */
 };
