@@ -147,4 +147,7 @@ echo "ftp://x/y" >"$T/bad.txt"
 check "a bad line: refused, naming the line" expect_fail "bad.txt: line 1: not a URL" \
 	"$DL" $G "$T/bad.txt" "$T/g8"
 
+check "a local directory as SOURCE: refused" expect_fail "a local directory" "$DL" "$Q" "$T/g9"
+check "no arguments: usage, exit status 2" bash -c '"$1" >/dev/null 2>&1; test $? = 2' _ "$DL"
+
 sfs_done

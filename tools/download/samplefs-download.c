@@ -6,8 +6,8 @@
  *                     [--retries N] [--timeout S] [-q] SOURCE DEST
  *
  * SOURCE is a bucket prefix (s3://BUCKET/PREFIX/, gs://...), an HTTP
- * directory served with nginx's JSON listings, a local directory, or a
- * file (path or URL) of URLs, one a line.  The objects kept (select.h)
+ * directory served with nginx's JSON listings, or a file (path or URL)
+ * of URLs, one a line.  The objects kept (select.h)
  * are fetched into DEST N at a time (core/io/download.h: skips complete
  * files, resumes partial ones, verifies, retries); a run interrupted,
  * even by kill -9, and started again finishes the job.  On a terminal a
@@ -54,8 +54,8 @@ static void usage(FILE *f)
 	fprintf(f, "usage: samplefs-download [-j N] [--classes FILE] [--include GLOB]...\n"
 		"                         [--endpoint URL] [--region R] [--anonymous]\n"
 		"                         [--retries N] [--timeout S] [-q] SOURCE DEST\n"
-		"SOURCE: s3://BUCKET/PREFIX/, gs://BUCKET/PREFIX/, an http(s) directory,\n"
-		"a local directory, or a file of URLs (one a line)\n");
+		"SOURCE: s3://BUCKET/PREFIX/, gs://BUCKET/PREFIX/, an http(s) directory\n"
+		"(nginx's JSON listing), or a file (path or URL) of URLs, one a line\n");
 }
 
 static void on_report(void *arg, int ev, const struct download_item *it, uint64_t from,
