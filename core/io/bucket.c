@@ -726,6 +726,46 @@ out:
 	return rc;
 }
 
+/* A PUT of the whole object (a prebuilt index: prebuilt.c).  Not through
+ * the HTTP backend's caches: nothing of it is read back by this mount. */
+static int bucket_upload(struct source_env *env, const char *uri, const void *data,
+			 uint64_t len)
+{
+	struct bucket_env *b;
+	struct httpresp r;
+	struct bname n;
+	char *url = NULL;
+	int rc;
+
+	if (!(b = ready(env, &rc)))
+		return rc;
+	if ((rc = bname_parse(uri, &n)))
+		return rc;
+	if (!*n.key || n.key[strlen(n.key) - 1] == '/') {
+		sfs_err("%s: an upload needs a key (%s://BUCKET/KEY)", uri,
+			n.store == ST_S3 ? "s3" : "gs");
+		rc = -EISDIR;
+		goto out;
+	}
+	if (!(url = url_of(b, &n, n.key, NULL))) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if (httpreq_put(b->he->net, url, auth_of(b, n.store), data, len, &r)) {
+		sfs_err("%s: upload: bucket %s, key \"%s\" at %s: %s (%u attempts)",
+			uri, n.bucket, n.key, b->base[n.store], r.cause, r.attempts);
+		rc = -EIO;
+	} else if (r.status != 200) {
+		report(b, &n, uri, "upload", &r);
+		rc = http_status_errno(r.status);
+		rc = rc ? rc : -EIO;
+	}
+out:
+	free(url);
+	bname_free(&n);
+	return rc;
+}
+
 const struct source_backend source_bucket_backend = {
 	.name = "bucket",
 	.claims = bucket_claims,
@@ -736,6 +776,7 @@ const struct source_backend source_bucket_backend = {
 	.advise = http_advise,
 	.stat = bucket_stat,
 	.list = bucket_list,
+	.upload = bucket_upload,
 	.env_init = bucket_env_init,
 	.env_fini = bucket_env_fini,
 };

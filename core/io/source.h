@@ -222,6 +222,15 @@ typedef int (*source_list_fn)(void *arg, const char *name, int is_dir);
 int source_list(struct source_env *env, const char *dir_uri,
 		source_list_fn fn, void *arg);
 
+/*
+ * Stores len bytes as the object uri, whole (an s3:// or gs:// key: a
+ * prebuilt index uploaded for a cluster's mounts).  0; -EOPNOTSUPP (said)
+ * for names no backend can write (paths, http URLs: callers write files
+ * themselves); another -errno, said naming uri and the store's answer.
+ */
+int source_upload(struct source_env *env, const char *uri, const void *data,
+		  uint64_t len);
+
 /* dir + "/" + name, the name percent-encoded for URLs; malloc'ed, NULL on
  * ENOMEM.  dir may end in '/'. */
 char *source_join(const char *dir_uri, const char *name);

@@ -6,6 +6,11 @@
 #   swift_mkbucket BUCKET       a container, which s3api serves as a bucket
 #   swift_delete BUCKET KEY
 #   swift_stop                  (also run by sfs_cleanup, on any exit)
+#   swift_log_mark              the access log's length now
+#   swift_log_lines [MARK]      the S3 requests logged since MARK, one a
+#                               line: METHOD TAB PATH TAB RANGE TAB STATUS
+#                               (PATH as the proxy logs it: "/BUCKET/KEY",
+#                               percent-encoded twice; RANGE "A-B" or "-")
 # After swift_start: SWIFT_S3 is the S3 endpoint (http://127.0.0.1:PORT),
 # and S3 credentials are tempauth's user test:tester, key "testing"
 # (SWIFT_ACCESS_KEY, SWIFT_SECRET_KEY).
@@ -83,9 +88,19 @@ location = us-east-1
 use = egg:swift#memcache
 memcache_servers = 127.0.0.1:1
 EOF
-	for f in catch_errors gatekeeper healthcheck proxy-logging listing_formats copy slo dlo; do
+	for f in catch_errors gatekeeper healthcheck listing_formats copy slo dlo; do
 		printf '\n[filter:%s]\nuse = egg:swift#%s\n' "$f" "${f/-/_}" >>"$SWIFT_DIR/proxy-server.conf"
 	done
+	# the access log: one line per request, INFO (the rest of the proxy
+	# logs errors only); -v at start sends it to stderr, the log file
+	cat >>"$SWIFT_DIR/proxy-server.conf" <<EOF
+
+[filter:proxy-logging]
+use = egg:swift#proxy_logging
+access_log_level = INFO
+access_log_headers = true
+access_log_headers_only = Range
+EOF
 }
 
 # swift_rings: one-device, one-replica rings for the three ports, built in
@@ -133,7 +148,7 @@ swift_start() {
 		i=$((i + 1))
 	done
 	swift_write_proxy_conf "${ports[3]}"
-	swift-proxy-server "$SWIFT_DIR/proxy-server.conf" </dev/null \
+	swift-proxy-server "$SWIFT_DIR/proxy-server.conf" -v </dev/null \
 		>"$SWIFT_DIR/log/proxy.log" 2>&1 &
 	SWIFT_PIDS+=($!)
 	SWIFT_S3=http://127.0.0.1:${ports[3]}
@@ -190,6 +205,37 @@ swift_mtimes() {
 swift_delete() {
 	[ "$(swift_s3 -o /dev/null -w '%{http_code}' -X DELETE \
 		"/$1/$(http_pct_encode "$2")")" = 204 ]
+}
+
+# swift_log_sync: every request answered before it is in the access log
+# (the proxy logs a request once its response is sent: a request of ours
+# after it, seen logged, orders them)
+swift_log_sync() {
+	local tag=/__sfs_sync_$RANDOM$RANDOM i
+	curl -s -o /dev/null --max-time 10 "$SWIFT_S3$tag"
+	for i in $(seq 1 200); do
+		grep -q " GET $tag " "$SWIFT_DIR/log/proxy.log" && return 0
+		sfs_nap 0.05
+	done
+	echo "swift_log_sync: $tag never logged" >&2
+	return 1
+}
+
+swift_log_mark() {
+	swift_log_sync || return 1
+	wc -l <"$SWIFT_DIR/log/proxy.log"
+}
+
+# The proxy's access lines are "sfs-proxy: CLIENT REMOTE DATE METHOD PATH
+# PROTO STATUS ... HEADERS ..." (proxy_logging's log_msg_template, HEADERS
+# the 16th field: "Range:%20bytes%3DA-B", or "-"); its own subrequests
+# (client "-") and the sync requests are left out.
+swift_log_lines() {
+	swift_log_sync || return 1
+	tail -n +"$((${1:-0} + 1))" "$SWIFT_DIR/log/proxy.log" | awk '
+		$1 == "sfs-proxy:" && $2 == "127.0.0.1" && $6 !~ /^\/__sfs_sync_/ {
+			r = $16; sub(/^Range:%20bytes%3D/, "", r)
+			print $5 "\t" $6 "\t" r "\t" $8 }'
 }
 
 # swift_stop: SIGTERM to each server this shell started, bounded wait,
