@@ -41,6 +41,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "io/httphdr.h"
 #include "log.h"
 
 #define POOL_MAX     64             /* idle handles kept */
@@ -319,26 +320,11 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *arg)
 	return x->req->iov ? body_iov(x, p, n) : body_grow(x, p, n);
 }
 
-/* "bytes A-B/T", "bytes A-B/ *", "bytes * /T" (RFC 9110 14.4). */
+/* "bytes A-B/T", "bytes A-B/ *", "bytes * /T": httphdr.c. */
 static void parse_content_range(const char *v, struct httpresp *r)
 {
-	unsigned long long a, b, t;
-	int n = 0;
-
 	r->r_total = -1;
-	if (sscanf(v, "bytes %llu-%llu/%n", &a, &b, &n) == 2 && n) {
-		r->has_range = 1;
-		r->r_from = a;
-		r->r_to = b;
-	} else if (sscanf(v, "bytes */%n", &n) == 0 && n) {
-		r->has_range = 1;
-		r->r_from = 1;	/* no range: from > to */
-		r->r_to = 0;
-	} else {
-		return;
-	}
-	if (sscanf(v + n, "%llu", &t) == 1)
-		r->r_total = (int64_t)t;
+	r->has_range = httphdr_content_range(v, &r->r_from, &r->r_to, &r->r_total);
 }
 
 /* What the response said, from libcurl. */
@@ -351,7 +337,7 @@ static void gather(CURL *h, const struct httpreq *req, struct httpresp *r)
 
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r->status);
 	if (curl_easy_header(h, "ETag", 0, CURLH_HEADER, -1, &hh) == CURLHE_OK)
-		snprintf(r->etag, sizeof(r->etag), "%s", hh->value);
+		(void)httphdr_etag(hh->value, r->etag, sizeof(r->etag));
 	if (curl_easy_header(h, "Content-Range", 0, CURLH_HEADER, -1, &hh) == CURLHE_OK)
 		parse_content_range(hh->value, r);
 	if (curl_easy_header(h, "Accept-Ranges", 0, CURLH_HEADER, -1, &hh) == CURLHE_OK)
@@ -637,6 +623,7 @@ static enum verdict attempt(struct httpreq_ctx *c, struct conn *k,
 {
 	struct xfer x = { .h = k->h, .req = req, .resp = r };
 	struct curl_slist *hdrs = NULL;
+	struct curl_header *hh;
 	char range[48];
 	uint64_t bytes, ms;
 	int64_t left = (deadline - sfs_now_ns()) / 1000000;
@@ -676,7 +663,8 @@ static enum verdict attempt(struct httpreq_ctx *c, struct conn *k,
 	}
 	gather(k->h, req, r);
 	*retry_after = 0;
-	curl_easy_getinfo(k->h, CURLINFO_RETRY_AFTER, retry_after);
+	if (curl_easy_header(k->h, "Retry-After", 0, CURLH_HEADER, -1, &hh) == CURLHE_OK)
+		*retry_after = httphdr_retry_after(hh->value, time(NULL));
 	return judge(req, r, cc, &x, k->err);
 }
 
