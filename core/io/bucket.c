@@ -72,6 +72,11 @@ struct bucket_env {
 	const char *s3_hdrs[3], *gs_hdrs[2];
 	struct httpauth auth[2];      /* per store; unused when anonymous */
 	int signed_[2];
+	/* buckets an answer showed are there (a 200 to a listing or a HEAD),
+	 * round robin: a 404 to a HEAD in one of them is a missing key, with
+	 * no request to ask whether the bucket is missing instead */
+	char *seen[4];
+	unsigned nseen;
 };
 
 /* A name taken apart. */
@@ -222,6 +227,8 @@ static void bucket_env_fini(struct source_env *env)
 
 	if (!b)
 		return;
+	for (unsigned i = 0; i < sizeof(b->seen) / sizeof(b->seen[0]); i++)
+		free(b->seen[i]);
 	awscred_free(&b->cred);
 	awscred_zfree(b->token_hdr);
 	awscred_zfree(b->bearer_hdr);
@@ -349,6 +356,54 @@ static const struct httpauth *auth_of(const struct bucket_env *b, enum store st)
 
 /* ---- requests ---- */
 
+static void saw_bucket(struct bucket_env *b, const char *bucket)
+{
+	const unsigned max = sizeof(b->seen) / sizeof(b->seen[0]);
+	unsigned i;
+	char *d;
+
+	pthread_mutex_lock(&b->lock);
+	for (i = 0; i < max && b->seen[i]; i++)
+		if (!strcmp(b->seen[i], bucket))
+			goto out;
+	if ((d = strdup(bucket))) {	/* best effort: else asked again */
+		i = b->nseen++ % max;
+		free(b->seen[i]);
+		b->seen[i] = d;
+	}
+out:
+	pthread_mutex_unlock(&b->lock);
+}
+
+static int seen_bucket(struct bucket_env *b, const char *bucket)
+{
+	const unsigned max = sizeof(b->seen) / sizeof(b->seen[0]);
+	unsigned i;
+	int yes = 0;
+
+	pthread_mutex_lock(&b->lock);
+	for (i = 0; i < max && b->seen[i] && !yes; i++)
+		yes = !strcmp(b->seen[i], bucket);
+	pthread_mutex_unlock(&b->lock);
+	return yes;
+}
+
+/* 1 when a 404's <Error> body says the bucket itself is missing (S3's and
+ * GCS's XML APIs both say NoSuchBucket): a mount's one error, not an
+ * absent name among others. */
+static int no_such_bucket(const struct httpresp *r)
+{
+	struct bucketlist_page pg;
+	int yes;
+
+	if (r->status != 404 || !r->errbody[0] ||
+	    bucketlist_error(r->errbody, strlen(r->errbody), &pg))
+		return 0;
+	yes = !strcmp(pg.code, "NoSuchBucket");
+	bucketlist_page_free(&pg);
+	return yes;
+}
+
 static int64_t whole_seconds(int64_t ns)
 {
 	return ns - ns % 1000000000;
@@ -415,6 +470,7 @@ static int head(struct bucket_env *b, const struct bname *n, const char *uri,
 		goto out;
 	}
 	if (r.status == 200 && r.length >= 0) {
+		saw_bucket(b, n->bucket);
 		memset(st, 0, sizeof(*st));
 		st->size = (uint64_t)r.length;
 		st->mtime_ns = whole_seconds(r.mtime_ns);
@@ -422,11 +478,26 @@ static int head(struct bucket_env *b, const struct bname *n, const char *uri,
 		rc = 0;
 		goto out;
 	}
-	if ((rc = http_status_errno(r.status)) == -ENOENT)
+	said = r.status;
+	if ((rc = http_status_errno(r.status)) == -ENOENT) {
+		if (seen_bucket(b, n->bucket))
+			goto out;
+		/* the key, or the whole bucket?  A HEAD's 404 has no body: one
+		 * byte's GET says which, once per bucket that is there */
+		req = (struct httpreq){ .url = url, .ranged = 1, .iov = &iov, .niov = 1,
+					.auth = auth_of(b, n->store) };
+		free(r.body);
+		r.body = NULL;
+		if (!httpreq_do(b->he->net, &req, &r) && no_such_bucket(&r)) {
+			report(b, n, uri, "HEAD", &r);
+			rc = -EIO;
+		} else if (r.status == 404) {
+			saw_bucket(b, n->bucket);
+		}
 		goto out;
+	}
 	if (!rc)
 		rc = -EIO;	/* a 2xx without a length */
-	said = r.status;
 	/* a HEAD's error has no body: one byte's GET says why */
 	req = (struct httpreq){ .url = url, .ranged = 1, .iov = &iov, .niov = 1,
 				.auth = auth_of(b, n->store) };
@@ -540,12 +611,20 @@ static int list_pages(struct lister *l, const struct bname *n, const char *uri,
 			goto out;
 		}
 		if (r.status != 200) {
+			/* a missing bucket is the mount's error, said once: not
+			 * -ENOENT, which callers take for one absent name */
+			if (no_such_bucket(&r)) {
+				report(b, n, uri, "listing", &r);
+				rc = -EIO;
+				goto out;
+			}
 			if (!(quiet_404 && r.status == 404))
 				report(b, n, uri, "listing", &r);
 			rc = http_status_errno(r.status);
 			rc = rc ? rc : -EIO;
 			goto out;
 		}
+		saw_bucket(b, n->bucket);
 		rc = bucketlist_parse(r.body ? r.body : "", r.got, on_entry, l, &pg);
 		if (rc == -EBADMSG || (!rc && pg.is_error))
 			sfs_err("%s: listing bucket %s, prefix \"%s\" at %s: not a "

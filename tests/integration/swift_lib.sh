@@ -9,8 +9,9 @@
 #   swift_log_mark              the access log's length now
 #   swift_log_lines [MARK]      the S3 requests logged since MARK, one a
 #                               line: METHOD TAB PATH TAB RANGE TAB STATUS
-#                               (PATH as the proxy logs it: "/BUCKET/KEY",
-#                               percent-encoded twice; RANGE "A-B" or "-")
+#                               TAB HEADERS (PATH as the proxy logs it:
+#                               "/BUCKET/KEY", percent-encoded twice; RANGE
+#                               "A-B" or "-"; HEADERS see below)
 # After swift_start: SWIFT_S3 is the S3 endpoint (http://127.0.0.1:PORT),
 # and S3 credentials are tempauth's user test:tester, key "testing"
 # (SWIFT_ACCESS_KEY, SWIFT_SECRET_KEY).
@@ -92,14 +93,15 @@ EOF
 		printf '\n[filter:%s]\nuse = egg:swift#%s\n' "$f" "${f/-/_}" >>"$SWIFT_DIR/proxy-server.conf"
 	done
 	# the access log: one line per request, INFO (the rest of the proxy
-	# logs errors only); -v at start sends it to stderr, the log file
+	# logs errors only), with the Range and session token headers sent;
+	# -v at start sends it to stderr, the log file
 	cat >>"$SWIFT_DIR/proxy-server.conf" <<EOF
 
 [filter:proxy-logging]
 use = egg:swift#proxy_logging
 access_log_level = INFO
 access_log_headers = true
-access_log_headers_only = Range
+access_log_headers_only = Range, X-Amz-Security-Token
 EOF
 }
 
@@ -228,14 +230,17 @@ swift_log_mark() {
 
 # The proxy's access lines are "sfs-proxy: CLIENT REMOTE DATE METHOD PATH
 # PROTO STATUS ... HEADERS ..." (proxy_logging's log_msg_template, HEADERS
-# the 16th field: "Range:%20bytes%3DA-B", or "-"); its own subrequests
-# (client "-") and the sync requests are left out.
+# the 16th field: the logged headers, Range and X-Amz-Security-Token,
+# "Name:%20value" joined by "%0A", or "-"); its own subrequests (client
+# "-") and the sync requests are left out.
 swift_log_lines() {
 	swift_log_sync || return 1
 	tail -n +"$((${1:-0} + 1))" "$SWIFT_DIR/log/proxy.log" | awk '
 		$1 == "sfs-proxy:" && $2 == "127.0.0.1" && $6 !~ /^\/__sfs_sync_/ {
-			r = $16; sub(/^Range:%20bytes%3D/, "", r)
-			print $5 "\t" $6 "\t" r "\t" $8 }'
+			r = "-"; n = split($16, h, "%0A")
+			for (i = 1; i <= n; i++)
+				if (sub(/^Range:%20bytes%3D/, "", h[i])) r = h[i]
+			print $5 "\t" $6 "\t" r "\t" $8 "\t" $16 }'
 }
 
 # swift_stop: SIGTERM to each server this shell started, bounded wait,
