@@ -17,7 +17,11 @@
  *
  * Stamps: Last-Modified in whole seconds (a listing gives milliseconds, a
  * HEAD seconds: the same object has the same stamp either way, so an
- * index fingerprinted from one matches the other).  A listing's stamps are
+ * index fingerprinted from one matches the other).  A GCS listing's
+ * Generation joins the stamp (size + ETag + generation): an object
+ * replaced by the same bytes keeps its ETag, not its generation; a HEAD
+ * gives none (x-goog-generation is not read), so a single object's
+ * stamp, opened without a listing, is size + ETag as S3's.  A listing's stamps are
  * kept with the HTTP backend's sources by name (http_know), so opening an
  * object a listing named sends no request, and a later listing that shows
  * another stamp is a change, as a read's response showing one is.
@@ -548,6 +552,7 @@ static int on_entry(void *arg, const struct bucketlist_entry *e)
 	if (!e->is_prefix && (uri = source_join(l->dir_uri, name))) {
 		st = e->stamp;
 		st.mtime_ns = whole_seconds(st.mtime_ns);
+		st.generation = e->generation;	/* GCS's; 0 elsewhere */
 		/* best effort: without it, opening the object HEADs it */
 		(void)http_know(l->b->he, uri, &st);
 		free(uri);

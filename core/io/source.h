@@ -63,6 +63,9 @@ struct source_stamp {
 	uint64_t size;
 	int64_t  mtime_ns;   /* 0 when the server gives no Last-Modified */
 	char     etag[128];  /* HTTP ETag as sent (quotes kept); "" if none */
+	/* GCS's object generation, from a listing: an object replaced by
+	 * the same bytes keeps its ETag (an MD5) but not this; 0 if none */
+	uint64_t generation;
 };
 
 /* Settings for remote sources (options of the mount); zero = default. */
