@@ -8,12 +8,33 @@
 #   is_tar_tree TREE MNT                 MNT serves the tree tar -x made in TREE
 #   each_serves_tar PREFIX N TREE        a check per mount
 #   umount_all PREFIX N                  a check per mount still mounted
+#   cluster_tar TAR N SEED NDIRS         a GNU tar of N random members (0 B to
+#                                        40 KB) in NDIRS directories, written
+#                                        by Python's tarfile; prints the offset
+#                                        of its last header (every build reads it)
 # The daemons are registered with lib.sh (SFS_MOUNTS, SFS_PID_OF), so the
 # EXIT trap unmounts and stops them whatever happens.
 #
 # Not for: what the mounts are compared against (each test's oracle).
 declare -p SFS_CLEANUP_HOOKS >/dev/null 2>&1 ||
 	{ echo "cluster_lib.sh: source lib.sh first" >&2; return 1; }
+
+cluster_tar() {
+	"$PY" - "$@" <<'PY'
+import io, random, sys, tarfile
+path, n, seed, ndirs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+rnd = random.Random(seed)
+with tarfile.open(path, "w", format=tarfile.GNU_FORMAT) as t:
+    for i in range(n):
+        data = bytes(rnd.getrandbits(8) for _ in range(rnd.choice([0, 100, 3000, 40000])))
+        ti = tarfile.TarInfo("d%d/f%03d.bin" % (i % ndirs, i))
+        ti.size = len(data)
+        ti.mtime = 1700000000 + i
+        t.addfile(ti, io.BytesIO(data))
+with tarfile.open(path) as t:
+    print(t.getmembers()[-1].offset)
+PY
+}
 
 start_many() {
 	local p=$1 n=$2 opts=$3 src=$4 i mnt

@@ -21,19 +21,7 @@ INSPECT=$SFS_ROOT/$SAMPLEFS_BUILD/samplefs-inspect
 export TMPDIR=$T/tmp	# where --save-index=s3://... builds
 mkdir -p "$TMPDIR"
 
-"$PY" - "$T/data.tar" >"$T/last.off" <<'PY' || { echo "not ok - fixtures"; exit 1; }
-import io, random, sys, tarfile
-rnd = random.Random(23)
-with tarfile.open(sys.argv[1], "w", format=tarfile.GNU_FORMAT) as t:
-    for i in range(400):
-        data = bytes(rnd.getrandbits(8) for _ in range(rnd.choice([0, 100, 3000, 40000])))
-        ti = tarfile.TarInfo("d%d/f%03d.bin" % (i % 5, i))
-        ti.size = len(data)
-        ti.mtime = 1700000000 + i
-        t.addfile(ti, io.BytesIO(data))
-with tarfile.open(sys.argv[1]) as t:
-    print(t.getmembers()[-1].offset)	# the last header: every build reads it
-PY
+cluster_tar "$T/data.tar" 400 23 5 >"$T/last.off" || { echo "not ok - fixtures"; exit 1; }
 LAST=$(cat "$T/last.off")
 tar -C "$T/x" -xf "$T/data.tar" || { echo "not ok - tar -x"; exit 1; }
 

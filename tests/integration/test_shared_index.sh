@@ -19,19 +19,7 @@ export SFS_ROOT
 W=$T/www
 mkdir -p "$W" "$T/x"
 
-"$PY" - "$W/data.tar" >"$T/last.off" <<'PY' || { echo "not ok - fixtures"; exit 1; }
-import io, random, sys, tarfile
-rnd = random.Random(17)
-with tarfile.open(sys.argv[1], "w", format=tarfile.GNU_FORMAT) as t:
-    for i in range(240):
-        data = bytes(rnd.getrandbits(8) for _ in range(rnd.choice([0, 100, 3000, 40000])))
-        ti = tarfile.TarInfo("d%d/f%03d.bin" % (i % 4, i))
-        ti.size = len(data)
-        ti.mtime = 1700000000 + i
-        t.addfile(ti, io.BytesIO(data))
-with tarfile.open(sys.argv[1]) as t:
-    print(t.getmembers()[-1].offset)	# the last header: every build reads it
-PY
+cluster_tar "$W/data.tar" 240 17 4 >"$T/last.off" || { echo "not ok - fixtures"; exit 1; }
 LAST=$(cat "$T/last.off")
 tar -C "$T/x" -xf "$W/data.tar" || { echo "not ok - tar -x"; exit 1; }
 check "nginx up" http_start "$W" || exit 1
