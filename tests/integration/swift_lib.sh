@@ -14,7 +14,8 @@
 #                               "A-B" or "-"; HEADERS see below)
 # After swift_start: SWIFT_S3 is the S3 endpoint (http://127.0.0.1:PORT),
 # and S3 credentials are tempauth's user test:tester, key "testing"
-# (SWIFT_ACCESS_KEY, SWIFT_SECRET_KEY).
+# (SWIFT_ACCESS_KEY, SWIFT_SECRET_KEY).  Each request may take
+# SWIFT_MAX_TIME seconds (default 60; a bench's uploads of gigabytes more).
 #
 # All-in-one and throwaway: one-device rings (one replica) on directories
 # under $SFS_TMP/swift, `mount_check = false`, no memcached (the proxy's
@@ -126,7 +127,7 @@ PY
 # in the URL's user part: curl's --user would split there)
 swift_s3() {
 	local path=${!#}
-	curl -s --max-time 60 --aws-sigv4 "aws:amz:us-east-1:s3" \
+	curl -s --max-time "${SWIFT_MAX_TIME:-60}" --aws-sigv4 "aws:amz:us-east-1:s3" \
 		-H "x-amz-content-sha256: UNSIGNED-PAYLOAD" "${@:1:$#-1}" \
 		"http://test%3Atester:testing@${SWIFT_S3#http://}$path"
 }

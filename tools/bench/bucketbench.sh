@@ -76,8 +76,12 @@ T=$SFS_TMP
 # The samples: N random train members, their mount paths, and their bytes'
 # offsets in the train tar (outer member's data + inner member's data),
 # from Python's tarfile; and the same files on disk, for rclone's bucket.
-say "picking $N random train files"
-"$PY" - "$SRC/ILSVRC2012_img_train.tar" "$N" "$T" <<'PY' || exit 1
+# Kept next to the data (a walk of 1.28 M members takes minutes).
+P=$DATA/bucketbench-$N
+if [ ! -f "$P/.done" ]; then
+	say "picking $N random train files"
+	rm -rf "$P" && mkdir -p "$P" || exit 1
+	"$PY" - "$SRC/ILSVRC2012_img_train.tar" "$N" "$P" <<'PY' && touch "$P/.done" || exit 1
 import os, random, sys, tarfile
 src, n, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 rnd = random.Random(17)
@@ -99,6 +103,7 @@ with open(src, "rb") as f, open(out + "/paths.txt", "w") as p, open(out + "/rang
         f.seek(off)
         open(os.path.join(out, "exploded", path), "wb").write(f.read(size))
 PY
+fi
 
 swift_start || exit 1
 export AWS_ACCESS_KEY_ID=$SWIFT_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$SWIFT_SECRET_KEY
@@ -106,6 +111,7 @@ unset AWS_SESSION_TOKEN AWS_PROFILE AWS_ENDPOINT_URL AWS_REGION AWS_DEFAULT_REGI
 EP="endpoint=$SWIFT_S3"
 swift_mkbucket bench && swift_mkbucket exploded || exit 1
 say "uploading the release to s3://bench/imagenet/"
+export SWIFT_MAX_TIME=3600	# gigabytes in one PUT
 for f in ILSVRC2012_img_train.tar ILSVRC2012_img_val.tar ILSVRC2012_devkit_t12.tar.gz; do
 	swift_put bench "imagenet/$f" "$SRC/$f" || { say "upload of $f failed"; exit 1; }
 done
@@ -117,7 +123,7 @@ export RCLONE_CONFIG_SWIFT_TYPE=s3 RCLONE_CONFIG_SWIFT_PROVIDER=Other \
 	RCLONE_CONFIG_SWIFT_ACCESS_KEY_ID=$SWIFT_ACCESS_KEY \
 	RCLONE_CONFIG_SWIFT_SECRET_ACCESS_KEY=$SWIFT_SECRET_KEY RCLONE_CONFIG=/dev/null
 say "uploading the $N files as objects to s3://exploded/ (rclone copy)"
-rclone copy --transfers 16 "$T/exploded" swift:exploded 2>"$T/rclone-copy.log" ||
+rclone copy --transfers 16 "$P/exploded" swift:exploded 2>"$T/rclone-copy.log" ||
 	{ cat "$T/rclone-copy.log" >&2; exit 1; }
 
 # ---- 1. the prebuilt index's mount ----
@@ -156,13 +162,13 @@ pass_samplefs() {	# RUN: files/s of a fresh mount (saved index), and its GETs
 	local m=$T/rm$1 mark line
 	sfs_mount s3://bench/imagenet/ "$m" -o "$EP,index_dir=$T/pidx1" || return 1
 	mark=$(swift_log_mark)
-	line=$("$READER" -t "$THREADS" -p "$m" "$T/paths.txt") || return 1
+	line=$("$READER" -t "$THREADS" -p "$m" "$P/paths.txt") || return 1
 	echo "$(field files_per_s <<<"$line") $(swift_log_lines "$mark" |
 		awk -F'\t' '$1 == "GET" && $2 == "/bench/imagenet/ILSVRC2012_img_train.tar" { n++ } END { print n + 0 }')"
 	sfs_umount "$m"
 }
 pass_curl() {
-	"$CURLLOOP" -t "$THREADS" "$SWIFT_S3/bench/imagenet/ILSVRC2012_img_train.tar" "$T/ranges.txt" |
+	"$CURLLOOP" -t "$THREADS" "$SWIFT_S3/bench/imagenet/ILSVRC2012_img_train.tar" "$P/ranges.txt" |
 		field files_per_s
 }
 pass_rclone() {	# RUN: files/s through a fresh rclone mount
@@ -172,7 +178,7 @@ pass_rclone() {	# RUN: files/s through a fresh rclone mount
 	SFS_MOUNTS+=("$m")
 	SFS_PID_OF[$m]=$!
 	for ((i = 0; i < 3000; i++)); do sfs_mounted "$m" && break; sfs_nap 0.02; done
-	line=$("$READER" -t "$THREADS" -p "$m" "$T/paths.txt") || return 1
+	line=$("$READER" -t "$THREADS" -p "$m" "$P/paths.txt") || return 1
 	field files_per_s <<<"$line"
 	fusermount3 -u "$m" && wait "${SFS_PID_OF[$m]}" 2>/dev/null
 	unset "SFS_PID_OF[$m]"
