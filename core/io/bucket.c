@@ -21,10 +21,11 @@
  * Generation joins the stamp (size + ETag + generation): an object
  * replaced by the same bytes keeps its ETag, not its generation; a HEAD
  * gives none (x-goog-generation is not read), so a single object's
- * stamp, opened without a listing, is size + ETag as S3's.  A listing's stamps are
- * kept with the HTTP backend's sources by name (http_know), so opening an
- * object a listing named sends no request, and a later listing that shows
- * another stamp is a change, as a read's response showing one is.
+ * stamp, opened without a listing, is size + ETag as S3's.  A listing's
+ * stamps are kept with the HTTP backend's sources by name (http_know), so
+ * opening an object a listing named sends no request, and a later listing
+ * that shows another stamp is a change, as a read's response showing one
+ * is.
  *
  * Credentials (S3) are looked for at the first request, not at mount
  * setup, so a local mount never reads ~/.aws: awscred.c, else anonymous.
@@ -462,6 +463,9 @@ static int head(struct bucket_env *b, const struct bname *n, const char *uri,
 	struct httpresp r;
 	char one;
 	struct iovec iov = { &one, 1 };
+	/* a HEAD's error has no body: one byte's GET of the key says why */
+	const struct httpreq byte = { .url = url, .ranged = 1, .iov = &iov, .niov = 1,
+				      .auth = auth_of(b, n->store) };
 	long said;
 	int rc;
 
@@ -486,13 +490,11 @@ static int head(struct bucket_env *b, const struct bname *n, const char *uri,
 	if ((rc = http_status_errno(r.status)) == -ENOENT) {
 		if (seen_bucket(b, n->bucket))
 			goto out;
-		/* the key, or the whole bucket?  A HEAD's 404 has no body: one
-		 * byte's GET says which, once per bucket that is there */
-		req = (struct httpreq){ .url = url, .ranged = 1, .iov = &iov, .niov = 1,
-					.auth = auth_of(b, n->store) };
+		/* the key, or the whole bucket?  Asked once per bucket that
+		 * turns out to be there */
 		free(r.body);
 		r.body = NULL;
-		if (!httpreq_do(b->he->net, &req, &r) && no_such_bucket(&r)) {
+		if (!httpreq_do(b->he->net, &byte, &r) && no_such_bucket(&r)) {
 			report(b, n, uri, "HEAD", &r);
 			rc = -EIO;
 		} else if (r.status == 404) {
@@ -502,10 +504,9 @@ static int head(struct bucket_env *b, const struct bname *n, const char *uri,
 	}
 	if (!rc)
 		rc = -EIO;	/* a 2xx without a length */
-	/* a HEAD's error has no body: one byte's GET says why */
-	req = (struct httpreq){ .url = url, .ranged = 1, .iov = &iov, .niov = 1,
-				.auth = auth_of(b, n->store) };
-	if (said / 100 != 2 && !httpreq_do(b->he->net, &req, &r) && r.status == said)
+	free(r.body);
+	r.body = NULL;
+	if (said / 100 != 2 && !httpreq_do(b->he->net, &byte, &r) && r.status == said)
 		report(b, n, uri, "HEAD", &r);
 	else
 		sfs_err("%s: bucket %s, key \"%s\" at %s: HEAD answered HTTP %ld%s",
