@@ -103,7 +103,8 @@ void index_fp_add_u64(struct index_fp *fp, uint64_t v)
 }
 
 /* A local stamp has no ETag and hashes as path, size, mtime alone, so
- * indexes saved before remote sources existed stay valid. */
+ * indexes saved before remote sources existed stay valid; a GCS object's
+ * generation joins its stamp when a listing gave one. */
 void index_fp_add_source(struct index_fp *fp, const char *name,
 			 const struct source_stamp *st)
 {
@@ -112,6 +113,8 @@ void index_fp_add_source(struct index_fp *fp, const char *name,
 	index_fp_add_u64(fp, (uint64_t)st->mtime_ns);
 	if (st->etag[0])
 		index_fp_add_str(fp, st->etag);
+	if (st->generation)	/* as the ETag: other stamps hash as before */
+		index_fp_add_u64(fp, st->generation);
 }
 
 /* ---- index_path ---- */

@@ -141,6 +141,40 @@ out:
 	return rc;
 }
 
+int index_prebuilt_upload(const struct sfs_opts *o, const char *dir, const char *url)
+{
+	struct source_env *env = NULL;
+	struct index_map m;
+	struct index_fp fp;
+	char why[256], *tmp = NULL;
+	double t0 = sfs_now_s();
+	int rc, mapped = 0;
+
+	/* not a "*.sfsidx" name: the listing of dir below must skip it */
+	if (asprintf(&tmp, "%s/upload.prebuilt", dir) < 0)
+		return -ENOMEM;
+	if ((rc = index_prebuilt_save(dir, tmp)) < 0)
+		goto out;
+	prebuilt_fp(&fp);
+	if ((rc = index_map_open(&m, tmp, &fp, why, sizeof(why))) < 0) {
+		sfs_err("%s: the prebuilt index just written does not map (%s)", tmp, why);
+		goto out;
+	}
+	mapped = 1;
+	if ((rc = source_env_new(&o->remote, &env)) < 0)
+		goto out;
+	if ((rc = source_upload(env, url, m.base, m.len)) == 0)
+		sfs_info("%s: prebuilt index uploaded, %.1f MB in %.2f s", url,
+			 m.len / 1e6, sfs_now_s() - t0);
+out:
+	source_env_free(env);
+	if (mapped)
+		index_map_close(&m);
+	unlink(tmp);
+	free(tmp);
+	return rc;
+}
+
 /* ---- fetching ---- */
 
 /* Copies n bytes to a new file at path (temporary file, rename). */

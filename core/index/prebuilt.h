@@ -12,9 +12,8 @@
  * member is checked again when its mount maps it (index_load): its own
  * checksum, version and fingerprint (the sources' stamps, the options).
  *
- * Not for: deciding when to use one (load.c does), or uploading (writing
- * to a path is all there is until core/io has a bucket backend; fetching
- * a URL goes through core/io, so a bucket URL needs nothing here).
+ * Not for: deciding when to use one (load.c does), nor how a bucket is
+ * written or read (core/io: source_upload, source_pread).
  */
 #ifndef SFS_INDEX_PREBUILT_H
 #define SFS_INDEX_PREBUILT_H
@@ -27,6 +26,14 @@
  * a temporary file and a rename.  0 or -errno (said).
  */
 int index_prebuilt_save(const char *dir, const char *out);
+
+/*
+ * As index_prebuilt_save, then uploads the file to `url` (s3://BUCKET/KEY
+ * or gs://..., with o's endpoint, region and credentials: source_upload)
+ * and removes the local copy, written in `dir` meanwhile.  0 or -errno
+ * (said, naming the URL and what the store answered).
+ */
+int index_prebuilt_upload(const struct sfs_opts *o, const char *dir, const char *url);
 
 /*
  * Fetches o->index (a path or a URL, read through core/io), checks it and

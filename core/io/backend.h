@@ -57,6 +57,10 @@ struct source_backend {
 		    struct source_info *out);
 	int (*list)(struct source_env *env, const char *uri,
 		    source_list_fn fn, void *arg);
+	/* optional: stores len bytes as the object uri (buckets); 0 or
+	 * -errno, said naming uri and what the store answered */
+	int (*upload)(struct source_env *env, const char *uri, const void *data,
+		      uint64_t len);
 	/* optional: per-mount state in env->http etc.; 0 or -errno */
 	int (*env_init)(struct source_env *env);
 	void (*env_fini)(struct source_env *env);

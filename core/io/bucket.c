@@ -17,10 +17,15 @@
  *
  * Stamps: Last-Modified in whole seconds (a listing gives milliseconds, a
  * HEAD seconds: the same object has the same stamp either way, so an
- * index fingerprinted from one matches the other).  A listing's stamps are
- * kept with the HTTP backend's sources by name (http_know), so opening an
- * object a listing named sends no request, and a later listing that shows
- * another stamp is a change, as a read's response showing one is.
+ * index fingerprinted from one matches the other).  A GCS listing's
+ * Generation joins the stamp (size + ETag + generation): an object
+ * replaced by the same bytes keeps its ETag, not its generation; a HEAD
+ * gives none (x-goog-generation is not read), so a single object's
+ * stamp, opened without a listing, is size + ETag as S3's.  A listing's
+ * stamps are kept with the HTTP backend's sources by name (http_know), so
+ * opening an object a listing named sends no request, and a later listing
+ * that shows another stamp is a change, as a read's response showing one
+ * is.
  *
  * Credentials (S3) are looked for at the first request, not at mount
  * setup, so a local mount never reads ~/.aws: awscred.c, else anonymous.
@@ -72,6 +77,11 @@ struct bucket_env {
 	const char *s3_hdrs[3], *gs_hdrs[2];
 	struct httpauth auth[2];      /* per store; unused when anonymous */
 	int signed_[2];
+	/* buckets an answer showed are there (a 200 to a listing or a HEAD),
+	 * round robin: a 404 to a HEAD in one of them is a missing key, with
+	 * no request to ask whether the bucket is missing instead */
+	char *seen[4];
+	unsigned nseen;
 };
 
 /* A name taken apart. */
@@ -222,6 +232,8 @@ static void bucket_env_fini(struct source_env *env)
 
 	if (!b)
 		return;
+	for (unsigned i = 0; i < sizeof(b->seen) / sizeof(b->seen[0]); i++)
+		free(b->seen[i]);
 	awscred_free(&b->cred);
 	awscred_zfree(b->token_hdr);
 	awscred_zfree(b->bearer_hdr);
@@ -349,6 +361,54 @@ static const struct httpauth *auth_of(const struct bucket_env *b, enum store st)
 
 /* ---- requests ---- */
 
+static void saw_bucket(struct bucket_env *b, const char *bucket)
+{
+	const unsigned max = sizeof(b->seen) / sizeof(b->seen[0]);
+	unsigned i;
+	char *d;
+
+	pthread_mutex_lock(&b->lock);
+	for (i = 0; i < max && b->seen[i]; i++)
+		if (!strcmp(b->seen[i], bucket))
+			goto out;
+	if ((d = strdup(bucket))) {	/* best effort: else asked again */
+		i = b->nseen++ % max;
+		free(b->seen[i]);
+		b->seen[i] = d;
+	}
+out:
+	pthread_mutex_unlock(&b->lock);
+}
+
+static int seen_bucket(struct bucket_env *b, const char *bucket)
+{
+	const unsigned max = sizeof(b->seen) / sizeof(b->seen[0]);
+	unsigned i;
+	int yes = 0;
+
+	pthread_mutex_lock(&b->lock);
+	for (i = 0; i < max && b->seen[i] && !yes; i++)
+		yes = !strcmp(b->seen[i], bucket);
+	pthread_mutex_unlock(&b->lock);
+	return yes;
+}
+
+/* 1 when a 404's <Error> body says the bucket itself is missing (S3's and
+ * GCS's XML APIs both say NoSuchBucket): a mount's one error, not an
+ * absent name among others. */
+static int no_such_bucket(const struct httpresp *r)
+{
+	struct bucketlist_page pg;
+	int yes;
+
+	if (r->status != 404 || !r->errbody[0] ||
+	    bucketlist_error(r->errbody, strlen(r->errbody), &pg))
+		return 0;
+	yes = !strcmp(pg.code, "NoSuchBucket");
+	bucketlist_page_free(&pg);
+	return yes;
+}
+
 static int64_t whole_seconds(int64_t ns)
 {
 	return ns - ns % 1000000000;
@@ -403,6 +463,9 @@ static int head(struct bucket_env *b, const struct bname *n, const char *uri,
 	struct httpresp r;
 	char one;
 	struct iovec iov = { &one, 1 };
+	/* a HEAD's error has no body: one byte's GET of the key says why */
+	const struct httpreq byte = { .url = url, .ranged = 1, .iov = &iov, .niov = 1,
+				      .auth = auth_of(b, n->store) };
 	long said;
 	int rc;
 
@@ -415,6 +478,7 @@ static int head(struct bucket_env *b, const struct bname *n, const char *uri,
 		goto out;
 	}
 	if (r.status == 200 && r.length >= 0) {
+		saw_bucket(b, n->bucket);
 		memset(st, 0, sizeof(*st));
 		st->size = (uint64_t)r.length;
 		st->mtime_ns = whole_seconds(r.mtime_ns);
@@ -422,15 +486,27 @@ static int head(struct bucket_env *b, const struct bname *n, const char *uri,
 		rc = 0;
 		goto out;
 	}
-	if ((rc = http_status_errno(r.status)) == -ENOENT)
+	said = r.status;
+	if ((rc = http_status_errno(r.status)) == -ENOENT) {
+		if (seen_bucket(b, n->bucket))
+			goto out;
+		/* the key, or the whole bucket?  Asked once per bucket that
+		 * turns out to be there */
+		free(r.body);
+		r.body = NULL;
+		if (!httpreq_do(b->he->net, &byte, &r) && no_such_bucket(&r)) {
+			report(b, n, uri, "HEAD", &r);
+			rc = -EIO;
+		} else if (r.status == 404) {
+			saw_bucket(b, n->bucket);
+		}
 		goto out;
+	}
 	if (!rc)
 		rc = -EIO;	/* a 2xx without a length */
-	said = r.status;
-	/* a HEAD's error has no body: one byte's GET says why */
-	req = (struct httpreq){ .url = url, .ranged = 1, .iov = &iov, .niov = 1,
-				.auth = auth_of(b, n->store) };
-	if (said / 100 != 2 && !httpreq_do(b->he->net, &req, &r) && r.status == said)
+	free(r.body);
+	r.body = NULL;
+	if (said / 100 != 2 && !httpreq_do(b->he->net, &byte, &r) && r.status == said)
 		report(b, n, uri, "HEAD", &r);
 	else
 		sfs_err("%s: bucket %s, key \"%s\" at %s: HEAD answered HTTP %ld%s",
@@ -477,6 +553,7 @@ static int on_entry(void *arg, const struct bucketlist_entry *e)
 	if (!e->is_prefix && (uri = source_join(l->dir_uri, name))) {
 		st = e->stamp;
 		st.mtime_ns = whole_seconds(st.mtime_ns);
+		st.generation = e->generation;	/* GCS's; 0 elsewhere */
 		/* best effort: without it, opening the object HEADs it */
 		(void)http_know(l->b->he, uri, &st);
 		free(uri);
@@ -540,12 +617,20 @@ static int list_pages(struct lister *l, const struct bname *n, const char *uri,
 			goto out;
 		}
 		if (r.status != 200) {
+			/* a missing bucket is the mount's error, said once: not
+			 * -ENOENT, which callers take for one absent name */
+			if (no_such_bucket(&r)) {
+				report(b, n, uri, "listing", &r);
+				rc = -EIO;
+				goto out;
+			}
 			if (!(quiet_404 && r.status == 404))
 				report(b, n, uri, "listing", &r);
 			rc = http_status_errno(r.status);
 			rc = rc ? rc : -EIO;
 			goto out;
 		}
+		saw_bucket(b, n->bucket);
 		rc = bucketlist_parse(r.body ? r.body : "", r.got, on_entry, l, &pg);
 		if (rc == -EBADMSG || (!rc && pg.is_error))
 			sfs_err("%s: listing bucket %s, prefix \"%s\" at %s: not a "
@@ -748,6 +833,46 @@ int bucket_request(struct source_env *env, const char *uri, char **url,
 	return rc;
 }
 
+/* A PUT of the whole object (a prebuilt index: prebuilt.c).  Not through
+ * the HTTP backend's caches: nothing of it is read back by this mount. */
+static int bucket_upload(struct source_env *env, const char *uri, const void *data,
+			 uint64_t len)
+{
+	struct bucket_env *b;
+	struct httpresp r;
+	struct bname n;
+	char *url = NULL;
+	int rc;
+
+	if (!(b = ready(env, &rc)))
+		return rc;
+	if ((rc = bname_parse(uri, &n)))
+		return rc;
+	if (!*n.key || n.key[strlen(n.key) - 1] == '/') {
+		sfs_err("%s: an upload needs a key (%s://BUCKET/KEY)", uri,
+			n.store == ST_S3 ? "s3" : "gs");
+		rc = -EISDIR;
+		goto out;
+	}
+	if (!(url = url_of(b, &n, n.key, NULL))) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if (httpreq_put(b->he->net, url, auth_of(b, n.store), data, len, &r)) {
+		sfs_err("%s: upload: bucket %s, key \"%s\" at %s: %s (%u attempts)",
+			uri, n.bucket, n.key, b->base[n.store], r.cause, r.attempts);
+		rc = -EIO;
+	} else if (r.status != 200) {
+		report(b, &n, uri, "upload", &r);
+		rc = http_status_errno(r.status);
+		rc = rc ? rc : -EIO;
+	}
+out:
+	free(url);
+	bname_free(&n);
+	return rc;
+}
+
 const struct source_backend source_bucket_backend = {
 	.name = "bucket",
 	.claims = bucket_claims,
@@ -758,6 +883,7 @@ const struct source_backend source_bucket_backend = {
 	.advise = http_advise,
 	.stat = bucket_stat,
 	.list = bucket_list,
+	.upload = bucket_upload,
 	.env_init = bucket_env_init,
 	.env_fini = bucket_env_fini,
 };

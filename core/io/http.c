@@ -119,8 +119,10 @@ static void http_env_fini(struct source_env *env)
 
 static int same_stamp(const struct source_stamp *a, const struct source_stamp *b)
 {
+	/* a generation counts where both have one: a HEAD gives none */
 	return a->size == b->size && a->mtime_ns == b->mtime_ns &&
-	       !strcmp(a->etag, b->etag);
+	       !strcmp(a->etag, b->etag) &&
+	       (!a->generation || !b->generation || a->generation == b->generation);
 }
 
 uint64_t http_hash(const char *url)

@@ -41,6 +41,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "io/httphdr.h"
 #include "log.h"
 
 #define POOL_MAX     64             /* idle handles kept */
@@ -319,26 +320,11 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *arg)
 	return x->req->iov ? body_iov(x, p, n) : body_grow(x, p, n);
 }
 
-/* "bytes A-B/T", "bytes A-B/ *", "bytes * /T" (RFC 9110 14.4). */
+/* "bytes A-B/T", "bytes A-B/ *", "bytes * /T": httphdr.c. */
 static void parse_content_range(const char *v, struct httpresp *r)
 {
-	unsigned long long a, b, t;
-	int n = 0;
-
 	r->r_total = -1;
-	if (sscanf(v, "bytes %llu-%llu/%n", &a, &b, &n) == 2 && n) {
-		r->has_range = 1;
-		r->r_from = a;
-		r->r_to = b;
-	} else if (sscanf(v, "bytes */%n", &n) == 0 && n) {
-		r->has_range = 1;
-		r->r_from = 1;	/* no range: from > to */
-		r->r_to = 0;
-	} else {
-		return;
-	}
-	if (sscanf(v + n, "%llu", &t) == 1)
-		r->r_total = (int64_t)t;
+	r->has_range = httphdr_content_range(v, &r->r_from, &r->r_to, &r->r_total);
 }
 
 /* What the response said, from libcurl. */
@@ -351,7 +337,7 @@ static void gather(CURL *h, const struct httpreq *req, struct httpresp *r)
 
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r->status);
 	if (curl_easy_header(h, "ETag", 0, CURLH_HEADER, -1, &hh) == CURLHE_OK)
-		snprintf(r->etag, sizeof(r->etag), "%s", hh->value);
+		(void)httphdr_etag(hh->value, r->etag, sizeof(r->etag));
 	if (curl_easy_header(h, "Content-Range", 0, CURLH_HEADER, -1, &hh) == CURLHE_OK)
 		parse_content_range(hh->value, r);
 	if (curl_easy_header(h, "Accept-Ranges", 0, CURLH_HEADER, -1, &hh) == CURLHE_OK)
@@ -642,6 +628,7 @@ static enum verdict attempt(struct httpreq_ctx *c, struct conn *k,
 {
 	struct xfer x = { .h = k->h, .req = req, .resp = r };
 	struct curl_slist *hdrs = NULL;
+	struct curl_header *hh;
 	char range[48];
 	uint64_t bytes, ms;
 	int64_t left = (deadline - sfs_now_ns()) / 1000000;
@@ -681,7 +668,8 @@ static enum verdict attempt(struct httpreq_ctx *c, struct conn *k,
 	}
 	gather(k->h, req, r);
 	*retry_after = 0;
-	curl_easy_getinfo(k->h, CURLINFO_RETRY_AFTER, retry_after);
+	if (curl_easy_header(k->h, "Retry-After", 0, CURLH_HEADER, -1, &hh) == CURLHE_OK)
+		*retry_after = httphdr_retry_after(hh->value, time(NULL));
 	return judge(req, r, cc, &x, k->err);
 }
 
@@ -728,4 +716,101 @@ int httpreq_do(struct httpreq_ctx *c, const struct httpreq *req,
 	r->body = NULL;
 	r->got = 0;
 	return r->fail == FAIL_CANCELLED ? -EINTR : -EIO;
+}
+
+/* ---- uploads: one PUT of a buffer (bucket.c's prebuilt index) ---- */
+
+struct upload {
+	const char *p;
+	uint64_t left;
+};
+
+static size_t on_read(char *buf, size_t size, size_t nmemb, void *arg)
+{
+	struct upload *u = arg;
+	size_t n = size * nmemb;
+
+	if (n > u->left)
+		n = (size_t)u->left;
+	memcpy(buf, u->p, n);
+	u->p += n;
+	u->left -= n;
+	return n;
+}
+
+/* One PUT attempt on k: attempt()'s, with a body to send instead of one
+ * to receive; the handle's upload options are undone before it goes back
+ * to the pool, as auth_clear undoes the signing. */
+static enum verdict put_attempt(struct httpreq_ctx *c, struct conn *k,
+				const struct httpreq *req, const void *data,
+				uint64_t len, struct httpresp *r, int64_t deadline)
+{
+	struct xfer x = { .h = k->h, .req = req, .resp = r, .accept = 200 };
+	struct upload u = { data, len };
+	struct curl_slist *hdrs = NULL;
+	int64_t left = (deadline - sfs_now_ns()) / 1000000;
+	uint64_t ms = c->cfg->timeout_s * 1000ull + len * 1000 / MIN_RATE;
+	CURLcode cc = CURLE_OK;
+
+	if ((int64_t)ms > left)
+		ms = left > 1 ? (uint64_t)left : 1;
+	k->err[0] = '\0';
+	curl_easy_setopt(k->h, CURLOPT_URL, req->url);
+	curl_easy_setopt(k->h, CURLOPT_RANGE, NULL);
+	curl_easy_setopt(k->h, CURLOPT_UPLOAD, 1L);
+	curl_easy_setopt(k->h, CURLOPT_READFUNCTION, on_read);
+	curl_easy_setopt(k->h, CURLOPT_READDATA, &u);
+	curl_easy_setopt(k->h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)len);
+	curl_easy_setopt(k->h, CURLOPT_WRITEDATA, &x);
+	curl_easy_setopt(k->h, CURLOPT_TIMEOUT_MS, (long)ms);
+	if (req->auth)
+		cc = auth_set(k->h, req->auth, &hdrs);
+	if (cc == CURLE_OK)
+		cc = perform(k, req);
+	if (req->auth)
+		auth_clear(k->h, hdrs);
+	curl_easy_setopt(k->h, CURLOPT_UPLOAD, 0L);
+	curl_easy_setopt(k->h, CURLOPT_READFUNCTION, NULL);
+	curl_easy_setopt(k->h, CURLOPT_READDATA, NULL);
+	curl_easy_setopt(k->h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)-1);
+	gather(k->h, req, r);
+	return judge(req, r, cc, &x, k->err);
+}
+
+int httpreq_put(struct httpreq_ctx *c, const char *url, const struct httpauth *auth,
+		const void *data, uint64_t len, struct httpresp *r)
+{
+	const struct httpreq req = { .url = url, .max_body = 4096, .auth = auth };
+	uint64_t rng = ((uint64_t)(uintptr_t)r ^ (uint64_t)time(NULL) << 20) | 1;
+	int64_t deadline = sfs_now_ns() + (int64_t)c->cfg->read_timeout_s * 1000000000 +
+			   (int64_t)(len * 1000000000 / MIN_RATE);
+	enum verdict v = FAIL;
+	struct conn *k;
+	unsigned i;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	for (i = 0; i <= c->cfg->retries; i++) {
+		if (i && (rc = backoff(c, &req, i - 1, 0, deadline, &rng))) {
+			give_up(c, r, rc);
+			break;
+		}
+		if (!(k = conn_take(c))) {
+			r->fail = FAIL_NET;
+			snprintf(r->cause, sizeof(r->cause), "libcurl: no handle "
+				 "(out of memory?)");
+			return -EIO;
+		}
+		free(r->body);
+		memset(r, 0, sizeof(*r));
+		r->attempts = i + 1;
+		v = put_attempt(c, k, &req, data, len, r, deadline);
+		conn_give(c, k);
+		if (v != RETRY)
+			break;
+	}
+	free(r->body);
+	r->body = NULL;
+	r->got = 0;
+	return v == DONE ? 0 : -EIO;
 }

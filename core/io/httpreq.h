@@ -121,4 +121,15 @@ int httpreq_do(struct httpreq_ctx *c, const struct httpreq *req,
  * (download.c), which runs its own transfers. */
 int httpreq_transient(int curl_code);
 
+/*
+ * PUTs len bytes of data as the whole body of url (a bucket's object:
+ * bucket.c), signed as auth says, retried as httpreq_do retries (the same
+ * bytes again) within read_timeout_s plus the time to send them at the
+ * minimum rate.  0 when a final response came (resp->status says which:
+ * 200 is stored; errbody holds the start of an error's body), -EIO when
+ * none did (resp->cause).  resp->body is never kept.  Never logs.
+ */
+int httpreq_put(struct httpreq_ctx *c, const char *url, const struct httpauth *auth,
+		const void *data, uint64_t len, struct httpresp *resp);
+
 #endif

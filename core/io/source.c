@@ -235,6 +235,19 @@ int source_stat(struct source_env *env, const char *uri, struct source_info *out
 	return be ? be->stat(env, uri, out) : -EPROTONOSUPPORT;
 }
 
+int source_upload(struct source_env *env, const char *uri, const void *data,
+		  uint64_t len)
+{
+	const struct source_backend *be = backend_of(uri);
+
+	if (!be || !be->upload) {
+		sfs_err("%s: cannot upload there: only s3:// and gs:// objects "
+			"are written", uri);
+		return -EOPNOTSUPP;
+	}
+	return be->upload(env, uri, data, len);
+}
+
 int source_list(struct source_env *env, const char *dir_uri, source_list_fn fn,
 		void *arg)
 {

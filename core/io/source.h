@@ -63,6 +63,9 @@ struct source_stamp {
 	uint64_t size;
 	int64_t  mtime_ns;   /* 0 when the server gives no Last-Modified */
 	char     etag[128];  /* HTTP ETag as sent (quotes kept); "" if none */
+	/* GCS's object generation, from a listing: an object replaced by
+	 * the same bytes keeps its ETag (an MD5) but not this; 0 if none */
+	uint64_t generation;
 };
 
 /* Settings for remote sources (options of the mount); zero = default. */
@@ -221,6 +224,15 @@ typedef int (*source_list_fn)(void *arg, const char *name, int is_dir);
  */
 int source_list(struct source_env *env, const char *dir_uri,
 		source_list_fn fn, void *arg);
+
+/*
+ * Stores len bytes as the object uri, whole (an s3:// or gs:// key: a
+ * prebuilt index uploaded for a cluster's mounts).  0; -EOPNOTSUPP (said)
+ * for names no backend can write (paths, http URLs: callers write files
+ * themselves); another -errno, said naming uri and the store's answer.
+ */
+int source_upload(struct source_env *env, const char *uri, const void *data,
+		  uint64_t len);
 
 /* dir + "/" + name, the name percent-encoded for URLs; malloc'ed, NULL on
  * ENOMEM.  dir may end in '/'. */

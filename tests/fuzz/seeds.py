@@ -212,6 +212,48 @@ def awscred(out):
     put(out, "awscred", "named", b"\x03\nprod\n[prod]\naws_access_key_id=k=v\naws_secret_access_key=\t\n")
 
 
+def httphdr(out):
+    """Header values as servers send them (nginx, S3, GCS, proxies) and as
+    they should not: the first byte picks Content-Range (0), ETag (1) or
+    Retry-After (2)."""
+    seeds = {
+        "cr-range": b"\x00bytes 0-1023/146515",
+        "cr-unknown-total": b"\x00bytes 42-42/*",
+        "cr-unsatisfied": b"\x00bytes */146515",
+        "cr-huge": b"\x00bytes 9223372036854775806-9223372036854775806/9223372036854775807",
+        "cr-overflow": b"\x00bytes 0-18446744073709551616/18446744073709551617",
+        "cr-negative": b"\x00bytes -5-10/100",
+        "cr-reversed": b"\x00bytes 10-5/100",
+        "cr-past-end": b"\x00bytes 0-100/100",
+        "cr-blanks": b"\x00  bytes  0-1/2 \t",
+        "cr-other-unit": b"\x00items 0-1/2",
+        "cr-star-star": b"\x00bytes */*",
+        "cr-trailing": b"\x00bytes 0-1/2x",
+        "etag-strong": b'\x01"9a0364b9e99bb480dd25e1f0284c8555"',
+        "etag-weak": b'\x01W/"5f7a-1b2c"',
+        "etag-multipart": b'\x01"d41d8cd98f00b204e9800998ecf8427e-12"',
+        "etag-unquoted": b"\x01abc123",
+        "etag-half-quoted": b'\x01"abc',
+        "etag-inner-quote": b'\x01"a"b"',
+        "etag-empty": b'\x01""',
+        "etag-long": b'\x01"' + b"f" * 300 + b'"',
+        "etag-blanks": b'\x01 \t"x" ',
+        "ra-seconds": b"\x02120",
+        "ra-zero": b"\x020",
+        "ra-huge": b"\x02" + b"9" * 40,
+        "ra-leading-zeros": b"\x02" + b"0" * 30 + b"7",
+        "ra-negative": b"\x02-5",
+        "ra-imf-date": b"\x02Wed, 21 Oct 2015 07:28:00 GMT",
+        "ra-future-date": b"\x02Fri, 31 Dec 2049 23:59:59 GMT",
+        "ra-rfc850": b"\x02Sunday, 06-Nov-94 08:49:37 GMT",
+        "ra-asctime": b"\x02Sun Nov  6 08:49:37 1994",
+        "ra-garbage": b"\x02soon",
+        "ra-seconds-text": b"\x0230 seconds",
+    }
+    for name, data in seeds.items():
+        put(out, "httphdr", name, data)
+
+
 def classes(out):
     """Classes files as the dataset ships them and users write them."""
     shipped = glob.glob(os.path.join(FIX, "**", "classes.txt"), recursive=True)
@@ -256,6 +298,7 @@ def main(fix, out):
     autoindex(out)
     bucketlist(out)
     awscred(out)
+    httphdr(out)
     classes(out)
     download(out)
 

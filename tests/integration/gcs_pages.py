@@ -7,7 +7,8 @@ Writes WWW/qdb/ (the bucket "qdb" as nginx serves it: a Quick, Draw!
 dataset under qd/, official layout, classes "b", "a c" and
 "cr\u00e8me br\u00fbl\u00e9e", and the real bucket's shape under full/ and
 sketchrnn/) and WWW/_pages/ (its listing pages in GCS's XML format, by
-prefix and marker, each prefix's in two pages), and WWW/classes.txt.
+prefix and marker, each prefix's in two pages), WWW/_pages_gen2/ (the same pages
+with other Generations) and WWW/classes.txt.
 """
 import os, sys, time, urllib.parse
 sys.path.insert(0, os.path.join(os.environ["SFS_ROOT"], "tests", "fixtures"))
@@ -56,3 +57,12 @@ shutil.copy(os.path.join(root, "qd/numpy_bitmap/b.npy"), os.path.join(root, "ful
 open(os.path.join(w, "classes.txt"), "w").write("b\na c\ncr\u00e8me br\u00fbl\u00e9e\n")
 page("qd/", "", [], ["qd/numpy_bitmap/"], "qd/numpy_bitmap/")
 page("qd/", "qd/numpy_bitmap/", [], ["qd/sketchrnn/"], "")
+# the second page set (WWW/_pages_gen2/, test_gcs.sh): every object replaced
+# by the same bytes (same ETag, size and time), so only its Generation differs
+import re
+os.makedirs(w + "/_pages_gen2")
+for name in os.listdir(w + "/_pages"):
+    body = open(os.path.join(w, "_pages", name)).read()
+    body = re.sub(r"<Generation>(\d+)</Generation>",
+                  lambda m: "<Generation>%d</Generation>" % (int(m.group(1)) + 7), body)
+    open(os.path.join(w, "_pages_gen2", name), "w").write(body)

@@ -6,9 +6,16 @@
 #   swift_mkbucket BUCKET       a container, which s3api serves as a bucket
 #   swift_delete BUCKET KEY
 #   swift_stop                  (also run by sfs_cleanup, on any exit)
+#   swift_log_mark              the access log's length now
+#   swift_log_lines [MARK]      the S3 requests logged since MARK, one a
+#                               line: METHOD TAB PATH TAB RANGE TAB STATUS
+#                               TAB HEADERS (PATH as the proxy logs it:
+#                               "/BUCKET/KEY", percent-encoded twice; RANGE
+#                               "A-B" or "-"; HEADERS see below)
 # After swift_start: SWIFT_S3 is the S3 endpoint (http://127.0.0.1:PORT),
 # and S3 credentials are tempauth's user test:tester, key "testing"
-# (SWIFT_ACCESS_KEY, SWIFT_SECRET_KEY).
+# (SWIFT_ACCESS_KEY, SWIFT_SECRET_KEY).  Each request may take
+# SWIFT_MAX_TIME seconds (default 60; a bench's uploads of gigabytes more).
 #
 # All-in-one and throwaway: one-device rings (one replica) on directories
 # under $SFS_TMP/swift, `mount_check = false`, no memcached (the proxy's
@@ -83,9 +90,20 @@ location = us-east-1
 use = egg:swift#memcache
 memcache_servers = 127.0.0.1:1
 EOF
-	for f in catch_errors gatekeeper healthcheck proxy-logging listing_formats copy slo dlo; do
+	for f in catch_errors gatekeeper healthcheck listing_formats copy slo dlo; do
 		printf '\n[filter:%s]\nuse = egg:swift#%s\n' "$f" "${f/-/_}" >>"$SWIFT_DIR/proxy-server.conf"
 	done
+	# the access log: one line per request, INFO (the rest of the proxy
+	# logs errors only), with the Range and session token headers sent;
+	# -v at start sends it to stderr, the log file
+	cat >>"$SWIFT_DIR/proxy-server.conf" <<EOF
+
+[filter:proxy-logging]
+use = egg:swift#proxy_logging
+access_log_level = INFO
+access_log_headers = true
+access_log_headers_only = Range, X-Amz-Security-Token
+EOF
 }
 
 # swift_rings: one-device, one-replica rings for the three ports, built in
@@ -109,7 +127,7 @@ PY
 # in the URL's user part: curl's --user would split there)
 swift_s3() {
 	local path=${!#}
-	curl -s --max-time 60 --aws-sigv4 "aws:amz:us-east-1:s3" \
+	curl -s --max-time "${SWIFT_MAX_TIME:-60}" --aws-sigv4 "aws:amz:us-east-1:s3" \
 		-H "x-amz-content-sha256: UNSIGNED-PAYLOAD" "${@:1:$#-1}" \
 		"http://test%3Atester:testing@${SWIFT_S3#http://}$path"
 }
@@ -133,7 +151,7 @@ swift_start() {
 		i=$((i + 1))
 	done
 	swift_write_proxy_conf "${ports[3]}"
-	swift-proxy-server "$SWIFT_DIR/proxy-server.conf" </dev/null \
+	swift-proxy-server "$SWIFT_DIR/proxy-server.conf" -v </dev/null \
 		>"$SWIFT_DIR/log/proxy.log" 2>&1 &
 	SWIFT_PIDS+=($!)
 	SWIFT_S3=http://127.0.0.1:${ports[3]}
@@ -190,6 +208,40 @@ swift_mtimes() {
 swift_delete() {
 	[ "$(swift_s3 -o /dev/null -w '%{http_code}' -X DELETE \
 		"/$1/$(http_pct_encode "$2")")" = 204 ]
+}
+
+# swift_log_sync: every request answered before it is in the access log
+# (the proxy logs a request once its response is sent: a request of ours
+# after it, seen logged, orders them)
+swift_log_sync() {
+	local tag=/__sfs_sync_$RANDOM$RANDOM i
+	curl -s -o /dev/null --max-time 10 "$SWIFT_S3$tag"
+	for i in $(seq 1 200); do
+		grep -q " GET $tag " "$SWIFT_DIR/log/proxy.log" && return 0
+		sfs_nap 0.05
+	done
+	echo "swift_log_sync: $tag never logged" >&2
+	return 1
+}
+
+swift_log_mark() {
+	swift_log_sync || return 1
+	wc -l <"$SWIFT_DIR/log/proxy.log"
+}
+
+# The proxy's access lines are "sfs-proxy: CLIENT REMOTE DATE METHOD PATH
+# PROTO STATUS ... HEADERS ..." (proxy_logging's log_msg_template, HEADERS
+# the 16th field: the logged headers, Range and X-Amz-Security-Token,
+# "Name:%20value" joined by "%0A", or "-"); its own subrequests (client
+# "-") and the sync requests are left out.
+swift_log_lines() {
+	swift_log_sync || return 1
+	tail -n +"$((${1:-0} + 1))" "$SWIFT_DIR/log/proxy.log" | awk '
+		$1 == "sfs-proxy:" && $2 == "127.0.0.1" && $6 !~ /^\/__sfs_sync_/ {
+			r = "-"; n = split($16, h, "%0A")
+			for (i = 1; i <= n; i++)
+				if (sub(/^Range:%20bytes%3D/, "", h[i])) r = h[i]
+			print $5 "\t" $6 "\t" r "\t" $8 "\t" $16 }'
 }
 
 # swift_stop: SIGTERM to each server this shell started, bounded wait,

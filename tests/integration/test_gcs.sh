@@ -11,7 +11,10 @@
 # strokes=), with a class file the class list does not name.  And a
 # bucket that answers only requests carrying the bearer token
 # (GOOGLE_OAUTH_ACCESS_TOKEN): mounted with it, refused without it (401,
-# named); the token in no message and not on the command line.  The mount must equal the
+# named); the token in no message and not on the command line.  Last,
+# the objects replaced by the same bytes (a second page set, only the
+# Generations differ): the saved index is not reused, as it is when the
+# pages stay the same.  The mount must equal the
 # local mount of the same files, names, types, sizes and bytes; a prefix
 # the recorded pages do not know is refused at mount, naming it.
 . "$(dirname "$0")/lib.sh"
@@ -89,5 +92,23 @@ grep -q " $M fuse" /proc/mounts && fusermount3 -u "$M"
 check "-o endpoint= on an http:// source: refused" \
 	expect_fail "endpoint applies to bucket sources only" \
 	"$SAMPLEFS" -o "layout=quickdraw,$EP,index_dir=$T/idx-x" "$(http_url /qdb/qd/)" "$M"
+
+# ---- objects replaced by the same bytes: the generation tells ----
+GOPT="layout=quickdraw,$EP,index_dir=$T/idx-gen"
+check "generation: a mount builds its index" sfs_mount "gs://qdb/qd/" "$M" -o "$GOPT"
+check "generation: unmount" sfs_umount "$M"
+check "generation: the same pages again: the saved index is used" \
+	sfs_mount "gs://qdb/qd/" "$M" -o "$GOPT"
+check "generation: (log)" grep -q "using the saved index" "$(sfs_log "$M")"
+check "generation: unmount" sfs_umount "$M"
+mv "$W/_pages" "$W/_pages_gen1" && mv "$W/_pages_gen2" "$W/_pages"
+check "generation: pages with other generations (same ETags, sizes, times): mounts" \
+	sfs_mount "gs://qdb/qd/" "$M" -o "$GOPT"
+check "generation: the saved index is not used, a new one is built" \
+	bash -c '! grep -q "using the saved index" "$1" && grep -q "indexed in" "$1"' _ "$(sfs_log "$M")"
+check "generation: local mount" sfs_mount "$W/qdb/qd" "$L" -o "layout=quickdraw,index_dir=$T/idx-l"
+check "generation: the same tree and bytes" sfs_same_mounts "$L" "$M"
+check "generation: unmount local" sfs_umount "$L"
+check "generation: unmount" sfs_umount "$M"
 
 sfs_done

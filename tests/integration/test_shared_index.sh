@@ -12,25 +12,14 @@
 # index (a warning and a build, or with index_only an error).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/http_lib.sh"
+. "$(dirname "$0")/cluster_lib.sh"
 sfs_setup
 T=$SFS_TMP
 export SFS_ROOT
 W=$T/www
 mkdir -p "$W" "$T/x"
 
-"$PY" - "$W/data.tar" >"$T/last.off" <<'PY' || { echo "not ok - fixtures"; exit 1; }
-import io, random, sys, tarfile
-rnd = random.Random(17)
-with tarfile.open(sys.argv[1], "w", format=tarfile.GNU_FORMAT) as t:
-    for i in range(240):
-        data = bytes(rnd.getrandbits(8) for _ in range(rnd.choice([0, 100, 3000, 40000])))
-        ti = tarfile.TarInfo("d%d/f%03d.bin" % (i % 4, i))
-        ti.size = len(data)
-        ti.mtime = 1700000000 + i
-        t.addfile(ti, io.BytesIO(data))
-with tarfile.open(sys.argv[1]) as t:
-    print(t.getmembers()[-1].offset)	# the last header: every build reads it
-PY
+cluster_tar "$W/data.tar" 240 17 4 >"$T/last.off" || { echo "not ok - fixtures"; exit 1; }
 LAST=$(cat "$T/last.off")
 tar -C "$T/x" -xf "$W/data.tar" || { echo "not ok - tar -x"; exit 1; }
 check "nginx up" http_start "$W" || exit 1
@@ -39,10 +28,6 @@ check "nginx up" http_start "$W" || exit 1
 check "fault proxy up" proxy_start "$(http_url)" || exit 1
 SRC=$(http_url data.tar)
 
-is_tar_tree() {	# MNT: the tree tar -x made, names, sizes and bytes
-	"$PY" "$SFS_ROOT/tests/integration/tree_compare.py" "$T/x" "$1" >"$T/cmp.out" 2>&1 ||
-		{ head -5 "$T/cmp.out" | sed 's/^/    /'; return 1; }
-}
 gets() {	# URI-PATH MARK: GETs of it since MARK
 	http_log_lines "$2" | awk -F'\t' -v u="$1" '$1 == "GET" && $2 == u { n++ } END { print n + 0 }'
 }
@@ -57,47 +42,6 @@ builds() {
 			if (r[1] + 0 <= off && (r[2] == "" || off < r[2] + 0)) n++
 		} END { print n + 0 }'
 }
-in_logs() {	# PATTERN PREFIX: how many of the logs $T/PREFIX-*.log hold PATTERN
-	grep -l -- "$1" "$T/$2"-*.log 2>/dev/null | grep -c .
-}
-# start_many PREFIX N OPTIONS [SOURCE]: N daemons at once, mounts $T/PREFIX-i
-start_many() {
-	local p=$1 n=$2 opts=$3 src=${4:-$SRC} i mnt
-	for ((i = 1; i <= n; i++)); do
-		mnt=$T/$p-$i
-		mkdir -p "$mnt"
-		SFS_MOUNTS+=("$mnt")
-		"$SAMPLEFS" -f -o "$opts" "$src" "$mnt" 2>"$T/$p-$i.log" &
-		SFS_PID_OF[$mnt]=$!
-		SFS_LOG_OF[$mnt]=$T/$p-$i.log
-	done
-}
-# all_mounted PREFIX N: each of them comes up (a hang guard of 60 s)
-all_mounted() {
-	local i j mnt
-	for ((i = 1; i <= $2; i++)); do
-		mnt=$T/$1-$i
-		for ((j = 0; j < 600; j++)); do
-			sfs_mounted "$mnt" && break
-			kill -0 "${SFS_PID_OF[$mnt]}" 2>/dev/null || break
-			sfs_nap 0.1
-		done
-		sfs_mounted "$mnt" || { echo "    $mnt:"; sed 's/^/    /' "$T/$1-$i.log"; return 1; }
-	done
-}
-each_serves_tar() {	# PREFIX N
-	local i
-	for ((i = 1; i <= $2; i++)); do
-		check "$1: mount $i serves tar -x's tree" is_tar_tree "$T/$1-$i"
-	done
-}
-umount_all() {	# PREFIX N
-	local i
-	for ((i = 1; i <= $2; i++)); do
-		sfs_mounted "$T/$1-$i" && check "$1: unmount $i" sfs_umount "$T/$1-$i"
-	done
-}
-
 # ---- what one build reads ----
 mark=$(http_log_mark)
 check "one mount builds the index" sfs_mount "$SRC" "$T/one" -o index_dir="$T/idx1"
@@ -126,7 +70,7 @@ check "eight at once: none rebuilt or read a partial index" \
 	test "$(in_logs 'rebuilding\|does not load\|error' c8)" = 0
 check "eight at once: the index, and no lock or temporary file, in index_dir" \
 	test "$(ls -A "$T/idx8" | grep -vc '\.sfsidx$') $(ls "$T/idx8" | grep -c '\.sfsidx$')" = "0 1"
-each_serves_tar c8 8
+each_serves_tar c8 8 "$T/x"
 umount_all c8 8
 
 # ---- a prebuilt index, served by nginx, to eight more ----
@@ -141,7 +85,7 @@ F1=$(gets /pre.sfsidx "$mark")
 check "one mount from the prebuilt index: it built nothing" test "$(builds "$mark")" = 0
 check "one mount from the prebuilt index: unmount" sfs_umount "$T/p1"
 mark=$(http_log_mark)
-start_many p8 8 "index=$PRE,index_only,index_dir=$T/idxp8"
+start_many p8 8 "index=$PRE,index_only,index_dir=$T/idxp8" "$SRC"
 check "eight from the prebuilt index: all mounted" all_mounted p8 8
 echo "    eight from the prebuilt index: $(gets /pre.sfsidx "$mark") GETs of it (one fetch: $F1)," \
 	"$(gets /data.tar "$mark") of the tar"
@@ -152,11 +96,11 @@ check "eight from the prebuilt index: one fetched it" \
 check "eight from the prebuilt index: none built" test "$(in_logs 'indexed\|error' p8)" = 0
 check "eight from the prebuilt index: the index alone is left in index_dir" \
 	test "$(ls -A "$T/idxp8" | grep -vc '\.sfsidx$') $(ls "$T/idxp8" | grep -c '\.sfsidx$')" = "0 1"
-each_serves_tar p8 8
+each_serves_tar p8 8 "$T/x"
 umount_all p8 8
 check "index=PATH (a local file) with index_only" \
 	sfs_mount "$SRC" "$T/pl" -o index="$W/pre.sfsidx",index_only,index_dir="$T/idxpl"
-check "index=PATH: serves tar -x's tree" is_tar_tree "$T/pl"
+check "index=PATH: serves tar -x's tree" is_tar_tree "$T/x" "$T/pl"
 check "index=PATH: unmount" sfs_umount "$T/pl"
 
 # ---- ImageNet: two index files in one prebuilt index ----
@@ -203,7 +147,7 @@ check "kill -9: the next mount comes up" sfs_mount "$KSRC" "$T/k2" -o index_dir=
 echo "    ($(($(date +%s) - t0)) s, the dead lock's 10 s of silence included)"
 check "kill -9: it broke the dead lock" grep -q "breaking the lock of pid $k1" "$(sfs_log "$T/k2")"
 check "kill -9: and built the index itself" grep -q "indexed in" "$(sfs_log "$T/k2")"
-check "kill -9: serves tar -x's tree" is_tar_tree "$T/k2"
+check "kill -9: serves tar -x's tree" is_tar_tree "$T/x" "$T/k2"
 check "kill -9: the index alone is left in index_dir" \
 	test "$(ls -A "$T/idxk" | grep -vc '\.sfsidx$') $(ls "$T/idxk" | grep -c '\.sfsidx$')" = "0 1"
 check "kill -9: unmount" sfs_umount "$T/k2"
@@ -221,7 +165,7 @@ check "stale prebuilt index: a warning, then a build" \
 	sfs_mount "$SRC" "$T/st" -o index="$PRE",index_dir="$T/idxs2"
 check "stale prebuilt index: warned" grep -q "warning:.*has no usable index" "$(sfs_log "$T/st")"
 check "stale prebuilt index: built" grep -q "indexed in" "$(sfs_log "$T/st")"
-check "stale prebuilt index: serves tar -x's tree" is_tar_tree "$T/st"
+check "stale prebuilt index: serves tar -x's tree" is_tar_tree "$T/x" "$T/st"
 check "stale prebuilt index: unmount" sfs_umount "$T/st"
 
 sfs_done

@@ -18,14 +18,18 @@
  * directory next to FILE, removed after) and writes them to FILE as one
  * prebuilt index (index/prebuilt.h), for mounts on other machines to take
  * with -o index=FILE or a URL serving it: the cluster's one build.
+ * FILE may be a bucket's key, s3://BUCKET/KEY or gs://BUCKET/KEY: the
+ * index is built in $TMPDIR (else /tmp) and uploaded there, with the
+ * bucket options (endpoint, region, profile) and credentials a mount
+ * would use, for mounts to take with -o index=s3://BUCKET/KEY.
  *
  * --verify reads the tars the layout itself lists (layout_ops.tars), so a
  * URL SOURCE is verified as a local one.
  *
  * Not a mount and not a repair tool.  Only the -o options that shape an
  * index are understood here (layout, index_dir, shard_size, shard_seed,
- * shuffle_seed, recursive, classes, per_class, seed, quiet), and cacert
- * and insecure for https.
+ * shuffle_seed, recursive, classes, per_class, seed, quiet), cacert and
+ * insecure for https, and the bucket options (endpoint, region, profile).
  */
 #include "layouts/layout.h"
 #include "clock.h"
@@ -69,6 +73,8 @@ static int set_opt(struct sfs_opts *o, char *kv)
 		return o->quiet = 1, 0;
 	if (!strcmp(kv, "insecure"))
 		return o->remote.insecure = 1, 0;
+	if (!strcmp(kv, "anonymous"))
+		return o->remote.anonymous = 1, 0;
 	if (!v)
 		return -EINVAL;
 	*v++ = '\0';
@@ -80,6 +86,15 @@ static int set_opt(struct sfs_opts *o, char *kv)
 		return o->classes_file = v, 0;
 	if (!strcmp(kv, "cacert"))
 		return o->remote.cacert = v, 0;
+	if (!strcmp(kv, "endpoint"))
+		return o->remote.endpoint = v, 0;
+	if (!strcmp(kv, "region"))
+		return o->remote.region = v, 0;
+	if (!strcmp(kv, "profile"))
+		return o->remote.profile = v, 0;
+	if (!strcmp(kv, "addressing"))	/* as fs/opts.c: 1 path, 2 virtual */
+		return !strcmp(v, "path") ? (o->remote.addressing = 1, 0) :
+		       !strcmp(v, "virtual") ? (o->remote.addressing = 2, 0) : -EINVAL;
 	if (!strcmp(kv, "shard_size"))
 		return sfs_parse_size(v, &o->shard_size) || !o->shard_size ? -EINVAL : 0;
 	if (!strcmp(kv, "per_class"))
@@ -387,15 +402,21 @@ static void usage(void)
 		"[-o key=value,...] SOURCE\n");
 }
 
-/* A new directory next to `out` for a build whose indexes go to out:
- * malloc'ed, or NULL (said). */
+/* A new directory next to `out` (in $TMPDIR when out is a bucket's key)
+ * for a build whose indexes go to out: malloc'ed, or NULL (said). */
 static char *prebuild_dir(const char *out)
 {
-	const char *slash = strrchr(out, '/');
+	const char *slash = strrchr(out, '/'), *tmp = getenv("TMPDIR");
 	char *dir;
+	int rc;
 
-	if (asprintf(&dir, "%.*s.samplefs-prebuild.XXXXXX",
-		     slash ? (int)(slash - out + 1) : 0, out) < 0)
+	if (source_is_bucket(out))
+		rc = asprintf(&dir, "%s/.samplefs-prebuild.XXXXXX",
+			      tmp && *tmp ? tmp : "/tmp");
+	else
+		rc = asprintf(&dir, "%.*s.samplefs-prebuild.XXXXXX",
+			      slash ? (int)(slash - out + 1) : 0, out);
+	if (rc < 0)
 		return NULL;
 	if (!mkdtemp(dir)) {
 		fprintf(stderr, "samplefs-inspect: %s: cannot create a directory "
@@ -451,7 +472,10 @@ int main(int argc, char **argv)
 	if (verify)
 		rc = verify_all(&l);
 	layout_close(&l);
-	if (rc == 0 && save && (rc = index_prebuilt_save(tmpdir, save)) == 0)
+	if (rc == 0 && save)
+		rc = source_is_bucket(save) ? index_prebuilt_upload(&o, tmpdir, save) :
+		     index_prebuilt_save(tmpdir, save);
+	if (rc == 0 && save)
 		printf("Prebuilt index: %s\n", save);
 out:
 	if (tmpdir)
