@@ -71,6 +71,10 @@ struct httpreq {
 	/* Polled (every POLL_MS at most) while the request waits; once set,
 	 * the transfer is dropped and httpreq_do returns -EINTR.  NULL: none. */
 	const struct source_cancel *cancel;
+	/* An attempt that makes no progress (under 1 KiB/s) this long is
+	 * cut and retried, and connecting may take this long; 0:
+	 * cfg->timeout_s.  Index builds ask for less (source_build). */
+	unsigned stall_s;
 	/* Signing and headers (bucket sources); NULL: a plain request. */
 	const struct httpauth *auth;
 };
@@ -115,5 +119,10 @@ struct httpresp {
  */
 int httpreq_do(struct httpreq_ctx *c, const struct httpreq *req,
 	       struct httpresp *resp);
+
+/* Sleeps until `until` (sfs_now_ns), looking at cancel (may be NULL)
+ * every POLL_MS: 0, or -EINTR as soon as it is set.  The backoff's wait,
+ * and that of an index build's retries (httpcache.c). */
+int httpreq_wait_until(int64_t until, const struct source_cancel *cancel);
 
 #endif
