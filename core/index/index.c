@@ -340,7 +340,7 @@ struct index_writer {
 	int copy;              /* index_writer_open_copy: bytes as given, no header */
 };
 
-static int write_all(int fd, const void *p, size_t n, const char *path)
+int index_write_all(int fd, const void *p, size_t n, const char *path)
 {
 	const uint8_t *b = p;
 	ssize_t k;
@@ -365,7 +365,7 @@ static int wflush(struct index_writer *w)
 
 	if (!w->buffered)
 		return 0;
-	ret = write_all(w->fd, w->buf, w->buffered, w->tmp);
+	ret = index_write_all(w->fd, w->buf, w->buffered, w->tmp);
 	w->buffered = 0;
 	return ret;
 }
@@ -519,7 +519,7 @@ int index_writer_open(struct index_writer **wp, const char *path)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (ret < 0)
 		goto out;
-	ret = write_all(w->fd, &zero, sizeof(zero), w->tmp);
+	ret = index_write_all(w->fd, &zero, sizeof(zero), w->tmp);
 	if (ret < 0)
 		goto out;
 	w->pos = sizeof(zero);
