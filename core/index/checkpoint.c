@@ -97,7 +97,6 @@ static uint32_t crc_of(const void *p, size_t n)
 struct scan {
 	uint64_t members;
 	uint32_t src, depth_max;        /* of the next member */
-	int any;
 };
 
 /* Whether s is NUL-free, n bytes long, NUL-terminated in p. */
@@ -117,8 +116,9 @@ static int path_ok(const char *p, uint32_t n)
 	return tar_normalise(tmp) == 0 && strcmp(tmp, p) == 0;
 }
 
-/* Checks member payload p (len bytes) against the scan and advances it;
- * fills *out (pointing into p) when out is set.  1 if valid, else 0. */
+/* Checks member payload p (len bytes) against the scan and advances it
+ * (sc NULL: its fields only); fills *out (pointing into p) when out is
+ * set.  1 if valid, else 0. */
 static int member_ok(struct scan *sc, const uint8_t *p, size_t len,
 		     struct ckpt_member *out)
 {
@@ -141,14 +141,17 @@ static int member_ok(struct scan *sc, const uint8_t *p, size_t len,
 	if (!path_ok(path, r.path_len) || !str_ok(link, r.link_len) ||
 	    (r.type == TAR_HARDLINK && !path_ok(link, r.link_len)))
 		return 0;
-	/* order: sources ascending, each from depth 0; nesting one level at
-	 * a time, under a member expanded as a nested tar */
-	if (r.src < sc->src || (r.src > sc->src && r.depth) ||
-	    (r.src == sc->src && r.depth > sc->depth_max))
+	/* order (sc NULL: checked before): sources ascending, each from
+	 * depth 0; nesting one level at a time, under a member expanded as a
+	 * nested tar */
+	if (sc && (r.src < sc->src || (r.src > sc->src && r.depth) ||
+		   (r.src == sc->src && r.depth > sc->depth_max)))
 		return 0;
-	sc->src = r.src;
-	sc->depth_max = r.depth + r.nested;
-	sc->members++;
+	if (sc) {
+		sc->src = r.src;
+		sc->depth_max = r.depth + r.nested;
+		sc->members++;
+	}
 	if (!out)
 		return 1;
 	memset(out, 0, sizeof(*out));
@@ -173,7 +176,7 @@ static int mark_ok(const struct scan *sc, const uint8_t *p, size_t len,
 		return 0;
 	memcpy(&k, p, sizeof(k));
 	if (k.zero[0] || k.zero[1] || k.zero[2] || k.members != sc->members ||
-	    k.src < sc->src || (k.src > sc->src && k.off))
+	    k.src < sc->src)
 		return 0;
 	*out = (struct ckpt_resume){ k.src, k.off, k.members };
 	return 1;
@@ -454,7 +457,6 @@ fail:
  */
 static int next_member(struct ckpt *c, struct ckpt_member **out)
 {
-	struct scan any = { 0, 0, UINT32_MAX, 0 };  /* the scan checked the order */
 	uint8_t *buf = NULL;
 	size_t cap = 0, len = 0, at;
 	struct ckpt_member *m = NULL;
@@ -475,7 +477,8 @@ static int next_member(struct ckpt *c, struct ckpt_member **out)
 		rc = -ENOMEM;
 	if (rc == 1) {
 		memcpy(m + 1, buf, len);
-		rc = member_ok(&any, (const uint8_t *)(m + 1), len, m) ? 1 : -ESTALE;
+		/* the scan checked the order; the fields again here */
+		rc = member_ok(NULL, (const uint8_t *)(m + 1), len, m) ? 1 : -ESTALE;
 	}
 	free(buf);
 	if (rc != 1) {

@@ -222,6 +222,15 @@ def classes(out):
     put(out, "classes", "noeol", "caf\u00e9\nzebra".encode())
 
 
+def checkpoint(out):
+    # edit lists for the valid checkpoint fuzz_checkpoint.c writes
+    put(out, "checkpoint", "valid", b"\x00")
+    put(out, "checkpoint", "valid-crcs", b"\x02")
+    put(out, "checkpoint", "flip-path", b"\x02\x58\x00\x01")
+    put(out, "checkpoint", "cut", b"\x00\x00\x00\x00\x01\xa0\x00")
+    put(out, "checkpoint", "raw", b"\x01SFSCKPT1")
+
+
 def main(fix, out):
     global FIX
     FIX = fix
@@ -245,6 +254,7 @@ def main(fix, out):
     bucketlist(out)
     awscred(out)
     classes(out)
+    checkpoint(out)
 
 
 if __name__ == "__main__":
