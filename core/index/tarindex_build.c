@@ -458,7 +458,9 @@ static int take_member(struct walkctx *c, const struct tar_member *m, int nested
 
 /*
  * tar_walk's callback: a top-level member is a boundary the build can
- * resume at (everything before it recorded); each member is recorded in
+ * resume at (everything before it recorded; its first extended header,
+ * unless a pax global header shapes it: then the last boundary before
+ * stays the place to resume); each member is recorded in
  * the checkpoint, with whether it is expanded, before it is taken (and
  * before the members of a nested tar, which the recursion records).
  */
@@ -469,8 +471,8 @@ static int walk_cb(void *arg, const struct tar_member *m)
 	struct ckpt_member cm = { *m, c->srcno, c->depth, expands(c, m) };
 	int rc = 0;
 
-	if (ck && c->depth == 0)
-		rc = ckpt_boundary(ck, c->srcno, m->header, 0);
+	if (ck && c->depth == 0 && m->resume != UINT64_MAX)
+		rc = ckpt_boundary(ck, c->srcno, m->resume, 0);
 	if (ck && rc == 0)
 		rc = ckpt_add(ck, &cm);
 	return rc ? rc : take_member(c, m, cm.nested);
@@ -636,6 +638,16 @@ static void ckpt_start(struct builder *b, struct index_writer *w, uint32_t part)
 	b->resuming = rc == 1;
 }
 
+/* Whether a build that ended with rc leaves its checkpoint: when it
+ * failed for what the next mount may not meet (the network, the disk, a
+ * signal), not for what the sources are (not a tar, a tar bomb) nor for a
+ * checkpoint that did not fit. */
+static int ckpt_worth_keeping(int rc)
+{
+	return rc == -EIO || rc == -ETIMEDOUT || rc == -EINTR || rc == -ENOSPC ||
+	       rc == -EDQUOT || rc == -ENOMEM || rc == -EAGAIN;
+}
+
 /* After the walks: every member the checkpoint replays was taken. */
 static int ckpt_used_up(struct builder *b)
 {
@@ -713,8 +725,7 @@ int tarindex_build(struct index_writer *w, uint32_t tag_prefix_char,
 		rc = tb_resolve_links(&b);
 	if (rc == 0)
 		rc = tb_tree_write(&b, w, tag_prefix_char, root_mtime, sizes);
-	/* kept when the build failed, unless it was what did not fit */
-	ckpt_close(b.ck, rc == 0 || rc == -ESTALE);
+	ckpt_close(b.ck, !ckpt_worth_keeping(rc));
 	b.ck = NULL;
 out:
 	builder_free(&b);

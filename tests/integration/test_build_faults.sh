@@ -8,7 +8,7 @@
 #     tarfile's reading of the tar;
 #   - a build killed with kill -9 mid-way (requests slowed by the proxy's
 #     delay) leaves a checkpoint; the next mount says it resumes and from
-#     which byte, and its tree, inode numbers and bytes equal those of an
+#     which byte (a top-level member's GNU long-name header), and its tree, inode numbers and bytes equal those of an
 #     index built from scratch and the oracle's;
 #   - that checkpoint, once the source changed (another ETag), is dropped
 #     (said), not resumed;
@@ -27,15 +27,18 @@ rng = random.Random(17)
 def add(t, name, data):
     ti = tarfile.TarInfo(name); ti.size = len(data); ti.mtime = 1700000000 + len(name)
     t.addfile(ti, io.BytesIO(data))
+# top-level names over 100 bytes: each member's headers start with a GNU
+# long name ('L'), where a resumed walk must start
+LONG = "l" * 100
 with tarfile.open(sys.argv[1], "w", format=tarfile.GNU_FORMAT) as out:
     for c in range(8):
+        for i in range(5):
+            add(out, "extra/%s%d_%03d.bin" % (LONG, c, i), rng.randbytes(rng.randrange(0, 30000)))
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w") as inner:
             for i in range(120):
                 add(inner, "n%08d_%d.JPEG" % (c, i), rng.randbytes(rng.randrange(100, 12000)))
-        add(out, "n%08d.tar" % c, buf.getvalue())
-    for i in range(40):
-        add(out, "extra/f%03d.bin" % i, rng.randbytes(rng.randrange(0, 30000)))
+        add(out, "n%08d_%s.tar" % (c, LONG), buf.getvalue())
 PY
 # ORACLE: "path size sha1" of every file of the tree the tar mounts as
 # (nested tars expanded into directories named without .tar), from tarfile
