@@ -104,6 +104,8 @@ struct rd {
 	int64_t deadline;
 	const struct source_cancel *cancel;
 	int build;              /* an index build's read (source_build) */
+	int *hard;              /* set when a failure is not worth sending
+				 * again (httpresp.retryable); may be NULL */
 };
 
 static uint64_t key_of(const struct http_src *h, uint64_t b)
@@ -377,6 +379,8 @@ static int read_failed(const struct rd *r, const struct httpreq *req,
 
 	if (resp->fail == FAIL_CANCELLED)
 		return -EINTR;	/* the reader is gone: nothing to say */
+	if (r->hard && !resp->retryable)
+		*r->hard = 1;
 	if (resp->changed) {
 		atomic_store(r->h->url_changed, 1);
 		source_mark_changed(r->s);
@@ -498,7 +502,7 @@ static void prefetch_run(const struct prefetch *p)
 {
 	struct http_src *h = p->s->priv;
 	struct rd r = { p->s, h, NULL, 0, 0, p->s->stamp.size,
-			sfs_now_ns() + h->he->read_timeout_ns, NULL, p->build };
+			sfs_now_ns() + h->he->read_timeout_ns, NULL, p->build, NULL };
 	uint64_t lo = p->lo, hi = p->hi;
 	int slot;
 
@@ -738,9 +742,10 @@ static int read_round(struct rd *r, unsigned win, int lone)
 
 /*
  * An index build's read (source_build): rounds until one succeeds, the
- * source changed, the read was cancelled, or the next round would start
- * past build_timeout_s after the build started; growing waits between
- * them, each said.  0 or -errno.
+ * source changed, a failure would not pass (a 4xx, a server ignoring
+ * Range: httpresp.retryable), the read was cancelled, or the next round
+ * would start past build_timeout_s after the build started; growing
+ * waits between them, each said.  0 or -errno.
  */
 static int build_read(struct rd *r, unsigned win, int lone)
 {
@@ -748,14 +753,15 @@ static int build_read(struct rd *r, unsigned win, int lone)
 	int64_t until = source_build_since() + he->build_timeout_ns, next;
 	uint64_t ms = BUILD_BACKOFF_MS;
 	unsigned round;
-	int rc;
+	int rc, hard = 0;
 
+	r->hard = &hard;
 	for (round = 1;; round++) {
 		r->deadline = sfs_now_ns() + he->read_timeout_ns;
 		if (r->deadline > until)
 			r->deadline = until;
 		rc = read_round(r, win, lone);
-		if (rc != -EIO || seen_changed(r->s))
+		if (rc != -EIO || hard || seen_changed(r->s))
 			return rc;
 		next = sfs_now_ns() + (int64_t)ms * 1000000;
 		if (next >= until) {
@@ -780,7 +786,7 @@ ssize_t httpcache_pread(struct source *s, void *buf, size_t n, uint64_t off)
 	struct http_src *h = s->priv;
 	struct rd r = { s, h, buf, off, 0, s->stamp.size,
 			sfs_now_ns() + h->he->read_timeout_ns,
-			source_cancel_current(), source_build_since() != 0 };
+			source_cancel_current(), source_build_since() != 0, NULL };
 	uint64_t b0, b1, b;
 	int rc, lone;
 	unsigned win;

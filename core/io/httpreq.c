@@ -712,6 +712,7 @@ int httpreq_do(struct httpreq_ctx *c, const struct httpreq *req,
 			break;
 		}
 		if (sfs_now_ns() >= deadline || cancelled(req)) {
+			v = RETRY;	/* out of time, not a verdict on the answer */
 			give_up(c, r, cancelled(req) ? -EINTR : -ETIMEDOUT);
 			break;
 		}
@@ -732,6 +733,7 @@ int httpreq_do(struct httpreq_ctx *c, const struct httpreq *req,
 	}
 	if (v == DONE)
 		return 0;
+	r->retryable = v == RETRY && r->fail != FAIL_CANCELLED;
 	free(r->body);
 	r->body = NULL;
 	r->got = 0;

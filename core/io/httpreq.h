@@ -93,6 +93,10 @@ struct httpresp {
 	char *body;               /* see httpreq.iov */
 	int changed;              /* expect failed: another size or ETag */
 	unsigned attempts;
+	int retryable;            /* failed for what may pass (a 5xx, a reset,
+				   * the deadline), not for what another
+				   * attempt would meet again (a 4xx, a 200 to
+				   * a Range, a wrong answer) */
 	enum httpfail {           /* what kind of failure, for messages: */
 		FAIL_NONE,        /* one call site (rate-limit key) each */
 		FAIL_NET,         /* connect, reset, timeout, TLS: curl's */

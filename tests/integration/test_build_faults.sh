@@ -120,16 +120,24 @@ check "and the bytes tarfile reads" cmp <(tree "$T/m2") "$T/oracle.txt"
 check "the checkpoint is gone once the index is built" eval '[ -z "$(ckpt_of "$T/i2")" ]'
 check "unmount" sfs_umount "$T/m2"
 
+# not_resumed N WHAT PATTERN: a mount with index_dir $T/iN, which holds
+# the saved checkpoint as WHAT says, must say PATTERN, not resume, and
+# give the right tree
+not_resumed() {
+	local m=$T/m$1 L
+	check "mount with $2" sfs_mount "$URL" "$m" -o "$OPTS,index_dir=$T/i$1"
+	L=$(sfs_log "$m")
+	check "$2: said ($3)" grep -q "$3" "$L"
+	check "$2: not resumed" eval '! grep -q "resuming the index build" "$L"'
+	check "$2: the tree is right" cmp <(tree "$m") "$T/oracle.txt"
+	check "unmount" sfs_umount "$m"
+}
+
 # 3. a checkpoint of another version of the source is not used
 mkdir -p "$T/i3"
 cp "$T/saved.ckpt" "$T/i3/$CK"
 proxy_ctl "etag?change=1" >/dev/null
-check "mount of the changed source" sfs_mount "$URL" "$T/m3" -o "$OPTS,index_dir=$T/i3"
-L=$(sfs_log "$T/m3")
-check "the checkpoint of the old version is dropped, said" grep -q "checkpoint of another version" "$L"
-check "and not resumed" eval '! grep -q "resuming the index build" "$L"'
-check "the tree is right" cmp <(tree "$T/m3") "$T/oracle.txt"
-check "unmount" sfs_umount "$T/m3"
+not_resumed 3 "a checkpoint of the source before it changed" "checkpoint of another version.*dropped"
 proxy_ctl "etag?gen=0" >/dev/null
 
 # 4. a damaged checkpoint is ignored with a warning
@@ -137,11 +145,6 @@ mkdir -p "$T/i4"
 cp "$T/saved.ckpt" "$T/i4/$CK"
 size=$(stat -c %s "$T/i4/$CK")
 printf '\x5a' | dd of="$T/i4/$CK" bs=1 seek=$((size / 2)) conv=notrunc status=none
-check "mount with a damaged checkpoint" sfs_mount "$URL" "$T/m4" -o "$OPTS,index_dir=$T/i4"
-L=$(sfs_log "$T/m4")
-check "it is ignored with a warning" grep -q "warning: .*damaged checkpoint.*ignored" "$L"
-check "and not resumed" eval '! grep -q "resuming the index build" "$L"'
-check "the tree is right" cmp <(tree "$T/m4") "$T/oracle.txt"
-check "unmount" sfs_umount "$T/m4"
+not_resumed 4 "a damaged checkpoint" "warning: .*damaged checkpoint.*ignored"
 check "unmount the reference" sfs_umount "$T/ref"
 sfs_done
