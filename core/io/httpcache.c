@@ -83,12 +83,12 @@
 #define AHEAD_JOBS 2            /* prefetches of one source at once */
 #define EXACT_MAX  BLOCK        /* reads alone in their region fetch only their bytes */
 #define POLL_MS    50           /* a waiting read looks at its cancel flag this often */
-/* Index builds (source_build).  A stall of 3 s: a healthy store answers
+/* Index builds (source_build).  A stall of 2 s: a healthy store answers
  * a 4 MiB range in well under a second even across a continent; the
  * request is retried, not failed, so a slow but live store costs retries,
  * never the build. */
-#define BUILD_STALL_S     3
-#define HEDGE_MS          1500   /* a wait for another's fetch, then our own */
+#define BUILD_STALL_S     2
+#define HEDGE_MS          1000   /* a wait for another's fetch, then our own */
 #define BUILD_JOBS        6      /* readahead windows in flight */
 #define BUILD_BACKOFF_MS  500    /* a failed read's first wait; doubles */
 #define BUILD_BACKOFF_MAX 15000
