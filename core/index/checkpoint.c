@@ -33,7 +33,7 @@
 #include "index/tarindex.h"
 
 #define MAGIC    "SFSCKPT1"
-#define VERSION  1
+#define VERSION  2
 #define BUF_MAX  (1u << 20)     /* records buffered before a write */
 #define CHUNK_SZ sizeof(struct tar_sparse_chunk)
 /* the largest record: a sparse member with every chunk it may have */
@@ -50,6 +50,8 @@ struct hdr {
 
 struct rec_head {
 	uint32_t len, crc;      /* of the payload that follows */
+	uint32_t hcrc;          /* of len and crc: a damaged length is told
+				 * from a record a kill cut short */
 };
 
 enum { K_MEMBER = 'M', K_MARK = 'K' };
@@ -194,7 +196,8 @@ static int read_rec(FILE *f, uint8_t **buf, size_t *cap, size_t *len)
 
 	if (fread(&h, 1, sizeof(h), f) != sizeof(h))
 		return ferror(f) ? -EIO : 0;
-	if (h.len == 0 || h.len > REC_MAX)
+	if (h.hcrc != crc_of(&h, offsetof(struct rec_head, hcrc)) ||
+	    h.len == 0 || h.len > REC_MAX)
 		return -EBADMSG;
 	if (h.len > *cap) {
 		if (!(q = realloc(*buf, h.len)))
@@ -271,7 +274,7 @@ static int flush_buf(struct ckpt *c)
 static int put_rec(struct ckpt *c, const void *a, size_t alen, const void *b,
 		   size_t blen)
 {
-	struct rec_head h = { (uint32_t)(alen + blen), 0 };
+	struct rec_head h = { (uint32_t)(alen + blen), 0, 0 };
 	uint32_t crc = crc_of(a, alen);
 
 	if (c->fd < 0)
@@ -279,6 +282,7 @@ static int put_rec(struct ckpt *c, const void *a, size_t alen, const void *b,
 	if (blen)
 		crc = (uint32_t)crc32(crc, b, (uInt)blen);
 	h.crc = crc;
+	h.hcrc = crc_of(&h, offsetof(struct rec_head, hcrc));
 	if (c->buffered + sizeof(h) + alen + blen > BUF_MAX)
 		flush_buf(c);
 	if (sizeof(h) + alen + blen > BUF_MAX) {	/* a huge sparse map */

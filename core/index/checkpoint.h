@@ -14,7 +14,9 @@
  * build fails, so resuming is replaying the records up to the last mark
  * through the same callback as the walk, then walking from its offset.
  *
- * Safety: every record carries its length and a CRC-32; the header is
+ * Safety: every record carries its length and a CRC-32 of its bytes, and
+ * a CRC-32 of those two (a damaged length is not a record cut short); the
+ * file header is
  * written to a temporary file renamed into place, records are appended.
  * Reading, a record cut short at the end (a write a kill interrupted) ends
  * the log, and what follows the last mark is dropped; any record whose

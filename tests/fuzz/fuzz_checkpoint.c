@@ -102,7 +102,7 @@ static void fixture(void)
 }
 
 /* Makes every CRC agree with its bytes (checkpoint.c's layout: a 32-byte
- * header with its CRC at 24, then [len][crc][payload] records). */
+ * header with its CRC at 24, then [len][crc][hcrc][payload] records). */
 static void fix_crcs(uint8_t *p, size_t n)
 {
 	uint32_t len, crc;
@@ -112,13 +112,15 @@ static void fix_crcs(uint8_t *p, size_t n)
 		return;
 	crc = (uint32_t)crc32(0, p, 24);
 	memcpy(p + 24, &crc, 4);
-	while (at + 8 <= n) {
+	while (at + 12 <= n) {
 		memcpy(&len, p + at, 4);
-		if (len > n - at - 8)
+		if (len > n - at - 12)
 			break;
-		crc = (uint32_t)crc32(0, p + at + 8, len);
+		crc = (uint32_t)crc32(0, p + at + 12, len);
 		memcpy(p + at + 4, &crc, 4);
-		at += 8 + len;
+		crc = (uint32_t)crc32(0, p + at, 8);
+		memcpy(p + at + 8, &crc, 4);
+		at += 12 + len;
 	}
 }
 

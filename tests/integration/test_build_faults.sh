@@ -143,8 +143,10 @@ proxy_ctl "etag?gen=0" >/dev/null
 # 4. a damaged checkpoint is ignored with a warning
 mkdir -p "$T/i4"
 cp "$T/saved.ckpt" "$T/i4/$CK"
-size=$(stat -c %s "$T/i4/$CK")
-printf '\x5a' | dd of="$T/i4/$CK" bs=1 seek=$((size / 2)) conv=notrunc status=none
+"$PY" -c 'import os, sys
+with open(sys.argv[1], "r+b") as f:	# one byte, halfway, inverted
+    f.seek(os.path.getsize(sys.argv[1]) // 2); b = f.read(1)
+    f.seek(-1, 1); f.write(bytes([b[0] ^ 0xff]))' "$T/i4/$CK"
 not_resumed 4 "a damaged checkpoint" "warning: .*damaged checkpoint.*ignored"
 check "unmount the reference" sfs_umount "$T/ref"
 sfs_done
