@@ -557,6 +557,11 @@ void ckpt_close(struct ckpt *c, int done)
 	free(c);
 }
 
+const char *ckpt_path(const struct ckpt *c)
+{
+	return c->path;
+}
+
 int ckpt_check_file(const char *path, uint32_t part, uint64_t fp)
 {
 	struct ckpt_resume res;

@@ -98,6 +98,11 @@ int ckpt_boundary(struct ckpt *c, uint32_t src, uint64_t off, int now);
  */
 void ckpt_close(struct ckpt *c, int done);
 
+/* Its file's name (for index_writer_drop_at_commit: a walk that ended
+ * keeps its checkpoint until the whole index file is in place, since
+ * another part of it may still fail: ImageNet's val after train). */
+const char *ckpt_path(const struct ckpt *c);
+
 /* For the fuzz target: reads a checkpoint file as ckpt_open would, then
  * replays every record; 0, or -errno.  Writes nothing. */
 int ckpt_check_file(const char *path, uint32_t part, uint64_t fp);

@@ -725,7 +725,10 @@ int tarindex_build(struct index_writer *w, uint32_t tag_prefix_char,
 		rc = tb_resolve_links(&b);
 	if (rc == 0)
 		rc = tb_tree_write(&b, w, tag_prefix_char, root_mtime, sizes);
-	ckpt_close(b.ck, !ckpt_worth_keeping(rc));
+	/* a build that succeeded keeps it until its index file is in place */
+	if (rc == 0 && b.ck && index_writer_drop_at_commit(w, ckpt_path(b.ck)) < 0)
+		rc = -ENOMEM;
+	ckpt_close(b.ck, rc != 0 && !ckpt_worth_keeping(rc));
 	b.ck = NULL;
 out:
 	builder_free(&b);
