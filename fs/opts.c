@@ -83,6 +83,7 @@ static const struct opt_row table[] = {
 	{"max_keys", T_POS, O(remote.max_keys), S_BUCKET, "N", "keys per listing request (default and most 1000)"},
 	{"images", T_FILE_URL, O(images_dir), S_ANY, "DIR", "the class .npy files' directory, prefix or URL (default SOURCE/numpy_bitmap)"},
 	{"strokes", T_FILE_URL, O(strokes_dir), S_ANY, "DIR", "the class .npz files' directory, prefix or URL (default SOURCE/sketchrnn)"},
+	{"build_timeout", T_POS, O(remote.build_timeout_s), S_URL, "SECONDS", "an index build retries a failing range with backoff this long before it fails (default 600)"},
 };
 #undef O
 #undef D
@@ -115,6 +116,7 @@ static const struct fuse_opt templates[] = {
 	FUSE_OPT_KEY("addressing=", 32), FUSE_OPT_KEY("profile=", 33),
 	FUSE_OPT_KEY("anonymous", 34), FUSE_OPT_KEY("max_keys=", 35),
 	FUSE_OPT_KEY("images=", 36), FUSE_OPT_KEY("strokes=", 37),
+	FUSE_OPT_KEY("build_timeout=", 38),
 	FUSE_OPT_END
 };
 _Static_assert(sizeof(templates) / sizeof(templates[0]) == NROWS + 1,

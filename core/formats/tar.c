@@ -971,7 +971,7 @@ static int walk_loop(struct walk *w, tar_member_fn fn, void *arg)
 {
 	const unsigned char *h;
 	struct tar_member m;
-	uint64_t pos = w->rd.lo, hdr = pos, next;
+	uint64_t pos = w->rd.lo, hdr = pos, next, first = pos;
 	int nhdr = 0, rc, type;
 
 	/* pos > hi when the data of the last header lacks its padding:
@@ -1013,6 +1013,8 @@ static int walk_loop(struct walk *w, tar_member_fn fn, void *arg)
 				return rc;
 			pos += TAR_BLOCK + (((uint64_t)size + TAR_BLOCK - 1) &
 					    ~(uint64_t)(TAR_BLOCK - 1));
+			if (type == 'g')
+				first = pos;	/* 'g' is not this member's */
 			continue;
 		}
 		rc = member(w, h, pos, &m, &next);
@@ -1020,6 +1022,11 @@ static int walk_loop(struct walk *w, tar_member_fn fn, void *arg)
 		w->nchunks = 0;
 		if (rc < 0)
 			return rc;
+		/* a walk from `first` reports it again, unless a 'g' record
+		 * before it shaped it */
+		m.resume = w->global.path || w->global.link || w->global.has_size ||
+			   w->global.has_mtime || w->global.bad ? UINT64_MAX : first;
+		first = next;
 		if (rc > 0 && (rc = fn(arg, &m)) != 0)
 			return rc;
 		w->rd.want = next - pos > WINDOW / 2 ? TAR_BLOCK : WINDOW;

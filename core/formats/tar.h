@@ -57,6 +57,12 @@ struct tar_member {
 	uint64_t offset;    /* absolute offset of the data in the file */
 	uint64_t stored;    /* data bytes at `offset`: `size` unless sparse */
 	uint64_t header;    /* absolute offset of the (first) header block */
+	/* where a walk may start to report this member as it is reported
+	 * now: the first of its own extended headers ('x', 'L', 'K'), or
+	 * UINT64_MAX when a pax global header ('g') before it applies, which
+	 * a walk starting later would not see (an index build's checkpoint
+	 * resumes there, index/checkpoint.h) */
+	uint64_t resume;
 	/* sparse: 1, with the non-empty chunks in increasing, non-overlapping
 	 * order inside `size`, whose lengths add up to `stored` (the data at
 	 * `offset` is their bytes, concatenated).  Valid during the callback. */

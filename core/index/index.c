@@ -341,9 +341,11 @@ struct index_writer {
 	struct index_sect *sect;
 	int err;               /* first error; every later call fails with it */
 	int copy;              /* index_writer_open_copy: bytes as given, no header */
+	char **drop;           /* unlinked once the index is in place */
+	unsigned ndrop;
 };
 
-static int write_all(int fd, const void *p, size_t n, const char *path)
+int index_write_all(int fd, const void *p, size_t n, const char *path)
 {
 	const uint8_t *b = p;
 	ssize_t k;
@@ -368,7 +370,7 @@ static int wflush(struct index_writer *w)
 
 	if (!w->buffered)
 		return 0;
-	ret = write_all(w->fd, w->buf, w->buffered, w->tmp);
+	ret = index_write_all(w->fd, w->buf, w->buffered, w->tmp);
 	w->buffered = 0;
 	return ret;
 }
@@ -522,7 +524,7 @@ int index_writer_open(struct index_writer **wp, const char *path)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (ret < 0)
 		goto out;
-	ret = write_all(w->fd, &zero, sizeof(zero), w->tmp);
+	ret = index_write_all(w->fd, &zero, sizeof(zero), w->tmp);
 	if (ret < 0)
 		goto out;
 	w->pos = sizeof(zero);
@@ -665,6 +667,21 @@ static int install(struct index_writer *w)
 	fsync_dir_of(w->path);
 	free(w->tmp);
 	w->tmp = NULL;   /* renamed: nothing left for abort to unlink */
+	for (unsigned i = 0; i < w->ndrop; i++)
+		unlink(w->drop[i]);     /* freed by index_writer_abort */
+	return 0;
+}
+
+int index_writer_drop_at_commit(struct index_writer *w, const char *path)
+{
+	char **d = realloc(w->drop, (w->ndrop + 1) * sizeof(*d));
+
+	if (!d)
+		return -ENOMEM;
+	w->drop = d;
+	if (!(d[w->ndrop] = strdup(path)))
+		return -ENOMEM;
+	w->ndrop++;
 	return 0;
 }
 
@@ -724,6 +741,9 @@ void index_writer_abort(struct index_writer *w)
 	if (w->tmp)
 		unlink(w->tmp);
 	pending_drop(w->slot);
+	while (w->ndrop)
+		free(w->drop[--w->ndrop]);
+	free(w->drop);
 	free(w->tmp);
 	free(w->path);
 	free(w->buf);

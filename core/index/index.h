@@ -98,6 +98,12 @@ int index_writer_commit(struct index_writer *w, const struct index_fp *fp);
 int index_writer_open_copy(struct index_writer **w, const char *path);
 int index_writer_copy(struct index_writer *w, const void *data, uint64_t len);
 int index_writer_commit_copy(struct index_writer *w);
+/* Has `path` (a build's checkpoint, checkpoint.h) unlinked once w's index
+ * is in place; left where it is when the index is not.  0 or -ENOMEM. */
+int index_writer_drop_at_commit(struct index_writer *w, const char *path);
+/* Writes n bytes at fd's offset, EINTR and short writes retried: 0, or
+ * -errno said naming path.  For the files of core/index (checkpoint.c). */
+int index_write_all(int fd, const void *p, size_t n, const char *path);
 /* Drops the temporary file.  Frees w. */
 void index_writer_abort(struct index_writer *w);
 /* The index w will become: where a build puts its scratch files (spill.h). */

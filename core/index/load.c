@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "io/source.h"
 #include "index/lock.h"
 #include "index/prebuilt.h"
 #include "log.h"
@@ -30,7 +31,9 @@ static int build(const struct index_job *job, const char *path)
 
 	if (rc < 0)
 		return rc;
+	source_build(1);	/* its reads wait out a flaky store (source.h) */
 	rc = job->build(job->arg, w);
+	source_build(0);
 	if (rc < 0) {
 		index_writer_abort(w);
 		return rc;

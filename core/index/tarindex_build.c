@@ -367,6 +367,21 @@ static int keep_nest(struct walkctx *c, uint32_t *at)
 	return 0;
 }
 
+static int replay_walk(struct walkctx *c);
+
+/* Whether the walk expands member m as a nested tar (walk_cb's checks
+ * first: a member they skip is never expanded). */
+static int expands(const struct walkctx *c, const struct tar_member *m)
+{
+	return m->type == TAR_FILE && m->size <= TARINDEX_MAX_SIZE &&
+	       c->depth < c->b->recursive &&
+	       tree_path_len(c, m->path) <= TAR_PATH_MAX &&
+	       tarindex_member_is_tar(c->src, m) == 1;
+}
+
+/* Expands member m, a nested tar (expands() said so, now or when the
+ * checkpoint replayed here recorded it): its directory, then its members,
+ * from the source or from the checkpoint.  1, or -errno. */
 static int try_nested(struct walkctx *c, const struct tar_member *m)
 {
 	size_t len = strlen(m->path);
@@ -379,8 +394,6 @@ static int try_nested(struct walkctx *c, const struct tar_member *m)
 
 	/* walk_cb has skipped members whose path in the tree would not fit
 	 * TAR_PATH_MAX (path_fits), so `prefix` below is never cut */
-	if (c->depth >= c->b->recursive || !tarindex_member_is_tar(c->src, m))
-		return 0;
 	memcpy(dir, m->path, len - 4);
 	dir[len - 4] = '\0';
 	rc = keep_nest(c, &at);
@@ -399,7 +412,8 @@ static int try_nested(struct walkctx *c, const struct tar_member *m)
 	sub.what = what;
 	sub.prefix = prefix;
 	sub.up = at;
-	rc = tar_walk(c->src, m->offset, m->size, what, walk_cb, &sub);
+	rc = c->b->resuming ? replay_walk(&sub) :
+			      tar_walk(c->src, m->offset, m->size, what, walk_cb, &sub);
 	c->b->nests[at].end = c->b->nents;
 	if (rc == -EBADMSG)
 		sfs_warn("%s: keeping the members before the damage", what);
@@ -407,9 +421,10 @@ static int try_nested(struct walkctx *c, const struct tar_member *m)
 	return rc == -EBADMSG || rc == -EINVAL || rc == 0 ? 1 : rc;
 }
 
-static int walk_cb(void *arg, const struct tar_member *m)
+/* One member, as the walk reports it or the checkpoint replays it;
+ * nested: to be expanded as a nested tar. */
+static int take_member(struct walkctx *c, const struct tar_member *m, int nested)
 {
-	struct walkctx *c = arg;
 	struct builder *b = c->b;
 	int rc;
 
@@ -423,9 +438,10 @@ static int walk_cb(void *arg, const struct tar_member *m)
 				 c->what, m->path, (unsigned long long)m->size);
 			return 0;
 		}
-		rc = try_nested(c, m);
-		if (rc != 0)
+		if (nested && c->depth < b->recursive) {
+			rc = try_nested(c, m);
 			return rc < 0 ? rc : 0;
+		}
 		break;
 	case TAR_SYMLINK:
 		if (!tb_symlink_inside(c->prefix, m->path, m->link)) {
@@ -438,6 +454,86 @@ static int walk_cb(void *arg, const struct tar_member *m)
 		break;
 	}
 	return add_ent(c, m, m->path, (uint8_t)m->type, NULL);
+}
+
+/*
+ * tar_walk's callback: a top-level member is a boundary the build can
+ * resume at (everything before it recorded; its first extended header,
+ * unless a pax global header shapes it: then the last boundary before
+ * stays the place to resume); each member is recorded in
+ * the checkpoint, with whether it is expanded, before it is taken (and
+ * before the members of a nested tar, which the recursion records).
+ */
+static int walk_cb(void *arg, const struct tar_member *m)
+{
+	struct walkctx *c = arg;
+	struct ckpt *ck = c->b->ck;
+	struct ckpt_member cm = { *m, c->srcno, c->depth, expands(c, m) };
+	int rc = 0;
+
+	if (ck && c->depth == 0 && m->resume != UINT64_MAX)
+		rc = ckpt_boundary(ck, c->srcno, m->resume, 0);
+	if (ck && rc == 0)
+		rc = ckpt_add(ck, &cm);
+	return rc ? rc : take_member(c, m, cm.nested);
+}
+
+/*
+ * Replays the checkpoint's members of c's walk (its source, its depth) in
+ * their order, through take_member, as the walk reported them.  0 or
+ * -errno.
+ */
+static int replay_walk(struct walkctx *c)
+{
+	struct ckpt_member *cm;
+	uint32_t src, depth;
+	int rc;
+
+	while ((rc = ckpt_peek(c->b->ck, &src, &depth)) == 1 &&
+	       src == c->srcno && depth == c->depth) {
+		if ((rc = ckpt_next(c->b->ck, &cm)) != 1)
+			break;
+		rc = take_member(c, &cm->m, cm->nested);
+		free(cm);
+		if (rc)
+			return rc;
+	}
+	return rc < 0 ? rc : 0;
+}
+
+/*
+ * Walks source srcno (its size) into the builder: from the checkpoint up to
+ * where it stopped, then from the source.  tar_walk's result.
+ */
+static int walk_from(struct builder *b, struct walkctx *c, uint64_t size)
+{
+	const struct ckpt_resume *r = &b->resume;
+	uint64_t from = 0;
+	int rc;
+
+	if (b->resuming && c->srcno <= r->src) {
+		rc = replay_walk(c);
+		if (rc || c->srcno < r->src)
+			return rc;
+		b->resuming = 0;	/* the rest is the source's */
+		if (r->off > size) {
+			sfs_err("%s: the checkpoint resumes at byte %llu, past its end",
+				c->what, (unsigned long long)r->off);
+			return -ESTALE;
+		}
+		from = r->off;
+		sfs_info("%s: resuming the index build at byte %llu of %llu, after "
+			 "the %llu members the checkpoint holds", c->what,
+			 (unsigned long long)from, (unsigned long long)size,
+			 (unsigned long long)r->members);
+	}
+	rc = tar_walk(c->src, from, size - from, c->what, walk_cb, c);
+	if (rc == -EINVAL && from) {
+		sfs_err("%s: no tar header at byte %llu, where the checkpoint "
+			"resumes", c->what, (unsigned long long)from);
+		return -ESTALE;
+	}
+	return rc;
 }
 
 /* Walks one source tar into the builder. */
@@ -465,7 +561,7 @@ static int walk_source(struct builder *b, const struct tarindex_source *s,
 	/* we read one header per member and skip the data: readahead would
 	 * read the data we skip */
 	source_advise(s->src, 0, 0, SOURCE_ADV_RANDOM);
-	rc = tar_walk(s->src, 0, *size, s->path, walk_cb, &c);
+	rc = walk_from(b, &c, *size);
 	if (rc == -EINVAL)
 		sfs_err("%s: not a tar archive (no valid header at offset 0)", s->path);
 	else if (rc == -EBADMSG)
@@ -475,6 +571,8 @@ static int walk_source(struct builder *b, const struct tarindex_source *s,
 		rc = 0;
 	source_advise(s->src, 0, 0, SOURCE_ADV_NORMAL);
 	b->bytes_before += *size;
+	if (rc == 0 && b->ck && !b->resuming)	/* its end: resume after it */
+		rc = ckpt_boundary(b->ck, srcno + 1, 0, 1);
 	return rc;
 }
 
@@ -523,8 +621,48 @@ static size_t build_budget(void)
 	return TARINDEX_BUILD_MEM;
 }
 
+/*
+ * The build's checkpoint (checkpoint.h): opened for the sources' stamps
+ * and options, resumed from when one fits.  A checkpoint that cannot be
+ * written leaves the build without one (said), never fails it.
+ */
+static void ckpt_start(struct builder *b, struct index_writer *w, uint32_t part)
+{
+	struct index_fp fp;
+	int rc;
+
+	index_fp_init(&fp, "tarindex-checkpoint");
+	if (tarindex_fp_add(&fp, b->src, b->nsrc, b->recursive) < 0)
+		return;
+	rc = ckpt_open(&b->ck, index_writer_path(w), part, fp.h, &b->resume);
+	b->resuming = rc == 1;
+}
+
+/* Whether a build that ended with rc leaves its checkpoint: when it
+ * failed for what the next mount may not meet (the network, the disk, a
+ * signal), not for what the sources are (not a tar, a tar bomb) nor for a
+ * checkpoint that did not fit. */
+static int ckpt_worth_keeping(int rc)
+{
+	return rc == -EIO || rc == -ETIMEDOUT || rc == -EINTR || rc == -ENOSPC ||
+	       rc == -EDQUOT || rc == -ENOMEM || rc == -EAGAIN;
+}
+
+/* After the walks: every member the checkpoint replays was taken. */
+static int ckpt_used_up(struct builder *b)
+{
+	uint32_t src, depth;
+
+	if (!b->ck || ckpt_peek(b->ck, &src, &depth) == 0)
+		return 0;
+	sfs_err("%s: the checkpoint's members do not fit the sources' walk: "
+		"dropped, the next build starts over", b->scratch);
+	return -ESTALE;
+}
+
 static void builder_free(struct builder *b)
 {
+	ckpt_close(b->ck, 0);
 	spill_close(b->ents);
 	free(b->side.p);
 	free(b->nests);
@@ -569,6 +707,7 @@ int tarindex_build(struct index_writer *w, uint32_t tag_prefix_char,
 		goto out;
 	for (i = 0; i < nsrc; i++)
 		total += source_stamp(src[i].src)->size;
+	ckpt_start(&b, w, tag_prefix_char);
 	progress_start(&b.prog, bo->what ? bo->what : "indexing tar", 0, total,
 		       bo->quiet);
 	for (i = 0; rc == 0 && i < nsrc; i++) {
@@ -579,11 +718,18 @@ int tarindex_build(struct index_writer *w, uint32_t tag_prefix_char,
 	}
 	progress_finish(&b.prog);
 	if (rc == 0)
+		rc = ckpt_used_up(&b);
+	if (rc == 0)
 		rc = tb_rename_nested(&b);
 	if (rc == 0)
 		rc = tb_resolve_links(&b);
 	if (rc == 0)
 		rc = tb_tree_write(&b, w, tag_prefix_char, root_mtime, sizes);
+	/* a build that succeeded keeps it until its index file is in place */
+	if (rc == 0 && b.ck && index_writer_drop_at_commit(w, ckpt_path(b.ck)) < 0)
+		rc = -ENOMEM;
+	ckpt_close(b.ck, rc != 0 && !ckpt_worth_keeping(rc));
+	b.ck = NULL;
 out:
 	builder_free(&b);
 	free(sizes);

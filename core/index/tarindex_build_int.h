@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stddef.h>
 
+#include "index/checkpoint.h"
 #include "index/index.h"
 #include "index/progress.h"
 #include "index/spill.h"
@@ -84,6 +85,9 @@ struct builder {
 	uint64_t bytes_before;      /* sizes of the sources already walked */
 	const struct tarindex_source *src;  /* for messages */
 	uint32_t nsrc;
+	struct ckpt *ck;            /* saved progress (checkpoint.h), or NULL */
+	int resuming;               /* ck has members to replay, up to `resume` */
+	struct ckpt_resume resume;
 };
 
 /* What one tar_walk is walking: a source, or a nested tar inside one. */

@@ -70,6 +70,9 @@ struct source_backend {
 int source_nowait_mode(void);
 /* The calling thread's cancel scope (source_cancel_scope), or NULL. */
 const struct source_cancel *source_cancel_current(void);
+/* When the calling thread's index build started (sfs_now_ns), 0 when it
+ * is not building (source_build). */
+int64_t source_build_since(void);
 
 /* Marks s changed, for good (a response showed another ETag or size, or
  * fstat another size or mtime); the warning is given by source_check / the

@@ -79,6 +79,7 @@ static int http_env_init(struct source_env *env)
 	 * per window */
 	he->cache_bytes = env->cfg.cache_bytes;
 	he->read_timeout_ns = (int64_t)env->cfg.read_timeout_s * 1000000000;
+	he->build_timeout_ns = (int64_t)env->cfg.build_timeout_s * 1000000000;
 	he->ra_max = env->cfg.cache_bytes / BLOCK / 8 < RA_MAX ?
 		     (unsigned)(env->cfg.cache_bytes / BLOCK / 8) : RA_MAX;
 	if ((rc = httpreq_ctx_new(&env->cfg, &he->net)))

@@ -27,7 +27,8 @@
 #define NFLIGHT    8            /* fetches of one source tracked at once */
 #define FAIL_HOLD_MS 2000       /* a failed fetch's outcome is kept this long */
 #define QUEUE_MAX  64           /* prefetches waiting for a thread */
-#define PREFETCHERS 4           /* threads per mount, started at first open */
+#define PREFETCHERS 8           /* threads per mount, started at first open: an
+				 * index build keeps BUILD_JOBS requests in flight */
 #define REGION_SHIFT 20         /* 1 MiB regions, for telling random reads apart */
 #define REGIONS    32           /* regions of recent random reads remembered */
 
@@ -39,6 +40,7 @@ struct known;
 struct prefetch {
 	struct source *s;
 	uint64_t lo, hi;
+	int build;                      /* queued by an index build's read */
 };
 
 /* env->http: per mount. */
@@ -48,6 +50,7 @@ struct http_env {
 	struct diskcache *disk;         /* NULL without cache_dir */
 	unsigned ra_max;                /* blocks read ahead at most */
 	int64_t read_timeout_ns;        /* cfg.read_timeout_s: one read's bound */
+	int64_t build_timeout_ns;       /* cfg.build_timeout_s: a build's reads' */
 	uint64_t cache_bytes;           /* of the memory cache (cfg.cache_bytes) */
 	pthread_mutex_t ids_lock;       /* the sources known, by URL hash: */
 	struct known **known;           /* nknown chains, a power of two */
@@ -77,6 +80,7 @@ struct flight {
 	int rc;                         /* FAILED: the error */
 	int64_t until;                  /* FAILED: kept until (sfs_now_ns) */
 	unsigned gen;
+	int64_t started;                /* RUNNING: since (sfs_now_ns), for hedging */
 };
 
 /* s->priv: per open source. */

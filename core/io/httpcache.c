@@ -37,6 +37,21 @@
  * again before it is evicted.  Reads that come back to a region fetch
  * blocks as above.
  *
+ * Index builds (source_build): a build's read that fails is sent again
+ * with backoff (BUILD_BACKOFF_MS doubling to BUILD_BACKOFF_MAX, jittered)
+ * until build_timeout_s after the build started, unless its source
+ * changed or it was cancelled; its requests give up after BUILD_STALL_S
+ * without progress rather than timeout_s (a trickle costs seconds, not
+ * 30 s, and the retry usually lands on a healthy answer); its failures are
+ * not held for FAIL_HOLD_MS (nobody else reads, and its next round must
+ * send again); a wait for another thread's fetch lasts HEDGE_MS at most
+ * from that fetch's start, after which the read sends its own request for
+ * the blocks (a hedge: one slow request of the store does not stall the
+ * build, and whichever answer lands first fills the cache); and its
+ * sequential readahead keeps up to BUILD_JOBS windows in flight, not
+ * AHEAD_JOBS.  The whole-file reads of a tar's header walk are sequential,
+ * so that window is what runs ahead of the walk.
+ *
  * No-wait mode: a read fully in memory is served (and may start prefetches,
  * which only queue), else -EAGAIN at once.
  *
@@ -68,6 +83,15 @@
 #define AHEAD_JOBS 2            /* prefetches of one source at once */
 #define EXACT_MAX  BLOCK        /* reads alone in their region fetch only their bytes */
 #define POLL_MS    50           /* a waiting read looks at its cancel flag this often */
+/* Index builds (source_build).  A stall of 2 s: a healthy store answers
+ * a 4 MiB range in well under a second even across a continent; the
+ * request is retried, not failed, so a slow but live store costs retries,
+ * never the build. */
+#define BUILD_STALL_S     2
+#define HEDGE_MS          1000   /* a wait for another's fetch, then our own */
+#define BUILD_JOBS        6      /* readahead windows in flight */
+#define BUILD_BACKOFF_MS  500    /* a failed read's first wait; doubles */
+#define BUILD_BACKOFF_MAX 15000
 
 /* One read: [off, end) of a source of `size` bytes, into buf; a prefetch
  * is a read of nothing (buf NULL, off = end = 0).  It gives up at deadline
@@ -79,6 +103,9 @@ struct rd {
 	uint64_t off, end, size;
 	int64_t deadline;
 	const struct source_cancel *cancel;
+	int build;              /* an index build's read (source_build) */
+	int *hard;              /* set when a failure is not worth sending
+				 * again (httpresp.retryable); may be NULL */
 };
 
 static uint64_t key_of(const struct http_src *h, uint64_t b)
@@ -234,7 +261,8 @@ static int record(struct http_src *h, uint64_t lo, uint64_t need, uint64_t *hi)
 	for (i = 0; i < NFLIGHT; i++)
 		if (h->flight[i].state == FL_FREE) {
 			h->flight[i] = (struct flight){ lo, *hi, FL_RUNNING, 0, 0,
-							h->flight[i].gen + 1 };
+							h->flight[i].gen + 1,
+							sfs_now_ns() };
 			return i;
 		}
 	return -1;
@@ -252,22 +280,27 @@ static int read_over(const struct rd *r)
  * Waits (h->lock held) until fetch i, of generation gen, ends, the read's
  * deadline passes or it is cancelled, looking at the cancel flag every
  * POLL_MS.  1: it ended well, or was dropped (look in the cache again);
- * its error when it failed; -ETIMEDOUT or -EINTR.
+ * its error when it failed; -ETIMEDOUT or -EINTR; 2 when a build's read
+ * has waited until HEDGE_MS after the fetch started (send your own).
  */
 static int wait_for(const struct rd *r, int i, unsigned gen)
 {
 	struct http_src *h = r->h;
 	const struct flight *f = &h->flight[i];
-	int64_t until;
+	int64_t until, hedge = f->started + HEDGE_MS * 1000000LL;
 	struct timespec ts;
 	int rc;
 
 	while (f->gen == gen && f->state == FL_RUNNING) {
 		if ((rc = read_over(r)))
 			return rc;
+		if (r->build && sfs_now_ns() >= hedge)
+			return 2;
 		until = sfs_now_ns() + POLL_MS * 1000000LL;
 		if (until > r->deadline)
 			until = r->deadline;
+		if (r->build && until > hedge)
+			until = hedge;
 		ts.tv_sec = (time_t)(until / 1000000000);
 		ts.tv_nsec = (long)(until % 1000000000);
 		pthread_cond_timedwait(&h->landed, &h->lock, &ts);
@@ -287,15 +320,20 @@ static int claim(const struct rd *r, uint64_t lo, uint64_t need, uint64_t *hi,
 		 int *waits, int *slot)
 {
 	struct http_src *h = r->h;
-	int i, rc = 0;
+	int i, rc = 0, wait;
 
 	pthread_mutex_lock(&h->lock);
-	if ((i = flight_over(h, lo, need)) >= 0 &&
-	    (h->flight[i].state == FL_FAILED || *waits < WAITS_MAX)) {
+	i = flight_over(h, lo, need);
+	/* a build's read takes no failure of another round: it sends again */
+	wait = i >= 0 && (r->build ? h->flight[i].state == FL_RUNNING && *waits < WAITS_MAX :
+			  h->flight[i].state == FL_FAILED || *waits < WAITS_MAX);
+	if (wait) {
 		++*waits;
 		rc = wait_for(r, i, h->flight[i].gen);
-	} else {
-		*slot = record(h, lo, need, hi);
+	}
+	if (!wait || rc == 2) {
+		*slot = record(h, lo, need, hi);	/* ours (a hedge: a second one) */
+		rc = 0;
 	}
 	pthread_mutex_unlock(&h->lock);
 	return rc;
@@ -307,7 +345,7 @@ static int claim(const struct rd *r, uint64_t lo, uint64_t need, uint64_t *hi,
  * fetch dropped (-EINTR: its reader was interrupted, the reads waiting
  * for it send their own) or quiet (a prefetch), frees the slot.
  */
-static void release(struct http_src *h, int slot, uint64_t hi, int rc)
+static void release(struct http_src *h, int slot, uint64_t hi, int rc, int hold)
 {
 	struct flight *f;
 
@@ -315,7 +353,7 @@ static void release(struct http_src *h, int slot, uint64_t hi, int rc)
 	if (slot >= 0) {
 		f = &h->flight[slot];
 		f->state = FL_FREE;
-		if (rc && rc != -EINTR) {
+		if (rc && rc != -EINTR && hold) {
 			f->state = FL_FAILED;
 			f->rc = rc;
 			f->until = sfs_now_ns() + FAIL_HOLD_MS * 1000000LL;
@@ -341,6 +379,8 @@ static int read_failed(const struct rd *r, const struct httpreq *req,
 
 	if (resp->fail == FAIL_CANCELLED)
 		return -EINTR;	/* the reader is gone: nothing to say */
+	if (r->hard && !resp->retryable)
+		*r->hard = 1;
 	if (resp->changed) {
 		atomic_store(r->h->url_changed, 1);
 		source_mark_changed(r->s);
@@ -378,7 +418,7 @@ static int fetch(const struct rd *r, uint64_t lo, uint64_t hi, int quiet)
 	struct iovec iov[RUN_MAX + RA_MAX];
 	struct httpreq req = { .url = r->h->url, .auth = r->h->auth, .ranged = 1, .iov = iov,
 			       .expect = &r->s->stamp, .deadline_ns = r->deadline,
-			       .cancel = r->cancel };
+			       .cancel = r->cancel, .stall_s = r->build ? BUILD_STALL_S : 0 };
 	struct httpresp resp;
 	unsigned n = (unsigned)(hi - lo + 1), i;
 	int rc = 0;
@@ -428,7 +468,7 @@ static int fetch_exact(const struct rd *r, uint64_t b)
 	struct httpreq req = { .url = r->h->url, .auth = r->h->auth, .ranged = 1, .iov = &iov,
 			       .niov = 1, .from = from, .to = r->end - 1,
 			       .expect = &r->s->stamp, .deadline_ns = r->deadline,
-			       .cancel = r->cancel };
+			       .cancel = r->cancel, .stall_s = r->build ? BUILD_STALL_S : 0 };
 	struct httpresp resp;
 
 	if (httpreq_do(r->h->he->net, &req, &resp))
@@ -462,7 +502,7 @@ static void prefetch_run(const struct prefetch *p)
 {
 	struct http_src *h = p->s->priv;
 	struct rd r = { p->s, h, NULL, 0, 0, p->s->stamp.size,
-			sfs_now_ns() + h->he->read_timeout_ns, NULL };
+			sfs_now_ns() + h->he->read_timeout_ns, NULL, p->build, NULL };
 	uint64_t lo = p->lo, hi = p->hi;
 	int slot;
 
@@ -478,7 +518,7 @@ static void prefetch_run(const struct prefetch *p)
 	/* quiet, and its failure not kept: the reader that needs the blocks
 	 * asks again, and says why */
 	fetch(&r, lo, hi, 1);
-	release(r.h, slot, 0, 0);
+	release(r.h, slot, 0, 0, 0);
 }
 
 static void *prefetcher(void *arg)
@@ -553,7 +593,7 @@ void httpcache_forget(struct source *s)
 
 /* Queues a prefetch of blocks lo..hi of s, whose h->jobs the caller has
  * counted (and which is uncounted here when the queue cannot take it). */
-static void queue_prefetch(struct source *s, uint64_t lo, uint64_t hi)
+static void queue_prefetch(struct source *s, uint64_t lo, uint64_t hi, int build)
 {
 	struct http_src *h = s->priv;
 	struct http_env *he = h->he;
@@ -561,7 +601,7 @@ static void queue_prefetch(struct source *s, uint64_t lo, uint64_t hi)
 
 	pthread_mutex_lock(&he->q_lock);
 	if (he->nthreads && he->q_len < QUEUE_MAX && !he->stopping) {
-		he->queue[he->q_len++] = (struct prefetch){ s, lo, hi };
+		he->queue[he->q_len++] = (struct prefetch){ s, lo, hi, build };
 		pthread_cond_signal(&he->q_more);
 		queued = 1;
 	}
@@ -575,32 +615,35 @@ static void queue_prefetch(struct source *s, uint64_t lo, uint64_t hi)
 }
 
 /*
- * After a sequential read ending in block b1 with window win: queues a
- * prefetch of the window after the last block the stream has fetched or
- * queued (h->ahead), when that window ends within AHEAD_JOBS + 1 of the
- * reader and fewer than AHEAD_JOBS of the source's are queued or running.  Never
- * waits (no-wait mode calls it).
+ * After a sequential read ending in block b1 with window win: queues
+ * prefetches of the windows after the last block the stream has fetched or
+ * queued (h->ahead), while they end within jobs + 1 windows of the reader
+ * and fewer than jobs of the source's are queued or running (jobs:
+ * AHEAD_JOBS, BUILD_JOBS for a build's read).  Never waits (no-wait mode
+ * calls it).
  */
 static void prefetch_after(const struct rd *r, uint64_t b1, unsigned win)
 {
-	uint64_t last = (r->size - 1) / BLOCK, lo = b1 + 1, hi;
+	uint64_t last = (r->size - 1) / BLOCK, lo, hi;
+	unsigned jobs = r->build ? BUILD_JOBS : AHEAD_JOBS;
 
-	if (win < RA_START * 2 || lo > last)
+	if (win < RA_START * 2 || b1 >= last)
 		return;
-	pthread_mutex_lock(&r->h->lock);
-	if (r->h->ahead >= lo)
-		lo = r->h->ahead + 1;
-	/* whole windows only, within AHEAD_JOBS + 1 of the reader: it reads
-	 * a landed window at memory speed, then waits on the next */
-	if (lo > last || lo > b1 + AHEAD_JOBS * win + 1 || r->h->jobs >= AHEAD_JOBS) {
+	for (;;) {
+		pthread_mutex_lock(&r->h->lock);
+		lo = r->h->ahead >= b1 + 1 ? r->h->ahead + 1 : b1 + 1;
+		/* whole windows only, within jobs + 1 of the reader: it reads
+		 * a landed window at memory speed, then waits on the next */
+		if (lo > last || lo > b1 + (uint64_t)jobs * win + 1 || r->h->jobs >= jobs) {
+			pthread_mutex_unlock(&r->h->lock);
+			return;
+		}
+		hi = lo + win - 1 < last ? lo + win - 1 : last;
+		r->h->ahead = hi;
+		r->h->jobs++;
 		pthread_mutex_unlock(&r->h->lock);
-		return;
+		queue_prefetch(r->s, lo, hi, r->build);
 	}
-	hi = lo + win - 1 < last ? lo + win - 1 : last;
-	r->h->ahead = hi;
-	r->h->jobs++;
-	pthread_mutex_unlock(&r->h->lock);
-	queue_prefetch(r->s, lo, hi);
 }
 
 /*
@@ -630,7 +673,7 @@ void httpcache_willneed(struct source *s, uint64_t off, uint64_t len)
 	}
 	h->jobs++;
 	pthread_mutex_unlock(&h->lock);
-	queue_prefetch(s, lo, hi);
+	queue_prefetch(s, lo, hi, source_build_since() != 0);
 }
 
 /* ---- reads ---- */
@@ -665,14 +708,87 @@ static int seen_changed(struct source *s)
 	return atomic_load(&s->changed);
 }
 
+/*
+ * One round of a read whose stream window is win: each block from the
+ * caches, or fetched (with the blocks after it that it misses, in one
+ * request), or from another thread's fetch of it.  0 or -errno.
+ */
+static int read_round(struct rd *r, unsigned win, int lone)
+{
+	uint64_t b = r->off / BLOCK, b1 = (r->end - 1) / BLOCK, need, hi;
+	int waits = 0, slot = -1, rc;
+
+	while (b <= b1) {
+		if (from_memory(r, b) || from_disk(r, b)) {
+			b++;
+			continue;
+		}
+		if (lone)
+			need = hi = b1;	/* its bytes from b on, nothing cached */
+		else
+			hi = plan(r, b, b1, win, &need);
+		if ((rc = claim(r, b, need, &hi, &waits, &slot)) == 1)
+			continue;	/* another thread fetched it: look again */
+		if (rc)
+			return wait_failed(r, b, need, rc);
+		rc = lone ? fetch_exact(r, b) : fetch(r, b, hi, 0);
+		release(r->h, slot, lone ? 0 : hi, rc, !r->build);
+		if (rc || lone)
+			return rc;
+		b = need + 1;
+	}
+	return 0;
+}
+
+/*
+ * An index build's read (source_build): rounds until one succeeds, the
+ * source changed, a failure would not pass (a 4xx, a server ignoring
+ * Range: httpresp.retryable), the read was cancelled, or the next round
+ * would start past build_timeout_s after the build started; growing
+ * waits between them, each said.  0 or -errno.
+ */
+static int build_read(struct rd *r, unsigned win, int lone)
+{
+	const struct http_env *he = r->h->he;
+	int64_t until = source_build_since() + he->build_timeout_ns, next;
+	uint64_t ms = BUILD_BACKOFF_MS;
+	unsigned round;
+	int rc, hard = 0;
+
+	r->hard = &hard;
+	for (round = 1;; round++) {
+		r->deadline = sfs_now_ns() + he->read_timeout_ns;
+		if (r->deadline > until)
+			r->deadline = until;
+		rc = read_round(r, win, lone);
+		if (rc != -EIO || hard || seen_changed(r->s))
+			return rc;
+		next = sfs_now_ns() + (int64_t)ms * 1000000;
+		if (next >= until) {
+			sfs_err("%s: bytes %" PRIu64 "-%" PRIu64 ": still failing after "
+				"%u rounds; the index build gives up at build_timeout=%u s",
+				r->s->name, r->off, r->end - 1, round,
+				(unsigned)(he->build_timeout_ns / 1000000000));
+			return rc;
+		}
+		sfs_warn("%s: bytes %" PRIu64 "-%" PRIu64 ": failed (round %u); the "
+			 "index build sends it again in %.1f s (build_timeout=%u s)",
+			 r->s->name, r->off, r->end - 1, round, (double)ms / 1000,
+			 (unsigned)(he->build_timeout_ns / 1000000000));
+		if ((rc = httpreq_wait_until(next, r->cancel)))
+			return rc;
+		ms = ms * 2 < BUILD_BACKOFF_MAX ? ms * 2 : BUILD_BACKOFF_MAX;
+	}
+}
+
 ssize_t httpcache_pread(struct source *s, void *buf, size_t n, uint64_t off)
 {
 	struct http_src *h = s->priv;
 	struct rd r = { s, h, buf, off, 0, s->stamp.size,
 			sfs_now_ns() + h->he->read_timeout_ns,
-			source_cancel_current() };
-	uint64_t b0, b1, b, need, hi;
-	int waits = 0, slot = -1, rc, lone;
+			source_cancel_current(), source_build_since() != 0, NULL };
+	uint64_t b0, b1, b;
+	int rc, lone;
 	unsigned win;
 
 	if (seen_changed(s))
@@ -695,27 +811,10 @@ ssize_t httpcache_pread(struct source *s, void *buf, size_t n, uint64_t off)
 	/* blocks when they may be read again: with a disk cache (the next
 	 * epoch), or when the whole source fits in the memory cache */
 	lone = lone && n <= EXACT_MAX && !r.h->disk && r.size > r.h->he->cache_bytes;
-	for (b = b0; b <= b1;) {
-		if (from_memory(&r, b) || from_disk(&r, b)) {
-			b++;
-			continue;
-		}
-		if (lone)
-			need = hi = b1;	/* its bytes from b on, nothing cached */
-		else
-			hi = plan(&r, b, b1, win, &need);
-		if ((rc = claim(&r, b, need, &hi, &waits, &slot)) == 1)
-			continue;	/* another thread fetched it: look again */
-		if (rc)
-			return wait_failed(&r, b, need, rc);
-		rc = lone ? fetch_exact(&r, b) : fetch(&r, b, hi, 0);
-		release(r.h, slot, lone ? 0 : hi, rc);
-		if (rc)
-			return rc;
-		if (lone)
-			return (ssize_t)n;
-		b = need + 1;
-	}
-	prefetch_after(&r, b1, win);
+	rc = r.build ? build_read(&r, win, lone) : read_round(&r, win, lone);
+	if (rc)
+		return rc;
+	if (!lone)
+		prefetch_after(&r, b1, win);
 	return (ssize_t)n;
 }

@@ -20,7 +20,8 @@
  * Bounds: connect within timeout_s; abort a transfer that moves fewer than
  * LOW_SPEED bytes/s for timeout_s; and a whole transfer may take timeout_s
  * plus the time to move its bytes at MIN_RATE, so a trickle or a stall
- * ends.  Above those, the request's deadline (httpreq.deadline_ns) cuts
+ * ends (a request may ask for a shorter stall than timeout_s: stall_s,
+ * an index build's).  Above those, the request's deadline (httpreq.deadline_ns) cuts
  * every attempt and the backoff between them: a stall is not waited out
  * at the full timeout once per retry.  The body goes only into the caller's buffers: a server sending more
  * than the range fails the request, and the bodies of errors are dropped
@@ -489,8 +490,7 @@ static int backoff(const struct httpreq_ctx *c, const struct httpreq *req,
 		   uint64_t *rng)
 {
 	uint64_t ms = BACKOFF_MS << (attempt < 10 ? attempt : 10), cap;
-	int64_t until, left;
-	struct timespec ts;
+	int64_t until;
 
 	if (ms > BACKOFF_MAX)
 		ms = BACKOFF_MAX;
@@ -505,8 +505,16 @@ static int backoff(const struct httpreq_ctx *c, const struct httpreq *req,
 	until = sfs_now_ns() + (int64_t)ms * 1000000;
 	if (until >= deadline)
 		return -ETIMEDOUT;
+	return httpreq_wait_until(until, req->cancel);
+}
+
+int httpreq_wait_until(int64_t until, const struct source_cancel *cancel)
+{
+	struct timespec ts;
+	int64_t left;
+
 	while ((left = until - sfs_now_ns()) > 0) {
-		if (cancelled(req))
+		if (cancel && atomic_load(&cancel->cancelled))
 			return -EINTR;
 		if (left > POLL_MS * 1000000LL)
 			left = POLL_MS * 1000000LL;
@@ -514,7 +522,7 @@ static int backoff(const struct httpreq_ctx *c, const struct httpreq *req,
 		ts.tv_nsec = (long)left;
 		nanosleep(&ts, NULL);
 	}
-	return cancelled(req) ? -EINTR : 0;
+	return cancel && atomic_load(&cancel->cancelled) ? -EINTR : 0;
 }
 
 static size_t iov_total(const struct httpreq *req)
@@ -631,6 +639,7 @@ static enum verdict attempt(struct httpreq_ctx *c, struct conn *k,
 	struct curl_header *hh;
 	char range[48];
 	uint64_t bytes, ms;
+	unsigned stall;
 	int64_t left = (deadline - sfs_now_ns()) / 1000000;
 	CURLcode cc;
 
@@ -647,7 +656,11 @@ static enum verdict attempt(struct httpreq_ctx *c, struct conn *k,
 		curl_easy_setopt(k->h, CURLOPT_HTTPGET, 1L);
 	curl_easy_setopt(k->h, CURLOPT_RANGE, req->ranged ? range : NULL);
 	curl_easy_setopt(k->h, CURLOPT_WRITEDATA, &x);
-	ms = c->cfg->timeout_s * 1000ull + bytes * 1000 / MIN_RATE;
+	stall = req->stall_s && req->stall_s < c->cfg->timeout_s ? req->stall_s :
+		c->cfg->timeout_s;
+	curl_easy_setopt(k->h, CURLOPT_LOW_SPEED_TIME, (long)stall);
+	curl_easy_setopt(k->h, CURLOPT_CONNECTTIMEOUT, (long)stall);
+	ms = stall * 1000ull + bytes * 1000 / MIN_RATE;
 	if ((int64_t)ms > left)
 		ms = left > 1 ? (uint64_t)left : 1;
 	curl_easy_setopt(k->h, CURLOPT_TIMEOUT_MS, (long)ms);
@@ -692,6 +705,7 @@ int httpreq_do(struct httpreq_ctx *c, const struct httpreq *req,
 			break;
 		}
 		if (sfs_now_ns() >= deadline || cancelled(req)) {
+			v = RETRY;	/* out of time, not a verdict on the answer */
 			give_up(c, r, cancelled(req) ? -EINTR : -ETIMEDOUT);
 			break;
 		}
@@ -712,6 +726,7 @@ int httpreq_do(struct httpreq_ctx *c, const struct httpreq *req,
 	}
 	if (v == DONE)
 		return 0;
+	r->retryable = v == RETRY && r->fail != FAIL_CANCELLED;
 	free(r->body);
 	r->body = NULL;
 	r->got = 0;

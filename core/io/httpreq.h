@@ -71,6 +71,10 @@ struct httpreq {
 	/* Polled (every POLL_MS at most) while the request waits; once set,
 	 * the transfer is dropped and httpreq_do returns -EINTR.  NULL: none. */
 	const struct source_cancel *cancel;
+	/* An attempt that makes no progress (under 1 KiB/s) this long is
+	 * cut and retried, and connecting may take this long; 0:
+	 * cfg->timeout_s.  Index builds ask for less (source_build). */
+	unsigned stall_s;
 	/* Signing and headers (bucket sources); NULL: a plain request. */
 	const struct httpauth *auth;
 };
@@ -89,6 +93,10 @@ struct httpresp {
 	char *body;               /* see httpreq.iov */
 	int changed;              /* expect failed: another size or ETag */
 	unsigned attempts;
+	int retryable;            /* failed for what may pass (a 5xx, a reset,
+				   * the deadline), not for what another
+				   * attempt would meet again (a 4xx, a 200 to
+				   * a Range, a wrong answer) */
 	enum httpfail {           /* what kind of failure, for messages: */
 		FAIL_NONE,        /* one call site (rate-limit key) each */
 		FAIL_NET,         /* connect, reset, timeout, TLS: curl's */
@@ -131,5 +139,9 @@ int httpreq_transient(int curl_code);
  */
 int httpreq_put(struct httpreq_ctx *c, const char *url, const struct httpauth *auth,
 		const void *data, uint64_t len, struct httpresp *resp);
+/* Sleeps until `until` (sfs_now_ns), looking at cancel (may be NULL)
+ * every POLL_MS: 0, or -EINTR as soon as it is set.  The backoff's wait,
+ * and that of an index build's retries (httpcache.c). */
+int httpreq_wait_until(int64_t until, const struct source_cancel *cancel);
 
 #endif

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "log.h"
 
 /* Tried in order; the local file backend claims whatever is not a URL. */
@@ -26,6 +27,7 @@ static const struct source_backend *const backends[] = {
 
 static _Thread_local int nowait_mode;
 static _Thread_local struct source_cancel *cancel_scope;
+static _Thread_local int64_t build_since;	/* sfs_now_ns(), 0: not building */
 
 void source_nowait(int on)
 {
@@ -35,6 +37,16 @@ void source_nowait(int on)
 int source_nowait_mode(void)
 {
 	return nowait_mode;
+}
+
+void source_build(int on)
+{
+	build_since = on ? sfs_now_ns() : 0;
+}
+
+int64_t source_build_since(void)
+{
+	return build_since;
 }
 
 void source_cancel_scope(struct source_cancel *c)
@@ -94,6 +106,8 @@ int source_env_new(const struct source_config *cfg, struct source_env **out)
 		env->cfg.retries = 5;
 	if (!env->cfg.read_timeout_s)
 		env->cfg.read_timeout_s = 2 * env->cfg.timeout_s;
+	if (!env->cfg.build_timeout_s)
+		env->cfg.build_timeout_s = 600;
 	if (!env->cfg.cache_bytes)
 		env->cfg.cache_bytes = 32ull << 20;
 	if (!env->cfg.cache_dir_bytes)

@@ -74,6 +74,9 @@ struct source_config {
 	unsigned retries;         /* retries of one read before EIO; 5 */
 	unsigned read_timeout_s;  /* one read, retries and waits included;
 				   * 2 * timeout_s */
+	unsigned build_timeout_s; /* an index build's reads retry a failing
+				   * range until this long after the build
+				   * started (source_build); 600 */
 	const char *cacert;       /* CA bundle for https; NULL = system's */
 	int insecure;             /* 1: do not verify TLS peers */
 	uint64_t cache_bytes;     /* in-memory block cache; 32 MiB */
@@ -188,6 +191,20 @@ struct source_cancel {
 void source_cancel_scope(struct source_cancel *c);
 /* From any thread: the reads under c's scope give up (-EINTR). */
 void source_cancel(struct source_cancel *c);
+
+/*
+ * Index builds: from source_build(1) to source_build(0), the calling
+ * thread builds an index, whose reads of remote sources differ from a
+ * served read's: a read that fails (read_timeout_s, retries spent) is sent
+ * again with growing backoff until build_timeout_s after source_build(1)
+ * (a source that changed still fails at once); each attempt gives up after
+ * a shorter stall (BUILD_STALL_S in httpcache.c), a read waiting for a
+ * slow request of another thread sends its own after HEDGE_MS, and more
+ * readahead requests are kept in flight.  A build is expensive to redo and
+ * nobody is waiting on one of its pages, so it waits out a flaky store
+ * where a served read must give EIO.  Thread-local, as the no-wait flag.
+ */
+void source_build(int on);
 
 /* How the caller is about to read [off, off + len) (len 0: to the end). */
 enum source_advice {

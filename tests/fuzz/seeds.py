@@ -274,6 +274,13 @@ def download(out):
     put(out, "download", "goog-md5", b"\x01 md5=kAFQmDzST7DWlj99KOF/cg==")
     put(out, "download", "etag", b'\x02"d41d8cd98f00b204e9800998ecf8427e"')
     put(out, "download", "etag-multipart", b'\x02"d41d8cd98f00b204e9800998ecf8427e-12"')
+def checkpoint(out):
+    # edit lists for the valid checkpoint fuzz_checkpoint.c writes
+    put(out, "checkpoint", "valid", b"\x00")
+    put(out, "checkpoint", "valid-crcs", b"\x02")
+    put(out, "checkpoint", "flip-path", b"\x02\x58\x00\x01")
+    put(out, "checkpoint", "cut", b"\x00\x00\x00\x00\x01\xa0\x00")
+    put(out, "checkpoint", "raw", b"\x01SFSCKPT1")
 
 
 def main(fix, out):
@@ -301,6 +308,7 @@ def main(fix, out):
     httphdr(out)
     classes(out)
     download(out)
+    checkpoint(out)
 
 
 if __name__ == "__main__":

@@ -42,6 +42,19 @@ argument):
       rewritten value are mapped back, any other value is made one that
       cannot match.  /__etag?gen=0 restores the upstream's ETags.
   /__delay?ms=D      sleep D ms before answering every request (0: none)
+  /__chaos?rate=P&seed=S[&modes=M,M...][&method=GET][&delay_ms=D]
+           [&rate_bps=B][&max_s=S]
+      faults a random fraction P (0..1) of the requests an armed /__fault
+      leaves alone (GETs only unless method= says otherwise), each with a
+      mode drawn from `modes` (default: all of 500, 503, 429, drop, cut,
+      cutnolen, trickle, stop, delay), from a generator seeded with S, so
+      a run's sequence of decisions repeats.  The modes are /__fault's,
+      with trickle at rate_bps (100) and stop held max_s (30 s), plus
+        cutnolen  forward, send the headers without Content-Length and
+              half the body, close (a body cut short that the client can
+              only tell from Content-Range)
+        delay     sleep delay_ms (2000) before answering normally
+      rate=0 turns it off.  /__stats counts them as faults and chaos.MODE.
   /__stats[?key=K][&reset=1]   the counters (all as JSON, or K's value as
       a bare integer): requests, method.GET, method.HEAD, status.206,
       range_gets (GETs with Range), data_bytes (body bytes sent to
@@ -60,6 +73,7 @@ import http.client
 import http.server
 import json
 import os
+import random
 import re
 import select
 import socket
@@ -74,7 +88,9 @@ HOP = {'connection', 'keep-alive', 'proxy-connection', 'transfer-encoding',
 CONDITIONAL = ('if-range', 'if-match', 'if-none-match')
 ETAG_RE = re.compile(r'(W/)?"([^"]*)"')
 STATUS_MODES = {'500': 500, '503': 503, '429': 429}
-MODES = {'status', 'cut', 'stop', 'hang', 'drop', 'trickle', 'norange', 'off'} | set(STATUS_MODES)
+MODES = {'status', 'cut', 'cutnolen', 'stop', 'hang', 'drop', 'trickle', 'norange',
+         'off'} | set(STATUS_MODES)
+CHAOS_MODES = ('500', '503', '429', 'drop', 'cut', 'cutnolen', 'trickle', 'stop', 'delay')
 BUF = 65536
 
 
@@ -88,6 +104,7 @@ class State:
         self.etag_gen = 0
         self.delay_ms = 0
         self.counts = {}
+        self.chaos = None       # /__chaos settings, with their generator
 
     def count(self, key, n=1):
         with self.lock:
@@ -108,10 +125,32 @@ class State:
             self.counts['faults'] = self.counts.get('faults', 0) + 1
             return dict(f)
 
+    def take_chaos(self, method):
+        """A fault drawn by /__chaos for this request, or None."""
+        with self.lock:
+            c = self.chaos
+            if not c or (c['method'] and c['method'] != method):
+                return None
+            if c['rng'].random() >= c['rate']:
+                return None
+            mode = c['rng'].choice(c['modes'])
+            for k in ('faults', 'chaos.' + mode):
+                self.counts[k] = self.counts.get(k, 0) + 1
+        f = {'mode': mode, 'n': 1, 'method': None, 'match': None, 'code': 500,
+             'retry_after': None, 'rate': c['rate_bps'], 'max_s': c['max_s'],
+             'delay_ms': c['delay_ms']}
+        if mode in STATUS_MODES:
+            f['mode'], f['code'] = 'status', STATUS_MODES[mode]
+            f['retry_after'] = '1' if mode == '429' else None
+        return f
+
     def snapshot(self):
         with self.lock:
+            chaos = None
+            if self.chaos:
+                chaos = {k: v for k, v in self.chaos.items() if k != 'rng'}
             return {'fault': dict(self.fault) if self.fault else None,
-                    'etag_gen': self.etag_gen, 'delay_ms': self.delay_ms,
+                    'chaos': chaos, 'etag_gen': self.etag_gen, 'delay_ms': self.delay_ms,
                     'counts': dict(self.counts)}
 
 
@@ -164,6 +203,21 @@ def parse_control(state, path, query):
                     state.etag_gen = int(q['gen'])
                 elif q.get('change'):
                     state.etag_gen += 1
+        elif path == '/__chaos':
+            rate = float(q.get('rate', 0))
+            modes = [m for m in q.get('modes', ','.join(CHAOS_MODES)).split(',') if m]
+            bad = [m for m in modes if m not in CHAOS_MODES]
+            if bad or not modes or not 0 <= rate <= 1:
+                return 400, {'error': 'bad chaos: rate %r, modes %r' % (rate, bad or modes)}
+            c = None
+            if rate > 0:
+                c = {'rate': rate, 'modes': modes, 'method': q.get('method', 'GET'),
+                     'rng': random.Random(int(q.get('seed', 0))),
+                     'rate_bps': max(1, int(q.get('rate_bps', 100))),
+                     'max_s': float(q.get('max_s', 30)),
+                     'delay_ms': max(0, int(q.get('delay_ms', 2000)))}
+            with state.lock:
+                state.chaos = c
         elif path == '/__delay':
             with state.lock:
                 state.delay_ms = max(0, int(q.get('ms', 0)))
@@ -181,6 +235,7 @@ def parse_control(state, path, query):
                 state.etag_gen = 0
                 state.delay_ms = 0
                 state.counts = {}
+                state.chaos = None
         else:
             return 400, {'error': 'unknown control path %s' % path}
     except ValueError as e:
@@ -242,8 +297,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             delay, gen = state.delay_ms, state.etag_gen
         if delay:
             time.sleep(delay / 1000)
-        fault = state.take_fault(self.command, path)
+        fault = state.take_fault(self.command, path) or state.take_chaos(self.command)
         mode = fault['mode'] if fault else None
+        if mode == 'delay':
+            time.sleep(fault['delay_ms'] / 1000)
         if mode == 'drop':
             self.close_connection = True
             self.server.reset_on_close(self.connection)
@@ -336,20 +393,22 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if lk == 'etag':
                 v = rewrite_etag(v, gen)
             self.send_header(k, v)
-        if length is not None:
+        if length is not None and mode != 'cutnolen':
             self.send_header('Content-Length', str(length))
+        if mode == 'cutnolen':
+            self.close_connection = True	# the body ends where the connection does
         if resp.will_close:
             self.close_connection = True
         self.end_headers()
         if body is not None:
             if self.command != 'HEAD' and body:
-                if mode == 'cut':
+                if mode in ('cut', 'cutnolen'):
                     body = body[:len(body) // 2]
                 self.wfile.write(body)
-            if mode == 'cut':
+            if mode in ('cut', 'cutnolen'):
                 self.close_connection = True
             return len(body) if self.command != 'HEAD' else 0
-        if mode in ('cut', 'stop'):
+        if mode in ('cut', 'cutnolen', 'stop'):
             return self.send_cut(resp, length, fault if mode == 'stop' else None)
         if mode == 'trickle':
             return self.send_trickle(resp, fault)
