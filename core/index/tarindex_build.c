@@ -6,7 +6,7 @@
  * files next to the index.
  *
  * Building (single-threaded, never used while mounted):
- *   1. walk every source with tar_walk, expanding nested tars, adding one
+ *   1. walk every source with tar_walk (a zip: tarindex_zip.c), expanding nested tars, adding one
  *      entry record per member (its full path, its link) to a sort by
  *      path, component by component (so a directory's descendants follow
  *      it: a depth-first preorder with the children of each directory in
@@ -51,6 +51,7 @@
 #include "index/tarindex_int.h"
 #include "index/tarindex_build_int.h"
 #include "formats/tar.h"
+#include "formats/zipwalk.h"
 
 int tb_grow(void **p, uint32_t *cap, uint32_t n, size_t elt)
 {
@@ -303,8 +304,6 @@ static int add_ent(struct walkctx *c, const struct tar_member *m,
 	return 0;
 }
 
-static int walk_cb(void *arg, const struct tar_member *m);
-
 /* Length of the member's path in the tree: the prefix, '/', its path. */
 static size_t tree_path_len(const struct walkctx *c, const char *path)
 {
@@ -377,9 +376,10 @@ static int try_nested(struct walkctx *c, const struct tar_member *m)
 	uint32_t at;
 	int rc;
 
-	/* walk_cb has skipped members whose path in the tree would not fit
+	/* tb_walk_cb has skipped members whose path in the tree would not fit
 	 * TAR_PATH_MAX (path_fits), so `prefix` below is never cut */
-	if (c->depth >= c->b->recursive || !tarindex_member_is_tar(c->src, m))
+	if (c->depth >= c->b->recursive || c->deflated ||
+	    !tarindex_member_is_tar(c->src, m))
 		return 0;
 	memcpy(dir, m->path, len - 4);
 	dir[len - 4] = '\0';
@@ -399,7 +399,7 @@ static int try_nested(struct walkctx *c, const struct tar_member *m)
 	sub.what = what;
 	sub.prefix = prefix;
 	sub.up = at;
-	rc = tar_walk(c->src, m->offset, m->size, what, walk_cb, &sub);
+	rc = tar_walk(c->src, m->offset, m->size, what, tb_walk_cb, &sub);
 	c->b->nests[at].end = c->b->nents;
 	if (rc == -EBADMSG)
 		sfs_warn("%s: keeping the members before the damage", what);
@@ -407,7 +407,7 @@ static int try_nested(struct walkctx *c, const struct tar_member *m)
 	return rc == -EBADMSG || rc == -EINVAL || rc == 0 ? 1 : rc;
 }
 
-static int walk_cb(void *arg, const struct tar_member *m)
+int tb_walk_cb(void *arg, const struct tar_member *m)
 {
 	struct walkctx *c = arg;
 	struct builder *b = c->b;
@@ -465,8 +465,12 @@ static int walk_source(struct builder *b, const struct tarindex_source *s,
 	/* we read one header per member and skip the data: readahead would
 	 * read the data we skip */
 	source_advise(s->src, 0, 0, SOURCE_ADV_RANDOM);
-	rc = tar_walk(s->src, 0, *size, s->path, walk_cb, &c);
-	if (rc == -EINVAL)
+	rc = zip_sniff(s->src);
+	if (rc == 1)
+		rc = tb_zip_walk(&c);
+	else if (rc == 0)
+		rc = tar_walk(s->src, 0, *size, s->path, tb_walk_cb, &c);
+	if (rc == -EINVAL && !c.zip)
 		sfs_err("%s: not a tar archive (no valid header at offset 0)", s->path);
 	else if (rc == -EBADMSG)
 		sfs_warn("%s: keeping the %u members before the damage", s->path,
@@ -531,6 +535,7 @@ static void builder_free(struct builder *b)
 	free(b->links);
 	free(b->chunks);
 	free(b->sparse);
+	free(b->zips);
 	free(b->rec);
 	free(b->scratch);
 	tb_links_free(b);
@@ -584,6 +589,8 @@ int tarindex_build(struct index_writer *w, uint32_t tag_prefix_char,
 		rc = tb_resolve_links(&b);
 	if (rc == 0)
 		rc = tb_tree_write(&b, w, tag_prefix_char, root_mtime, sizes);
+	if (rc == 0)
+		rc = tb_zip_write(&b, w, tag_prefix_char);
 out:
 	builder_free(&b);
 	free(sizes);
