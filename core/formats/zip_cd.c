@@ -97,7 +97,14 @@ int zip_locate_cd(const struct zip_file *za, struct zip_cd_loc *loc)
 {
 	uint8_t rec[EOCD_LEN];
 	uint64_t eocd_off;
-	int rc = find_eocd(za, &eocd_off, rec);
+	int rc;
+
+	if (za->size < EOCD_LEN) {
+		sfs_err("%s: %llu bytes is too short for a zip archive", za->path,
+			(unsigned long long)za->size);
+		return -EINVAL;
+	}
+	rc = find_eocd(za, &eocd_off, rec);
 
 	if (rc)
 		return rc;
