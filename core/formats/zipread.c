@@ -327,6 +327,24 @@ static void cursor_put(struct zipread *zr, struct cursor *c, int table, int bad)
 	pthread_mutex_unlock(&zr->lock);
 }
 
+/* Gives inflate the next compressed bytes when it has none left. */
+static int cursor_feed(struct cursor *c, const struct zip_data *d)
+{
+	uint64_t left = d->csize - c->in_pos;
+	size_t k = left < INFLATE_CHUNK ? (size_t)left : INFLATE_CHUNK;
+	int rc;
+
+	if (c->zs.avail_in || !left)
+		return 0;
+	rc = zip_pread_full(d->src, c->in, k, d->off + c->in_pos);
+	if (rc < 0)
+		return rc;
+	c->zs.next_in = c->in;
+	c->zs.avail_in = (uInt)k;
+	c->in_pos += k;
+	return 0;
+}
+
 /*
  * Inflates the next up to n bytes of the member into out (never past
  * usize); *got is how many.  NULL, or what is wrong with the stream.
@@ -339,16 +357,9 @@ static const char *cursor_step(struct cursor *c, const struct zip_data *d,
 
 	if (n > d->usize - c->pos)
 		n = (size_t)(d->usize - c->pos);
-	if (zs->avail_in == 0 && c->in_pos < d->csize) {
-		uint64_t left = d->csize - c->in_pos;
-		size_t k = left < INFLATE_CHUNK ? (size_t)left : INFLATE_CHUNK;
-
-		if ((*rc = zip_pread_full(d->src, c->in, k, d->off + c->in_pos)) < 0)
-			return "cannot read compressed data";
-		zs->next_in = c->in;
-		zs->avail_in = (uInt)k;
-		c->in_pos += k;
-	}
+	if ((*rc = cursor_feed(c, d)) < 0)
+		return "cannot read compressed data";
+	*rc = -EIO;
 	zs->next_out = out;
 	zs->avail_out = n > UINT32_MAX ? UINT32_MAX : (uInt)n;
 	zr = inflate(zs, Z_NO_FLUSH);
@@ -371,16 +382,8 @@ static const char *cursor_finish(struct cursor *c, const struct zip_data *d)
 	int zr;
 
 	do {
-		if (c->zs.avail_in == 0 && c->in_pos < d->csize) {
-			uint64_t left = d->csize - c->in_pos;
-			size_t k = left < INFLATE_CHUNK ? (size_t)left : INFLATE_CHUNK;
-
-			if (zip_pread_full(d->src, c->in, k, d->off + c->in_pos) < 0)
-				return "cannot read compressed data";
-			c->zs.next_in = c->in;
-			c->zs.avail_in = (uInt)k;
-			c->in_pos += k;
-		}
+		if (cursor_feed(c, d) < 0)
+			return "cannot read compressed data";
 		c->zs.next_out = &sink;
 		c->zs.avail_out = 1;
 		zr = inflate(&c->zs, Z_NO_FLUSH);
