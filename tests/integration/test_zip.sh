@@ -8,8 +8,9 @@
 # a member whose CRC is wrong and one with a flipped bit give EIO, named in
 # the log, never other bytes; "../" is skipped; a CP437 name is zipfile's;
 # a bomb (64 MiB declared as 4 KiB) gives EIO; a truncated central
-# directory is a clear mount error.  Last, a directory of shards (a .tar
-# and a .zip) mounts as one tree with a directory per shard.
+# directory is a clear mount error.  Then a directory of shards (a .tar
+# and a .zip) mounts as one tree with a directory per shard, and Kaggle's
+# ImageNet zip as layout=imagenet gives the tree of the release's tars.
 . "$(dirname "$0")/lib.sh"
 sfs_setup
 T=$SFS_TMP
@@ -92,5 +93,31 @@ if check "shards: the directory mounts (layout detected)" sfs_mount "$S" "$mnt";
 	check "shards: the tree is each shard's extraction" \
 		"$PY" "$SFS_ROOT/tests/integration/tree_compare.py" "$T/xs" "$mnt"
 	check "shards: unmounts cleanly" sfs_umount "$mnt"
+fi
+
+# --- Kaggle's ImageNet zip (layout=imagenet): the tree the release's tars
+# give for the same images, labels from its LOC_ files
+"$PY" - "$T/kg" "$SFS_ROOT/tests/fixtures" <<'PYEOF' || echo "    make_kaggle failed"
+import os, sys
+sys.path.insert(0, sys.argv[2])
+from make_imagenet import make_imagenet, make_kaggle, pick_wnids
+t = make_imagenet(os.path.join(sys.argv[1], "release"), pick_wnids(5) + ["n01440764"],
+                  per_class=6, n_val=20, seed=3)
+os.makedirs(os.path.join(sys.argv[1], "kaggle"))
+make_kaggle(os.path.join(sys.argv[1], "release"),
+            os.path.join(sys.argv[1], "kaggle", "imagenet-object-localization-challenge.zip"), t)
+# the shards' tar headers carry the sources' newest mtime: the release's
+rel = os.path.join(sys.argv[1], "release")
+m = max(os.stat(os.path.join(rel, f)).st_mtime for f in os.listdir(rel) if f.endswith(".tar"))
+os.utime(os.path.join(sys.argv[1], "kaggle", "imagenet-object-localization-challenge.zip"), (m, m))
+PYEOF
+if check "kaggle: the release mounts" sfs_mount "$T/kg/release" "$T/m-rel" -o layout=imagenet &&
+   check "kaggle: the directory holding the zip mounts (layout detected)" \
+	sfs_mount "$T/kg/kaggle" "$T/m-kg"; then
+	check "kaggle: the same tree as the release's (train, labelled val, shards, shuffled)" \
+		sfs_same_mounts "$T/m-rel" "$T/m-kg"
+	check "kaggle: val is labelled" test -d "$T/m-kg/val/n01440764"
+	check "kaggle: unmounts cleanly" sfs_umount "$T/m-kg"
+	check "kaggle: the release unmounts cleanly" sfs_umount "$T/m-rel"
 fi
 sfs_done
