@@ -263,6 +263,9 @@ def main(fix, out):
          glob.glob(os.path.join(fix, "qd", "*.zip")))
     for name, data in zips():
         put(out, "zipdir", name, data)
+    put(out, "kaggle", "pair", b"n01440764 tench, Tinca tinca\nn01443537 goldfish\n\0"
+        b"ImageId,PredictionString\nILSVRC2012_val_00000002,n01443537 1 2 3 4 \r\n"
+        b"ILSVRC2012_val_00000001,n01440764 5 6 7 8 n01443537 1 1 1 1\n")
     tars = glob.glob(os.path.join(fix, "tars", "**", "*.tar"), recursive=True) + \
         glob.glob(os.path.join(fix, "imagenet*", "**", "*.tar"), recursive=True)
     copy(out, "tar", tars)
