@@ -31,10 +31,21 @@
 #define INFLATE_CHUNK (64u << 10)
 #define CURSORS       8          /* large members read at once, per mount */
 
+/* A read to retry, not bad data: no-wait mode's "it would wait" (the FUSE
+ * layer retries on a worker) or a cancelled remote read.  Said by no one. */
+static int transient(int rc)
+{
+	return rc == -EAGAIN || rc == -EINTR;
+}
+
 /* csize == usize: zip_read_member checked it before allocating */
 static int read_stored(const struct zip_data *d, uint64_t off, uint8_t *out)
 {
-	if (zip_pread_full(d->src, out, (size_t)d->usize, off)) {
+	int rc = zip_pread_full(d->src, out, (size_t)d->usize, off);
+
+	if (transient(rc))
+		return rc;
+	if (rc) {
 		sfs_err("%s: member %s: offset %llu: cannot read %llu bytes",
 			d->path, d->name, (unsigned long long)off,
 			(unsigned long long)d->usize);
@@ -81,8 +92,12 @@ static const char *inflate_exact(const struct zip_data *d,
 		if (zs->avail_in == 0 && left > 0) {
 			size_t n = left < INFLATE_CHUNK ? (size_t)left : INFLATE_CHUNK;
 
-			if (zip_pread_full(d->src, in, n, off + (d->csize - left)))
+			int r = zip_pread_full(d->src, in, n, off + (d->csize - left));
+
+			if (r) {
+				*rc = transient(r) ? r : -EIO;
 				return "cannot read compressed data";
+			}
 			zs->next_in = in;
 			zs->avail_in = (uInt)n;
 			left -= n;
@@ -132,7 +147,7 @@ static int read_deflated(const struct zip_data *d,
 		return -ENOMEM;
 	}
 	why = inflate_exact(d, off, o, &zs, in, &rc);
-	if (why && rc != -ENOMEM)
+	if (why && rc != -ENOMEM && !transient(rc))
 		sfs_err("%s: member %s: data at offset %llu: %s (%llu bytes declared)",
 			d->path, d->name, (unsigned long long)off, why,
 			(unsigned long long)d->usize);
@@ -355,6 +370,7 @@ static const char *cursor_step(struct cursor *c, const struct zip_data *d,
 	z_stream *zs = &c->zs;
 	int zr;
 
+	*got = 0;
 	if (n > d->usize - c->pos)
 		n = (size_t)(d->usize - c->pos);
 	if ((*rc = cursor_feed(c, d)) < 0)
@@ -376,14 +392,15 @@ static const char *cursor_step(struct cursor *c, const struct zip_data *d,
 }
 
 /* At usize: the stream must end there, and the CRC match. */
-static const char *cursor_finish(struct cursor *c, const struct zip_data *d)
+static const char *cursor_finish(struct cursor *c, const struct zip_data *d, int *rc)
 {
 	uint8_t sink;
 	int zr;
 
 	do {
-		if (cursor_feed(c, d) < 0)
+		if ((*rc = cursor_feed(c, d)) < 0)
 			return "cannot read compressed data";
+		*rc = -EIO;
 		c->zs.next_out = &sink;
 		c->zs.avail_out = 1;
 		zr = inflate(&c->zs, Z_NO_FLUSH);
@@ -430,7 +447,13 @@ static ssize_t stream_read(struct zipread *zr, uint64_t key, const struct zip_da
 		done += got;
 	}
 	if (!why && c->pos == d->usize)
-		why = cursor_finish(c, d);
+		why = cursor_finish(c, d, &rc);
+	if (why && transient(rc)) {
+		/* the cursor stays good where it is: the retry goes on from there
+		 * (or, past `off` now, starts over) */
+		cursor_put(zr, c, table, 0);
+		return rc;
+	}
 	if (why)
 		sfs_err("%s: member %s: data at offset %llu: %s (%llu bytes declared)",
 			d->path, d->name, (unsigned long long)d->off, why,
