@@ -3,7 +3,9 @@
  * and WebDataset shards, straight out of the release tars.
  *
  * SOURCE (see layout_imagenet.h for detection) holds the train tar of class
- * tars (or train/<wnid>.tar), the val tar and, optionally, the devkit.
+ * tars (or train/<wnid>.tar), the val tar and, optionally, the devkit; or
+ * it is Kaggle's zip of the same images (imagenet_files.h), whose label
+ * files take the devkit's place.
  *   /classes.txt                       "<label>\t<wnid>\t<words>\n"
  *   /train/<wnid>/<member>             bytes of the tar member
  *   /val/<wnid>/ILSVRC2012_val_*.JPEG  (flat /val/<member> without labels)
