@@ -25,6 +25,8 @@
 #include <time.h>
 
 #define WINDOW     (256u << 10)   /* > the largest entry: 46 + 3 x 65535 */
+#define AHEAD      (32u << 20)    /* read-ahead while local headers are dense */
+#define DENSE      (128u << 10)   /* ... that is, this close to the last one */
 #define EXTRA_UT   0x5455         /* extended timestamp: mtime */
 #define HOST_FAT   0
 #define HOST_UNIX  3
@@ -36,6 +38,7 @@ struct zwalk {
 	struct zip_file zf;
 	uint64_t cd_off, cd_end;
 	uint64_t boff;            /* the window: [boff, boff + blen) */
+	uint64_t last_lh, ra_end; /* the last local header read; read ahead to */
 	size_t blen;
 	uint8_t *buf;
 	iconv_t cp437;            /* (iconv_t)-1 until a CP437 name needs it */
@@ -126,25 +129,41 @@ static int decode_name(struct zwalk *w, size_t nlen, int host, uint16_t flags)
 	return 0;
 }
 
-/* The local header: its name must be the central one; sets the data offset. */
+/*
+ * While local headers come close together (small members, in file order,
+ * as zips are written), asks the kernel to read the next AHEAD bytes in
+ * the background, AHEAD / 2 at a time: the build sets the source
+ * SOURCE_ADV_RANDOM (so that large members' data is not read), and then
+ * each header is one synchronous read (50,000 small stored members cold:
+ * 5.3 s).  As tar.c's rd_ahead does for tar headers.
+ */
+static void lh_ahead(struct zwalk *w, uint64_t off)
+{
+	int dense = off > w->last_lh && off - w->last_lh < DENSE;
+
+	w->last_lh = off;
+	if (!dense || off + AHEAD / 2 < w->ra_end)
+		return;
+	source_advise(w->zf.src, off, AHEAD, SOURCE_ADV_WILLNEED);
+	w->ra_end = off + AHEAD;
+}
+
+/* The local header: its name must be the central one; sets the data
+ * offset.  One pread for the header and the name. */
 static int local_header(struct zwalk *w, struct zip_entry *e, size_t nlen)
 {
-	uint8_t lh[LOCAL_LEN];
-	char name[TAR_PATH_MAX + 1];
+	uint8_t lh[LOCAL_LEN + TAR_PATH_MAX];
 	uint64_t off;
 	int rc;
 
-	if (e->header > w->cd_off || w->cd_off - e->header < LOCAL_LEN)
+	if (e->header > w->cd_off || w->cd_off - e->header < LOCAL_LEN + nlen)
 		return 1;
-	rc = zip_pread_full(w->zf.src, lh, sizeof(lh), e->header);
+	lh_ahead(w, e->header);
+	rc = zip_pread_full(w->zf.src, lh, LOCAL_LEN + nlen, e->header);
 	if (rc < 0)
 		return rc == -EIO ? 1 : rc;
-	if (le32(lh) != SIG_LOCAL || le16(lh + 26) != nlen)
-		return 1;
-	rc = zip_pread_full(w->zf.src, name, nlen, e->header + LOCAL_LEN);
-	if (rc < 0)
-		return rc == -EIO ? 1 : rc;
-	if (memcmp(name, w->raw, nlen))
+	if (le32(lh) != SIG_LOCAL || le16(lh + 26) != nlen ||
+	    memcmp(lh + LOCAL_LEN, w->raw, nlen))
 		return 1;
 	off = e->header + LOCAL_LEN + nlen + le16(lh + 28);
 	if (off > w->cd_off || e->data.csize > w->cd_off - off)
