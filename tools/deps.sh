@@ -7,6 +7,7 @@ pkgs=(build-essential pkg-config libfuse3-dev fuse3 zlib1g-dev libarchive-dev
       python3-torch python3-torchvision squashfuse squashfs-tools archivemount
       util-linux-extra	# fincore: the tests check that evicted pages are gone
       rsync	# test_messages.sh: rsync -aX from a mount
+      zip unzip	# test_zip.sh: Info-ZIP makes zips, and unzip's extraction is the oracle
       libexpat1-dev	# bucket listings (core/io/bucketlist.c)
       libssl-dev	# samplefs-download's MD5 and base64 (core/io/download.c, dlnames.c):
 			# OpenSSL's libcrypto, loaded anyway by Debian's libcurl (OpenSSL flavour)

@@ -252,6 +252,8 @@ int tarindex_open(struct tarindex *t, const struct index_map *m,
 
 	memset(t, 0, sizeof(*t));
 	rc = map_sections(t, m, tag_prefix_char);
+	if (rc == 0)
+		rc = tarindex_zip_open(t, m, tag_prefix_char);
 	if (rc == 0 && t->nsrc != nsrc)
 		rc = bad("number of sources differs", nsrc);
 	for (i = 0; rc == 0 && i < t->nnodes; i++)
@@ -293,6 +295,7 @@ out:
 
 void tarindex_close(struct tarindex *t)
 {
+	tarindex_zip_close(t);
 	free(t->srcs);
 	memset(t, 0, sizeof(*t));
 }
@@ -768,8 +771,15 @@ ssize_t tarindex_pread(const struct tarindex *t, uint32_t i, void *buf,
 		return 0;
 	if (size > fsize - off)
 		size = (size_t)(fsize - off);
-	rc = tarindex_node_sparse(n) ? sparse_read(t, i, buf, size, off) :
-	     read_source(t, src, buf, size, n->off + off);
+	if (t->nzips && tarindex_deflated(t, i)) {
+		ssize_t got = tarindex_zip_pread(t, i, buf, size, off);
+
+		if (got < 0)
+			return got;
+		rc = got == (ssize_t)size ? 0 : -EIO;
+	} else
+		rc = tarindex_node_sparse(n) ? sparse_read(t, i, buf, size, off) :
+		     read_source(t, src, buf, size, n->off + off);
 	if (rc < 0)
 		return rc;
 	/* checked after reading: bytes of a file that changed before or while

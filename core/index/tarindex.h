@@ -57,6 +57,14 @@
  * Threads: after tarindex_open a struct tarindex is read-only and may be
  * used from any number of threads (source_pread on shared sources).
  *
+ * Zip sources (tarindex_zip.c) become trees the same way: their members
+ * are walked from the central directory (formats/zipwalk.h); a stored
+ * member is a file node like a tar member's (one range of the source,
+ * spliceable; a stored *.tar inside is expanded as a nested tar), a
+ * deflated one a file node listed in the zip section, read through
+ * formats/zipread.h (never spliced: tarindex_deflated).  Zips inside
+ * tars are plain files.
+ *
  * Not for: compressed tars, writing tars, deciding inode numbers (layouts
  * do that, typically node number + a constant).
  */
@@ -138,6 +146,18 @@ struct tarindex_hardlink {
 	uint32_t node, first, nlink;
 };
 
+/* A deflated member of a zip source (section TAG(c, 'Z', 'P'), sorted by
+ * src then off): the file node whose source is `src` and whose `off` is
+ * this one holds deflated data (its size is the inflated size; members of
+ * other methods or encrypted are listed too, so their reads fail).  Stored
+ * zip members are plain file nodes, read in place. */
+struct tarindex_zip {
+	uint64_t off, csize;
+	uint32_t src, crc32;
+	uint16_t method, flags;  /* as zip has them (listed: any but stored) */
+	uint32_t pad;
+};
+
 /* Where a source tar goes in the tree. */
 struct tarindex_source {
 	const char *path;  /* the tar file: a path or URL */
@@ -206,6 +226,11 @@ struct tarindex {
 	uint64_t nchunks;
 	const struct tarindex_hardlink *hardlinks;	/* by node number */
 	uint32_t nhardlinks;
+	const struct tarindex_zip *zips;        /* sorted by (src, off) */
+	uint64_t nzips;
+	/* reads of deflated members: its own locks (zipread.h); NULL when
+	 * there are none */
+	struct zipread *zr;
 	struct source **srcs;    /* srcs[source number]: the caller's */
 	uint64_t nfiles;         /* regular files */
 	uint64_t total_bytes;    /* sum of regular file sizes */
@@ -309,10 +334,15 @@ const struct tarindex_hardlink *tarindex_hardlink(const struct tarindex *t,
  * data chunks (the holes are stored nowhere). */
 uint64_t tarindex_stored(const struct tarindex *t, uint32_t i);
 
+/* 1 if file node i's data is deflated (a zip member): its bytes are no
+ * range of its source, so not to be spliced; else 0. */
+int tarindex_deflated(const struct tarindex *t, uint32_t i);
+
 /*
  * Reads up to `size` bytes at `off` of file node i (a sparse file's holes
  * read as zeros): bytes read (short only at the end of the member), -EISDIR / -EINVAL for non-files, -EIO when the
- * source is shorter than the index says (truncated or changed since).
+ * source is shorter than the index says (truncated or changed since), or
+ * a deflated member's data is bad (zipread.h: named in a message).
  */
 ssize_t tarindex_pread(const struct tarindex *t, uint32_t i, void *buf,
 		       size_t size, uint64_t off);

@@ -6,7 +6,7 @@
  * files next to the index.
  *
  * Building (single-threaded, never used while mounted):
- *   1. walk every source with tar_walk, expanding nested tars, adding one
+ *   1. walk every source with tar_walk (a zip: tarindex_zip.c), expanding nested tars, adding one
  *      entry record per member (its full path, its link) to a sort by
  *      path, component by component (so a directory's descendants follow
  *      it: a depth-first preorder with the children of each directory in
@@ -51,6 +51,7 @@
 #include "index/tarindex_int.h"
 #include "index/tarindex_build_int.h"
 #include "formats/tar.h"
+#include "formats/zipwalk.h"
 
 int tb_grow(void **p, uint32_t *cap, uint32_t n, size_t elt)
 {
@@ -303,7 +304,6 @@ static int add_ent(struct walkctx *c, const struct tar_member *m,
 	return 0;
 }
 
-static int walk_cb(void *arg, const struct tar_member *m);
 
 /* Length of the member's path in the tree: the prefix, '/', its path. */
 static size_t tree_path_len(const struct walkctx *c, const char *path)
@@ -369,12 +369,12 @@ static int keep_nest(struct walkctx *c, uint32_t *at)
 
 static int replay_walk(struct walkctx *c);
 
-/* Whether the walk expands member m as a nested tar (walk_cb's checks
+/* Whether the walk expands member m as a nested tar (tb_walk_cb's checks
  * first: a member they skip is never expanded). */
 static int expands(const struct walkctx *c, const struct tar_member *m)
 {
 	return m->type == TAR_FILE && m->size <= TARINDEX_MAX_SIZE &&
-	       c->depth < c->b->recursive &&
+	       c->depth < c->b->recursive && !c->deflated &&
 	       tree_path_len(c, m->path) <= TAR_PATH_MAX &&
 	       tarindex_member_is_tar(c->src, m) == 1;
 }
@@ -392,7 +392,7 @@ static int try_nested(struct walkctx *c, const struct tar_member *m)
 	uint32_t at;
 	int rc;
 
-	/* walk_cb has skipped members whose path in the tree would not fit
+	/* tb_walk_cb has skipped members whose path in the tree would not fit
 	 * TAR_PATH_MAX (path_fits), so `prefix` below is never cut */
 	memcpy(dir, m->path, len - 4);
 	dir[len - 4] = '\0';
@@ -413,7 +413,7 @@ static int try_nested(struct walkctx *c, const struct tar_member *m)
 	sub.prefix = prefix;
 	sub.up = at;
 	rc = c->b->resuming ? replay_walk(&sub) :
-			      tar_walk(c->src, m->offset, m->size, what, walk_cb, &sub);
+			      tar_walk(c->src, m->offset, m->size, what, tb_walk_cb, &sub);
 	c->b->nests[at].end = c->b->nents;
 	if (rc == -EBADMSG)
 		sfs_warn("%s: keeping the members before the damage", what);
@@ -464,7 +464,7 @@ static int take_member(struct walkctx *c, const struct tar_member *m, int nested
  * the checkpoint, with whether it is expanded, before it is taken (and
  * before the members of a nested tar, which the recursion records).
  */
-static int walk_cb(void *arg, const struct tar_member *m)
+int tb_walk_cb(void *arg, const struct tar_member *m)
 {
 	struct walkctx *c = arg;
 	struct ckpt *ck = c->b->ck;
@@ -527,7 +527,7 @@ static int walk_from(struct builder *b, struct walkctx *c, uint64_t size)
 			 (unsigned long long)from, (unsigned long long)size,
 			 (unsigned long long)r->members);
 	}
-	rc = tar_walk(c->src, from, size - from, c->what, walk_cb, c);
+	rc = tar_walk(c->src, from, size - from, c->what, tb_walk_cb, c);
 	if (rc == -EINVAL && from) {
 		sfs_err("%s: no tar header at byte %llu, where the checkpoint "
 			"resumes", c->what, (unsigned long long)from);
@@ -536,7 +536,27 @@ static int walk_from(struct builder *b, struct walkctx *c, uint64_t size)
 	return rc;
 }
 
-/* Walks one source tar into the builder. */
+/*
+ * Walks a zip source into the builder (tarindex_zip.c).  A build that
+ * meets a zip keeps no checkpoint: a replay would not bring back the
+ * deflated members' section (tb_zip_write), and a zip's walk is one read
+ * of its central directory, with nothing to resume inside it.
+ */
+static int walk_zip(struct builder *b, struct walkctx *c)
+{
+	if (b->resuming) {
+		sfs_err("%s: a checkpoint resumes here, but this is a zip: "
+			"dropped, the next build starts over", c->what);
+		return -ESTALE;
+	}
+	if (b->ck) {
+		ckpt_close(b->ck, 1);
+		b->ck = NULL;
+	}
+	return tb_zip_walk(c);
+}
+
+/* Walks one source tar (or zip) into the builder. */
 static int walk_source(struct builder *b, const struct tarindex_source *s,
 		       uint32_t srcno, uint64_t *size, int64_t *mtime)
 {
@@ -561,8 +581,12 @@ static int walk_source(struct builder *b, const struct tarindex_source *s,
 	/* we read one header per member and skip the data: readahead would
 	 * read the data we skip */
 	source_advise(s->src, 0, 0, SOURCE_ADV_RANDOM);
-	rc = walk_from(b, &c, *size);
-	if (rc == -EINVAL)
+	rc = zip_sniff(s->src);
+	if (rc == 1)
+		rc = walk_zip(b, &c);
+	else if (rc == 0)
+		rc = walk_from(b, &c, *size);
+	if (rc == -EINVAL && !c.zip)
 		sfs_err("%s: not a tar archive (no valid header at offset 0)", s->path);
 	else if (rc == -EBADMSG)
 		sfs_warn("%s: keeping the %u members before the damage", s->path,
@@ -670,6 +694,7 @@ static void builder_free(struct builder *b)
 	free(b->chunks);
 	free(b->sparse);
 	free(b->rec);
+	free(b->zips);
 	free(b->scratch);
 	tb_links_free(b);
 }
@@ -725,6 +750,8 @@ int tarindex_build(struct index_writer *w, uint32_t tag_prefix_char,
 		rc = tb_resolve_links(&b);
 	if (rc == 0)
 		rc = tb_tree_write(&b, w, tag_prefix_char, root_mtime, sizes);
+	if (rc == 0)
+		rc = tb_zip_write(&b, w, tag_prefix_char);
 	/* a build that succeeded keeps it until its index file is in place */
 	if (rc == 0 && b.ck && index_writer_drop_at_commit(w, ckpt_path(b.ck)) < 0)
 		rc = -ENOMEM;

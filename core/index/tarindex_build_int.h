@@ -80,6 +80,8 @@ struct builder {
 	struct sparse_map *sparse;  /* [0] unused: erec.sparse 0 is none */
 	uint32_t nsparse, sparse_cap;
 	struct tb_links *res;       /* NULL: no hard links */
+	struct tarindex_zip *zips;  /* deflated zip members, in walk order */
+	uint64_t nzips, zips_cap;
 	uint32_t recursive;
 	struct progress prog;
 	uint64_t bytes_before;      /* sizes of the sources already walked */
@@ -98,9 +100,13 @@ struct walkctx {
 	uint32_t up;            /* the nested walk this is (index), or NONE */
 	const char *prefix;     /* "" or "dir" for the members' paths */
 	const char *what;
+	int deflated;           /* the member being added is (no nested tar) */
+	int zip;                /* the source is a zip */
 };
 
 /* tarindex_build.c */
+/* tar_walk's callback: adds member m (expanding a nested tar). */
+int tb_walk_cb(void *arg, const struct tar_member *m);
 int tb_grow(void **p, uint32_t *cap, uint32_t n, size_t elt);
 void *tb_slot(void **p, uint32_t *cap, uint32_t n, size_t elt);
 int tb_arena_put(struct tb_arena *ar, const char *a, const char *s, size_t slen,
@@ -120,6 +126,12 @@ uint32_t tb_enclosing(const struct builder *b, uint32_t seq);
 
 /* tarindex_links.c */
 int tb_rename_nested(struct builder *b);
+
+/* tarindex_zip.c */
+/* Walks the zip source of c into the builder (see tarindex.h). */
+int tb_zip_walk(struct walkctx *c);
+/* Writes the zip section (sorted), when there are deflated members. */
+int tb_zip_write(struct builder *b, struct index_writer *w, uint32_t c);
 int tb_resolve_links(struct builder *b);
 /*
  * Hard link r as resolved: 0 when it was dropped, else 1 with *out filled

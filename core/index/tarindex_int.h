@@ -8,11 +8,13 @@
 #define SFS_INDEX_TARINDEX_INT_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "index/index.h"
 #include "index/tarindex.h"
 
-#define TARINDEX_VERSION 4      /* 4: hard link groups, a link's mtime its target's */
+#define TARINDEX_VERSION 5      /* 4: hard link groups, a link's mtime its target's;
+				 * 5: zip sources, section ZP */
 #define TAG(c, x, y) INDEX_TAG((c), 'T', (x), (y))
 #define NONE UINT32_MAX
 
@@ -29,6 +31,14 @@ struct tarindex_hdr {
 	uint32_t nhardlinks;    /* linked files: TAG(c, 'H', 'L') */
 	uint64_t nchunks;       /* their map entries: TAG(c, 'S', 'M') */
 };
+
+/* tarindex_zip.c, for tarindex.c: maps and checks the zip section
+ * (optional: none when no source is a zip) and sets up its reads. */
+int tarindex_zip_open(struct tarindex *t, const struct index_map *m, uint32_t c);
+void tarindex_zip_close(struct tarindex *t);
+/* Reads of deflated file node i (see tarindex_pread). */
+ssize_t tarindex_zip_pread(const struct tarindex *t, uint32_t i, void *buf,
+			   size_t size, uint64_t off);
 
 /* Hard link entries by node number: sorted so at build, searched so at mount. */
 static inline int hardlink_cmp(const void *pa, const void *pb)

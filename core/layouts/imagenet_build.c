@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "formats/devkit.h"
+#include "formats/kaggle.h"
 #include "io/source.h"
 #include "layouts/imagenet_files.h"
 #include "layouts/imagenet_orders.h"
@@ -55,7 +56,7 @@ static int classes_from_train(struct lbuild *b)
 	uint32_t first = 0, count = 0, i;
 
 	if (b->L->sp[TRAIN].nsrc)
-		tarindex_children(t, TARINDEX_ROOT, &first, &count);
+		tarindex_children(t, b->L->sp[TRAIN].root, &first, &count);
 	b->wnid = calloc(count ? count : 1, WNID_LEN);
 	if (!b->wnid)
 		return -ENOMEM;
@@ -91,7 +92,7 @@ static void warn_strays(const struct lbuild *b)
 	const struct tarindex *t = &b->L->sp[TRAIN].t;
 	uint32_t first, count, i;
 
-	if (!t->nnodes || tarindex_children(t, TARINDEX_ROOT, &first, &count))
+	if (!t->nnodes || tarindex_children(t, b->L->sp[TRAIN].root, &first, &count))
 		return;
 	for (i = first; i < first + count; i++)
 		if (tarindex_node_type(tarindex_node(t, i)) != TARINDEX_DIR ||
@@ -113,7 +114,7 @@ static int collect_train(struct lbuild *b)
 		return -ENOMEM;
 	for (l = 0; l < b->nclasses; l++) {
 		b->cstart[TRAIN][l] = n;
-		d = t->nnodes ? tarindex_lookup(t, TARINDEX_ROOT, b->wnid[l]) : -ENOENT;
+		d = t->nnodes ? tarindex_lookup(t, b->L->sp[TRAIN].root, b->wnid[l]) : -ENOENT;
 		if (d < 0 || tarindex_children(t, (uint32_t)d, &first, &count))
 			continue;
 		for (i = first; i < first + count; i++) {
@@ -179,7 +180,7 @@ static int collect_val(struct lbuild *b)
 	uint32_t first = 0, count = 0, i, n = 0, *lab;
 	int labelled = b->dk.nval > 0 && b->nclasses > 0;
 
-	tarindex_children(t, TARINDEX_ROOT, &first, &count);
+	tarindex_children(t, b->L->sp[VAL].root, &first, &count);
 	lab = malloc(((size_t)count + 1) * sizeof(uint32_t));
 	b->samp[VAL] = malloc(((size_t)count + 1) * sizeof(uint32_t));
 	b->cstart[VAL] = calloc(b->nclasses + 2, sizeof(uint32_t));
@@ -290,6 +291,59 @@ static int load_devkit(struct in_layout *L, struct devkit *dk)
 	return rc;
 }
 
+/* Kaggle's label file `name` at the zip's root, read whole (bounded). */
+static int kaggle_file(const struct in_layout *L, const char *name, char **out,
+		       size_t *len)
+{
+	const struct tarindex *t = &L->sp[TRAIN].t;
+	int64_t i = tarindex_find(t, name);
+	uint64_t size;
+	ssize_t got;
+
+	if (i < 0 || tarindex_node_type(tarindex_node(t, (uint32_t)i)) != TARINDEX_FILE) {
+		sfs_err("%s: no %s in the zip", L->sp[TRAIN].src[0].path, name);
+		return -ENOENT;
+	}
+	size = tarindex_node_size(tarindex_node(t, (uint32_t)i));
+	if (size > (64u << 20)) {
+		sfs_err("%s: %s of %llu bytes is over 64 MiB", L->sp[TRAIN].src[0].path,
+			name, (unsigned long long)size);
+		return -EFBIG;
+	}
+	if (!(*out = malloc(size + 1)))
+		return -ENOMEM;
+	got = tarindex_pread(t, (uint32_t)i, *out, size, 0);
+	if (got != (ssize_t)size) {
+		free(*out);
+		*out = NULL;
+		sfs_err("%s: %s: cannot read it", L->sp[TRAIN].src[0].path, name);
+		return got < 0 ? (int)got : -EIO;
+	}
+	*len = size;
+	return 0;
+}
+
+/* Kaggle's labels: the synset mapping (classes, words), the val solution. */
+static int load_kaggle(const struct in_layout *L, struct devkit *dk)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	int rc = kaggle_file(L, IMAGENET_KAGGLE_SYNSETS, &buf, &len);
+
+	if (!rc)
+		rc = kaggle_synsets_parse(buf, len, IMAGENET_KAGGLE_SYNSETS, dk);
+	free(buf);
+	buf = NULL;
+	if (!rc)
+		rc = kaggle_file(L, IMAGENET_KAGGLE_VAL, &buf, &len);
+	if (!rc)
+		rc = kaggle_val_parse(buf, len, IMAGENET_KAGGLE_VAL, dk);
+	free(buf);
+	if (rc)
+		devkit_free(dk);
+	return rc;
+}
+
 /* consecutive node numbers need no samp array */
 static void check_dense(struct lbuild *b, int s)
 {
@@ -342,6 +396,9 @@ int imagenet_build_layout(const struct sfs_opts *o, struct in_layout *L,
 	b.L = L;
 	if (L->devkit && load_devkit(L, &b.dk))
 		sfs_warn("%s: unusable, labels come from the train class names", L->devkit);
+	if (L->kaggle && load_kaggle(L, &b.dk))
+		sfs_warn("%s: its label files are unusable: labels come from the train "
+			 "class names, and /val is flat", L->sp[TRAIN].src[0].path);
 	b.head.version = IN_LAYOUT_VERSION;
 	b.head.shard_size = L->S;
 	b.head.mtime = sources_mtime(L);

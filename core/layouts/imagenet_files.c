@@ -112,11 +112,37 @@ static int scan_class_tars(struct source_env *env, struct in_split *sp, const ch
 	return rc;
 }
 
+/* Kaggle's zip: SOURCE itself (a *.zip file), or IMAGENET_KAGGLE_ZIP in
+ * it; both splits read it (imagenet_tars.c finds their directories).
+ * 1 if found, 0 if not, -ENOMEM. */
+static int find_kaggle(struct in_layout *L, struct source_env *env, const char *root)
+{
+	size_t n = strlen(root);
+	char *p = n > 4 && !strcmp(root + n - 4, ".zip") && is_file(env, root, NULL) ?
+		  strdup(root) : source_join(root, IMAGENET_KAGGLE_ZIP);
+	int rc;
+
+	if (!p)
+		return -ENOMEM;
+	if (!is_file(env, p, NULL)) {
+		free(p);
+		return 0;
+	}
+	rc = add_source(&L->sp[TRAIN], p, "");
+	if (!rc)
+		rc = add_source(&L->sp[VAL], strdup(p), "");
+	L->kaggle = 1;
+	return rc ? rc : 1;
+}
+
 int imagenet_find_sources(struct in_layout *L, struct source_env *env,
 			  const char *root)
 {
 	char *p;
-	int rc = 0;
+	int rc = find_kaggle(L, env, root);
+
+	if (rc)
+		return rc < 0 ? rc : 0;
 
 	p = source_join(root, IMAGENET_TRAIN_TAR);
 	if (p && is_file(env, p, NULL)) {
@@ -152,6 +178,12 @@ int imagenet_detect(struct source_env *env, const char *source,
 	if (imagenet_find_sources(&L, env, source))
 		return 0;
 	found = L.sp[TRAIN].nsrc || L.sp[VAL].nsrc;
+	/* a zip is Kaggle's by its name only: any other is layout=tar's */
+	if (L.kaggle && !info->is_dir) {
+		const char *base = strrchr(source, '/');
+
+		found = !strcmp(base ? base + 1 : source, IMAGENET_KAGGLE_ZIP);
+	}
 	for (s = 0; s < NSPLIT; s++) {
 		for (i = 0; i < L.sp[s].nsrc; i++) {
 			free((char *)L.sp[s].src[i].path);
@@ -196,6 +228,8 @@ void imagenet_say_unserved(const struct in_layout *L, struct source_env *env,
 {
 	struct unserved u = { L, root };
 
+	if (L->kaggle)
+		return;	/* one zip: imagenet_tars.c says what it lacks */
 	/* a server that gives no listing: nothing to say of its other files */
 	source_list(env, root, warn_unserved, &u);
 	if (!L->sp[TRAIN].nsrc)

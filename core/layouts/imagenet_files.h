@@ -2,7 +2,9 @@
  * imagenet_files.h - the ILSVRC2012 release's file names and finding them:
  * SOURCE (a directory, a path or URL) is ImageNet when it holds
  * ILSVRC2012_img_train.tar or ILSVRC2012_img_val.tar, or a train/
- * directory with at least one <wnid>.tar (n + 8 digits + ".tar").
+ * directory with at least one <wnid>.tar (n + 8 digits + ".tar"); or
+ * when it is Kaggle's zip (any *.zip given with -o layout=imagenet; detected
+ * by its name IMAGENET_KAGGLE_ZIP, or a directory holding it).
  * ILSVRC2012_devkit_t12.tar.gz next to them is optional.
  *
  * Not for: opening or indexing them (imagenet_tars.h), the tree
@@ -17,6 +19,12 @@
 #define IMAGENET_TRAIN_TAR "ILSVRC2012_img_train.tar"
 #define IMAGENET_VAL_TAR "ILSVRC2012_img_val.tar"
 #define IMAGENET_DEVKIT "ILSVRC2012_devkit_t12.tar.gz"
+/* Kaggle's ImageNet: one zip of ILSVRC/Data/CLS-LOC/{train/<wnid>,val}/
+ * and the label files LOC_synset_mapping.txt, LOC_val_solution.csv */
+#define IMAGENET_KAGGLE_ZIP "imagenet-object-localization-challenge.zip"
+#define IMAGENET_KAGGLE_DIR "ILSVRC/Data/CLS-LOC/"
+#define IMAGENET_KAGGLE_SYNSETS "LOC_synset_mapping.txt"
+#define IMAGENET_KAGGLE_VAL "LOC_val_solution.csv"
 
 /* The train tar (or train/<wnid>.tar), the val tar and the devkit under
  * `root` (a path or URL), into L->sp[].src and L->devkit; nothing opened.

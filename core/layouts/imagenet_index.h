@@ -68,6 +68,9 @@ struct in_split {
 	struct tarindex_source *src;	/* owned: paths and dirs strdup'ed */
 	size_t nsrc;
 	uint32_t recursive;
+	/* the directory node of the split's samples: the root, or in Kaggle's
+	 * zip ILSVRC/Data/CLS-LOC/<split> (set when the tarindex opens) */
+	uint32_t root;
 	/* the rest points into the layout index */
 	struct in_split_head h;
 	uint32_t ncls;		/* nclasses when labelled, else 0 */
@@ -86,6 +89,8 @@ struct in_layout {
 	struct source_env *env;		/* the mount's (not owned) */
 	struct in_split sp[NSPLIT];
 	char *devkit;			/* its path or URL, or NULL */
+	/* Kaggle's zip: both splits' source, labels from its LOC_ files */
+	int kaggle;
 	struct source_stamp devkit_stamp;
 	struct index_map tars, lay;
 	const struct in_head *head;

@@ -8,6 +8,12 @@
  */
 #include "layouts/imagenet_tars.h"
 
+#include <errno.h>
+#include <stdio.h>
+
+#include "layouts/imagenet_files.h"
+#include "log.h"
+
 static const char tar_tag[NSPLIT] = { 'T', 'V' };
 
 static int tars_fp(const struct in_layout *L, struct index_fp *fp)
@@ -46,15 +52,36 @@ static int build_tars(void *arg, struct index_writer *w)
 	return rc;
 }
 
+/* Kaggle's zip: split s's samples are under ILSVRC/Data/CLS-LOC/<split>. */
+static int kaggle_root(struct in_layout *L, int s)
+{
+	char path[64];
+	int64_t i;
+
+	snprintf(path, sizeof(path), IMAGENET_KAGGLE_DIR "%s", imagenet_split_name[s]);
+	i = tarindex_find(&L->sp[s].t, path);
+	if (i < 0 || tarindex_node_type(tarindex_node(&L->sp[s].t, (uint32_t)i)) != TARINDEX_DIR) {
+		sfs_err("%s: no directory %s in the zip (Kaggle's ImageNet has "
+			IMAGENET_KAGGLE_DIR "train/<wnid>/ and " IMAGENET_KAGGLE_DIR "val/)",
+			L->sp[s].src[0].path, path);
+		return -ENOENT;
+	}
+	L->sp[s].root = (uint32_t)i;
+	return 0;
+}
+
 static int open_tarindexes(void *arg, const struct index_map *m, const char *path)
 {
 	struct in_layout *L = ((struct tars_job *)arg)->L;
 	int s, rc = 0;
 
 	for (s = 0; !rc && s < NSPLIT; s++)
-		if (L->sp[s].nsrc)
+		if (L->sp[s].nsrc) {
 			rc = tarindex_open(&L->sp[s].t, m, tar_tag[s],
 					   L->sp[s].src, L->sp[s].nsrc);
+			if (!rc && L->kaggle)
+				rc = kaggle_root(L, s);
+		}
 	for (s = 0; rc && s < NSPLIT; s++)
 		tarindex_close(&L->sp[s].t);
 	return rc;

@@ -41,10 +41,19 @@ static int npy_detect(struct source_env *env, const char *source,
 	return is_or_holds(env, source, info, ".npy");
 }
 
+/* source_list callback: stops (1) at a shard of layout=tar */
+static int is_shard(void *arg, const char *name, int is_dir)
+{
+	(void)arg;
+	return layout_tar_shard_suffix(name) != 0;
+}
+
 static int tar_detect(struct source_env *env, const char *source,
 		      const struct source_info *info)
 {
-	return is_or_holds(env, source, info, ".tar");
+	if (!info->is_dir)
+		return layout_tar_shard_suffix(source) != 0;
+	return source_list(env, source, is_shard, NULL) == 1;
 }
 
 /* In the order detection tries them: the more specific shapes first (an

@@ -162,6 +162,9 @@ int layout_quickdraw_open(const struct sfs_opts *o, struct source_env *env,
 			  struct layout *out);
 int layout_npy_open(const struct sfs_opts *o, struct source_env *env,
 		    struct layout *out);
+/* The length of name's shard suffix (".tar", ".zip": layout_tar.c's one
+ * table), or 0 when it is no shard of layout=tar. */
+size_t layout_tar_shard_suffix(const char *name);
 int layout_tar_open(const struct sfs_opts *o, struct source_env *env,
 		    struct layout *out);
 int layout_imagenet_open(const struct sfs_opts *o, struct source_env *env,

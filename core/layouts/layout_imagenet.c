@@ -3,7 +3,9 @@
  * and WebDataset shards, straight out of the release tars.
  *
  * SOURCE (see layout_imagenet.h for detection) holds the train tar of class
- * tars (or train/<wnid>.tar), the val tar and, optionally, the devkit.
+ * tars (or train/<wnid>.tar), the val tar and, optionally, the devkit; or
+ * it is Kaggle's zip of the same images (imagenet_files.h), whose label
+ * files take the devkit's place.
  *   /classes.txt                       "<label>\t<wnid>\t<words>\n"
  *   /train/<wnid>/<member>             bytes of the tar member
  *   /val/<wnid>/ILSVRC2012_val_*.JPEG  (flat /val/<member> without labels)
@@ -635,8 +637,9 @@ static int in_extent(void *priv, uint64_t ino, struct source **src, uint64_t *ba
 		n = tarindex_node(&L->sp[s].t, in_split_node(&L->sp[s], i));
 	else
 		return -ENOTSUP;
-	if (tarindex_node_sparse(n))
-		return -ENOTSUP;	/* a sparse file's bytes are no one range */
+	if (tarindex_node_sparse(n) ||
+	    tarindex_deflated(&L->sp[s].t, in_split_node(&L->sp[s], i)))
+		return -ENOTSUP;	/* a sparse or deflated file's bytes are no one range */
 	/* a source that changed since mounting would splice other bytes, or
 	 * short (which the kernel would take for the end of the file) */
 	sp = &L->sp[s];
@@ -656,7 +659,8 @@ static void in_statfs(void *priv, uint64_t *files, uint64_t *bytes)
 	*bytes = 0;
 	for (s = 0; s < NSPLIT; s++) {
 		*files += L->sp[s].h.n + L->sp[s].h.nshards;	/* shard files are links */
-		*bytes += L->sp[s].t.total_bytes;
+		/* Kaggle's splits index one zip: its bytes once */
+		*bytes += L->kaggle && s == VAL ? 0 : L->sp[s].t.total_bytes;
 	}
 }
 

@@ -1,10 +1,10 @@
 /*
- * layout_tar.c - `-o layout=tar`: the members of a tar, or of a directory of
- * tars, as files.
+ * layout_tar.c - `-o layout=tar`: the members of a tar or a zip, or of a
+ * directory of them (shards), as files.
  *
- * SOURCE is a tar file (its members at the root) or a directory holding
- * *.tar files (each one's members under a directory named like the tar
- * minus ".tar").  Nested tars are expanded -o recursive=N levels (see
+ * SOURCE is a tar or zip file (its members at the root) or a directory
+ * holding *.tar and *.zip files (each one's members under a directory
+ * named like the shard minus its suffix; see shard_suffixes).  Nested tars are expanded -o recursive=N levels (see
  * tarindex.h).  The tree lives in a persistent tarindex (index_load: rebuilt
  * with a message when missing, stale or corrupt), used in place from the
  * mmap.
@@ -51,11 +51,24 @@ struct tar_layout {
 
 /* ------------------------------------------------------------ sources */
 
-static int is_tar_name(const char *name)
-{
-	size_t n = strlen(name);
+/*
+ * The shards a directory source holds, by suffix: each one's members go
+ * under a directory named like the shard minus the suffix ("shard-000000"
+ * for "shard-000000.tar"), as WebDataset names a sample by its key and
+ * the shard by its basename.  One table: a new kind of shard is one line.
+ */
+static const char *const shard_suffixes[] = { ".tar", ".zip" };
 
-	return name[0] != '.' && n > 4 && !strcmp(name + n - 4, ".tar");
+size_t layout_tar_shard_suffix(const char *name)
+{
+	size_t n = strlen(name), k, i;
+
+	for (i = 0; name[0] != '.' && i < sizeof(shard_suffixes) / sizeof(*shard_suffixes); i++) {
+		k = strlen(shard_suffixes[i]);
+		if (n > k && !strcmp(name + n - k, shard_suffixes[i]))
+			return k;
+	}
+	return 0;
 }
 
 static int name_cmp(const void *a, const void *b)
@@ -78,7 +91,7 @@ static int take_tar(void *arg, const char *name, int is_dir)
 	struct source_info info;
 	char *path, **q;
 
-	if (!is_tar_name(name))
+	if (!layout_tar_shard_suffix(name))
 		return 0;
 	if (!(path = source_join(tn->dir, name)))
 		return -ENOMEM;
@@ -111,7 +124,7 @@ static int list_tars(struct source_env *env, const char *dir, char ***out, size_
 	if (rc < 0 && rc != -ENOMEM && (!source_is_url(dir) || rc == -ENOENT))
 		sfs_err("%s: cannot list: %s", dir, strerror(-rc));
 	else if (rc == 0 && tn.n == 0) {
-		sfs_err("%s: no .tar files in this directory", dir);
+		sfs_err("%s: no .tar or .zip files in this directory", dir);
 		rc = -ENOENT;
 	}
 	if (rc < 0) {
@@ -168,7 +181,8 @@ static int find_sources(struct tar_layout *l, struct source_env *env,
 		p += strlen(path) + 1;
 		free(path);
 		l->src[i].dir = p;
-		p += sprintf(p, "%.*s", (int)(strlen(names[i]) - 4), names[i]) + 1;
+		p += sprintf(p, "%.*s", (int)(strlen(names[i]) -
+					      layout_tar_shard_suffix(names[i])), names[i]) + 1;
 	}
 	rc = tarindex_sources_open(env, l->src, l->nsrc);
 out:
@@ -373,8 +387,9 @@ static int tar_extent(void *priv, uint64_t ino, struct source **src,
 	if (node_of(l, ino, &i) < 0)
 		return -ENOTSUP;
 	n = tarindex_node(&l->t, i);
-	if (tarindex_node_type(n) != TARINDEX_FILE || tarindex_node_sparse(n))
-		return -ENOTSUP;	/* a sparse file's bytes are no one range */
+	if (tarindex_node_type(n) != TARINDEX_FILE || tarindex_node_sparse(n) ||
+	    tarindex_deflated(&l->t, i))
+		return -ENOTSUP;	/* a sparse or deflated file's bytes are no one range */
 	if (source_check(tarindex_src(&l->t, tarindex_node_src(n))) < 0)
 		return -EIO;
 	*src = tarindex_src(&l->t, tarindex_node_src(n));

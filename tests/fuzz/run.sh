@@ -19,7 +19,7 @@ cd "$(dirname "$0")/../.."
 mode=$1 secs=$2
 shift 2
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(npy pickle zip tar tarindex mat5 devkit strokes index autoindex bucketlist awscred classes download httphdr checkpoint)
+[ ${#targets[@]} -eq 0 ] && targets=(npy pickle zip zipdir kaggle tar tarindex mat5 devkit strokes index autoindex bucketlist awscred classes download httphdr checkpoint)
 B=build-fuzz
 
 # per-target limits: the largest input, and the largest single allocation
@@ -31,12 +31,12 @@ B=build-fuzz
 max_len() {
 	case $1 in
 	npy) echo 8192 ;; index) echo 4096 ;; strokes|pickle) echo 16384 ;;
-	zip) echo 131072 ;; *) echo 65536 ;;
+	zip) echo 131072 ;; zipdir) echo 65536 ;; *) echo 65536 ;;
 	esac
 }
 malloc_mb() {
 	case $1 in
-	zip) echo 160 ;; mat5|devkit) echo 128 ;; *) echo 1024 ;;
+	zip) echo 160 ;; zipdir|mat5|devkit) echo 128 ;; *) echo 1024 ;;
 	esac
 }
 

@@ -283,6 +283,36 @@ def checkpoint(out):
     put(out, "checkpoint", "raw", b"\x01SFSCKPT1")
 
 
+def zips():
+    """Small zips as layout=tar reads them: deflated and stored members,
+    a directory, zip64 records forced, data descriptors (written to a
+    stream that cannot seek)."""
+    import io
+    import zipfile
+
+    class Pipe(io.RawIOBase):
+        def __init__(self, buf):
+            self.buf = buf
+
+        def writable(self):
+            return True
+
+        def write(self, b):
+            return self.buf.write(b)
+
+    for name, force64, stream in (("plain", False, False), ("zip64", True, False),
+                                  ("descr", False, True)):
+        buf = io.BytesIO()
+        with zipfile.ZipFile(Pipe(buf) if stream else buf, "w") as z:
+            z.writestr("d/", b"")
+            for i, method in enumerate((zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)):
+                zi = zipfile.ZipInfo("d/m%d.txt" % i)
+                zi.compress_type = method
+                with z.open(zi, "w", force_zip64=force64) as f:
+                    f.write(b"member %d\n" % i * 300)
+        yield name + ".zip", buf.getvalue()
+
+
 def main(fix, out):
     global FIX
     FIX = fix
@@ -292,6 +322,11 @@ def main(fix, out):
          glob.glob(os.path.join(fix, "qd", "*.raw")))
     copy(out, "zip", glob.glob(os.path.join(fix, "qd", "*.npz")) +
          glob.glob(os.path.join(fix, "qd", "*.zip")))
+    for name, data in zips():
+        put(out, "zipdir", name, data)
+    put(out, "kaggle", "pair", b"n01440764 tench, Tinca tinca\nn01443537 goldfish\n\0"
+        b"ImageId,PredictionString\nILSVRC2012_val_00000002,n01443537 1 2 3 4 \r\n"
+        b"ILSVRC2012_val_00000001,n01440764 5 6 7 8 n01443537 1 1 1 1\n")
     tars = glob.glob(os.path.join(fix, "tars", "**", "*.tar"), recursive=True) + \
         glob.glob(os.path.join(fix, "imagenet*", "**", "*.tar"), recursive=True)
     copy(out, "tar", tars)

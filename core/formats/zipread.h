@@ -1,0 +1,72 @@
+/*
+ * zipread.h - the data of one zip member: read whole (stored or deflate,
+ * CRC-32 checked: the .npz reader and small members of archives), or a
+ * range of it for layout=tar, through a per-mount struct zipread that
+ * keeps an LRU of inflated small members and a few inflate cursors for
+ * large ones.
+ *
+ * Bombs: a member never inflates past its declared size (memory is taken
+ * as bytes inflate, never from the declared size alone), and a declared
+ * size over deflate's 1032:1 ratio to the compressed size is refused
+ * before anything is read.  Bad data is -EIO with a message naming the
+ * zip, the member and the offset; never other bytes.
+ *
+ * Not for: the central directory (zip.c, zipwalk.c), other methods than
+ * stored and deflate, encryption.
+ */
+#ifndef SFS_ZIPREAD_H
+#define SFS_ZIPREAD_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+struct source;
+
+/* One member's data as the central directory and local header give it. */
+struct zip_data {
+	struct source *src;
+	const char *path;        /* the zip, for messages */
+	const char *name;        /* the member, for messages */
+	uint64_t off;            /* absolute offset of the data in src */
+	uint64_t csize, usize;   /* compressed and declared sizes */
+	uint32_t crc32;
+	uint16_t method;         /* 0 stored, 8 deflate */
+	uint16_t flags;          /* general purpose bits (1: encrypted) */
+};
+
+/*
+ * Reads the whole member into a new malloc'ed buffer of usize (+1) bytes.
+ * 0; -EIO (message printed) on an encrypted member, another method, a
+ * corrupt or truncated stream, one that inflates past or short of usize,
+ * a CRC mismatch, or a declared size past deflate's ratio; -ENOMEM.
+ */
+int zip_data_read(const struct zip_data *d, uint8_t **out);
+
+/* Members up to this size are inflated whole, CRC-checked and cached;
+ * larger ones are inflated from their start by a cursor (see zipread_pread). */
+#define ZIPREAD_WHOLE_MAX ((uint64_t)4 << 20)
+/* Bytes of inflated small members a mount keeps. */
+#define ZIPREAD_CACHE     ((uint64_t)64 << 20)
+
+struct zipread;
+
+struct zipread *zipread_new(uint64_t cache_bytes);
+void zipread_free(struct zipread *zr);
+
+/*
+ * Reads up to `size` bytes at `off` of member d (which the caller has
+ * bounded to d->usize), `key` naming it uniquely in this zipread.  Bytes
+ * read, or -EIO / -ENOMEM.  Small members (<= ZIPREAD_WHOLE_MAX): from the
+ * cache, else inflated whole and CRC-checked first, so no byte of a
+ * member whose CRC fails is ever returned.  Large ones: a cursor inflates
+ * from the member's start (or from where an earlier read left it, if not
+ * past `off`); its CRC is checked when a read reaches the end, which then
+ * fails, but bytes read before the end of a corrupt large member cannot
+ * be taken back (a stream corrupt enough to break inflate fails at once).
+ * Thread-safe: the cache and the cursor table have their own locks.
+ */
+ssize_t zipread_pread(struct zipread *zr, uint64_t key, const struct zip_data *d,
+		      void *buf, size_t size, uint64_t off);
+
+#endif

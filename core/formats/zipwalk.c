@@ -1,0 +1,319 @@
+/*
+ * zipwalk.c - walks a zip's central directory for layout=tar (see
+ * zipwalk.h).
+ *
+ * The directory is read through a window (WINDOW bytes, one pread per
+ * window), never whole, so a zip of millions of members (Kaggle's ImageNet:
+ * 1.3 M) costs the window, not the directory's size.  Each member costs
+ * one more small pread: its local header, whose name must be the central
+ * one's and whose extra field says where the data starts.  Everything read
+ * is untrusted: each offset and size is checked against the directory's
+ * offset before it is used.
+ *
+ * Not for: member data (zipread.c), the .npz reader (zip.c).
+ */
+#include "formats/zipwalk.h"
+#include "formats/zip_int.h"
+#include "io/source.h"
+#include "log.h"
+
+#include <errno.h>
+#include <iconv.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#define WINDOW     (256u << 10)   /* > the largest entry: 46 + 3 x 65535 */
+#define AHEAD      (32u << 20)    /* read-ahead while local headers are dense */
+#define DENSE      (128u << 10)   /* ... that is, this close to the last one */
+#define EXTRA_UT   0x5455         /* extended timestamp: mtime */
+#define HOST_FAT   0
+#define HOST_UNIX  3
+#define HOST_HPFS  6
+#define HOST_NTFS  11
+#define FLAG_UTF8  (1u << 11)
+
+struct zwalk {
+	struct zip_file zf;
+	uint64_t cd_off, cd_end;
+	uint64_t boff;            /* the window: [boff, boff + blen) */
+	uint64_t last_lh, ra_end; /* the last local header read; read ahead to */
+	size_t blen;
+	uint8_t *buf;
+	iconv_t cp437;            /* (iconv_t)-1 until a CP437 name needs it */
+	char raw[TAR_PATH_MAX + 1], path[4 * TAR_PATH_MAX + 1];
+	char link[TAR_PATH_MAX + 1];
+};
+
+int zip_sniff(struct source *src)
+{
+	uint8_t sig[4];
+	ssize_t r = source_pread(src, sig, sizeof(sig), 0);
+
+	if (r < 0)
+		return (int)r;
+	return r == 4 && (le32(sig) == SIG_LOCAL || le32(sig) == SIG_EOCD);
+}
+
+/* Points *p at n bytes of the directory at off; -EINVAL past its end. */
+static int cd_get(struct zwalk *w, uint64_t off, size_t n, const uint8_t **p)
+{
+	size_t want;
+	int rc;
+
+	if (off < w->cd_off || off > w->cd_end || w->cd_end - off < n)
+		return -EINVAL;
+	if (off < w->boff || off + n > w->boff + w->blen) {
+		want = w->cd_end - off < WINDOW ? (size_t)(w->cd_end - off) : WINDOW;
+		rc = zip_pread_full(w->zf.src, w->buf, want, off);
+		if (rc < 0)
+			return rc;
+		w->boff = off;
+		w->blen = want;
+	}
+	*p = w->buf + (off - w->boff);
+	return 0;
+}
+
+/* The DOS date and time (local time, as unzip takes them). */
+static int64_t dos_time(uint16_t t, uint16_t d)
+{
+	struct tm tm = {
+		.tm_year = (d >> 9) + 80, .tm_mon = ((d >> 5) & 15) - 1,
+		.tm_mday = d & 31, .tm_hour = t >> 11, .tm_min = (t >> 5) & 63,
+		.tm_sec = (t & 31) * 2, .tm_isdst = -1,
+	};
+
+	return (int64_t)mktime(&tm);
+}
+
+/* The UT extra field's mtime, if it has one (unzip prefers it). */
+static int ut_mtime(const uint8_t *ex, size_t len, int64_t *mtime)
+{
+	while (len >= 4) {
+		uint16_t id = le16(ex), n = le16(ex + 2);
+
+		if ((size_t)n + 4 > len)
+			return 0;
+		if (id == EXTRA_UT && n >= 5 && (ex[4] & 1)) {
+			*mtime = (int32_t)le32(ex + 5);
+			return 1;
+		}
+		ex += n + 4;
+		len -= (size_t)n + 4;
+	}
+	return 0;
+}
+
+/* w->raw (nlen bytes) into w->path as UTF-8 (see zipwalk.h). */
+static int decode_name(struct zwalk *w, size_t nlen, int host, uint16_t flags)
+{
+	char *in = w->raw, *out = w->path;
+	size_t inl = nlen, outl = sizeof(w->path) - 1, i;
+
+	for (i = 0; i < nlen && !((unsigned char)w->raw[i] & 0x80); i++)
+		;
+	if (i == nlen || (flags & FLAG_UTF8) ||
+	    (host != HOST_FAT && host != HOST_HPFS && host != HOST_NTFS)) {
+		memcpy(w->path, w->raw, nlen + 1);
+		return 0;
+	}
+	if (w->cp437 == (iconv_t)-1 &&
+	    (w->cp437 = iconv_open("UTF-8", "CP437")) == (iconv_t)-1)
+		return -ENOTSUP;
+	iconv(w->cp437, NULL, NULL, NULL, NULL);
+	if (iconv(w->cp437, &in, &inl, &out, &outl) == (size_t)-1)
+		return -EILSEQ;
+	*out = '\0';
+	return 0;
+}
+
+/*
+ * While local headers come close together (small members, in file order,
+ * as zips are written), asks the kernel to read the next AHEAD bytes in
+ * the background, AHEAD / 2 at a time: the build sets the source
+ * SOURCE_ADV_RANDOM (so that large members' data is not read), and then
+ * each header is one synchronous read (50,000 small stored members cold:
+ * 5.3 s).  As tar.c's rd_ahead does for tar headers.
+ */
+static void lh_ahead(struct zwalk *w, uint64_t off)
+{
+	int dense = off > w->last_lh && off - w->last_lh < DENSE;
+
+	w->last_lh = off;
+	if (!dense || off + AHEAD / 2 < w->ra_end)
+		return;
+	source_advise(w->zf.src, off, AHEAD, SOURCE_ADV_WILLNEED);
+	w->ra_end = off + AHEAD;
+}
+
+/* The local header: its name must be the central one; sets the data
+ * offset.  One pread for the header and the name. */
+static int local_header(struct zwalk *w, struct zip_entry *e, size_t nlen)
+{
+	uint8_t lh[LOCAL_LEN + TAR_PATH_MAX];
+	uint64_t off;
+	int rc;
+
+	if (e->header > w->cd_off || w->cd_off - e->header < LOCAL_LEN + nlen)
+		return 1;
+	lh_ahead(w, e->header);
+	rc = zip_pread_full(w->zf.src, lh, LOCAL_LEN + nlen, e->header);
+	if (rc < 0)
+		return rc == -EIO ? 1 : rc;
+	if (le32(lh) != SIG_LOCAL || le16(lh + 26) != nlen ||
+	    memcmp(lh + LOCAL_LEN, w->raw, nlen))
+		return 1;
+	off = e->header + LOCAL_LEN + nlen + le16(lh + 28);
+	if (off > w->cd_off || e->data.csize > w->cd_off - off)
+		return 1;
+	e->data.off = off;
+	return 0;
+}
+
+/* A symlink's target is its data (small: read whole, CRC-checked). */
+static int link_target(struct zwalk *w, struct zip_entry *e)
+{
+	uint8_t *t;
+
+	if (e->data.usize > TAR_PATH_MAX || zip_data_read(&e->data, &t) < 0)
+		return 1;
+	memcpy(w->link, t, (size_t)e->data.usize);
+	w->link[e->data.usize] = '\0';
+	free(t);
+	e->link = w->link;
+	return strlen(w->link) != e->data.usize || !w->link[0];
+}
+
+/* Type and mode from the host's attributes and the name. */
+static void entry_type(struct zip_entry *e, const uint8_t *c, size_t nlen,
+		       const char *raw)
+{
+	uint32_t unix_mode = le32(c + 38) >> 16;
+	int host = c[5];
+
+	e->type = nlen && raw[nlen - 1] == '/' ? TAR_DIR : TAR_FILE;
+	e->mode = e->type == TAR_DIR ? 0755 : 0644;
+	if (host == HOST_UNIX && unix_mode) {
+		e->mode = unix_mode & 07777;
+		if (S_ISDIR(unix_mode))
+			e->type = TAR_DIR;
+		else if (S_ISLNK(unix_mode))
+			e->type = TAR_SYMLINK;
+	}
+}
+
+/* Why entry e is skipped, or NULL; fills the rest of it. */
+static const char *entry_fill(struct zwalk *w, struct zip_entry *e,
+			      const uint8_t *c, size_t nlen, int *rc)
+{
+	size_t xlen = le16(c + 30);
+
+	if (nlen > TAR_PATH_MAX || memchr(w->raw, '\0', nlen))
+		return "has a name over 4096 bytes or with a NUL byte";
+	e->data.flags = le16(c + 8);
+	e->data.method = le16(c + 10);
+	e->data.crc32 = le32(c + 16);
+	e->data.csize = le32(c + 20);
+	e->data.usize = le32(c + 24);
+	e->header = le32(c + 42);
+	if (zip_apply_zip64(&e->data.usize, &e->data.csize, &e->header,
+			    c + CENTRAL_LEN + nlen, xlen))
+		return "needs a zip64 extra field it lacks or truncates";
+	if (!ut_mtime(c + CENTRAL_LEN + nlen, xlen, &e->mtime))
+		e->mtime = dos_time(le16(c + 12), le16(c + 14));
+	entry_type(e, c, nlen, w->raw);
+	if ((*rc = decode_name(w, nlen, c[5], e->data.flags)) < 0)
+		return *rc == -EILSEQ ? (*rc = 0, "has a name CP437 cannot decode") : "";
+	if (strlen(w->path) > TAR_PATH_MAX || tar_normalise(w->path) < 0)
+		return "has a name that is empty, escapes the root or has a component over 255 bytes";
+	e->path = e->data.name = w->path;
+	e->link = "";
+	if (e->type == TAR_DIR) {
+		e->data.usize = e->data.csize = 0;
+		return NULL;
+	}
+	if ((*rc = local_header(w, e, nlen)) != 0)
+		return *rc < 0 ? "" : (*rc = 0, "has no local header matching it, or data running into the central directory");
+	if (e->type == TAR_SYMLINK && link_target(w, e))
+		return "is a symlink whose target cannot be read";
+	return NULL;
+}
+
+/* One central entry at *pos: reported, or skipped with a warning. */
+static int entry(struct zwalk *w, uint64_t *pos, zip_entry_fn fn, void *arg)
+{
+	struct zip_entry e = { .data = { .src = w->zf.src, .path = w->zf.path } };
+	const uint8_t *c;
+	const char *why;
+	size_t nlen = 0, len = 0;
+	int rc = cd_get(w, *pos, CENTRAL_LEN, &c);
+
+	if (rc == 0 && le32(c) != SIG_CENTRAL)
+		rc = -EINVAL;
+	if (rc == 0) {
+		nlen = le16(c + 28);
+		len = CENTRAL_LEN + nlen + le16(c + 30) + le16(c + 32);
+		rc = cd_get(w, *pos, len, &c);
+	}
+	if (rc < 0) {
+		if (rc == -EINVAL)
+			sfs_err("%s: offset %llu: expected a zip central directory entry "
+				"inside the directory [%llu, %llu)", w->zf.path,
+				(unsigned long long)*pos, (unsigned long long)w->cd_off,
+				(unsigned long long)w->cd_end);
+		return rc;
+	}
+	memcpy(w->raw, c + CENTRAL_LEN, nlen < TAR_PATH_MAX ? nlen : TAR_PATH_MAX);
+	w->raw[nlen < TAR_PATH_MAX ? nlen : TAR_PATH_MAX] = '\0';
+	why = entry_fill(w, &e, c, nlen, &rc);
+	*pos += len;
+	if (rc < 0)
+		return rc;
+	if (why) {
+		sfs_warn("%s: member '%.200s' (central entry at offset %llu) %s: skipped",
+			 w->zf.path, w->raw, (unsigned long long)(*pos - len), why);
+		return 0;
+	}
+	return fn(arg, &e);
+}
+
+int zip_walk(struct source *src, const char *what, zip_entry_fn fn, void *arg)
+{
+	struct zwalk *w = calloc(1, sizeof(*w));
+	struct zip_cd_loc loc;
+	uint64_t pos, i;
+	int rc = -ENOMEM;
+
+	if (!w || !(w->buf = malloc(WINDOW)))
+		goto out;
+	w->zf = (struct zip_file){ src, what, source_stamp(src)->size };
+	w->cp437 = (iconv_t)-1;
+	rc = zip_locate_cd(&w->zf, &loc);
+	if (rc < 0)
+		goto out;
+	if (loc.off > loc.end || loc.size > loc.end - loc.off ||
+	    loc.count > loc.size / CENTRAL_LEN) {
+		sfs_err("%s: zip central directory of %llu entries, %llu bytes at offset "
+			"%llu does not fit before offset %llu", what,
+			(unsigned long long)loc.count, (unsigned long long)loc.size,
+			(unsigned long long)loc.off, (unsigned long long)loc.end);
+		rc = -EINVAL;
+		goto out;
+	}
+	w->cd_off = loc.off;
+	w->cd_end = loc.off + loc.size;
+	for (i = 0, pos = loc.off; rc >= 0 && i < loc.count; i++) {
+		rc = entry(w, &pos, fn, arg);
+		if (rc > 0)
+			break;
+	}
+out:
+	if (w && w->cp437 != (iconv_t)-1)
+		iconv_close(w->cp437);
+	if (w)
+		free(w->buf);
+	free(w);
+	return rc;
+}

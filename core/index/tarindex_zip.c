@@ -1,0 +1,170 @@
+/*
+ * tarindex_zip.c - zip sources in the tar index (see tarindex.h): the walk
+ * that turns a zip's members into the build's entries, the section of
+ * deflated members it writes, and, at mount, that section checked and
+ * the reads of deflated members.
+ *
+ * A member goes through the same tb_walk_cb as a tar member, so names,
+ * duplicates (the last wins), implicit directories, symlinks that leave
+ * the mount and stored nested tars follow the tar rules.  A deflated
+ * member's node keeps the offset of its compressed data; the section,
+ * sorted by (source, offset), says which file nodes are deflated, with
+ * their compressed size and CRC.  The section is absent for tars, so they
+ * pay one test of a zero count per read.
+ *
+ * Threads: building is single-threaded; at mount the section is
+ * read-only and t->zr locks itself.
+ *
+ * Not for: the zip format (formats/zipwalk.c, zipread.c), zips inside tars.
+ */
+#include "index/tarindex.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "formats/zipread.h"
+#include "formats/zipwalk.h"
+#include "index/tarindex_int.h"
+#include "index/tarindex_build_int.h"
+
+/* ---- build ----------------------------------------------------------- */
+
+/* Keeps deflated member e aside for the section. */
+static int keep_deflated(struct builder *b, uint32_t srcno, const struct zip_entry *e)
+{
+	if (b->nzips == b->zips_cap) {
+		uint64_t cap = b->zips_cap ? 2 * b->zips_cap : 1024;
+		struct tarindex_zip *q = realloc(b->zips, cap * sizeof(*q));
+
+		if (!q)
+			return -ENOMEM;
+		b->zips = q;
+		b->zips_cap = cap;
+	}
+	b->zips[b->nzips++] = (struct tarindex_zip){
+		.off = e->data.off, .csize = e->data.csize, .src = srcno,
+		.crc32 = e->data.crc32, .method = e->data.method,
+		.flags = e->data.flags,
+	};
+	return 0;
+}
+
+/* zip_walk's callback: one member, as a tar member. */
+static int zip_member(void *arg, const struct zip_entry *e)
+{
+	struct walkctx *c = arg;
+	struct tar_member m = {
+		.path = e->path, .link = e->link, .type = e->type, .mode = e->mode,
+		.mtime = e->mtime, .size = e->data.usize, .offset = e->data.off,
+		.stored = e->data.usize, .header = e->header,
+	};
+	int rc;
+
+	if (e->type == TAR_FILE && (e->data.method != 0 || (e->data.flags & 1))) {
+		/* a stored member that is encrypted or of another method is
+		 * listed too, so its reads fail rather than show ciphertext */
+		rc = keep_deflated(c->b, c->srcno, e);
+		if (rc < 0)
+			return rc;
+		c->deflated = 1;
+	}
+	rc = tb_walk_cb(c, &m);
+	c->deflated = 0;
+	return rc;
+}
+
+int tb_zip_walk(struct walkctx *c)
+{
+	c->zip = 1;
+	return zip_walk(c->src, c->what, zip_member, c);
+}
+
+static int zip_cmp(const void *pa, const void *pb)
+{
+	const struct tarindex_zip *a = pa, *b = pb;
+
+	if (a->src != b->src)
+		return a->src < b->src ? -1 : 1;
+	return (a->off > b->off) - (a->off < b->off);
+}
+
+int tb_zip_write(struct builder *b, struct index_writer *w, uint32_t c)
+{
+	if (!b->nzips)
+		return 0;
+	qsort(b->zips, b->nzips, sizeof(*b->zips), zip_cmp);
+	return index_writer_add(w, TAG(c, 'Z', 'P'), b->zips,
+				b->nzips * sizeof(*b->zips));
+}
+
+/* ---- mount ----------------------------------------------------------- */
+
+int tarindex_zip_open(struct tarindex *t, const struct index_map *m, uint32_t c)
+{
+	uint64_t len = 0, k;
+
+	t->zips = index_map_section(m, TAG(c, 'Z', 'P'), &len);
+	if (!t->zips)
+		return 0;
+	if (len % sizeof(*t->zips)) {
+		sfs_warn("tar index: zip section of %llu bytes: rebuilding",
+			 (unsigned long long)len);
+		return -EBADMSG;
+	}
+	t->nzips = len / sizeof(*t->zips);
+	for (k = 0; k < t->nzips; k++) {
+		if (t->zips[k].src >= t->nsrc ||
+		    (k && zip_cmp(&t->zips[k - 1], &t->zips[k]) >= 0) ||
+		    t->zips[k].off > t->src_sizes[t->zips[k].src] ||
+		    t->zips[k].csize > t->src_sizes[t->zips[k].src] - t->zips[k].off) {
+			sfs_warn("tar index: zip entry %llu out of order or past its "
+				 "source: rebuilding", (unsigned long long)k);
+			return -EBADMSG;
+		}
+	}
+	t->zr = t->nzips ? zipread_new(ZIPREAD_CACHE) : NULL;
+	return t->nzips && !t->zr ? -ENOMEM : 0;
+}
+
+void tarindex_zip_close(struct tarindex *t)
+{
+	zipread_free(t->zr);
+	t->zr = NULL;
+}
+
+/* The zip entry of file node i, or NULL when its data is a plain range. */
+static const struct tarindex_zip *zip_of(const struct tarindex *t, uint32_t i)
+{
+	const struct tarindex_node *n = &t->nodes[i];
+	struct tarindex_zip key = { .off = n->off, .src = tarindex_node_src(n) };
+
+	if (!t->nzips || tarindex_node_type(n) != TARINDEX_FILE)
+		return NULL;
+	return bsearch(&key, t->zips, t->nzips, sizeof(*t->zips), zip_cmp);
+}
+
+int tarindex_deflated(const struct tarindex *t, uint32_t i)
+{
+	return zip_of(t, i) != NULL;
+}
+
+ssize_t tarindex_zip_pread(const struct tarindex *t, uint32_t i, void *buf,
+			   size_t size, uint64_t off)
+{
+	const struct tarindex_zip *z = zip_of(t, i);
+	const struct tarindex_node *n = &t->nodes[i];
+	struct zip_data d;
+
+	if (!z)
+		return -ENOENT;
+	d = (struct zip_data){
+		.src = t->srcs[z->src], .path = source_name(t->srcs[z->src]),
+		.name = tarindex_name(t, i), .off = z->off, .csize = z->csize,
+		.usize = tarindex_node_size(n), .crc32 = z->crc32,
+		.method = z->method, .flags = z->flags,
+	};
+	/* the entry's number names the member in the cache */
+	return zipread_pread(t->zr, (uint64_t)(z - t->zips) + 1, &d, buf, size, off);
+}

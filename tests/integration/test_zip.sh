@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# layout=tar over zips (zipwalk.c, zipread.c, tarindex_zip.c) against unzip
+# and Python's zipfile: zip_cases.py makes archives with Info-ZIP zip
+# (deflated, stored, zip64 forced) and zipfile (zip64 local headers, data
+# descriptors); each is mounted and tree_compare.py compares the tree with
+# what `unzip` extracts, and random ranges of the large deflated member
+# (read by an inflate cursor) with zipfile's bytes, warm and cold (the
+# page cache dropped: reads tried in no-wait mode are retried on a worker).  Then the hostile ones:
+# a member whose CRC is wrong and one with a flipped bit give EIO, named in
+# the log, never other bytes; "../" is skipped; a CP437 name is zipfile's;
+# a bomb (64 MiB declared as 4 KiB) gives EIO; a truncated central
+# directory is a clear mount error.  Then a directory of shards (a .tar
+# and a .zip) mounts as one tree with a directory per shard, and Kaggle's
+# ImageNet zip as layout=imagenet gives the tree of the release's tars.
+. "$(dirname "$0")/lib.sh"
+sfs_setup
+T=$SFS_TMP
+
+cases=$("$PY" "$SFS_ROOT/tests/integration/zip_cases.py" "$T/cases") || {
+	echo "not ok - zip_cases.py failed"; SFS_FAIL=$((SFS_FAIL + 1)); sfs_done; exit 1; }
+
+# ranges of every member over 1 MiB, at random offsets, forwards and back
+ranges() {
+	"$PY" - "$1" "$2" <<'PYEOF'
+import os, random, sys, zipfile
+z, mnt = zipfile.ZipFile(sys.argv[1]), sys.argv[2]
+rng, bad = random.Random(7), 0
+for i in z.infolist():
+    if i.is_dir() or i.file_size < (1 << 20):
+        continue
+    want = z.read(i)
+    fd = os.open(os.path.join(mnt, i.filename), os.O_RDONLY)
+    for _ in range(12):
+        off = rng.randrange(len(want))
+        n = rng.choice([1, 4096, 131072, 1 << 20])
+        got = os.pread(fd, n, off)
+        if got != want[off:off + n]:
+            print("    %s: %d bytes at %d differ" % (i.filename, n, off)); bad = 1
+    os.close(fd)
+sys.exit(bad)
+PYEOF
+}
+
+# every file member, last in the zip first, so that the kernel's read-ahead
+# of one never holds the next: each read's first, no-wait try misses
+backwards() {
+	"$PY" - "$1" "$2" <<'PYEOF'
+import os, stat, sys, zipfile
+z, mnt, bad = zipfile.ZipFile(sys.argv[1]), sys.argv[2], 0
+for i in sorted(z.infolist(), key=lambda i: -i.header_offset):
+    p = os.path.join(mnt, i.filename)
+    if i.is_dir() or stat.S_ISLNK(i.external_attr >> 16) or not os.path.isfile(p):
+        continue
+    try:
+        with open(p, "rb") as f:
+            ok = f.read() == z.read(i)
+    except OSError as e:
+        ok = False
+        print("    %s: %s" % (i.filename, e))
+    if not ok:
+        print("    %s: not zipfile's bytes" % i.filename); bad = 1
+sys.exit(bad)
+PYEOF
+}
+
+for c in $cases; do
+	mkdir -p "$T/x-$c"
+	(cd "$T/x-$c" && unzip -q "$T/cases/$c/archive.zip")
+	mnt=$T/m-$c
+	check "$c: mounts" sfs_mount "$T/cases/$c/archive.zip" "$mnt" -o layout=tar || continue
+	check "$c: the tree is unzip's" "$PY" "$SFS_ROOT/tests/integration/tree_compare.py" \
+		"$T/x-$c" "$mnt"
+	check "$c: ranges of large members are zipfile's" ranges "$T/cases/$c/archive.zip" "$mnt"
+	# cold: the first try of each read (no-wait) finds nothing cached and
+	# must be retried on a worker, not fail
+	check "$c: the zip and the mount evicted" sfs_evict "$T/cases/$c/archive.zip" "$mnt"
+	check "$c: cold, read backwards, the members are zipfile's" backwards "$T/cases/$c/archive.zip" "$mnt"
+	check "$c: ... with no error in the log (a read that would wait is no bad data)" \
+		bash -c '! grep "error" "$1"' _ "$(sfs_log "$mnt")"
+	check "$c: unmounts cleanly" sfs_umount "$mnt"
+done
+
+# --- hostile members: EIO and a message naming them, never other bytes
+H=$T/cases/hostile mnt=$T/m-hostile
+if check "hostile: mounts" sfs_mount "$H/archive.zip" "$mnt" -o layout=tar; then
+	log=$(sfs_log "$mnt")
+	check "hostile: a good member reads" \
+		"$PY" -c 'import sys, zipfile; sys.exit(open(sys.argv[2], "rb").read() != zipfile.ZipFile(sys.argv[1]).read("ok.txt"))' \
+		"$H/archive.zip" "$mnt/ok.txt"
+	check "hostile: a member whose CRC fails: EIO" expect_fail 'Input/output error' cat "$mnt/crc.txt"
+	check "hostile: ... named in the log" grep -q 'crc.txt.*CRC-32 mismatch' "$log"
+	check "hostile: a flipped bit: EIO" expect_fail 'Input/output error' cat "$mnt/flip.txt"
+	check "hostile: ... named in the log" grep -q 'flip.txt' "$log"
+	check "hostile: '../' skipped with a warning" \
+		bash -c '[ ! -e "$1/escape.txt" ] && grep -q "escape.txt.*skipped" "$2"' _ "$mnt" "$log"
+	check "hostile: a CP437 name is zipfile's" \
+		"$PY" -c 'import os, sys, zipfile
+n = [i.filename for i in zipfile.ZipFile(sys.argv[1]).infolist() if i.filename.startswith("caf")][0]
+sys.exit(open(os.path.join(sys.argv[2], n), "rb").read() != b"cp437 name\n")' "$H/archive.zip" "$mnt"
+	check "hostile: unmounts cleanly" sfs_umount "$mnt"
+fi
+mnt=$T/m-bomb
+if check "bomb: mounts" sfs_mount "$H/bomb.zip" "$mnt" -o layout=tar; then
+	check "bomb: 64 MiB declared as 4 KiB: EIO" expect_fail 'Input/output error' cat "$mnt/zeros"
+	check "bomb: ... named in the log" grep -q 'zeros.*more than its declared size' "$(sfs_log "$mnt")"
+	check "bomb: unmounts cleanly" sfs_umount "$mnt"
+fi
+mkdir -p "$T/m-trunc"
+check "truncated central directory: a clear mount error" \
+	expect_fail 'truncated.zip: no zip end-of-central-directory record' \
+	"$SAMPLEFS" -f "$H/truncated.zip" "$T/m-trunc" -o layout=tar
+
+# --- a directory of shards: one directory per shard, named without suffix
+S=$T/shards
+mkdir -p "$S" "$T/xs/s1" "$T/xs/s2"
+(cd "$T/cases/infozip/src" && tar -cf "$S/s1.tar" .)
+cp "$T/cases/zip64/archive.zip" "$S/s2.zip"
+(cd "$T/xs/s1" && tar -xf "$S/s1.tar")
+(cd "$T/xs/s2" && unzip -q "$S/s2.zip")
+mnt=$T/m-shards
+if check "shards: the directory mounts (layout detected)" sfs_mount "$S" "$mnt"; then
+	check "shards: the tree is each shard's extraction" \
+		"$PY" "$SFS_ROOT/tests/integration/tree_compare.py" "$T/xs" "$mnt"
+	check "shards: unmounts cleanly" sfs_umount "$mnt"
+fi
+
+# --- Kaggle's ImageNet zip (layout=imagenet): the tree the release's tars
+# give for the same images, labels from its LOC_ files
+"$PY" - "$T/kg" "$SFS_ROOT/tests/fixtures" <<'PYEOF' || echo "    make_kaggle failed"
+import os, sys
+sys.path.insert(0, sys.argv[2])
+from make_imagenet import make_imagenet, make_kaggle, pick_wnids
+t = make_imagenet(os.path.join(sys.argv[1], "release"), pick_wnids(5) + ["n01440764"],
+                  per_class=6, n_val=20, seed=3)
+os.makedirs(os.path.join(sys.argv[1], "kaggle"))
+make_kaggle(os.path.join(sys.argv[1], "release"),
+            os.path.join(sys.argv[1], "kaggle", "imagenet-object-localization-challenge.zip"), t)
+# the shards' tar headers carry the sources' newest mtime: the release's
+rel = os.path.join(sys.argv[1], "release")
+m = max(os.stat(os.path.join(rel, f)).st_mtime for f in os.listdir(rel) if f.endswith(".tar"))
+os.utime(os.path.join(sys.argv[1], "kaggle", "imagenet-object-localization-challenge.zip"), (m, m))
+PYEOF
+if check "kaggle: the release mounts" sfs_mount "$T/kg/release" "$T/m-rel" -o layout=imagenet &&
+   check "kaggle: the directory holding the zip mounts (layout detected)" \
+	sfs_mount "$T/kg/kaggle" "$T/m-kg"; then
+	check "kaggle: the same tree as the release's (train, labelled val, shards, shuffled)" \
+		sfs_same_mounts "$T/m-rel" "$T/m-kg"
+	check "kaggle: val is labelled" test -d "$T/m-kg/val/n01440764"
+	check "kaggle: unmounts cleanly" sfs_umount "$T/m-kg"
+	check "kaggle: the release unmounts cleanly" sfs_umount "$T/m-rel"
+fi
+sfs_done

@@ -1,0 +1,121 @@
+#!/usr/bin/python3
+"""Zip archives for test_zip.sh, made by Info-ZIP zip (deflated, stored,
+zip64 forced with -fz: zip64 extra fields in the central directory and the
+zip64 end record) and Python's zipfile (zip64 local headers, data
+descriptors),
+each in DIR/CASE/archive.zip, and the few hostile ones it mounts to see
+them fail.  Prints the names of the cases that unzip extracts and the
+mount must equal (test_zip.sh compares the trees).
+
+Usage: zip_cases.py DIR
+"""
+import io
+import os
+import random
+import subprocess
+import sys
+import zipfile
+
+rng = random.Random(18)
+top = sys.argv[1]
+
+
+def tree(d):
+    """A small tree: text, random bytes (incompressible), a large
+    compressible member (> 4 MiB: zipread's cursor path), unicode names."""
+    os.makedirs(os.path.join(d, "a/b"), exist_ok=True)
+    os.makedirs(os.path.join(d, "empty"), exist_ok=True)
+    with open(os.path.join(d, "a/hello.txt"), "w") as f:
+        f.write("hello\n")
+    with open(os.path.join(d, "a/b/rand.bin"), "wb") as f:
+        f.write(rng.randbytes(300000))
+    with open(os.path.join(d, "big.txt"), "w") as f:
+        for i in range(900000):
+            f.write("%d\n" % i)
+    with open(os.path.join(d, "ünïcødé ß.txt"), "w") as f:
+        f.write("utf-8 name\n")
+    with open(os.path.join(d, "zero"), "w"):
+        pass
+    os.symlink("a/hello.txt", os.path.join(d, "link"))
+
+
+def infozip(name, *opts):
+    d = os.path.join(top, name)
+    src = os.path.join(d, "src")
+    os.makedirs(src)
+    tree(src)
+    subprocess.run(["zip", "-qry", *opts, "../archive.zip", "."], cwd=src, check=True)
+    return name
+
+
+def pyzip(name, force64=False, stream=False):
+    """zipfile: zip64 records forced, or written to a pipe (data
+    descriptors: flag bit 3, sizes after the data)."""
+    d = os.path.join(top, name)
+    os.makedirs(d)
+    buf = io.BytesIO()
+
+    class Pipe(io.RawIOBase):   # not seekable: zipfile writes descriptors
+        def writable(self):
+            return True
+
+        def write(self, b):
+            return buf.write(b)
+
+    out = Pipe() if stream else buf
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+        for i in range(40):
+            data = ("member %d\n" % i).encode() * rng.randint(1, 3000)
+            method = zipfile.ZIP_STORED if i % 3 == 0 else zipfile.ZIP_DEFLATED
+            zi = zipfile.ZipInfo("dir%d/m%03d.txt" % (i % 4, i), (2020, 1, 2, 3, 4, 6))
+            zi.compress_type = method
+            with z.open(zi, "w", force_zip64=force64) as f:
+                f.write(data)
+        z.writestr("big/large.txt", b"".join(b"%08d\n" % k for k in range(700000)))
+    with open(os.path.join(d, "archive.zip"), "wb") as f:
+        f.write(buf.getvalue())
+    return name
+
+
+cases = [infozip("infozip"), infozip("stored", "-0"), infozip("zip64-infozip", "-fz"),
+         pyzip("zip64", force64=True), pyzip("descriptors", stream=True)]
+
+# hostile ones, by hand
+h = os.path.join(top, "hostile")
+os.makedirs(h)
+good = io.BytesIO()
+with zipfile.ZipFile(good, "w", zipfile.ZIP_DEFLATED) as z:
+    z.writestr("ok.txt", b"fine\n" * 1000)
+    z.writestr("crc.txt", b"the crc of this member is wrong\n" * 100)
+    z.writestr("flip.txt", bytes(rng.randbytes(2000)) + b"x" * 20000)
+    z.writestr("../escape.txt", b"no\n")
+    i = zipfile.ZipInfo("cafXe.txt")
+    i.create_system = 0
+    z.writestr(i, b"cp437 name\n")
+data = bytearray(good.getvalue())
+zf = zipfile.ZipFile(io.BytesIO(bytes(data)))
+crc = zf.getinfo("crc.txt")
+# the central directory's CRC of crc.txt, off by one bit
+pos = data.find(b"crc.txt", zf.start_dir) - 46 + 16
+data[pos] ^= 1
+flip = zf.getinfo("flip.txt")
+mid = flip.header_offset + 30 + len("flip.txt") + flip.compress_size // 2
+data[mid] ^= 0x10
+# the name in the local and central headers: CP437 0x82 (e acute), MS-DOS host
+data = data.replace(b"cafXe", b"caf\x82e")
+with open(os.path.join(h, "archive.zip"), "wb") as f:
+    f.write(bytes(data))
+# a bomb: 1 GiB of zeros declared as 2 KiB... and the other way round
+bomb = io.BytesIO()
+with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as z:
+    z.writestr("zeros", b"\0" * (64 << 20))
+b = bytearray(bomb.getvalue())
+zb = zipfile.ZipFile(io.BytesIO(bytes(b)))
+pos = zb.start_dir + 24                 # central usize: 4 KiB declared
+b[pos:pos + 4] = (4096).to_bytes(4, "little")
+with open(os.path.join(h, "bomb.zip"), "wb") as f:
+    f.write(bytes(b))
+# truncated: the end of the central directory cut off
+with open(os.path.join(h, "truncated.zip"), "wb") as f:
+    f.write(bytes(data[:len(data) - 30]))
+print(" ".join(cases))
