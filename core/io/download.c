@@ -383,7 +383,8 @@ static int part_open(struct run *r, struct job *j)
 	struct stat st;
 	int rc;
 
-	j->fd = open(j->part, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	j->fd = open(j->part, O_RDWR | O_CREAT | O_CLOEXEC | (r->o->fresh ? O_TRUNC : 0),
+		     0644);
 	if (j->fd < 0 || fstat(j->fd, &st)) {
 		rc = -errno;
 		return job_fail(r, j, rc, "%s: %s", j->part, strerror(-rc));
@@ -426,7 +427,7 @@ static int job_begin(struct run *r, struct job *j, struct download_item *it)
 		j->final = j->part = NULL;
 		return job_fail(r, j, -ENOMEM, "out of memory");
 	}
-	if (complete(j->final, it, j->md)) {
+	if (!r->o->fresh && complete(j->final, it, j->md)) {
 		job_finish(r, j, 1);
 		return 0;
 	}

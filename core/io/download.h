@@ -72,6 +72,10 @@ struct download_opts {
 	unsigned timeout_s;        /* connect, and no progress for this long; 30 */
 	struct source_env *env;    /* for request URLs and signing (buckets) */
 	const struct source_cancel *stop;
+	/* 1: nothing found in DEST counts: a complete file is fetched again
+	 * and a .part emptied (for one who cannot tell a leftover of another
+	 * version: a prebuilt index fetched over plain HTTP, no MD5) */
+	int fresh;
 	/* each event, and (ev = -1, item NULL) about five times a second */
 	void (*report)(void *arg, int ev, const struct download_item *item,
 		       uint64_t from, const struct download_totals *t);
