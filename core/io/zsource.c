@@ -736,6 +736,14 @@ static int z_env_init(struct source_env *env)
 	if (!ze)
 		return -ENOMEM;
 	ze->span = env->cfg.span_bytes ? env->cfg.span_bytes : ZSOURCE_SPAN_DEFAULT;
+	if (ze->span < ZSOURCE_SPAN_MIN || ze->span > ZSOURCE_SPAN_MAX) {
+		sfs_err("span=%llu: must be from %llu to %llu bytes",
+			(unsigned long long)ze->span,
+			(unsigned long long)ZSOURCE_SPAN_MIN,
+			(unsigned long long)ZSOURCE_SPAN_MAX);
+		free(ze);
+		return -EINVAL;
+	}
 	ze->eng = e && !strcmp(e, "zlib") ? ZENGINE_ZLIB : ZENGINE_FAST;
 	if (!(ze->cache = lru_new(cache ? cache : ZSOURCE_CACHE_DEFAULT))) {
 		free(ze);
