@@ -51,51 +51,80 @@ static uint32_t le32(const unsigned char *p)
 	       (uint32_t)p[3] << 24;
 }
 
+/* Reads n header bytes (out NULL: skips them), adding them to *crc. */
+static int hdr_read(struct zin *in, void *out, size_t n, uLong *crc)
+{
+	unsigned char b;
+	int rc;
+
+	while (n--) {
+		if ((rc = zin_read(in, &b, 1)) < 0)
+			return rc;
+		*crc = crc32(*crc, &b, 1);
+		if (out)
+			*(unsigned char *)out = b, out = (unsigned char *)out + 1;
+	}
+	return 0;
+}
+
 /* Skips a NUL-terminated header field. */
-static int skip_cstr(struct zin *in)
+static int skip_cstr(struct zin *in, uLong *crc)
 {
 	unsigned char c;
 	int rc;
 
 	do {
-		if ((rc = zin_read(in, &c, 1)) < 0)
+		if ((rc = hdr_read(in, &c, 1, crc)) < 0)
 			return rc;
 	} while (c);
 	return 0;
 }
 
+/* Only zero bytes up to the end of the source (padding): 1, or
+ * -EBADMSG at the first other byte, -errno. */
+static int zero_padding(struct zin *in)
+{
+	unsigned char c;
+	int rc;
+
+	do {
+		if ((rc = zin_read(in, &c, 1)) == -EBADMSG)
+			return 1;
+	} while (rc == 0 && c == 0);
+	return rc < 0 ? rc : -EBADMSG;
+}
+
 /*
  * Reads a member header at the reader's position: 0, 1 when the stream
  * ends there (nothing but zero padding follows, as tapes and some tools
- * leave), -EBADMSG when the bytes there are not a header, -errno.
+ * leave), -EBADMSG when the bytes there are not a header (or its FHCRC
+ * does not match, as gzip checks it), -errno.
  */
 static int member_header(struct zin *in)
 {
-	unsigned char h[10], x[2], c;
+	unsigned char h[10], x[2], c[2];
+	uLong crc = crc32(0, NULL, 0);
 	int rc;
 
 	if (in->pos == in->len && (rc = zin_fill(in)) <= 0)
 		return rc < 0 ? rc : 1;
-	if (in->buf[in->pos] == 0) {
-		do {
-			if ((rc = zin_read(in, &c, 1)) == -EBADMSG)
-				return 1;
-		} while (rc == 0 && c == 0);
-		return rc < 0 ? rc : -EBADMSG;
-	}
-	if ((rc = zin_read(in, h, sizeof(h))) < 0)
+	if (in->buf[in->pos] == 0)
+		return zero_padding(in);
+	if ((rc = hdr_read(in, h, sizeof(h), &crc)) < 0)
 		return rc;
 	if (!gz_sniff(h, sizeof(h)) || (h[3] & F_RESERVED))
 		return -EBADMSG;
-	if ((h[3] & F_EXTRA) && ((rc = zin_read(in, x, 2)) < 0 ||
-				 (rc = zin_read(in, NULL, x[0] | x[1] << 8)) < 0))
+	if ((h[3] & F_EXTRA) && ((rc = hdr_read(in, x, 2, &crc)) < 0 ||
+				 (rc = hdr_read(in, NULL, x[0] | x[1] << 8, &crc)) < 0))
 		return rc;
-	if ((h[3] & F_NAME) && (rc = skip_cstr(in)) < 0)
+	if ((h[3] & F_NAME) && (rc = skip_cstr(in, &crc)) < 0)
 		return rc;
-	if ((h[3] & F_COMMENT) && (rc = skip_cstr(in)) < 0)
+	if ((h[3] & F_COMMENT) && (rc = skip_cstr(in, &crc)) < 0)
 		return rc;
-	if ((h[3] & F_HCRC) && (rc = zin_read(in, NULL, 2)) < 0)
+	if ((h[3] & F_HCRC) && (rc = zin_read(in, c, 2)) < 0)
 		return rc;
+	if ((h[3] & F_HCRC) && (uLong)(c[0] | c[1] << 8) != (crc & 0xffff))
+		return -EBADMSG;
 	return 0;
 }
 
