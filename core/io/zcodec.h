@@ -26,6 +26,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <zlib.h>
+#ifdef HAVE_ISAL
+#include <isa-l/crc.h>
+#endif
+
 #include "io/source.h"
 
 #define ZWINDOW (32u << 10)   /* deflate's history: the most a window holds */
@@ -69,11 +74,23 @@ _Static_assert(sizeof(struct zpoint) == 40, "the blob's point layout");
 #define ZP_MEMBER 1   /* a member (gzip header) starts at `in` */
 #define ZP_BAD    2   /* the span holds bytes of a damaged member: EIO */
 
+/* The CRC-32 of gzip (and of the spans), chained as zlib's crc32():
+ * ISA-L's folding CRC where the build has it (several times zlib's). */
+static inline uint32_t zcrc32(uint32_t crc, const void *p, size_t n)
+{
+#ifdef HAVE_ISAL
+	return crc32_gzip_refl(crc, (const unsigned char *)p, (uint64_t)n);
+#else
+	return (uint32_t)crc32_z(crc, p, n);
+#endif
+}
+
 /* The recorder of the pass (zsource.c). */
 struct zpass;
-/* Every uncompressed byte, in order. 0 or -errno (-EFBIG: too long
- * without a point, see zsource.c). */
-int zpass_output(struct zpass *p, const void *data, size_t n);
+/* Every uncompressed byte, in order; *crc gets the chunk's CRC-32 (for
+ * the codec's own checks, with crc32_combine).  0 or -errno (-EFBIG: too
+ * long without a point, see zsource.c). */
+int zpass_output(struct zpass *p, const void *data, size_t n, uint32_t *crc);
 /* 1 if a point here would be kept (span bytes since the last one). */
 int zpass_want(const struct zpass *p);
 /* A place the codec can restart from: compressed byte `in`, `bits` of

@@ -148,6 +148,7 @@ static int scan_member(struct zin *in, struct zpass *p, z_stream *zs,
 		       uint64_t *isize)
 {
 	int ret, rc;
+	uint32_t c;
 	size_t got;
 
 	for (;;) {
@@ -163,10 +164,10 @@ static int scan_member(struct zin *in, struct zpass *p, z_stream *zs,
 		in->pos = (size_t)(zs->next_in - in->buf);
 		got = OUTCHUNK - zs->avail_out;
 		if (got) {
-			*crc = crc32(*crc, out, (uInt)got);
-			*isize += got;
-			if ((rc = zpass_output(p, out, got)) < 0)
+			if ((rc = zpass_output(p, out, got, &c)) < 0)
 				return rc;
+			*crc = crc32_combine(*crc, c, (z_off_t)got);
+			*isize += got;
 		}
 		if (ret == Z_STREAM_END)
 			return 0;

@@ -60,7 +60,7 @@
 
 #define ZSPAN_HARD   (ZSOURCE_SPAN_MAX + (64ull << 20))
 #define PASS_READ    (1u << 20)     /* the pass's reads of the source */
-#define SPAN_READ    (128u << 10)   /* a span read's reads */
+#define SPAN_READ    (256u << 10)   /* a span read's reads */
 #define SNIFF        16
 
 /* The codec table: sniffed in order. */
@@ -187,12 +187,13 @@ struct zpass {
 	size_t nbad, badcap;
 };
 
-int zpass_output(struct zpass *p, const void *data, size_t n)
+int zpass_output(struct zpass *p, const void *data, size_t n, uint32_t *crc)
 {
 	const unsigned char *d = data;
 	size_t k;
 
-	p->crc = crc32(p->crc, d, (uInt)n);
+	*crc = zcrc32(0, d, n);
+	p->crc = crc32_combine(p->crc, *crc, (z_off_t)n);
 	p->out += n;
 	if (p->npts && p->out - p->pts[p->npts - 1].out > ZSPAN_HARD) {
 		sfs_err("%s: no %s restart point in %llu MiB of output at "
@@ -627,7 +628,7 @@ static int inflate_span(struct zsrc *z, uint64_t i, unsigned char **out,
 		why = "its stored window does not inflate";
 	else if ((rc = z->codec->span(&in, pt, win, buf, len, z->ze->eng)) < 0)
 		why = "the stream does not inflate there";
-	else if (crc32(crc32(0, NULL, 0), buf, (uInt)len) != pt->crc)
+	else if (zcrc32(0, buf, len) != pt->crc)
 		why = "its bytes do not match the CRC-32 of the first pass";
 	if (why) {
 		(void)source_check(z->in);	/* a replaced file says so too */
