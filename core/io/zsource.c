@@ -789,27 +789,44 @@ int source_is_decompressed(const struct source *s)
 	return s->be == &source_z_backend;
 }
 
+/* 1 if the name ends in a compressed format's suffix. */
+static int named_compressed(const char *name)
+{
+	size_t nl = strlen(name), i, sl;
+
+	for (i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
+		sl = strlen(suffixes[i]);
+		if (nl > sl && !strcmp(name + nl - sl, suffixes[i]))
+			return 1;
+	}
+	return 0;
+}
+
 /* The codec whose magic the source starts with, or NULL. */
 static const struct zcodec *sniff(struct source *in)
 {
 	unsigned char head[SNIFF];
-	const char *name = source_name(in);
-	size_t nl = strlen(name), i, sl;
 	ssize_t got;
-	int named = 0;
+	size_t i;
 
-	for (i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
-		sl = strlen(suffixes[i]);
-		named |= nl > sl && !strcmp(name + nl - sl, suffixes[i]);
-	}
-	if (source_is_remote(in) && !named)
-		return NULL;
 	if ((got = source_pread(in, head, sizeof(head), 0)) <= 0)
 		return NULL;
 	for (i = 0; i < NCODECS; i++)
 		if (codecs[i]->sniff(head, (size_t)got))
 			return codecs[i];
 	return NULL;
+}
+
+/* The codec a checked blob was made by. */
+static const struct zcodec *codec_of(const uint8_t *blob)
+{
+	struct zblob_hdr h;
+	size_t i;
+
+	memcpy(&h, blob, sizeof(h));
+	for (i = 0; i < NCODECS && codecs[i]->id != h.codec; i++)
+		;
+	return codecs[i];
 }
 
 /* The outer source's stamp: the inner's, with the uncompressed size; its
@@ -824,26 +841,53 @@ static void outer_stamp(struct source *s, const struct zsrc *z)
 		 z->codec->name, (unsigned long long)in->size, in->etag);
 }
 
+/*
+ * Which codec, and its table: a local file is sniffed first (a pread of
+ * what the page cache likely holds); a remote one, which is only
+ * considered when its name says it is compressed, asks the store first,
+ * so a remount reads no data.  1 with z->codec (and maybe a table), 0
+ * when the source is not compressed.
+ */
+static int choose(struct zsrc *z)
+{
+	int remote = source_is_remote(z->in);
+
+	if (remote && !named_compressed(source_name(z->in)))
+		return 0;
+	if (remote && load_stored(z) == 0) {
+		z->codec = codec_of(z->blob);
+		return 1;
+	}
+	if (!(z->codec = sniff(z->in)))
+		return 0;
+	if (!remote)
+		load_stored(z);
+	return 1;
+}
+
 int zsource_wrap(struct source *in, struct source **out)
 {
-	const struct zcodec *c = in->env && in->env->z ? sniff(in) : NULL;
 	struct zsrc *z = NULL;
 	struct source *s = NULL;
 	int rc = -ENOMEM;
 
 	*out = in;
-	if (!c)
+	if (!in->env || !in->env->z)
 		return 0;
-	if (!(z = calloc(1, sizeof(*z))) || !(s = calloc(1, sizeof(*s))) ||
-	    !(s->name = strdup(in->name))) {
+	if (!(z = calloc(1, sizeof(*z)))) {
 		source_close(in);
 		goto fail;
 	}
 	z->in = in;
-	z->codec = c;
 	z->ze = in->env->z;
+	if (!choose(z)) {
+		free(z);
+		return 0;
+	}
+	if (!(s = calloc(1, sizeof(*s))) || !(s->name = strdup(in->name)))
+		goto fail;
 	z->id = atomic_fetch_add(&z->ze->next_id, 1);
-	if (load_stored(z) < 0) {
+	if (!z->blob) {
 		if ((rc = run_pass(z)) < 0)
 			goto fail;
 		save_table(z);

@@ -9,8 +9,9 @@
 # files they hold, named in the log, and the right bytes for the others,
 # never wrong ones; a bomb (2 GiB of zeros in 2 MB, its last ISIZE a lie)
 # is bounded (the daemon's peak RSS) and its lie named; a gzip inside a
-# gzip is decompressed once only.
+# gzip is decompressed once only; over HTTP as from disk.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/http_lib.sh"
 sfs_setup
 T=$SFS_TMP
 COMPARE=$SFS_ROOT/tests/integration/tree_compare.py
@@ -94,6 +95,17 @@ check "remount: the saved access points, no second pass" \
 	bash -c '! grep -q "access points, in" "$0"' "$(sfs_log "$mnt")"
 check "remount: every file as tar -x made it" "$PY" "$COMPARE" "$T/x" "$mnt"
 check "remount: unmount" sfs_umount "$mnt"
+
+# over HTTP: the same tree, and a remount reads no data (the saved table)
+mkdir -p "$T/www" && cp "$T/bgzf.tar.gz" "$T/www/" && http_start "$T/www"
+mnt=$T/http
+check "http: mounted" sfs_mount "$(http_url bgzf.tar.gz)" "$mnt" -o layout=tar,span=64k
+check "http: every file as tar -x made it" "$PY" "$COMPARE" "$T/x" "$mnt"
+check "http: unmount" sfs_umount "$mnt"
+mark=$(http_log_mark)
+check "http: remounted" sfs_mount "$(http_url bgzf.tar.gz)" "$mnt" -o layout=tar,span=64k
+check "http: the remount sent no data GET" test "$(http_log_count GET "$mark")" = 0
+check "http: unmount again" sfs_umount "$mnt"
 
 # right_or_eio MNT: every file reads as extracted or fails with EIO; some fail
 right_or_eio() {
