@@ -58,19 +58,23 @@ int zin_read(struct zin *in, void *out, size_t n);
 /* Repositions at off (drops the buffer). */
 void zin_seek(struct zin *in, uint64_t off);
 
-/* An access point, as stored in the blob (little-endian, 40 bytes). */
+/* An access point, as stored in the blob (little-endian, 48 bytes). */
 struct zpoint {
 	uint64_t in;          /* compressed offset of the first whole byte */
 	uint64_t out;         /* uncompressed offset */
 	uint64_t win_off;     /* the window's offset in the blob */
+	uint64_t crc_off;     /* the span's CRC-32s in the blob: one uint32
+			       * per ZCHUNK of its output, the last partial */
 	uint32_t win_len;     /* window bytes (<= ZWINDOW); 0: none needed */
 	uint32_t win_stored;  /* bytes at win_off: win_len raw, fewer: deflated */
-	uint32_t crc;         /* CRC-32 of the span [out, next point's out) */
 	uint8_t  bits;        /* bits of the byte at in - 1 not yet used (0-7) */
 	uint8_t  flags;       /* ZP_* */
-	uint8_t  pad[2];
+	uint8_t  pad[6];
 };
-_Static_assert(sizeof(struct zpoint) == 40, "the blob's point layout");
+_Static_assert(sizeof(struct zpoint) == 48, "the blob's point layout");
+/* The unit of the spans' CRC-32s: a read inflates from its point to the
+ * end of the chunk holding its last byte, and checks every chunk. */
+#define ZCHUNK (64u << 10)
 #define ZP_MEMBER 1   /* a member (gzip header) starts at `in` */
 #define ZP_BAD    2   /* the span holds bytes of a damaged member: EIO */
 

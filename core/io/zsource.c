@@ -73,7 +73,7 @@ static const char *const suffixes[] = { ".gz", ".tgz", ".bgz", ".gzip" };
 
 /* The blob's header. */
 #define ZBLOB_MAGIC   "SFSZIDX\1"
-#define ZBLOB_VERSION 1
+#define ZBLOB_VERSION 2
 struct zblob_hdr {
 	char magic[8];
 	uint32_t version;
@@ -176,7 +176,10 @@ struct zpass {
 	struct zsrc *z;
 	uint64_t span;
 	uint64_t out;                 /* bytes so far */
-	uLong crc;                    /* of the current span */
+	uint32_t ccrc;                /* of the current chunk so far */
+	size_t cfill;                 /* its bytes */
+	uint32_t *crcs;               /* the current span's chunks' */
+	size_t ncrc;
 	unsigned char ring[ZWINDOW];  /* the last ZWINDOW bytes of the member */
 	size_t rpos, rfill;
 	struct zpoint *pts;
@@ -187,27 +190,35 @@ struct zpass {
 	size_t nbad, badcap;
 };
 
-int zpass_output(struct zpass *p, const void *data, size_t n, uint32_t *crc)
+/* The CRC-32s of the span's chunks, ZCHUNK bytes each. */
+static void chunk_crcs(struct zpass *p, const unsigned char *d, size_t n)
 {
-	const unsigned char *d = data;
 	size_t k;
 
-	*crc = zcrc32(0, d, n);
-	p->crc = crc32_combine(p->crc, *crc, (z_off_t)n);
-	p->out += n;
-	if (p->npts && p->out - p->pts[p->npts - 1].out > ZSPAN_HARD) {
-		sfs_err("%s: no %s restart point in %llu MiB of output at "
-			"offset %llu: not supported (a crafted stream?)",
-			source_name(p->z->in), p->z->codec->name,
-			(unsigned long long)(ZSPAN_HARD >> 20),
-			(unsigned long long)p->out);
-		return -EFBIG;
+	while (n) {
+		k = ZCHUNK - p->cfill < n ? ZCHUNK - p->cfill : n;
+		p->ccrc = zcrc32(p->ccrc, d, k);
+		p->cfill += k;
+		d += k;
+		n -= k;
+		if (p->cfill == ZCHUNK) {
+			p->crcs[p->ncrc++] = p->ccrc;
+			p->ccrc = 0;
+			p->cfill = 0;
+		}
 	}
+}
+
+/* The last ZWINDOW bytes of output, for the next point's window. */
+static void ring_put(struct zpass *p, const unsigned char *d, size_t n)
+{
+	size_t k;
+
 	if (n >= ZWINDOW) {
 		memcpy(p->ring, d + n - ZWINDOW, ZWINDOW);
 		p->rpos = 0;
 		p->rfill = ZWINDOW;
-		return 0;
+		return;
 	}
 	while (n) {
 		k = ZWINDOW - p->rpos < n ? ZWINDOW - p->rpos : n;
@@ -217,6 +228,22 @@ int zpass_output(struct zpass *p, const void *data, size_t n, uint32_t *crc)
 		d += k;
 		n -= k;
 	}
+}
+
+int zpass_output(struct zpass *p, const void *data, size_t n, uint32_t *crc)
+{
+	*crc = zcrc32(0, data, n);
+	p->out += n;
+	if (p->npts && p->out - p->pts[p->npts - 1].out > ZSPAN_HARD) {
+		sfs_err("%s: no %s restart point in %llu MiB of output at "
+			"offset %llu: not supported (a crafted stream?)",
+			source_name(p->z->in), p->z->codec->name,
+			(unsigned long long)(ZSPAN_HARD >> 20),
+			(unsigned long long)p->out);
+		return -EFBIG;
+	}
+	chunk_crcs(p, data, n);
+	ring_put(p, data, n);
 	return 0;
 }
 
@@ -277,6 +304,25 @@ static int put_window(struct zpass *p, struct zpoint *pt)
 	return 0;
 }
 
+/* Ends the span of the last point: its chunks' CRC-32s go to the
+ * scratch file after the windows before them. */
+static int close_span(struct zpass *p)
+{
+	int rc;
+
+	if (!p->npts)
+		return 0;
+	if (p->cfill)
+		p->crcs[p->ncrc++] = p->ccrc;
+	p->pts[p->npts - 1].crc_off = p->woff;
+	if ((rc = write_all(p->fd, p->crcs, p->ncrc * sizeof(*p->crcs), p->woff)) < 0)
+		return rc;
+	p->woff += p->ncrc * sizeof(*p->crcs);
+	p->ncrc = p->cfill = 0;
+	p->ccrc = 0;
+	return 0;
+}
+
 int zpass_point(struct zpass *p, uint64_t in, unsigned bits, int member)
 {
 	struct zpoint *pt;
@@ -296,8 +342,8 @@ int zpass_point(struct zpass *p, uint64_t in, unsigned bits, int member)
 		p->pts = q;
 		p->cap = c;
 	}
-	if (p->npts)
-		p->pts[p->npts - 1].crc = (uint32_t)p->crc;
+	if ((rc = close_span(p)) < 0)
+		return rc;
 	pt = &p->pts[p->npts];
 	memset(pt, 0, sizeof(*pt));
 	pt->in = in;
@@ -307,7 +353,6 @@ int zpass_point(struct zpass *p, uint64_t in, unsigned bits, int member)
 	if ((rc = put_window(p, pt)) < 0)
 		return rc;
 	p->npts++;
-	p->crc = crc32(0, NULL, 0);
 	return 0;
 }
 
@@ -379,8 +424,8 @@ static int pass_finish(struct zpass *p)
 	void *m;
 	int rc;
 
-	if (p->npts)
-		p->pts[p->npts - 1].crc = (uint32_t)p->crc;
+	if ((rc = close_span(p)) < 0)
+		return rc;
 	mark_bad(p);
 	memset(&h, 0, sizeof(h));
 	memcpy(h.magic, ZBLOB_MAGIC, sizeof(h.magic));
@@ -417,7 +462,8 @@ static int run_pass(struct zsrc *z)
 		goto out;
 	p->z = z;
 	p->span = z->ze->span;
-	p->crc = crc32(0, NULL, 0);
+	if (!(p->crcs = malloc((ZSPAN_HARD / ZCHUNK + 2) * sizeof(*p->crcs))))
+		goto out;
 	p->woff = sizeof(struct zblob_hdr);
 	if ((p->fd = scratch_open()) < 0) {
 		rc = p->fd;
@@ -441,6 +487,7 @@ out:
 	if (p) {
 		free(p->pts);
 		free(p->bad);
+		free(p->crcs);
 	}
 	free(p);
 	free(in.buf);
@@ -469,6 +516,20 @@ static int point_ok(const struct zpoint *pt, const struct zpoint *prev,
 		return pt->out == 0;
 	return pt->out > prev->out && pt->out - prev->out <= ZSPAN_HARD &&
 	       pt->in >= prev->in;
+}
+
+/* Chunks of a span of that many bytes. */
+static uint64_t nchunks(uint64_t len)
+{
+	return (len + ZCHUNK - 1) / ZCHUNK;
+}
+
+/* A point's CRC-32s lie between the header and the points. */
+static int crcs_ok(const struct zpoint *pt, uint64_t end,
+		   const struct zblob_hdr *h)
+{
+	return pt->crc_off >= sizeof(*h) && pt->crc_off <= h->points_off &&
+	       nchunks(end - pt->out) <= (h->points_off - pt->crc_off) / 4;
 }
 
 int zsource_blob_check(const void *blob, size_t len, uint64_t csize, char *why,
@@ -502,6 +563,9 @@ int zsource_blob_check(const void *blob, size_t len, uint64_t csize, char *why,
 			return why_bad(why, whylen, "a bad access point");
 	if (h.npoints && h.usize - pts[h.npoints - 1].out > ZSPAN_HARD)
 		return why_bad(why, whylen, "a span too long");
+	for (i = 0; i < h.npoints; i++)
+		if (!crcs_ok(&pts[i], span_end(pts, h.npoints, i, h.usize), &h))
+			return why_bad(why, whylen, "CRC-32s out of bounds");
 	return 0;
 }
 
@@ -609,12 +673,37 @@ static int window_of(const struct zsrc *z, const struct zpoint *pt,
 	return 0;
 }
 
-/* Inflates span i into a new buffer, checked: 0 or -errno (said). */
-static int inflate_span(struct zsrc *z, uint64_t i, unsigned char **out,
-			size_t *outlen)
+/* Chunk c's CRC-32s of span i as the pass recorded it. */
+static uint32_t chunk_crc(const struct zsrc *z, const struct zpoint *pt,
+			  uint64_t c)
+{
+	uint32_t v;
+
+	memcpy(&v, z->blob + pt->crc_off + 4 * c, sizeof(v));
+	return v;
+}
+
+/* The first len bytes of span i are those the pass saw: 1 or 0. */
+static int chunks_match(const struct zsrc *z, const struct zpoint *pt,
+			const unsigned char *buf, size_t len)
+{
+	uint64_t c;
+	size_t k;
+
+	for (c = 0; c < nchunks(len); c++) {
+		k = len - c * ZCHUNK < ZCHUNK ? len - c * ZCHUNK : ZCHUNK;
+		if (zcrc32(0, buf + c * ZCHUNK, k) != chunk_crc(z, pt, c))
+			return 0;
+	}
+	return 1;
+}
+
+/* Inflates the first len bytes of span i (whole chunks, or the whole
+ * span) into a new buffer, checked: 0 or -errno (said). */
+static int inflate_span(struct zsrc *z, uint64_t i, size_t len,
+			unsigned char **out)
 {
 	const struct zpoint *pt = &z->pts[i];
-	size_t len = (size_t)(span_end(z->pts, z->npts, i, z->usize) - pt->out);
 	unsigned char *buf = malloc(len ? len : 1), *win = malloc(ZWINDOW);
 	struct zin in;
 	const char *why = NULL;
@@ -628,8 +717,8 @@ static int inflate_span(struct zsrc *z, uint64_t i, unsigned char **out,
 		why = "its stored window does not inflate";
 	else if ((rc = z->codec->span(&in, pt, win, buf, len, z->ze->eng)) < 0)
 		why = "the stream does not inflate there";
-	else if (zcrc32(0, buf, len) != pt->crc)
-		why = "its bytes do not match the CRC-32 of the first pass";
+	else if (!chunks_match(z, pt, buf, len))
+		why = "its bytes do not match the CRC-32s of the first pass";
 	if (why) {
 		(void)source_check(z->in);	/* a replaced file says so too */
 		rc = -EIO;
@@ -639,7 +728,6 @@ static int inflate_span(struct zsrc *z, uint64_t i, unsigned char **out,
 		goto out;
 	}
 	*out = buf;
-	*outlen = len;
 	buf = NULL;
 	rc = 0;
 out:
@@ -649,29 +737,41 @@ out:
 	return rc;
 }
 
-/* Copies n bytes at off within span i into dst. */
+/*
+ * Copies n bytes at off within span i into dst.  The cache holds a span
+ * whole (key bit 0 set) or its first chunks (clear): a miss inflates up
+ * to the end of the chunk holding the read's last byte (a random read
+ * pays for the bytes before it, not for the rest of the span), or the
+ * whole span when a prefix of it was cached already (reads going through
+ * it in order: each span is inflated at most twice).
+ */
 static int span_copy(struct zsrc *z, uint64_t i, size_t off, void *dst, size_t n)
 {
-	uint64_t key = z->id << 32 | i;
+	uint64_t key = z->id << 33 | i << 1;
+	size_t len = (size_t)(span_end(z->pts, z->npts, i, z->usize) - z->pts[i].out);
+	size_t want;
 	unsigned char *buf;
-	size_t len;
-	int rc;
+	int rc, part;
 
 	if (z->pts[i].flags & ZP_BAD) {
 		sfs_warn("%s: uncompressed bytes %llu-%llu are in a damaged "
 			 "member: EIO", source_name(z->in),
 			 (unsigned long long)z->pts[i].out,
-			 (unsigned long long)span_end(z->pts, z->npts, i, z->usize));
+			 (unsigned long long)(z->pts[i].out + len));
 		return -EIO;
 	}
-	if (lru_copy_out(z->ze->cache, key, off, dst, n) == 1)
+	if (lru_copy_out(z->ze->cache, key | 1, off, dst, n) == 1 ||
+	    (part = lru_copy_out(z->ze->cache, key, off, dst, n)) == 1)
 		return 0;
 	if (source_nowait_mode())
 		return -EAGAIN;
-	if ((rc = inflate_span(z, i, &buf, &len)) < 0)
+	want = (off + n + ZCHUNK - 1) / ZCHUNK * ZCHUNK;
+	if (part == -EINVAL || want > len)
+		want = len;
+	if ((rc = inflate_span(z, i, want, &buf)) < 0)
 		return rc;
 	memcpy(dst, buf + off, n);
-	lru_insert(z->ze->cache, key, buf, len);
+	lru_insert(z->ze->cache, want == len ? key | 1 : key, buf, want);
 	return 0;
 }
 
