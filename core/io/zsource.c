@@ -750,7 +750,7 @@ static int span_copy(struct zsrc *z, uint64_t i, size_t off, void *dst, size_t n
 	uint64_t key = z->id << 33 | i << 1;
 	size_t len = (size_t)(span_end(z->pts, z->npts, i, z->usize) - z->pts[i].out);
 	size_t want;
-	unsigned char *buf;
+	unsigned char *buf, probe;
 	int rc, part;
 
 	if (z->pts[i].flags & ZP_BAD) {
@@ -766,7 +766,8 @@ static int span_copy(struct zsrc *z, uint64_t i, size_t off, void *dst, size_t n
 	if (source_nowait_mode())
 		return -EAGAIN;
 	want = (off + n + ZCHUNK - 1) / ZCHUNK * ZCHUNK;
-	if (part == -EINVAL || want > len)
+	if (part == -EINVAL || want > len ||
+	    (i && lru_copy_out(z->ze->cache, (key - 2) | 1, 0, &probe, 0) == 1))
 		want = len;
 	if ((rc = inflate_span(z, i, want, &buf)) < 0)
 		return rc;

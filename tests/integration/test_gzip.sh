@@ -210,6 +210,11 @@ check "bomb: the daemon's peak RSS ${hwm} kB is under 128 MiB (without ASan's)" 
 	test "$SAMPLEFS_BUILD" != build -o "${hwm:-999999}" -lt 131072
 check "bomb: unmount" sfs_umount "$mnt"
 
+mkdir -p "$T/opt"
+check "span=1k is refused, naming the bounds" \
+	expect_fail "span=1024: must be from 65536 to 67108864 bytes" \
+	"$SAMPLEFS" -f -o layout=tar,span=1k "$T/g6.tar.gz" "$T/opt"
+
 # gzip in gzip: one level is decompressed, the inner gzip is not a tar
 gzip -c "$T/g6.tar.gz" >"$T/twice.tar.gz"
 mkdir -p "$T/twice"
