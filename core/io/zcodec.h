@@ -14,7 +14,7 @@
  * buffers, and never sees the cache or the store.
  *
  * Adding xz, zstd or bzip2 is one file with one `struct zcodec` and one
- * row in zsource.c's table.  Their access points: xz at block starts
+ * row in ztable.c's table (and its suffix in zsource.c's list, for URLs).  Their access points: xz at block starts
  * (the index at the end lists them: no window), zstd at frame starts
  * (pzstd/zstd --long seekable frames: no window), bzip2 at block starts
  * (a bit offset: `bits`, no window).  A point without a window has

@@ -1,6 +1,6 @@
 /*
  * zsource.c - the decompressing source (zsource.h): a backend that wraps
- * another source, whose bytes a codec of the table below decompresses.
+ * another source, whose bytes a codec of ztable.c's table decompresses.
  *
  * Open: the first bytes choose the codec (magic).  A local file is always
  * sniffed (one small pread); a remote one only when its name ends in a
@@ -11,25 +11,22 @@
  * the stamp's size, which every layout reads first, is the uncompressed
  * size, known only at the end of the stream.
  *
- * The table (blob): a header, the windows, then the points (struct
- * zpoint), all little-endian; during the pass the windows go to an
- * unlinked scratch file ($TMPDIR) and only the points stay in memory
- * (40 bytes a span), so the pass's memory is bounded whatever the size.
- * After the pass the scratch file is mapped, saved, and replaced by the
- * store's own mapping when it has one.
+ * The table (blob, ztable.h) is made by the pass and checked by
+ * ztable.c; after the pass it is an unlinked scratch file, mapped, saved
+ * to the store and replaced by the store's own mapping when it has one.
  *
  * Reads: the span holding the byte is looked up in the mount's span LRU
  * (one for all sources of the env, keyed by source id and span); a miss
  * inflates it from its point (no lock held: readers of different spans
  * run in parallel; two readers of the same span may both inflate it, and
- * the second copy is dropped), checks its length and CRC-32, and inserts
- * it.  In no-wait mode a miss is -EAGAIN: inflating is left to a thread
- * that may wait.
+ * the second copy is dropped), checks its bytes against the pass's
+ * CRC-32s (one per 64 KiB), and inserts it.  In no-wait mode a miss is
+ * -EAGAIN: inflating is left to a thread that may wait.
  *
  * Damage: a member the pass found damaged (CRC-32 or ISIZE mismatch,
  * truncated, not inflatable) marks the spans holding its bytes: reads of
- * them give EIO, said once per span.  A span whose inflated bytes do not
- * match the pass's CRC (the file was rewritten without changing its
+ * them give EIO, said at each read.  A span whose inflated bytes do not
+ * match the pass's CRC-32s (the file was rewritten without changing its
  * stamp, a bad disk) gives EIO too.  Bombs: the size is what the pass
  * finds; a span longer than ZSPAN_HARD (no restart point for that long:
  * only crafted streams) fails the open with EFBIG, so a read never holds
@@ -39,11 +36,12 @@
  * read-only mapped table and the LRU (locked inside lru.c).  Per mount:
  * struct zenv (the cache, the store, the engine), set up once.
  *
- * Not for: a codec's format (zgzip.c), writing index files (the store).
+ * Not for: a codec's format (zgzip.c), the pass and the table's checks
+ * (ztable.c), writing index files (the store).
  */
 #include "io/backend.h"
 #include "io/zsource.h"
-#include "io/zcodec.h"
+#include "io/ztable.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -58,33 +56,10 @@
 #include "io/lru.h"
 #include "log.h"
 
-#define ZSPAN_HARD   (ZSOURCE_SPAN_MAX + (64ull << 20))
-#define PASS_READ    (1u << 20)     /* the pass's reads of the source */
 #define SPAN_READ    (256u << 10)   /* a span read's reads */
 #define SNIFF        16
 
-/* The codec table: sniffed in order. */
-static const struct zcodec *const codecs[] = {
-	&zcodec_gzip,
-};
-#define NCODECS (sizeof(codecs) / sizeof(codecs[0]))
-
 static const char *const suffixes[] = { ".gz", ".tgz", ".bgz", ".gzip" };
-
-/* The blob's header. */
-#define ZBLOB_MAGIC   "SFSZIDX\1"
-#define ZBLOB_VERSION 2
-struct zblob_hdr {
-	char magic[8];
-	uint32_t version;
-	uint8_t codec;
-	uint8_t pad[3];
-	uint64_t csize;       /* the compressed source's size */
-	uint64_t usize;       /* uncompressed */
-	uint64_t span;
-	uint64_t npoints;
-	uint64_t points_off;  /* 8-aligned, after the windows */
-};
 
 /* Per-mount state (env->z). */
 struct zenv {
@@ -110,463 +85,13 @@ struct zsrc {
 	int own_map;                  /* 1: blob is our own mmap */
 };
 
-/* ---- the buffered reader lent to codecs ---- */
-
-int zin_fill(struct zin *in)
-{
-	ssize_t got;
-	size_t keep = in->len - in->pos;
-
-	memmove(in->buf, in->buf + in->pos, keep);
-	in->boff += in->pos;
-	in->pos = 0;
-	in->len = keep;
-	if (in->boff + in->len >= in->size || in->len == in->cap)
-		return in->len > keep ? 1 : 0;
-	got = source_pread(in->src, in->buf + in->len, in->cap - in->len,
-			   in->boff + in->len);
-	if (got < 0)
-		return (int)got;
-	in->len += (size_t)got;
-	return got > 0;
-}
-
-int zin_read(struct zin *in, void *out, size_t n)
-{
-	size_t k;
-	int rc;
-
-	while (n) {
-		if (in->pos == in->len && (rc = zin_fill(in)) <= 0)
-			return rc < 0 ? rc : -EBADMSG;
-		k = in->len - in->pos < n ? in->len - in->pos : n;
-		if (out) {
-			memcpy(out, in->buf + in->pos, k);
-			out = (char *)out + k;
-		}
-		in->pos += k;
-		n -= k;
-	}
-	return 0;
-}
-
-void zin_seek(struct zin *in, uint64_t off)
-{
-	if (off >= in->boff && off <= in->boff + in->len) {
-		in->pos = (size_t)(off - in->boff);
-		return;
-	}
-	in->boff = off;
-	in->pos = in->len = 0;
-}
-
-static int zin_init(struct zin *in, struct source *src, size_t cap)
-{
-	memset(in, 0, sizeof(*in));
-	in->src = src;
-	in->size = source_stamp(src)->size;
-	in->cap = cap;
-	in->buf = malloc(cap);
-	return in->buf ? 0 : -ENOMEM;
-}
-
-/* ---- the pass's recorder ---- */
-
-struct zpass {
-	struct zsrc *z;
-	uint64_t span;
-	uint64_t out;                 /* bytes so far */
-	uint32_t ccrc;                /* of the current chunk so far */
-	size_t cfill;                 /* its bytes */
-	uint32_t *crcs;               /* the current span's chunks' */
-	size_t ncrc;
-	unsigned char ring[ZWINDOW];  /* the last ZWINDOW bytes of the member */
-	size_t rpos, rfill;
-	struct zpoint *pts;
-	uint64_t npts, cap;
-	int fd;                       /* the scratch file */
-	uint64_t woff;                /* its end */
-	struct { uint64_t from, to; } *bad;
-	size_t nbad, badcap;
-};
-
-/* The CRC-32s of the span's chunks, ZCHUNK bytes each. */
-static void chunk_crcs(struct zpass *p, const unsigned char *d, size_t n)
-{
-	size_t k;
-
-	while (n) {
-		k = ZCHUNK - p->cfill < n ? ZCHUNK - p->cfill : n;
-		p->ccrc = zcrc32(p->ccrc, d, k);
-		p->cfill += k;
-		d += k;
-		n -= k;
-		if (p->cfill == ZCHUNK) {
-			p->crcs[p->ncrc++] = p->ccrc;
-			p->ccrc = 0;
-			p->cfill = 0;
-		}
-	}
-}
-
-/* The last ZWINDOW bytes of output, for the next point's window. */
-static void ring_put(struct zpass *p, const unsigned char *d, size_t n)
-{
-	size_t k;
-
-	if (n >= ZWINDOW) {
-		memcpy(p->ring, d + n - ZWINDOW, ZWINDOW);
-		p->rpos = 0;
-		p->rfill = ZWINDOW;
-		return;
-	}
-	while (n) {
-		k = ZWINDOW - p->rpos < n ? ZWINDOW - p->rpos : n;
-		memcpy(p->ring + p->rpos, d, k);
-		p->rpos = (p->rpos + k) % ZWINDOW;
-		p->rfill = p->rfill + k > ZWINDOW ? ZWINDOW : p->rfill + k;
-		d += k;
-		n -= k;
-	}
-}
-
-int zpass_output(struct zpass *p, const void *data, size_t n, uint32_t *crc)
-{
-	*crc = zcrc32(0, data, n);
-	p->out += n;
-	if (p->npts && p->out - p->pts[p->npts - 1].out > ZSPAN_HARD) {
-		sfs_err("%s: no %s restart point in %llu MiB of output at "
-			"offset %llu: not supported (a crafted stream?)",
-			source_name(p->z->in), p->z->codec->name,
-			(unsigned long long)(ZSPAN_HARD >> 20),
-			(unsigned long long)p->out);
-		return -EFBIG;
-	}
-	chunk_crcs(p, data, n);
-	ring_put(p, data, n);
-	return 0;
-}
-
-int zpass_want(const struct zpass *p)
-{
-	return !p->npts || p->out - p->pts[p->npts - 1].out >= p->span;
-}
-
-/* The window, oldest byte first, into w: its length. */
-static size_t ring_linear(const struct zpass *p, unsigned char *w)
-{
-	size_t start = (p->rpos + ZWINDOW - p->rfill) % ZWINDOW;
-	size_t first = ZWINDOW - start < p->rfill ? ZWINDOW - start : p->rfill;
-
-	memcpy(w, p->ring + start, first);
-	memcpy(w + first, p->ring, p->rfill - first);
-	return p->rfill;
-}
-
-static int write_all(int fd, const void *data, size_t n, uint64_t off)
-{
-	ssize_t w;
-
-	while (n) {
-		if ((w = pwrite(fd, data, n, (off_t)off)) < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		data = (const char *)data + w;
-		n -= (size_t)w;
-		off += (uint64_t)w;
-	}
-	return 0;
-}
-
-/* Appends the window (deflated when that is smaller) to the scratch file. */
-static int put_window(struct zpass *p, struct zpoint *pt)
-{
-	unsigned char raw[ZWINDOW], packed[ZWINDOW];
-	uLongf plen = sizeof(packed);
-	const unsigned char *w = raw;
-	int rc;
-
-	pt->win_len = (uint32_t)ring_linear(p, raw);
-	pt->win_stored = pt->win_len;
-	pt->win_off = p->woff;
-	if (!pt->win_len)
-		return 0;
-	if (compress2(packed, &plen, raw, pt->win_len, 1) == Z_OK &&
-	    plen < pt->win_len) {
-		w = packed;
-		pt->win_stored = (uint32_t)plen;
-	}
-	if ((rc = write_all(p->fd, w, pt->win_stored, p->woff)) < 0)
-		return rc;
-	p->woff += pt->win_stored;
-	return 0;
-}
-
-/* Ends the span of the last point: its chunks' CRC-32s go to the
- * scratch file after the windows before them. */
-static int close_span(struct zpass *p)
-{
-	int rc;
-
-	if (!p->npts)
-		return 0;
-	if (p->cfill)
-		p->crcs[p->ncrc++] = p->ccrc;
-	p->pts[p->npts - 1].crc_off = p->woff;
-	if ((rc = write_all(p->fd, p->crcs, p->ncrc * sizeof(*p->crcs), p->woff)) < 0)
-		return rc;
-	p->woff += p->ncrc * sizeof(*p->crcs);
-	p->ncrc = p->cfill = 0;
-	p->ccrc = 0;
-	return 0;
-}
-
-int zpass_point(struct zpass *p, uint64_t in, unsigned bits, int member)
-{
-	struct zpoint *pt;
-	int rc;
-
-	if (member) {
-		p->rfill = p->rpos = 0;	/* no history crosses members */
-		if (!zpass_want(p))
-			return 0;
-	}
-	if (p->npts == p->cap) {
-		uint64_t c = p->cap ? 2 * p->cap : 1024;
-		void *q = realloc(p->pts, c * sizeof(*p->pts));
-
-		if (!q)
-			return -ENOMEM;
-		p->pts = q;
-		p->cap = c;
-	}
-	if ((rc = close_span(p)) < 0)
-		return rc;
-	pt = &p->pts[p->npts];
-	memset(pt, 0, sizeof(*pt));
-	pt->in = in;
-	pt->out = p->out;
-	pt->bits = (uint8_t)bits;
-	pt->flags = member ? ZP_MEMBER : 0;
-	if ((rc = put_window(p, pt)) < 0)
-		return rc;
-	p->npts++;
-	return 0;
-}
-
-void zpass_damaged(struct zpass *p, uint64_t from, const char *why, uint64_t at)
-{
-	sfs_warn("%s: %s at compressed offset %llu (uncompressed bytes from "
-		 "%llu): reads of them give EIO", source_name(p->z->in), why,
-		 (unsigned long long)at, (unsigned long long)from);
-	if (p->nbad && from <= p->bad[p->nbad - 1].to) {
-		p->bad[p->nbad - 1].to = p->out;
-		return;
-	}
-	if (p->nbad == p->badcap) {
-		size_t c = p->badcap ? 2 * p->badcap : 8;
-		void *q = realloc(p->bad, c * sizeof(*p->bad));
-
-		if (!q) {	/* the last range then grows to cover it */
-			if (p->nbad)
-				p->bad[p->nbad - 1].to = p->out;
-			return;
-		}
-		p->bad = q;
-		p->badcap = c;
-	}
-	p->bad[p->nbad].from = from;
-	p->bad[p->nbad].to = p->out;
-	p->nbad++;
-}
-
-/* End of span i (the next point's start, or the end). */
-static uint64_t span_end(const struct zpoint *pts, uint64_t n, uint64_t i,
-			 uint64_t usize)
-{
-	return i + 1 < n ? pts[i + 1].out : usize;
-}
-
-/* Flags the spans that hold damaged bytes (the ranges are in order and
- * merged; an empty one damages nothing). */
-static void mark_bad(struct zpass *p)
-{
-	uint64_t i, lo, hi;
-	size_t b = 0;
-
-	for (i = 0; i < p->npts && b < p->nbad; i++) {
-		lo = p->pts[i].out;
-		hi = span_end(p->pts, p->npts, i, p->out);
-		while (b < p->nbad && p->bad[b].to <= lo)
-			b++;
-		if (b < p->nbad && p->bad[b].from < hi && p->bad[b].to > p->bad[b].from)
-			p->pts[i].flags |= ZP_BAD;
-	}
-}
-
-static int scratch_open(void)
-{
-	const char *dir = getenv("TMPDIR");
-	int fd = open(dir && *dir ? dir : "/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-
-	return fd < 0 ? -errno : fd;
-}
-
-/* Finishes the blob in the scratch file (points after the windows,
- * header at 0) and maps it into z. */
-static int pass_finish(struct zpass *p)
-{
-	struct zsrc *z = p->z;
-	struct zblob_hdr h;
-	uint64_t len;
-	void *m;
-	int rc;
-
-	if ((rc = close_span(p)) < 0)
-		return rc;
-	mark_bad(p);
-	memset(&h, 0, sizeof(h));
-	memcpy(h.magic, ZBLOB_MAGIC, sizeof(h.magic));
-	h.version = ZBLOB_VERSION;
-	h.codec = z->codec->id;
-	h.csize = source_stamp(z->in)->size;
-	h.usize = p->out;
-	h.span = p->span;
-	h.npoints = p->npts;
-	h.points_off = (p->woff + 7) & ~7ull;
-	len = h.points_off + p->npts * sizeof(struct zpoint);
-	if ((rc = write_all(p->fd, p->pts, p->npts * sizeof(struct zpoint),
-			    h.points_off)) < 0 ||
-	    (rc = write_all(p->fd, &h, sizeof(h), 0)) < 0)
-		return rc;
-	m = mmap(NULL, len, PROT_READ, MAP_SHARED, p->fd, 0);
-	if (m == MAP_FAILED)
-		return -errno;
-	z->blob = m;
-	z->blob_len = len;
-	z->own_map = 1;
-	return 0;
-}
-
-/* The pass: builds z's table from the whole compressed stream. */
-static int run_pass(struct zsrc *z)
-{
-	struct zpass *p = calloc(1, sizeof(*p));
-	struct zin in = { 0 };
-	double t0 = sfs_now_s();
-	int rc = -ENOMEM;
-
-	if (!p || (rc = zin_init(&in, z->in, PASS_READ)) < 0)
-		goto out;
-	p->z = z;
-	p->span = z->ze->span;
-	if (!(p->crcs = malloc((ZSPAN_HARD / ZCHUNK + 2) * sizeof(*p->crcs))))
-		goto out;
-	p->woff = sizeof(struct zblob_hdr);
-	if ((p->fd = scratch_open()) < 0) {
-		rc = p->fd;
-		sfs_err("%s: cannot make a scratch file for its access points: %s",
-			source_name(z->in), strerror(-rc));
-		goto out;
-	}
-	source_advise(z->in, 0, 0, SOURCE_ADV_WILLNEED);
-	rc = z->codec->scan(&in, p);
-	source_advise(z->in, 0, 0, SOURCE_ADV_NORMAL);
-	if (rc == 0)
-		rc = pass_finish(p);
-	if (rc == 0)
-		sfs_info("%s: %s, %llu bytes uncompressed, %llu access points, "
-			 "in %.1f s", source_name(z->in), z->codec->name,
-			 (unsigned long long)p->out, (unsigned long long)p->npts,
-			 sfs_now_s() - t0);
-out:
-	if (p && p->fd > 0)
-		close(p->fd);   /* the mapping keeps the file */
-	if (p) {
-		free(p->pts);
-		free(p->bad);
-		free(p->crcs);
-	}
-	free(p);
-	free(in.buf);
-	return rc;
-}
-
-/* ---- the blob ---- */
-
-static int why_bad(char *why, size_t whylen, const char *what)
-{
-	snprintf(why, whylen, "%s", what);
-	return -EBADMSG;
-}
-
-/* One point: inside the blob, after the one before it. */
-static int point_ok(const struct zpoint *pt, const struct zpoint *prev,
-		    const struct zblob_hdr *h, size_t len)
-{
-	if (pt->bits > 7 || pt->win_len > ZWINDOW || pt->win_stored > pt->win_len ||
-	    (pt->win_len && !pt->win_stored) || pt->in > h->csize ||
-	    (pt->bits && !pt->in) || pt->out > h->usize ||
-	    pt->win_off < sizeof(*h) || pt->win_off > h->points_off ||
-	    pt->win_stored > h->points_off - pt->win_off || pt->win_off > len)
-		return 0;
-	if (!prev)
-		return pt->out == 0;
-	return pt->out > prev->out && pt->out - prev->out <= ZSPAN_HARD &&
-	       pt->in >= prev->in;
-}
-
-/* Chunks of a span of that many bytes. */
-static uint64_t nchunks(uint64_t len)
-{
-	return (len + ZCHUNK - 1) / ZCHUNK;
-}
-
-/* A point's CRC-32s lie between the header and the points. */
-static int crcs_ok(const struct zpoint *pt, uint64_t end,
-		   const struct zblob_hdr *h)
-{
-	return pt->crc_off >= sizeof(*h) && pt->crc_off <= h->points_off &&
-	       nchunks(end - pt->out) <= (h->points_off - pt->crc_off) / 4;
-}
+_Static_assert(ZSPAN_HARD >= ZSOURCE_SPAN_MAX + (64ull << 20),
+	       "a span of span= bytes plus the last block fits");
 
 int zsource_blob_check(const void *blob, size_t len, uint64_t csize, char *why,
 		       size_t whylen)
 {
-	struct zblob_hdr h;
-	const struct zpoint *pts;
-	uint64_t i;
-	size_t c;
-
-	if (len < sizeof(h))
-		return why_bad(why, whylen, "shorter than its header");
-	memcpy(&h, blob, sizeof(h));
-	if (memcmp(h.magic, ZBLOB_MAGIC, sizeof(h.magic)) || h.version != ZBLOB_VERSION)
-		return why_bad(why, whylen, "bad magic or version");
-	for (c = 0; c < NCODECS && codecs[c]->id != h.codec; c++)
-		;
-	if (c == NCODECS)
-		return why_bad(why, whylen, "unknown codec");
-	if (h.csize != csize)
-		return why_bad(why, whylen, "made for another compressed size");
-	if (h.points_off % 8 || h.points_off < sizeof(h) || h.points_off > len ||
-	    h.npoints > (len - h.points_off) / sizeof(struct zpoint) ||
-	    h.points_off + h.npoints * sizeof(struct zpoint) != len)
-		return why_bad(why, whylen, "points out of bounds");
-	if (!h.npoints && h.usize)
-		return why_bad(why, whylen, "no access points");
-	pts = (const struct zpoint *)((const uint8_t *)blob + h.points_off);
-	for (i = 0; i < h.npoints; i++)
-		if (!point_ok(&pts[i], i ? &pts[i - 1] : NULL, &h, len))
-			return why_bad(why, whylen, "a bad access point");
-	if (h.npoints && h.usize - pts[h.npoints - 1].out > ZSPAN_HARD)
-		return why_bad(why, whylen, "a span too long");
-	for (i = 0; i < h.npoints; i++)
-		if (!crcs_ok(&pts[i], span_end(pts, h.npoints, i, h.usize), &h))
-			return why_bad(why, whylen, "CRC-32s out of bounds");
-	return 0;
+	return ztable_check(blob, len, csize, why, whylen);
 }
 
 /* Binds a checked blob to z. */
@@ -604,7 +129,7 @@ static int load_stored(struct zsrc *z)
 			    source_stamp(z->in), z->ze->span, &blob, &len,
 			    &z->hold) < 0)
 		return -ENOENT;
-	rc = zsource_blob_check(blob, len, source_stamp(z->in)->size, why,
+	rc = ztable_check(blob, len, source_stamp(z->in)->size, why,
 				sizeof(why));
 	if (rc < 0) {
 		sfs_warn("%s: its saved access points are unusable (%s): "
@@ -907,27 +432,18 @@ static int named_compressed(const char *name)
 static const struct zcodec *sniff(struct source *in)
 {
 	unsigned char head[SNIFF];
-	ssize_t got;
-	size_t i;
+	ssize_t got = source_pread(in, head, sizeof(head), 0);
 
-	if ((got = source_pread(in, head, sizeof(head), 0)) <= 0)
-		return NULL;
-	for (i = 0; i < NCODECS; i++)
-		if (codecs[i]->sniff(head, (size_t)got))
-			return codecs[i];
-	return NULL;
+	return got > 0 ? zcodec_sniff(head, (size_t)got) : NULL;
 }
 
 /* The codec a checked blob was made by. */
 static const struct zcodec *codec_of(const uint8_t *blob)
 {
 	struct zblob_hdr h;
-	size_t i;
 
 	memcpy(&h, blob, sizeof(h));
-	for (i = 0; i < NCODECS && codecs[i]->id != h.codec; i++)
-		;
-	return codecs[i];
+	return zcodec_by_id(h.codec);
 }
 
 /* The outer source's stamp: the inner's, with the uncompressed size; its
@@ -989,8 +505,10 @@ int zsource_wrap(struct source *in, struct source **out)
 		goto fail;
 	z->id = atomic_fetch_add(&z->ze->next_id, 1);
 	if (!z->blob) {
-		if ((rc = run_pass(z)) < 0)
+		if ((rc = ztable_build(in, z->codec, z->ze->span, &z->blob,
+				       &z->blob_len)) < 0)
 			goto fail;
+		z->own_map = 1;
 		save_table(z);
 	}
 	bind_blob(z);

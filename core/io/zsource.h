@@ -23,7 +23,7 @@
  * Without a store the blob lives in an unlinked scratch file for the
  * life of the source.
  *
- * Codecs come from a table (zcodec.h; zsource.c lists them), chosen by
+ * Codecs come from a table (zcodec.h; ztable.c lists them), chosen by
  * the first bytes of the source (magic), not by its name: a row each for
  * gzip today, xz, zstd and bzip2 later.
  *
