@@ -208,7 +208,7 @@ static uint32_t chunk_crc(const struct zsrc *z, const struct zpoint *pt,
 	return v;
 }
 
-/* The first len bytes of span i are those the pass saw: 1 or 0. */
+/* The first len bytes of span i are those the pass saw there: 1 or 0. */
 static int chunks_match(const struct zsrc *z, const struct zpoint *pt,
 			const unsigned char *buf, size_t len)
 {
@@ -217,7 +217,8 @@ static int chunks_match(const struct zsrc *z, const struct zpoint *pt,
 
 	for (c = 0; c < nchunks(len); c++) {
 		k = len - c * ZCHUNK < ZCHUNK ? len - c * ZCHUNK : ZCHUNK;
-		if (zcrc32(0, buf + c * ZCHUNK, k) != chunk_crc(z, pt, c))
+		if (zcrc32(zchunk_seed(pt->out + c * ZCHUNK), buf + c * ZCHUNK, k) !=
+		    chunk_crc(z, pt, c))
 			return 0;
 	}
 	return 1;

@@ -135,20 +135,26 @@ struct zpass {
 	size_t nbad, badcap;
 };
 
-/* The CRC-32s of the span's chunks, ZCHUNK bytes each. */
-static void chunk_crcs(struct zpass *p, const unsigned char *d, size_t n)
+/* The CRC-32s of the span's chunks, ZCHUNK bytes each, n bytes at
+ * uncompressed offset pos: each seeded with its chunk's offset
+ * (zchunk_seed), so a table whose offsets were altered fails the check
+ * even where the bytes inflate the same. */
+static void chunk_crcs(struct zpass *p, const unsigned char *d, size_t n,
+		       uint64_t pos)
 {
 	size_t k;
 
 	while (n) {
+		if (!p->cfill)
+			p->ccrc = zchunk_seed(pos);
 		k = ZCHUNK - p->cfill < n ? ZCHUNK - p->cfill : n;
 		p->ccrc = zcrc32(p->ccrc, d, k);
 		p->cfill += k;
 		d += k;
 		n -= k;
+		pos += k;
 		if (p->cfill == ZCHUNK) {
 			p->crcs[p->ncrc++] = p->ccrc;
-			p->ccrc = 0;
 			p->cfill = 0;
 		}
 	}
@@ -187,7 +193,7 @@ int zpass_output(struct zpass *p, const void *data, size_t n, uint32_t *crc)
 			(unsigned long long)p->out);
 		return -EFBIG;
 	}
-	chunk_crcs(p, data, n);
+	chunk_crcs(p, data, n, p->out - n);
 	ring_put(p, data, n);
 	return 0;
 }

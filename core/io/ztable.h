@@ -21,7 +21,7 @@
 #define ZSPAN_HARD   (128ull << 20)   /* span= at most 64 MiB, + 64 MiB */
 
 #define ZBLOB_MAGIC   "SFSZIDX\1"
-#define ZBLOB_VERSION 2
+#define ZBLOB_VERSION 3
 struct zblob_hdr {
 	char magic[8];
 	uint32_t version;
@@ -59,6 +59,13 @@ static inline uint64_t span_end(const struct zpoint *pts, uint64_t n,
 				uint64_t i, uint64_t usize)
 {
 	return i + 1 < n ? pts[i + 1].out : usize;
+}
+
+/* The CRC-32 a chunk's bytes are chained to: that of its uncompressed
+ * offset (8 bytes, little-endian). */
+static inline uint32_t zchunk_seed(uint64_t off)
+{
+	return zcrc32(0, &off, sizeof(off));
 }
 
 /* Chunks (CRC-32s) of a span of that many bytes. */
