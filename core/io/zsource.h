@@ -9,14 +9,16 @@
  * output (default 1 MiB, -o span=), a place where inflating can start
  * again: the compressed offset (byte and bit), the uncompressed offset,
  * and the 32 KiB of output before it (the window, stored deflated where
- * that is smaller), plus the CRC-32 of the span that starts there.  A
- * read inflates the one span holding its bytes, from the access point
- * before it, checks the span's length and CRC (so a damaged or replaced
- * stream gives EIO, never wrong bytes), and keeps it in an LRU of spans
- * (-o span_cache=SIZE); readers of different spans inflate in parallel.
+ * that is smaller), plus a CRC-32 of every 64 KiB of the span that
+ * starts there (chained to its offset).  A read inflates from the access
+ * point before it to the end of the 64 KiB holding its last byte, checks
+ * those CRC-32s (so a damaged or replaced stream gives EIO, never wrong
+ * bytes), and keeps what it inflated in an LRU of spans (-o
+ * span_cache=SIZE); readers of different spans inflate in parallel.
  *
- * The table of access points is one flat blob (zsource_blob_* below):
- * a header, the windows, the points; the source exports it after the pass
+ * The table of access points is one flat blob (ztable.h; checked by
+ * zsource_blob_check below): a header, the windows and CRC-32s, the
+ * points; the source exports it after the pass
  * and imports it (mapped, never copied) at later opens, through the
  * store the mount registers on the env (source_env_zstore): the index
  * layer, which owns the files samplefs writes (core/index/zstore.c).
