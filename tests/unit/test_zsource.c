@@ -200,6 +200,40 @@ Test(zsource, stored_blocks)     { roundtrip(1u << 20, 0, 0, NULL); }
 Test(zsource, best)              { roundtrip(2u << 20, 0, 9, NULL); }
 Test(zsource, empty)             { roundtrip(0, 0, 6, NULL); }
 
+/* The whole file read through ISA-L's inflater and through zlib's: the
+ * same bytes (and the oracle's). */
+Test(zsource, engines_agree)
+{
+	size_t n = 3u << 20;
+	unsigned char *d = make_data(n, 9), *a = malloc(n), *b = malloc(n);
+	const char *eng[2] = { "fast", "zlib" };
+	unsigned char *out[2] = { a, b };
+	char path[128];
+	int k;
+
+	snprintf(path, sizeof(path), "%s/e.gz", dir);
+	write_gz(path, d, n, 700000, 6);
+	for (k = 0; k < 2; k++) {
+		struct source_env *env;
+		struct source *s;
+
+		setenv("SAMPLEFS_INFLATE", eng[k], 1);
+		env = env_with(NULL);
+		cr_assert_eq(source_open(env, path, &s), 0);
+		for (size_t off = 0; off < n; off += 100000)
+			cr_assert_eq(source_pread(s, out[k] + off, n - off < 100000 ?
+						 n - off : 100000, off),
+				     (ssize_t)(n - off < 100000 ? n - off : 100000));
+		source_close(s);
+		source_env_free(env);
+	}
+	cr_assert(!memcmp(a, b, n), "ISA-L and zlib differ");
+	cr_assert(!memcmp(a, d, n), "both differ from the oracle");
+	free(a);
+	free(b);
+	free(d);
+}
+
 Test(zsource, plain_file_is_not_wrapped)
 {
 	char path[128];
