@@ -42,7 +42,8 @@ struct sfs_opts {
 	uint32_t shuffle_seed;   /* -o shuffle_seed=N (default 0) */
 
 	/* remote sources (http, https): timeout=, retries=, cacert=, insecure,
-	 * cache_mem=, cache_dir=, cache_dir_size= */
+	 * cache_mem=, cache_dir=, cache_dir_size=; and compressed sources,
+	 * local or remote: span=, span_cache= (core/io/zsource.h) */
 	struct source_config remote;
 };
 

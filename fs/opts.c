@@ -84,6 +84,9 @@ static const struct opt_row table[] = {
 	{"images", T_FILE_URL, O(images_dir), S_ANY, "DIR", "the class .npy files' directory, prefix or URL (default SOURCE/numpy_bitmap)"},
 	{"strokes", T_FILE_URL, O(strokes_dir), S_ANY, "DIR", "the class .npz files' directory, prefix or URL (default SOURCE/sketchrnn)"},
 	{"build_timeout", T_POS, O(remote.build_timeout_s), S_URL, "SECONDS", "an index build retries a failing range with backoff this long before it fails (default 600)"},
+	/* compressed sources, local or remote (core/io/zsource.h) */
+	{"span", T_POSSIZE, O(remote.span_bytes), S_ANY, "SIZE", "gzip sources: uncompressed bytes between access points, 64k to 64M (default 1M)"},
+	{"span_cache", T_POSSIZE, O(remote.span_cache_bytes), S_ANY, "SIZE", "gzip sources: memory for inflated spans (default 32M)"},
 };
 #undef O
 #undef D
@@ -117,6 +120,7 @@ static const struct fuse_opt templates[] = {
 	FUSE_OPT_KEY("anonymous", 34), FUSE_OPT_KEY("max_keys=", 35),
 	FUSE_OPT_KEY("images=", 36), FUSE_OPT_KEY("strokes=", 37),
 	FUSE_OPT_KEY("build_timeout=", 38),
+	FUSE_OPT_KEY("span=", 39), FUSE_OPT_KEY("span_cache=", 40),
 	FUSE_OPT_END
 };
 _Static_assert(sizeof(templates) / sizeof(templates[0]) == NROWS + 1,

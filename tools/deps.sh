@@ -11,6 +11,11 @@ pkgs=(build-essential pkg-config libfuse3-dev fuse3 zlib1g-dev libarchive-dev
       libexpat1-dev	# bucket listings (core/io/bucketlist.c)
       libssl-dev	# samplefs-download's MD5 and base64 (core/io/download.c, dlnames.c):
 			# OpenSSL's libcrypto, loaded anyway by Debian's libcurl (OpenSSL flavour)
+      libisal-dev	# ISA-L's igzip inflates gzip sources' spans (core/io/zgzip.c)
+      isal pigz tabix python3-indexed-gzip
+			# test_gzip.sh and tools/bench/gzbench.sh: igzip -dc (the
+			# bench's anchor), pigz and bgzip (tabix) make the fixtures,
+			# indexed_gzip is the bench's zran-based reader to compare with
       swift swift-proxy swift-object swift-container swift-account
 			# tests/integration/swift_lib.sh: Swift's s3api as the S3 store
       nginx openssl curl	# HTTP(S) sources: tests/integration/http_lib.sh serves

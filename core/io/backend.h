@@ -34,6 +34,7 @@ struct source_env {
 	void *on_change_arg;
 	void *http;                 /* the HTTP backend's shared state, or NULL */
 	void *bucket;               /* the bucket backend's (bucket.c), or NULL */
+	void *z;                    /* decompressing sources' (zsource.c) */
 };
 
 struct source_backend {
@@ -82,5 +83,13 @@ void source_mark_changed(struct source *s);
 extern const struct source_backend source_file_backend;
 extern const struct source_backend source_http_backend;
 extern const struct source_backend source_bucket_backend;
+/* Never claims a name: it wraps a source whose first bytes are a
+ * compressed format's (zsource.h), and keeps the mount's span cache. */
+extern const struct source_backend source_z_backend;
+
+/* After a backend opened `in`: *out = in when it is not compressed, else
+ * a new source of its uncompressed bytes that owns in.  0, or -errno
+ * with in closed (said: a failed pass, a scratch file). */
+int zsource_wrap(struct source *in, struct source **out);
 
 #endif

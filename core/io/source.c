@@ -21,6 +21,7 @@ static const struct source_backend *const backends[] = {
 	&source_http_backend,
 	&source_bucket_backend,
 	&source_file_backend,
+	&source_z_backend,	/* claims nothing: wraps (zsource_wrap) */
 };
 
 #define NBACKENDS (sizeof(backends) / sizeof(backends[0]))
@@ -166,8 +167,8 @@ int source_open(struct source_env *env, const char *uri, struct source **out)
 		free(s);
 		return rc;
 	}
-	*out = s;
-	return 0;
+	/* a compressed file reads as its uncompressed bytes */
+	return zsource_wrap(s, out);
 }
 
 void source_close(struct source *s)

@@ -94,6 +94,9 @@ struct source_config {
 	int anonymous;            /* 1: unsigned requests, whatever the
 				   * environment holds */
 	unsigned max_keys;        /* keys per listing request; 1000 */
+	/* compressed sources (zsource.h), any backend */
+	uint64_t span_bytes;      /* output between access points; 1 MiB */
+	uint64_t span_cache_bytes;/* LRU of inflated spans, per mount; 32 MiB */
 };
 
 /* Per-mount state shared by its sources (connections, caches). */
@@ -121,6 +124,10 @@ void source_env_on_change(struct source_env *env, source_change_fn fn,
  * regular file: a FIFO or device, which is never waited on), -EIO (the
  * server failed or cannot serve ranges: a remote source must answer a
  * Range request with 206), or another -errno.
+ * A compressed file (gzip, by its first bytes; a URL only when its name
+ * ends in .gz, .tgz, .bgz or .gzip) opens as its uncompressed bytes when
+ * env is not NULL: zsource.h, whose first pass over the file may make this
+ * slow; -EFBIG for a stream it cannot index (said).
  */
 int source_open(struct source_env *env, const char *uri, struct source **out);
 void source_close(struct source *s);

@@ -7,6 +7,7 @@
  */
 #include "layouts/layout.h"
 #include "layouts/imagenet_files.h"
+#include "index/zstore.h"
 #include "log.h"
 
 #include <errno.h>
@@ -192,6 +193,7 @@ static struct source_env *env_for(const struct sfs_opts *o)
 		errno = -rc;
 		return NULL;
 	}
+	index_zstore_attach(env, o);	/* gzip sources' access points */
 	return env;
 }
 

@@ -313,6 +313,21 @@ def zips():
         yield name + ".zip", buf.getvalue()
 
 
+def zindex(out, tars):
+    """fuzz_zindex: even first byte, a gzip file (one member, members,
+    BGZF-like, stored); odd, edits of its fixture's access-point table."""
+    import gzip
+    for i, p in enumerate(sorted(tars)[:20]):
+        data = open(p, "rb").read()[:200000]
+        put(out, "zindex", f"gz{i}", b"\0" + gzip.compress(data, 6))
+        put(out, "zindex", f"members{i}", b"\2" + b"".join(
+            gzip.compress(data[k:k + 20000], 1) for k in range(0, len(data), 20000)))
+    put(out, "zindex", "stored", b"\4" + gzip.compress(os.urandom(70000), 0))
+    put(out, "zindex", "empty", b"\6" + gzip.compress(b""))
+    put(out, "zindex", "edit", b"\1" + struct.pack("<I", 100) + b"\x55")
+    put(out, "zindex", "raw", b"\3\xff" + b"SFSZIDX\1" + bytes(48))
+
+
 def main(fix, out):
     global FIX
     FIX = fix
@@ -344,6 +359,7 @@ def main(fix, out):
     classes(out)
     download(out)
     checkpoint(out)
+    zindex(out, tars)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,130 @@
+/*
+ * zcodec.h - what a decompressor implements for zsource.c (the contract of
+ * a row of its codec table), and the pieces zsource.c lends it: a
+ * buffered sequential reader of the compressed source and the recorder of
+ * the pass.  Private to core/io.
+ *
+ * A codec is four things: a name, a magic test, the pass (one sequential
+ * read of the whole compressed source, reporting every uncompressed byte
+ * in order and every place it could restart from), and the inflation of
+ * one span from an access point.  zsource.c decides where points go (one
+ * per `span` bytes of output), keeps the 32 KiB window, checks every span
+ * it inflates later against the CRC the pass recorded, caches spans and
+ * saves the table: a codec never allocates more than its own state and
+ * buffers, and never sees the cache or the store.
+ *
+ * Adding xz, zstd or bzip2 is one file with one `struct zcodec` and one
+ * row in ztable.c's table (and its suffix in zsource.c's list, for URLs).  Their access points: xz at block starts
+ * (the index at the end lists them: no window), zstd at frame starts
+ * (pzstd/zstd --long seekable frames: no window), bzip2 at block starts
+ * (a bit offset: `bits`, no window).  A point without a window has
+ * win_len 0.
+ */
+#ifndef SFS_IO_ZCODEC_H
+#define SFS_IO_ZCODEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <zlib.h>
+#ifdef HAVE_ISAL
+#include <isa-l/crc.h>
+#endif
+
+#include "io/source.h"
+
+#define ZWINDOW (32u << 10)   /* deflate's history: the most a window holds */
+
+/* A buffered sequential reader of the compressed bytes. */
+struct zin {
+	struct source *src;
+	uint64_t size;          /* the compressed source's size */
+	uint64_t boff;          /* source offset of buf[0] */
+	size_t len, pos;        /* bytes in buf, next one to use */
+	unsigned char *buf;
+	size_t cap;
+};
+/* Reads more after buf[len]: 1 if some came, 0 at the end, -errno. Keeps
+ * the unread bytes [pos, len). */
+int zin_fill(struct zin *in);
+/* Source offset of the next unread byte. */
+static inline uint64_t zin_tell(const struct zin *in)
+{
+	return in->boff + in->pos;
+}
+/* Reads exactly n bytes into out (NULL: skips them): 0, -EBADMSG at the
+ * end of the source, -errno. */
+int zin_read(struct zin *in, void *out, size_t n);
+/* Repositions at off (drops the buffer). */
+void zin_seek(struct zin *in, uint64_t off);
+
+/* An access point, as stored in the blob (little-endian, 48 bytes). */
+struct zpoint {
+	uint64_t in;          /* compressed offset of the first whole byte */
+	uint64_t out;         /* uncompressed offset */
+	uint64_t win_off;     /* the window's offset in the blob */
+	uint64_t crc_off;     /* the span's CRC-32s in the blob: one uint32
+			       * per ZCHUNK of its output, the last partial */
+	uint32_t win_len;     /* window bytes (<= ZWINDOW); 0: none needed */
+	uint32_t win_stored;  /* bytes at win_off: win_len raw, fewer: deflated */
+	uint8_t  bits;        /* bits of the byte at in - 1 not yet used (0-7) */
+	uint8_t  flags;       /* ZP_* */
+	uint8_t  pad[6];
+};
+_Static_assert(sizeof(struct zpoint) == 48, "the blob's point layout");
+/* The unit of the spans' CRC-32s: a read inflates from its point to the
+ * end of the chunk holding its last byte, and checks every chunk. */
+#define ZCHUNK (64u << 10)
+#define ZP_MEMBER 1   /* a member (gzip header) starts at `in` */
+#define ZP_BAD    2   /* the span holds bytes of a damaged member: EIO */
+
+/* The CRC-32 of gzip (and of the spans), chained as zlib's crc32():
+ * ISA-L's folding CRC where the build has it (several times zlib's). */
+static inline uint32_t zcrc32(uint32_t crc, const void *p, size_t n)
+{
+#ifdef HAVE_ISAL
+	return crc32_gzip_refl(crc, (const unsigned char *)p, (uint64_t)n);
+#else
+	return (uint32_t)crc32_z(crc, p, n);
+#endif
+}
+
+/* The recorder of the pass (zsource.c). */
+struct zpass;
+/* Every uncompressed byte, in order; *crc gets the chunk's CRC-32 (for
+ * the codec's own checks, with crc32_combine).  0 or -errno (-EFBIG: too
+ * long without a point, see zsource.c). */
+int zpass_output(struct zpass *p, const void *data, size_t n, uint32_t *crc);
+/* 1 if a point here would be kept (span bytes since the last one). */
+int zpass_want(const struct zpass *p);
+/* A place the codec can restart from: compressed byte `in`, `bits` of
+ * the byte before it unread, `member`: a new member starts here (its
+ * window is empty).  0 or -errno. */
+int zpass_point(struct zpass *p, uint64_t in, unsigned bits, int member);
+/* The member whose output began at uncompressed offset `from` is damaged
+ * (`why`, said with the offset): reads of its bytes give EIO. */
+void zpass_damaged(struct zpass *p, uint64_t from, const char *why,
+		   uint64_t at);
+
+/* Which inflater a span read uses (SAMPLEFS_INFLATE=zlib forces zlib). */
+enum zengine { ZENGINE_FAST, ZENGINE_ZLIB };
+
+struct zcodec {
+	const char *name;
+	uint8_t id;               /* stored in the blob: never reuse one */
+	/* 1 if the source's first n bytes are this format */
+	int (*sniff)(const unsigned char *head, size_t n);
+	/* the pass over in (at offset 0): 0; damage is reported with
+	 * zpass_damaged and ends the pass with 0 (the bytes before it stay
+	 * readable); -errno for failures of the source itself */
+	int (*scan)(struct zin *in, struct zpass *p);
+	/* inflates exactly len bytes from point pt (its window win, raw)
+	 * into out: 0, or -EIO (said, with the source's name and offset) */
+	int (*span)(struct zin *in, const struct zpoint *pt,
+		    const unsigned char *win, unsigned char *out, size_t len,
+		    enum zengine eng);
+};
+
+extern const struct zcodec zcodec_gzip;
+
+#endif

@@ -1,0 +1,529 @@
+/*
+ * zsource.c - the decompressing source (zsource.h): a backend that wraps
+ * another source, whose bytes a codec of ztable.c's table decompresses.
+ *
+ * Open: the first bytes choose the codec (magic).  A local file is always
+ * sniffed (one small pread); a remote one only when its name ends in a
+ * compressed suffix, so that remounting a tree of plain URLs still sends
+ * no data request.  The access-point table then comes from the mount's
+ * store (zsource_store: the index layer), checked; else from the pass,
+ * run there and then, saved to the store.  The pass runs at open because
+ * the stamp's size, which every layout reads first, is the uncompressed
+ * size, known only at the end of the stream.
+ *
+ * The table (blob, ztable.h) is made by the pass and checked by
+ * ztable.c; after the pass it is an unlinked scratch file, mapped, saved
+ * to the store and replaced by the store's own mapping when it has one.
+ *
+ * Reads: the span holding the byte is looked up in the mount's span LRU
+ * (one for all sources of the env, keyed by source id and span); a miss
+ * inflates it from its point (no lock held: readers of different spans
+ * run in parallel; two readers of the same span may both inflate it, and
+ * the second copy is dropped), checks its bytes against the pass's
+ * CRC-32s (one per 64 KiB), and inserts it.  In no-wait mode a miss is
+ * -EAGAIN: inflating is left to a thread that may wait.
+ *
+ * Damage: a member the pass found damaged (CRC-32 or ISIZE mismatch,
+ * truncated, not inflatable) marks the spans holding its bytes: reads of
+ * them give EIO, said at each read.  A span whose inflated bytes do not
+ * match the pass's CRC-32s (the file was rewritten without changing its
+ * stamp, a bad disk) gives EIO too.  Bombs: the size is what the pass
+ * finds; a span longer than ZSPAN_HARD (no restart point for that long:
+ * only crafted streams) fails the open with EFBIG, so a read never holds
+ * more than ZSPAN_HARD, and the cache its own bound.
+ *
+ * Threads: open and close as any source; reads from any thread share the
+ * read-only mapped table and the LRU (locked inside lru.c).  Per mount:
+ * struct zenv (the cache, the store, the engine), set up once.
+ *
+ * Not for: a codec's format (zgzip.c), the pass and the table's checks
+ * (ztable.c), writing index files (the store).
+ */
+#include "io/backend.h"
+#include "io/zsource.h"
+#include "io/ztable.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "clock.h"
+#include "io/lru.h"
+#include "log.h"
+
+#define SPAN_READ    (256u << 10)   /* a span read's reads */
+#define SNIFF        16
+
+static const char *const suffixes[] = { ".gz", ".tgz", ".bgz", ".gzip" };
+
+/* Per-mount state (env->z). */
+struct zenv {
+	struct lru *cache;
+	atomic_uint next_id;
+	const struct zsource_store *store;
+	void *store_arg;
+	enum zengine eng;
+	uint64_t span;
+};
+
+/* Per-source state (s->priv). */
+struct zsrc {
+	struct source *in;            /* the compressed bytes */
+	const struct zcodec *codec;
+	struct zenv *ze;
+	uint64_t id;                  /* the cache's key base */
+	const uint8_t *blob;          /* the table, mapped */
+	size_t blob_len;
+	const struct zpoint *pts;
+	uint64_t npts, usize;
+	void *hold;                   /* the store's mapping, or NULL */
+	int own_map;                  /* 1: blob is our own mmap */
+};
+
+_Static_assert(ZSPAN_HARD >= ZSOURCE_SPAN_MAX + (64ull << 20),
+	       "a span of span= bytes plus the last block fits");
+
+int zsource_blob_check(const void *blob, size_t len, uint64_t csize, char *why,
+		       size_t whylen)
+{
+	return ztable_check(blob, len, csize, why, whylen);
+}
+
+/* Binds a checked blob to z. */
+static void bind_blob(struct zsrc *z)
+{
+	struct zblob_hdr h;
+
+	memcpy(&h, z->blob, sizeof(h));
+	z->usize = h.usize;
+	z->npts = h.npoints;
+	z->pts = (const struct zpoint *)(z->blob + h.points_off);
+}
+
+static void unbind_blob(struct zsrc *z)
+{
+	if (z->own_map)
+		munmap((void *)z->blob, z->blob_len);
+	else if (z->hold)
+		z->ze->store->release(z->ze->store_arg, z->hold);
+	z->blob = NULL;
+	z->hold = NULL;
+	z->own_map = 0;
+}
+
+/* The store's table for z, checked: 0 bound, -ENOENT none that fits. */
+static int load_stored(struct zsrc *z)
+{
+	const struct zsource_store *st = z->ze->store;
+	const void *blob;
+	size_t len;
+	char why[128];
+	int rc;
+
+	if (!st || st->load(z->ze->store_arg, source_name(z->in),
+			    source_stamp(z->in), z->ze->span, &blob, &len,
+			    &z->hold) < 0)
+		return -ENOENT;
+	rc = ztable_check(blob, len, source_stamp(z->in)->size, why,
+				sizeof(why));
+	if (rc < 0) {
+		sfs_warn("%s: its saved access points are unusable (%s): "
+			 "reading it through again", source_name(z->in), why);
+		st->release(z->ze->store_arg, z->hold);
+		z->hold = NULL;
+		return -ENOENT;
+	}
+	z->blob = blob;
+	z->blob_len = len;
+	return 0;
+}
+
+/* After a pass: saves the table and uses the store's copy from then on
+ * (the scratch file goes), when the store keeps it. */
+static void save_table(struct zsrc *z)
+{
+	const struct zsource_store *st = z->ze->store;
+	const uint8_t *mine = z->blob;
+	size_t len = z->blob_len;
+
+	if (!st)
+		return;
+	st->save(z->ze->store_arg, source_name(z->in), source_stamp(z->in),
+		 z->ze->span, z->blob, z->blob_len);
+	z->blob = NULL;
+	if (load_stored(z) == 0) {
+		munmap((void *)mine, len);
+		z->own_map = 0;
+	} else {
+		z->blob = mine;
+	}
+}
+
+/* ---- reads ---- */
+
+/* The span holding uncompressed offset off (off < usize). */
+static uint64_t find_span(const struct zsrc *z, uint64_t off)
+{
+	uint64_t lo = 0, hi = z->npts;
+
+	while (hi - lo > 1) {
+		uint64_t mid = lo + (hi - lo) / 2;
+
+		if (z->pts[mid].out <= off)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The raw window of pt into w (ZWINDOW bytes). */
+static int window_of(const struct zsrc *z, const struct zpoint *pt,
+		     unsigned char *w)
+{
+	uLongf n = ZWINDOW;
+
+	if (pt->win_stored == pt->win_len) {
+		memcpy(w, z->blob + pt->win_off, pt->win_len);
+		return 0;
+	}
+	if (uncompress(w, &n, z->blob + pt->win_off, pt->win_stored) != Z_OK ||
+	    n != pt->win_len)
+		return -EIO;
+	return 0;
+}
+
+/* Chunk c's CRC-32s of span i as the pass recorded it. */
+static uint32_t chunk_crc(const struct zsrc *z, const struct zpoint *pt,
+			  uint64_t c)
+{
+	uint32_t v;
+
+	memcpy(&v, z->blob + pt->crc_off + 4 * c, sizeof(v));
+	return v;
+}
+
+/* The first len bytes of span i are those the pass saw there: 1 or 0. */
+static int chunks_match(const struct zsrc *z, const struct zpoint *pt,
+			const unsigned char *buf, size_t len)
+{
+	uint64_t c;
+	size_t k;
+
+	for (c = 0; c < nchunks(len); c++) {
+		k = len - c * ZCHUNK < ZCHUNK ? len - c * ZCHUNK : ZCHUNK;
+		if (zcrc32(zchunk_seed(pt->out + c * ZCHUNK), buf + c * ZCHUNK, k) !=
+		    chunk_crc(z, pt, c))
+			return 0;
+	}
+	return 1;
+}
+
+/* Inflates the first len bytes of span i (whole chunks, or the whole
+ * span) into a new buffer, checked: 0 or -errno (said). */
+static int inflate_span(struct zsrc *z, uint64_t i, size_t len,
+			unsigned char **out)
+{
+	const struct zpoint *pt = &z->pts[i];
+	unsigned char *buf = malloc(len ? len : 1), *win = malloc(ZWINDOW);
+	struct zin in;
+	const char *why = NULL;
+	int rc = zin_init(&in, z->in, SPAN_READ);
+
+	if (!buf || !win || rc < 0) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if (window_of(z, pt, win) < 0)
+		why = "its stored window does not inflate";
+	else if ((rc = z->codec->span(&in, pt, win, buf, len, z->ze->eng)) < 0)
+		why = "the stream does not inflate there";
+	else if (!chunks_match(z, pt, buf, len))
+		why = "its bytes do not match the CRC-32s of the first pass";
+	if (why) {
+		(void)source_check(z->in);	/* a replaced file says so too */
+		rc = -EIO;
+		sfs_warn("%s: span at uncompressed offset %llu (compressed %llu): "
+			 "%s: EIO", source_name(z->in), (unsigned long long)pt->out,
+			 (unsigned long long)pt->in, why);
+		goto out;
+	}
+	*out = buf;
+	buf = NULL;
+	rc = 0;
+out:
+	free(buf);
+	free(win);
+	free(in.buf);
+	return rc;
+}
+
+/*
+ * Copies n bytes at off within span i into dst.  The cache holds a span
+ * whole (key bit 0 set) or its first chunks (clear): a miss inflates up
+ * to the end of the chunk holding the read's last byte (a random read
+ * pays for the bytes before it, not for the rest of the span), or the
+ * whole span when a prefix of it was cached already (reads going through
+ * it in order: each span is inflated at most twice).
+ */
+static int span_copy(struct zsrc *z, uint64_t i, size_t off, void *dst, size_t n)
+{
+	uint64_t key = z->id << 33 | i << 1;
+	size_t len = (size_t)(span_end(z->pts, z->npts, i, z->usize) - z->pts[i].out);
+	size_t want;
+	unsigned char *buf, probe;
+	int rc, part;
+
+	if (z->pts[i].flags & ZP_BAD) {
+		sfs_warn("%s: uncompressed bytes %llu-%llu are in a damaged "
+			 "member: EIO", source_name(z->in),
+			 (unsigned long long)z->pts[i].out,
+			 (unsigned long long)(z->pts[i].out + len));
+		return -EIO;
+	}
+	if (lru_copy_out(z->ze->cache, key | 1, off, dst, n) == 1 ||
+	    (part = lru_copy_out(z->ze->cache, key, off, dst, n)) == 1)
+		return 0;
+	if (source_nowait_mode())
+		return -EAGAIN;
+	want = (off + n + ZCHUNK - 1) / ZCHUNK * ZCHUNK;
+	if (part == -EINVAL || want > len ||
+	    (i && lru_copy_out(z->ze->cache, (key - 2) | 1, 0, &probe, 0) == 1))
+		want = len;
+	if ((rc = inflate_span(z, i, want, &buf)) < 0)
+		return rc;
+	memcpy(dst, buf + off, n);
+	lru_insert(z->ze->cache, want == len ? key | 1 : key, buf, want);
+	return 0;
+}
+
+static ssize_t z_pread(struct source *s, void *buf, size_t n, uint64_t off)
+{
+	struct zsrc *z = s->priv;
+	size_t done = 0, k;
+	uint64_t i, end;
+	int rc;
+
+	if (off >= z->usize)
+		return 0;
+	if (n > z->usize - off)
+		n = (size_t)(z->usize - off);
+	while (done < n) {
+		i = find_span(z, off + done);
+		end = span_end(z->pts, z->npts, i, z->usize);
+		k = end - (off + done) < n - done ? (size_t)(end - (off + done)) : n - done;
+		rc = span_copy(z, i, (size_t)(off + done - z->pts[i].out),
+			       (char *)buf + done, k);
+		if (rc < 0)
+			return rc;
+		done += k;
+	}
+	return (ssize_t)done;
+}
+
+static int z_changed(struct source *s)
+{
+	struct zsrc *z = s->priv;
+
+	return source_check(z->in) < 0;
+}
+
+static void zsrc_free(struct zsrc *z)
+{
+	if (!z)
+		return;
+	if (z->blob)
+		unbind_blob(z);
+	source_close(z->in);
+	free(z);
+}
+
+static void z_close(struct source *s)
+{
+	zsrc_free(s->priv);
+}
+
+/* ---- the backend row: per-mount state only (zsource_wrap opens) ---- */
+
+static int z_claims(const char *uri)
+{
+	return 0;	/* chosen by content, in zsource_wrap */
+}
+
+static int z_env_init(struct source_env *env)
+{
+	struct zenv *ze = calloc(1, sizeof(*ze));
+	const char *e = getenv("SAMPLEFS_INFLATE");
+	uint64_t cache = env->cfg.span_cache_bytes;
+
+	if (!ze)
+		return -ENOMEM;
+	ze->span = env->cfg.span_bytes ? env->cfg.span_bytes : ZSOURCE_SPAN_DEFAULT;
+	if (ze->span < ZSOURCE_SPAN_MIN || ze->span > ZSOURCE_SPAN_MAX) {
+		sfs_err("span=%llu: must be from %llu to %llu bytes",
+			(unsigned long long)ze->span,
+			(unsigned long long)ZSOURCE_SPAN_MIN,
+			(unsigned long long)ZSOURCE_SPAN_MAX);
+		free(ze);
+		return -EINVAL;
+	}
+	ze->eng = e && !strcmp(e, "zlib") ? ZENGINE_ZLIB : ZENGINE_FAST;
+	if (!(ze->cache = lru_new(cache ? cache : ZSOURCE_CACHE_DEFAULT))) {
+		free(ze);
+		return -ENOMEM;
+	}
+	env->z = ze;
+	return 0;
+}
+
+static void z_env_fini(struct source_env *env)
+{
+	struct zenv *ze = env->z;
+
+	if (!ze)
+		return;
+	lru_free(ze->cache);
+	free(ze);
+	env->z = NULL;
+}
+
+const struct source_backend source_z_backend = {
+	.name = "decompressed",
+	.claims = z_claims,
+	.pread = z_pread,
+	.changed = z_changed,
+	.close = z_close,
+	.env_init = z_env_init,
+	.env_fini = z_env_fini,
+};
+
+void source_env_zstore(struct source_env *env, const struct zsource_store *ops,
+		       void *arg)
+{
+	struct zenv *ze = env->z;
+
+	ze->store = ops;
+	ze->store_arg = arg;
+}
+
+int source_is_decompressed(const struct source *s)
+{
+	return s->be == &source_z_backend;
+}
+
+/* 1 if the name ends in a compressed format's suffix. */
+static int named_compressed(const char *name)
+{
+	size_t nl = strlen(name), i, sl;
+
+	for (i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
+		sl = strlen(suffixes[i]);
+		if (nl > sl && !strcmp(name + nl - sl, suffixes[i]))
+			return 1;
+	}
+	return 0;
+}
+
+/* The codec whose magic the source starts with, or NULL. */
+static const struct zcodec *sniff(struct source *in)
+{
+	unsigned char head[SNIFF];
+	ssize_t got = source_pread(in, head, sizeof(head), 0);
+
+	return got > 0 ? zcodec_sniff(head, (size_t)got) : NULL;
+}
+
+/* The codec a checked blob was made by. */
+static const struct zcodec *codec_of(const uint8_t *blob)
+{
+	struct zblob_hdr h;
+
+	memcpy(&h, blob, sizeof(h));
+	return zcodec_by_id(h.codec);
+}
+
+/* The outer source's stamp: the inner's, with the uncompressed size; its
+ * ETag records the compressed size too, for the index fingerprints. */
+static void outer_stamp(struct source *s, const struct zsrc *z)
+{
+	const struct source_stamp *in = source_stamp(z->in);
+
+	s->stamp = *in;
+	s->stamp.size = z->usize;
+	snprintf(s->stamp.etag, sizeof(s->stamp.etag), "%s:%llu:%.96s",
+		 z->codec->name, (unsigned long long)in->size, in->etag);
+}
+
+/*
+ * Which codec, and its table: a local file is sniffed first (a pread of
+ * what the page cache likely holds); a remote one, which is only
+ * considered when its name says it is compressed, asks the store first,
+ * so a remount reads no data.  1 with z->codec (and maybe a table), 0
+ * when the source is not compressed.
+ */
+static int choose(struct zsrc *z)
+{
+	int remote = source_is_remote(z->in);
+
+	if (remote && !named_compressed(source_name(z->in)))
+		return 0;
+	if (remote && load_stored(z) == 0) {
+		z->codec = codec_of(z->blob);
+		return 1;
+	}
+	if (!(z->codec = sniff(z->in)))
+		return 0;
+	if (!remote)
+		load_stored(z);
+	return 1;
+}
+
+int zsource_wrap(struct source *in, struct source **out)
+{
+	struct zsrc *z = NULL;
+	struct source *s = NULL;
+	int rc = -ENOMEM;
+
+	*out = in;
+	if (!in->env || !in->env->z)
+		return 0;
+	if (!(z = calloc(1, sizeof(*z)))) {
+		source_close(in);
+		goto fail;
+	}
+	z->in = in;
+	z->ze = in->env->z;
+	if (!choose(z)) {
+		free(z);
+		return 0;
+	}
+	if (!(s = calloc(1, sizeof(*s))) || !(s->name = strdup(in->name)))
+		goto fail;
+	z->id = atomic_fetch_add(&z->ze->next_id, 1);
+	if (!z->blob) {
+		if ((rc = ztable_build(in, z->codec, z->ze->span, &z->blob,
+				       &z->blob_len)) < 0)
+			goto fail;
+		z->own_map = 1;
+		save_table(z);
+	}
+	bind_blob(z);
+	s->be = &source_z_backend;
+	s->env = in->env;
+	s->priv = z;
+	outer_stamp(s, z);
+	*out = s;
+	return 0;
+fail:
+	*out = NULL;
+	zsrc_free(z);
+	if (s)
+		free(s->name);
+	free(s);
+	return rc;
+}

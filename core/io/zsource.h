@@ -1,0 +1,83 @@
+/*
+ * zsource.h - decompressing sources: source_open of a compressed file (a
+ * gzip stream, single or multi-member, BGZF) gives a struct source of its
+ * uncompressed bytes, with random access, over any backend (file, HTTP,
+ * bucket), so every layout and the tar index read it unchanged.
+ *
+ * How: zran.c's design.  One sequential pass over the compressed bytes
+ * (at the first open) records access points: for every ~span bytes of
+ * output (default 1 MiB, -o span=), a place where inflating can start
+ * again: the compressed offset (byte and bit), the uncompressed offset,
+ * and the 32 KiB of output before it (the window, stored deflated where
+ * that is smaller), plus a CRC-32 of every 64 KiB of the span that
+ * starts there (chained to its offset).  A read inflates from the access
+ * point before it to the end of the 64 KiB holding its last byte, checks
+ * those CRC-32s (so a damaged or replaced stream gives EIO, never wrong
+ * bytes), and keeps what it inflated in an LRU of spans (-o
+ * span_cache=SIZE); readers of different spans inflate in parallel.
+ *
+ * The table of access points is one flat blob (ztable.h; checked by
+ * zsource_blob_check below): a header, the windows and CRC-32s, the
+ * points; the source exports it after the pass
+ * and imports it (mapped, never copied) at later opens, through the
+ * store the mount registers on the env (source_env_zstore): the index
+ * layer, which owns the files samplefs writes (core/index/zstore.c).
+ * Without a store the blob lives in an unlinked scratch file for the
+ * life of the source.
+ *
+ * Codecs come from a table (zcodec.h; ztable.c lists them), chosen by
+ * the first bytes of the source (magic), not by its name: a row each for
+ * gzip today, xz, zstd and bzip2 later.
+ *
+ * Not for: compressed members inside an archive (the layouts see those as
+ * bytes), writing.
+ */
+#ifndef SFS_ZSOURCE_H
+#define SFS_ZSOURCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "io/source.h"
+
+/* Defaults of -o span= and -o span_cache=. */
+#define ZSOURCE_SPAN_DEFAULT  (1ull << 20)
+#define ZSOURCE_SPAN_MIN      (64ull << 10)
+#define ZSOURCE_SPAN_MAX      (64ull << 20)
+#define ZSOURCE_CACHE_DEFAULT (32ull << 20)
+
+/*
+ * Where access-point tables are kept across mounts, keyed by the
+ * compressed source's name and stamp and the span (any change of one is
+ * a different table).  load: 0 with *blob (len bytes, valid until
+ * release(arg, *hold)), -ENOENT when there is none, another -errno; the
+ * blob is checked again by zsource.  save: best effort (says why on
+ * failure).  Called from source_open, so on the opening thread.
+ */
+struct zsource_store {
+	int (*load)(void *arg, const char *name, const struct source_stamp *st,
+		    uint64_t span, const void **blob, size_t *len, void **hold);
+	void (*release)(void *arg, void *hold);
+	void (*save)(void *arg, const char *name, const struct source_stamp *st,
+		     uint64_t span, const void *blob, size_t len);
+};
+
+/* Registers the store (NULL: none) for env's later opens; ops and arg
+ * must outlive env.  Before any source_open on env. */
+void source_env_zstore(struct source_env *env, const struct zsource_store *ops,
+		       void *arg);
+
+/* 1 if s reads the uncompressed bytes of a compressed source. */
+int source_is_decompressed(const struct source *s);
+
+/*
+ * The blob's fixed header, for the store and the fuzz target:
+ * zsource_blob_check says whether len bytes at blob are a well-formed
+ * table (every offset inside the blob, points in order, windows at most
+ * 32 KiB) for a source of `csize` compressed bytes: 0 or -EBADMSG, why
+ * written to why (a sentence without the file name).
+ */
+int zsource_blob_check(const void *blob, size_t len, uint64_t csize,
+		       char *why, size_t whylen);
+
+#endif

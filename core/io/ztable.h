@@ -1,0 +1,77 @@
+/*
+ * ztable.h - the access-point table of a compressed source, between
+ * zsource.c (which reads through it) and ztable.c (which makes and checks
+ * it).  Private to core/io.
+ *
+ * The blob: this header, then the windows and each span's CRC-32s (one
+ * uint32 per ZCHUNK of output) in the order the pass met them, then the
+ * points (struct zpoint, zcodec.h), all little-endian, self-contained so
+ * the store can save it as it is and map it back.
+ */
+#ifndef SFS_IO_ZTABLE_H
+#define SFS_IO_ZTABLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "io/zcodec.h"
+
+/* The longest span: a stream with no restart point in this much output
+ * is refused (EFBIG), so a read never holds more. */
+#define ZSPAN_HARD   (128ull << 20)   /* span= at most 64 MiB, + 64 MiB */
+
+#define ZBLOB_MAGIC   "SFSZIDX\1"
+#define ZBLOB_VERSION 3
+struct zblob_hdr {
+	char magic[8];
+	uint32_t version;
+	uint8_t codec;
+	uint8_t pad[3];
+	uint64_t csize;       /* the compressed source's size */
+	uint64_t usize;       /* uncompressed */
+	uint64_t span;
+	uint64_t npoints;
+	uint64_t points_off;  /* 8-aligned, after the windows */
+};
+
+/* The codec whose magic the first n bytes are, or NULL. */
+const struct zcodec *zcodec_sniff(const unsigned char *head, size_t n);
+/* The codec a blob names, or NULL. */
+const struct zcodec *zcodec_by_id(uint8_t id);
+
+/* A reader over src, cap bytes at a time: 0 or -ENOMEM (free in->buf). */
+int zin_init(struct zin *in, struct source *src, size_t cap);
+
+/*
+ * The pass: reads the whole of src with codec c, a point every `span`
+ * bytes of output, and maps the blob it made (*blob, *len: munmap when
+ * done).  0, or -errno said (the source failing, EFBIG, no scratch file).
+ */
+int ztable_build(struct source *src, const struct zcodec *c, uint64_t span,
+		 const uint8_t **blob, size_t *len);
+
+/* zsource_blob_check's work (zsource.h). */
+int ztable_check(const void *blob, size_t len, uint64_t csize, char *why,
+		 size_t whylen);
+
+/* End of span i of n (the next point's start, or usize). */
+static inline uint64_t span_end(const struct zpoint *pts, uint64_t n,
+				uint64_t i, uint64_t usize)
+{
+	return i + 1 < n ? pts[i + 1].out : usize;
+}
+
+/* The CRC-32 a chunk's bytes are chained to: that of its uncompressed
+ * offset (8 bytes, little-endian). */
+static inline uint32_t zchunk_seed(uint64_t off)
+{
+	return zcrc32(0, &off, sizeof(off));
+}
+
+/* Chunks (CRC-32s) of a span of that many bytes. */
+static inline uint64_t nchunks(uint64_t len)
+{
+	return (len + ZCHUNK - 1) / ZCHUNK;
+}
+
+#endif

@@ -1,0 +1,356 @@
+/*
+ * test_zsource.c - core/io/zsource.c and zgzip.c: gzip files made here with
+ * zlib's deflate (one member, many members, BGZF-sized members, stored
+ * blocks) open as their uncompressed bytes, compared with the bytes they
+ * were made from (the oracle) at random offsets and lengths, with ISA-L
+ * and with zlib (SAMPLEFS_INFLATE=zlib) alike; a saved access-point table
+ * is used again and a damaged one refused; damaged streams (a flipped
+ * byte, a truncation, a bad CRC) give EIO or the original bytes, never
+ * others.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "io/source.h"
+#include "io/zsource.h"
+
+#define SPAN (64u << 10)
+
+static char dir[] = "/tmp/sfs_ztest.XXXXXX";
+
+static void setup(void)
+{
+	strcpy(dir, "/tmp/sfs_ztest.XXXXXX");
+	cr_assert(mkdtemp(dir));
+	unsetenv("SAMPLEFS_INFLATE");
+}
+
+static void teardown(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+/* Text-like bytes: words from a small vocabulary (deflate finds matches),
+ * with runs of random bytes (literals, stored blocks). */
+static unsigned char *make_data(size_t n, unsigned seed)
+{
+	static const char *words[] = { "tar ", "gzip ", "member ", "span ",
+				       "window ", "\n", "access point ", "0000" };
+	unsigned char *d = malloc(n);
+	uint64_t x = seed * 2654435761u + 1;
+	size_t i = 0, k;
+
+	cr_assert(d);
+	while (i < n) {
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		if ((x >> 60) == 0) {
+			for (k = 0; k < 3000 && i < n; k++) {
+				x = x * 6364136223846793005ull + 1;
+				d[i++] = (unsigned char)(x >> 56);
+			}
+			continue;
+		}
+		const char *w = words[(x >> 33) % 8];
+		for (k = 0; w[k] && i < n; k++)
+			d[i++] = (unsigned char)w[k];
+	}
+	return d;
+}
+
+/* Writes data as gzip members of `member` bytes each (0: one member). */
+static void write_gz(const char *path, const unsigned char *d, size_t n,
+		     size_t member, int level)
+{
+	FILE *f = fopen(path, "wb");
+	size_t off = 0, len, cap = compressBound(member ? member : n) + 64;
+	unsigned char *out = malloc(cap);
+
+	cr_assert(f && out);
+	do {
+		z_stream zs;
+
+		len = member && n - off > member ? member : n - off;
+		memset(&zs, 0, sizeof(zs));
+		cr_assert_eq(deflateInit2(&zs, level, Z_DEFLATED, 31, 8,
+					  Z_DEFAULT_STRATEGY), Z_OK);
+		zs.next_in = (unsigned char *)d + off;
+		zs.avail_in = (uInt)len;
+		zs.next_out = out;
+		zs.avail_out = (uInt)cap;
+		cr_assert_eq(deflate(&zs, Z_FINISH), Z_STREAM_END);
+		cr_assert_eq(fwrite(out, 1, cap - zs.avail_out, f), cap - zs.avail_out);
+		deflateEnd(&zs);
+		off += len;
+	} while (off < n);
+	free(out);
+	cr_assert_eq(fclose(f), 0);
+}
+
+/* A store in memory: what the pass saved, handed back at the next open. */
+struct memstore {
+	void *blob;
+	size_t len;
+	int saves, loads;
+};
+
+static int ms_load(void *arg, const char *name, const struct source_stamp *st,
+		   uint64_t span, const void **blob, size_t *len, void **hold)
+{
+	struct memstore *m = arg;
+
+	if (!m->blob)
+		return -ENOENT;
+	m->loads++;
+	*blob = m->blob;
+	*len = m->len;
+	*hold = NULL;
+	return 0;
+}
+
+static void ms_release(void *arg, void *hold)
+{
+}
+
+static void ms_save(void *arg, const char *name, const struct source_stamp *st,
+		    uint64_t span, const void *blob, size_t len)
+{
+	struct memstore *m = arg;
+
+	free(m->blob);
+	m->blob = malloc(len);
+	cr_assert(m->blob);
+	memcpy(m->blob, blob, len);
+	m->len = len;
+	m->saves++;
+}
+
+static const struct zsource_store mem_ops = { ms_load, ms_release, ms_save };
+
+static struct source_env *env_with(struct memstore *m)
+{
+	struct source_config cfg = { .span_bytes = SPAN, .span_cache_bytes = 1 << 20 };
+	struct source_env *env;
+
+	cr_assert_eq(source_env_new(&cfg, &env), 0);
+	if (m)
+		source_env_zstore(env, &mem_ops, m);
+	return env;
+}
+
+/* Reads at random offsets and lengths: each equals the oracle. */
+static void check_reads(struct source *s, const unsigned char *d, size_t n,
+			unsigned seed)
+{
+	unsigned char *buf = malloc(3 * SPAN);
+	uint64_t x = seed;
+	int i;
+
+	cr_assert(buf);
+	cr_assert_eq(source_stamp(s)->size, n);
+	for (i = 0; i < 300; i++) {
+		x = x * 6364136223846793005ull + 1;
+		size_t off = (size_t)((x >> 20) % (n + 10));
+		size_t len = (size_t)((x >> 8) % (3 * SPAN));
+		size_t want = off >= n ? 0 : (n - off < len ? n - off : len);
+		ssize_t got = source_pread(s, buf, len, off);
+
+		cr_assert_eq(got, (ssize_t)want, "read %zu at %zu: %zd", len, off, got);
+		cr_assert(!memcmp(buf, d + (off < n ? off : 0), want),
+			  "bytes differ at %zu+%zu", off, len);
+	}
+	free(buf);
+}
+
+static void roundtrip(size_t n, size_t member, int level, const char *engine)
+{
+	unsigned char *d = make_data(n, (unsigned)(n + member));
+	char path[128];
+	struct source_env *env;
+	struct source *s;
+
+	if (engine)
+		setenv("SAMPLEFS_INFLATE", engine, 1);
+	snprintf(path, sizeof(path), "%s/x.gz", dir);
+	write_gz(path, d, n, member, level);
+	env = env_with(NULL);
+	cr_assert_eq(source_open(env, path, &s), 0);
+	cr_assert(source_is_decompressed(s));
+	check_reads(s, d, n, 7);
+	source_close(s);
+	source_env_free(env);
+	free(d);
+}
+
+TestSuite(zsource, .init = setup, .fini = teardown);
+
+Test(zsource, one_member)        { roundtrip(5u << 20, 0, 6, NULL); }
+Test(zsource, one_member_zlib)   { roundtrip(5u << 20, 0, 6, "zlib"); }
+Test(zsource, members)           { roundtrip(3u << 20, 300000, 6, NULL); }
+Test(zsource, members_zlib)      { roundtrip(3u << 20, 300000, 6, "zlib"); }
+Test(zsource, bgzf_sized)        { roundtrip(2u << 20, 65280, 6, NULL); }
+Test(zsource, stored_blocks)     { roundtrip(1u << 20, 0, 0, NULL); }
+Test(zsource, best)              { roundtrip(2u << 20, 0, 9, NULL); }
+Test(zsource, empty)             { roundtrip(0, 0, 6, NULL); }
+
+/* The whole file read through ISA-L's inflater and through zlib's: the
+ * same bytes (and the oracle's). */
+Test(zsource, engines_agree)
+{
+	size_t n = 3u << 20;
+	unsigned char *d = make_data(n, 9), *a = malloc(n), *b = malloc(n);
+	const char *eng[2] = { "fast", "zlib" };
+	unsigned char *out[2] = { a, b };
+	char path[128];
+	int k;
+
+	snprintf(path, sizeof(path), "%s/e.gz", dir);
+	write_gz(path, d, n, 700000, 6);
+	for (k = 0; k < 2; k++) {
+		struct source_env *env;
+		struct source *s;
+
+		setenv("SAMPLEFS_INFLATE", eng[k], 1);
+		env = env_with(NULL);
+		cr_assert_eq(source_open(env, path, &s), 0);
+		for (size_t off = 0; off < n; off += 100000)
+			cr_assert_eq(source_pread(s, out[k] + off, n - off < 100000 ?
+						 n - off : 100000, off),
+				     (ssize_t)(n - off < 100000 ? n - off : 100000));
+		source_close(s);
+		source_env_free(env);
+	}
+	cr_assert(!memcmp(a, b, n), "ISA-L and zlib differ");
+	cr_assert(!memcmp(a, d, n), "both differ from the oracle");
+	free(a);
+	free(b);
+	free(d);
+}
+
+Test(zsource, plain_file_is_not_wrapped)
+{
+	char path[128];
+	struct source_env *env = env_with(NULL);
+	struct source *s;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/plain.tar", dir);
+	cr_assert((f = fopen(path, "wb")));
+	fputs("\x1f\x8b but not at the start", f) ;
+	fclose(f);
+	cr_assert_eq(source_open(env, path, &s), 0);
+	cr_assert(!source_is_decompressed(s));
+	source_close(s);
+	source_env_free(env);
+}
+
+Test(zsource, saved_table_is_used_and_checked)
+{
+	size_t n = 2u << 20;
+	unsigned char *d = make_data(n, 3);
+	struct memstore m = { 0 };
+	struct source_env *env = env_with(&m);
+	struct source *s;
+	char path[128], why[128];
+
+	snprintf(path, sizeof(path), "%s/t.gz", dir);
+	write_gz(path, d, n, 0, 6);
+	cr_assert_eq(source_open(env, path, &s), 0);
+	source_close(s);
+	cr_assert_eq(m.saves, 1);
+	cr_assert_eq(zsource_blob_check(m.blob, m.len, 0, why, sizeof(why)), -EBADMSG);
+	/* the next open uses it: no second pass */
+	cr_assert_eq(source_open(env, path, &s), 0);
+	cr_assert_eq(m.saves, 1);
+	check_reads(s, d, n, 11);
+	source_close(s);
+	/* a damaged table is refused, and the pass runs again */
+	memset((char *)m.blob + m.len - 40, 0xff, 8);
+	cr_assert_eq(source_open(env, path, &s), 0);
+	cr_assert_eq(m.saves, 2);
+	check_reads(s, d, n, 12);
+	source_close(s);
+	source_env_free(env);
+	free(m.blob);
+	free(d);
+}
+
+/* Every read gives the oracle's bytes or EIO; returns how many gave EIO. */
+static int reads_right_or_eio(struct source *s, const unsigned char *d, size_t n)
+{
+	unsigned char *buf = malloc(SPAN);
+	size_t off;
+	int eio = 0;
+
+	for (off = 0; off < n; off += SPAN / 2) {
+		size_t want = n - off < SPAN ? n - off : SPAN;
+		ssize_t got = source_pread(s, buf, SPAN, off);
+
+		if (got == -EIO) {
+			eio++;
+			continue;
+		}
+		cr_assert_eq(got, (ssize_t)want, "at %zu: %zd", off, got);
+		cr_assert(!memcmp(buf, d + off, want), "wrong bytes at %zu", off);
+	}
+	free(buf);
+	return eio;
+}
+
+static void damaged(long where, int cut, int expect_open)
+{
+	size_t n = 3u << 20;
+	unsigned char *d = make_data(n, 5);
+	char path[128];
+	struct source_env *env = env_with(NULL);
+	struct source *s;
+	FILE *f;
+	long size;
+	int c;
+
+	snprintf(path, sizeof(path), "%s/bad.gz", dir);
+	write_gz(path, d, n, 200000, 6);
+	cr_assert((f = fopen(path, "r+b")));
+	fseek(f, 0, SEEK_END);
+	size = ftell(f);
+	if (cut) {
+		cr_assert_eq(truncate(path, size / 2), 0);
+	} else {
+		where = where < 0 ? size + where : where;
+		fseek(f, where, SEEK_SET);
+		c = fgetc(f);
+		fseek(f, where, SEEK_SET);
+		fputc(c ^ 0x10, f);
+	}
+	fclose(f);
+	cr_assert_eq(source_open(env, path, &s) == 0, expect_open);
+	if (expect_open) {
+		cr_assert_gt(reads_right_or_eio(s, d, source_stamp(s)->size < n ?
+						source_stamp(s)->size : n), 0);
+		source_close(s);
+	}
+	source_env_free(env);
+	free(d);
+}
+
+Test(zsource, flipped_bit_in_the_middle) { damaged(200000, 0, 1); }
+Test(zsource, flipped_crc_of_last)       { damaged(-6, 0, 1); }
+Test(zsource, truncated)                 { damaged(0, 1, 1); }
+
+/* The table checker on junk: never crashes, refuses. */
+Test(zsource, blob_check_junk)
+{
+	char why[128];
+	unsigned char junk[256];
+
+	memset(junk, 0xa5, sizeof(junk));
+	cr_assert_eq(zsource_blob_check(junk, sizeof(junk), 10, why, sizeof(why)), -EBADMSG);
+	cr_assert_eq(zsource_blob_check(junk, 3, 10, why, sizeof(why)), -EBADMSG);
+}
