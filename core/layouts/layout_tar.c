@@ -57,7 +57,11 @@ struct tar_layout {
  * for "shard-000000.tar"), as WebDataset names a sample by its key and
  * the shard by its basename.  One table: a new kind of shard is one line.
  */
-static const char *const shard_suffixes[] = { ".tar", ".zip" };
+static const char *const shard_suffixes[] = {
+	".tar", ".zip",
+	/* compressed tars: core/io/zsource.c reads them as the tar inside */
+	".tar.gz", ".tgz", ".tar.xz", ".txz", ".tar.zst", ".tzst", ".tar.bz2", ".tbz2",
+};
 
 size_t layout_tar_shard_suffix(const char *name)
 {

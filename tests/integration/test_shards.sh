@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A directory of shards as layout=tar (layout_tar.c's shard table: *.tar,
-# *.zip): local and over HTTP (nginx's listing), detected without -o
+# *.zip, *.tar.gz, *.tgz, ...): local and over HTTP (nginx's listing), detected without -o
 # layout=, one directory per shard named without its suffix; the tree is
 # each shard's own extraction (GNU tar -x, unzip) side by side.  The index
 # of the directory is keyed by every shard's stamp: a remount reuses it,
@@ -12,11 +12,12 @@ T=$SFS_TMP
 S=$T/shards X=$T/x
 mkdir -p "$S" "$X"
 
-# three tars and two zips (one stored, one deflated) of small samples
+# three tars, two zips (one stored, one deflated) and two gzipped tars
+# (gzip, pigz) of small samples
 "$PY" - "$T/src" <<'PYEOF'
 import os, random, sys
 rng = random.Random(5)
-for k in range(5):
+for k in range(7):
     d = os.path.join(sys.argv[1], "shard-%06d" % k)
     os.makedirs(d)
     for i in range(30):
@@ -36,6 +37,10 @@ done
 for k in 3 4; do
 	mkdir -p "$X/shard-00000$k" && (cd "$X/shard-00000$k" && unzip -q "$S/shard-00000$k.zip")
 done
+(cd "$T/src/shard-000005" && tar -cf - . | gzip -6 >"$S/shard-000005.tar.gz")
+(cd "$T/src/shard-000006" && tar -cf - . | pigz -p 2 >"$S/shard-000006.tgz")
+mkdir -p "$X/shard-000005" && (cd "$X/shard-000005" && tar -xzf "$S/shard-000005.tar.gz")
+mkdir -p "$X/shard-000006" && (cd "$X/shard-000006" && tar -xzf "$S/shard-000006.tgz")
 
 mnt=$T/m-local idx=$T/idx
 if check "local: the directory mounts (layout detected)" sfs_mount "$S" "$mnt" -o index_dir="$idx"; then
@@ -57,8 +62,8 @@ if check "http: the listing mounts (layout detected)" sfs_mount "$(http_url /)" 
 fi
 
 # a new shard: a new index, with it
-cp "$S/shard-000000.tar" "$S/shard-000005.tar"
-cp -a "$X/shard-000000" "$X/shard-000005"
+cp "$S/shard-000000.tar" "$S/shard-000007.tar"
+cp -a "$X/shard-000000" "$X/shard-000007"
 mnt=$T/m-more
 if check "local: with a new shard, mounts" sfs_mount "$S" "$mnt" -o index_dir="$idx"; then
 	check "local: ... the index is rebuilt" grep -q "indexed" "$(sfs_log "$mnt")"
