@@ -93,10 +93,15 @@ static const struct opt_row table[] = {
 #define NROWS (sizeof(table) / sizeof(table[0]))
 _Static_assert(NROWS <= 64, "struct fs_opts.given has one bit per row");
 
-/* mount(8) and fstab options that reach us through mount.fuse3 */
+/* mount(8) and fstab options that reach us through mount.fuse3 and that
+ * libfuse does not take itself (it does rw/ro, [no]dev, [no]suid,
+ * [no]exec, [no]atime, sync/async, dirsync): meaningless for a read-only
+ * FUSE mount, so an fstab line written as for any file system mounts */
 static const char *const ignored[] = {
 	"defaults", "nofail", "noauto", "auto", "user", "nouser", "users",
-	"owner", "_netdev", "nodiratime", "relatime", "strictatime", "lazytime",
+	"owner", "group", "_netdev", "diratime", "nodiratime", "relatime",
+	"norelatime", "strictatime", "nostrictatime", "lazytime", "nolazytime",
+	"iversion", "noiversion", "mand", "nomand", "silent", "loud",
 };
 
 static const struct fuse_opt templates[] = {
