@@ -43,7 +43,7 @@ FS_OBJ    := $(FS_SRC:%.c=$(BUILD)/%.o)
 UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TOOL_BIN  := $(BUILD)/samplefs-inspect $(BUILD)/samplefs-floorfs $(BUILD)/samplefs-download
 
-.PHONY: all deps test test-build unit integration demo bench install clean asan tsan fuzz fuzz-build
+.PHONY: all deps test test-build unit integration demo bench install uninstall clean asan tsan fuzz fuzz-build
 all: $(BUILD)/samplefs $(TOOL_BIN)
 
 deps:
@@ -139,10 +139,30 @@ demo: deps all
 bench: deps all
 	bash tools/bench/bench.sh
 
+# `make install PREFIX=/usr DESTDIR=/tmp/pkg`: the commands, their man
+# pages, and the bash completion under each command's name (one file:
+# bash-completion loads a command's completion by its name).  samplefs-stat
+# goes in when it was built; samplefs-floorfs is a bench tool, not installed.
+# `make uninstall` (same PREFIX and DESTDIR) removes these files, no directory.
+INSTALL_CMDS := samplefs samplefs-inspect samplefs-download
+OPT_CMDS     := samplefs-stat
+BINDIR        = $(DESTDIR)$(PREFIX)/bin
+MAN1DIR       = $(DESTDIR)$(PREFIX)/share/man/man1
+COMPDIR       = $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin
-	install -m 0755 $(BUILD)/samplefs $(BUILD)/samplefs-inspect $(BUILD)/samplefs-download \
-		$(DESTDIR)$(PREFIX)/bin/
+	install -d $(BINDIR) $(MAN1DIR) $(COMPDIR)
+	for c in $(INSTALL_CMDS) $(OPT_CMDS); do \
+		case " $(OPT_CMDS) " in *" $$c "*) [ -e $(BUILD)/$$c ] || continue ;; esac; \
+		install -m 0755 $(BUILD)/$$c $(BINDIR)/$$c && \
+		install -m 0644 docs/man/$$c.1 $(MAN1DIR)/$$c.1 && \
+		install -m 0644 completions/samplefs $(COMPDIR)/$$c || exit 1; \
+	done
+
+uninstall:
+	for c in $(INSTALL_CMDS) $(OPT_CMDS); do \
+		rm -f $(BINDIR)/$$c $(MAN1DIR)/$$c.1 $(COMPDIR)/$$c; \
+	done
 
 clean:
 	rm -rf build build-asan build-tsan build-fuzz
