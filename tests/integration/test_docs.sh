@@ -16,7 +16,8 @@
 #     fstab line generates pass systemd-analyze verify (offline: no PID 1
 #     systemd needed), a planted mismatch fails it; and the fstab line and
 #     the unit's Options= mount through mount(8) and mount.fuse3 with every
-#     generic option they carry, serving numpy's bytes.
+#     generic option they carry, serving numpy's bytes; samplefs takes every
+#     generic mount option (fs/opts.c ignores those libfuse refuses).
 . "$(dirname "$0")/lib.sh"
 sfs_setup
 T=$SFS_TMP
@@ -264,6 +265,18 @@ if unshare -m true 2>/dev/null; then
 else
 	echo "skip - mount(8) tests: no unshare -m here"
 fi
+# every generic option mount(8), fstab and systemd may pass, at once (those
+# libfuse takes, and those fs/opts.c ignores), and an unknown one refused
+GENERIC=rw,ro,dev,nodev,suid,nosuid,exec,noexec,sync,async,dirsync,atime,noatime,diratime
+GENERIC=$GENERIC,nodiratime,relatime,norelatime,strictatime,nostrictatime,lazytime,nolazytime
+GENERIC=$GENERIC,iversion,noiversion,mand,nomand,silent,loud,defaults,auto,noauto,user,nouser
+GENERIC=$GENERIC,users,owner,group,_netdev,nofail,comment=x,x-systemd.automount,x-mount.mkdir
+check "samplefs takes every generic mount option" \
+	sfs_mount "$T/c/srcdir" "$T/g" -o "layout=npy,$GENERIC"
+check "  and serves numpy's bytes" env M="$T/g" bash -c serves_rows
+check "  unmounts" sfs_umount "$T/g"
+check "an unknown option is still refused" \
+	expect_fail "unknown option" "$SAMPLEFS" -f -o layout=npy,nosuchoption "$T/c/srcdir" "$T/g"
 check "nothing left mounted" sh -c "! grep -q ' $M fuse' /proc/mounts"
 check "no sanitizer report from the mount.fuse3 daemons" \
 	sh -c "! cat '$T'/asan-mount* 2>/dev/null | grep -q ."
