@@ -22,6 +22,7 @@ import io
 import json
 import os
 import sys
+import warnings
 
 import numpy as np
 
@@ -32,6 +33,8 @@ import imagenet_oracle  # noqa: E402
 import qd_oracle  # noqa: E402
 
 errors = []
+# num_workers=4 on 2 cores is what the example asks for; torch's advice is noise here
+warnings.filterwarnings('ignore', message='This DataLoader will create')
 
 
 def expect(ok, msg):

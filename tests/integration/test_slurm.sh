@@ -27,6 +27,10 @@ export PATH=$T/bin:$PATH
 # sbatch --export=ALL hands these to the job script
 export SRC=$T/qd INDEX=$T/index/qd.sfsidx INDEX_DIR=$T/index/cache OUT=$T/out STEPS TMPDIR=$T/mnt \
 	PYTHON=$PY
+# an ASan daemon's reports, once it is in the background (stderr gone), go to
+# files the test looks for at the end
+export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}log_path=$T/out/asan
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}log_path=$T/out/ubsan
 
 # mounts left under $T/mnt (the jobs' mount points), counted from /proc/mounts
 mounts_left() { grep -c " $T/mnt/[^ ]* fuse" /proc/mounts; }
@@ -44,10 +48,10 @@ run_job() {
 	! scontrol -o show job "$job" | grep -v -q 'JobState=COMPLETED'
 }
 
-check "prebuilt index: samplefs-inspect --save-index" \
-	"$SFS_ROOT/$SAMPLEFS_BUILD/samplefs-inspect" --save-index="$INDEX" "$SRC" >"$T/inspect.log" 2>&1
-check "slurm-wlm and munge are installed (tools/deps.sh)" \
-	command -v slurmctld slurmd sbatch munged >/dev/null || { sfs_done; exit 1; }
+prebuild() { "$SFS_ROOT/$SAMPLEFS_BUILD/samplefs-inspect" --save-index="$INDEX" "$SRC" >"$T/inspect.log" 2>&1; }
+check "prebuilt index: samplefs-inspect --save-index" prebuild
+have_slurm() { command -v slurmctld slurmd sbatch munged >/dev/null; }
+check "slurm-wlm and munge are installed (tools/deps.sh)" have_slurm || { sfs_done; exit 1; }
 check "single-node Slurm cluster is up" slurm_start || { sfs_done; exit 1; }
 
 check "job array of 4 training tasks succeeds" run_job train --export=ALL
@@ -58,7 +62,8 @@ for t in 0 1 2 3; do
 		<(awk -v t=$t -v n=$((STEPS * BATCH)) 'NR % 4 == (t + 1) % 4 && c++ < n' "$T/train.want")
 done
 check "no task built an index (index_only)" bash -c "! grep -q 'indexed in' '$T'/out/train-*.log"
-check "the tasks shared one index_dir" test "$(ls "$INDEX_DIR" | grep -c '\.sfsidx$')" -ge 1
+check "one task fetched the prebuilt index into the shared index_dir, the others mapped it" \
+	test "$(cat "$T"/out/train-*.log | grep -c 'prebuilt index fetched')" = 1
 check "no mount left after the array" test "$(mounts_left)" = 0
 
 # a task whose training fails after the mount is up
@@ -86,4 +91,5 @@ check "the task to cancel is training on its mount" test "$(mounts_left)" = 1
 scancel "${job%%;*}"
 for ((i = 0; i < 300; i++)); do [ -z "$(squeue -h -j "${job%%;*}" 2>/dev/null)" ] && break; sfs_nap 0.1; done
 check "scancel: no mount left" test "$(mounts_left)" = 0
+check "no sanitizer report from the jobs' daemons" bash -c "! ls '$T'/out/*san.* 2>/dev/null"
 sfs_done
