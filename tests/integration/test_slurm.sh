@@ -34,6 +34,15 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}log_path=$T/out/ubsan
 
 # mounts left under $T/mnt (the jobs' mount points), counted from /proc/mounts
 mounts_left() { grep -c " $T/mnt/[^ ]* fuse" /proc/mounts; }
+# and unmounted at exit, whatever the test found: a leaked mount's daemon
+# (in the background, out of Slurm's reach) ends with it, and $T can go
+umount_leftovers() {
+	local m
+	for m in $(grep -o " $T/mnt/[^ ]*" /proc/mounts); do
+		fusermount3 -u "$m" 2>/dev/null || fusermount3 -uz "$m"
+	done
+}
+SFS_CLEANUP_HOOKS+=(umount_leftovers)
 # run_job NAME [sbatch args]: submits train.sbatch from its directory, waits
 # for every task to end (not sbatch --wait, which polls at up to 32 s), and
 # succeeds if all completed
