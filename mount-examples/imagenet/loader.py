@@ -63,7 +63,8 @@ def main(root, mode):
     else:
         for split, dl in imagefolder_loaders(root).items():
             seen = sum(len(y) for _, y in dl)
-            print(f"{split}: {seen} images, {len(dl.dataset.classes)} classes")
+            # flushed before the next split's DataLoader forks workers, who would print it again
+            print(f"{split}: {seen} images, {len(dl.dataset.classes)} classes", flush=True)
 
 
 if __name__ == "__main__":

@@ -63,23 +63,23 @@ def torch_dataset(root, split='train'):
 
 
 def main(root, batch_size=64):
+    import torch
     with open(os.path.join(root, 'classes.txt')) as f:
         classes = f.read().splitlines()
     first = sorted(glob(os.path.join(root, 'images', escape(classes[0]), '*.npy')))
-    print('%d classes; %d images of %r' % (len(classes), len(first), classes[0]))
-    n = 0
-    for images, strokes, labels in data_generator(root, 'train', batch_size):
-        n += len(labels)
-    print('train: %d samples (generator)' % n)
-
-    import torch
+    # flush=True: DataLoader workers are forked, and must not inherit (and print again) our buffer
+    print('%d classes; %d images of %r' % (len(classes), len(first), classes[0]), flush=True)
     dl = torch.utils.data.DataLoader(torch_dataset(root, 'train'), batch_size=batch_size,
                                      shuffle=True, num_workers=2)
     n = 0
     for images, strokes, labels in dl:
         n += len(labels)
-    print('train: %d samples (torch DataLoader), last batch images %s strokes %s' % (
-        n, tuple(images.shape), tuple(strokes.shape)))
+    print('torch DataLoader: train %d samples, last batch images %s strokes %s' % (
+        n, tuple(images.shape), tuple(strokes.shape)), flush=True)
+    n = 0
+    for images, strokes, labels in data_generator(root, 'train', batch_size):
+        n += len(labels)
+    print('train: %d samples (generator)' % n)
 
 
 if __name__ == '__main__':

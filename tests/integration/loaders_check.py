@@ -97,7 +97,7 @@ def quickdraw(src, mnt):
     expect(k == len(want), 'torch Dataset: %d samples, want %d' % (k, len(want)))
     out = run_main(qd.main, mnt, 16)
     expect('train: %d samples (generator)' % len(want) in out and
-           'train: %d samples (torch DataLoader)' % len(want) in out, 'quickdraw main(): %r' % out)
+           'torch DataLoader: train %d samples' % len(want) in out, 'quickdraw main(): %r' % out)
 
 
 def imagenet(src, mnt, truth_path, shard_size):
