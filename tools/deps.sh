@@ -18,6 +18,8 @@ pkgs=(build-essential pkg-config libfuse3-dev fuse3 zlib1g-dev libarchive-dev
 			# indexed_gzip is the bench's zran-based reader to compare with
       swift swift-proxy swift-object swift-container swift-account
 			# tests/integration/swift_lib.sh: Swift's s3api as the S3 store
+      slurm-wlm munge	# tests/integration/test_slurm.sh: a single-node Slurm cluster
+			# runs mount-examples/slurm/'s job array
       nginx openssl curl	# HTTP(S) sources: tests/integration/http_lib.sh serves
 				# fixtures with nginx over TLS (openssl makes the certificate)
       mandoc groff-base	# test_docs.sh: mandoc -Tlint and groff -ww check the man pages

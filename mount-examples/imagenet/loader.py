@@ -1,44 +1,71 @@
-#!/usr/bin/env python3
-"""Training input pipelines pointed at a samplefs ImageNet mount, unchanged but for the root.
+#!/usr/bin/python3
+"""Training input pipelines pointed at a samplefs ImageNet mount, unchanged but
+for the root.  Nothing here knows about samplefs: it reads files and tars.
 
-    python3 loader.py /mnt/imagenet            # ImageFolder + DataLoader over train/ and val/
-    python3 loader.py /mnt/imagenet --shards   # WebDataset-style reading of shards/train-*.tar
+    samplefs /data/imagenet /mnt/imagenet
+    python3 loader.py /mnt/imagenet              # ImageFolder + DataLoader over train/ and val/
+    python3 loader.py /mnt/imagenet --shards     # WebDataset-style reading of shards/train-*.tar
+    python3 loader.py /mnt/imagenet --shuffled   # one epoch in the order of shuffled/train.txt
 """
 import glob
+import os
 import sys
 import tarfile
 
 
-def imagefolder(root, batches=3):
+def imagefolder_loaders(root, batch_size=64, num_workers=4, size=224):
+    """{split: DataLoader} of torchvision's ImageFolder over train/ and val/."""
     import torch
     from torchvision import datasets, transforms
-    tf = transforms.Compose([transforms.Resize(256), transforms.CenterCrop(224), transforms.ToTensor()])
-    for split in ("train", "val"):
-        ds = datasets.ImageFolder(f"{root}/{split}", transform=tf)
-        dl = torch.utils.data.DataLoader(ds, batch_size=64, shuffle=True, num_workers=2)
-        print(f"{split}: {len(ds)} images, {len(ds.classes)} classes")
-        for i, (x, y) in enumerate(dl):
-            print(f"  batch {i}: {tuple(x.shape)} labels {y[:8].tolist()}")
-            if i + 1 == batches:
-                break
+    tf = transforms.Compose([transforms.Resize(size), transforms.CenterCrop(size),
+                             transforms.ToTensor()])
+    return {split: torch.utils.data.DataLoader(
+                datasets.ImageFolder(os.path.join(root, split), transform=tf),
+                batch_size=batch_size, shuffle=(split == "train"), num_workers=num_workers)
+            for split in ("train", "val")}
 
 
-def shards(root, samples=10):
-    """Sequential reads of the virtual tars, as WebDataset does: one sample = members sharing a key."""
-    seen = 0
-    for path in sorted(glob.glob(f"{root}/shards/train-*.tar")):
-        with tarfile.open(path) as tf:
-            sample = {}
+def shard_samples(root, split="train"):
+    """Streams the virtual shard tars in order, as WebDataset does: members
+    sharing a key (<key>.cls, <key>.jpg) make one sample {"__key__", ext: bytes}."""
+    for path in sorted(glob.glob(os.path.join(root, "shards", split + "-*.tar"))):
+        sample = {}
+        with tarfile.open(path, mode="r|") as tf:   # a stream: sequential reads only
             for m in tf:
                 key, ext = m.name.split(".", 1)
+                if sample and sample["__key__"] != key:
+                    yield sample
+                    sample = {}
+                sample["__key__"] = key
                 sample[ext] = tf.extractfile(m).read()
-                if "jpg" in sample and "cls" in sample:
-                    print(f"{path.rsplit('/', 1)[1]} {key}: {len(sample['jpg'])} bytes, label {int(sample['cls'])}")
-                    sample, seen = {}, seen + 1
-                    if seen == samples:
-                        return
+        if sample:
+            yield sample
+
+
+def shuffled_epoch(root, split="train"):
+    """One epoch in the mount's global shuffle: yields (path, label, bytes)
+    for each line <shard>/<label>.<name> of shuffled/<split>.txt."""
+    with open(os.path.join(root, "shuffled", split + ".txt")) as f:
+        for line in f:
+            rel = line.rstrip("\n")
+            path = os.path.join(root, "shards", split, rel)
+            with open(path, "rb") as img:
+                yield path, int(os.path.basename(rel).split(".", 1)[0]), img.read()
+
+
+def main(root, mode):
+    if mode == "--shards":
+        n = sum(1 for s in shard_samples(root) if int(s["cls"]) >= 0 and s["jpg"])
+        print(f"shards: train {n} samples")
+    elif mode == "--shuffled":
+        n = sum(len(data) for _, _, data in shuffled_epoch(root))
+        print(f"shuffled: train epoch of {n} bytes")
+    else:
+        for split, dl in imagefolder_loaders(root).items():
+            seen = sum(len(y) for _, y in dl)
+            # flushed before the next split's DataLoader forks workers, who would print it again
+            print(f"{split}: {seen} images, {len(dl.dataset.classes)} classes", flush=True)
 
 
 if __name__ == "__main__":
-    root = sys.argv[1] if len(sys.argv) > 1 else "/mnt/imagenet"
-    shards(root) if "--shards" in sys.argv else imagefolder(root)
+    main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "")
