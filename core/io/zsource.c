@@ -20,7 +20,10 @@
  * inflates it from its point (no lock held: readers of different spans
  * run in parallel; two readers of the same span may both inflate it, and
  * the second copy is dropped), checks its bytes against the pass's
- * CRC-32s (one per 64 KiB), and inserts it.  In no-wait mode a miss is
+ * CRC-32s (one per 64 KiB), and inserts it.  The pass itself leaves its
+ * first spans in the cache (up to 7/8 of it: ztable.h's struct zkeep),
+ * so the reads in order that follow a first open (the tar index build)
+ * inflate only the spans after those.  In no-wait mode a miss is
  * -EAGAIN: inflating is left to a thread that may wait.
  *
  * Damage: a member the pass found damaged (CRC-32 or ISIZE mismatch,
@@ -69,6 +72,7 @@ struct zenv {
 	void *store_arg;
 	enum zengine eng;
 	uint64_t span;
+	uint64_t cache_bytes;         /* the cache's size */
 };
 
 /* Per-source state (s->priv). */
@@ -373,7 +377,8 @@ static int z_env_init(struct source_env *env)
 		return -EINVAL;
 	}
 	ze->eng = e && !strcmp(e, "zlib") ? ZENGINE_ZLIB : ZENGINE_FAST;
-	if (!(ze->cache = lru_new(cache ? cache : ZSOURCE_CACHE_DEFAULT))) {
+	ze->cache_bytes = cache ? cache : ZSOURCE_CACHE_DEFAULT;
+	if (!(ze->cache = lru_new(ze->cache_bytes))) {
 		free(ze);
 		return -ENOMEM;
 	}
@@ -483,6 +488,28 @@ static int choose(struct zsrc *z)
 	return 1;
 }
 
+/* The pass's first spans, whole, into the cache (struct zkeep). */
+static void keep_span(void *arg, uint64_t i, void *buf, size_t len)
+{
+	struct zsrc *z = arg;
+
+	lru_insert(z->ze->cache, z->id << 33 | i << 1 | 1, buf, len);
+}
+
+/* The pass, keeping its first spans in the cache: 7/8 of it, as the
+ * cache charges a little per entry beyond the bytes. */
+static int run_pass(struct zsrc *z)
+{
+	struct zkeep keep = {
+		.budget = z->ze->cache_bytes - z->ze->cache_bytes / 8,
+		.keep = keep_span,
+		.arg = z,
+	};
+
+	return ztable_build(z->in, z->codec, z->ze->span, &keep, &z->blob,
+			    &z->blob_len);
+}
+
 int zsource_wrap(struct source *in, struct source **out)
 {
 	struct zsrc *z = NULL;
@@ -506,8 +533,7 @@ int zsource_wrap(struct source *in, struct source **out)
 		goto fail;
 	z->id = atomic_fetch_add(&z->ze->next_id, 1);
 	if (!z->blob) {
-		if ((rc = ztable_build(in, z->codec, z->ze->span, &z->blob,
-				       &z->blob_len)) < 0)
+		if ((rc = run_pass(z)) < 0)
 			goto fail;
 		z->own_map = 1;
 		save_table(z);

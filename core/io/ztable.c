@@ -7,8 +7,9 @@
  * The pass keeps in memory only the points (48 bytes a span), the window
  * ring and the current span's CRC-32s; windows and CRC-32s go to an
  * unlinked scratch file ($TMPDIR) as they come, so the pass's memory is
- * bounded whatever the stream's size.  Then the points and the header
- * are written and the file mapped: the blob.
+ * bounded whatever the stream's size (plus, when the caller asks, the
+ * first spans' bytes up to its budget: struct zkeep).  Then the points
+ * and the header are written and the file mapped: the blob.
  *
  * Not for: reads, the cache, the store (zsource.c); formats (zgzip.c).
  */
@@ -133,6 +134,11 @@ struct zpass {
 	uint64_t woff;                /* its end */
 	struct { uint64_t from, to; } *bad;
 	size_t nbad, badcap;
+	const struct zkeep *keep;     /* NULL, or where the first spans go */
+	unsigned char *kbuf;          /* the current span's bytes, for keep */
+	size_t klen, kcap;
+	uint64_t kept;                /* bytes handed to keep so far */
+	int kdone;                    /* the budget is spent: keep no more */
 };
 
 /* The CRC-32s of the span's chunks, ZCHUNK bytes each, n bytes at
@@ -181,6 +187,47 @@ static void ring_put(struct zpass *p, const unsigned char *d, size_t n)
 	}
 }
 
+/* The current span's bytes, while they fit keep's budget. */
+static void keep_put(struct zpass *p, const void *d, size_t n)
+{
+	size_t c = p->kcap ? p->kcap : p->span + ZCHUNK;
+	void *q;
+
+	if (!p->keep || p->kdone)
+		return;
+	if (p->kept + p->klen + n > p->keep->budget) {
+		p->kdone = 1;
+		free(p->kbuf);
+		p->kbuf = NULL;
+		return;
+	}
+	while (c < p->klen + n)
+		c *= 2;
+	if (c != p->kcap) {
+		if (!(q = realloc(p->kbuf, c))) {
+			p->kdone = 1;	/* only a saving lost */
+			free(p->kbuf);
+			p->kbuf = NULL;
+			return;
+		}
+		p->kbuf = q;
+		p->kcap = c;
+	}
+	memcpy(p->kbuf + p->klen, d, n);
+	p->klen += n;
+}
+
+/* Span i has ended: its bytes, if kept, go to keep. */
+static void keep_span(struct zpass *p, uint64_t i)
+{
+	if (!p->kbuf || p->kdone)
+		return;
+	p->keep->keep(p->keep->arg, i, p->kbuf, p->klen);
+	p->kept += p->klen;
+	p->kbuf = NULL;
+	p->klen = p->kcap = 0;
+}
+
 int zpass_output(struct zpass *p, const void *data, size_t n, uint32_t *crc)
 {
 	*crc = zcrc32(0, data, n);
@@ -195,6 +242,7 @@ int zpass_output(struct zpass *p, const void *data, size_t n, uint32_t *crc)
 	}
 	chunk_crcs(p, data, n, p->out - n);
 	ring_put(p, data, n);
+	keep_put(p, data, n);
 	return 0;
 }
 
@@ -263,6 +311,7 @@ static int close_span(struct zpass *p)
 
 	if (!p->npts)
 		return 0;
+	keep_span(p, p->npts - 1);
 	if (p->cfill)
 		p->crcs[p->ncrc++] = p->ccrc;
 	p->pts[p->npts - 1].crc_off = p->woff;
@@ -393,7 +442,7 @@ static int pass_finish(struct zpass *p, const uint8_t **blob, size_t *blob_len)
 }
 
 int ztable_build(struct source *src, const struct zcodec *c, uint64_t span,
-		 const uint8_t **blob, size_t *len)
+		 const struct zkeep *keep, const uint8_t **blob, size_t *len)
 {
 	struct zpass *p = calloc(1, sizeof(*p));
 	struct zin in = { 0 };
@@ -405,6 +454,7 @@ int ztable_build(struct source *src, const struct zcodec *c, uint64_t span,
 	p->in = src;
 	p->codec = c;
 	p->span = span;
+	p->keep = keep;
 	if (!(p->crcs = malloc((ZSPAN_HARD / ZCHUNK + 2) * sizeof(*p->crcs))))
 		goto out;
 	p->woff = sizeof(struct zblob_hdr);
@@ -431,6 +481,7 @@ out:
 		free(p->pts);
 		free(p->bad);
 		free(p->crcs);
+		free(p->kbuf);
 	}
 	free(p);
 	free(in.buf);

@@ -38,6 +38,9 @@ for t in igzip gzip; do
 done
 [ -x "$SAMPLEFS" ] || { echo "gzbench: build $SAMPLEFS first (make)"; exit 1; }
 cc -O2 -Wall -D_GNU_SOURCE -o "$READER" "$HERE/readfiles.c" -lpthread || exit 1
+SPANS=$BUILD/bench-gzspans FLOORFS=$BUILD/samplefs-floorfs
+cc -O2 -Wall -D_GNU_SOURCE -o "$SPANS" "$HERE/gzspans.c" -lisal -lz -lpthread || exit 1
+[ -x "$FLOORFS" ] || { echo "gzbench: build $FLOORFS first (make)"; exit 1; }
 PID=
 trap '[ -n "$PID" ] && { fusermount3 -u "$MNT" 2>/dev/null; kill "$PID" 2>/dev/null; wait "$PID"; }' EXIT
 
@@ -75,6 +78,17 @@ mount_gz() {
 	SECS=$(since "$t0")
 	CPU=$(cpu_of "$PID")
 }
+# floor_mount: floorfs serving order.txt's count of files of the mean size
+floor_mount() {
+	local i
+	"$FLOORFS" -f -o "files=$(wc -l <"$D/floor.txt"),size=$(cat "$D/mean"),per_dir=$PER,ext=JPEG,poll=50" "$MNT" &
+	PID=$!
+	for ((i = 0; i < 6000; i++)); do
+		grep -qs " $MNT fuse" /proc/mounts && return
+		sleep 0.01
+	done
+	echo "gzbench: floorfs did not mount"; exit 1
+}
 umount_gz() {
 	HWM=$(awk '/^VmHWM:/ { print $2 }' "/proc/$PID/status")
 	fusermount3 -u "$MNT"; wait "$PID"; PID=
@@ -102,7 +116,7 @@ mount_gz; row "remount, warm (s)" "$SECS (cpu $CPU)"
 row "access points / uncompressed" "$(stat -c %s "$IDX"/gz-*.sfsidx | awk -v u="$USIZE" '{ printf "%.2f %% (%d bytes)", 100 * $1 / u, $1 }')"
 
 # the lists: every member in tar order; NREAD random ones
-"$PY" - "$TAR" "$D" "$NREAD" <<'EOF'
+"$PY" - "$TAR" "$D" "$NREAD" "$PER" <<'EOF'
 import random, sys, tarfile
 tar, d, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 rows = []
@@ -116,6 +130,10 @@ open(f"{d}/order.txt", "w").write("".join(r[0] + "\n" for r in rows))
 rnd = random.Random(1).sample(rows, min(n, len(rows)))
 open(f"{d}/random.txt", "w").write("".join(r[0] + "\n" for r in rnd))
 open(f"{d}/random.off", "w").write("".join(f"{r[1]} {r[2]}\n" for r in rnd))
+# the floor's tree (floorfs.c): d<k>/<i:06d>.JPEG, per_dir as the classes
+per = int(sys.argv[4])
+open(f"{d}/floor.txt", "w").write("".join(f"d{i // per}/{i:06d}.JPEG\n" for i in range(len(rows))))
+open(f"{d}/mean", "w").write(f"{sum(r[2] for r in rows) // len(rows)}\n")
 EOF
 rate() { "$READER" -t "$1" -p "$MNT" "$2" | sed -n 's/.*files_per_s=\([0-9.]*\).*MB_per_s=\([0-9.]*\).*/\1 files\/s, \2 MB\/s/p'; }
 # indexed_gzip: its index built (s); the same random members read (rate)
@@ -148,10 +166,22 @@ c0=$(cpu_of "$PID") t0=$(usec)
 r=$(rate 1 "$D/order.txt")
 row "every member in tar order, 1 thread" "$r: $(since "$t0") s (daemon cpu $(awk -v a="$c0" -v b="$(cpu_of "$PID")" 'BEGIN { printf "%.2f", b - a }'))"
 umount_gz
+# the same members from the uncompressed tar through samplefs: its own
+# per-file cost, with no inflating (an index of its own is built first)
+GZ0=$GZ GZ=$TAR IDX0=$IDX IDX=$D/index-plain
+mount_gz; t0=$(usec)
+row "every member in tar order from the uncompressed .tar, 1 thread" "$(rate 1 "$D/order.txt"): $(since "$t0") s"
+umount_gz; GZ=$GZ0 IDX=$IDX0
+floor_mount
+t0=$(usec)
+r=$(rate 1 "$D/floor.txt")
+row "floor: as many files of the mean size through FUSE (floorfs), 1 thread" "$r: $(since "$t0") s"
+fusermount3 -u "$MNT"; wait "$PID"; PID=
 for t in 1 4; do
 	cat "$GZ" >/dev/null; mount_gz
 	row "random JPEGs, warm, $t thread(s)" "$(rate "$t" "$D/random.txt")"
 	umount_gz
+	row "floor: inflate-bound (gzspans), $t thread(s)" "$("$SPANS" -t "$t" "$GZ" "$D/random.off" | sed -n 's/.*files_per_s=\([0-9.]*\).*MB_per_s=\([0-9.]*\).*/\1 files\/s, \2 MB\/s/p')"
 done
 row "daemon peak RSS (kB)" "$HWM"
 row "indexed_gzip: build its index (s)" "$(igz_build)"
