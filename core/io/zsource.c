@@ -23,7 +23,11 @@
  * inflates it from its point (no lock held: readers of different spans
  * run in parallel; two readers of the same span may both inflate it, and
  * the second copy is dropped), checks its length and CRC-32, and inserts
- * it.  In no-wait mode a miss is -EAGAIN: inflating is left to a thread
+ * it.  Codecs that restart only at block or frame starts (xz, zstd, bzip2)
+ * read through a decoder (zcodec.h, dec_*); a span inside a long block
+ * (ZP_SEQ) is decoded on from the block's start, and the decoder is kept
+ * where it stopped (one per source, SEQ_KEPT a mount), so that the next
+ * span of a sequential reader costs only itself.  In no-wait mode a miss is -EAGAIN: inflating is left to a thread
  * that may wait.
  *
  * Damage: a member the pass found damaged (CRC-32 or ISIZE mismatch,
@@ -36,7 +40,8 @@
  * more than ZSPAN_HARD, and the cache its own bound.
  *
  * Threads: open and close as any source; reads from any thread share the
- * read-only mapped table and the LRU (locked inside lru.c).  Per mount:
+ * read-only mapped table and the LRU (locked inside lru.c); the kept
+ * decoder is taken out under the source's seq_lock and used unlocked.  Per mount:
  * struct zenv (the cache, the store, the engine), set up once.
  *
  * Not for: a codec's format (zgzip.c), writing index files (the store).
@@ -47,6 +52,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,14 +68,19 @@
 #define PASS_READ    (1u << 20)     /* the pass's reads of the source */
 #define SPAN_READ    (128u << 10)   /* a span read's reads */
 #define SNIFF        16
+#define SEQ_KEPT     8              /* decoders kept between reads, a mount */
+#define SEQ_WARN     (64ull << 20)  /* a read may decode this far: warned */
 
 /* The codec table: sniffed in order. */
 static const struct zcodec *const codecs[] = {
-	&zcodec_gzip,
+	&zcodec_gzip, &zcodec_xz, &zcodec_zstd, &zcodec_bzip2,
 };
 #define NCODECS (sizeof(codecs) / sizeof(codecs[0]))
 
-static const char *const suffixes[] = { ".gz", ".tgz", ".bgz", ".gzip" };
+static const char *const suffixes[] = {
+	".gz", ".tgz", ".bgz", ".gzip", ".xz", ".txz", ".zst", ".tzst",
+	".bz2", ".tbz2", ".tbz",
+};
 
 /* The blob's header. */
 #define ZBLOB_MAGIC   "SFSZIDX\1"
@@ -94,6 +105,7 @@ struct zenv {
 	void *store_arg;
 	enum zengine eng;
 	uint64_t span;
+	atomic_uint nseq;             /* decoders kept by its sources */
 };
 
 /* Per-source state (s->priv). */
@@ -108,6 +120,16 @@ struct zsrc {
 	uint64_t npts, usize;
 	void *hold;                   /* the store's mapping, or NULL */
 	int own_map;                  /* 1: blob is our own mmap */
+	pthread_mutex_t seq_lock;     /* guards seq */
+	struct zseq *seq;             /* a dec_* decoder kept between reads */
+};
+
+/* A codec's decoder (dec_*) where the last read left it: the next read
+ * of a later span of the same block or frame goes on from here. */
+struct zseq {
+	struct zin in;
+	void *dec;
+	uint64_t out;                 /* uncompressed offset of its next byte */
 };
 
 /* ---- the buffered reader lent to codecs ---- */
@@ -181,6 +203,7 @@ struct zpass {
 	size_t rpos, rfill;
 	struct zpoint *pts;
 	uint64_t npts, cap;
+	uint8_t cx;                   /* zpass_codec_byte */
 	int fd;                       /* the scratch file */
 	uint64_t woff;                /* its end */
 	struct { uint64_t from, to; } *bad;
@@ -217,6 +240,21 @@ int zpass_output(struct zpass *p, const void *data, size_t n)
 		n -= k;
 	}
 	return 0;
+}
+
+int zpass_seq_point(struct zpass *p, uint64_t in)
+{
+	int rc;
+
+	if (!zpass_want(p) || (rc = zpass_point(p, in, 0, 1)) < 0)
+		return zpass_want(p) ? rc : 0;
+	p->pts[p->npts - 1].flags = ZP_SEQ;
+	return 0;
+}
+
+void zpass_codec_byte(struct zpass *p, uint8_t cx)
+{
+	p->cx = cx;
 }
 
 int zpass_want(const struct zpass *p)
@@ -303,6 +341,7 @@ int zpass_point(struct zpass *p, uint64_t in, unsigned bits, int member)
 	pt->out = p->out;
 	pt->bits = (uint8_t)bits;
 	pt->flags = member ? ZP_MEMBER : 0;
+	pt->cx = p->cx;
 	if ((rc = put_window(p, pt)) < 0)
 		return rc;
 	p->npts++;
@@ -465,7 +504,7 @@ static int point_ok(const struct zpoint *pt, const struct zpoint *prev,
 	    pt->win_stored > h->points_off - pt->win_off || pt->win_off > len)
 		return 0;
 	if (!prev)
-		return pt->out == 0;
+		return pt->out == 0 && !(pt->flags & ZP_SEQ);
 	return pt->out > prev->out && pt->out - prev->out <= ZSPAN_HARD &&
 	       pt->in >= prev->in;
 }
@@ -608,6 +647,104 @@ static int window_of(const struct zsrc *z, const struct zpoint *pt,
 	return 0;
 }
 
+/* ---- spans of codecs that read through a decoder (dec_*) ---- */
+
+/* The last restart point at or before span i (the first never is ZP_SEQ). */
+static uint64_t restart_of(const struct zsrc *z, uint64_t i)
+{
+	while (i && (z->pts[i].flags & ZP_SEQ))
+		i--;
+	return i;
+}
+
+static void seq_free(const struct zsrc *z, struct zseq *q)
+{
+	if (!q)
+		return;
+	if (q->dec)
+		z->codec->dec_free(q->dec);
+	free(q->in.buf);
+	free(q);
+}
+
+/* A decoder at or before span i's start and not before its restart
+ * point: the one kept, when it is, else a new one at the restart point. */
+static int seq_take(struct zsrc *z, uint64_t i, struct zseq **qp)
+{
+	const struct zpoint *r = &z->pts[restart_of(z, i)];
+	struct zseq *q;
+	int rc;
+
+	pthread_mutex_lock(&z->seq_lock);
+	q = z->seq;
+	if (q && q->out >= r->out && q->out <= z->pts[i].out) {
+		z->seq = NULL;
+		atomic_fetch_sub(&z->ze->nseq, 1);
+	} else {
+		q = NULL;
+	}
+	pthread_mutex_unlock(&z->seq_lock);
+	if (q) {
+		*qp = q;
+		return 0;
+	}
+	if (!(q = calloc(1, sizeof(*q))) ||
+	    (rc = zin_init(&q->in, z->in, SPAN_READ)) < 0) {
+		free(q);
+		return -ENOMEM;
+	}
+	if ((rc = z->codec->dec_open(&q->in, r, &q->dec)) < 0) {
+		seq_free(z, q);
+		return rc;
+	}
+	q->out = r->out;
+	*qp = q;
+	return 0;
+}
+
+/* Keeps q for the next read (in place of an older one), unless the
+ * mount keeps SEQ_KEPT already: their memory is a dictionary each. */
+static void seq_keep(struct zsrc *z, struct zseq *q)
+{
+	struct zseq *old;
+
+	pthread_mutex_lock(&z->seq_lock);
+	old = z->seq;
+	if (old || atomic_fetch_add(&z->ze->nseq, 1) < SEQ_KEPT) {
+		z->seq = q;
+		q = NULL;
+	} else {
+		atomic_fetch_sub(&z->ze->nseq, 1);
+	}
+	pthread_mutex_unlock(&z->seq_lock);
+	seq_free(z, old ? old : q);
+}
+
+/* Decodes span i (len bytes) into buf: 0 or -errno. */
+static int seq_span(struct zsrc *z, uint64_t i, unsigned char *buf, size_t len)
+{
+	struct zseq *q;
+	uint64_t skip;
+	size_t k;
+	int rc;
+
+	if ((rc = seq_take(z, i, &q)) < 0)
+		return rc;
+	for (skip = z->pts[i].out - q->out; rc == 0 && skip; skip -= k) {
+		k = skip < len ? (size_t)skip : len;
+		rc = z->codec->dec_read(q->dec, &q->in, buf, k);
+		q->out += k;
+	}
+	if (rc == 0)
+		rc = z->codec->dec_read(q->dec, &q->in, buf, len);
+	q->out += len;
+	if (rc == 0)
+		seq_keep(z, q);
+	else
+		seq_free(z, q);
+	return rc;
+}
+
 /* Inflates span i into a new buffer, checked: 0 or -errno (said). */
 static int inflate_span(struct zsrc *z, uint64_t i, unsigned char **out,
 			size_t *outlen)
@@ -625,7 +762,9 @@ static int inflate_span(struct zsrc *z, uint64_t i, unsigned char **out,
 	}
 	if (window_of(z, pt, win) < 0)
 		why = "its stored window does not inflate";
-	else if ((rc = z->codec->span(&in, pt, win, buf, len, z->ze->eng)) < 0)
+	else if ((rc = z->codec->span ?
+		      z->codec->span(&in, pt, win, buf, len, z->ze->eng) :
+		      seq_span(z, i, buf, len)) < 0)
 		why = "the stream does not inflate there";
 	else if (crc32(crc32(0, NULL, 0), buf, (uInt)len) != pt->crc)
 		why = "its bytes do not match the CRC-32 of the first pass";
@@ -709,6 +848,11 @@ static void zsrc_free(struct zsrc *z)
 {
 	if (!z)
 		return;
+	if (z->seq) {
+		seq_free(z, z->seq);
+		atomic_fetch_sub(&z->ze->nseq, 1);
+	}
+	pthread_mutex_destroy(&z->seq_lock);
 	if (z->blob)
 		unbind_blob(z);
 	source_close(z->in);
@@ -811,6 +955,27 @@ static const struct zcodec *sniff(struct source *in)
 	return NULL;
 }
 
+/* Says at open when a read may decode far: a restart point more than
+ * SEQ_WARN before the end of a span after it (one xz block, one zstd
+ * frame for the whole file), with the codec's fix. */
+static void warn_far(const struct zsrc *z)
+{
+	uint64_t i, r = 0, far = 0, d;
+
+	for (i = 0; i < z->npts && z->codec->seq_fix; i++) {
+		if (!(z->pts[i].flags & ZP_SEQ))
+			r = i;
+		d = span_end(z->pts, z->npts, i, z->usize) - z->pts[r].out;
+		far = d > far ? d : far;
+	}
+	if (far > SEQ_WARN)
+		sfs_warn("%s: up to %llu MiB of it in one %s block or frame: "
+			 "sequential reads are fast, a random read decodes up "
+			 "to that much; %s", source_name(z->in),
+			 (unsigned long long)(far >> 20), z->codec->name,
+			 z->codec->seq_fix);
+}
+
 /* The outer source's stamp: the inner's, with the uncompressed size; its
  * ETag records the compressed size too, for the index fingerprints. */
 static void outer_stamp(struct source *s, const struct zsrc *z)
@@ -838,6 +1003,7 @@ int zsource_wrap(struct source *in, struct source **out)
 		source_close(in);
 		goto fail;
 	}
+	pthread_mutex_init(&z->seq_lock, NULL);
 	z->in = in;
 	z->codec = c;
 	z->ze = in->env->z;
@@ -848,6 +1014,7 @@ int zsource_wrap(struct source *in, struct source **out)
 		save_table(z);
 	}
 	bind_blob(z);
+	warn_far(z);
 	s->be = &source_z_backend;
 	s->env = in->env;
 	s->priv = z;
