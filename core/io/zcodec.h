@@ -85,6 +85,12 @@ int zpass_want(const struct zpass *p);
  * the byte before it unread, `member`: a new member starts here (its
  * window is empty).  0 or -errno. */
 int zpass_point(struct zpass *p, uint64_t in, unsigned bits, int member);
+/* n bytes of a damaged block whose size is known (xz and zstd headers say
+ * it), counted as zeros so that the offsets after it stay right (the
+ * codec then says zpass_damaged; the bytes are never read).  0, -EFBIG
+ * past ZFILL_MAX, -errno. */
+#define ZFILL_MAX (1ull << 30)
+int zpass_fill(struct zpass *p, uint64_t n);
 /* The codec's byte (struct zpoint cx) of the points made from now on. */
 void zpass_codec_byte(struct zpass *p, uint8_t cx);
 /* A point the codec cannot restart from (inside a long block or frame;

@@ -252,6 +252,19 @@ int zpass_seq_point(struct zpass *p, uint64_t in)
 	return 0;
 }
 
+int zpass_fill(struct zpass *p, uint64_t n)
+{
+	static const unsigned char zeros[64 << 10];
+	size_t k;
+	int rc = n > ZFILL_MAX ? -EFBIG : 0;
+
+	for (; rc == 0 && n; n -= k) {
+		k = n < sizeof(zeros) ? (size_t)n : sizeof(zeros);
+		rc = zpass_output(p, zeros, k);
+	}
+	return rc;
+}
+
 void zpass_codec_byte(struct zpass *p, uint8_t cx)
 {
 	p->cx = cx;
@@ -314,6 +327,20 @@ static int put_window(struct zpass *p, struct zpoint *pt)
 	return 0;
 }
 
+/* A restart point close after a ZP_SEQ one takes its place (1), so that
+ * a block or frame start is always one: the span before it grows by less
+ * than a span, its CRC-32 joined. */
+static int drop_seq(struct zpass *p)
+{
+	struct zpoint *last = p->npts ? &p->pts[p->npts - 1] : NULL;
+
+	if (p->npts < 2 || !(last->flags & ZP_SEQ))
+		return 0;
+	p->crc = crc32_combine(last[-1].crc, p->crc, (z_off_t)(p->out - last->out));
+	p->npts--;
+	return 1;
+}
+
 int zpass_point(struct zpass *p, uint64_t in, unsigned bits, int member)
 {
 	struct zpoint *pt;
@@ -321,7 +348,7 @@ int zpass_point(struct zpass *p, uint64_t in, unsigned bits, int member)
 
 	if (member) {
 		p->rfill = p->rpos = 0;	/* no history crosses members */
-		if (!zpass_want(p))
+		if (!zpass_want(p) && !drop_seq(p))
 			return 0;
 	}
 	if (p->npts == p->cap) {

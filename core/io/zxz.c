@@ -15,9 +15,10 @@
  * only in order, which the mount says, with the fix (`xz -T0`).
  *
  * Damage (a block that does not decode or whose check fails, a truncated
- * file, bytes after the last stream that are not one) ends the pass: the
- * bytes before the damaged block stay readable, the block's give EIO, the
- * rest is not there.  An index or footer that does not match the blocks
+ * file, bytes after the last stream that are not one): the block's bytes
+ * give EIO; when its header gives its sizes (xz -T0 writes them) the pass
+ * goes on after it (the missing bytes counted as zeros, zpass_fill), else
+ * it ends there and the rest is not there.  An index or footer that does not match the blocks
  * is said, but the blocks, each verified, stay readable.
  *
  * Bombs: a block's decoder may ask for at most XZ_MEMLIMIT (the biggest
@@ -52,6 +53,8 @@ struct xzd {
 	lzma_stream_flags head;  /* the stream's header */
 	int in_block;       /* 1: strm decodes a block */
 	uint64_t at;        /* compressed offset of the block's header */
+	lzma_vli usize;     /* its size, when its header says (xz -T0) */
+	lzma_vli total;     /* its compressed size, all in (0: unknown) */
 };
 
 static const char *lzma_why(int ret)
@@ -124,6 +127,9 @@ static int block_start(struct xzd *d, struct zin *in)
 		return rc == -EBADMSG ? LZMA_BUF_ERROR : rc;
 	if ((ret = lzma_block_header_decode(&d->block, NULL, h)) != LZMA_OK)
 		return ret;
+	d->usize = d->block.uncompressed_size;
+	d->total = d->block.compressed_size == LZMA_VLI_UNKNOWN ? 0 :
+		   lzma_block_total_size(&d->block);
 	need = lzma_raw_decoder_memusage(d->filters);
 	ret = need > XZ_MEMLIMIT ? LZMA_MEMLIMIT_ERROR :
 	      lzma_block_decoder(&d->strm, &d->block);
@@ -217,7 +223,28 @@ static int damaged(struct xzscan *x, uint64_t from, const char *why, uint64_t at
 	return 1;
 }
 
-/* One block, its header read: 0, 1 damaged (said), -errno. */
+/*
+ * A damaged block whose header gives its sizes: the rest of its bytes
+ * counted as zeros (zpass_fill), the reader after it: 0 (the pass goes
+ * on), 1 when that cannot be, -errno.
+ */
+static int block_recover(struct xzscan *x, uint64_t got)
+{
+	int rc;
+
+	if (!x->d.total || x->d.usize == LZMA_VLI_UNKNOWN || x->d.usize < got)
+		return 1;
+	if ((rc = zpass_fill(x->p, x->d.usize - got)) < 0)
+		return rc == -EFBIG ? 1 : rc;
+	x->total += x->d.usize - got;
+	x->sout += x->d.usize - got;
+	x->d.in_block = 0;
+	zin_seek(x->in, x->d.at + x->d.total);
+	return 0;
+}
+
+/* One block, its header read: 0, 1 damaged (said) and the pass ends,
+ * -errno. */
 static int scan_block(struct xzscan *x)
 {
 	uint64_t from = x->total;
@@ -234,8 +261,12 @@ static int scan_block(struct xzscan *x)
 		x->sout += got;
 		if (ret == LZMA_STREAM_END)
 			return 0;
-		if (ret != LZMA_OK)
-			return damaged(x, from, lzma_why(ret), zin_tell(x->in));
+		if (ret != LZMA_OK) {
+			rc = block_recover(x, x->total - from);
+			if (rc >= 0)
+				zpass_damaged(x->p, from, lzma_why(ret), x->d.at);
+			return rc;
+		}
 		if ((rc = zpass_seq_point(x->p, zin_tell(x->in))) < 0)
 			return rc;
 	}

@@ -16,8 +16,10 @@
  * span) and finds the same frame starts.
  *
  * Damage (a frame that does not decode or whose checksum fails, a
- * truncated file) ends the pass: the bytes before the frame stay
- * readable, the frame's give EIO, the rest is not there.  Bombs: a frame
+ * truncated file): the frame's bytes give EIO; when its header gives its
+ * content size (zstd's does for files) and its block headers lead to its
+ * end, the pass goes on after it (the missing bytes counted as zeros,
+ * zpass_fill), else it ends there and the rest is not there.  Bombs: a frame
  * may ask for at most libzstd's default window limit (128 MiB); the
  * output is zsource's to bound.
  *
@@ -28,6 +30,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#define ZSTD_STATIC_LINKING_ONLY	/* ZSTD_getFrameHeader: in Debian's .so */
 #include <zstd.h>
 
 #include "log.h"
@@ -131,18 +134,70 @@ static int zd_init(struct zd *d)
 
 /* ---- the pass ---- */
 
-/* One frame at the reader's position: 0, 1 damaged (said), -errno. */
+/* The frame header at the reader's position, when it is one: 0 or -1. */
+static int frame_header(struct zin *in, ZSTD_frameHeader *fh)
+{
+	if (in->len - in->pos < ZSTD_FRAMEHEADERSIZE_MAX && zin_fill(in) < 0)
+		return -1;
+	return ZSTD_getFrameHeader(fh, in->buf + in->pos, in->len - in->pos) ? -1 : 0;
+}
+
+/* Steps over the frame at `at` by its block headers (the data may be
+ * damaged, its framing not): 0, or -1 when the framing is bad too. */
+static int frame_skip(struct zin *in, uint64_t at, const ZSTD_frameHeader *fh)
+{
+	unsigned char h[3];
+	uint32_t b;
+
+	zin_seek(in, at + fh->headerSize);
+	do {
+		if (zin_read(in, h, sizeof(h)) < 0)
+			return -1;
+		b = h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16;
+		if ((b >> 1 & 3) == 3 ||
+		    zin_read(in, NULL, (b >> 1 & 3) == 1 ? 1 : b >> 3) < 0)
+			return -1;
+	} while (!(b & 1));
+	return fh->checksumFlag && zin_read(in, NULL, 4) < 0 ? -1 : 0;
+}
+
+/*
+ * A damaged frame whose content size its header gives: the rest of its
+ * bytes counted as zeros (zpass_fill), the reader after it, the decoder
+ * reset: 0 (the pass goes on), 1 when that cannot be, -errno.
+ */
+static int frame_recover(struct zd *d, struct zin *in, struct zpass *p,
+			 const ZSTD_frameHeader *fh, uint64_t got, uint64_t *total)
+{
+	int rc;
+
+	if (fh->frameType != ZSTD_frame ||
+	    fh->frameContentSize == ZSTD_CONTENTSIZE_UNKNOWN ||
+	    fh->frameContentSize < got || frame_skip(in, d->at, fh) < 0)
+		return 1;
+	if ((rc = zpass_fill(p, fh->frameContentSize - got)) < 0)
+		return rc == -EFBIG ? 1 : rc;
+	*total += fh->frameContentSize - got;
+	ZSTD_DCtx_reset(d->dc, ZSTD_reset_session_only);
+	d->flushing = 0;
+	return 0;
+}
+
+/* One frame at the reader's position: 0, 1 damaged (said) and the pass
+ * ends, -errno. */
 static int scan_frame(struct zd *d, struct zin *in, struct zpass *p,
 		      unsigned char *out, uint64_t *total)
 {
 	uint64_t from = *total;
 	const char *why = NULL;
+	ZSTD_frameHeader fh;
+	int rc, end, hdr;
 	size_t got;
-	int rc, end;
 
 	d->at = zin_tell(in);
 	if ((rc = zpass_point(p, d->at, 0, 1)) < 0)
 		return rc;
+	hdr = frame_header(in, &fh);
 	do {
 		end = frame_code(d, in, out, OUTCHUNK, &got, &why);
 		if (end < 0)
@@ -151,8 +206,11 @@ static int scan_frame(struct zd *d, struct zin *in, struct zpass *p,
 			return rc;
 		*total += got;
 		if (end == 2) {
-			zpass_damaged(p, from, why, zin_tell(in));
-			return 1;
+			rc = hdr < 0 ? 1 : frame_recover(d, in, p, &fh,
+							 *total - from, total);
+			if (rc >= 0)
+				zpass_damaged(p, from, why, d->at);
+			return rc;
 		}
 		if (end == 1 && (rc = zpass_seq_point(p, zin_tell(in))) < 0)
 			return rc;
