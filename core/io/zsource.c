@@ -41,7 +41,9 @@
  *
  * Threads: open and close as any source; reads from any thread share the
  * read-only mapped table and the LRU (locked inside lru.c); the kept
- * decoder is taken out under the source's seq_lock and used unlocked.  Per mount:
+ * decoder is taken out under the source's seq_lock and used unlocked;
+ * ZP_SEQ spans of a source decode one at a time (seq_run), so that the
+ * next reader finds its span cached or the decoder just before it.  Per mount:
  * struct zenv (the cache, the store, the engine), set up once.
  *
  * Not for: a codec's format (zgzip.c), writing index files (the store).
@@ -70,6 +72,7 @@
 #define SNIFF        16
 #define SEQ_KEPT     8              /* decoders kept between reads, a mount */
 #define SEQ_WARN     (64ull << 20)  /* a read may decode this far: warned */
+#define SEQ_CACHE    4              /* spans decoded on the way, cached */
 
 /* The codec table: sniffed in order. */
 static const struct zcodec *const codecs[] = {
@@ -121,6 +124,7 @@ struct zsrc {
 	void *hold;                   /* the store's mapping, or NULL */
 	int own_map;                  /* 1: blob is our own mmap */
 	pthread_mutex_t seq_lock;     /* guards seq */
+	pthread_mutex_t seq_run;      /* held while a ZP_SEQ span decodes */
 	struct zseq *seq;             /* a dec_* decoder kept between reads */
 };
 
@@ -747,21 +751,45 @@ static void seq_keep(struct zsrc *z, struct zseq *q)
 	seq_free(z, old ? old : q);
 }
 
+/*
+ * Decodes span j, which q is at, on the way to a later one: cached when
+ * it is one of the SEQ_CACHE spans just before (the kernel's read-ahead
+ * asks for spans out of order), else decoded into buf (cap bytes) and
+ * dropped.
+ */
+static int seq_pass_span(struct zsrc *z, struct zseq *q, uint64_t j,
+			 uint64_t i, unsigned char *buf, size_t cap)
+{
+	size_t len = (size_t)(z->pts[j + 1].out - z->pts[j].out), k, done;
+	unsigned char *keep = i - j <= SEQ_CACHE ? malloc(len) : NULL;
+	int rc = 0;
+
+	for (done = 0; rc == 0 && done < len; done += k) {
+		k = keep ? len : len - done < cap ? len - done : cap;
+		rc = z->codec->dec_read(q->dec, &q->in, keep ? keep : buf, k);
+	}
+	q->out += len;
+	if (rc == 0 && keep &&
+	    crc32(crc32(0, NULL, 0), keep, (uInt)len) == z->pts[j].crc &&
+	    !(z->pts[j].flags & ZP_BAD)) {
+		lru_insert(z->ze->cache, z->id << 32 | j, keep, len);
+		keep = NULL;
+	}
+	free(keep);
+	return rc;
+}
+
 /* Decodes span i (len bytes) into buf: 0 or -errno. */
 static int seq_span(struct zsrc *z, uint64_t i, unsigned char *buf, size_t len)
 {
 	struct zseq *q;
-	uint64_t skip;
-	size_t k;
+	uint64_t j;
 	int rc;
 
 	if ((rc = seq_take(z, i, &q)) < 0)
 		return rc;
-	for (skip = z->pts[i].out - q->out; rc == 0 && skip; skip -= k) {
-		k = skip < len ? (size_t)skip : len;
-		rc = z->codec->dec_read(q->dec, &q->in, buf, k);
-		q->out += k;
-	}
+	for (j = find_span(z, q->out); rc == 0 && q->out < z->pts[i].out; j++)
+		rc = seq_pass_span(z, q, j, i, buf, len);
 	if (rc == 0)
 		rc = z->codec->dec_read(q->dec, &q->in, buf, len);
 	q->out += len;
@@ -814,6 +842,27 @@ out:
 	return rc;
 }
 
+/* span_copy of a ZP_SEQ span: one reader of the source at a time, so
+ * that readers of the same or the next spans (the kernel's read-ahead)
+ * find them cached, or the decoder where the last one left it, instead
+ * of decoding again from the block's start. */
+static int seq_copy(struct zsrc *z, uint64_t i, size_t off, void *dst, size_t n)
+{
+	uint64_t key = z->id << 32 | i;
+	unsigned char *buf;
+	size_t len;
+	int rc = 0;
+
+	pthread_mutex_lock(&z->seq_run);
+	if (lru_copy_out(z->ze->cache, key, off, dst, n) != 1 &&
+	    (rc = inflate_span(z, i, &buf, &len)) == 0) {
+		memcpy(dst, buf + off, n);
+		lru_insert(z->ze->cache, key, buf, len);
+	}
+	pthread_mutex_unlock(&z->seq_run);
+	return rc;
+}
+
 /* Copies n bytes at off within span i into dst. */
 static int span_copy(struct zsrc *z, uint64_t i, size_t off, void *dst, size_t n)
 {
@@ -833,6 +882,8 @@ static int span_copy(struct zsrc *z, uint64_t i, size_t off, void *dst, size_t n
 		return 0;
 	if (source_nowait_mode())
 		return -EAGAIN;
+	if (z->pts[i].flags & ZP_SEQ)
+		return seq_copy(z, i, off, dst, n);
 	if ((rc = inflate_span(z, i, &buf, &len)) < 0)
 		return rc;
 	memcpy(dst, buf + off, n);
@@ -880,6 +931,7 @@ static void zsrc_free(struct zsrc *z)
 		atomic_fetch_sub(&z->ze->nseq, 1);
 	}
 	pthread_mutex_destroy(&z->seq_lock);
+	pthread_mutex_destroy(&z->seq_run);
 	if (z->blob)
 		unbind_blob(z);
 	source_close(z->in);
@@ -1031,6 +1083,7 @@ int zsource_wrap(struct source *in, struct source **out)
 		goto fail;
 	}
 	pthread_mutex_init(&z->seq_lock, NULL);
+	pthread_mutex_init(&z->seq_run, NULL);
 	z->in = in;
 	z->codec = c;
 	z->ze = in->env->z;
