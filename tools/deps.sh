@@ -8,6 +8,11 @@ pkgs=(build-essential pkg-config libfuse3-dev fuse3 zlib1g-dev libarchive-dev
       util-linux-extra	# fincore: the tests check that evicted pages are gone
       rsync	# test_messages.sh: rsync -aX from a mount
       libexpat1-dev	# bucket listings (core/io/bucketlist.c)
+      liblzma-dev libzstd-dev libbz2-dev
+			# xz, zstd and bzip2 sources (core/io/zxz.c, zzstd.c, zbz2.c)
+      xz-utils zstd bzip2 pbzip2
+			# tests/integration/test_zcodecs.sh compresses with the real
+			# tools (Debian's zstd package has pzstd too)
       swift swift-proxy swift-object swift-container swift-account
 			# tests/integration/swift_lib.sh: Swift's s3api as the S3 store
       nginx openssl curl	# HTTP(S) sources: tests/integration/http_lib.sh serves
