@@ -11,28 +11,13 @@
 # right bytes for the others, never wrong ones; bombs (concatenated streams
 # of zeros) are bounded (the daemon's peak RSS).
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/ztree_lib.sh"
 sfs_setup
 T=$SFS_TMP
 COMPARE=$SFS_ROOT/tests/integration/tree_compare.py
 
 # the tree: small and large files, text and random bytes, a symlink
-"$PY" - "$T/src" <<'EOF'
-import os, random, sys
-root = sys.argv[1]
-rng = random.Random(18)
-words = [b"tar ", b"xz ", b"frame ", b"block ", b"magic\n", b"0" * 40]
-for d in range(3):
-    os.makedirs(f"{root}/d{d}", exist_ok=True)
-    for i in range(30):
-        n = rng.choice([0, 1, 511, 512, 4096, 30000, 200000])
-        if rng.random() < 0.5:
-            data = rng.randbytes(n)
-        else:
-            data = b"".join(rng.choice(words) for _ in range(n // 5 + 1))[:n]
-        open(f"{root}/d{d}/f{i}.bin", "wb").write(data)
-open(f"{root}/big.bin", "wb").write(rng.randbytes(3 << 20) + b"x" * (1 << 20))
-os.symlink("d0/f1.bin", f"{root}/link")
-EOF
+make_tree "$T/src" 3 30 1
 tar -cf "$T/t.tar" -C "$T/src" . || exit 1
 mkdir -p "$T/x" && tar -xf "$T/t.tar" -C "$T/x" || exit 1
 
@@ -53,21 +38,6 @@ check "pzstd's file starts with a skippable frame" \
 	"$PY" -c 'import sys; sys.exit(open(sys.argv[1], "rb").read(4) != b"\x50\x2a\x4d\x18")' \
 	"$T/pzstd.tar.zst"
 
-# random_reads MNT FILE [N]: N (25) reads at random offsets and lengths equal
-# the extracted file's bytes
-random_reads() {
-	"$PY" - "$T/x/$2" "$1/$2" "${3:-25}" <<'EOF'
-import os, random, sys
-want, got = (open(p, "rb") for p in sys.argv[1:3])
-size = os.fstat(want.fileno()).st_size
-rng = random.Random(7)
-for _ in range(int(sys.argv[3])):
-    off, n = rng.randrange(size + 100), rng.randrange(300000)
-    want.seek(off); got.seek(off)
-    if want.read(n) != got.read(n):
-        sys.exit(f"    differ at {off}+{n}")
-EOF
-}
 
 n=0
 # same_tree FILE: FILE mounted (span=64k) is the extracted tree
@@ -76,7 +46,7 @@ same_tree() {
 	n=$((n + 1))
 	check "$f: mounted" sfs_mount "$T/$f" "$mnt" -o layout=tar,span=64k || return
 	check "$f: every file as tar -x made it" "$PY" "$COMPARE" "$T/x" "$mnt"
-	check "$f: reads at random offsets of big.bin" random_reads "$mnt" big.bin
+	check "$f: reads at random offsets of big.bin" random_reads "$mnt" big.bin 25
 	check "$f: no warning about long blocks" \
 		bash -c '! grep -q "a random read decodes" "$0"' "$(sfs_log "$mnt")"
 	check "$f: unmount" sfs_umount "$mnt"
@@ -91,7 +61,7 @@ mnt=$T/again
 check "remount: mounted" sfs_mount "$T/pbzip2.tar.bz2" "$mnt" -o layout=tar,span=64k
 check "remount: the saved access points, no second pass" \
 	bash -c '! grep -q "access points, in" "$0"' "$(sfs_log "$mnt")"
-check "remount: reads at random offsets of big.bin" random_reads "$mnt" big.bin
+check "remount: reads at random offsets of big.bin" random_reads "$mnt" big.bin 25
 check "remount: unmount" sfs_umount "$mnt"
 
 # ImageNet: the release's train and val tars compressed whole, under their
@@ -144,43 +114,10 @@ EOF
 	check "$f: unmount" sfs_umount "$mnt"
 done
 
-# right_or_eio MNT [any]: every file reads as extracted or fails with EIO;
-# some fail (unless `any`: a damaged member the tar layout left out)
-right_or_eio() {
-	"$PY" - "$T/x" "$1" "${2:-}" <<'EOF'
-import errno, os, sys
-want_root, got_root, any_ok = sys.argv[1:4]
-eio = 0
-for d, _, names in os.walk(got_root):
-    for name in names:
-        p = os.path.join(d, name)
-        if os.path.islink(p):
-            continue
-        rel = os.path.relpath(p, got_root)
-        try:
-            data = open(p, "rb").read()
-        except OSError as e:
-            if e.errno != errno.EIO:
-                sys.exit(f"    {rel}: {e}")
-            eio += 1
-            continue
-        if data != open(os.path.join(want_root, rel), "rb").read():
-            sys.exit(f"    {rel}: wrong bytes")
-if not eio and not any_ok:
-    sys.exit("    no read failed")
-EOF
-}
-
-# flip FILE OFFSET [MASK]: xors one byte
-flip() {
-	"$PY" -c 'import sys
-f = open(sys.argv[1], "r+b"); off = int(sys.argv[2])
-f.seek(off); b = f.read(1); f.seek(off); f.write(bytes([b[0] ^ int(sys.argv[3])]))' "$1" "$2" "${3:-16}"
-}
-
 # damage inside big.bin's random part, 2 MiB in: the tar headers stay
-# readable (and out of the tar index's read-ahead); coff FILE U: the compressed offset about where FILE's
-# uncompressed offset U is (read back with the tools' decoders)
+# readable (and out of the tar index's read-ahead); coff FILE U: the
+# compressed offset about where FILE's uncompressed offset U is (read back
+# with the tools' decoders)
 big=$("$PY" -c 'import sys, tarfile
 print(tarfile.open(sys.argv[1]).getmember("./big.bin").offset_data)' "$T/t.tar")
 coff() {
