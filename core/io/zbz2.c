@@ -11,7 +11,7 @@
  * decodes, checking the block's CRC (as seekbzip2 and indexed_bzip2 do).
  * A magic inside a block's data (one chance in 2^48 a bit) is found out
  * because the block, cut there, does not decode: the block then extends
- * to the next magic.  Each stream's combined CRC is checked too.  Every
+ * to the next magic (TRIES times at most: more is damage).  Each stream's combined CRC is checked too.  Every
  * block start is a restart point (`bits`: the bits of the byte before it
  * that are the block's); a block gives at most ~46 MB (900 kB of runs),
  * so there are no ZP_SEQ points.
@@ -37,6 +37,7 @@
 #define EOS_MAGIC   0x177245385090ull
 #define M48         ((1ull << 48) - 1)
 #define HDR         "BZh9"          /* the realigned stream's header */
+#define TRIES       8               /* magics a block is taken on past */
 
 static int bz2_sniff(const unsigned char *h, size_t n)
 {
@@ -63,6 +64,7 @@ struct bzd {
 	bz_stream bs;
 	int live;              /* 1: bs decodes the block */
 	uint64_t bout;         /* bytes the block gave */
+	int tries;             /* magics it was taken on past */
 };
 
 /* Keeps a scanned byte: all of a block's, else the last 8 (a magic's). */
@@ -76,7 +78,7 @@ static int keep_byte(struct bzd *d, unsigned char c)
 		d->blen = 8;
 	}
 	if (d->blen == d->bcap) {
-		if (d->bcap >= BLOCK_MAX + 16)
+		if (d->bcap >= BLOCK_MAX)
 			return -E2BIG;
 		if (!(q = realloc(d->blk, d->bcap ? 2 * d->bcap : 64 << 10)))
 			return -ENOMEM;
@@ -262,6 +264,7 @@ static int block_open(struct bzd *d, struct zin *in)
 	d->blen -= k;
 	d->blk_off += k;
 	d->in_block = 1;
+	d->tries = 0;
 	return block_extend(d, in);
 }
 
@@ -296,7 +299,8 @@ static int block_out(struct bzd *d, struct zin *in, unsigned char *out,
 		}
 		if (r == BZ_OK && !d->bs.avail_out)
 			return 0;
-		if (!d->bout && d->pending) {	/* cut at a magic in its data? */
+		if (!d->bout && d->pending && d->tries++ < TRIES) {
+			/* cut at a magic inside its data? */
 			d->pending = 0;
 			if ((rc = block_extend(d, in)) < 0)
 				return rc;

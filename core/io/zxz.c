@@ -36,7 +36,7 @@
 #include "log.h"
 
 #define OUTCHUNK    (64u << 10)     /* the pass's output buffer */
-#define XZ_MEMLIMIT (1ull << 30)    /* a block decoder's memory */
+#define XZ_MEMLIMIT (1ull << 30)    /* a block decoder's or an index's memory */
 
 static int xz_sniff(const unsigned char *h, size_t n)
 {
@@ -178,7 +178,7 @@ static int stream_tail(struct zin *in, lzma_index **idx, lzma_stream_flags *foot
 	unsigned char f[LZMA_STREAM_HEADER_SIZE];
 	int ret, rc = 0;
 
-	if ((ret = lzma_index_decoder(&s, &i, UINT64_MAX)) != LZMA_OK)
+	if ((ret = lzma_index_decoder(&s, &i, XZ_MEMLIMIT)) != LZMA_OK)
 		return ret;
 	do {
 		if (in->pos == in->len && (rc = zin_fill(in)) <= 0)
