@@ -411,5 +411,5 @@ const struct zcodec zcodec_xz = {
 	.dec_open = xz_dec_open,
 	.dec_read = xz_dec_read,
 	.dec_free = xz_dec_free,
-	.seq_fix = "`xz -T0` (or pixz) writes blocks a read can start at",
+	.seq_fix = "`xz -T0 --block-size=1MiB` (or pixz) writes blocks a read can start at",
 };
