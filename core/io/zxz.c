@@ -10,7 +10,7 @@
  * (lzma_index_decoder), compared with the blocks walked, and the footer.
  * Every block start is a restart point (the check type goes in the
  * point's cx); inside a block longer than the span the points are ZP_SEQ:
- * a read there decodes on from the block's start (zsource keeps the
+ * a read there decodes on from the block's start (zseq.c keeps the
  * decoder for the next read), so one huge block (plain `xz`) reads well
  * only in order, which the mount says, with the fix (`xz -T0`).
  *

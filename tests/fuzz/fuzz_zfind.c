@@ -1,7 +1,7 @@
 /*
  * fuzz_zfind.c - libFuzzer target for the frame and block finders of
- * core/io/zxz.c, zzstd.c and zbz2.c (and zsource.c's table and reads
- * around them).
+ * core/io/zxz.c, zzstd.c and zbz2.c (and ztable.c's table, zsource.c's
+ * and zseq.c's reads around them).
  *
  * Feeds: the input as a file (memfd), opened through a source_env with
  * the smallest span (64 KiB) and a 1 MiB span cache, so the codec its
