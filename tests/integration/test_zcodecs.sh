@@ -17,7 +17,7 @@ T=$SFS_TMP
 COMPARE=$SFS_ROOT/tests/integration/tree_compare.py
 
 # the tree: small and large files, text and random bytes, a symlink
-make_tree "$T/src" 2 30 1
+make_tree "$T/src" 3 30 1
 tar -cf "$T/t.tar" -C "$T/src" . || exit 1
 mkdir -p "$T/x" && tar -xf "$T/t.tar" -C "$T/x" || exit 1
 
