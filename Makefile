@@ -9,6 +9,9 @@ CC       ?= cc
 CFLAGS   ?= -O2 -g
 WARN     := -Wall -Wextra -Wno-unused-parameter -Wshadow -Wstrict-prototypes
 PKGS     := fuse3 zlib libarchive libcurl expat libcrypto
+# compressed sources besides gzip (core/io/zxz.c, zzstd.c, zbz2.c); Debian's
+# libbz2-dev has no .pc file, hence -lbz2 below
+PKGS     += liblzma libzstd
 # ISA-L's igzip inflates gzip spans 2-3x faster than zlib (core/io/zgzip.c);
 # without it zlib does (the same bytes)
 ifeq ($(shell pkg-config --exists libisal 2>/dev/null && echo y),y)
@@ -16,7 +19,7 @@ PKGS     += libisal
 CPPFLAGS += -DHAVE_ISAL
 endif
 DEPCFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-DEPLIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread
+DEPLIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lbz2 -lpthread
 CPPFLAGS += -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -Icore
 
 JOBS     ?= $(shell nproc 2>/dev/null || echo 2)	# parallel compiles in `make test`
@@ -102,7 +105,7 @@ FUZZ_SECONDS_CI ?= 5
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined \
 		-fno-omit-frame-pointer
 FUZZ_CFLAGS   = -O1 -g $(FUZZ_SAN) $(WARN) $(CPPFLAGS) $(DEPCFLAGS) -MMD -MP
-FUZZ_TARGETS := npy pickle zip zipdir kaggle tar tarindex mat5 devkit strokes index autoindex bucketlist awscred classes download httphdr checkpoint zindex
+FUZZ_TARGETS := npy pickle zip zipdir kaggle tar tarindex mat5 devkit strokes index autoindex bucketlist awscred classes download httphdr checkpoint zindex zfind
 FUZZ_BIN     := $(FUZZ_TARGETS:%=build-fuzz/fuzz_%)
 
 build-fuzz/core/%.o: core/%.c

@@ -13,12 +13,13 @@
  * saves the table: a codec never allocates more than its own state and
  * buffers, and never sees the cache or the store.
  *
- * Adding xz, zstd or bzip2 is one file with one `struct zcodec` and one
- * row in ztable.c's table (and its suffix in zsource.c's list, for URLs).  Their access points: xz at block starts
- * (the index at the end lists them: no window), zstd at frame starts
- * (pzstd/zstd --long seekable frames: no window), bzip2 at block starts
- * (a bit offset: `bits`, no window).  A point without a window has
- * win_len 0.
+ * A codec is one file with one `struct zcodec` and one row in ztable.c's
+ * table (and its suffixes in zsource.c's list, for URLs).  xz (zxz.c)
+ * restarts at block starts, zstd (zzstd.c) at frame starts, bzip2 (zbz2.c) at block starts (a bit offset: `bits`):
+ * none needs a window (win_len 0, the points are `member` ones).  xz
+ * blocks and zstd frames can be as long as the file, so those codecs
+ * also mark points they cannot restart from (zpass_seq_point, ZP_SEQ)
+ * and read through a decoder (dec_*) that zseq.c keeps between reads.
  */
 #ifndef SFS_IO_ZCODEC_H
 #define SFS_IO_ZCODEC_H
@@ -69,7 +70,8 @@ struct zpoint {
 	uint32_t win_stored;  /* bytes at win_off: win_len raw, fewer: deflated */
 	uint8_t  bits;        /* bits of the byte at in - 1 not yet used (0-7) */
 	uint8_t  flags;       /* ZP_* */
-	uint8_t  pad[6];
+	uint8_t  cx;          /* the codec's own (xz: the stream's check) */
+	uint8_t  pad[5];
 };
 _Static_assert(sizeof(struct zpoint) == 48, "the blob's point layout");
 /* The unit of the spans' CRC-32s: a read inflates from its point to the
@@ -77,6 +79,9 @@ _Static_assert(sizeof(struct zpoint) == 48, "the blob's point layout");
 #define ZCHUNK (64u << 10)
 #define ZP_MEMBER 1   /* a member (gzip header) starts at `in` */
 #define ZP_BAD    2   /* the span holds bytes of a damaged member: EIO */
+#define ZP_SEQ    4   /* no restart here: the span is read by decoding on
+		       * from the last point without ZP_SEQ (inside one long
+		       * xz block or zstd frame) */
 
 /* The CRC-32 of gzip (and of the spans), chained as zlib's crc32():
  * ISA-L's folding CRC where the build has it (several times zlib's). */
@@ -101,6 +106,19 @@ int zpass_want(const struct zpass *p);
  * the byte before it unread, `member`: a new member starts here (its
  * window is empty).  0 or -errno. */
 int zpass_point(struct zpass *p, uint64_t in, unsigned bits, int member);
+/* n bytes of a damaged block whose size is known (xz and zstd headers say
+ * it), counted as zeros so that the offsets after it stay right (the
+ * codec then says zpass_damaged; the bytes are never read).  0, -EFBIG
+ * past ZFILL_MAX, -errno. */
+#define ZFILL_MAX (1ull << 30)
+int zpass_fill(struct zpass *p, uint64_t n);
+/* The codec's byte (struct zpoint cx) of the points made from now on. */
+void zpass_codec_byte(struct zpass *p, uint8_t cx);
+/* A point the codec cannot restart from (inside a long block or frame;
+ * `in`: about where the codec is), only when zpass_want: its span is
+ * read by decoding on from the last restart point (zseq.c keeps a
+ * decoder per source for sequential readers).  0 or -errno. */
+int zpass_seq_point(struct zpass *p, uint64_t in);
 /* The member whose output began at uncompressed offset `from` is damaged
  * (`why`, said with the offset): reads of its bytes give EIO. */
 void zpass_damaged(struct zpass *p, uint64_t from, const char *why,
@@ -123,8 +141,25 @@ struct zcodec {
 	int (*span)(struct zin *in, const struct zpoint *pt,
 		    const unsigned char *win, unsigned char *out, size_t len,
 		    enum zengine eng);
+	/*
+	 * Instead of span (which is then NULL): a decoder that starts at a
+	 * restart point and gives its output in order, across blocks,
+	 * frames and streams, so that zseq.c can keep it for the next
+	 * sequential read.  dec_open: 0 or -errno; dec_read: exactly len
+	 * more bytes, 0 or -EIO (said, with the source's name and offset).
+	 */
+	int (*dec_open)(struct zin *in, const struct zpoint *pt, void **dec);
+	int (*dec_read)(void *dec, struct zin *in, unsigned char *out,
+			size_t len);
+	void (*dec_free)(void *dec);
+	/* said at mount when a restart point is far behind a read: how to
+	 * make the file seekable (NULL: it never is) */
+	const char *seq_fix;
 };
 
 extern const struct zcodec zcodec_gzip;
+extern const struct zcodec zcodec_xz;
+extern const struct zcodec zcodec_zstd;
+extern const struct zcodec zcodec_bzip2;
 
 #endif

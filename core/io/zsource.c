@@ -24,7 +24,11 @@
  * first spans in the cache (up to 7/8 of it: ztable.h's struct zkeep),
  * so the reads in order that follow a first open (the tar index build)
  * inflate only the spans after those.  In no-wait mode a miss is
- * -EAGAIN: inflating is left to a thread that may wait.
+ * -EAGAIN: inflating is left to a thread that may wait.  Codecs that
+ * restart only at block or frame starts (xz, zstd, bzip2) read whole
+ * spans through a decoder (zcodec.h, dec_*) that zseq.c keeps between
+ * reads; spans inside a long block (ZP_SEQ) decode one at a time a
+ * source (seq_copy), so a sequential reader decodes the block once.
  *
  * Damage: a member the pass found damaged (CRC-32 or ISIZE mismatch,
  * truncated, not inflatable) marks the spans holding its bytes: reads of
@@ -39,10 +43,12 @@
  * read-only mapped table and the LRU (locked inside lru.c).  Per mount:
  * struct zenv (the cache, the store, the engine), set up once.
  *
- * Not for: a codec's format (zgzip.c), the pass and the table's checks
- * (ztable.c), writing index files (the store).
+ * Not for: a codec's format (zgzip.c, zxz.c, zzstd.c, zbz2.c), the pass
+ * and the table's checks (ztable.c), kept decoders (zseq.c), writing
+ * index files (the store).
  */
 #include "io/backend.h"
+#include "io/zseq.h"
 #include "io/zsource.h"
 #include "io/ztable.h"
 
@@ -62,7 +68,10 @@
 #define SPAN_READ    (256u << 10)   /* a span read's reads */
 #define SNIFF        16
 
-static const char *const suffixes[] = { ".gz", ".tgz", ".bgz", ".gzip" };
+static const char *const suffixes[] = {
+	".gz", ".tgz", ".bgz", ".gzip", ".xz", ".txz", ".zst", ".tzst",
+	".bz2", ".tbz2", ".tbz",
+};
 
 /* Per-mount state (env->z). */
 struct zenv {
@@ -73,6 +82,7 @@ struct zenv {
 	enum zengine eng;
 	uint64_t span;
 	uint64_t cache_bytes;         /* the cache's size */
+	atomic_uint nseq;             /* decoders kept by its sources (zseq.c) */
 };
 
 /* Per-source state (s->priv). */
@@ -87,6 +97,7 @@ struct zsrc {
 	uint64_t npts, usize;
 	void *hold;                   /* the store's mapping, or NULL */
 	int own_map;                  /* 1: blob is our own mmap */
+	struct zkeep keep;            /* xz, zstd: the decoder kept (zseq.h) */
 };
 
 _Static_assert(ZSPAN_HARD >= ZSOURCE_SPAN_MAX + (64ull << 20),
@@ -228,6 +239,40 @@ static int chunks_match(const struct zsrc *z, const struct zpoint *pt,
 	return 1;
 }
 
+/* A span zseq.c decoded on the way to another: cached when it checks. */
+static void seq_passed(void *arg, uint64_t j, unsigned char *buf, size_t len)
+{
+	struct zsrc *z = arg;
+
+	if (!(z->pts[j].flags & ZP_BAD) && chunks_match(z, &z->pts[j], buf, len)) {
+		lru_insert(z->ze->cache, z->id << 33 | j << 1 | 1, buf, len);
+		return;
+	}
+	free(buf);
+}
+
+static struct zseq_view view_of(struct zsrc *z)
+{
+	struct zseq_view v = {
+		.in = z->in, .codec = z->codec, .pts = z->pts, .npts = z->npts,
+		.usize = z->usize, .passed = seq_passed, .arg = z,
+	};
+
+	return v;
+}
+
+/* The codec's span function, or zseq's decoder: 0 or -errno. */
+static int decode_span(struct zsrc *z, uint64_t i, struct zin *in,
+		       const unsigned char *win, unsigned char *buf, size_t len)
+{
+	struct zseq_view v;
+
+	if (z->codec->span)
+		return z->codec->span(in, &z->pts[i], win, buf, len, z->ze->eng);
+	v = view_of(z);
+	return zseq_span(&z->keep, &v, i, buf, len);
+}
+
 /* Inflates the first len bytes of span i (whole chunks, or the whole
  * span) into a new buffer, checked: 0 or -errno (said). */
 static int inflate_span(struct zsrc *z, uint64_t i, size_t len,
@@ -245,7 +290,7 @@ static int inflate_span(struct zsrc *z, uint64_t i, size_t len,
 	}
 	if (window_of(z, pt, win) < 0)
 		why = "its stored window does not inflate";
-	else if ((rc = z->codec->span(&in, pt, win, buf, len, z->ze->eng)) < 0)
+	else if ((rc = decode_span(z, i, &in, win, buf, len)) < 0)
 		why = "the stream does not inflate there";
 	else if (!chunks_match(z, pt, buf, len))
 		why = "its bytes do not match the CRC-32s of the first pass";
@@ -267,13 +312,35 @@ out:
 	return rc;
 }
 
+/* span_copy of a ZP_SEQ span, whole: one reader of the source at a
+ * time, so that readers of the same or the next spans (the kernel's
+ * read-ahead) find them cached, or the decoder where the last one left
+ * it, instead of decoding again from the block's start. */
+static int seq_copy(struct zsrc *z, uint64_t i, size_t len, void *dst,
+		    size_t off, size_t n)
+{
+	uint64_t key = z->id << 33 | i << 1 | 1;
+	unsigned char *buf;
+	int rc = 0;
+
+	pthread_mutex_lock(&z->keep.run);
+	if (lru_copy_out(z->ze->cache, key, off, dst, n) != 1 &&
+	    (rc = inflate_span(z, i, len, &buf)) == 0) {
+		memcpy(dst, buf + off, n);
+		lru_insert(z->ze->cache, key, buf, len);
+	}
+	pthread_mutex_unlock(&z->keep.run);
+	return rc;
+}
+
 /*
  * Copies n bytes at off within span i into dst.  The cache holds a span
  * whole (key bit 0 set) or its first chunks (clear): a miss inflates up
  * to the end of the chunk holding the read's last byte (a random read
  * pays for the bytes before it, not for the rest of the span), or the
  * whole span when a prefix of it was cached already (reads going through
- * it in order: each span is inflated at most twice).
+ * it in order: each span is inflated at most twice).  Decoders (xz,
+ * zstd, bzip2) inflate whole spans: zseq.c keeps them at span starts.
  */
 static int span_copy(struct zsrc *z, uint64_t i, size_t off, void *dst, size_t n)
 {
@@ -295,8 +362,10 @@ static int span_copy(struct zsrc *z, uint64_t i, size_t off, void *dst, size_t n
 		return 0;
 	if (source_nowait_mode())
 		return -EAGAIN;
+	if (z->pts[i].flags & ZP_SEQ)
+		return seq_copy(z, i, len, dst, off, n);
 	want = (off + n + ZCHUNK - 1) / ZCHUNK * ZCHUNK;
-	if (part == -EINVAL || want > len ||
+	if (part == -EINVAL || want > len || !z->codec->span ||
 	    (i && lru_copy_out(z->ze->cache, (key - 2) | 1, 0, &probe, 0) == 1))
 		want = len;
 	if ((rc = inflate_span(z, i, want, &buf)) < 0)
@@ -341,6 +410,7 @@ static void zsrc_free(struct zsrc *z)
 {
 	if (!z)
 		return;
+	zkeep_fini(&z->keep, z->codec);
 	if (z->blob)
 		unbind_blob(z);
 	source_close(z->in);
@@ -514,6 +584,7 @@ int zsource_wrap(struct source *in, struct source **out)
 {
 	struct zsrc *z = NULL;
 	struct source *s = NULL;
+	struct zseq_view v;
 	int rc = -ENOMEM;
 
 	*out = in;
@@ -529,6 +600,7 @@ int zsource_wrap(struct source *in, struct source **out)
 		free(z);
 		return 0;
 	}
+	zkeep_init(&z->keep, &z->ze->nseq);
 	if (!(s = calloc(1, sizeof(*s))) || !(s->name = strdup(in->name)))
 		goto fail;
 	z->id = atomic_fetch_add(&z->ze->next_id, 1);
@@ -539,6 +611,8 @@ int zsource_wrap(struct source *in, struct source **out)
 		save_table(z);
 	}
 	bind_blob(z);
+	v = view_of(z);
+	zseq_warn_far(&v);
 	s->be = &source_z_backend;
 	s->env = in->env;
 	s->priv = z;

@@ -1,8 +1,9 @@
 /*
  * zsource.h - decompressing sources: source_open of a compressed file (a
- * gzip stream, single or multi-member, BGZF) gives a struct source of its
- * uncompressed bytes, with random access, over any backend (file, HTTP,
- * bucket), so every layout and the tar index read it unchanged.
+ * gzip stream, single or multi-member, BGZF; xz, zstd, bzip2) gives a
+ * struct source of its uncompressed bytes, with random access, over any
+ * backend (file, HTTP, bucket), so every layout and the tar index read
+ * it unchanged.
  *
  * How: zran.c's design.  One sequential pass over the compressed bytes
  * (at the first open) records access points: for every ~span bytes of
@@ -27,7 +28,8 @@
  *
  * Codecs come from a table (zcodec.h; ztable.c lists them), chosen by
  * the first bytes of the source (magic), not by its name: a row each for
- * gzip today, xz, zstd and bzip2 later.
+ * gzip, xz, zstd and bzip2 (the last three restart at block or frame
+ * starts and need no window).
  *
  * Not for: compressed members inside an archive (the layouts see those as
  * bytes), writing.

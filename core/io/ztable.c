@@ -31,7 +31,7 @@
 
 /* The codec table: sniffed in order. */
 static const struct zcodec *const codecs[] = {
-	&zcodec_gzip,
+	&zcodec_gzip, &zcodec_xz, &zcodec_zstd, &zcodec_bzip2,
 };
 #define NCODECS (sizeof(codecs) / sizeof(codecs[0]))
 
@@ -130,6 +130,7 @@ struct zpass {
 	size_t rpos, rfill;
 	struct zpoint *pts;
 	uint64_t npts, cap;
+	uint8_t cx;                   /* zpass_codec_byte */
 	int fd;                       /* the scratch file */
 	uint64_t woff;                /* its end */
 	struct { uint64_t from, to; } *bad;
@@ -246,6 +247,37 @@ int zpass_output(struct zpass *p, const void *data, size_t n, uint32_t *crc)
 	return 0;
 }
 
+int zpass_seq_point(struct zpass *p, uint64_t in)
+{
+	int rc;
+
+	if (!zpass_want(p))
+		return 0;
+	if ((rc = zpass_point(p, in, 0, 1)) < 0)
+		return rc;
+	p->pts[p->npts - 1].flags = ZP_SEQ;
+	return 0;
+}
+
+int zpass_fill(struct zpass *p, uint64_t n)
+{
+	static const unsigned char zeros[64 << 10];
+	uint32_t crc;
+	size_t k;
+	int rc = n > ZFILL_MAX ? -EFBIG : 0;
+
+	for (; rc == 0 && n; n -= k) {
+		k = n < sizeof(zeros) ? (size_t)n : sizeof(zeros);
+		rc = zpass_output(p, zeros, k, &crc);
+	}
+	return rc;
+}
+
+void zpass_codec_byte(struct zpass *p, uint8_t cx)
+{
+	p->cx = cx;
+}
+
 int zpass_want(const struct zpass *p)
 {
 	return !p->npts || p->out - p->pts[p->npts - 1].out >= p->span;
@@ -323,14 +355,32 @@ static int close_span(struct zpass *p)
 	return 0;
 }
 
+/* 1 if the last point is a ZP_SEQ one (zpass_seq_point). */
+static int after_seq(const struct zpass *p)
+{
+	return p->npts && (p->pts[p->npts - 1].flags & ZP_SEQ);
+}
+
+/* A ZP_SEQ point with no output after it yet gives its place to the
+ * restart point made there (1): its span is empty, its CRC-32s unwritten. */
+static int drop_empty_seq(struct zpass *p)
+{
+	if (!after_seq(p) || p->pts[p->npts - 1].out != p->out)
+		return 0;
+	p->npts--;
+	return 1;
+}
+
 int zpass_point(struct zpass *p, uint64_t in, unsigned bits, int member)
 {
 	struct zpoint *pt;
 	int rc;
 
+	/* a block or frame start after a ZP_SEQ point is always kept (a
+	 * short span), so that damage never spills into the next frame */
 	if (member) {
 		p->rfill = p->rpos = 0;	/* no history crosses members */
-		if (!zpass_want(p))
+		if (!zpass_want(p) && !after_seq(p))
 			return 0;
 	}
 	if (p->npts == p->cap) {
@@ -342,7 +392,7 @@ int zpass_point(struct zpass *p, uint64_t in, unsigned bits, int member)
 		p->pts = q;
 		p->cap = c;
 	}
-	if ((rc = close_span(p)) < 0)
+	if (!drop_empty_seq(p) && (rc = close_span(p)) < 0)
 		return rc;
 	pt = &p->pts[p->npts];
 	memset(pt, 0, sizeof(*pt));
@@ -350,6 +400,7 @@ int zpass_point(struct zpass *p, uint64_t in, unsigned bits, int member)
 	pt->out = p->out;
 	pt->bits = (uint8_t)bits;
 	pt->flags = member ? ZP_MEMBER : 0;
+	pt->cx = p->cx;
 	if ((rc = put_window(p, pt)) < 0)
 		return rc;
 	p->npts++;
@@ -507,7 +558,7 @@ static int point_ok(const struct zpoint *pt, const struct zpoint *prev,
 	    pt->win_stored > h->points_off - pt->win_off || pt->win_off > len)
 		return 0;
 	if (!prev)
-		return pt->out == 0;
+		return pt->out == 0 && !(pt->flags & ZP_SEQ);
 	return pt->out > prev->out && pt->out - prev->out <= ZSPAN_HARD &&
 	       pt->in >= prev->in;
 }

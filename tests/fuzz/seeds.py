@@ -328,6 +328,31 @@ def zindex(out, tars):
     put(out, "zindex", "raw", b"\3\xff" + b"SFSZIDX\1" + bytes(48))
 
 
+def zfind(out):
+    """xz, zstd and bzip2 files as the tools write them: one block, blocks,
+    frames with skippable ones, streams concatenated, a truncation."""
+    import bz2
+    import lzma
+    import subprocess
+    text = b"".join(b"line %d of a compressed tar\n" % i for i in range(12000))
+    one = lzma.compress(text, preset=1)
+    put(out, "zfind", "one.xz", one)
+    put(out, "zfind", "two.xz", one + lzma.compress(text[:5000]))
+    put(out, "zfind", "cut.xz", one[:len(one) // 2])
+    put(out, "zfind", "one.bz2", bz2.compress(text, 1))
+    put(out, "zfind", "two.bz2", bz2.compress(text[:150000], 1) + bz2.compress(text[:99], 1))
+    tools = [("blocks.xz", ["xz", "-T2", "-1", "--block-size=64KiB"]),
+             ("one.zst", ["zstd", "-q"]), ("pz.zst", ["pzstd", "-q", "-p", "1"])]
+    for name, cmd in tools:
+        r = subprocess.run(cmd + ["-c"], input=text, capture_output=True)
+        if r.returncode == 0:
+            put(out, "zfind", name, r.stdout)
+    r = subprocess.run(["zstd", "-q", "-c"], input=text[:70000], capture_output=True)
+    if r.returncode == 0:
+        skip = b"\x50\x2a\x4d\x18\x04\x00\x00\x00abcd"
+        put(out, "zfind", "frames.zst", r.stdout + skip + r.stdout)
+
+
 def main(fix, out):
     global FIX
     FIX = fix
@@ -360,6 +385,7 @@ def main(fix, out):
     download(out)
     checkpoint(out)
     zindex(out, tars)
+    zfind(out)
 
 
 if __name__ == "__main__":

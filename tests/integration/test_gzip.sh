@@ -12,28 +12,13 @@
 # gzip is decompressed once only; over HTTP as from disk.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/http_lib.sh"
+. "$(dirname "$0")/ztree_lib.sh"
 sfs_setup
 T=$SFS_TMP
 COMPARE=$SFS_ROOT/tests/integration/tree_compare.py
 
 # the tree: small and large files, text and random bytes, a symlink
-"$PY" - "$T/src" <<'EOF'
-import os, random, sys
-root = sys.argv[1]
-rng = random.Random(18)
-words = [b"tar ", b"gzip ", b"span ", b"member ", b"window\n", b"0" * 40]
-for d in range(6):
-    os.makedirs(f"{root}/d{d}", exist_ok=True)
-    for i in range(60):
-        n = rng.choice([0, 1, 511, 512, 4096, 30000, 200000])
-        if rng.random() < 0.5:
-            data = rng.randbytes(n)
-        else:
-            data = b"".join(rng.choice(words) for _ in range(n // 5 + 1))[:n]
-        open(f"{root}/d{d}/f{i}.bin", "wb").write(data)
-open(f"{root}/big.bin", "wb").write(rng.randbytes(3 << 20) + b"x" * (2 << 20))
-os.symlink("d0/f1.bin", f"{root}/link")
-EOF
+make_tree "$T/src" 6 60 2
 tar -cf "$T/t.tar" -C "$T/src" . || exit 1
 mkdir -p "$T/x" && tar -xf "$T/t.tar" -C "$T/x" || exit 1
 
@@ -43,22 +28,6 @@ split -b 5000000 "$T/t.tar" "$T/part."
 for p in "$T"/part.*; do gzip -c "$p"; done >"$T/members.tar.gz"
 pigz -p 2 -c "$T/t.tar" >"$T/pigz.tar.gz"
 bgzip -c "$T/t.tar" >"$T/bgzf.tar.gz"
-
-# random_reads MNT FILE: 200 reads at random offsets and lengths equal the
-# extracted file's bytes
-random_reads() {
-	"$PY" - "$T/x/$2" "$1/$2" <<'EOF'
-import os, random, sys
-want, got = (open(p, "rb") for p in sys.argv[1:3])
-size = os.fstat(want.fileno()).st_size
-rng = random.Random(7)
-for _ in range(200):
-    off, n = rng.randrange(size + 100), rng.randrange(300000)
-    want.seek(off); got.seek(off)
-    if want.read(n) != got.read(n):
-        sys.exit(f"    differ at {off}+{n}")
-EOF
-}
 
 n=0
 # same_tree FILE [VAR=VALUE...]: FILE mounted (span=64k, with those
@@ -106,40 +75,6 @@ mark=$(http_log_mark)
 check "http: remounted" sfs_mount "$(http_url bgzf.tar.gz)" "$mnt" -o layout=tar,span=64k
 check "http: the remount sent no data GET" test "$(http_log_count GET "$mark")" = 0
 check "http: unmount again" sfs_umount "$mnt"
-
-# right_or_eio MNT: every file reads as extracted or fails with EIO; some fail
-right_or_eio() {
-	"$PY" - "$T/x" "$1" <<'EOF'
-import errno, os, sys
-want_root, got_root = sys.argv[1:3]
-eio = 0
-for d, _, names in os.walk(got_root):
-    for name in names:
-        p = os.path.join(d, name)
-        if os.path.islink(p):
-            continue
-        rel = os.path.relpath(p, got_root)
-        try:
-            data = open(p, "rb").read()
-        except OSError as e:
-            if e.errno != errno.EIO:
-                sys.exit(f"    {rel}: {e}")
-            eio += 1
-            continue
-        if data != open(os.path.join(want_root, rel), "rb").read():
-            sys.exit(f"    {rel}: wrong bytes")
-if not eio:
-    sys.exit("    no read failed")
-EOF
-}
-
-# flip FILE OFFSET: xors one byte (a negative offset counts from the end)
-flip() {
-	"$PY" -c 'import os, sys
-f = open(sys.argv[1], "r+b"); size = os.fstat(f.fileno()).st_size
-off = int(sys.argv[2]); off = off + size if off < 0 else off
-f.seek(off); b = f.read(1); f.seek(off); f.write(bytes([b[0] ^ 0x10]))' "$@"
-}
 
 # where big.bin's data starts in the tar: damage there leaves every tar
 # header readable, so the mount comes up and only big.bin gives EIO

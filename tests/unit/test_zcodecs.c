@@ -1,0 +1,268 @@
+/*
+ * test_zcodecs.c - core/io/zxz.c, zzstd.c, zbz2.c through zsource.c: files
+ * made here with liblzma (one block, several blocks, two streams), libzstd
+ * (one frame, frames with skippable ones between) and libbz2 (one stream,
+ * streams concatenated as pbzip2 writes them) open as their uncompressed
+ * bytes, compared with the bytes they were made from at random offsets
+ * (one long block read through the kept decoder, forwards and back);
+ * damaged files (a flipped byte) give EIO or the original bytes, never
+ * others.
+ */
+#include <bzlib.h>
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <lzma.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zstd.h>
+
+#include "io/source.h"
+#include "io/zsource.h"
+
+#define SPAN (64u << 10)
+#define MB   (1u << 20)
+
+static char dir[] = "/tmp/sfs_zctest.XXXXXX";
+static char path[128];
+
+static void setup(void)
+{
+	strcpy(dir, "/tmp/sfs_zctest.XXXXXX");
+	cr_assert(mkdtemp(dir));
+}
+
+static void teardown(void)
+{
+	char cmd[160];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+/* Half compressible lines, half random bytes, in 4 KiB runs. */
+static unsigned char *data_of(size_t n)
+{
+	unsigned char *d = malloc(n);
+	uint64_t x = n | 1;
+	size_t i;
+
+	cr_assert(d);
+	for (i = 0; i < n; i++) {
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		d[i] = (i >> 12) & 1 ? (unsigned char)(x >> 56) :
+		       (unsigned char)("line of text\n"[i % 13]);
+	}
+	return d;
+}
+
+static void append(const void *p, size_t n)
+{
+	FILE *f = fopen(path, "ab");
+
+	cr_assert(f);
+	cr_assert_eq(fwrite(p, 1, n, f), n);
+	cr_assert_eq(fclose(f), 0);
+}
+
+/* xz: blocks of `block` bytes (0: one), a stream of `streams`ths each. */
+static void write_xz(const unsigned char *d, size_t n, uint64_t block, int streams)
+{
+	size_t cap = n + n / 2 + 4096, got, k, off;
+	unsigned char *out = malloc(cap);
+	int s;
+
+	cr_assert(out);
+	for (s = 0, off = 0; s < streams; s++, off += k) {
+		lzma_stream st = LZMA_STREAM_INIT;
+		lzma_mt mt = { .threads = 1, .block_size = block, .preset = 1,
+			       .check = LZMA_CHECK_CRC64 };
+
+		k = s == streams - 1 ? n - off : n / streams;
+		cr_assert_eq(block ? lzma_stream_encoder_mt(&st, &mt) :
+			     lzma_easy_encoder(&st, 1, LZMA_CHECK_CRC32), LZMA_OK);
+		st.next_in = d + off;
+		st.avail_in = k;
+		st.next_out = out;
+		st.avail_out = cap;
+		cr_assert_eq(lzma_code(&st, LZMA_FINISH), LZMA_STREAM_END);
+		got = cap - st.avail_out;
+		lzma_end(&st);
+		append(out, got);
+	}
+	free(out);
+}
+
+/* zstd: frames of `frame` bytes (0: one), a skippable frame before each,
+ * with content checksums as the zstd tool writes them (without one, a
+ * damaged frame can decode to other bytes: nothing could tell). */
+static void write_zstd(const unsigned char *d, size_t n, size_t frame)
+{
+	static const unsigned char skip[12] = { 0x5e, 0x2a, 0x4d, 0x18, 4, 0, 0, 0 };
+	size_t cap = ZSTD_compressBound(n), off = 0, k, got;
+	unsigned char *out = malloc(cap);
+	ZSTD_CCtx *cc = ZSTD_createCCtx();
+
+	cr_assert(out && cc);
+	cr_assert(!ZSTD_isError(ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 1)));
+	do {
+		k = frame && n - off > frame ? frame : n - off;
+		got = ZSTD_compress2(cc, out, cap, d + off, k);
+		cr_assert(!ZSTD_isError(got));
+		if (frame)
+			append(skip, sizeof(skip));
+		append(out, got);
+		off += k;
+	} while (off < n);
+	ZSTD_freeCCtx(cc);
+	free(out);
+}
+
+/* bzip2 (100 kB blocks): streams of `stream` bytes (0: one). */
+static void write_bz2(const unsigned char *d, size_t n, size_t stream)
+{
+	unsigned cap = (unsigned)(n + n / 50 + 4096), got;
+	char *out = malloc(cap);
+	size_t off = 0, k;
+
+	cr_assert(out);
+	do {
+		k = stream && n - off > stream ? stream : n - off;
+		got = cap;
+		cr_assert_eq(BZ2_bzBuffToBuffCompress(out, &got, (char *)d + off,
+						      (unsigned)k, 1, 0, 0), BZ_OK);
+		append(out, got);
+		off += k;
+	} while (off < n);
+	free(out);
+}
+
+static struct source *open_z(struct source_env **env)
+{
+	struct source_config cfg = { .span_bytes = SPAN, .span_cache_bytes = MB };
+	struct source *s;
+
+	cr_assert_eq(source_env_new(&cfg, env), 0);
+	cr_assert_eq(source_open(*env, path, &s), 0);
+	cr_assert(source_is_decompressed(s));
+	return s;
+}
+
+/* Reads at random offsets, then backwards span by span: the oracle's. */
+static void check_reads(struct source *s, const unsigned char *d, size_t n)
+{
+	unsigned char *buf = malloc(3 * SPAN);
+	uint64_t x = 7;
+	size_t off, len, want;
+	int i;
+
+	cr_assert(buf);
+	cr_assert_eq(source_stamp(s)->size, n);
+	for (i = 0; i < 100; i++) {
+		x = x * 6364136223846793005ull + 1;
+		off = (size_t)((x >> 20) % (n + 10));
+		len = (size_t)((x >> 8) % (3 * SPAN));
+		want = off >= n ? 0 : (n - off < len ? n - off : len);
+		cr_assert_eq(source_pread(s, buf, len, off), (ssize_t)want);
+		cr_assert(!memcmp(buf, d + (off < n ? off : 0), want),
+			  "bytes differ at %zu+%zu", off, len);
+	}
+	for (off = n - n % SPAN; off + SPAN > SPAN; off -= SPAN) {
+		want = n - off < 1000 ? n - off : 1000;
+		cr_assert_eq(source_pread(s, buf, 1000, off), (ssize_t)want);
+		cr_assert(!memcmp(buf, d + off, want), "bytes differ at %zu", off);
+	}
+	free(buf);
+}
+
+enum kind { XZ, XZ_BLOCKS, XZ_STREAMS, ZSTD, ZSTD_FRAMES, BZ2, BZ2_STREAMS };
+
+static void write_kind(enum kind k, const unsigned char *d, size_t n)
+{
+	snprintf(path, sizeof(path), "%s/x.z", dir);
+	remove(path);
+	switch (k) {
+	case XZ: write_xz(d, n, 0, 1); break;
+	case XZ_BLOCKS: write_xz(d, n, 300000, 1); break;
+	case XZ_STREAMS: write_xz(d, n, 0, 3); break;
+	case ZSTD: write_zstd(d, n, 0); break;
+	case ZSTD_FRAMES: write_zstd(d, n, 250000); break;
+	case BZ2: write_bz2(d, n, 0); break;
+	case BZ2_STREAMS: write_bz2(d, n, 400000); break;
+	}
+}
+
+static void roundtrip(enum kind k, size_t n)
+{
+	unsigned char *d = data_of(n);
+	struct source_env *env;
+	struct source *s;
+
+	write_kind(k, d, n);
+	s = open_z(&env);
+	check_reads(s, d, n);
+	source_close(s);
+	source_env_free(env);
+	free(d);
+}
+
+TestSuite(zcodecs, .init = setup, .fini = teardown);
+
+Test(zcodecs, xz_one_block)      { roundtrip(XZ, 3 * MB); }
+Test(zcodecs, xz_blocks)         { roundtrip(XZ_BLOCKS, 3 * MB); }
+Test(zcodecs, xz_streams)        { roundtrip(XZ_STREAMS, 2 * MB + 5); }
+Test(zcodecs, zstd_one_frame)    { roundtrip(ZSTD, 3 * MB); }
+Test(zcodecs, zstd_frames)       { roundtrip(ZSTD_FRAMES, 2 * MB + 5); }
+Test(zcodecs, bz2_one_stream)    { roundtrip(BZ2, 2 * MB); }
+Test(zcodecs, bz2_streams)       { roundtrip(BZ2_STREAMS, 2 * MB + 5); }
+Test(zcodecs, empty_xz)          { roundtrip(XZ, 0); }
+
+/* A byte flipped at `at` of the compressed file: the open fails, or each
+ * read gives the oracle's bytes or EIO, and some give EIO. */
+static void damaged(enum kind k, double at)
+{
+	size_t n = 2 * MB, off;
+	unsigned char *d = data_of(n), buf[4096];
+	struct source_env *env;
+	struct source_config cfg = { .span_bytes = SPAN, .span_cache_bytes = MB };
+	struct source *s;
+	FILE *f;
+	long size;
+	int c, eio = 0;
+	ssize_t got;
+
+	write_kind(k, d, n);
+	f = fopen(path, "r+b");
+	cr_assert(f);
+	fseek(f, 0, SEEK_END);
+	size = ftell(f);
+	fseek(f, (long)(size * at), SEEK_SET);
+	c = fgetc(f);
+	fseek(f, (long)(size * at), SEEK_SET);
+	fputc(c ^ 0x10, f);
+	fclose(f);
+	cr_assert_eq(source_env_new(&cfg, &env), 0);
+	if (source_open(env, path, &s) == 0) {
+		for (off = 0; off < source_stamp(s)->size; off += 40000) {
+			got = source_pread(s, buf, sizeof(buf), off);
+			if (got == -EIO) {
+				eio++;
+				continue;
+			}
+			cr_assert(got > 0 && off + (size_t)got <= n &&
+				  !memcmp(buf, d + off, (size_t)got),
+				  "wrong bytes at %zu", off);
+		}
+		cr_assert(eio || source_stamp(s)->size < n, "the damage went unseen");
+		source_close(s);
+	}
+	source_env_free(env);
+	free(d);
+}
+
+Test(zcodecs, xz_damaged)          { damaged(XZ, 0.5); }
+Test(zcodecs, xz_blocks_damaged)   { damaged(XZ_BLOCKS, 0.5); }
+Test(zcodecs, zstd_damaged)        { damaged(ZSTD, 0.5); }
+Test(zcodecs, zstd_frames_damaged) { damaged(ZSTD_FRAMES, 0.5); }
+Test(zcodecs, bz2_damaged)         { damaged(BZ2, 0.5); }
+Test(zcodecs, bz2_streams_damaged) { damaged(BZ2_STREAMS, 0.5); }
