@@ -21,7 +21,7 @@
  * run in parallel; two readers of the same span may both inflate it, and
  * the second copy is dropped), checks its bytes against the pass's
  * CRC-32s (one per 64 KiB), and inserts it.  The pass itself leaves its
- * first spans in the cache (up to 7/8 of it: ztable.h's struct zkeep),
+ * first spans in the cache (up to 7/8 of it: ztable.h's struct zfirst),
  * so the reads in order that follow a first open (the tar index build)
  * inflate only the spans after those.  In no-wait mode a miss is
  * -EAGAIN: inflating is left to a thread that may wait.  Codecs that
@@ -558,7 +558,7 @@ static int choose(struct zsrc *z)
 	return 1;
 }
 
-/* The pass's first spans, whole, into the cache (struct zkeep). */
+/* The pass's first spans, whole, into the cache (struct zfirst). */
 static void keep_span(void *arg, uint64_t i, void *buf, size_t len)
 {
 	struct zsrc *z = arg;
@@ -570,7 +570,7 @@ static void keep_span(void *arg, uint64_t i, void *buf, size_t len)
  * cache charges a little per entry beyond the bytes. */
 static int run_pass(struct zsrc *z)
 {
-	struct zkeep keep = {
+	struct zfirst keep = {
 		.budget = z->ze->cache_bytes - z->ze->cache_bytes / 8,
 		.keep = keep_span,
 		.arg = z,

@@ -8,7 +8,7 @@
  * ring and the current span's CRC-32s; windows and CRC-32s go to an
  * unlinked scratch file ($TMPDIR) as they come, so the pass's memory is
  * bounded whatever the stream's size (plus, when the caller asks, the
- * first spans' bytes up to its budget: struct zkeep).  Then the points
+ * first spans' bytes up to its budget: struct zfirst).  Then the points
  * and the header are written and the file mapped: the blob.
  *
  * Not for: reads, the cache, the store (zsource.c); formats (zgzip.c).
@@ -135,7 +135,7 @@ struct zpass {
 	uint64_t woff;                /* its end */
 	struct { uint64_t from, to; } *bad;
 	size_t nbad, badcap;
-	const struct zkeep *keep;     /* NULL, or where the first spans go */
+	const struct zfirst *keep;     /* NULL, or where the first spans go */
 	unsigned char *kbuf;          /* the current span's bytes, for keep */
 	size_t klen, kcap;
 	uint64_t kept;                /* bytes handed to keep so far */
@@ -493,7 +493,7 @@ static int pass_finish(struct zpass *p, const uint8_t **blob, size_t *blob_len)
 }
 
 int ztable_build(struct source *src, const struct zcodec *c, uint64_t span,
-		 const struct zkeep *keep, const uint8_t **blob, size_t *len)
+		 const struct zfirst *keep, const uint8_t **blob, size_t *len)
 {
 	struct zpass *p = calloc(1, sizeof(*p));
 	struct zin in = { 0 };

@@ -51,7 +51,7 @@ int zin_init(struct zin *in, struct source *src, size_t cap);
  * the file in order uses them before its own spans evict them, where the
  * last ones would be evicted before it got there.
  */
-struct zkeep {
+struct zfirst {
 	uint64_t budget;
 	void (*keep)(void *arg, uint64_t i, void *buf, size_t len);
 	void *arg;
@@ -64,7 +64,7 @@ struct zkeep {
  * said (the source failing, EFBIG, no scratch file).
  */
 int ztable_build(struct source *src, const struct zcodec *c, uint64_t span,
-		 const struct zkeep *keep, const uint8_t **blob, size_t *len);
+		 const struct zfirst *keep, const uint8_t **blob, size_t *len);
 
 /* zsource_blob_check's work (zsource.h). */
 int ztable_check(const void *blob, size_t len, uint64_t csize, char *why,
