@@ -328,6 +328,16 @@ def zindex(out, tars):
     put(out, "zindex", "raw", b"\3\xff" + b"SFSZIDX\1" + bytes(48))
 
 
+def statdoc(out):
+    """fuzz_statdoc: stats.json as the daemon writes it, and odd ones."""
+    put(out, "statdoc", "doc", b'{\n  "version": "0.1",\n  "uptime_s": 1.5,\n'
+        b'  "ops": {"lookup": 5, "read": 3},\n  "files_read": 3,\n'
+        b'  "waits": 1, "wait_us_hist": {"100": 1, "+Inf": 0},\n'
+        b'  "sources": [{"name": "a\\"b \\"errors\\": 9", "errors": 0}]\n}\n')
+    put(out, "statdoc", "unterminated", b'{"read": 1e400, "errors": "x')
+    put(out, "statdoc", "spaces", b'{"read"  \t:\n -0.5e+3}')
+
+
 def main(fix, out):
     global FIX
     FIX = fix
@@ -360,6 +370,7 @@ def main(fix, out):
     download(out)
     checkpoint(out)
     zindex(out, tars)
+    statdoc(out)
 
 
 if __name__ == "__main__":
