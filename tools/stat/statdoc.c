@@ -34,6 +34,7 @@ static int number_at(const char *doc, size_t len, size_t i, double *out)
 {
 	char tmp[64], *end;
 	size_t n = 0;
+	double v;
 
 	while (i + n < len && n < sizeof(tmp) - 1 &&
 	       strchr("0123456789+-.eE", doc[i + n]) && doc[i + n])
@@ -42,8 +43,11 @@ static int number_at(const char *doc, size_t len, size_t i, double *out)
 		return -1;
 	memcpy(tmp, doc + i, n);
 	tmp[n] = '\0';
-	*out = strtod(tmp, &end);
-	return end == tmp + n ? 0 : -1;
+	v = strtod(tmp, &end);
+	if (end != tmp + n)
+		return -1;	/* "-0.5e" and the like: *out untouched */
+	*out = v;
+	return 0;
 }
 
 int statdoc_get(const char *doc, size_t len, const char *key, double *out)
