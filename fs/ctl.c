@@ -106,31 +106,22 @@ static void sum(struct ctl *c, struct totals *t)
 
 /* ---- documents ---- */
 
-/* s as a JSON string's contents (quotes, backslashes, control bytes). */
-static void json_str(FILE *f, const char *s)
+/* s inside quotes: as a JSON string's contents (json 1: quotes,
+ * backslashes, control bytes) or a Prometheus label value (json 0:
+ * quotes, backslashes and newlines, all that format escapes). */
+static void put_escaped(FILE *f, const char *s, int json)
 {
 	for (; *s; s++) {
 		unsigned char ch = (unsigned char)*s;
 
 		if (ch == '"' || ch == '\\')
 			fprintf(f, "\\%c", ch);
-		else if (ch < 0x20)
+		else if (ch == '\n')
+			fputs("\\n", f);
+		else if (json && ch < 0x20)
 			fprintf(f, "\\u%04x", ch);
 		else
 			fputc(ch, f);
-	}
-}
-
-/* s as a Prometheus label value (backslash, quote and newline escaped). */
-static void prom_str(FILE *f, const char *s)
-{
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			fprintf(f, "\\%c", *s);
-		else if (*s == '\n')
-			fputs("\\n", f);
-		else
-			fputc(*s, f);
 	}
 }
 
@@ -158,7 +149,7 @@ static void write_json(struct ctl *c, FILE *f, const struct totals *t,
 			(unsigned long long)t->hist[i]);
 	fprintf(f, "\"+Inf\": %llu},\n  \"sources\": [{\"name\": \"",
 		(unsigned long long)t->hist[CTL_HIST - 1]);
-	json_str(f, c->opts->core.source ? c->opts->core.source : "");
+	put_escaped(f, c->opts->core.source ? c->opts->core.source : "", 1);
 	fprintf(f, "\", \"requests\": %llu, \"retries\": %llu, \"errors\": %llu, "
 		"\"mem_hits\": %llu, \"mem_misses\": %llu, \"disk_hits\": %llu, "
 		"\"disk_misses\": %llu}]\n}\n",
@@ -188,7 +179,7 @@ static void prom_source(FILE *f, const char *src, const char *name,
 {
 	prom_head(f, name, "counter", help);
 	fprintf(f, "samplefs_%s{source=\"", name);
-	prom_str(f, src);
+	put_escaped(f, src, 0);
 	fprintf(f, "\"} %llu\n", (unsigned long long)v);
 }
 
