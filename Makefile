@@ -44,7 +44,8 @@ UNIT_SRC  := $(wildcard tests/unit/test_*.c)
 CORE_OBJ  := $(CORE_SRC:%.c=$(BUILD)/%.o)
 FS_OBJ    := $(FS_SRC:%.c=$(BUILD)/%.o)
 UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
-TOOL_BIN  := $(BUILD)/samplefs-inspect $(BUILD)/samplefs-floorfs $(BUILD)/samplefs-download
+TOOL_BIN  := $(BUILD)/samplefs-inspect $(BUILD)/samplefs-floorfs $(BUILD)/samplefs-download \
+	     $(BUILD)/samplefs-stat
 
 .PHONY: all deps test test-build unit integration demo bench install uninstall clean asan tsan fuzz fuzz-build
 all: $(BUILD)/samplefs $(TOOL_BIN)
@@ -74,6 +75,9 @@ $(BUILD)/samplefs-download: $(DL_OBJ) $(BUILD)/libsamplefs.a
 $(BUILD)/tests/test_download: tests/unit/test_download.c $(BUILD)/tools/download/select.o $(BUILD)/libsamplefs.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) -Itools/download -o $@ $^ $(DEPLIBS) -lcriterion
+
+$(BUILD)/samplefs-stat: $(BUILD)/tools/stat/samplefs-stat.o $(BUILD)/tools/stat/statdoc.o
+	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^
 
 $(BUILD)/samplefs-floorfs: $(BUILD)/tools/bench/floorfs.o $(BUILD)/fs/devpoll.o
 	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(DEPLIBS)
@@ -105,7 +109,7 @@ FUZZ_SECONDS_CI ?= 5
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined \
 		-fno-omit-frame-pointer
 FUZZ_CFLAGS   = -O1 -g $(FUZZ_SAN) $(WARN) $(CPPFLAGS) $(DEPCFLAGS) -MMD -MP
-FUZZ_TARGETS := npy pickle zip zipdir kaggle tar tarindex mat5 devkit strokes index autoindex bucketlist awscred classes download httphdr checkpoint zindex zfind
+FUZZ_TARGETS := npy pickle zip zipdir kaggle tar tarindex mat5 devkit strokes index autoindex bucketlist awscred classes download httphdr checkpoint zindex zfind statdoc
 FUZZ_BIN     := $(FUZZ_TARGETS:%=build-fuzz/fuzz_%)
 
 build-fuzz/core/%.o: core/%.c

@@ -22,6 +22,7 @@
  */
 #include "ops.h"
 #include "opts.h"
+#include "clock.h"
 #include "log.h"
 
 #include "index/index.h"
@@ -43,7 +44,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define SAMPLEFS_VERSION "0.1"
 #define TIMEOUT 86400.0	/* the tree never changes while mounted */
 
 static void usage(const char *prog)
@@ -460,6 +460,7 @@ int main(int argc, char *argv[])
 	int background = 0, wfd = -1;
 	pid_t starter = getpid();
 	const char *layout;
+	double build_s;
 
 	fs.uid = getuid();
 	fs.gid = getgid();
@@ -528,10 +529,15 @@ int main(int argc, char *argv[])
 	build_signals_install(old_sa);
 	if (background)
 		sigprocmask(SIG_SETMASK, &oldmask, NULL);
+	build_s = sfs_now_s();
 	rc = layout_open(&fs.opts.core, &fs.layout);
 	build_signals_restore(old_sa);
 	if (rc)
 		goto out;
+	if (ctl_init(&fs.ctl, &fs.layout, &fs.opts, sfs_now_s() - build_s)) {
+		sfs_err("out of memory");
+		goto out;
+	}
 	inval_init(&fs.inval, se, &fs.layout);
 	if (fuse_set_signal_handlers(se))
 		goto out;
@@ -561,6 +567,7 @@ out:
 		fuse_remove_signal_handlers(se);
 	if (se)
 		fuse_session_destroy(se);
+	ctl_destroy(&fs.ctl);
 	layout_close(&fs.layout);
 	rdplus_destroy(&fs.rdp);
 	if (private_idx)

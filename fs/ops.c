@@ -7,7 +7,9 @@
  * entries, open/opendir answer ENOSYS (the kernel then stops sending
  * open/release and keeps the page cache), and forget is a no-op because
  * inode numbers are computed by the layout, not allocated here.
- * Everything that would write answers EROFS.
+ * Everything that would write answers EROFS.  Each request is counted
+ * (ctl.h), and inodes of kind SFS_INO_KIND_CTL go to the control
+ * directory, not the layout.
  *
  * Threads: requests run concurrently (the libfuse multi-threaded loop, or
  * with -o poll one session thread plus the reads it queues on fs->io);
@@ -19,6 +21,7 @@
  * (read_cancellable): its reader killed or interrupted, it answers EINTR.
  */
 #include "ops.h"
+#include "clock.h"
 #include "log.h"
 #include "io/source.h"
 
@@ -116,6 +119,25 @@ static void sfs_destroy(void *userdata)
 	(void)userdata;	/* main() closes the layout after the loop ends */
 }
 
+/* The control directory's entries time out at once: each open of a file
+ * there looks it up again, which makes its new snapshot (ctl.h). */
+static void ctl_entry(fuse_req_t req, struct sfs_fs *fs, fuse_ino_t parent,
+		      const char *name)
+{
+	struct fuse_entry_param e;
+	struct sfs_attr a;
+	int rc;
+
+	if ((rc = ctl_lookup(&fs->ctl, parent, name, &a)) < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	to_entry(fs, &a, &e);
+	e.attr_timeout = 0;
+	e.entry_timeout = 0;
+	fuse_reply_entry(req, &e);
+}
+
 static void sfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct sfs_fs *fs = fs_of(req);
@@ -123,6 +145,11 @@ static void sfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct sfs_attr a;
 	int rc;
 
+	ctl_op(&fs->ctl, CTL_LOOKUP);
+	if (ctl_is(parent) || ctl_is_dir_name(&fs->ctl, parent, name)) {
+		ctl_entry(req, fs, parent, name);
+		return;
+	}
 	rc = fs->layout.ops->lookup(fs->layout.priv, parent, name, &a);
 	if (rc == -ENOENT) {
 		/* ino 0 with a timeout: the kernel caches the miss */
@@ -145,6 +172,7 @@ static void sfs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
 	(void)ino;
 	(void)nlookup;
+	ctl_op(&fs_of(req)->ctl, CTL_FORGET);
 	fuse_reply_none(req);
 }
 
@@ -153,6 +181,7 @@ static void sfs_forget_multi(fuse_req_t req, size_t count,
 {
 	(void)count;
 	(void)forgets;
+	ctl_op(&fs_of(req)->ctl, CTL_FORGET);
 	fuse_reply_none(req);
 }
 
@@ -164,13 +193,17 @@ static void sfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 	int rc;
 
 	(void)fi;
-	rc = fs->layout.ops->getattr(fs->layout.priv, ino, &a);
+	ctl_op(&fs->ctl, CTL_GETATTR);
+	if (ctl_is(ino))
+		rc = ctl_getattr(&fs->ctl, ino, &a);
+	else
+		rc = fs->layout.ops->getattr(fs->layout.priv, ino, &a);
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);
 		return;
 	}
 	to_stat(fs, &a, &st);
-	fuse_reply_attr(req, &st, fs->timeout);
+	fuse_reply_attr(req, &st, ctl_is(ino) ? 0 : fs->timeout);
 }
 
 static void sfs_readlink(fuse_req_t req, fuse_ino_t ino)
@@ -179,7 +212,8 @@ static void sfs_readlink(fuse_req_t req, fuse_ino_t ino)
 	char buf[PATH_MAX];
 	int rc = -EINVAL;
 
-	if (fs->layout.ops->readlink)
+	ctl_op(&fs->ctl, CTL_READLINK);
+	if (fs->layout.ops->readlink && !ctl_is(ino))
 		rc = fs->layout.ops->readlink(fs->layout.priv, ino, buf, sizeof(buf));
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
@@ -196,6 +230,7 @@ static void sfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)ino;
 	(void)fi;
+	ctl_op(&fs_of(req)->ctl, CTL_OPEN);
 	fuse_reply_err(req, ENOSYS);
 }
 
@@ -203,6 +238,7 @@ static void sfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 {
 	(void)ino;
 	(void)fi;
+	ctl_op(&fs_of(req)->ctl, CTL_OPEN);
 	fuse_reply_err(req, ENOSYS);
 }
 
@@ -284,15 +320,23 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	int rc = 0;
 
 	d.buf = size <= sizeof(stack) ? stack : malloc(size);
+	ctl_op(&fs->ctl, plus ? CTL_READDIRPLUS : CTL_READDIR);
 	if (!d.buf) {
 		fuse_reply_err(req, ENOMEM);
 		return;
+	}
+	if (ctl_is(ino)) {
+		if (!add_dots(&d, ino, (uint64_t)off))
+			rc = ctl_readdir(&fs->ctl, ino, off < 2 ? 0 : (uint64_t)off - 2,
+					 fill, &d);
+		goto reply;
 	}
 	if (plus && fs->adaptive)
 		rdplus_listing(&fs->rdp, ino, (uint64_t)off);
 	if (!add_dots(&d, ino, (uint64_t)off))
 		rc = fs->layout.ops->readdir(fs->layout.priv, ino,
 					     off < 2 ? 0 : (uint64_t)off - 2, fill, &d);
+reply:
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
 	else
@@ -361,6 +405,7 @@ static int read_extent(fuse_req_t req, struct sfs_fs *fs, fuse_ino_t ino,
 	bv.buf[0].fd = fd;
 	bv.buf[0].pos = (off_t)(fdbase + base + (uint64_t)off);
 	fuse_reply_data(req, &bv, FUSE_BUF_SPLICE_MOVE);
+	ctl_read_done(&fs->ctl, (uint64_t)off, size, 1, 0);
 	return 0;
 }
 
@@ -405,6 +450,7 @@ static int read_copy(fuse_req_t req, struct sfs_fs *fs, fuse_ino_t ino,
 	int rc;
 
 	if ((rc = clamp_to_size(fs, ino, &size, off)) < 0) {
+		ctl_read_done(&fs->ctl, (uint64_t)off, 0, 0, 1);
 		fuse_reply_err(req, -rc);
 		return 0;
 	}
@@ -434,6 +480,7 @@ static int read_copy(fuse_req_t req, struct sfs_fs *fs, fuse_ino_t ino,
 		fuse_reply_err(req, (int)-n);
 	else
 		fuse_reply_buf(req, buf, (size_t)n);
+	ctl_read_done(&fs->ctl, (uint64_t)off, n < 0 ? 0 : (size_t)n, 0, n < 0);
 out:
 	if (buf != stack)
 		free(buf);
@@ -449,8 +496,10 @@ static void read_waiting(fuse_req_t req, struct sfs_fs *fs, fuse_ino_t ino,
 	if (fs->layout.ops->extent) {
 		rc = read_extent(req, fs, ino, size, off);
 		if (rc != -ENOTSUP) {
-			if (rc < 0)
+			if (rc < 0) {
+				ctl_read_done(&fs->ctl, (uint64_t)off, 0, 0, 1);
 				fuse_reply_err(req, -rc);
+			}
 			return;
 		}
 	}
@@ -460,7 +509,26 @@ static void read_waiting(fuse_req_t req, struct sfs_fs *fs, fuse_ino_t ino,
 
 static void read_job(void *ctx, const struct worker_job *job)
 {
-	read_waiting(job->req, ctx, job->ino, job->size, (off_t)job->off);
+	struct sfs_fs *fs = ctx;
+
+	read_waiting(job->req, fs, job->ino, job->size, (off_t)job->off);
+	ctl_waited(&fs->ctl, sfs_now_ns() - job->t0);
+}
+
+/* A read of a control file: its snapshot's bytes (ctl.h). */
+static void read_ctl(fuse_req_t req, struct sfs_fs *fs, fuse_ino_t ino,
+		     size_t size, off_t off)
+{
+	char stack[STACK_READ];
+	ssize_t n;
+
+	if (size > sizeof(stack))
+		size = sizeof(stack);	/* a short read: the kernel asks again */
+	n = ctl_read(&fs->ctl, ino, stack, size, (uint64_t)off);
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else
+		fuse_reply_buf(req, stack, (size_t)n);
 }
 
 /*
@@ -476,8 +544,13 @@ static void sfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	int rc;
 
 	(void)fi;
+	ctl_op(&fs->ctl, CTL_READ);
 	if (off < 0) {
 		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if (ctl_is(ino)) {
+		read_ctl(req, fs, ino, size, off);
 		return;
 	}
 	if (!fs->io) {
@@ -495,7 +568,8 @@ static void sfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	 * one read in flight at a time (4 threads read cold ImageNet members
 	 * at 0.62-0.80x the extracted tree).  A worker's wake-up costs a few
 	 * microseconds against the device's hundreds. */
-	job = (struct worker_job){ read_job, req, ino, (uint64_t)off, size };
+	job = (struct worker_job){ read_job, req, ino, (uint64_t)off, size,
+				   sfs_now_ns() };
 	workers_submit(fs->io, &job);
 }
 
@@ -506,6 +580,7 @@ static void sfs_statfs(fuse_req_t req, fuse_ino_t ino)
 	uint64_t files = 0, bytes = 0;
 
 	(void)ino;
+	ctl_op(&fs->ctl, CTL_STATFS);
 	fs->layout.ops->statfs(fs->layout.priv, &files, &bytes);
 	memset(&sv, 0, sizeof(sv));
 	sv.f_bsize = BLKSIZE;
@@ -523,6 +598,7 @@ static void sfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 			int to_set, struct fuse_file_info *fi)
 {
 	(void)ino; (void)attr; (void)to_set; (void)fi;
+	ctl_op(&fs_of(req)->ctl, CTL_DENIED);
 	fuse_reply_err(req, EROFS);
 }
 
@@ -530,6 +606,7 @@ static void sfs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 		      mode_t mode, dev_t rdev)
 {
 	(void)parent; (void)name; (void)mode; (void)rdev;
+	ctl_op(&fs_of(req)->ctl, CTL_DENIED);
 	fuse_reply_err(req, EROFS);
 }
 
@@ -537,18 +614,21 @@ static void sfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 		      mode_t mode)
 {
 	(void)parent; (void)name; (void)mode;
+	ctl_op(&fs_of(req)->ctl, CTL_DENIED);
 	fuse_reply_err(req, EROFS);
 }
 
 static void sfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	(void)parent; (void)name;
+	ctl_op(&fs_of(req)->ctl, CTL_DENIED);
 	fuse_reply_err(req, EROFS);
 }
 
 static void sfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	(void)parent; (void)name;
+	ctl_op(&fs_of(req)->ctl, CTL_DENIED);
 	fuse_reply_err(req, EROFS);
 }
 
@@ -556,6 +636,7 @@ static void sfs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
 			const char *name)
 {
 	(void)link; (void)parent; (void)name;
+	ctl_op(&fs_of(req)->ctl, CTL_DENIED);
 	fuse_reply_err(req, EROFS);
 }
 
@@ -563,6 +644,7 @@ static void sfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		       fuse_ino_t newparent, const char *newname, unsigned flags)
 {
 	(void)parent; (void)name; (void)newparent; (void)newname; (void)flags;
+	ctl_op(&fs_of(req)->ctl, CTL_DENIED);
 	fuse_reply_err(req, EROFS);
 }
 
@@ -570,6 +652,7 @@ static void sfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 		     const char *newname)
 {
 	(void)ino; (void)newparent; (void)newname;
+	ctl_op(&fs_of(req)->ctl, CTL_DENIED);
 	fuse_reply_err(req, EROFS);
 }
 
@@ -577,6 +660,7 @@ static void sfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		      size_t size, off_t off, struct fuse_file_info *fi)
 {
 	(void)ino; (void)buf; (void)size; (void)off; (void)fi;
+	ctl_op(&fs_of(req)->ctl, CTL_DENIED);
 	fuse_reply_err(req, EROFS);
 }
 
@@ -584,6 +668,7 @@ static void sfs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		       mode_t mode, struct fuse_file_info *fi)
 {
 	(void)parent; (void)name; (void)mode; (void)fi;
+	ctl_op(&fs_of(req)->ctl, CTL_DENIED);
 	fuse_reply_err(req, EROFS);
 }
 
@@ -591,12 +676,14 @@ static void sfs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 			 const char *value, size_t size, int flags)
 {
 	(void)ino; (void)name; (void)value; (void)size; (void)flags;
+	ctl_op(&fs_of(req)->ctl, CTL_DENIED);
 	fuse_reply_err(req, EROFS);
 }
 
 static void sfs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
 	(void)ino; (void)name;
+	ctl_op(&fs_of(req)->ctl, CTL_DENIED);
 	fuse_reply_err(req, EROFS);
 }
 
@@ -613,12 +700,14 @@ static void sfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 			 size_t size)
 {
 	(void)ino; (void)name; (void)size;
+	ctl_op(&fs_of(req)->ctl, CTL_XATTR);
 	fuse_reply_err(req, ENOSYS);
 }
 
 static void sfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
 	(void)ino;
+	ctl_op(&fs_of(req)->ctl, CTL_XATTR);
 	if (size == 0)
 		fuse_reply_xattr(req, 0);	/* the size the list needs */
 	else
@@ -629,6 +718,7 @@ static void sfs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
 			  off_t offset, off_t length, struct fuse_file_info *fi)
 {
 	(void)ino; (void)mode; (void)offset; (void)length; (void)fi;
+	ctl_op(&fs_of(req)->ctl, CTL_DENIED);
 	fuse_reply_err(req, EROFS);
 }
 
@@ -639,6 +729,7 @@ static void sfs_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 {
 	(void)ino_in; (void)off_in; (void)fi_in; (void)ino_out;
 	(void)off_out; (void)fi_out; (void)len; (void)flags;
+	ctl_op(&fs_of(req)->ctl, CTL_DENIED);
 	fuse_reply_err(req, EROFS);
 }
 

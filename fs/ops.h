@@ -9,6 +9,7 @@
 #define FUSE_USE_VERSION 314
 #include <fuse_lowlevel.h>
 
+#include "ctl.h"
 #include "devpoll.h"
 #include "inval.h"
 #include "layouts/layout.h"
@@ -17,7 +18,7 @@
 #include "workers.h"
 
 /* The session's userdata.  Filled before mounting, read-only afterwards
- * but for io, rdp and inval, which lock themselves. */
+ * but for io, rdp, inval and ctl, which lock themselves. */
 struct sfs_fs {
 	struct fs_opts opts;	/* opts.core is what the layout was opened with */
 	struct layout layout;
@@ -29,6 +30,8 @@ struct sfs_fs {
 	int adaptive;		/* listings' attributes chosen by rdp (RDPLUS_ADAPTIVE) */
 	struct rdplus rdp;	/* locks itself */
 	struct inval inval;	/* locks itself */
+	struct ctl ctl;		/* the control directory; counts lock-free,
+				 * locks its documents */
 };
 
 extern const struct fuse_lowlevel_ops sfs_ll_ops;

@@ -9,6 +9,7 @@
 #define SFS_FS_OPTS_H
 
 #include <fuse_opt.h>
+#include <stdio.h>
 
 #include "options.h"
 
@@ -66,6 +67,11 @@ int sfs_opts_absolute_source(struct sfs_opts *o);
 
 /* Frees the strings sfs_opts_parse allocated. */
 void sfs_opts_free(struct fs_opts *o);
+
+/* Every option in force, one "name=value" line each (SOURCE first),
+ * values of options named secret, token or password shown as "***": the
+ * control directory's config (fs/ctl.h). */
+void sfs_opts_print(const struct fs_opts *o, FILE *f);
 
 /* The "-o" lines of --help. */
 void sfs_opts_help(void);

@@ -33,6 +33,7 @@ struct worker_job {
 	void *req;		/* fuse_req_t, opaque here */
 	uint64_t ino, off;
 	size_t size;
+	int64_t t0;		/* sfs_now_ns at the request: its wait (ctl.h) */
 };
 
 struct workers {

@@ -28,6 +28,17 @@ struct source {
 	void *priv;                 /* the backend's */
 };
 
+/* source_stats' counters, added to (relaxed) by the threads reading and
+ * read by source_env_stats: none is on a local file's read path. */
+struct source_counters {
+	_Atomic uint64_t requests, retries, errors;
+	_Atomic uint64_t mem_hits, mem_misses, disk_hits, disk_misses;
+};
+
+/* Adds 1 to a counter of struct source_counters (ctr may be NULL). */
+#define SOURCE_COUNT(ctr, field) do { if (ctr) \
+	atomic_fetch_add_explicit(&(ctr)->field, 1, memory_order_relaxed); } while (0)
+
 struct source_env {
 	struct source_config cfg;   /* defaults filled in */
 	source_change_fn on_change; /* source_env_on_change; set before reads */
@@ -35,6 +46,7 @@ struct source_env {
 	void *http;                 /* the HTTP backend's shared state, or NULL */
 	void *bucket;               /* the bucket backend's (bucket.c), or NULL */
 	void *z;                    /* decompressing sources' (zsource.c) */
+	struct source_counters ctr; /* source_env_stats */
 };
 
 struct source_backend {

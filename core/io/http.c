@@ -84,6 +84,7 @@ static int http_env_init(struct source_env *env)
 		     (unsigned)(env->cfg.cache_bytes / BLOCK / 8) : RA_MAX;
 	if ((rc = httpreq_ctx_new(&env->cfg, &he->net)))
 		return rc;
+	httpreq_ctx_count(he->net, &env->ctr);
 	if (!(he->mem = lru_new(env->cfg.cache_bytes)))
 		return -ENOMEM;
 	if (env->cfg.cache_dir &&

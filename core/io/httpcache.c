@@ -171,6 +171,26 @@ static int from_disk(const struct rd *r, uint64_t b)
 	return 1;
 }
 
+/* Block b's piece from the caches, counted (source_env_stats): 1, or 0. */
+static int cached(const struct rd *r, uint64_t b)
+{
+	struct source_counters *c = &r->s->env->ctr;
+
+	if (from_memory(r, b)) {
+		SOURCE_COUNT(c, mem_hits);
+		return 1;
+	}
+	SOURCE_COUNT(c, mem_misses);
+	if (!r->h->disk)
+		return 0;
+	if (from_disk(r, b)) {
+		SOURCE_COUNT(c, disk_hits);
+		return 1;
+	}
+	SOURCE_COUNT(c, disk_misses);
+	return 0;
+}
+
 /*
  * Whether a read that starts no stream lands in a region (REGION_SHIFT)
  * no recent such read did, and remembers its region (h->lock held).  Reads
@@ -719,7 +739,7 @@ static int read_round(struct rd *r, unsigned win, int lone)
 	int waits = 0, slot = -1, rc;
 
 	while (b <= b1) {
-		if (from_memory(r, b) || from_disk(r, b)) {
+		if (cached(r, b)) {
 			b++;
 			continue;
 		}
@@ -803,7 +823,9 @@ ssize_t httpcache_pread(struct source *s, void *buf, size_t n, uint64_t off)
 	if (source_nowait_mode()) {
 		for (b = b0; b <= b1; b++)
 			if (!from_memory(&r, b))
-				return -EAGAIN;
+				return -EAGAIN;	/* the waiting read counts */
+		for (b = b0; b <= b1; b++)
+			SOURCE_COUNT(&s->env->ctr, mem_hits);
 		prefetch_after(&r, b1, note_read(r.h, b0, b1, off, &lone));
 		return (ssize_t)n;
 	}

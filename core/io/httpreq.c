@@ -30,6 +30,7 @@
  * Not for: what a response means to a source (http.c), caching, logging.
  */
 #include "io/httpreq.h"
+#include "io/backend.h"
 #include "clock.h"
 
 #include <curl/curl.h>
@@ -69,6 +70,7 @@ struct httpreq_ctx {
 	struct conn *pool;
 	unsigned npool;
 	int global;                     /* curl_global_init done */
+	struct source_counters *ctr;    /* httpreq_ctx_count; may be NULL */
 };
 
 /* One attempt's state, for the body callback. */
@@ -686,6 +688,11 @@ static enum verdict attempt(struct httpreq_ctx *c, struct conn *k,
 	return judge(req, r, cc, &x, k->err);
 }
 
+void httpreq_ctx_count(struct httpreq_ctx *c, struct source_counters *ctr)
+{
+	c->ctr = ctr;
+}
+
 int httpreq_do(struct httpreq_ctx *c, const struct httpreq *req,
 	       struct httpresp *r)
 {
@@ -719,6 +726,9 @@ int httpreq_do(struct httpreq_ctx *c, const struct httpreq *req,
 		free(r->body);
 		memset(r, 0, sizeof(*r));
 		r->attempts = i + 1;
+		SOURCE_COUNT(c->ctr, requests);
+		if (i)
+			SOURCE_COUNT(c->ctr, retries);
 		v = attempt(c, k, req, r, deadline, &retry_after);
 		conn_give(c, k);
 		if (v != RETRY)
@@ -726,6 +736,8 @@ int httpreq_do(struct httpreq_ctx *c, const struct httpreq *req,
 	}
 	if (v == DONE)
 		return 0;
+	if (r->fail != FAIL_CANCELLED)
+		SOURCE_COUNT(c->ctr, errors);
 	r->retryable = v == RETRY && r->fail != FAIL_CANCELLED;
 	free(r->body);
 	r->body = NULL;

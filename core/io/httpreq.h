@@ -42,6 +42,10 @@ struct httpauth {
 /* cfg is the mount's (defaults filled in); kept, not copied: it must
  * outlive the context.  0 or -errno (with a message). */
 int httpreq_ctx_new(const struct source_config *cfg, struct httpreq_ctx **out);
+/* Counts c's requests, retries and failures into ctr (backend.h), which
+ * must outlive c; before the first request. */
+struct source_counters;
+void httpreq_ctx_count(struct httpreq_ctx *c, struct source_counters *ctr);
 /* After every request has returned. */
 void httpreq_ctx_free(struct httpreq_ctx *c);
 

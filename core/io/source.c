@@ -128,6 +128,19 @@ int source_env_new(const struct source_config *cfg, struct source_env **out)
 	return 0;
 }
 
+void source_env_stats(const struct source_env *env, struct source_stats *out)
+{
+	const struct source_counters *c = &env->ctr;
+
+	out->requests = atomic_load_explicit(&c->requests, memory_order_relaxed);
+	out->retries = atomic_load_explicit(&c->retries, memory_order_relaxed);
+	out->errors = atomic_load_explicit(&c->errors, memory_order_relaxed);
+	out->mem_hits = atomic_load_explicit(&c->mem_hits, memory_order_relaxed);
+	out->mem_misses = atomic_load_explicit(&c->mem_misses, memory_order_relaxed);
+	out->disk_hits = atomic_load_explicit(&c->disk_hits, memory_order_relaxed);
+	out->disk_misses = atomic_load_explicit(&c->disk_misses, memory_order_relaxed);
+}
+
 void source_env_on_change(struct source_env *env, source_change_fn fn,
 			  void *arg)
 {

@@ -102,6 +102,23 @@ struct source_config {
 /* Per-mount state shared by its sources (connections, caches). */
 struct source_env;
 
+/*
+ * What the remote sources of an env did since it was made, summed over
+ * them (local files are counted above core/io: their reads are the FUSE
+ * layer's replies).  requests: HTTP requests sent, each attempt counted;
+ * retries: those attempts after a request's first; errors: requests that
+ * failed after their retries; mem_ and disk_: blocks a read looked for
+ * in the memory and disk caches (a miss in memory that the disk has is a
+ * mem_miss and a disk_hit; disk_ stay 0 without cache_dir).
+ */
+struct source_stats {
+	uint64_t requests, retries, errors;
+	uint64_t mem_hits, mem_misses, disk_hits, disk_misses;
+};
+/* Fills *out; from any thread, at any time (relaxed counters: each one
+ * exact, the set not one instant's). */
+void source_env_stats(const struct source_env *env, struct source_stats *out);
+
 /* cfg may be NULL (defaults).  0 or -errno. */
 int source_env_new(const struct source_config *cfg, struct source_env **out);
 void source_env_free(struct source_env *env);

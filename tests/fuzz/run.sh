@@ -19,7 +19,7 @@ cd "$(dirname "$0")/../.."
 mode=$1 secs=$2
 shift 2
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(npy pickle zip zipdir kaggle tar tarindex mat5 devkit strokes index autoindex bucketlist awscred classes download httphdr checkpoint zindex zfind)
+[ ${#targets[@]} -eq 0 ] && targets=(npy pickle zip zipdir kaggle tar tarindex mat5 devkit strokes index autoindex bucketlist awscred classes download httphdr checkpoint zindex zfind statdoc)
 B=build-fuzz
 
 # per-target limits: the largest input, and the largest single allocation

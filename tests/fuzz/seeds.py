@@ -353,6 +353,16 @@ def zfind(out):
         put(out, "zfind", "frames.zst", r.stdout + skip + r.stdout)
 
 
+def statdoc(out):
+    """fuzz_statdoc: stats.json as the daemon writes it, and odd ones."""
+    put(out, "statdoc", "doc", b'{\n  "version": "0.1",\n  "uptime_s": 1.5,\n'
+        b'  "ops": {"lookup": 5, "read": 3},\n  "files_read": 3,\n'
+        b'  "waits": 1, "wait_us_hist": {"100": 1, "+Inf": 0},\n'
+        b'  "sources": [{"name": "a\\"b \\"errors\\": 9", "errors": 0}]\n}\n')
+    put(out, "statdoc", "unterminated", b'{"read": 1e400, "errors": "x')
+    put(out, "statdoc", "spaces", b'{"read"  \t:\n -0.5e+3}')
+
+
 def main(fix, out):
     global FIX
     FIX = fix
@@ -386,6 +396,7 @@ def main(fix, out):
     checkpoint(out)
     zindex(out, tars)
     zfind(out)
+    statdoc(out)
 
 
 if __name__ == "__main__":
