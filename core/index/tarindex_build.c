@@ -663,13 +663,15 @@ static void ckpt_start(struct builder *b, struct index_writer *w, uint32_t part)
 }
 
 /* Whether a build that ended with rc leaves its checkpoint: when it
- * failed for what the next mount may not meet (the network, the disk, a
- * signal), not for what the sources are (not a tar, a tar bomb) nor for a
- * checkpoint that did not fit. */
+ * failed for what the next mount may not meet (the network, a signal,
+ * memory), not for what the sources are (not a tar, a tar bomb), nor for
+ * a full index_dir (ENOSPC, EDQUOT): there the checkpoint would hold the
+ * very space the user must free, and a refused mount leaves index_dir as
+ * it found it (test_faults.sh). */
 static int ckpt_worth_keeping(int rc)
 {
-	return rc == -EIO || rc == -ETIMEDOUT || rc == -EINTR || rc == -ENOSPC ||
-	       rc == -EDQUOT || rc == -ENOMEM || rc == -EAGAIN;
+	return rc == -EIO || rc == -ETIMEDOUT || rc == -EINTR || rc == -ENOMEM ||
+	       rc == -EAGAIN;
 }
 
 /* After the walks: every member the checkpoint replays was taken. */
