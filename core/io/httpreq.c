@@ -631,6 +631,16 @@ static void auth_clear(CURL *h, struct curl_slist *hdrs)
 	curl_slist_free_all(hdrs);
 }
 
+/* The wait a response's Retry-After asks for (seconds; 0: none). */
+static curl_off_t retry_after_of(CURL *h)
+{
+	struct curl_header *hh;
+
+	if (curl_easy_header(h, "Retry-After", 0, CURLH_HEADER, -1, &hh) != CURLHE_OK)
+		return 0;
+	return httphdr_retry_after(hh->value, time(NULL));
+}
+
 /* One attempt on handle k, cut at the deadline. */
 static enum verdict attempt(struct httpreq_ctx *c, struct conn *k,
 			    const struct httpreq *req, struct httpresp *r,
@@ -638,7 +648,6 @@ static enum verdict attempt(struct httpreq_ctx *c, struct conn *k,
 {
 	struct xfer x = { .h = k->h, .req = req, .resp = r };
 	struct curl_slist *hdrs = NULL;
-	struct curl_header *hh;
 	char range[48];
 	uint64_t bytes, ms;
 	unsigned stall;
@@ -682,9 +691,7 @@ static enum verdict attempt(struct httpreq_ctx *c, struct conn *k,
 		return FAIL;
 	}
 	gather(k->h, req, r);
-	*retry_after = 0;
-	if (curl_easy_header(k->h, "Retry-After", 0, CURLH_HEADER, -1, &hh) == CURLHE_OK)
-		*retry_after = httphdr_retry_after(hh->value, time(NULL));
+	*retry_after = retry_after_of(k->h);
 	return judge(req, r, cc, &x, k->err);
 }
 
@@ -693,12 +700,27 @@ void httpreq_ctx_count(struct httpreq_ctx *c, struct source_counters *ctr)
 	c->ctr = ctr;
 }
 
-int httpreq_do(struct httpreq_ctx *c, const struct httpreq *req,
-	       struct httpresp *r)
+/*
+ * What one attempt of a request is: attempt() for reads and HEADs,
+ * put_attempt() for an upload (arg: its body).  Both answer DONE, FAIL or
+ * RETRY, and set *retry_after when the server asked for a wait.
+ */
+typedef enum verdict (*attempt_fn)(struct httpreq_ctx *c, struct conn *k,
+				   const struct httpreq *req, struct httpresp *r,
+				   int64_t deadline, curl_off_t *retry_after,
+				   const void *arg);
+
+/*
+ * The one retry loop of every request: attempts with backoff (and the
+ * server's Retry-After) until one is not RETRY, the retries run out, the
+ * deadline passes or the request is cancelled.  r holds the last
+ * attempt's response; its body is kept only when DONE.
+ */
+static enum verdict retry_loop(struct httpreq_ctx *c, const struct httpreq *req,
+			       int64_t deadline, attempt_fn fn, const void *arg,
+			       struct httpresp *r)
 {
 	uint64_t rng = ((uint64_t)(uintptr_t)r ^ (uint64_t)time(NULL) << 20) | 1;
-	int64_t deadline = req->deadline_ns ? req->deadline_ns : sfs_now_ns() +
-			   (int64_t)c->cfg->read_timeout_s * 1000000000;
 	curl_off_t retry_after = 0;
 	enum verdict v = FAIL;
 	struct conn *k;
@@ -720,7 +742,7 @@ int httpreq_do(struct httpreq_ctx *c, const struct httpreq *req,
 			r->fail = FAIL_NET;
 			snprintf(r->cause, sizeof(r->cause), "libcurl: no handle "
 				 "(out of memory?)");
-			return -EIO;
+			return FAIL;
 		}
 		/* each attempt starts afresh, but keeps the count */
 		free(r->body);
@@ -729,11 +751,31 @@ int httpreq_do(struct httpreq_ctx *c, const struct httpreq *req,
 		SOURCE_COUNT(c->ctr, requests);
 		if (i)
 			SOURCE_COUNT(c->ctr, retries);
-		v = attempt(c, k, req, r, deadline, &retry_after);
+		v = fn(c, k, req, r, deadline, &retry_after, arg);
 		conn_give(c, k);
 		if (v != RETRY)
 			break;
 	}
+	return v;
+}
+
+/* attempt() as an attempt_fn (no argument). */
+static enum verdict read_attempt(struct httpreq_ctx *c, struct conn *k,
+				 const struct httpreq *req, struct httpresp *r,
+				 int64_t deadline, curl_off_t *retry_after,
+				 const void *arg)
+{
+	(void)arg;
+	return attempt(c, k, req, r, deadline, retry_after);
+}
+
+int httpreq_do(struct httpreq_ctx *c, const struct httpreq *req,
+	       struct httpresp *r)
+{
+	int64_t deadline = req->deadline_ns ? req->deadline_ns : sfs_now_ns() +
+			   (int64_t)c->cfg->read_timeout_s * 1000000000;
+	enum verdict v = retry_loop(c, req, deadline, read_attempt, NULL, r);
+
 	if (v == DONE)
 		return 0;
 	if (r->fail != FAIL_CANCELLED)
@@ -768,12 +810,16 @@ static size_t on_read(char *buf, size_t size, size_t nmemb, void *arg)
 /* One PUT attempt on k: attempt()'s, with a body to send instead of one
  * to receive; the handle's upload options are undone before it goes back
  * to the pool, as auth_clear undoes the signing. */
+/* One PUT of the body `arg` points to (a struct upload, sent from its
+ * start: each attempt gets its own copy to consume). */
 static enum verdict put_attempt(struct httpreq_ctx *c, struct conn *k,
-				const struct httpreq *req, const void *data,
-				uint64_t len, struct httpresp *r, int64_t deadline)
+				const struct httpreq *req, struct httpresp *r,
+				int64_t deadline, curl_off_t *retry_after,
+				const void *arg)
 {
 	struct xfer x = { .h = k->h, .req = req, .resp = r, .accept = 200 };
-	struct upload u = { data, len };
+	struct upload u = *(const struct upload *)arg;
+	uint64_t len = u.left;
 	struct curl_slist *hdrs = NULL;
 	int64_t left = (deadline - sfs_now_ns()) / 1000000;
 	uint64_t ms = c->cfg->timeout_s * 1000ull + len * 1000 / MIN_RATE;
@@ -801,6 +847,7 @@ static enum verdict put_attempt(struct httpreq_ctx *c, struct conn *k,
 	curl_easy_setopt(k->h, CURLOPT_READDATA, NULL);
 	curl_easy_setopt(k->h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)-1);
 	gather(k->h, req, r);
+	*retry_after = retry_after_of(k->h);
 	return judge(req, r, cc, &x, k->err);
 }
 
@@ -808,34 +855,11 @@ int httpreq_put(struct httpreq_ctx *c, const char *url, const struct httpauth *a
 		const void *data, uint64_t len, struct httpresp *r)
 {
 	const struct httpreq req = { .url = url, .max_body = 4096, .auth = auth };
-	uint64_t rng = ((uint64_t)(uintptr_t)r ^ (uint64_t)time(NULL) << 20) | 1;
+	const struct upload body = { data, len };
 	int64_t deadline = sfs_now_ns() + (int64_t)c->cfg->read_timeout_s * 1000000000 +
 			   (int64_t)(len * 1000000000 / MIN_RATE);
-	enum verdict v = FAIL;
-	struct conn *k;
-	unsigned i;
-	int rc;
+	enum verdict v = retry_loop(c, &req, deadline, put_attempt, &body, r);
 
-	memset(r, 0, sizeof(*r));
-	for (i = 0; i <= c->cfg->retries; i++) {
-		if (i && (rc = backoff(c, &req, i - 1, 0, deadline, &rng))) {
-			give_up(c, r, rc);
-			break;
-		}
-		if (!(k = conn_take(c))) {
-			r->fail = FAIL_NET;
-			snprintf(r->cause, sizeof(r->cause), "libcurl: no handle "
-				 "(out of memory?)");
-			return -EIO;
-		}
-		free(r->body);
-		memset(r, 0, sizeof(*r));
-		r->attempts = i + 1;
-		v = put_attempt(c, k, &req, data, len, r, deadline);
-		conn_give(c, k);
-		if (v != RETRY)
-			break;
-	}
 	free(r->body);
 	r->body = NULL;
 	r->got = 0;
