@@ -30,6 +30,18 @@ HTTP_WORKERS=${HTTP_WORKERS:-1}
 # nginx directives added to the server block (test_gcs.sh: a bucket's
 # listing answered from recorded pages)
 HTTP_EXTRA=${HTTP_EXTRA:-}
+# nginx locations serving gcs_pages.py's recorded bucket "qdb" (under the
+# served directory) as GCS's XML API does: its listing pages by prefix and
+# marker; "directories" are no objects (GCS has none: 404, then a listing
+# says).  For HTTP_EXTRA (test_gcs.sh, test_download.sh).
+HTTP_GCS_QDB='
+		location = /qdb {
+			default_type application/xml;
+			try_files "/_pages/p=$arg_prefix&m=$arg_marker.xml" =404;
+		}
+		location /qdb/ {
+			if (-d $request_filename) { return 404; }
+		}'
 HTTP_PID= HTTP_PORT= HTTPS_PORT= HTTP_CACERT= HTTP_ACCESS_LOG= HTTP_ERROR_LOG= HTTP_ROOT=
 HTTP_WORKER_PIDS=()
 PROXY_PID= PROXY_PORT= PROXY_LOG=

@@ -74,14 +74,7 @@ check "unmount" sfs_umount "$T/ml"
 swift_stop
 
 # ---- GCS, through the fault proxy ----
-HTTP_EXTRA='
-		location = /qdb {
-			default_type application/xml;
-			try_files "/_pages/p=$arg_prefix&m=$arg_marker.xml" =404;
-		}
-		location /qdb/ {
-			if (-d $request_filename) { return 404; }
-		}'
+HTTP_EXTRA=$HTTP_GCS_QDB
 check "nginx serves the bucket" http_start "$W"
 check "the fault proxy starts" proxy_start "$(http_url)"
 unset GOOGLE_OAUTH_ACCESS_TOKEN

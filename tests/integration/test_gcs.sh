@@ -27,16 +27,8 @@ export SFS_ROOT
 
 "$PY" "$(dirname "$0")/gcs_pages.py" "$W" || { echo "not ok - fixtures"; exit 1; }
 
-# the bucket's listing from the recorded pages, by prefix and marker;
-# "directories" are no objects (GCS has none: 404, then a listing says)
-HTTP_EXTRA='
-		location = /qdb {
-			default_type application/xml;
-			try_files "/_pages/p=$arg_prefix&m=$arg_marker.xml" =404;
-		}
-		location /qdb/ {
-			if (-d $request_filename) { return 404; }
-		}
+# the recorded bucket (http_lib.sh), and /tok: the same behind a bearer token
+HTTP_EXTRA="$HTTP_GCS_QDB"'
 		location = /tok {
 			if ($http_authorization != "Bearer t0k-3n") { return 401; }
 			try_files "/_pages/p=$arg_prefix&m=$arg_marker.xml" =404;
