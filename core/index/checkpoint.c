@@ -262,10 +262,14 @@ static int flush_buf(struct ckpt *c)
 	rc = index_write_all(c->fd, c->buf, c->buffered, c->path);
 	c->buffered = 0;
 	if (rc < 0) {
+		/* removed, not left half written: on a full index_dir (the
+		 * usual cause) it holds space the user must free, and a
+		 * refused mount leaves index_dir as it found it */
 		sfs_warn("%s: the index build goes on without saving its progress",
 			 c->path);
 		close(c->fd);
 		c->fd = -1;
+		unlink(c->path);
 	}
 	return 0;
 }
