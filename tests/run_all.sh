@@ -3,7 +3,8 @@
 # build-asan/, build-tsan/ and build-fuzz/: the layering check of core/
 # (tests/check_layers.sh), unit tests of both builds, the fuzz targets'
 # regressions and a short run of each, then every integration test with the
-# plain daemon and with the ASan+UBSan daemon.  Ends with "N passed, N failed".
+# plain daemon and with the ASan+UBSan daemon (a few, listed in ONCE, with
+# the ASan one only).  Ends with "N passed, N failed".
 #
 # The checks run as jobs, TEST_JOBS at a time (default: one more than the
 # CPUs, since the integration tests wait on mounts, servers and their
@@ -48,9 +49,16 @@ for b in build build-asan; do
 	done
 done
 JOBS+=(fuzz)
+# Tests of what surrounds the daemon (man pages and completion, a Slurm
+# cluster, the example loaders) run once, with the ASan daemon: a second
+# run with the plain one would test the same scripts and cost a minute of
+# the suite's 15 on 2 cores.
+ONCE="test_docs.sh test_slurm.sh test_loaders.sh"
 for b in build build-asan; do
 	for t in tests/integration/test_*.sh; do
-		[ -e "$t" ] && JOBS+=("int:$b:${t##*/}")
+		[ -e "$t" ] || continue
+		[ "$b" = build ] && [[ " $ONCE " == *" ${t##*/} "* ]] && continue
+		JOBS+=("int:$b:${t##*/}")
 	done
 done
 
