@@ -50,10 +50,10 @@ for b in build build-asan; do
 done
 JOBS+=(fuzz)
 # Tests of what surrounds the daemon (man pages and completion, a Slurm
-# cluster, the example loaders) run once, with the ASan daemon: a second
-# run with the plain one would test the same scripts and cost a minute of
-# the suite's 15 on 2 cores.
-ONCE="test_docs.sh test_slurm.sh test_loaders.sh"
+# cluster, the example loaders, the bench's charts) run once, with the ASan
+# daemon: a second run with the plain one would test the same scripts and
+# cost a minute of the suite's 15 on 2 cores.
+ONCE="test_docs.sh test_slurm.sh test_loaders.sh test_charts.sh"
 for b in build build-asan; do
 	for t in tests/integration/test_*.sh; do
 		[ -e "$t" ] || continue

@@ -13,6 +13,8 @@ pkgs=(build-essential pkg-config libfuse3-dev fuse3 zlib1g-dev libarchive-dev
 			# OpenSSL's libcrypto, loaded anyway by Debian's libcurl (OpenSSL flavour)
       libisal-dev	# ISA-L's igzip inflates gzip sources' spans (core/io/zgzip.c)
       isal pigz tabix python3-indexed-gzip
+      python3-matplotlib	# tools/bench/charts.py: `make bench` draws docs/bench/*.png
+				# (tests/integration/test_charts.sh checks them)
       rclone	# tools/bench/bucketbench.sh: rclone mount of the exploded objects, the bench anchor
 			# test_gzip.sh and tools/bench/gzbench.sh: igzip -dc (the
 			# bench's anchor), pigz and bgzip (tabix) make the fixtures,

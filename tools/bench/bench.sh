@@ -3,18 +3,23 @@
 # (explode to one file per sample, extract the tars, squashfuse, archivemount)
 # and against the FUSE floor (build/samplefs-floorfs: the least any FUSE
 # filesystem can do per file), side by side in one run, medians of
-# BENCH_RUNS runs, cold and warm caches.  Writes tools/bench/results.md.
+# BENCH_RUNS runs, cold and warm caches.  Writes tools/bench/results.md and
+# its charts, docs/bench/*.png (tools/bench/charts.py).
 #
-#   tools/bench/bench.sh [A] [B] [http] [tools] [cold]   parts: A Quick, Draw!,
-#                   B ImageNet, http mounts over HTTP (default all three);
-#                   tools: du, ls -lR, find over ImageNet only; cold: cold
-#                   ImageNet reads only
+#   tools/bench/bench.sh [A] [B] [http] [scale] [stats] [tools] [cold]
+#                   parts: A Quick, Draw!, B ImageNet, http mounts over
+#                   HTTP, scale mount time, index and RSS against dataset
+#                   size, stats the cost of reading stats.json (default
+#                   those five); tools: du, ls -lR, find over ImageNet
+#                   only; cold: cold ImageNet reads only
 #   BENCH_QUICK=1   small data and one run, for debugging; the table goes to
-#                   $BENCH_DIR/quick/results.md, not into the repository
+#                   $BENCH_DIR/quick/results.md and the charts to
+#                   $BENCH_DIR/quick/charts/, not into the repository
 #   BENCH_RUNS=N    runs per measurement (default 3)
 #   BENCH_POLL=USEC the floor's -o poll, as samplefs' default (50)
 #   BENCH_DIR=DIR   generated data, kept between runs (default /var/tmp/samplefs-bench)
 #   BENCH_OUT=FILE  where the table goes
+#   BENCH_CHARTS=DIR where the charts go
 #   BENCH_BUILD=DIR where build/samplefs and build/samplefs-floorfs are
 #
 # Data is generated once (by the fast numpy generators next to this script)
@@ -37,14 +42,17 @@ READER=$BUILD/bench-readfiles
 QUICK=${BENCH_QUICK:-0}
 POLL=${BENCH_POLL:-50}	# samplefs' default -o poll, given to the floor too
 BASE=${BENCH_DIR:-/var/tmp/samplefs-bench}
-PARTS=${*:-A B http}
+PARTS=${*:-A B http scale stats}
 if [ "$QUICK" = 1 ]; then
 	DATA=$BASE/quick
 	RUNS=${BENCH_RUNS:-1}
 	OUT=${BENCH_OUT:-$DATA/results.md}
-	QD_CLASSES=20 QD_PER=1000 QD_SCALE="200:0.2k 3000:3k"
+	CHARTS=${BENCH_CHARTS:-$DATA/charts}
+	QD_CLASSES=20 QD_PER=1000
 	QD_READ=20000 QD_STROKES=5000
-	SLOW_BUILD=60 SCALE_BUDGET=60
+	SLOW_BUILD=60
+	SCALE_QD="10 100 1000" SCALE_IN="5 50 500"	# samples per class
+	STATS_RUNS=2
 	IN_CLASSES=40 IN_PER=500 IN_VAL=1000 IN_FLAT=5 IN_READ=5000 AM_READ=500
 	AM_TIMEOUT=60
 	HTTP_EPOCH=5
@@ -52,9 +60,13 @@ else
 	DATA=$BASE
 	RUNS=${BENCH_RUNS:-3}
 	OUT=${BENCH_OUT:-$HERE/results.md}
-	QD_CLASSES=345 QD_PER=3000 QD_SCALE="1000:1k 10000:10k"
+	CHARTS=${BENCH_CHARTS:-$ROOT/docs/bench}
+	QD_CLASSES=345 QD_PER=3000
 	QD_READ=100000 QD_STROKES=20000
-	SLOW_BUILD=60 SCALE_BUDGET=240
+	SLOW_BUILD=60
+	# ~10k, ~100k and the full ~1M: x 345 classes, x 1000 class tars
+	SCALE_QD="30 300 3000" SCALE_IN="10 100 1281"
+	STATS_RUNS=5	# issue 19's target: the median of 5 alternating runs
 	IN_CLASSES=1000 IN_PER=1281 IN_VAL=50000 IN_FLAT=20 IN_READ=20000
 	AM_READ=1000 AM_TIMEOUT=300
 	HTTP_EPOCH=10	# whole classes in the sequential epoch at 20 ms
@@ -400,58 +412,8 @@ qd_reads() {	# SOURCE INDEX_DIR IMAGE_BYTES STROKE_BYTES
 	[ -n "${QD_ANON:-}" ] && rec qd.anon_kb "$QD_ANON"
 }
 
-# How first mount, remount, RSS and index size grow with samples per class.
-# When the first mount of the main set says this point would take longer than
-# SCALE_BUDGET seconds to index, it indexes fewer classes (-o classes=), and
-# says so.
-qd_scale() {	# PER:LABEL
-	local per=${1%%:*} label=${1##*:} src idx cls=$LISTS/scale-classes.txt t ncls
-	src=$DATA/qd-$per
-	idx=$DATA/index/qd-$per
-	qd_source "$src" "$QD_CLASSES" "$per" || { fail "scale.mount1.$label" "generator failed"; return 1; }
-	t=$(awk -F'\t' '$1 == "m" && $2 == "qd.mount1_cold_s" { print $3; exit }' "$RES")
-	ncls=$(awk -v t="${t:-0}" -v p="$per" -v q="$QD_PER" -v b="$SCALE_BUDGET" -v n="$QD_CLASSES" \
-		'BEGIN { e = t * p / q; k = e > b ? int(n * b / e) : n; print (k < 10 ? 10 : k) }')
-	head -n "$ncls" "$src/classes.txt" >"$cls"
-	[ "$ncls" -lt "$QD_CLASSES" ] &&
-		note "A: the $label-per-class point indexes only the first $ncls classes (-o classes=), to stay within ${SCALE_BUDGET} s"
-	mkdir -p "$LISTS/scale"
-	"$PY" "$HERE/lists.py" qd "$src/manifest.json" "$LISTS/scale" "$QD_STROKES" "$QD_STROKES" 2 "$ncls" >/dev/null
-	rm -rf "$idx"
-	drop_caches
-	samplefs_start "$src" "$idx" "classes=$cls" || { fail "scale.mount1.$label" "mount failed"; return 1; }
-	rec "scale.mount1.$label" "$FS_SECS"
-	fs_stop "$MNT"
-	qd_warm "$src" "$idx"
-	samplefs_start "$src" "$idx" "classes=$cls" || return 1
-	rec "scale.remount.$label" "$FS_SECS"
-	readlist "$LISTS/scale/qd_strokes.txt" "$MNT" 1 >/dev/null
-	fs_stop "$MNT"
-	rec "scale.rss.$label" "$FS_HWM"
-	rec "scale.index.$label" "$(awk -v i="$(index_bytes "$idx")" -v n="$(qd_npz_bytes "$src" "$cls")" \
-		'BEGIN { printf "%.4f", i / n }')"
-}
-
-# The main data set's point of the growth table: copies of the medians above,
-# and RSS after the same stroke reads as the other points.
-qd_scale_main() {	# SOURCE INDEX_DIR
-	local label m
-	label=$(awk -v n="$QD_PER" 'BEGIN { printf "%gk", n / 1000 }')
-	for m in mount1:qd.mount1_cold_s remount:qd.remount_warm_s index:qd.index_ratio; do
-		awk -F'\t' -v k="${m#*:}" -v o="scale.${m%%:*}.$label" \
-			'$1 == "m" && $2 == k { print "m\t" o "\t" $3 }' "$RES" >>"$RES.tmp"
-	done
-	[ -f "$RES.tmp" ] && cat "$RES.tmp" >>"$RES" && rm -f "$RES.tmp"
-	mkdir -p "$LISTS/scale"
-	"$PY" "$HERE/lists.py" qd "$1/manifest.json" "$LISTS/scale" "$QD_STROKES" "$QD_STROKES" 2 >/dev/null
-	samplefs_start "$1" "$2" || return 1
-	readlist "$LISTS/scale/qd_strokes.txt" "$MNT" 1 >/dev/null
-	fs_stop "$MNT"
-	rec "scale.rss.$label" "$FS_HWM"
-}
-
 part_a() {
-	local src=$DATA/qd-$QD_PER idx=$DATA/index/qd-$QD_PER sizes isz ssz total s
+	local src=$DATA/qd-$QD_PER idx=$DATA/index/qd-$QD_PER sizes isz ssz total
 	say "== A. Quick, Draw! ($QD_CLASSES classes x $QD_PER)"
 	SFS_LAYOUT=quickdraw
 	qd_source "$src" "$QD_CLASSES" "$QD_PER" || { fail qd.explode_s "generator failed"; return 1; }
@@ -462,28 +424,24 @@ part_a() {
 	qd_squashfs || fail qd.cold.squashfs "mksquashfs failed"
 	qd_mounts "$src" "$idx"
 	qd_reads "$src" "$idx" "$isz" "$ssz"
-	qd_scale_main "$src" "$idx"
-	for s in $QD_SCALE; do
-		qd_scale "$s"
-	done
 	note "A: 'gidx order' reads the first $(wc -l <"$LISTS/qd_images.txt") image files (classes in label order); the squashfs image (default gzip) holds the exploded images of just the classes that read touches."
 	note "A: the explode step is timed once per bench run; samplefs mounts use a fresh -o index_dir under $DATA/index."
 }
 
 # ---- B. ImageNet ------------------------------------------------------------
 
-in_source() {
-	local d=$DATA/imagenet
+in_source() {	# [DIR PER_CLASS NVAL]: part B's release unless given
+	local d=${1:-$DATA/imagenet} per=${2:-$IN_PER} val=${3:-$IN_VAL}
 	[ -f "$d/.done" ] && return 0
-	say "generating an ImageNet-sized release ($IN_CLASSES x $IN_PER) in $d"
+	say "generating an ImageNet-sized release ($IN_CLASSES x $per) in $d"
 	rm -rf "$d"
-	"$PY" "$HERE/gen_imagenet.py" "$d" "$IN_CLASSES" "$IN_PER" "$IN_VAL" "$IN_FLAT" 1 >>"$LOG" &&
+	"$PY" "$HERE/gen_imagenet.py" "$d" "$IN_CLASSES" "$per" "$val" "$IN_FLAT" 1 >>"$LOG" &&
 		touch "$d/.done"
 }
 
-in_warm() {	# INDEX_DIR
+in_warm() {	# INDEX_DIR [SOURCE]: drop caches, then read the sources and index
 	drop_caches
-	cat_files "$DATA/imagenet"/ILSVRC2012_* "$1"/*
+	cat_files "${2:-$DATA/imagenet}"/ILSVRC2012_* "$1"/*
 }
 
 # The usual recipe: untar the outer tar, untar each class tar into its
@@ -1022,11 +980,108 @@ part_http() {
 	http_stop
 }
 
+# ---- scale. Mount time, index size and RSS against dataset size ----------
+
+# Each dataset at a few sizes of the real one's shape (Quick, Draw!'s
+# QD_CLASSES classes, ImageNet's IN_CLASSES class tars) with SCALE_QD and
+# SCALE_IN samples per class; the largest is part A's or B's own data (made
+# once, shared).  For each size, RUNS times: a first mount cold (when caches
+# can be dropped) and one with the sources warm, then a warm remount; the
+# daemon's VmHWM over the first mounts; once, a remount that reads the random
+# stroke files (Quick, Draw!) or train JPEGs (ImageNet) of lists.py, QD_STROKES
+# of them, 1 thread, and its VmHWM; the index directory's size.  Keys:
+# scale.<qd|in>.<metric>.<samples>; charts.py draws them against samples.
+
+scale_warm() {	# SET SOURCE INDEX_DIR
+	case $1 in
+	qd) qd_warm "$2" "$3" ;;
+	in) in_warm "$3" "$2" ;;
+	esac
+}
+
+scale_point() {	# SET SAMPLES SOURCE INDEX_DIR LIST
+	local set=$1 n=$2 src=$3 idx=$4 list=$5 k=scale.$1 r build=
+	for r in $(seq 1 "$RUNS"); do
+		if [ "$CAN_DROP" = 1 ]; then
+			rm -rf "$idx"
+			drop_caches
+			samplefs_start "$src" "$idx" || { fail "$k.mount1_cold.$n" "mount failed"; return 1; }
+			rec "$k.mount1_cold.$n" "$FS_SECS"
+			fs_stop "$MNT"; keep_max build "$FS_HWM"
+		fi
+		rm -rf "$idx"
+		scale_warm "$set" "$src" "$idx"
+		samplefs_start "$src" "$idx" || { fail "$k.mount1_warm.$n" "mount failed"; return 1; }
+		rec "$k.mount1_warm.$n" "$FS_SECS"
+		fs_stop "$MNT"; keep_max build "$FS_HWM"
+		scale_warm "$set" "$src" "$idx"
+		samplefs_start "$src" "$idx" && rec "$k.remount.$n" "$FS_SECS" && fs_stop "$MNT"
+	done
+	[ -n "$build" ] && rec "$k.build_rss_kb.$n" "$build"
+	rec "$k.index_kb.$n" "$(awk -v b="$(index_bytes "$idx")" 'BEGIN { printf "%.1f", b / 1024 }')"
+	samplefs_start "$src" "$idx" || return 1
+	if readlist "$list" "$MNT" 1 >/dev/null; then
+		fs_stop "$MNT"
+		rec "$k.rss_kb.$n" "$FS_HWM"
+	else
+		fs_stop "$MNT"
+		fail "$k.rss_kb.$n" "reader error or timeout (see bench.log)"
+	fi
+}
+
+part_scale() {
+	local per src val l
+	say "== scale. Quick, Draw! at $SCALE_QD x $QD_CLASSES, ImageNet at $SCALE_IN x $IN_CLASSES"
+	SFS_LAYOUT=quickdraw
+	for per in $SCALE_QD; do
+		src=$DATA/qd-$per l=$LISTS/scale/qd-$per
+		qd_source "$src" "$QD_CLASSES" "$per" || { fail "scale.qd.mount1_warm.$((QD_CLASSES * per))" "generator failed"; continue; }
+		mkdir -p "$l"
+		"$PY" "$HERE/lists.py" qd "$src/manifest.json" "$l" 0 "$QD_STROKES" 2 >/dev/null || continue
+		scale_point qd "$((QD_CLASSES * per))" "$src" "$DATA/index/scale-qd-$per" "$l/qd_strokes.txt"
+	done
+	SFS_LAYOUT=imagenet
+	for per in $SCALE_IN; do
+		src=$DATA/imagenet-$per l=$LISTS/scale/in-$per
+		val=$(( (IN_VAL * per + IN_PER / 2) / IN_PER ))	# val in proportion
+		[ "$per" = "$IN_PER" ] && src=$DATA/imagenet val=$IN_VAL
+		in_source "$src" "$per" "$val" || { fail "scale.in.mount1_warm.$((IN_CLASSES * per + val))" "generator failed"; continue; }
+		mkdir -p "$l"
+		"$PY" "$HERE/lists.py" in "$src" "$l" "$QD_STROKES" 0 2 >/dev/null || continue
+		scale_point in "$((IN_CLASSES * per + val))" "$src" "$DATA/index/scale-in-$per" "$l/in_random.txt"
+	done
+	fact "scale data" "Quick, Draw! $QD_CLASSES classes x {${SCALE_QD// /, }} samples; ImageNet-shaped $IN_CLASSES class tars x {${SCALE_IN// /, }} JPEGs + val in proportion to part B's ($IN_VAL for $IN_PER); samples = images (or train + val members); reads after a remount: $QD_STROKES random stroke files or train JPEGs, 1 thread"
+	note "scale: each size's first mounts are timed in each of the $RUNS run(s) (the cold ones only as root); the peak RSS of the first mount is the max over those, the RSS after random reads one remount's VmHWM (mapped index pages included)."
+}
+
+# ---- stats. What reading MOUNT/.samplefs/stats.json costs the reads --------
+
+# tools/bench/statsbench.sh, the one implementation of the measurement, on
+# part B's release and its random list (the bench's random-read workload,
+# 4 threads): STATS_RUNS alternating pairs of fresh mounts without and with
+# stats.json read 10 times a second; it adds the stats.without and
+# stats.with lines to results.tsv.
+part_stats() {
+	local idx=$DATA/index/imagenet
+	say "== stats. stats.json read 10 times a second during random ImageNet reads"
+	in_source || { fail stats.with "generator failed"; return 1; }
+	"$PY" "$HERE/lists.py" in "$DATA/imagenet" "$LISTS" "$IN_READ" "$AM_READ" 1 >/dev/null || return 1
+	in_warm "$idx"
+	if ! BUILD=$BUILD STATS_RUNS=$STATS_RUNS STATS_THREADS=4 STATS_TSV=$RES 		bash "$HERE/statsbench.sh" "$DATA/imagenet" "$LISTS/in_random.txt" 			"layout=imagenet,index_dir=$idx" >>"$LOG" 2>&1; then
+		fail stats.with "statsbench.sh failed (see bench.log)"
+		return 1
+	fi
+	note "stats: tools/bench/statsbench.sh on part B's release: $STATS_RUNS pairs of fresh mounts (saved index, sources warm), without and with a bash loop reading MOUNT/.samplefs/stats.json every 0.1 s, the order alternating; each reads the $(wc -l <"$LISTS/in_random.txt") random train JPEGs of part B with 4 threads."
+}
+
 setup
 case " $PARTS " in *" A "*) part_a ;; esac
 case " $PARTS " in *" B "*) part_b ;; esac
 case " $PARTS " in *" http "*) part_http ;; esac
+case " $PARTS " in *" scale "*) part_scale ;; esac
+case " $PARTS " in *" stats "*) part_stats ;; esac
 case " $PARTS " in *" tools "*) part_tools ;; esac
 case " $PARTS " in *" cold "*) part_cold ;; esac
 "$PY" "$HERE/table.py" "$RES" "$OUT" && say "results in $OUT"
+mkdir -p "$CHARTS" && "$PY" "$HERE/charts.py" "$RES" "$CHARTS" && say "charts in $CHARTS"
 empty_trash

@@ -5,15 +5,20 @@
 #
 #   tools/bench/statsbench.sh            # BENCH_QUICK-sized: 20000 files
 #   STATS_FILES=N STATS_RUNS=R STATS_THREADS=T tools/bench/statsbench.sh
+#   tools/bench/statsbench.sh SOURCE LIST [OPTIONS]   # `make bench`'s part stats
 #
-# One tar of N members (3 KB, a JPEG's order of size) in a temporary
-# directory, its pages warm in the host's cache (so the FUSE path, where
+# Without arguments: one tar of N members (3 KB, a JPEG's order of size) in
+# a temporary directory, read in one random order.  With them: SOURCE
+# mounted with -o OPTIONS (bench.sh gives part B's release, its layout and
+# index_dir), LIST's paths read (part B's random train JPEGs).  The
+# source's pages are warm in the host's cache (so the FUSE path, where
 # counters are, is all that is measured); R alternating pairs of runs,
 # each a fresh mount (empty FUSE page cache) read by readfiles.c with T
-# threads in one random order, without and with (odd pairs; with and
-# without in even ones) a reader of stats.json
-# every 0.1 s (by bash builtins).  Prints each run's files/s and the medians' ratio.
-# Not a test: nothing asserts; the numbers go to the README.
+# threads, without and with (odd pairs; with and without in even ones) a
+# reader of stats.json every 0.1 s (by bash builtins).  Prints each run's
+# files/s and the medians' ratio; with STATS_TSV=FILE, also appends each
+# run's files/s to FILE as bench.sh's results.tsv lines (m stats.without
+# V, m stats.with V).  Not a test: nothing asserts.
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -27,7 +32,18 @@ cleanup() {
 	rm -rf "$W"
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM
 cc -O2 -Wall -D_GNU_SOURCE -o "$W/readfiles" "$HERE/readfiles.c" -lpthread
+if [ $# -ge 2 ]; then
+	SRC=$1 LIST=$2 OPTS=${3:+$3,}quiet
+	N=$(wc -l <"$LIST")
+	if [ -d "$SRC" ]; then
+		find "$SRC" -maxdepth 1 -type f -exec cat {} + >/dev/null
+	else
+		cat "$SRC" >/dev/null
+	fi
+else
+SRC=$W/data.tar LIST=$W/list.txt OPTS=index_dir=$W/idx,quiet
 /usr/bin/python3 - "$W" "$N" <<'PY'
 import io, os, random, sys, tarfile
 w, n = sys.argv[1], int(sys.argv[2])
@@ -42,13 +58,14 @@ with tarfile.open(w + "/data.tar", "w") as tf:
 rng.shuffle(names)
 open(w + "/list.txt", "w").write("\n".join(names) + "\n")
 PY
-cat "$W/data.tar" >/dev/null
+cat "$SRC" >/dev/null
+fi
 mkdir -p "$M"
 mkfifo "$W/nap"	# nobody writes to it: the poller's clock
 # run WITH: one run's files/s (WITH=1: stats.json read every 0.1 s)
 run() {
 	local r
-	"$BUILD/samplefs" "$W/data.tar" "$M" -o index_dir="$W/idx",quiet 2>/dev/null
+	"$BUILD/samplefs" "$SRC" "$M" -o "$OPTS" 2>/dev/null
 	if [ "$1" = 1 ]; then
 		# bash builtins only (no process per read): what is measured is
 		# samplefs making and serving the document, not fork and exec
@@ -56,7 +73,7 @@ run() {
 			read -r -t 0.1 <>"$W/nap"; done ) &
 		POLLER=$!
 	fi
-	r=$("$W/readfiles" -t "$THREADS" -p "$M" "$W/list.txt")
+	r=$("$W/readfiles" -t "$THREADS" -p "$M" "$LIST")
 	if [ -n "$POLLER" ]; then kill "$POLLER"; wait "$POLLER" 2>/dev/null || true; POLLER=; fi
 	fusermount3 -u "$M"
 	sed 's/.*files_per_s=\([0-9.]*\).*/\1/' <<<"$r"
@@ -72,6 +89,9 @@ for i in $(seq 1 "$RUNS"); do
 		with+=("$(run 1)"); without+=("$(run 0)")
 	fi
 	echo "pair $i: without ${without[-1]} files/s, with ${with[-1]} files/s"
+	if [ -n "${STATS_TSV:-}" ]; then
+		printf 'm\tstats.without\t%s\nm\tstats.with\t%s\n' "${without[-1]}" "${with[-1]}" >>"$STATS_TSV"
+	fi
 done
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 a=$(median "${without[@]}") b=$(median "${with[@]}")

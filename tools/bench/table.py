@@ -75,6 +75,8 @@ A = [
         op=">=", limit=0.8, target="samplefs / exploded warm >= 0.8x")),
     ("second pass, 1 thread: exploded tree, warm", dict(
         key="qd.second1.exploded", unit="files/s", kind="info")),
+    ("second pass, 1 thread: FUSE floor", dict(
+        key="qd.second1.floor", unit="files/s", kind="info")),
     ("second pass, 1 thread: samplefs images", dict(
         key="qd.second1.samplefs", unit="files/s", kind="ratio", ref="qd.second1.exploded",
         info=True)),
@@ -100,22 +102,43 @@ A = [
         key="qd.index_ratio", unit="x", kind="abs", op="<=", limit=1.2)),
 ]
 
-SCALE_METRICS = [("mount1", "first mount (cold)", "s"),
-                 ("remount", "remount (warm)", "s"),
-                 ("rss", "peak RSS after random stroke reads", "KiB"),
-                 ("index", "index size / .npz size", "x")]
+# part scale: "scale.<set>.<metric>.<samples>", one point per dataset size
+SCALE_SETS = [("qd", "Quick, Draw!"), ("in", "ImageNet-shaped")]
+SCALE_METRICS = [("mount1_cold", "first mount (index built), cold", "s"),
+                 ("mount1_warm", "first mount (index built), warm sources", "s"),
+                 ("remount", "remount, warm", "s"),
+                 ("index_kb", "index size", "KiB"),
+                 ("build_rss_kb", "daemon peak RSS of the first mount", "KiB"),
+                 ("rss_kb", "daemon peak RSS after random reads", "KiB")]
+
+
+def scale_points(meas, ds):
+    """The dataset sizes (samples) part scale measured for set DS, ascending."""
+    pre = "scale.%s." % ds
+    return sorted({int(k.rsplit(".", 1)[1]) for k in meas if k.startswith(pre)})
 
 
 def scale_rows(meas):
-    """Rows for every scale.<metric>.<N>k measured, by N then metric."""
-    labels = {k.split(".", 2)[2] for k in meas if k.startswith("scale.")}
-    rows = []
-    for label in sorted(labels, key=lambda l: float(l.rstrip("k"))):
-        for metric, what, unit in SCALE_METRICS:
-            rows.append(("%s, %s samples per class" % (what, label),
-                         dict(key="scale.%s.%s" % (metric, label), unit=unit,
-                              kind="info")))
+    """The scale section: every metric of every size measured, by set and size."""
+    rows = [("scale. How mount time, index size and RSS grow with the dataset", None)]
+    for ds, name in SCALE_SETS:
+        for n in scale_points(meas, ds):
+            rows.append(("%s, {:,} samples".format(n) % name, None))
+            for metric, what, unit in SCALE_METRICS:
+                rows.append((what, dict(key="scale.%s.%s.%d" % (ds, metric, n),
+                                        unit=unit, kind="info")))
     return rows
+
+
+# part stats: tools/bench/statsbench.sh on part B's random reads
+STATS = [
+    ("stats. What reading MOUNT/.samplefs/stats.json costs the reads (alternating pairs)", None),
+    ("random ImageNet JPEGs, fresh mount, 4 threads, stats.json not read", dict(
+        key="stats.without", unit="files/s", kind="info")),
+    ("the same with stats.json read 10 times a second", dict(
+        key="stats.with", unit="files/s", kind="ratio", ref="stats.without",
+        op=">=", limit=0.98, target="with / without >= 0.98 (under 2 % slower)")),
+]
 
 
 B = [
@@ -386,7 +409,7 @@ def fmt(v, unit):
     if unit == "files/s":
         return "{:,.0f} files/s".format(v)
     if unit == "KiB":
-        return "%.1f MiB" % (v / 1024)
+        return "%.1f MiB" % (v / 1024) if v >= 1024 else "%.1f KiB" % v
     if unit == "s":
         return ("%.3f s" if v < 10 else "%.1f s") % v
     if unit == "x":
@@ -461,6 +484,12 @@ def load(path):
     return meas, fails, facts, notes
 
 
+def sections(meas):
+    """The table's sections, each [(title, None), (label, row or None)...]:
+    every KEY the table shows (charts.py draws or skips each)."""
+    return [A, B, HTTP, scale_rows(meas), STATS]
+
+
 def main(tsv, out):
     meas, fails, facts, notes = load(tsv)
     lines = ["# samplefs benchmark results", "",
@@ -468,8 +497,7 @@ def main(tsv, out):
              "`tools/bench/bench.sh`; do not edit by hand.", ""]
     lines += ["- **%s**: %s" % (k, v) for k, v in facts]
     lines += [""]
-    for section in (A + [("how mount time, RSS and index grow", None)] +
-                    scale_rows(meas), B, HTTP):
+    for section in sections(meas):
         body = []
         for label, r in section[1:]:
             if label and r is None:
