@@ -1,8 +1,9 @@
 # samplefs build.  `make` builds the daemon and tools, `make test` runs every
 # test (unit + integration, plain and ASan/UBSan, and each fuzz target briefly),
 # `make fuzz` runs the libFuzzer targets for FUZZ_SECONDS each, `make demo`
-# mounts a small generated dataset, `make bench` runs the benchmark (tables and charts).  When run as root, missing
-# Debian packages are installed first (tools/deps.sh).
+# mounts a small generated dataset, `make bench` runs the benchmark (tables
+# and charts).  When run as root, missing Debian packages are installed first
+# (tools/deps.sh).
 
 PREFIX   ?= /usr/local
 CC       ?= cc
