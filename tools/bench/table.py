@@ -123,7 +123,7 @@ def scale_rows(meas):
     rows = [("scale. How mount time, index size and RSS grow with the dataset", None)]
     for ds, name in SCALE_SETS:
         for n in scale_points(meas, ds):
-            rows.append(("%s, {:,} samples".format(n) % name, None))
+            rows.append(("{}, {:,} samples".format(name, n), None))
             for metric, what, unit in SCALE_METRICS:
                 rows.append((what, dict(key="scale.%s.%s.%d" % (ds, metric, n),
                                         unit=unit, kind="info")))
