@@ -6,6 +6,9 @@
 # with index=PATH to one.  Every mount serves GNU tar's tree
 # (tree_compare.py against tar -x), and nginx's access log shows the data
 # GETs of one index build, not eight, and one fetch of the prebuilt index.
+# Then a .tar.gz: its access points come with the prebuilt index (four
+# mounts with index_only send no GET of it to mount), and one made with
+# another span= is refused, naming the source and the spans.
 # Then a builder killed with -9 while it holds the build lock (its reads
 # slowed by fault_proxy.py): the next mount breaks the dead lock and
 # builds.  Then the failures: index_only with no index, a stale prebuilt
