@@ -152,7 +152,9 @@ struct index_job {
 	const char *layout, *key;     /* index_path's: where the file lives */
 	const struct index_fp *fp;    /* what it must have been built from */
 	/* writes the sections into w, which index_load opens and commits
-	 * (or aborts on failure); 0 or -errno, said */
+	 * (or aborts on failure); 0 or -errno, said.  NULL: the caller
+	 * makes the index itself when index_load finds none (zstore.c: a
+	 * compressed source's pass runs in core/io, which saves it) */
 	int (*build)(void *arg, struct index_writer *w);
 	/* checks and binds the sections of the mapped index m (at path):
 	 * 0; -EBADMSG when they do not fit the sources (the index is then
@@ -163,6 +165,12 @@ struct index_job {
 	/* what the index holds, for its messages when a layout has more
 	 * than one ("the members of the tars"); NULL: the layout's index */
 	const char *what;
+	/* optional: when the fingerprint differs, says what (why: "made
+	 * for span 1048576, the mount's is 65536"), from a peek at the
+	 * file (index_map_open with no fingerprint: check what you read);
+	 * NULL, or why left empty: "sources or options changed" */
+	void (*stale)(void *arg, const struct index_map *peek, char *why,
+		      size_t whylen);
 };
 
 /*
@@ -173,7 +181,9 @@ struct index_job {
  * and maps what it built), then fetches it from the prebuilt index
  * o->index if there is one (prebuilt.h; a warning when that has none that
  * fits), else builds it (saying why, unless it was missing), saves it and
- * loads it again; with o->index_only it fails instead of building.  Says,
+ * loads it again; with o->index_only it fails instead of building.  With
+ * no job->build it returns -ENOENT where it would build (the lock let
+ * go: the caller builds and saves).  Says,
  * in one format for every layout:
  *   "<index>: using the saved index[ of <what>]"
  *   "<index>: using the just built index[ of <what>]"  (another built it)

@@ -41,6 +41,22 @@ static int build(const struct index_job *job, const char *path)
 	return index_writer_commit(w, job->fp);
 }
 
+/* A stale index: what differs, as its job sees it (the fingerprint is a
+ * hash and cannot say), in place of index_map_open's generic why. */
+static void explain_stale(const struct index_job *job, const char *path,
+			  char *why, size_t whylen)
+{
+	struct index_map peek;
+	char said[256] = "";
+
+	if (index_map_open(&peek, path, NULL, NULL, 0) < 0)
+		return;
+	job->stale(job->arg, &peek, said, sizeof(said));
+	index_map_close(&peek);
+	if (said[0])
+		snprintf(why, whylen, "%s", said);
+}
+
 /* Maps path and lets the layout bind it: 0; -ENOENT, -ESTALE or -EBADMSG
  * (why says which) when a build would cure it; another -errno. */
 static int map_attach(const struct index_job *job, const char *path,
@@ -50,6 +66,8 @@ static int map_attach(const struct index_job *job, const char *path,
 
 	if (rc == -ENOENT)
 		snprintf(why, whylen, "there is none");
+	if (rc == -ESTALE && job->stale)
+		explain_stale(job, path, why, whylen);
 	if (rc < 0)
 		return rc;
 	rc = job->attach(job->arg, m, path);
@@ -135,6 +153,8 @@ static int build_locked(const struct sfs_opts *o, const struct index_job *job,
 		sfs_info("%s: rebuilding index%s%s (%s)", path, of, what, why);
 		named = 1;
 	}
+	if (!job->build)	/* the caller makes it, and saves it */
+		return -ENOENT;
 	t0 = sfs_now_s();
 	if ((rc = build(job, path)) < 0)
 		return rc;

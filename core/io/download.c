@@ -293,6 +293,11 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg)
 	return len;
 }
 
+static unsigned min_rate(const struct download_opts *o)
+{
+	return o->min_rate ? o->min_rate : DOWNLOAD_MIN_RATE;
+}
+
 /* The options of one attempt on j's handle.  0 or -ENOMEM. */
 static int attempt_setup(struct run *r, struct job *j)
 {
@@ -320,7 +325,8 @@ static int attempt_setup(struct run *r, struct job *j)
 	SET(CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
 	SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
 	SET(CURLOPT_CONNECTTIMEOUT, (long)cfg->timeout_s);
-	SET(CURLOPT_LOW_SPEED_LIMIT, 1L);
+	/* a trickle ends too, not only a stall (download.h) */
+	SET(CURLOPT_LOW_SPEED_LIMIT, (long)min_rate(r->o));
 	SET(CURLOPT_LOW_SPEED_TIME, (long)cfg->timeout_s);
 	SET(CURLOPT_FILETIME, 1L);
 	SET(CURLOPT_BUFFERSIZE, (long)BUFFER);
@@ -518,6 +524,28 @@ static int verify_and_rename(struct run *r, struct job *j)
 	return 0;
 }
 
+/* What cc means for j's attempt: libcurl's words, but for a timeout
+ * once the response began, which is the low-speed limit: the rate seen. */
+static void say_curl_error(const struct run *r, struct job *j, CURLcode cc,
+			   char *why, size_t len)
+{
+	curl_off_t got = 0, us = 0;
+	long code = 0;
+
+	curl_easy_getinfo(j->h, CURLINFO_RESPONSE_CODE, &code);
+	if (cc != CURLE_OPERATION_TIMEDOUT || code == 0) {
+		snprintf(why, len, "%s", curl_easy_strerror(cc));
+		return;
+	}
+	curl_easy_getinfo(j->h, CURLINFO_SIZE_DOWNLOAD_T, &got);
+	curl_easy_getinfo(j->h, CURLINFO_TOTAL_TIME_T, &us);
+	snprintf(why, len, "slower than %u bytes/s for %u s (--min-rate, "
+		 "--timeout): %.0f bytes/s seen, %" PRId64 " bytes in %.1f s",
+		 min_rate(r->o), r->cfg->timeout_s,
+		 us > 0 ? (double)got * 1e6 / (double)us : 0.0, (int64_t)got,
+		 (double)us / 1e6);
+}
+
 /* j's transfer ended with cc. */
 static int job_end(struct run *r, struct job *j, CURLcode cc)
 {
@@ -537,7 +565,7 @@ static int job_end(struct run *r, struct job *j, CURLcode cc)
 		return job_retry(r, j, 0, why);
 	}
 	if (cc != CURLE_OK) {
-		snprintf(why, sizeof(why), "%s", curl_easy_strerror(cc));
+		say_curl_error(r, j, cc, why, sizeof(why));
 		if (!httpreq_transient(cc))
 			return job_fail(r, j, -EIO, "%s", why);
 		j->resumed |= j->have > 0;

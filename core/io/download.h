@@ -16,7 +16,11 @@
  *    partial file), a second failure is the item's error;
  *  - 5xx, 429 (its Retry-After), resets and timeouts are retried with
  *    exponential backoff and jitter, `retries` times, keeping the bytes
- *    received; other statuses fail the item at once.
+ *    received; other statuses fail the item at once;
+ *  - an attempt averaging under `min_rate` bytes/s for the env's
+ *    timeout_s (a stall, or a server trickling a few bytes a second,
+ *    which would otherwise hold the transfer for ever) is a timeout:
+ *    retried, and its why gives the rate seen.
  * No fsync: a file is renamed only once verified, and the next run checks
  * a complete file's size and MD5 again, so a copy torn by a crash of the
  * machine is fetched again, as a killed run's .part is resumed.
@@ -37,6 +41,10 @@
 #include <stdint.h>
 
 #include "io/source.h"
+
+/* The default of download_opts.min_rate (and of --min-rate): as mounts'
+ * reads (httpreq.c), 1 KiB/s. */
+#define DOWNLOAD_MIN_RATE 1024u
 
 /* One object to fetch. */
 struct download_item {
@@ -70,6 +78,8 @@ struct download_opts {
 	unsigned jobs;             /* transfers at once; 8 when 0 */
 	unsigned retries;          /* per item; 8 when 0 */
 	unsigned timeout_s;        /* connect, and no progress for this long; 30 */
+	unsigned min_rate;         /* bytes/s an attempt must average over
+				    * timeout_s; DOWNLOAD_MIN_RATE when 0 */
 	struct source_env *env;    /* for request URLs and signing (buckets) */
 	const struct source_cancel *stop;
 	/* 1: nothing found in DEST counts: a complete file is fetched again

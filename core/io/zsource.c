@@ -97,6 +97,7 @@ struct zsrc {
 	uint64_t npts, usize;
 	void *hold;                   /* the store's mapping, or NULL */
 	int own_map;                  /* 1: blob is our own mmap */
+	int no_pass;                  /* the store forbids a pass (-EPERM) */
 	struct zkeep keep;            /* xz, zstd: the decoder kept (zseq.h) */
 };
 
@@ -140,9 +141,12 @@ static int load_stored(struct zsrc *z)
 	char why[128];
 	int rc;
 
-	if (!st || st->load(z->ze->store_arg, source_name(z->in),
-			    source_stamp(z->in), z->ze->span, &blob, &len,
-			    &z->hold) < 0)
+	if (!st)
+		return -ENOENT;
+	rc = st->load(z->ze->store_arg, source_name(z->in), source_stamp(z->in),
+		      z->ze->span, &blob, &len, &z->hold);
+	z->no_pass = rc == -EPERM;	/* -o index_only: said by the store */
+	if (rc < 0)
 		return -ENOENT;
 	rc = ztable_check(blob, len, source_stamp(z->in)->size, why,
 				sizeof(why));
@@ -605,6 +609,10 @@ int zsource_wrap(struct source *in, struct source **out)
 		goto fail;
 	z->id = atomic_fetch_add(&z->ze->next_id, 1);
 	if (!z->blob) {
+		if (z->no_pass) {
+			rc = -EPERM;
+			goto fail;
+		}
 		if ((rc = run_pass(z)) < 0)
 			goto fail;
 		z->own_map = 1;

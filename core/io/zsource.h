@@ -52,9 +52,11 @@
  * Where access-point tables are kept across mounts, keyed by the
  * compressed source's name and stamp and the span (any change of one is
  * a different table).  load: 0 with *blob (len bytes, valid until
- * release(arg, *hold)), -ENOENT when there is none, another -errno; the
- * blob is checked again by zsource.  save: best effort (says why on
- * failure).  Called from source_open, so on the opening thread.
+ * release(arg, *hold)), -ENOENT when there is none, -EPERM when there is
+ * none and no pass may be run (-o index_only: the open then fails with
+ * it, the store having said why), another -errno; the blob is checked
+ * again by zsource.  save: best effort (says why on failure).  Called
+ * from source_open, so on the opening thread.
  */
 struct zsource_store {
 	int (*load)(void *arg, const char *name, const struct source_stamp *st,

@@ -445,7 +445,7 @@ int imagenet_open_layout_index(const struct sfs_opts *o, struct in_layout *L,
 	struct index_fp fp;
 	char key[128];
 	struct index_job job = { "imagenet", key, &fp, build_layout, bind_layout_cb, &lj,
-				 "the classes, shards and splits" };
+				 "the classes, shards and splits", NULL };
 
 	index_fp_init(&fp, "imagenet-layout");
 	index_fp_add_u64(&fp, tars_fp);

@@ -92,7 +92,7 @@ int imagenet_open_tars(const struct sfs_opts *o, struct in_layout *L, uint64_t *
 	struct tars_job tj = { o, L };
 	struct index_fp fp;
 	struct index_job job = { "imagenet", "tars", &fp, build_tars, open_tarindexes, &tj,
-				 "the members of the tars" };
+				 "the members of the tars", NULL };
 	int rc;
 
 	rc = tars_fp(L, &fp);

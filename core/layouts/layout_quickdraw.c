@@ -806,7 +806,7 @@ static int load_index(struct qd *q, const struct sfs_opts *o, const char *key)
 {
 	struct qd_load l = { q, o };
 	struct index_fp fp;
-	struct index_job job = { "quickdraw", key, &fp, build_index, attach_index, &l, NULL };
+	struct index_job job = { "quickdraw", key, &fp, build_index, attach_index, &l, NULL, NULL };
 	int rc;
 
 	rc = qd_fingerprint(o, &q->scan, &fp);

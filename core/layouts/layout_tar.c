@@ -222,7 +222,7 @@ static int load_index(struct tar_layout *l, const struct sfs_opts *o)
 	char key[16];
 	/* one file per option set that shapes the tree, as ImageNet's are:
 	 * mounts with other options then do not rebuild each other's */
-	struct index_job job = { "tar", key, &fp, build_index, attach_index, l, NULL };
+	struct index_job job = { "tar", key, &fp, build_index, attach_index, l, NULL, NULL };
 	int rc;
 
 	index_fp_init(&fp, "tar");

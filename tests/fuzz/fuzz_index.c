@@ -24,6 +24,11 @@
  *   bit 2  set: block store reads go through pread on the file
  *          (blockstore_read_from), as the Quick, Draw! layout does, instead
  *          of the mapping.
+ * First byte 0x88: the rest is a table's 'ZKEY' section (core/index/
+ * zstore.h, what a compressed source's access points were made for),
+ * explained against a fixed key (index_zstore_explain, what a refused
+ * table's message says): 0 or -EBADMSG, a terminated phrase within its
+ * buffer, none when refused, none for the key itself (seeds.py).
  * The result is written to a memfd and opened by its /proc/self/fd path.
  * Whatever is accepted is used whole: every tarindex node (tarwalk.h:
  * reads must be the source's bytes at the node's offset; the tree's shape
@@ -39,6 +44,8 @@
 #include "index/index.h"
 #include "formats/strokepack.h"
 #include "index/tarindex.h"
+#include "index/zstore.h"
+#include "io/source.h"
 #include "tarwalk.h"
 
 #define TAG_D INDEX_TAG('F', 'S', 'D', 'T')
@@ -303,6 +310,34 @@ static void use_blocks(const struct index_map *m, int fd, int by_fd)
 	source_close(src);
 }
 
+/* The 0x88 mode: data is a 'ZKEY' section. */
+static void explain_key(const uint8_t *data, size_t size)
+{
+	static const char name[] = "/d/x.tar.gz";	/* seeds.py's key */
+	struct source_stamp st = { .size = 1000, .mtime_ns = 5000000000ll };
+	char why[300];
+	uint8_t *sect = malloc(size + 1);	/* its own: no reads past size */
+	int rc;
+
+	FUZZ_CHECK(sect);
+	memcpy(sect, data, size);
+	snprintf(st.etag, sizeof(st.etag), "\"e\"");
+	memset(why, 'x', sizeof(why));
+	rc = index_zstore_explain(sect, size, name, &st, 1u << 20, why, sizeof(why));
+	FUZZ_CHECK(rc == 0 || rc == -EBADMSG);
+	FUZZ_CHECK(memchr(why, '\0', sizeof(why)));
+	FUZZ_CHECK(rc == 0 || why[0] == '\0');
+	if (size == sizeof(struct zkey) + sizeof(name)) {	/* the key itself? */
+		struct zkey k = { ZKEY_VERSION, sizeof(name) - 1, 1000, 5000000000ll, 0,
+				  1u << 20, "\"e\"" };
+
+		if (!memcmp(sect, &k, sizeof(k)) &&
+		    !memcmp(sect + sizeof(k), name, sizeof(name)))
+			FUZZ_CHECK(rc == 0 && why[0] == '\0');
+	}
+	free(sect);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct index_map m;
@@ -320,6 +355,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	if (strict < 0)
 		strict = getenv("FUZZ_STRICT_INDEX") != NULL;
+	if (data[0] == 0x88) {
+		explain_key(data + 1, size - 1);
+		return 0;
+	}
 	if (data[0] & 1) {
 		len = size - 1;
 		buf = malloc(len + 1);

@@ -156,6 +156,13 @@ def index(out):
     for kind in range(7):
         put(out, "index", "edit%d" % kind, bytes([2, kind, 0x40, 0x01, 0, 3, 1, 0x41, 0x10]))
     put(out, "index", "raw", b"\1SFSIDX\0\1" + bytes(56))
+    # 0x88: 'ZKEY' sections (core/index/zstore.h) against fuzz_index.c's
+    # key: that key, then one differing in every field
+    def zkey(name, size, mtime, gen, span, etag):
+        return (struct.pack("<IIQqQQ128s", 1, len(name), size, mtime, gen, span, etag)
+                + name + b"\0")
+    put(out, "index", "zkey_same", b"\x88" + zkey(b"/d/x.tar.gz", 1000, 5000000000, 0, 1 << 20, b'"e"'))
+    put(out, "index", "zkey_other", b"\x88" + zkey(b"s3://b/y.tar.gz", 7, -1, 9, 65536, b""))
 
 
 def autoindex(out):

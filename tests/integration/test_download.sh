@@ -129,6 +129,27 @@ check "Ctrl-C: the .part kept" test -s "$P"
 check "Ctrl-C: run again finishes" dl /dev/null -j 1 $G gs://qdb/qd/ "$T/g6"
 check "Ctrl-C: every byte" diff -r "$Q" "$T/g6"
 
+# a server trickling 100 bytes/s: under --min-rate for --timeout, each
+# attempt fails (with the old 1 byte/s limit it went on until the proxy
+# gave up, max_s), the file fails naming its URL and the rate seen, and a
+# run once the server is well again resumes it
+F="numpy_bitmap/b.npy" P="$T/g10/.b.npy.part"
+proxy_ctl reset >/dev/null
+proxy_ctl "fault?mode=trickle&rate=100&n=-1&method=GET&match=/qdb/qd/$F&max_s=30" >/dev/null
+echo "gs://qdb/qd/$F" >"$T/one.txt"
+t0=$(date +%s)
+check "a trickle: the file fails, naming its URL and the rate seen" \
+	expect_fail "\[FAIL\] b.npy: slower than 1024 bytes/s for 2 s .*: [0-9]* bytes/s seen.*(2 attempts) (gs://qdb/qd/$F)" \
+	"$DL" --timeout 2 --min-rate 1k --retries 1 $G "$T/one.txt" "$T/g10"
+echo "    a trickle: $(($(date +%s) - t0)) s for two attempts of 2 s"
+check "a trickle: both attempts were the trickle's" test "$(proxy_stat faults)" = 2
+check "a trickle: the bytes received are kept" test -s "$P"
+proxy_ctl reset >/dev/null
+check "a trickle, then a well server: resumed" dl "$T/o10" $G "$T/one.txt" "$T/g10"
+check "a trickle, then a well server: resumed from the kept bytes" \
+	grep -q "^\[DOWNLOAD\] b.npy (resumed at byte [1-9]" "$T/o10"
+check "a trickle, then a well server: the same bytes" cmp "$Q/$F" "$T/g10/b.npy"
+
 # a file of URLs, one of them missing
 printf '# two objects and one that is not there\ngs://qdb/qd/numpy_bitmap/b.npy\n\n  %s  \ngs://qdb/qd/nothing.npy\n' \
 	"$(proxy_url 'qdb/qd/sketchrnn/a c.npz')" >"$T/urls.txt"

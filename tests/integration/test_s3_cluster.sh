@@ -7,7 +7,9 @@
 # tar's tree (tree_compare.py against tar -x), and Swift's access log (the
 # proxy's, read back by swift_log_lines) shows the data GETs of one index
 # build, not eight, then none, and the prebuilt index fetched once; the
-# uploaded object holds the bytes --save-index writes to a file.  Then
+# uploaded object holds the bytes --save-index writes to a file; then the
+# same for a .tar.gz, whose access points come with the prebuilt index: no
+# GET of it at mount.  Then
 # what fails: an upload to a bucket that is not there, to a prefix, with a
 # wrong secret.
 . "$(dirname "$0")/lib.sh"
@@ -102,6 +104,24 @@ check "eight from the prebuilt index: one fetched it" \
 check "eight from the prebuilt index: none built" test "$(in_logs 'indexed\|error' p8)" = 0
 each_serves_tar p8 8 "$T/x"
 umount_all p8 8
+
+# ---- a .tar.gz: its access points travel in the prebuilt index ----
+gzip -n -c "$T/data.tar" >"$T/data.tar.gz"
+check "data.tar.gz uploaded" swift_put "$B" data.tar.gz "$T/data.tar.gz"
+GZ=s3://$B/data.tar.gz
+check "gz: --save-index=s3://... of the .tar.gz" \
+	"$INSPECT" --save-index="s3://$B/index/gz.sfsidx" -o "$EP,quiet" "$GZ"
+mark=$(swift_log_mark)
+start_many g4 4 "$EP,index=s3://$B/index/gz.sfsidx,index_only,index_dir=$T/idxg4" "$GZ"
+check "gz: four from the prebuilt index: all mounted" all_mounted g4 4
+echo "    gz: four from the prebuilt index: $(reqs GET "/$B/index/gz.sfsidx" "$mark") GETs of it," \
+	"$(reqs GET "/$B/data.tar.gz" "$mark") of data.tar.gz"
+check "gz: no GET of data.tar.gz at mount (no pass, no build)" \
+	test "$(reqs GET "/$B/data.tar.gz" "$mark")" = 0
+check "gz: none made access points or built" \
+	test "$(in_logs 'access points, \|indexed\|error' g4)" = 0
+each_serves_tar g4 4 "$T/x"
+umount_all g4 4
 
 # ---- uploads refused, with one line saying why ----
 check "upload to no such bucket: fails naming it and NoSuchBucket" \

@@ -6,6 +6,9 @@
 # with index=PATH to one.  Every mount serves GNU tar's tree
 # (tree_compare.py against tar -x), and nginx's access log shows the data
 # GETs of one index build, not eight, and one fetch of the prebuilt index.
+# Then a .tar.gz: its access points come with the prebuilt index (four
+# mounts with index_only send no GET of it to mount), and one made with
+# another span= is refused, naming the source and the spans.
 # Then a builder killed with -9 while it holds the build lock (its reads
 # slowed by fault_proxy.py): the next mount breaks the dead lock and
 # builds.  Then the failures: index_only with no index, a stale prebuilt
@@ -117,15 +120,47 @@ check "ImageNet: mounted with its own build" \
 	sfs_mount "$T/imagenet" "$T/in-own" -o shard_size=3,index_dir="$T/idxin1"
 check "ImageNet: mounted from the prebuilt index, index_only" \
 	sfs_mount "$T/imagenet" "$T/in-pre" -o shard_size=3,index="$T/in.sfsidx",index_only,index_dir="$T/idxin2"
-# (the layout's two index files; the devkit's .tar.gz may add a gz-*.sfsidx of
-# access points, core/index/zstore.c, beside them)
-check "ImageNet: both index files came from it" \
-	test "$(grep -c 'using the prebuilt index' "$(sfs_log "$T/in-pre")") $(ls "$T/idxin2" | grep -c '^imagenet-.*\.sfsidx$')" = "1 2"
+# (the layout's two index files, and the devkit's .tar.gz's access points,
+# core/index/zstore.c: the first of them to be looked for fetches it whole)
+check "ImageNet: the index files came from it, none was built" \
+	test "$(grep -c 'using the prebuilt index' "$(sfs_log "$T/in-pre")") $(grep -c 'indexed\|access points, ' "$(sfs_log "$T/in-pre")") $(ls "$T/idxin2" | grep -c '^imagenet-.*\.sfsidx$')" = "1 0 2"
 check "ImageNet: the same tree and bytes as its own build" diff -r "$T/in-own" "$T/in-pre"
 check "ImageNet: unmount own" sfs_umount "$T/in-own"
 check "ImageNet: unmount prebuilt" sfs_umount "$T/in-pre"
 check "ImageNet: other options than the prebuilt index's: index_only fails" \
 	sh -c "! '$SAMPLEFS' -f -o shard_size=4,index='$T/in.sfsidx',index_only,index_dir='$T/idxin3' '$T/imagenet' '$T/in-pre' 2>/dev/null"
+
+# ---- a .tar.gz: its access points travel in the prebuilt index ----
+# (core/index/zstore.c): mounts with index=URL read no byte of the .tar.gz
+# to start, where without them each would inflate the whole file first
+gzip -n -c "$W/data.tar" >"$W/data.tar.gz"
+mkdir -p "$T/gf"
+GZ=$(http_url data.tar.gz)
+check "gz: --save-index of the .tar.gz" \
+	"$SFS_ROOT/$SAMPLEFS_BUILD/samplefs-inspect" --save-index="$W/gz.sfsidx" -o quiet "$GZ"
+mark=$(http_log_mark)
+start_many g4 4 "index=$(http_url gz.sfsidx),index_only,index_dir=$T/idxg4" "$GZ"
+check "gz: four from the prebuilt index: all mounted" all_mounted g4 4
+echo "    gz: four from the prebuilt index: $(gets /gz.sfsidx "$mark") GETs of it," \
+	"$(gets /data.tar.gz "$mark") of the .tar.gz"
+check "gz: no GET of the .tar.gz at mount (no pass, no build)" \
+	test "$(gets /data.tar.gz "$mark")" = 0
+check "gz: the access points came from it" \
+	test "$(in_logs 'using the prebuilt index of the access points' g4)" = 1
+check "gz: none made access points or built" \
+	test "$(in_logs 'access points, \|indexed\|error' g4)" = 0
+each_serves_tar g4 4 "$T/x"
+umount_all g4 4
+check "gz: another span than the table's, index_only: fails naming the source and the span" \
+	expect_fail "$GZ.*span 1048576.*65536.*index_only" \
+	"$SAMPLEFS" -f -o "span=64k,index=$W/gz.sfsidx,index_only,index_dir=$T/idxg5" "$GZ" "$T/gf"
+mark=$(http_log_mark)
+check "gz: another span, without index_only: a warning, then a pass" \
+	sfs_mount "$GZ" "$T/gs" -o span=64k,index="$W/gz.sfsidx",index_dir="$T/idxg6"
+check "gz: it said why" grep -q "warning:.*$GZ.*span 1048576" "$(sfs_log "$T/gs")"
+check "gz: it read the .tar.gz through" test "$(gets /data.tar.gz "$mark")" -ge 1
+check "gz: serves tar -x's tree" is_tar_tree "$T/x" "$T/gs"
+check "gz: unmount" sfs_umount "$T/gs"
 
 # ---- a builder killed with -9 while it holds the lock ----
 KSRC=$(proxy_url data.tar)

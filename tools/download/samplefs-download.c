@@ -3,7 +3,8 @@
  *
  *   samplefs-download [-j N] [--classes FILE] [--include GLOB]...
  *                     [--endpoint URL] [--region R] [--anonymous]
- *                     [--retries N] [--timeout S] [-q] SOURCE DEST
+ *                     [--retries N] [--timeout S] [--min-rate RATE] [-q]
+ *                     SOURCE DEST
  *
  * SOURCE is a bucket prefix (s3://BUCKET/PREFIX/, gs://...), an HTTP
  * directory served with nginx's JSON listings, or a file (path or URL)
@@ -32,6 +33,7 @@
 #include "io/download.h"
 #include "io/source.h"
 #include "log.h"
+#include "options.h"
 #include "select.h"
 
 /* What the report callback draws with. */
@@ -53,7 +55,8 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: samplefs-download [-j N] [--classes FILE] [--include GLOB]...\n"
 		"                         [--endpoint URL] [--region R] [--anonymous]\n"
-		"                         [--retries N] [--timeout S] [-q] SOURCE DEST\n"
+		"                         [--retries N] [--timeout S] [--min-rate RATE] [-q]\n"
+		"                         SOURCE DEST\n"
 		"SOURCE: s3://BUCKET/PREFIX/, gs://BUCKET/PREFIX/, an http(s) directory\n"
 		"(nginx's JSON listing), or a file (path or URL) of URLs, one a line\n");
 }
@@ -89,6 +92,17 @@ static int parse_uint(const char *v, unsigned max, unsigned *out)
 	errno = 0;
 	x = strtoul(v, &end, 10);
 	if (!*v || *end || errno || x < 1 || x > max)
+		return -1;
+	*out = (unsigned)x;
+	return 0;
+}
+
+/* --min-rate: bytes/s, "512", "10k", "1M" (powers of 1024), 1 B/s to 1 GiB/s. */
+static int parse_rate(const char *v, unsigned *out)
+{
+	uint64_t x;
+
+	if (sfs_parse_size(v, &x) < 0 || x < 1 || x > (1u << 30))
 		return -1;
 	*out = (unsigned)x;
 	return 0;
@@ -134,6 +148,7 @@ int main(int argc, char **argv)
 		{ "anonymous", no_argument, NULL, 'a' },
 		{ "retries", required_argument, NULL, 'R' },
 		{ "timeout", required_argument, NULL, 't' },
+		{ "min-rate", required_argument, NULL, 'm' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -160,6 +175,7 @@ int main(int argc, char **argv)
 		case 'a': cfg.anonymous = 1; break;
 		case 'R': if (parse_uint(optarg, 1000, &o.retries)) goto bad; break;
 		case 't': if (parse_uint(optarg, 3600, &cfg.timeout_s)) goto bad; break;
+		case 'm': if (parse_rate(optarg, &o.min_rate)) goto bad; break;
 		case 'q': u.quiet = 1; break;
 		case 'h': usage(stdout); status = 0; goto out;
 		default: goto bad;
