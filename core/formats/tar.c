@@ -227,6 +227,12 @@ const char *tar_archive_suffix(const char *name)
 	return NULL;
 }
 
+const char *tar_archive_suffix_nth(size_t i)
+{
+	return i < sizeof(archive_suffixes) / sizeof(*archive_suffixes) ?
+	       archive_suffixes[i] : NULL;
+}
+
 int tar_suffix_compressed(const char *suffix)
 {
 	return suffix && suffix != archive_suffixes[0];

@@ -107,6 +107,9 @@ int tar_normalise(char *path);
  */
 const char *tar_archive_suffix(const char *name);
 #define TAR_SUFFIX_MAX 8        /* the longest: ".tar.bz2" */
+/* The table's i-th suffix (".tar" is the 0th), NULL past its end: for
+ * callers that look for "<base><suffix>" by name. */
+const char *tar_archive_suffix_nth(size_t i);
 /* 1 if suffix (one tar_archive_suffix gave) is a compressed tar's. */
 int tar_suffix_compressed(const char *suffix);
 
