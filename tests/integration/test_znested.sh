@@ -21,16 +21,16 @@ T=$SFS_TMP
 COMPARE=$SFS_ROOT/tests/integration/tree_compare.py
 
 # the inner archive: make_tree's tree, tarred by GNU tar
-make_tree "$T/src" 2 12 1
+make_tree "$T/src" 2 8 0
 tar -cf "$T/a.tar" -C "$T/src" . || exit 1
 mkdir -p "$T/o/lvl" "$T/deep"
 gzip -c "$T/a.tar" >"$T/o/a.tar.gz"
 pigz -c "$T/a.tar" >"$T/o/b.tgz"
-xz -T0 --block-size=1MiB -c "$T/a.tar" >"$T/o/c.tar.xz"
+xz -1 -T0 --block-size=1MiB -c "$T/a.tar" >"$T/o/c.tar.xz"
 zstd -q -c "$T/a.tar" >"$T/o/d.tar.zst"
 bzip2 -c "$T/a.tar" >"$T/o/e.tar.bz2"
 # two levels: deep.tar.gz holds i.tar.xz and a file
-xz -c "$T/a.tar" >"$T/deep/i.tar.xz"
+xz -1 -c "$T/a.tar" >"$T/deep/i.tar.xz"
 echo "beside the inner archive" >"$T/deep/note.txt"
 tar -cf - -C "$T/deep" . | gzip -c >"$T/o/lvl/deep.tar.gz"
 # look-alikes: gzip of text, random bytes under a compressed name
@@ -105,9 +105,9 @@ check "damaged inner stream: unmount" sfs_umount "$mnt"
 # tar of 1 MiB of zeros whose gzip trailer claims 4 GiB - 1 (not a tar
 # then: every span of its one member fails its length check, so a file)
 mkdir -p "$T/z" "$T/b"
-head -c 1M /dev/zero >"$T/z/zeros"
+truncate -s 1M "$T/z/zeros"
 tar -cf - -C "$T/z" zeros | gzip -1 -c >"$T/b/claims.tar.gz"
-head -c 160M /dev/zero >"$T/z/zeros"
+truncate -s 160M "$T/z/zeros"
 tar -cf - -C "$T/z" zeros | gzip -1 -c >"$T/b/bomb.tar.gz"
 rm -f "$T/z/zeros"
 "$PY" -c 'import sys
