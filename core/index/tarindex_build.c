@@ -6,7 +6,8 @@
  * files next to the index.
  *
  * Building (single-threaded, never used while mounted):
- *   1. walk every source with tar_walk (a zip: tarindex_zip.c), expanding nested tars, adding one
+ *   1. walk every source with tar_walk (a zip: tarindex_zip.c), expanding nested tars (compressed
+ *      ones through derived sources: tarindex_znest.c), adding one
  *      entry record per member (its full path, its link) to a sort by
  *      path, component by component (so a directory's descendants follow
  *      it: a depth-first preorder with the children of each directory in

@@ -10,7 +10,10 @@
  * the tar layout gives up when a fresh index does not) and every node is
  * visited (tarwalk.h): lookups, find by full path, parent, symlink targets,
  * and tarindex_pread of every file, whose bytes must be the source's.
- * Seeds: the same tars as fuzz_tar.
+ * The sources are opened in a source env, so members named "*.tar.gz",
+ * "*.tar.xz"... that decompress to tars are expanded through derived
+ * sources (tarindex_znest.c) and opened again by tarindex_open.
+ * Seeds: the same tars as fuzz_tar, and make_tars.py's znest.tar.
  */
 #include "fuzz.h"
 #include "index/index.h"
@@ -21,6 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct tarindex_build_opts bo = { .recursive = 2, .quiet = 1, .what = "fuzz" };
 	struct tarindex_source src[2];
+	struct source_env *env = NULL;
 	struct index_writer *w = NULL;
 	struct index_map m;
 	struct index_fp fp;
@@ -34,7 +38,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fuzz_fd_path(fd, fdpath, sizeof(fdpath));
 	src[0] = (struct tarindex_source){ fdpath, "", NULL };
 	src[1] = (struct tarindex_source){ fdpath, "x", NULL };
-	if (tarindex_sources_open(NULL, src, 2))
+	if (source_env_new(NULL, &env) || tarindex_sources_open(env, src, 2))
 		goto out;
 	snprintf(path, sizeof(path), "%s/tarindex.sfsidx", fuzz_tmpdir());
 	index_fp_init(&fp, "fuzz");
@@ -56,6 +60,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	unlink(path);
 out:
 	tarindex_sources_close(src, 2);
+	source_env_free(env);
 	close(fd);
 	return 0;
 }
