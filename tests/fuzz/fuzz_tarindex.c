@@ -20,11 +20,26 @@
 #include "index/tarindex.h"
 #include "tarwalk.h"
 
+/* One env for the run: making one per input (its threads, its HTTP
+ * state) would be most of an execution.  Small caches: an input's
+ * streams are small. */
+static struct source_env *fuzz_env(void)
+{
+	static const struct source_config cfg = { .span_bytes = 64 << 10,
+						  .span_cache_bytes = 1 << 20,
+						  .cache_bytes = 1 << 20 };
+	static struct source_env *env;
+
+	if (!env && source_env_new(&cfg, &env))
+		env = NULL;
+	return env;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct tarindex_build_opts bo = { .recursive = 2, .quiet = 1, .what = "fuzz" };
 	struct tarindex_source src[2];
-	struct source_env *env = NULL;
+	struct source_env *env = fuzz_env();
 	struct index_writer *w = NULL;
 	struct index_map m;
 	struct index_fp fp;
@@ -38,7 +53,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fuzz_fd_path(fd, fdpath, sizeof(fdpath));
 	src[0] = (struct tarindex_source){ fdpath, "", NULL };
 	src[1] = (struct tarindex_source){ fdpath, "x", NULL };
-	if (source_env_new(NULL, &env) || tarindex_sources_open(env, src, 2))
+	if (!env || tarindex_sources_open(env, src, 2))
 		goto out;
 	snprintf(path, sizeof(path), "%s/tarindex.sfsidx", fuzz_tmpdir());
 	index_fp_init(&fp, "fuzz");
@@ -60,7 +75,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	unlink(path);
 out:
 	tarindex_sources_close(src, 2);
-	source_env_free(env);
 	close(fd);
 	return 0;
 }
