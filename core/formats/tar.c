@@ -208,6 +208,36 @@ static size_t field_str(char *dst, const unsigned char *f, size_t n)
 }
 
 /* A decimal number filling s[0..n): no sign, no spaces, fits 64 bits. */
+/* Archive names by suffix: a new compressed form is one line here (and a
+ * codec in core/io/ztable.c reading it). */
+static const char *const archive_suffixes[] = {
+	".tar", ".tar.gz", ".tgz", ".tar.xz", ".txz", ".tar.zst", ".tzst",
+	".tar.bz2", ".tbz2",
+};
+
+const char *tar_archive_suffix(const char *name)
+{
+	size_t n = strlen(name), k, i;
+
+	for (i = 0; i < sizeof(archive_suffixes) / sizeof(*archive_suffixes); i++) {
+		k = strlen(archive_suffixes[i]);
+		if (n > k && !strcmp(name + n - k, archive_suffixes[i]))
+			return archive_suffixes[i];
+	}
+	return NULL;
+}
+
+const char *tar_archive_suffix_nth(size_t i)
+{
+	return i < sizeof(archive_suffixes) / sizeof(*archive_suffixes) ?
+	       archive_suffixes[i] : NULL;
+}
+
+int tar_suffix_compressed(const char *suffix)
+{
+	return suffix && suffix != archive_suffixes[0];
+}
+
 int tar_parse_dec(const char *s, size_t n, uint64_t *out)
 {
 	uint64_t v = 0;

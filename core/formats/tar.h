@@ -98,4 +98,19 @@ int tar_header_ok(const unsigned char *hdr);
  */
 int tar_normalise(char *path);
 
+/*
+ * The suffix a tar archive's name ends in, plain or compressed (".tar",
+ * ".tar.gz", ".tgz", ".tar.xz", ".txz", ".tar.zst", ".tzst", ".tar.bz2",
+ * ".tbz2"), when something comes before it: the table's own string, or
+ * NULL.  The one list of archive names: shards of a directory, nested
+ * archives, ImageNet's class tars.
+ */
+const char *tar_archive_suffix(const char *name);
+#define TAR_SUFFIX_MAX 8        /* the longest: ".tar.bz2" */
+/* The table's i-th suffix (".tar" is the 0th), NULL past its end: for
+ * callers that look for "<base><suffix>" by name. */
+const char *tar_archive_suffix_nth(size_t i);
+/* 1 if suffix (one tar_archive_suffix gave) is a compressed tar's. */
+int tar_suffix_compressed(const char *suffix);
+
 #endif

@@ -140,15 +140,17 @@ static int map_sections(struct tarindex *t, const struct index_map *m,
 	if (!t->nodes || !h->nnodes || len[1] != (uint64_t)h->nnodes * sizeof(*t->nodes) ||
 	    len[2] != (uint64_t)h->ndirs * sizeof(*t->dirs) ||
 	    !t->pool || len[3] != h->pool_len || t->pool[len[3] - 1] != '\0' ||
-	    len[4] != (uint64_t)h->nsrc * sizeof(uint64_t) ||
 	    len[5] != (uint64_t)h->nsparse * sizeof(*t->sparse) ||
 	    len[6] != h->nchunks * sizeof(*t->chunks) || h->nchunks > len[6] ||
-	    len[7] != (uint64_t)h->nhardlinks * sizeof(*t->hardlinks))
+	    len[7] != (uint64_t)h->nhardlinks * sizeof(*t->hardlinks) ||
+	    (uint64_t)h->nsrc + h->nderived > TARINDEX_MAX_SOURCES ||
+	    len[4] != ((uint64_t)h->nsrc + h->nderived) * sizeof(uint64_t))
 		return bad("section sizes disagree with the header", 0);
 	t->nnodes = h->nnodes;
 	t->ndirs = h->ndirs;
 	t->pool_len = h->pool_len;
-	t->nsrc = h->nsrc;
+	t->ntop = h->nsrc;
+	t->nsrc = h->nsrc + h->nderived;
 	t->nfiles = h->nfiles;
 	t->total_bytes = h->total_bytes;
 	t->nsparse = h->nsparse;
@@ -254,7 +256,7 @@ int tarindex_open(struct tarindex *t, const struct index_map *m,
 	rc = map_sections(t, m, tag_prefix_char);
 	if (rc == 0)
 		rc = tarindex_zip_open(t, m, tag_prefix_char);
-	if (rc == 0 && t->nsrc != nsrc)
+	if (rc == 0 && t->ntop != nsrc)
 		rc = bad("number of sources differs", nsrc);
 	for (i = 0; rc == 0 && i < t->nnodes; i++)
 		rc = check_node(t, i);
@@ -268,7 +270,7 @@ int tarindex_open(struct tarindex *t, const struct index_map *m,
 		rc = check_hardlinks(t);
 	if (rc < 0)
 		goto out;
-	t->srcs = malloc((nsrc + 1) * sizeof(*t->srcs));
+	t->srcs = calloc((size_t)t->nsrc + 1, sizeof(*t->srcs));
 	if (!t->srcs) {
 		rc = -ENOMEM;
 		goto out;
@@ -287,7 +289,9 @@ int tarindex_open(struct tarindex *t, const struct index_map *m,
 		}
 		t->srcs[i] = src[i].src;
 	}
-	return 0;
+	rc = tarindex_derived_open(t, m, tag_prefix_char, t->nsrc - t->ntop);
+	if (rc == 0)
+		return 0;
 out:
 	tarindex_close(t);
 	return rc;
@@ -296,6 +300,7 @@ out:
 void tarindex_close(struct tarindex *t)
 {
 	tarindex_zip_close(t);
+	tarindex_derived_close(t);
 	free(t->srcs);
 	memset(t, 0, sizeof(*t));
 }

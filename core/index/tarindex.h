@@ -65,8 +65,23 @@
  * formats/zipread.h (never spliced: tarindex_deflated).  Zips inside
  * tars are plain files.
  *
- * Not for: compressed tars, writing tars, deciding inode numbers (layouts
- * do that, typically node number + a constant).
+ * Nested compressed tars (tarindex_znest.c): a member named "*.tar.gz",
+ * "*.tgz", "*.tar.xz", "*.txz", "*.tar.zst", "*.tzst", "*.tar.bz2" or
+ * "*.tbz2" (tar_archive_suffix) whose bytes decompress to a tar is
+ * expanded like a nested tar ("a/b.tar.gz" becomes "a/b", or stays
+ * "a/b.tar.gz/" on a clash), within `recursive` levels.  Its members
+ * live in a derived source: the member's bytes as a slice of the source
+ * holding it, decompressed (io/slice.h, io/zsource.h), numbered after the
+ * caller's sources and opened by tarindex_open (its access points come
+ * from the store, so a remount decompresses nothing).  Such members are
+ * never spliced (no descriptor).  A build that meets one keeps no
+ * checkpoint from there on.  A damaged stream keeps the members before
+ * the damage; reads of damaged spans give EIO (said by zsource, naming
+ * the archive, the member's offset and its path).
+ *
+ * Not for: compressed tars as sources (core/io reads them as tars),
+ * writing tars, deciding inode numbers (layouts do that, typically node
+ * number + a constant).
  */
 #ifndef SFS_TARINDEX_H
 #define SFS_TARINDEX_H
@@ -218,7 +233,8 @@ struct tarindex {
 	uint32_t ndirs;
 	const char *pool;
 	uint64_t pool_len;
-	uint32_t nsrc;
+	uint32_t nsrc;           /* source numbers: the caller's, then derived */
+	uint32_t ntop;           /* the caller's sources */
 	const uint64_t *src_sizes;       /* sizes at build time, from the map */
 	const struct tarindex_sparse *sparse;   /* by node number */
 	uint32_t nsparse;
@@ -231,7 +247,9 @@ struct tarindex {
 	/* reads of deflated members: its own locks (zipread.h); NULL when
 	 * there are none */
 	struct zipread *zr;
-	struct source **srcs;    /* srcs[source number]: the caller's */
+	/* srcs[source number]: the caller's, then the derived sources
+	 * (nested compressed tars), which are the tarindex's own */
+	struct source **srcs;
 	uint64_t nfiles;         /* regular files */
 	uint64_t total_bytes;    /* sum of regular file sizes */
 };
@@ -241,7 +259,8 @@ struct tarindex {
  * every node, name and child range, and that the directory list holds
  * every directory, are checked here, so lookups need not)
  * and takes the open sources, which must be the same list, in the same
- * order, as at build time.  -EBADMSG when the sections are missing or
+ * order, as at build time, and opens the derived ones (nested compressed
+ * tars) on them.  -EBADMSG when the sections are missing or
  * inconsistent, or a source's size is not the one indexed (rebuild).
  * The map and the sources must outlive the tarindex.
  */

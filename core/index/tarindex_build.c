@@ -6,7 +6,8 @@
  * files next to the index.
  *
  * Building (single-threaded, never used while mounted):
- *   1. walk every source with tar_walk (a zip: tarindex_zip.c), expanding nested tars, adding one
+ *   1. walk every source with tar_walk (a zip: tarindex_zip.c), expanding nested tars (compressed
+ *      ones through derived sources: tarindex_znest.c), adding one
  *      entry record per member (its full path, its link) to a sort by
  *      path, component by component (so a directory's descendants follow
  *      it: a depth-first preorder with the children of each directory in
@@ -379,12 +380,32 @@ static int expands(const struct walkctx *c, const struct tar_member *m)
 	       tarindex_member_is_tar(c->src, m) == 1;
 }
 
-/* Expands member m, a nested tar (expands() said so, now or when the
- * checkpoint replayed here recorded it): its directory, then its members,
- * from the source or from the checkpoint.  1, or -errno. */
-static int try_nested(struct walkctx *c, const struct tar_member *m)
+/*
+ * Whether member m is a compressed tar the walk tries to expand (named
+ * "*.tar.gz" etc., depth permitting; tb_znested looks at its bytes): the
+ * suffix, or NULL.
+ */
+static const char *zexpands(const struct walkctx *c, const struct tar_member *m)
 {
-	size_t len = strlen(m->path);
+	const char *base = strrchr(m->path, '/');
+	const char *sfx = tar_archive_suffix(base ? base + 1 : m->path);
+
+	return m->type == TAR_FILE && !m->sparse && m->size <= TARINDEX_MAX_SIZE &&
+	       c->depth < c->b->recursive && !c->deflated &&
+	       tree_path_len(c, m->path) <= TAR_PATH_MAX &&
+	       tar_suffix_compressed(sfx) ? sfx : NULL;
+}
+
+const char *tb_src_what(const struct builder *b, uint32_t src)
+{
+	return src < b->nsrc ? b->src[src].path :
+			       b->der[src - b->nsrc].what;
+}
+
+int tb_nest_walk(struct walkctx *c, const struct tar_member *m,
+		 const char *sfx, struct source *in, uint32_t inno)
+{
+	size_t len = strlen(m->path) - strlen(sfx);
 	char dir[TAR_PATH_MAX + 1], prefix[TAR_PATH_MAX + 1], what[512];
 	struct walkctx sub = *c;
 	struct nest *n;
@@ -394,8 +415,8 @@ static int try_nested(struct walkctx *c, const struct tar_member *m)
 
 	/* tb_walk_cb has skipped members whose path in the tree would not fit
 	 * TAR_PATH_MAX (path_fits), so `prefix` below is never cut */
-	memcpy(dir, m->path, len - 4);
-	dir[len - 4] = '\0';
+	memcpy(dir, m->path, len);
+	dir[len] = '\0';
 	rc = keep_nest(c, &at);
 	if (rc == 0)
 		rc = add_ent(c, m, dir, TAR_DIR, &path);
@@ -403,6 +424,7 @@ static int try_nested(struct walkctx *c, const struct tar_member *m)
 		return rc;
 	n = &c->b->nests[at];
 	n->path = path;
+	n->sfx = sfx;
 	n->len = (uint32_t)strlen(c->b->side.p + path);
 	/* the nested members' prefix: ours + the directory (copied, as the
 	 * side arena may move while the nested walk adds links) */
@@ -412,8 +434,19 @@ static int try_nested(struct walkctx *c, const struct tar_member *m)
 	sub.what = what;
 	sub.prefix = prefix;
 	sub.up = at;
-	rc = c->b->resuming ? replay_walk(&sub) :
-			      tar_walk(c->src, m->offset, m->size, what, tb_walk_cb, &sub);
+	if (in) {
+		sub.src = in;
+		sub.srcno = inno;
+		sub.prog_at = c->derived ? c->prog_at : m->offset;
+		sub.derived = 1;
+		rc = tar_walk(in, 0, source_stamp(in)->size, what, tb_walk_cb, &sub);
+		/* a damaged stream: its reads give EIO (said by zsource) */
+		if (rc == -EIO)
+			rc = -EBADMSG;
+	} else {
+		rc = c->b->resuming ? replay_walk(&sub) :
+				      tar_walk(c->src, m->offset, m->size, what, tb_walk_cb, &sub);
+	}
 	c->b->nests[at].end = c->b->nents;
 	if (rc == -EBADMSG)
 		sfs_warn("%s: keeping the members before the damage", what);
@@ -422,13 +455,16 @@ static int try_nested(struct walkctx *c, const struct tar_member *m)
 }
 
 /* One member, as the walk reports it or the checkpoint replays it;
- * nested: to be expanded as a nested tar. */
-static int take_member(struct walkctx *c, const struct tar_member *m, int nested)
+ * nested: to be expanded as a nested tar; zsfx: a compressed one's
+ * suffix (zexpands), or NULL. */
+static int take_member(struct walkctx *c, const struct tar_member *m, int nested,
+		       const char *zsfx)
 {
 	struct builder *b = c->b;
 	int rc;
 
-	progress_update(&b->prog, b->prog.files + 1, b->bytes_before + m->offset);
+	progress_update(&b->prog, b->prog.files + 1,
+			b->bytes_before + (c->derived ? c->prog_at : m->offset));
 	if (!path_fits(c, m))
 		return 0;
 	switch (m->type) {
@@ -439,9 +475,11 @@ static int take_member(struct walkctx *c, const struct tar_member *m, int nested
 			return 0;
 		}
 		if (nested && c->depth < b->recursive) {
-			rc = try_nested(c, m);
+			rc = tb_nest_walk(c, m, ".tar", NULL, 0);
 			return rc < 0 ? rc : 0;
 		}
+		if (zsfx && (rc = tb_znested(c, m, zsfx)) != 0)
+			return rc < 0 ? rc : 0;
 		break;
 	case TAR_SYMLINK:
 		if (!tb_symlink_inside(c->prefix, m->path, m->link)) {
@@ -463,19 +501,28 @@ static int take_member(struct walkctx *c, const struct tar_member *m, int nested
  * stays the place to resume); each member is recorded in
  * the checkpoint, with whether it is expanded, before it is taken (and
  * before the members of a nested tar, which the recursion records).
+ * A build that meets a compressed tar to expand keeps no checkpoint from
+ * there on (dropped, as for a zip): a replay would not bring back its
+ * derived source, and the stream's own pass is what is worth saving
+ * (its access points are, by zsource).
  */
 int tb_walk_cb(void *arg, const struct tar_member *m)
 {
 	struct walkctx *c = arg;
 	struct ckpt *ck = c->b->ck;
 	struct ckpt_member cm = { *m, c->srcno, c->depth, expands(c, m) };
+	const char *zsfx = cm.nested ? NULL : zexpands(c, m);
 	int rc = 0;
 
+	if (ck && zsfx) {
+		ckpt_close(ck, 1);
+		c->b->ck = ck = NULL;
+	}
 	if (ck && c->depth == 0 && m->resume != UINT64_MAX)
 		rc = ckpt_boundary(ck, c->srcno, m->resume, 0);
 	if (ck && rc == 0)
 		rc = ckpt_add(ck, &cm);
-	return rc ? rc : take_member(c, m, cm.nested);
+	return rc ? rc : take_member(c, m, cm.nested, zsfx);
 }
 
 /*
@@ -493,7 +540,7 @@ static int replay_walk(struct walkctx *c)
 	       src == c->srcno && depth == c->depth) {
 		if ((rc = ckpt_next(c->b->ck, &cm)) != 1)
 			break;
-		rc = take_member(c, &cm->m, cm->nested);
+		rc = take_member(c, &cm->m, cm->nested, NULL);
 		free(cm);
 		if (rc)
 			return rc;
@@ -698,7 +745,23 @@ static void builder_free(struct builder *b)
 	free(b->rec);
 	free(b->zips);
 	free(b->scratch);
+	tb_derived_free(b);
 	tb_links_free(b);
+}
+
+/* The sizes of the sources, then of the derived ones (freed on failure). */
+static uint64_t *grow_sizes(const struct builder *b, uint64_t *sizes)
+{
+	uint64_t *n = realloc(sizes, ((size_t)b->nsrc + b->nder + 1) * sizeof(*n));
+	uint32_t k;
+
+	if (!n) {
+		free(sizes);
+		return NULL;
+	}
+	for (k = 0; k < b->nder; k++)
+		n[b->nsrc + k] = b->der[k].usize;
+	return n;
 }
 
 int tarindex_build(struct index_writer *w, uint32_t tag_prefix_char,
@@ -746,6 +809,8 @@ int tarindex_build(struct index_writer *w, uint32_t tag_prefix_char,
 	progress_finish(&b.prog);
 	if (rc == 0)
 		rc = ckpt_used_up(&b);
+	if (rc == 0 && b.nder && !(sizes = grow_sizes(&b, sizes)))
+		rc = -ENOMEM;
 	if (rc == 0)
 		rc = tb_rename_nested(&b);
 	if (rc == 0)
@@ -754,6 +819,8 @@ int tarindex_build(struct index_writer *w, uint32_t tag_prefix_char,
 		rc = tb_tree_write(&b, w, tag_prefix_char, root_mtime, sizes);
 	if (rc == 0)
 		rc = tb_zip_write(&b, w, tag_prefix_char);
+	if (rc == 0)
+		rc = tb_derived_write(&b, w, tag_prefix_char);
 	/* a build that succeeded keeps it until its index file is in place */
 	if (rc == 0 && b.ck && index_writer_drop_at_commit(w, ckpt_path(b.ck)) < 0)
 		rc = -ENOMEM;

@@ -1,8 +1,8 @@
 /*
  * tarindex_build_int.h - what the three files of the tar index build
  * share: tarindex_build.c (the walk, the entry sort), tarindex_links.c
- * (nested tar renames, hard links) and tarindex_tree.c (the tree, the
- * sections).  Private to them; the contract is tarindex.h.
+ * (nested tar renames, hard links), tarindex_tree.c (the tree, the
+ * sections) and tarindex_znest.c (nested compressed tars).  Private to them; the contract is tarindex.h.
  */
 #ifndef SFS_INDEX_TARINDEX_BUILD_INT_H
 #define SFS_INDEX_TARINDEX_BUILD_INT_H
@@ -45,6 +45,8 @@ struct nest {
 	uint32_t src;
 	uint32_t len;       /* its path's length */
 	uint8_t renamed;
+	const char *sfx;    /* the name's suffix, put back on a rename:
+			     * ".tar", ".tar.gz"... (tar_archive_suffix) */
 	uint64_t path;      /* in builder.side */
 	uint64_t clash;     /* the first other entry at or under it, or 0 */
 };
@@ -62,6 +64,14 @@ struct sparse_map {
 };
 
 struct tb_links;        /* tarindex_links.c's resolved hard links */
+
+/* A derived source (a nested compressed tar, tarindex_znest.c): source
+ * number builder.nsrc + its place in builder.der. */
+struct tb_derived {
+	struct tarindex_derived d;  /* as stored; d.name in builder.dpaths */
+	uint64_t usize;             /* its uncompressed size */
+	char *what;                 /* its source name (tarindex_derived_name) */
+};
 
 struct builder {
 	size_t budget;              /* bytes for each sort */
@@ -82,6 +92,9 @@ struct builder {
 	struct tb_links *res;       /* NULL: no hard links */
 	struct tarindex_zip *zips;  /* deflated zip members, in walk order */
 	uint64_t nzips, zips_cap;
+	struct tb_derived *der;     /* derived sources, by number - nsrc */
+	uint32_t nder, der_cap;
+	struct tb_arena dpaths;     /* their member paths (section DN) */
 	uint32_t recursive;
 	struct progress prog;
 	uint64_t bytes_before;      /* sizes of the sources already walked */
@@ -102,6 +115,9 @@ struct walkctx {
 	const char *what;
 	int deflated;           /* the member being added is (no nested tar) */
 	int zip;                /* the source is a zip */
+	int derived;            /* the source is a derived one: progress
+				 * stays at prog_at, the outer member's offset */
+	uint64_t prog_at;
 };
 
 /* tarindex_build.c */
@@ -123,6 +139,29 @@ int tb_next(struct spill *s, const struct erec **r);
 int tb_symlink_inside(const char *prefix, const char *path, const char *target);
 uint32_t tb_nests_before(const struct builder *b, uint32_t seq);
 uint32_t tb_enclosing(const struct builder *b, uint32_t seq);
+
+/*
+ * Expands member m as a nested tar named with suffix sfx: its directory,
+ * then its members, walked from `in` (source number inno: a derived
+ * source, from its start) or, in is NULL, from m's data in c's source (or
+ * the checkpoint).  1, or -errno.
+ */
+int tb_nest_walk(struct walkctx *c, const struct tar_member *m,
+		 const char *sfx, struct source *in, uint32_t inno);
+/* The name of source number src, for messages. */
+const char *tb_src_what(const struct builder *b, uint32_t src);
+
+/* tarindex_znest.c */
+/*
+ * Member m, named with the compressed suffix sfx: expanded as a nested
+ * tar (1) when its bytes decompress to a tar, through a derived source
+ * recorded in the builder; else 0 (a plain file; a stream that does not
+ * open is warned); -errno for what stops the build (memory, a signal).
+ */
+int tb_znested(struct walkctx *c, const struct tar_member *m, const char *sfx);
+/* Writes the derived sources' sections, when there are any. */
+int tb_derived_write(struct builder *b, struct index_writer *w, uint32_t c);
+void tb_derived_free(struct builder *b);
 
 /* tarindex_links.c */
 int tb_rename_nested(struct builder *b);

@@ -13,8 +13,9 @@
 #include "index/index.h"
 #include "index/tarindex.h"
 
-#define TARINDEX_VERSION 5      /* 4: hard link groups, a link's mtime its target's;
-				 * 5: zip sources, section ZP */
+#define TARINDEX_VERSION 6      /* 4: hard link groups, a link's mtime its target's;
+				 * 5: zip sources, section ZP;
+				 * 6: derived sources, sections DV and DN */
 #define TAG(c, x, y) INDEX_TAG((c), 'T', (x), (y))
 #define NONE UINT32_MAX
 
@@ -30,7 +31,39 @@ struct tarindex_hdr {
 	uint32_t nsparse;       /* sparse files: section TAG(c, 'S', 'T') */
 	uint32_t nhardlinks;    /* linked files: TAG(c, 'H', 'L') */
 	uint64_t nchunks;       /* their map entries: TAG(c, 'S', 'M') */
+	uint32_t nderived;      /* derived sources: TAG(c, 'D', 'V') */
+	uint32_t pad;
 };
+
+/*
+ * A derived source: the uncompressed bytes of a nested compressed tar,
+ * a member of source `parent` (a number below its own: a source or an
+ * earlier derived one).  Derived source k is source number nsrc + k; the
+ * sizes section holds its uncompressed size after the sources'.
+ * Opened at tarindex_open as a slice of the parent (io/slice.h), named
+ * tarindex_derived_name.
+ */
+struct tarindex_derived {
+	uint64_t off, len;      /* the member's bytes in the parent */
+	uint32_t parent;
+	uint32_t name;          /* the member's path: offset in TAG(c, 'D', 'N') */
+};
+
+/*
+ * The source name of a derived source, "<parent's name>@<off>:<member
+ * path>": malloc'ed or NULL.  Messages name the archive, the offset and
+ * the member with it, and the stored access-point table is keyed by it
+ * (with the parent's stamp).  It ends in the member's compressed suffix,
+ * which is how zsource knows to look for one.
+ */
+char *tarindex_derived_name(const char *parent, uint64_t off, const char *path);
+
+/* tarindex_znest.c, for tarindex.c: maps, checks and opens the derived
+ * sources into t->srcs[t->ntop ...] (t->srcs holds the sources); the
+ * close closes them. */
+int tarindex_derived_open(struct tarindex *t, const struct index_map *m,
+			  uint32_t c, uint32_t nderived);
+void tarindex_derived_close(struct tarindex *t);
 
 /* tarindex_zip.c, for tarindex.c: maps and checks the zip section
  * (optional: none when no source is a zip) and sets up its reads. */

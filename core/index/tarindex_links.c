@@ -123,10 +123,11 @@ static uint32_t nest_at(const struct builder *b, uint32_t seq)
 
 /*
  * The lengths of the renamed directories' paths around entry r (itself
- * included when it is one), increasing, in ins; how many.
+ * included when it is one), increasing, in ins, and their suffixes in
+ * sfx; how many.
  */
 static uint32_t renamed_around(const struct builder *b, const struct erec *r,
-			       uint32_t *ins)
+			       uint32_t *ins, const char **sfx)
 {
 	uint32_t chain[TARINDEX_MAX_NEST + 2], n = 0, k = 0, i;
 
@@ -136,23 +137,28 @@ static uint32_t renamed_around(const struct builder *b, const struct erec *r,
 	for (; i != NONE && n < TARINDEX_MAX_NEST + 2; i = b->nests[i].up)
 		chain[n++] = i;
 	while (n--)
-		if (b->nests[chain[n]].renamed)
+		if (b->nests[chain[n]].renamed) {
+			sfx[k] = b->nests[chain[n]].sfx;
 			ins[k++] = b->nests[chain[n]].len;
+		}
 	return k;
 }
 
-/* Puts ".tar" back after each of the n lengths ins in s (len bytes) into out. */
+/* Puts the suffix sfx[k] (".tar", ".tar.gz"...) back after each of the n
+ * lengths ins[k] in s (len bytes) into out. */
 static size_t reinsert_tar(const char *s, size_t len, const uint32_t *ins,
-			   uint32_t n, char *out)
+			   const char *const *sfx, uint32_t n, char *out)
 {
 	uint32_t k, from = 0;
+	size_t sl;
 	char *w = out;
 
 	for (k = 0; k < n; k++) {
 		memcpy(w, s + from, ins[k] - from);
 		w += ins[k] - from;
-		memcpy(w, ".tar", 4);
-		w += 4;
+		sl = strlen(sfx[k]);
+		memcpy(w, sfx[k], sl);
+		w += sl;
 		from = ins[k];
 	}
 	memcpy(w, s + from, len - from);
@@ -169,17 +175,18 @@ static int hlink_cmp(const void *pk, const void *pe)
 	return (k > seq) - (k < seq);
 }
 
-#define RENAMED_MAX (2 * TAR_PATH_MAX + 4 * (TARINDEX_MAX_NEST + 2) + 2)
+#define RENAMED_MAX (2 * TAR_PATH_MAX + TAR_SUFFIX_MAX * (TARINDEX_MAX_NEST + 2) + 2)
 
 /*
- * Entry r with ".tar" back after its renamed directories, added to s
+ * Entry r with ".tar" (".tar.gz"...) back after its renamed directories, added to s
  * (hard link targets inside those tars too, as they name their tar's
  * members; the link kept aside follows).
  */
 static int rename_one(struct builder *b, struct spill *s, const struct erec *r)
 {
 	static char path[RENAMED_MAX], link[RENAMED_MAX];
-	uint32_t ins[TARINDEX_MAX_NEST + 2], n = renamed_around(b, r, ins);
+	const char *sfx[TARINDEX_MAX_NEST + 2];
+	uint32_t ins[TARINDEX_MAX_NEST + 2], n = renamed_around(b, r, ins, sfx);
 	const char *lk = r->s + r->path_len + 1;
 	size_t plen, llen = r->link_len;
 	struct hlink *h;
@@ -189,10 +196,10 @@ static int rename_one(struct builder *b, struct spill *s, const struct erec *r)
 		return spill_add(s, r, offsetof(struct erec, s) + r->path_len +
 				 r->link_len + 10);
 	if (r->type == TAR_HARDLINK && !strncmp(lk, r->s, ins[n - 1]) && lk[ins[n - 1]] == '/') {
-		llen = reinsert_tar(lk, llen, ins, n, link);
+		llen = reinsert_tar(lk, llen, ins, sfx, n, link);
 		lk = link;
 	}
-	plen = reinsert_tar(r->s, r->path_len, ins, n, path);
+	plen = reinsert_tar(r->s, r->path_len, ins, sfx, n, path);
 	memcpy(b->rec, r, offsetof(struct erec, s));
 	rc = spill_add(s, b->rec, tb_erec_set(b->rec, path, plen, lk, llen));
 	if (rc < 0 || r->type != TAR_HARDLINK)
@@ -253,9 +260,10 @@ int tb_rename_nested(struct builder *b)
 
 		if (!n->clash)
 			continue;
-		sfs_warn("%s: nested tar '%s.tar' would be directory '%s', which "
-			 "member '%s' also uses: the tar's members are under '%s.tar/'",
-			 b->src[n->src].path, p, p, b->side.p + n->clash, p);
+		sfs_warn("%s: nested tar '%s%s' would be directory '%s', which "
+			 "member '%s' also uses: the tar's members are under '%s%s/'",
+			 tb_src_what(b, n->src), p, n->sfx, p,
+			 b->side.p + n->clash, p, n->sfx);
 		n->renamed = 1;
 		nren++;
 	}
@@ -458,7 +466,7 @@ static int resolve(const struct builder *b, struct tb_links *L)
 			/* names cut: a pax global header gives every link a
 			 * 4 KB path for a 512-byte header */
 			sfs_warn("%s: hard link '%.200s' -> '%.200s': %s: skipped",
-				 b->src[e->src].path, L->ar.p + e->path,
+				 tb_src_what(b, e->src), L->ar.p + e->path,
 				 L->ar.p + e->link, why);
 			e->dropped = 1;
 			skip[j] = j && !strcmp(L->ar.p + e->path,

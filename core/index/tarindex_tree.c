@@ -50,7 +50,7 @@ static int key_cmp(const void *pa, const void *pb, void *arg)
  * prefix of the deepest one's path, `top`.
  */
 #define DIRSTACK_LEN (TAR_PATH_MAX / 2 + 2)
-#define PATHBUF (TAR_PATH_MAX + 4 * (TARINDEX_MAX_NEST + 2) + 8)
+#define PATHBUF (TAR_PATH_MAX + TAR_SUFFIX_MAX * (TARINDEX_MAX_NEST + 2) + 8)
 #define POOLBUF (64u << 10)
 
 struct tree {
@@ -239,7 +239,7 @@ static int push_dir(struct tree *t, const char *path, uint32_t len, uint32_t src
 {
 	if (t->depth + 1 >= DIRSTACK_LEN || len >= PATHBUF) {
 		sfs_err("%s: '%.100s...' is more than %d directories deep: "
-			"refusing to index", t->b->src[src].path, path,
+			"refusing to index", tb_src_what(t->b, src), path,
 			DIRSTACK_LEN - 1);
 		return -ENAMETOOLONG;
 	}
@@ -288,7 +288,7 @@ static int tree_entry(struct tree *t, const struct erec *e)
 
 		if (!strncmp(p, t->prev, ql) && p[ql] == '/') {
 			sfs_warn("%s: '%s' is both a file and a directory: the "
-				 "file is hidden", t->b->src[t->prev_src].path, t->prev);
+				 "file is hidden", tb_src_what(t->b, t->prev_src), t->prev);
 			t->it.type = TARINDEX_DIR;
 			rc = push_dir(t, t->prev, (uint32_t)ql, t->prev_src);
 			if (rc < 0)
@@ -646,7 +646,8 @@ int tb_tree_write(struct builder *b, struct index_writer *w, uint32_t c,
 {
 	struct tree *t = calloc(1, sizeof(*t));
 	struct aside a = { 0 };
-	struct tarindex_hdr h = { .version = TARINDEX_VERSION, .nsrc = b->nsrc };
+	struct tarindex_hdr h = { .version = TARINDEX_VERSION, .nsrc = b->nsrc,
+				  .nderived = b->nder };
 	uint32_t at;
 	int rc = -ENOMEM;
 
@@ -680,7 +681,7 @@ int tb_tree_write(struct builder *b, struct index_writer *w, uint32_t c,
 		rc = write_dirs(t, c, &a, h.ndirs);
 	if (rc == 0)
 		rc = index_writer_add(w, TAG(c, 'S', 'R'), sizes,
-				      (uint64_t)h.nsrc * sizeof(*sizes));
+				      ((uint64_t)h.nsrc + h.nderived) * sizeof(*sizes));
 	if (rc == 0)
 		rc = write_sparse(b, w, c, &h, &a);
 	if (rc == 0)

@@ -31,8 +31,9 @@
  * gzip, xz, zstd and bzip2 (the last three restart at block or frame
  * starts and need no window).
  *
- * Not for: compressed members inside an archive (the layouts see those as
- * bytes), writing.
+ * Not for: finding compressed members inside an archive (the tar index
+ * opens those as slices, io/slice.h, which source_open_slice wraps here
+ * as a file is), writing.
  */
 #ifndef SFS_ZSOURCE_H
 #define SFS_ZSOURCE_H

@@ -8,14 +8,18 @@
  * Not for: reading them (imagenet_tars.c, imagenet_build.c).
  */
 #include "layouts/imagenet_files.h"
+#include "formats/tar.h"
 #include "log.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* <wnid>.tar, or recompressed: <wnid>.tar.gz... */
 static int is_wnid_tar(const char *name)
 {
+	const char *sfx;
 	int i;
 
 	if (name[0] != 'n')
@@ -23,7 +27,17 @@ static int is_wnid_tar(const char *name)
 	for (i = 1; i <= 8; i++)
 		if (name[i] < '0' || name[i] > '9')
 			return 0;
-	return !strcmp(name + 9, ".tar");
+	sfx = tar_archive_suffix(name);
+	return sfx && !strcmp(name + 9, sfx);
+}
+
+/* Whether `name` is base + an archive suffix (a release tar's name). */
+static int is_release(const char *name, const char *base)
+{
+	size_t n = strlen(base);
+	const char *sfx = tar_archive_suffix(name);
+
+	return sfx && !strncmp(name, base, n) && !strcmp(name + n, sfx);
 }
 
 /* Whether `path` is a file; its stamp in *st if so. */
@@ -135,6 +149,26 @@ static int find_kaggle(struct in_layout *L, struct source_env *env, const char *
 	return rc ? rc : 1;
 }
 
+/* root's release tar `base` + the first archive suffix naming a file (the
+ * plain ".tar" first): malloc'ed, or NULL (none; ENOMEM). */
+static char *find_release(struct source_env *env, const char *root,
+			  const char *base)
+{
+	const char *sfx;
+	char name[64], *p;
+	size_t i;
+
+	for (i = 0; (sfx = tar_archive_suffix_nth(i)); i++) {
+		snprintf(name, sizeof(name), "%s%s", base, sfx);
+		if (!(p = source_join(root, name)))
+			return NULL;
+		if (is_file(env, p, NULL))
+			return p;
+		free(p);
+	}
+	return NULL;
+}
+
 int imagenet_find_sources(struct in_layout *L, struct source_env *env,
 			  const char *root)
 {
@@ -144,21 +178,18 @@ int imagenet_find_sources(struct in_layout *L, struct source_env *env,
 	if (rc)
 		return rc < 0 ? rc : 0;
 
-	p = source_join(root, IMAGENET_TRAIN_TAR);
-	if (p && is_file(env, p, NULL)) {
+	p = find_release(env, root, IMAGENET_TRAIN_BASE);
+	if (p) {
 		rc = add_source(&L->sp[TRAIN], p, "");
 		L->sp[TRAIN].recursive = 1;	/* expand the class tars */
 	} else {
-		free(p);
 		p = source_join(root, "train");
 		rc = p ? scan_class_tars(env, &L->sp[TRAIN], p) : -ENOMEM;
 		free(p);
 	}
-	p = source_join(root, IMAGENET_VAL_TAR);
-	if (!rc && p && is_file(env, p, NULL))
+	p = rc ? NULL : find_release(env, root, IMAGENET_VAL_BASE);
+	if (p)
 		rc = add_source(&L->sp[VAL], p, "");
-	else
-		free(p);
 	p = source_join(root, IMAGENET_DEVKIT);
 	if (p && is_file(env, p, &L->devkit_stamp))
 		L->devkit = p;
@@ -209,8 +240,8 @@ static int warn_unserved(void *arg, const char *name, int is_dir)
 	int train_dir = tr->nsrc && !tr->recursive;
 	char *path;
 
-	if (name[0] == '.' || (!is_dir && (!strcmp(name, IMAGENET_TRAIN_TAR) ||
-					   !strcmp(name, IMAGENET_VAL_TAR) ||
+	if (name[0] == '.' || (!is_dir && (is_release(name, IMAGENET_TRAIN_BASE) ||
+					   is_release(name, IMAGENET_VAL_BASE) ||
 					   !strcmp(name, IMAGENET_DEVKIT))) ||
 	    (is_dir && train_dir && !strcmp(name, "train")))
 		return 0;

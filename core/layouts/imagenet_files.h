@@ -2,7 +2,10 @@
  * imagenet_files.h - the ILSVRC2012 release's file names and finding them:
  * SOURCE (a directory, a path or URL) is ImageNet when it holds
  * ILSVRC2012_img_train.tar or ILSVRC2012_img_val.tar, or a train/
- * directory with at least one <wnid>.tar (n + 8 digits + ".tar"); or
+ * directory with at least one <wnid>.tar (n + 8 digits + ".tar"); each
+ * of them may be recompressed under a compressed tar's name instead
+ * (ILSVRC2012_img_train.tar.gz, n01440764.tar.zst: tar_archive_suffix;
+ * the plain name is looked for first); or
  * when it is Kaggle's zip (any *.zip given with -o layout=imagenet; detected
  * by its name IMAGENET_KAGGLE_ZIP, or a directory holding it).
  * ILSVRC2012_devkit_t12.tar.gz next to them is optional.
@@ -16,8 +19,10 @@
 #include "io/source.h"
 #include "layouts/imagenet_index.h"
 
-#define IMAGENET_TRAIN_TAR "ILSVRC2012_img_train.tar"
-#define IMAGENET_VAL_TAR "ILSVRC2012_img_val.tar"
+#define IMAGENET_TRAIN_BASE "ILSVRC2012_img_train"
+#define IMAGENET_VAL_BASE "ILSVRC2012_img_val"
+#define IMAGENET_TRAIN_TAR IMAGENET_TRAIN_BASE ".tar"
+#define IMAGENET_VAL_TAR IMAGENET_VAL_BASE ".tar"
 #define IMAGENET_DEVKIT "ILSVRC2012_devkit_t12.tar.gz"
 /* Kaggle's ImageNet: one zip of ILSVRC/Data/CLS-LOC/{train/<wnid>,val}/
  * and the label files LOC_synset_mapping.txt, LOC_val_solution.csv */

@@ -4,7 +4,7 @@
  *
  * SOURCE is a tar or zip file (its members at the root) or a directory
  * holding *.tar and *.zip files (each one's members under a directory
- * named like the shard minus its suffix; see shard_suffixes).  Nested tars are expanded -o recursive=N levels (see
+ * named like the shard minus its suffix; see layout_tar_shard_suffix).  Nested tars are expanded -o recursive=N levels (see
  * tarindex.h).  The tree lives in a persistent tarindex (index_load: rebuilt
  * with a message when missing, stale or corrupt), used in place from the
  * mmap.
@@ -30,6 +30,7 @@
 
 #include "index/index.h"
 #include "index/tarindex.h"
+#include "formats/tar.h"
 #include "io/source.h"
 #include "log.h"
 
@@ -55,24 +56,19 @@ struct tar_layout {
  * The shards a directory source holds, by suffix: each one's members go
  * under a directory named like the shard minus the suffix ("shard-000000"
  * for "shard-000000.tar"), as WebDataset names a sample by its key and
- * the shard by its basename.  One table: a new kind of shard is one line.
+ * the shard by its basename: the tar archives' names (tar_archive_suffix,
+ * compressed ones read as the tar inside by core/io/zsource.c) and zips.
  */
-static const char *const shard_suffixes[] = {
-	".tar", ".zip",
-	/* compressed tars: core/io/zsource.c reads them as the tar inside */
-	".tar.gz", ".tgz", ".tar.xz", ".txz", ".tar.zst", ".tzst", ".tar.bz2", ".tbz2",
-};
-
 size_t layout_tar_shard_suffix(const char *name)
 {
-	size_t n = strlen(name), k, i;
+	const char *sfx = tar_archive_suffix(name);
+	size_t n = strlen(name);
 
-	for (i = 0; name[0] != '.' && i < sizeof(shard_suffixes) / sizeof(*shard_suffixes); i++) {
-		k = strlen(shard_suffixes[i]);
-		if (n > k && !strcmp(name + n - k, shard_suffixes[i]))
-			return k;
-	}
-	return 0;
+	if (name[0] == '.')
+		return 0;
+	if (sfx)
+		return strlen(sfx);
+	return n > 4 && !strcmp(name + n - 4, ".zip") ? 4 : 0;
 }
 
 static int name_cmp(const void *a, const void *b)

@@ -10,17 +10,36 @@
  * the tar layout gives up when a fresh index does not) and every node is
  * visited (tarwalk.h): lookups, find by full path, parent, symlink targets,
  * and tarindex_pread of every file, whose bytes must be the source's.
- * Seeds: the same tars as fuzz_tar.
+ * The sources are opened in a source env, so members named "*.tar.gz",
+ * "*.tar.xz"... that decompress to tars are expanded through derived
+ * sources (tarindex_znest.c) and opened again by tarindex_open.
+ * Seeds: the same tars as fuzz_tar, and make_tars.py's znest.tar.
  */
 #include "fuzz.h"
 #include "index/index.h"
 #include "index/tarindex.h"
 #include "tarwalk.h"
 
+/* One env for the run: making one per input (its threads, its HTTP
+ * state) would be most of an execution.  Small caches: an input's
+ * streams are small. */
+static struct source_env *fuzz_env(void)
+{
+	static const struct source_config cfg = { .span_bytes = 64 << 10,
+						  .span_cache_bytes = 1 << 20,
+						  .cache_bytes = 1 << 20 };
+	static struct source_env *env;
+
+	if (!env && source_env_new(&cfg, &env))
+		env = NULL;
+	return env;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct tarindex_build_opts bo = { .recursive = 2, .quiet = 1, .what = "fuzz" };
 	struct tarindex_source src[2];
+	struct source_env *env = fuzz_env();
 	struct index_writer *w = NULL;
 	struct index_map m;
 	struct index_fp fp;
@@ -34,7 +53,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fuzz_fd_path(fd, fdpath, sizeof(fdpath));
 	src[0] = (struct tarindex_source){ fdpath, "", NULL };
 	src[1] = (struct tarindex_source){ fdpath, "x", NULL };
-	if (tarindex_sources_open(NULL, src, 2))
+	if (!env || tarindex_sources_open(env, src, 2))
 		goto out;
 	snprintf(path, sizeof(path), "%s/tarindex.sfsidx", fuzz_tmpdir());
 	index_fp_init(&fp, "fuzz");

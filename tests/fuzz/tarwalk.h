@@ -96,6 +96,27 @@ static void tw_sparse(const struct tarindex *t, uint32_t i, const uint8_t *src,
 	FUZZ_CHECK(tarindex_pread(t, i, buf, 1, size) == 0);
 }
 
+/* A file of a derived source (a nested compressed tar): its bytes must
+ * be that source's, read directly. */
+static void tw_derived_file(const struct tarindex *t, uint32_t i, uint8_t *buf)
+{
+	static uint8_t want[TW_CHUNK];
+	const struct tarindex_node *n = tarindex_node(t, i);
+	struct source *s = tarindex_src(t, tarindex_node_src(n));
+	uint64_t size = tarindex_node_size(n), off = 0;
+	ssize_t k;
+
+	while (off < size && !tarindex_node_sparse(n)) {
+		k = tarindex_pread(t, i, buf, TW_CHUNK, off);
+		if (k == -EIO)
+			return;
+		FUZZ_CHECK(k > 0 && (uint64_t)k <= size - off);
+		FUZZ_CHECK(source_pread(s, want, (size_t)k, n->off + off) == k);
+		FUZZ_CHECK(memcmp(buf, want, (size_t)k) == 0);
+		off += (uint64_t)k;
+	}
+}
+
 static void tw_file(const struct tarindex *t, uint32_t i, const uint8_t *src,
 		    size_t srclen, uint8_t *buf)
 {
@@ -103,6 +124,10 @@ static void tw_file(const struct tarindex *t, uint32_t i, const uint8_t *src,
 	uint64_t size = tarindex_node_size(n), off = 0;
 	ssize_t k;
 
+	if (tarindex_node_src(n) >= t->ntop) {
+		tw_derived_file(t, i, buf);
+		return;
+	}
 	if (tarindex_node_sparse(n)) {
 		tw_sparse(t, i, src, srclen, buf);
 		return;

@@ -143,9 +143,10 @@ struct built {
 	struct tarindex_source one;	/* a source that lives as long as b */
 };
 
-/* Opens the sources (closed by unbuild, or here on failure), builds. */
-static int build(struct built *b, struct tarindex_source *src, size_t n,
-		 uint32_t recursive)
+/* Opens the sources in env (closed by unbuild, or here on failure),
+ * builds. */
+static int build_in(struct source_env *env, struct built *b,
+		    struct tarindex_source *src, size_t n, uint32_t recursive)
 {
 	struct tarindex_build_opts bo = { .recursive = recursive, .quiet = 1 };
 	struct index_writer *w;
@@ -154,7 +155,7 @@ static int build(struct built *b, struct tarindex_source *src, size_t n,
 
 	b->src = src;
 	b->nsrc = n;
-	cr_assert_eq(tarindex_sources_open(NULL, src, n), 0);
+	cr_assert_eq(tarindex_sources_open(env, src, n), 0);
 	strcpy(b->path, "/tmp/sfs-tarindex-XXXXXX");
 	fd = mkstemp(b->path);
 	cr_assert(fd >= 0);
@@ -174,6 +175,12 @@ static int build(struct built *b, struct tarindex_source *src, size_t n,
 		     "%s", why);
 	cr_assert_eq(tarindex_open(&b->t, &b->m, 'A', src, n), 0);
 	return 0;
+}
+
+static int build(struct built *b, struct tarindex_source *src, size_t n,
+		 uint32_t recursive)
+{
+	return build_in(NULL, b, src, n, recursive);
 }
 
 static void unbuild(struct built *b)
@@ -440,6 +447,60 @@ Test(tarindex, directory_of_tars)
 	unbuild(&b);
 	for (i = 0; i < 3; i++)
 		free((char *)src[i].path);
+}
+
+/*
+ * Nested compressed tars (.tar.gz, .tgz, .tar.xz, .tar.bz2; a .tar.xz in a
+ * .tgz): every file znest.rR.want lists (made by tarfile, gzip, lzma and
+ * bz2) is in the tree with those bytes, and nothing else; look-alikes stay
+ * files.  The index is mapped again (tarindex_open opens the derived
+ * sources from their records, as a remount does).
+ */
+Test(tarindex, nested_compressed_tars)
+{
+	struct tarindex_source src = { fixture_path("znest.tar"), "", NULL };
+	struct source_env *env;
+	struct built b;
+	uint32_t r;
+
+	cr_assert_eq(source_env_new(NULL, &env), 0);
+	for (r = 1; r <= 2; r++) {
+		char name[32], *text, *line, *save = NULL, hex[65];
+		uint64_t nwant = 0;
+
+		snprintf(name, sizeof(name), "znest.r%u.want", r);
+		text = slurp_text(name);
+		cr_assert_eq(build_in(env, &b, &src, 1, r), 0);
+		/* a, b, c, lvl/deep, and lvl/deep/in at recursive=2 */
+		cr_expect_eq(b.t.ntop, 1);
+		cr_expect_eq(b.t.nsrc, r == 1 ? 5 : 6);
+		for (line = strtok_r(text, "\n", &save); line;
+		     line = strtok_r(NULL, "\n", &save)) {
+			char *sp = strchr(line, ' ');
+			int64_t i;
+
+			cr_assert(sp);
+			*sp = '\0';
+			i = tarindex_find(&b.t, line);
+			cr_assert_geq(i, 0, "r%u: %s: not found", r, line);
+			cr_assert_eq(tarindex_node_type(tarindex_node(&b.t, (uint32_t)i)),
+				     TARINDEX_FILE, "r%u: %s: not a file", r, line);
+			cr_expect_not(tarindex_deflated(&b.t, (uint32_t)i));
+			file_sha(&b.t, (uint32_t)i, hex);
+			cr_expect_str_eq(hex, sp + 1, "r%u: %s: other bytes", r, line);
+			nwant++;
+		}
+		cr_expect_eq(b.t.nfiles, nwant, "r%u: %llu files, want %llu", r,
+			     (unsigned long long)b.t.nfiles, (unsigned long long)nwant);
+		/* mapped again: the derived sources opened from their records */
+		tarindex_close(&b.t);
+		cr_assert_eq(tarindex_open(&b.t, &b.m, 'A', &src, 1), 0);
+		cr_expect_geq(tarindex_find(&b.t, "a/x/one.bin"), 0);
+		unbuild(&b);
+		free(text);
+	}
+	source_env_free(env);
+	free((char *)src.path);
 }
 
 Test(tarindex, lookup_misses)
