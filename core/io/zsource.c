@@ -769,7 +769,9 @@ static void bound(struct zsrc *z)
 }
 
 /* Span i of the pass has ended (struct zspans): into the cache, readers
- * woken; waits while the pass is `ahead` past what was asked. */
+ * woken; waits while the pass is `ahead` past what was asked.  The next
+ * span is wanted only while a reader streams and has not asked for the
+ * end (then nobody reads the spans in order: copying them is waste). */
 static int pass_keep(void *arg, uint64_t i, void *buf, size_t len)
 {
 	struct zsrc *z = arg;
@@ -805,6 +807,8 @@ static int pass_keep(void *arg, uint64_t i, void *buf, size_t len)
 		pthread_cond_wait(&r->cv, &r->mu);
 	if (r->cancel)
 		rc = -ECANCELED;
+	else if (rc == 0)
+		rc = r->streamed && r->asked != UINT64_MAX;
 	pthread_mutex_unlock(&r->mu);
 	return rc;
 }

@@ -138,8 +138,8 @@ struct zpass {
 	const struct zspans *keep;    /* NULL, or where the spans go */
 	unsigned char *kbuf;          /* the current span's bytes, for keep */
 	size_t klen, kcap;
-	int klost;                    /* the current span's bytes could not
-				       * be kept (ENOMEM): only a saving lost */
+	int kskip;                    /* the current span's bytes are not
+				       * kept (keep said so, or ENOMEM) */
 };
 
 /* The CRC-32s of the span's chunks, ZCHUNK bytes each, n bytes at
@@ -194,13 +194,13 @@ static void keep_put(struct zpass *p, const void *d, size_t n)
 	size_t c = p->kcap ? p->kcap : p->span + ZCHUNK;
 	void *q;
 
-	if (!p->keep || p->klost)
+	if (!p->keep || p->kskip)
 		return;
 	while (c < p->klen + n)
 		c *= 2;
 	if (c != p->kcap) {
 		if (!(q = realloc(p->kbuf, c))) {
-			p->klost = 1;
+			p->kskip = 1;	/* only a saving lost */
 			free(p->kbuf);
 			p->kbuf = NULL;
 			return;
@@ -212,17 +212,22 @@ static void keep_put(struct zpass *p, const void *d, size_t n)
 	p->klen += n;
 }
 
-/* Span i (len bytes) has ended: its bytes go to keep.  keep's result. */
+/* Span i (len bytes) has ended: its bytes go to keep, which says whether
+ * it wants the next span's.  0 or keep's -errno. */
 static int keep_span(struct zpass *p, uint64_t i, size_t len)
 {
-	void *buf = p->klost ? NULL : p->kbuf;
+	void *buf = p->kskip ? NULL : p->kbuf;
+	int rc;
 
 	if (!p->keep)
 		return 0;
+	if (p->kskip)
+		free(p->kbuf);
 	p->kbuf = NULL;
 	p->klen = p->kcap = 0;
-	p->klost = 0;
-	return p->keep->keep(p->keep->arg, i, buf, len);
+	rc = p->keep->keep(p->keep->arg, i, buf, len);
+	p->kskip = rc == 0;
+	return rc < 0 ? rc : 0;
 }
 
 int zpass_output(struct zpass *p, const void *data, size_t n, uint32_t *crc)

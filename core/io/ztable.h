@@ -49,8 +49,10 @@ int zin_init(struct zin *in, struct source *src, size_t cap);
  * next one starts), so that a reader going through the file in order
  * while the pass runs (a tar index build: zsource.c) takes its bytes
  * instead of inflating them again.  The callee may wait there (the pass
- * then waits: its memory stays bounded); nonzero from keep ends the pass
- * with that -errno (the source was closed).
+ * then waits: its memory stays bounded).  keep returns 1 for the next
+ * span's bytes, 0 for its length only (nobody is reading in order: no
+ * copy), or -errno, which ends the pass (the source was closed).  The
+ * first span's bytes are always given.
  */
 struct zspans {
 	int (*keep)(void *arg, uint64_t i, void *buf, size_t len);
