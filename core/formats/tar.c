@@ -57,12 +57,29 @@ static void rd_ahead(struct reader *r, uint64_t off)
  * one pread serves many headers), one block when they are large (copying
  * a window of data we will skip would cost more than the pread).
  */
+uint64_t tar_rd_upto(struct reader *r, uint64_t need)
+{
+	uint64_t have;
+	int rc;
+
+	if (!r->grow)
+		return r->hi;
+	rc = source_extent(r->src, need, &have);
+	if (rc < 0)
+		r->err = rc;
+	if (rc != 0)
+		r->grow = 0;	/* the size is known: hi is final */
+	r->hi = have;
+	return r->hi;
+}
+
 int tar_rd_get(struct reader *r, uint64_t off, size_t n,
 	       const unsigned char **p)
 {
 	size_t want;
 	ssize_t got;
 
+	tar_rd_upto(r, off + n);
 	if (off < r->lo || off > r->hi || r->hi - off < n)
 		return -EBADMSG;
 	if (off >= r->boff && off + n <= r->boff + r->blen) {
@@ -468,7 +485,7 @@ static int member(struct walk *w, const unsigned char *hdr, uint64_t pos,
 		skip = 1;
 	if (!skip && (w->next.bad || w->global.bad))
 		skip = 1;       /* already warned */
-	if (size > w->rd.hi - data) {
+	if (size > tar_rd_upto(&w->rd, data + size) - data) {
 		sfs_warn("%s: member '%s' at offset %llu needs %llu bytes but the "
 			 "archive ends at %llu: truncated", w->what, m->path,
 			 (unsigned long long)pos, (unsigned long long)size,
@@ -498,7 +515,7 @@ static void end_marker(struct walk *w, uint64_t pos)
 {
 	const unsigned char *h;
 
-	if (pos + 2 * TAR_BLOCK <= w->rd.hi &&
+	if (pos + 2 * TAR_BLOCK <= tar_rd_upto(&w->rd, pos + 2 * TAR_BLOCK) &&
 	    tar_rd_get(&w->rd, pos + TAR_BLOCK, TAR_BLOCK, &h) == 0 && !all_zero(h))
 		sfs_warn("%s: lone zero block at offset %llu: archive ends there",
 			 w->what, (unsigned long long)pos);
@@ -513,7 +530,8 @@ static int walk_loop(struct walk *w, tar_member_fn fn, void *arg)
 
 	/* pos > hi when the data of the last header lacks its padding:
 	 * tested first, as hi - pos would wrap */
-	while (pos <= w->rd.hi && w->rd.hi - pos >= TAR_BLOCK) {
+	while (pos <= tar_rd_upto(&w->rd, pos + TAR_BLOCK) &&
+	       w->rd.hi - pos >= TAR_BLOCK) {
 		rc = tar_rd_get(&w->rd, pos, TAR_BLOCK, &h);
 		if (rc == -EBADMSG && nhdr)
 			sfs_warn("%s: the file ends before the header at offset %llu: "
@@ -538,7 +556,8 @@ static int walk_loop(struct walk *w, tar_member_fn fn, void *arg)
 			int64_t size;
 
 			if (tar_parse_num(h + H_SIZE, 12, &size) < 0 || size < 0 ||
-			    (uint64_t)size > w->rd.hi - pos - TAR_BLOCK) {
+			    (uint64_t)size > tar_rd_upto(&w->rd, pos + TAR_BLOCK +
+							  (uint64_t)size) - pos - TAR_BLOCK) {
 				sfs_warn("%s: bad or truncated %c header at offset %llu",
 					 w->what, type, (unsigned long long)pos);
 				return -EBADMSG;
@@ -596,10 +615,13 @@ int tar_walk(struct source *src, uint64_t base, uint64_t len, const char *what,
 		return -ENOMEM;
 	w->rd.src = src;
 	w->rd.lo = base;
-	w->rd.hi = base + len;
+	w->rd.hi = len == TAR_TO_END ? base : base + len;
+	w->rd.grow = len == TAR_TO_END;
 	w->rd.want = WINDOW;
 	w->what = what;
 	rc = walk_loop(w, fn, arg);
+	if (w->rd.err && (rc == 0 || rc == -EBADMSG || rc == -EINVAL))
+		rc = w->rd.err;	/* not the archive's fault: the source's */
 	pending_clear(&w->next);
 	pending_clear(&w->global);
 	free(w->chunks);

@@ -87,6 +87,10 @@ typedef int (*tar_member_fn)(void *arg, const struct tar_member *m);
  */
 int tar_walk(struct source *src, uint64_t base, uint64_t len, const char *what,
 	     tar_member_fn fn, void *arg);
+/* As len: to the source's end, wherever it turns out to be (a source
+ * whose size is found while it is read: source_extent, io/source.h); the
+ * walk then waits for the bytes each check needs, and reads no further. */
+#define TAR_TO_END UINT64_MAX
 
 /* 1 if the 512 bytes at `hdr` are a tar header with a valid checksum. */
 int tar_header_ok(const unsigned char *hdr);

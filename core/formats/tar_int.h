@@ -37,6 +37,9 @@ struct reader {
 	size_t blen;
 	size_t want;        /* bytes to read on a miss: see tar_rd_get */
 	uint64_t ra_end;    /* asked the kernel to read ahead up to here */
+	int grow;           /* hi is as far as the source is known to go
+			     * so far (TAR_TO_END): tar_rd_upto */
+	int err;            /* the growing source failed: the walk's result */
 	unsigned char buf[WINDOW];
 };
 
@@ -72,6 +75,9 @@ struct walk {
 /* tar.c */
 /* Points *p at n (<= the window) bytes at off; -EBADMSG if the range ends first. */
 int tar_rd_get(struct reader *r, uint64_t off, size_t n, const unsigned char **p);
+/* hi, grown as far as `need` when the source grows (source_extent): the
+ * checks against hi then hold as for a source of known size. */
+uint64_t tar_rd_upto(struct reader *r, uint64_t need);
 /* An octal or base-256 header field of n bytes: 0, -ERANGE, -EINVAL. */
 int tar_parse_num(const unsigned char *f, size_t n, int64_t *out);
 /* A decimal number filling s[0..n): 0 or -EINVAL. */

@@ -574,7 +574,8 @@ static int walk_from(struct builder *b, struct walkctx *c, uint64_t size)
 			 (unsigned long long)from, (unsigned long long)size,
 			 (unsigned long long)r->members);
 	}
-	rc = tar_walk(c->src, from, size - from, c->what, tb_walk_cb, c);
+	rc = tar_walk(c->src, from, size == TAR_TO_END ? TAR_TO_END : size - from,
+		      c->what, tb_walk_cb, c);
 	if (rc == -EINVAL && from) {
 		sfs_err("%s: no tar header at byte %llu, where the checkpoint "
 			"resumes", c->what, (unsigned long long)from);
@@ -610,7 +611,8 @@ static int walk_source(struct builder *b, const struct tarindex_source *s,
 	struct walkctx c = { .b = b, .src = s->src, .srcno = srcno, .what = s->path,
 			     .up = NONE };
 	char dir[TAR_PATH_MAX + 1];
-	int rc = 0;
+	struct source_stamp id;
+	int rc = 0, grow, grown;
 
 	if (s->dir && strlen(s->dir) >= sizeof(dir)) {
 		sfs_err("%s: directory name for it is over %d bytes", s->path,
@@ -623,8 +625,11 @@ static int walk_source(struct builder *b, const struct tarindex_source *s,
 		return -EINVAL;
 	}
 	c.prefix = dir;
-	*size = source_stamp(s->src)->size;
-	*mtime = source_stamp_sec(source_stamp(s->src));
+	/* a source whose size is found as it is read (a compressed one at
+	 * its first mount: source_extent) is walked as it grows */
+	grow = source_extent(s->src, 0, size) == 0;
+	source_identity(s->src, &id);
+	*mtime = source_stamp_sec(&id);
 	/* we read one header per member and skip the data: readahead would
 	 * read the data we skip */
 	source_advise(s->src, 0, 0, SOURCE_ADV_RANDOM);
@@ -632,7 +637,10 @@ static int walk_source(struct builder *b, const struct tarindex_source *s,
 	if (rc == 1)
 		rc = walk_zip(b, &c);
 	else if (rc == 0)
-		rc = walk_from(b, &c, *size);
+		rc = walk_from(b, &c, grow ? TAR_TO_END : *size);
+	if (grow && (rc == 0 || rc == -EBADMSG || rc == -EINVAL) &&
+	    (grown = source_extent(s->src, UINT64_MAX, size)) < 0)
+		rc = grown;	/* said: the source failed, or damage was read */
 	if (rc == -EINVAL && !c.zip)
 		sfs_err("%s: not a tar archive (no valid header at offset 0)", s->path);
 	else if (rc == -EBADMSG)
@@ -795,8 +803,10 @@ int tarindex_build(struct index_writer *w, uint32_t tag_prefix_char,
 		rc = tb_arena_put(&b.side, NULL, "", 0, &at);
 	if (rc < 0)
 		goto out;
-	for (i = 0; i < nsrc; i++)
-		total += source_stamp(src[i].src)->size;
+	for (i = 0; i < nsrc; i++) {	/* what is known: no wait */
+		(void)source_extent(src[i].src, 0, &at);
+		total += at;
+	}
 	ckpt_start(&b, w, tag_prefix_char);
 	progress_start(&b.prog, bo->what ? bo->what : "indexing tar", 0, total,
 		       bo->quiet);
@@ -835,6 +845,7 @@ out:
 int tarindex_fp_add(struct index_fp *fp, const struct tarindex_source *src,
 		    size_t nsrc, uint32_t recursive)
 {
+	struct source_stamp id;
 	size_t i;
 
 	index_fp_add_str(fp, "tarindex");
@@ -844,7 +855,10 @@ int tarindex_fp_add(struct index_fp *fp, const struct tarindex_source *src,
 	for (i = 0; i < nsrc; i++) {
 		if (!src[i].src)
 			return -EBADF;
-		index_fp_add_source(fp, src[i].path, source_stamp(src[i].src));
+		/* the identity, not the stamp: a compressed source's size is
+		 * not known until it has been read through (source.h) */
+		source_identity(src[i].src, &id);
+		index_fp_add_source(fp, src[i].path, &id);
 		index_fp_add_str(fp, src[i].dir ? src[i].dir : "");
 	}
 	return 0;

@@ -7,8 +7,10 @@
  * table, else the prebuilt index's (-o index=), else -ENOENT and zsource
  * runs its pass, then saves here; or, with -o index_only, -EPERM.
  *
- * Threads: called from source_open, on the thread opening; nothing here
- * is shared but the options (read-only).
+ * Threads: load and release are called from source_open, on the thread
+ * opening; save from the thread of a source's first pass (zsource.c),
+ * while other threads may load other tables.  Nothing here is shared but
+ * the options (read-only); each save writes its own temporary file.
  *
  * Not for: deciding when a table is used (load.c), what it holds
  * (zsource.c, ztable.c).

@@ -66,6 +66,12 @@ struct source_backend {
 	void (*advise)(struct source *s, uint64_t off, uint64_t len,
 		       enum source_advice adv);
 	void (*close)(struct source *s);
+	/* optional, for sources whose size is found while they are read
+	 * (zsource.c): as source_extent; source_stamp calls it with want
+	 * UINT64_MAX first.  Without it the stamp's size is final. */
+	int (*extent)(struct source *s, uint64_t want, uint64_t *have);
+	/* optional: as source_identity (default: the stamp) */
+	void (*identity)(const struct source *s, struct source_stamp *out);
 	int (*stat)(struct source_env *env, const char *uri,
 		    struct source_info *out);
 	int (*list)(struct source_env *env, const char *uri,

@@ -200,7 +200,29 @@ const char *source_name(const struct source *s)
 
 const struct source_stamp *source_stamp(const struct source *s)
 {
+	uint64_t have;
+
+	/* the stamp's size is final once the backend says so; the source
+	 * itself is not changed, only waited for */
+	if (s->be->extent)
+		(void)s->be->extent((struct source *)s, UINT64_MAX, &have);
 	return &s->stamp;
+}
+
+void source_identity(const struct source *s, struct source_stamp *out)
+{
+	if (s->be->identity)
+		s->be->identity(s, out);
+	else
+		*out = s->stamp;
+}
+
+int source_extent(struct source *s, uint64_t want, uint64_t *have)
+{
+	if (s->be->extent)
+		return s->be->extent(s, want, have);
+	*have = s->stamp.size;
+	return 1;
 }
 
 int source_is_remote(const struct source *s)

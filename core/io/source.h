@@ -142,17 +142,46 @@ void source_env_on_change(struct source_env *env, source_change_fn fn,
  * server failed or cannot serve ranges: a remote source must answer a
  * Range request with 206), or another -errno.
  * A compressed file (gzip, by its first bytes; a URL only when its name
- * ends in .gz, .tgz, .bgz or .gzip) opens as its uncompressed bytes when
- * env is not NULL: zsource.h, whose first pass over the file may make this
- * slow; -EFBIG for a stream it cannot index (said).
+ * ends in .gz, .tgz, .bgz or .gzip; xz, zstd, bzip2 likewise) opens as its
+ * uncompressed bytes when env is not NULL: zsource.h, whose first pass over
+ * the file runs in a thread from then on (source_stamp waits for it,
+ * source_extent and reads at its frontier follow it).
  */
 int source_open(struct source_env *env, const char *uri, struct source **out);
 void source_close(struct source *s);
 
 /* The name it was opened with, for messages. */
 const char *source_name(const struct source *s);
-/* The stamp recorded at open. */
+/* The stamp recorded at open.  For a decompressed source whose first
+ * pass still runs (zsource.h) this waits for the pass to end, so its size
+ * is the uncompressed size (0 when the pass failed: its reads say why). */
 const struct source_stamp *source_stamp(const struct source *s);
+
+/*
+ * What identifies the source's bytes, known at open without waiting, for
+ * index fingerprints: its stamp, except that a decompressed source's size
+ * there is the compressed file's (its ETag names the codec and that size
+ * too: the uncompressed bytes are a function of the compressed ones).
+ */
+void source_identity(const struct source *s, struct source_stamp *out);
+
+/*
+ * For a reader going through a source from its start while its size may
+ * not be known yet (a tar index build over a decompressed source at its
+ * first open: its pass runs in a thread and reads at the pass's frontier
+ * wait for it).  Waits until at least `want` bytes exist or the size is
+ * known (want 0: never waits), then *have = the bytes known to exist.
+ * 1 when *have is the final size (every source but a growing one), 0 when
+ * it may still grow (then *have >= want), -errno when the source cannot
+ * give its bytes (the pass failed, or bytes read while it ran turned out
+ * damaged: said).  The wait is bounded by the pass, which always ends.
+ * A call with want < UINT64_MAX makes the caller the source's streaming
+ * reader: reads are served as the pass inflates them, before a member's
+ * CRC-32 (at its end) has checked them, so the caller must call it with
+ * UINT64_MAX at the end and drop what it read if that fails.  Until a
+ * first such call, reads of a growing source wait for the pass's end.
+ */
+int source_extent(struct source *s, uint64_t want, uint64_t *have);
 /* A stamp's mtime in whole seconds (rounded down), for attributes. */
 static inline int64_t source_stamp_sec(const struct source_stamp *st)
 {

@@ -3,13 +3,32 @@
  * another source, whose bytes a codec of ztable.c's table decompresses.
  *
  * Open: the first bytes choose the codec (magic).  A local file is always
- * sniffed (one small pread); a remote one only when its name ends in a
- * compressed suffix, so that remounting a tree of plain URLs still sends
- * no data request.  The access-point table then comes from the mount's
- * store (zsource_store: the index layer), checked; else from the pass,
- * run there and then, saved to the store.  The pass runs at open because
- * the stamp's size, which every layout reads first, is the uncompressed
- * size, known only at the end of the stream.
+ * sniffed (one small pread);
+ * a remote one only when its name ends in a compressed suffix, so that
+ * remounting a tree of plain URLs still sends no data request.  The
+ * access-point table then comes from the mount's store (zsource_store:
+ * the index layer), checked; else from the pass, saved to the store.
+ *
+ * Growing: the pass runs in a thread of the source (struct zrun), started
+ * by the first read, source_extent or source_stamp, so that the reads
+ * that follow a first open (the tar index build, from the start) take
+ * the bytes the pass inflates instead of inflating them again: one
+ * inflation at the first mount, the pass (zlib) and the reader on two
+ * cores.  The pass hands each span, whole, to the cache as it ends; once
+ * a reader has called source_extent (it streams: it will ask at the end
+ * whether what it read was sound), a read of bytes the pass has not
+ * reached waits for them (its end, error or cancellation wakes the read),
+ * and other reads wait for the end (bytes checked, as before); the pass waits when it is `ahead` bytes
+ * past the furthest byte asked for, so its memory stays the cache's and
+ * a source nobody reads costs nothing.  Until the pass ends the size is
+ * unknown: source_stamp waits for the end; source_extent says how far the
+ * bytes go so far (the tar walk's bound, formats/tar.c); index
+ * fingerprints take source_identity (the compressed file's stamp).  Spans
+ * read while the pass ran are noted: when the pass then finds any of them
+ * damaged (a CRC-32 known only at a member's end), source_extent fails
+ * with EIO, so a build that read them fails as it would have had it read
+ * them after the pass (EIO).  A span evicted before its reader got to it
+ * makes that reader wait for the end and inflate it from the table.
  *
  * The table (blob, ztable.h) is made by the pass and checked by
  * ztable.c; after the pass it is an unlinked scratch file, mapped, saved
@@ -20,10 +39,7 @@
  * inflates it from its point (no lock held: readers of different spans
  * run in parallel; two readers of the same span may both inflate it, and
  * the second copy is dropped), checks its bytes against the pass's
- * CRC-32s (one per 64 KiB), and inserts it.  The pass itself leaves its
- * first spans in the cache (up to 7/8 of it: ztable.h's struct zfirst),
- * so the reads in order that follow a first open (the tar index build)
- * inflate only the spans after those.  In no-wait mode a miss is
+ * CRC-32s (one per 64 KiB), and inserts it.  In no-wait mode a miss is
  * -EAGAIN: inflating is left to a thread that may wait.  Codecs that
  * restart only at block or frame starts (xz, zstd, bzip2) read whole
  * spans through a decoder (zcodec.h, dec_*) that zseq.c keeps between
@@ -40,8 +56,13 @@
  * more than ZSPAN_HARD, and the cache its own bound.
  *
  * Threads: open and close as any source; reads from any thread share the
- * read-only mapped table and the LRU (locked inside lru.c).  Per mount:
- * struct zenv (the cache, the store, the engine), set up once.
+ * read-only mapped table and the LRU (locked inside lru.c).  While the
+ * pass runs, its thread and the readers share struct zrun, under its
+ * mutex; the table, the size and the pass's result are written by the
+ * pass thread before it clears `growing` (release) and read after a read
+ * of it (acquire) or under that mutex.  Close cancels a running pass and
+ * joins it.  Per mount: struct zenv (the cache, the store, the engine),
+ * set up once.
  *
  * Not for: a codec's format (zgzip.c, zxz.c, zzstd.c, zbz2.c), the pass
  * and the table's checks (ztable.c), kept decoders (zseq.c), writing
@@ -54,6 +75,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,6 +121,28 @@ struct zsrc {
 	int own_map;                  /* 1: blob is our own mmap */
 	int no_pass;                  /* the store forbids a pass (-EPERM) */
 	struct zkeep keep;            /* xz, zstd: the decoder kept (zseq.h) */
+	struct source *outer;         /* the source z is the priv of */
+	struct zrun *run;             /* the first pass, or NULL (stored table) */
+	atomic_int growing;           /* 1 until the pass's end is published */
+	int pass_rc;                  /* the pass failed: every read gives it */
+	int extent_rc;                /* -EIO: bytes read while it ran were
+				       * damaged (source_extent says it) */
+};
+
+/* The first pass while it runs (see Growing above); under mu. */
+struct zrun {
+	pthread_t tid;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;            /* a span ended, the end, a reader asked */
+	uint64_t *starts;             /* span i's first byte, spans ended so far */
+	uint8_t *touched;             /* 1: a reader took bytes of span i */
+	uint64_t nspans, cap;
+	uint64_t frontier;            /* bytes in the spans ended so far */
+	uint64_t asked;               /* the furthest byte a reader asked for */
+	uint64_t ahead;               /* the pass waits this far past `asked` */
+	int started, cancel, done;
+	int streamed;                 /* a reader called source_extent: reads
+				       * are served at the frontier */
 };
 
 _Static_assert(ZSPAN_HARD >= ZSOURCE_SPAN_MAX + (64ull << 20),
@@ -379,6 +423,109 @@ static int span_copy(struct zsrc *z, uint64_t i, size_t off, void *dst, size_t n
 	return 0;
 }
 
+/* ---- reads while the pass runs ---- */
+
+/* The span holding off among those ended (off < frontier); mu held. */
+static uint64_t run_span(const struct zrun *r, uint64_t off)
+{
+	uint64_t lo = 0, hi = r->nspans;
+
+	while (hi - lo > 1) {
+		uint64_t mid = lo + (hi - lo) / 2;
+
+		if (r->starts[mid] <= off)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static void *pass_main(void *arg);
+
+/* Starts the pass on the first demand; mu held.  A thread that cannot be
+ * made publishes the end at once, with the error. */
+static void run_start(struct zsrc *z)
+{
+	struct zrun *r = z->run;
+	int rc;
+
+	if (r->started)
+		return;
+	r->started = 1;
+	if ((rc = pthread_create(&r->tid, NULL, pass_main, z)) != 0) {
+		r->started = 0;
+		sfs_err("%s: cannot start its first pass: %s", source_name(z->in),
+			strerror(rc));
+		z->pass_rc = -rc;
+		r->done = 1;
+		atomic_store_explicit(&z->growing, 0, memory_order_release);
+	}
+}
+
+/* A reader asks for the bytes before `end`: the pass may go on to there
+ * (and `ahead` past it); mu held. */
+static void run_ask(struct zsrc *z, uint64_t end)
+{
+	struct zrun *r = z->run;
+
+	run_start(z);
+	if (end > r->asked) {
+		r->asked = end;
+		pthread_cond_broadcast(&r->cv);
+	}
+}
+
+/*
+ * The bytes [off, off + n) the pass has inflated, from the cache, waiting
+ * for the pass to reach them; *done: how many were copied.  Stops short
+ * (0) when the pass has ended meanwhile (the table reads the rest) or a
+ * span was evicted (after waiting for the end, for the same reason);
+ * -EAGAIN in no-wait mode where it would wait.  Only for a source a
+ * reader streams (source_extent called: that reader learns at the end
+ * whether the bytes were damaged); other reads wait for the end, so they
+ * get bytes the pass has checked, as before the pass ran in a thread.
+ */
+static int run_read(struct zsrc *z, void *buf, size_t n, uint64_t off,
+		    size_t *done)
+{
+	struct zrun *r = z->run;
+	uint64_t j, lo, hi, at;
+	size_t k;
+	int hit = 1;
+
+	pthread_mutex_lock(&r->mu);
+	if (!r->streamed)	/* verified bytes only: after the pass */
+		off = UINT64_MAX - n;
+	if (!r->done && r->frontier < off + n && source_nowait_mode()) {
+		pthread_mutex_unlock(&r->mu);
+		return -EAGAIN;
+	}
+	run_ask(z, off + n);
+	while (!r->done && r->frontier < off + n)
+		pthread_cond_wait(&r->cv, &r->mu);
+	while (!r->done && *done < n && hit) {
+		at = off + *done;
+		j = run_span(r, at);
+		lo = r->starts[j];
+		hi = j + 1 < r->nspans ? r->starts[j + 1] : r->frontier;
+		r->touched[j] = 1;
+		pthread_mutex_unlock(&r->mu);
+		k = hi - at < n - *done ? (size_t)(hi - at) : n - *done;
+		hit = lru_copy_out(z->ze->cache, z->id << 33 | j << 1 | 1,
+				   (size_t)(at - lo), (char *)buf + *done, k) == 1;
+		if (hit)
+			*done += k;
+		pthread_mutex_lock(&r->mu);
+	}
+	if (!hit)	/* evicted unread: the table will have it */
+		run_ask(z, UINT64_MAX);
+	while (!r->done && *done < n)
+		pthread_cond_wait(&r->cv, &r->mu);
+	pthread_mutex_unlock(&r->mu);
+	return 0;
+}
+
 static ssize_t z_pread(struct source *s, void *buf, size_t n, uint64_t off)
 {
 	struct zsrc *z = s->priv;
@@ -386,8 +533,13 @@ static ssize_t z_pread(struct source *s, void *buf, size_t n, uint64_t off)
 	uint64_t i, end;
 	int rc;
 
-	if (off >= z->usize)
-		return 0;
+	if (atomic_load_explicit(&z->growing, memory_order_acquire) &&
+	    ((rc = run_read(z, buf, n, off, &done)) < 0 || done == n))
+		return rc < 0 ? rc : (ssize_t)n;
+	if (z->pass_rc)
+		return z->pass_rc;
+	if (off + done >= z->usize)
+		return (ssize_t)done;
 	if (n > z->usize - off)
 		n = (size_t)(z->usize - off);
 	while (done < n) {
@@ -403,6 +555,29 @@ static ssize_t z_pread(struct source *s, void *buf, size_t n, uint64_t off)
 	return (ssize_t)done;
 }
 
+static int z_extent(struct source *s, uint64_t want, uint64_t *have)
+{
+	struct zsrc *z = s->priv;
+	struct zrun *r = z->run;
+	int rc = 0;
+
+	if (atomic_load_explicit(&z->growing, memory_order_acquire)) {
+		pthread_mutex_lock(&r->mu);
+		if (want != UINT64_MAX)
+			r->streamed = 1;
+		run_ask(z, want);
+		while (!r->done && r->frontier < want)
+			pthread_cond_wait(&r->cv, &r->mu);
+		*have = r->frontier;
+		rc = r->done;
+		pthread_mutex_unlock(&r->mu);
+		if (!rc)
+			return 0;
+	}
+	*have = z->usize;
+	return z->pass_rc ? z->pass_rc : z->extent_rc ? z->extent_rc : 1;
+}
+
 static int z_changed(struct source *s)
 {
 	struct zsrc *z = s->priv;
@@ -410,10 +585,29 @@ static int z_changed(struct source *s)
 	return source_check(z->in) < 0;
 }
 
+/* Cancels the pass (it ends at its next span) and joins it. */
+static void run_stop(struct zrun *r)
+{
+	if (!r)
+		return;
+	pthread_mutex_lock(&r->mu);
+	r->cancel = 1;
+	pthread_cond_broadcast(&r->cv);
+	pthread_mutex_unlock(&r->mu);
+	if (r->started)
+		pthread_join(r->tid, NULL);
+	pthread_mutex_destroy(&r->mu);
+	pthread_cond_destroy(&r->cv);
+	free(r->starts);
+	free(r->touched);
+	free(r);
+}
+
 static void zsrc_free(struct zsrc *z)
 {
 	if (!z)
 		return;
+	run_stop(z->run);
 	zkeep_fini(&z->keep, z->codec);
 	if (z->blob)
 		unbind_blob(z);
@@ -424,6 +618,22 @@ static void zsrc_free(struct zsrc *z)
 static void z_close(struct source *s)
 {
 	zsrc_free(s->priv);
+}
+
+/* The stamp a compressed source is known by before its size: the inner
+ * one, whose ETag records the codec and the compressed size too. */
+static void stamp_of(const struct zsrc *z, struct source_stamp *out)
+{
+	const struct source_stamp *in = source_stamp(z->in);
+
+	*out = *in;
+	snprintf(out->etag, sizeof(out->etag), "%s:%llu:%.96s",
+		 z->codec->name, (unsigned long long)in->size, in->etag);
+}
+
+static void z_identity(const struct source *s, struct source_stamp *out)
+{
+	stamp_of(s->priv, out);
 }
 
 /* ---- the backend row: per-mount state only (zsource_wrap opens) ---- */
@@ -477,6 +687,8 @@ const struct source_backend source_z_backend = {
 	.pread = z_pread,
 	.changed = z_changed,
 	.close = z_close,
+	.extent = z_extent,
+	.identity = z_identity,
 	.env_init = z_env_init,
 	.env_fini = z_env_fini,
 };
@@ -526,18 +738,6 @@ static const struct zcodec *codec_of(const uint8_t *blob)
 	return zcodec_by_id(h.codec);
 }
 
-/* The outer source's stamp: the inner's, with the uncompressed size; its
- * ETag records the compressed size too, for the index fingerprints. */
-static void outer_stamp(struct source *s, const struct zsrc *z)
-{
-	const struct source_stamp *in = source_stamp(z->in);
-
-	s->stamp = *in;
-	s->stamp.size = z->usize;
-	snprintf(s->stamp.etag, sizeof(s->stamp.etag), "%s:%llu:%.96s",
-		 z->codec->name, (unsigned long long)in->size, in->etag);
-}
-
 /*
  * Which codec, and its table: a local file is sniffed first (a pread of
  * what the page cache likely holds); a remote one, which is only
@@ -562,33 +762,126 @@ static int choose(struct zsrc *z)
 	return 1;
 }
 
-/* The pass's first spans, whole, into the cache (struct zfirst). */
-static void keep_span(void *arg, uint64_t i, void *buf, size_t len)
+/* After the table is bound: the warning about long blocks (zseq.c). */
+static void bound(struct zsrc *z)
 {
-	struct zsrc *z = arg;
+	struct zseq_view v;
 
-	lru_insert(z->ze->cache, z->id << 33 | i << 1 | 1, buf, len);
+	bind_blob(z);
+	v = view_of(z);
+	zseq_warn_far(&v);
 }
 
-/* The pass, keeping its first spans in the cache: 7/8 of it, as the
- * cache charges a little per entry beyond the bytes. */
-static int run_pass(struct zsrc *z)
+/* Span i of the pass has ended (struct zspans): into the cache, readers
+ * woken; waits while the pass is `ahead` past what was asked.  The next
+ * span is wanted only while a reader streams and has not asked for the
+ * end (then nobody reads the spans in order: copying them is waste). */
+static int pass_keep(void *arg, uint64_t i, void *buf, size_t len)
 {
-	struct zfirst keep = {
-		.budget = z->ze->cache_bytes - z->ze->cache_bytes / 8,
-		.keep = keep_span,
-		.arg = z,
-	};
+	struct zsrc *z = arg;
+	struct zrun *r = z->run;
+	uint64_t c;
+	void *q;
+	int rc = 0;
 
-	return ztable_build(z->in, z->codec, z->ze->span, &keep, &z->blob,
-			    &z->blob_len);
+	if (buf)
+		lru_insert(z->ze->cache, z->id << 33 | i << 1 | 1, buf, len);
+	pthread_mutex_lock(&r->mu);
+	if (r->nspans == r->cap) {
+		c = r->cap ? 2 * r->cap : 1024;
+		if ((q = realloc(r->starts, c * sizeof(*r->starts))))
+			r->starts = q;
+		if (q && (q = realloc(r->touched, c)))
+			r->touched = q;
+		if (q)
+			r->cap = c;
+		else
+			rc = -ENOMEM;
+	}
+	if (rc == 0 && i != r->nspans)
+		rc = -EPROTO;	/* the pass ends its spans in order */
+	if (rc == 0) {
+		r->starts[r->nspans] = r->frontier;
+		r->touched[r->nspans++] = 0;
+		r->frontier += len;
+	}
+	pthread_cond_broadcast(&r->cv);
+	while (rc == 0 && !r->cancel && r->frontier > r->asked &&
+	       r->frontier - r->asked > r->ahead)
+		pthread_cond_wait(&r->cv, &r->mu);
+	if (r->cancel)
+		rc = -ECANCELED;
+	else if (rc == 0)
+		rc = r->streamed && r->asked != UINT64_MAX;
+	pthread_mutex_unlock(&r->mu);
+	return rc;
+}
+
+/* The spans read while the pass ran that it found damaged: -EIO (said),
+ * else 0; mu held, the table bound. */
+static int damage_read(struct zsrc *z)
+{
+	const struct zrun *r = z->run;
+	uint64_t j;
+
+	for (j = 0; j < r->nspans && j < z->npts; j++)
+		if (r->touched[j] && (z->pts[j].flags & ZP_BAD)) {
+			sfs_err("%s: uncompressed bytes from %llu, read while its "
+				"first pass ran, are in a damaged member: EIO",
+				source_name(z->in), (unsigned long long)z->pts[j].out);
+			return -EIO;
+		}
+	return 0;
+}
+
+/* The pass's thread: the table, saved and bound, then the end published. */
+static void *pass_main(void *arg)
+{
+	struct zsrc *z = arg;
+	struct zrun *r = z->run;
+	struct zspans out = { pass_keep, z };
+	const uint8_t *blob = NULL;
+	size_t len = 0;
+	int rc = ztable_build(z->in, z->codec, z->ze->span, &out, &blob, &len);
+
+	if (rc == 0) {
+		z->blob = blob;
+		z->blob_len = len;
+		z->own_map = 1;
+		save_table(z);
+		bound(z);
+	}
+	pthread_mutex_lock(&r->mu);
+	z->pass_rc = rc;
+	if (rc == 0)
+		z->extent_rc = damage_read(z);
+	z->outer->stamp.size = z->usize;
+	r->done = 1;
+	atomic_store_explicit(&z->growing, 0, memory_order_release);
+	pthread_cond_broadcast(&r->cv);
+	pthread_mutex_unlock(&r->mu);
+	return NULL;
+}
+
+/* The pass, made ready to run on the first demand (run_start). */
+static int run_init(struct zsrc *z)
+{
+	struct zrun *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return -ENOMEM;
+	pthread_mutex_init(&r->mu, NULL);
+	pthread_cond_init(&r->cv, NULL);
+	r->ahead = z->ze->cache_bytes / 4;
+	z->run = r;
+	atomic_store(&z->growing, 1);
+	return 0;
 }
 
 int zsource_wrap(struct source *in, struct source **out)
 {
 	struct zsrc *z = NULL;
 	struct source *s = NULL;
-	struct zseq_view v;
 	int rc = -ENOMEM;
 
 	*out = in;
@@ -608,23 +901,19 @@ int zsource_wrap(struct source *in, struct source **out)
 	if (!(s = calloc(1, sizeof(*s))) || !(s->name = strdup(in->name)))
 		goto fail;
 	z->id = atomic_fetch_add(&z->ze->next_id, 1);
-	if (!z->blob) {
-		if (z->no_pass) {
-			rc = -EPERM;
-			goto fail;
-		}
-		if ((rc = run_pass(z)) < 0)
-			goto fail;
-		z->own_map = 1;
-		save_table(z);
-	}
-	bind_blob(z);
-	v = view_of(z);
-	zseq_warn_far(&v);
+	z->outer = s;
+	if (z->blob)
+		bound(z);
+	else if (z->no_pass) {
+		rc = -EPERM;	/* the store said why (-o index_only) */
+		goto fail;
+	} else if ((rc = run_init(z)) < 0)
+		goto fail;
 	s->be = &source_z_backend;
 	s->env = in->env;
 	s->priv = z;
-	outer_stamp(s, z);
+	stamp_of(z, &s->stamp);
+	s->stamp.size = z->usize;	/* 0 while growing: source_stamp waits */
 	*out = s;
 	return 0;
 fail:

@@ -6,7 +6,8 @@
  * it unchanged.
  *
  * How: zran.c's design.  One sequential pass over the compressed bytes
- * (at the first open) records access points: for every ~span bytes of
+ * (after the first open, in a thread of the source, feeding a reader that
+ * streams it: source_extent in io/source.h) records access points: for every ~span bytes of
  * output (default 1 MiB, -o span=), a place where inflating can start
  * again: the compressed offset (byte and bit), the uncompressed offset,
  * and the 32 KiB of output before it (the window, stored deflated where
@@ -56,8 +57,10 @@
  * release(arg, *hold)), -ENOENT when there is none, -EPERM when there is
  * none and no pass may be run (-o index_only: the open then fails with
  * it, the store having said why), another -errno; the blob is checked
- * again by zsource.  save: best effort (says why on failure).  Called
- * from source_open, so on the opening thread.
+ * again by zsource.  save: best effort (says why on failure).  load is
+ * called from source_open, on the opening thread; save from the thread
+ * of the source's first pass (zsource.c), once, while the opening thread
+ * may be using other stores' files.
  */
 struct zsource_store {
 	int (*load)(void *arg, const char *name, const struct source_stamp *st,

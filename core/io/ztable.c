@@ -7,9 +7,9 @@
  * The pass keeps in memory only the points (48 bytes a span), the window
  * ring and the current span's CRC-32s; windows and CRC-32s go to an
  * unlinked scratch file ($TMPDIR) as they come, so the pass's memory is
- * bounded whatever the stream's size (plus, when the caller asks, the
- * first spans' bytes up to its budget: struct zfirst).  Then the points
- * and the header are written and the file mapped: the blob.
+ * bounded whatever the stream's size (plus the current span's bytes,
+ * when the caller takes them: struct zspans).  Then the points and the
+ * header are written and the file mapped: the blob.
  *
  * Not for: reads, the cache, the store (zsource.c); formats (zgzip.c).
  */
@@ -135,11 +135,11 @@ struct zpass {
 	uint64_t woff;                /* its end */
 	struct { uint64_t from, to; } *bad;
 	size_t nbad, badcap;
-	const struct zfirst *keep;     /* NULL, or where the first spans go */
+	const struct zspans *keep;    /* NULL, or where the spans go */
 	unsigned char *kbuf;          /* the current span's bytes, for keep */
 	size_t klen, kcap;
-	uint64_t kept;                /* bytes handed to keep so far */
-	int kdone;                    /* the budget is spent: keep no more */
+	int kskip;                    /* the current span's bytes are not
+				       * kept (keep said so, or ENOMEM) */
 };
 
 /* The CRC-32s of the span's chunks, ZCHUNK bytes each, n bytes at
@@ -188,25 +188,19 @@ static void ring_put(struct zpass *p, const unsigned char *d, size_t n)
 	}
 }
 
-/* The current span's bytes, while they fit keep's budget. */
+/* The current span's bytes, for keep. */
 static void keep_put(struct zpass *p, const void *d, size_t n)
 {
 	size_t c = p->kcap ? p->kcap : p->span + ZCHUNK;
 	void *q;
 
-	if (!p->keep || p->kdone)
+	if (!p->keep || p->kskip)
 		return;
-	if (p->kept + p->klen + n > p->keep->budget) {
-		p->kdone = 1;
-		free(p->kbuf);
-		p->kbuf = NULL;
-		return;
-	}
 	while (c < p->klen + n)
 		c *= 2;
 	if (c != p->kcap) {
 		if (!(q = realloc(p->kbuf, c))) {
-			p->kdone = 1;	/* only a saving lost */
+			p->kskip = 1;	/* only a saving lost */
 			free(p->kbuf);
 			p->kbuf = NULL;
 			return;
@@ -218,15 +212,22 @@ static void keep_put(struct zpass *p, const void *d, size_t n)
 	p->klen += n;
 }
 
-/* Span i has ended: its bytes, if kept, go to keep. */
-static void keep_span(struct zpass *p, uint64_t i)
+/* Span i (len bytes) has ended: its bytes go to keep, which says whether
+ * it wants the next span's.  0 or keep's -errno. */
+static int keep_span(struct zpass *p, uint64_t i, size_t len)
 {
-	if (!p->kbuf || p->kdone)
-		return;
-	p->keep->keep(p->keep->arg, i, p->kbuf, p->klen);
-	p->kept += p->klen;
+	void *buf = p->kskip ? NULL : p->kbuf;
+	int rc;
+
+	if (!p->keep)
+		return 0;
+	if (p->kskip)
+		free(p->kbuf);
 	p->kbuf = NULL;
 	p->klen = p->kcap = 0;
+	rc = p->keep->keep(p->keep->arg, i, buf, len);
+	p->kskip = rc == 0;
+	return rc < 0 ? rc : 0;
 }
 
 int zpass_output(struct zpass *p, const void *data, size_t n, uint32_t *crc)
@@ -343,7 +344,9 @@ static int close_span(struct zpass *p)
 
 	if (!p->npts)
 		return 0;
-	keep_span(p, p->npts - 1);
+	if ((rc = keep_span(p, p->npts - 1,
+			    (size_t)(p->out - p->pts[p->npts - 1].out))) != 0)
+		return rc;
 	if (p->cfill)
 		p->crcs[p->ncrc++] = p->ccrc;
 	p->pts[p->npts - 1].crc_off = p->woff;
@@ -493,7 +496,7 @@ static int pass_finish(struct zpass *p, const uint8_t **blob, size_t *blob_len)
 }
 
 int ztable_build(struct source *src, const struct zcodec *c, uint64_t span,
-		 const struct zfirst *keep, const uint8_t **blob, size_t *len)
+		 const struct zspans *keep, const uint8_t **blob, size_t *len)
 {
 	struct zpass *p = calloc(1, sizeof(*p));
 	struct zin in = { 0 };

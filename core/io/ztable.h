@@ -43,28 +43,30 @@ const struct zcodec *zcodec_by_id(uint8_t id);
 int zin_init(struct zin *in, struct source *src, size_t cap);
 
 /*
- * What the pass's output also fills, so that the reads which follow it
- * (a tar index build, from the start) do not inflate again what it just
- * inflated: the first spans, whole, up to `budget` bytes, each handed to
- * keep(arg, i, buf, len) as soon as span i ends (buf malloc'ed: the
- * callee owns it).  The first ones, not the last: a reader going through
- * the file in order uses them before its own spans evict them, where the
- * last ones would be evicted before it got there.
+ * Where the pass's output also goes, span by span: keep(arg, i, buf, len)
+ * as soon as span i ends (buf malloc'ed, the callee owns it; NULL when
+ * it could not be kept, ENOMEM: the span's length still says where the
+ * next one starts), so that a reader going through the file in order
+ * while the pass runs (a tar index build: zsource.c) takes its bytes
+ * instead of inflating them again.  The callee may wait there (the pass
+ * then waits: its memory stays bounded).  keep returns 1 for the next
+ * span's bytes, 0 for its length only (nobody is reading in order: no
+ * copy), or -errno, which ends the pass (the source was closed).  The
+ * first span's bytes are always given.
  */
-struct zfirst {
-	uint64_t budget;
-	void (*keep)(void *arg, uint64_t i, void *buf, size_t len);
+struct zspans {
+	int (*keep)(void *arg, uint64_t i, void *buf, size_t len);
 	void *arg;
 };
 
 /*
  * The pass: reads the whole of src with codec c, a point every `span`
  * bytes of output, and maps the blob it made (*blob, *len: munmap when
- * done); keep (NULL: none) gets the first spans' bytes.  0, or -errno
- * said (the source failing, EFBIG, no scratch file).
+ * done); out (NULL: none) gets every span's bytes.  0, or -errno said
+ * (the source failing, EFBIG, no scratch file; not keep's own -errno).
  */
 int ztable_build(struct source *src, const struct zcodec *c, uint64_t span,
-		 const struct zfirst *keep, const uint8_t **blob, size_t *len);
+		 const struct zspans *out, const uint8_t **blob, size_t *len);
 
 /* zsource_blob_check's work (zsource.h). */
 int ztable_check(const void *blob, size_t len, uint64_t csize, char *why,

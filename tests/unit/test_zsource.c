@@ -6,10 +6,14 @@
  * and with zlib (SAMPLEFS_INFLATE=zlib) alike; a saved access-point table
  * is used again and a damaged one refused; damaged streams (a flipped
  * byte, a truncation, a bad CRC) give EIO or the original bytes, never
- * others.
+ * others.  The first open's pass runs in a thread: readers racing it, at
+ * offsets ahead of it, from several threads, get the original bytes; a
+ * pass that meets damage while a read waits wakes it, and bytes read
+ * before the damage was known make source_extent fail (EIO).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -220,6 +224,7 @@ Test(zsource, engines_agree)
 	write_gz(path, d, n, 700000, 6);
 	env = env_with(&m);
 	cr_assert_eq(source_open(env, path, &s), 0);
+	cr_assert_eq(source_stamp(s)->size, n, "the stamp waits for the pass");
 	source_close(s);
 	source_env_free(env);
 	loads = m.loads;
@@ -272,6 +277,8 @@ Test(zsource, saved_table_is_used_and_checked)
 	snprintf(path, sizeof(path), "%s/t.gz", dir);
 	write_gz(path, d, n, 0, 6);
 	cr_assert_eq(source_open(env, path, &s), 0);
+	cr_assert_eq(m.saves, 0, "the pass starts at the first demand");
+	cr_assert_eq(source_stamp(s)->size, n);
 	source_close(s);
 	cr_assert_eq(m.saves, 1);
 	cr_assert_eq(zsource_blob_check(m.blob, m.len, 0, why, sizeof(why)), -EBADMSG);
@@ -283,6 +290,7 @@ Test(zsource, saved_table_is_used_and_checked)
 	/* a damaged table is refused, and the pass runs again */
 	memset((char *)m.blob + m.len - 40, 0xff, 8);
 	cr_assert_eq(source_open(env, path, &s), 0);
+	cr_assert_eq(source_stamp(s)->size, n);
 	cr_assert_eq(m.saves, 2);
 	check_reads(s, d, n, 12);
 	source_close(s);
@@ -352,6 +360,203 @@ static void damaged(long where, int cut, int expect_open)
 Test(zsource, flipped_bit_in_the_middle) { damaged(200000, 0, 1); }
 Test(zsource, flipped_crc_of_last)       { damaged(-6, 0, 1); }
 Test(zsource, truncated)                 { damaged(0, 1, 1); }
+
+/* ---- readers racing the first pass ---- */
+
+struct racer {
+	struct source *s;
+	const unsigned char *d;
+	size_t n;
+	unsigned seed;
+	int sequential;     /* 1: from 0 in order, as a tar build reads */
+};
+
+/* Reads ahead of the pass (it starts at the first demand, so every first
+ * read of a thread is ahead of it or at it): each read the oracle's. */
+static void *race(void *arg)
+{
+	struct racer *r = arg;
+	unsigned char *buf = malloc(3 * SPAN);
+	uint64_t x = r->seed;
+	size_t off = 0, len, want;
+	ssize_t got;
+	int i;
+
+	cr_assert(buf);
+	for (i = 0; i < 200; i++) {
+		x = x * 6364136223846793005ull + 1;
+		len = (size_t)((x >> 8) % (3 * SPAN)) + 1;
+		if (!r->sequential)
+			off = (size_t)((x >> 20) % (r->n + 10));
+		want = off >= r->n ? 0 : (r->n - off < len ? r->n - off : len);
+		got = source_pread(r->s, buf, len, off);
+		cr_assert_eq(got, (ssize_t)want, "read %zu at %zu: %zd", len, off, got);
+		cr_assert(!memcmp(buf, r->d + (off < r->n ? off : 0), want),
+			  "bytes differ at %zu+%zu", off, len);
+		if (r->sequential && (off += len) >= r->n)
+			break;
+	}
+	free(buf);
+	return NULL;
+}
+
+/* Four threads (one reading in order) race the pass of an n-byte file in
+ * members of `member` bytes; then the stamp, the table saved, and reads. */
+static void racing(size_t n, size_t member, size_t cache)
+{
+	unsigned char *d = make_data(n, 21);
+	struct source_config cfg = { .span_bytes = SPAN, .span_cache_bytes = cache };
+	struct memstore m = { 0 };
+	struct racer r[4];
+	pthread_t t[4];
+	struct source_env *env;
+	struct source *s;
+	char path[128];
+	uint64_t have;
+	int i;
+
+	snprintf(path, sizeof(path), "%s/race.gz", dir);
+	write_gz(path, d, n, member, 6);
+	cr_assert_eq(source_env_new(&cfg, &env), 0);
+	source_env_zstore(env, &mem_ops, &m);
+	cr_assert_eq(source_open(env, path, &s), 0);
+	cr_assert_eq(source_extent(s, 0, &have), 0, "growing until read through");
+	for (i = 0; i < 4; i++) {
+		r[i] = (struct racer){ s, d, n, 100u + (unsigned)i, i == 0 };
+		cr_assert_eq(pthread_create(&t[i], NULL, race, &r[i]), 0);
+	}
+	for (i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	cr_assert_eq(source_extent(s, UINT64_MAX, &have), 1);
+	cr_assert_eq(have, n);
+	cr_assert_eq(source_stamp(s)->size, n);
+	cr_assert_eq(m.saves, 1, "the table is saved once, after the pass");
+	check_reads(s, d, n, 23);
+	source_close(s);
+	source_env_free(env);
+	free(m.blob);
+	free(d);
+}
+
+/* The cache holds the whole file: every read takes the pass's spans. */
+Test(zsource, readers_race_the_pass)          { racing(6u << 20, 0, 16u << 20); }
+/* A cache of 4 spans: random readers far apart evict each other's spans
+ * before they are read, and wait for the end to inflate them. */
+Test(zsource, readers_race_the_pass_evicted)  { racing(6u << 20, 500000, 4 * SPAN); }
+
+/* Closed while the pass waits for its streaming reader (or before it
+ * ever started): it is cancelled and joined, nothing saved. */
+Test(zsource, close_cancels_the_pass)
+{
+	size_t n = 4u << 20;
+	unsigned char *d = make_data(n, 4), buf[100];
+	struct memstore m = { 0 };
+	struct source_env *env = env_with(&m);
+	struct source *s;
+	char path[128];
+	uint64_t have;
+
+	snprintf(path, sizeof(path), "%s/c.gz", dir);
+	write_gz(path, d, n, 0, 6);
+	cr_assert_eq(source_open(env, path, &s), 0);
+	source_close(s);
+	cr_assert_eq(source_open(env, path, &s), 0);
+	cr_assert_eq(source_extent(s, 0, &have), 0);
+	cr_assert_eq(source_pread(s, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
+	cr_assert(!memcmp(buf, d, sizeof(buf)));
+	source_close(s);
+	cr_assert_eq(m.saves, 0);
+	/* a reader that does not stream gets checked bytes: after the pass */
+	cr_assert_eq(source_open(env, path, &s), 0);
+	cr_assert_eq(source_pread(s, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
+	cr_assert(!memcmp(buf, d, sizeof(buf)));
+	cr_assert_eq(m.saves, 1);
+	source_close(s);
+	source_env_free(env);
+	free(d);
+}
+
+struct waiter {
+	struct source *s;
+	uint64_t off;
+	ssize_t got;
+};
+
+static void *wait_read(void *arg)
+{
+	struct waiter *w = arg;
+	unsigned char buf[4096];
+
+	w->got = source_pread(w->s, buf, sizeof(buf), w->off);
+	return NULL;
+}
+
+/*
+ * One member, damaged (cut, or a byte flipped at `where`): a streaming
+ * reader in order from the start (the pass waits for it, so it reads
+ * bytes of the damaged member before the pass knows it is damaged: a
+ * flipped bit may inflate to other bytes) is told at the end:
+ * source_extent fails (EIO), and reads after the pass give EIO; a reader
+ * waiting past the end meanwhile is woken with the end or EIO.
+ */
+static void stream_damaged(long where, int cut)
+{
+	size_t n = 3u << 20, off;
+	unsigned char *d = make_data(n, 5), *buf = malloc(SPAN);
+	struct source_env *env = env_with(NULL);
+	struct waiter w;
+	struct source *s;
+	pthread_t t;
+	char path[128];
+	uint64_t have;
+	ssize_t got;
+	FILE *f;
+	int c, some = 0;
+
+	snprintf(path, sizeof(path), "%s/sd.gz", dir);
+	write_gz(path, d, n, 0, 6);
+	if (cut) {
+		cr_assert((f = fopen(path, "rb")));
+		fseek(f, 0, SEEK_END);
+		cr_assert_eq(truncate(path, ftell(f) / 2), 0);
+		fclose(f);
+	} else {
+		cr_assert((f = fopen(path, "r+b")));
+		fseek(f, where, SEEK_SET);
+		c = fgetc(f);
+		fseek(f, where, SEEK_SET);
+		fputc(c ^ 0x10, f);
+		fclose(f);
+	}
+	cr_assert_eq(source_open(env, path, &s), 0);
+	cr_assert_eq(source_extent(s, 0, &have), 0);
+	w = (struct waiter){ s, n - 100, 0 };
+	cr_assert_eq(pthread_create(&t, NULL, wait_read, &w), 0);
+	for (off = 0; off < n; off += SPAN / 4) {
+		got = source_pread(s, buf, SPAN / 4, off);
+		if (got <= 0) {
+			cr_assert(got == 0 || got == -EIO, "at %zu: %zd", off, got);
+			break;
+		}
+		if (cut)	/* what a cut stream gives is a true prefix */
+			cr_assert(!memcmp(buf, d + off, (size_t)got),
+				  "wrong bytes at %zu", off);
+		some = 1;
+	}
+	pthread_join(t, NULL);
+	cr_assert(w.got == -EIO || (w.got >= 0 && w.got <= 100), "waiter: %zd", w.got);
+	cr_assert(some, "the bytes before the damage came first");
+	cr_assert_eq(source_extent(s, UINT64_MAX, &have), -EIO,
+		     "bytes of the damaged member were read while the pass ran");
+	cr_assert_eq(source_pread(s, buf, 100, 0), -EIO, "and read after it: EIO");
+	source_close(s);
+	source_env_free(env);
+	free(buf);
+	free(d);
+}
+
+Test(zsource, pass_meets_truncation_while_read_waits) { stream_damaged(0, 1); }
+Test(zsource, pass_meets_bad_crc_while_read_waits)    { stream_damaged(300000, 0); }
 
 /* The table checker on junk: never crashes, refuses. */
 Test(zsource, blob_check_junk)
