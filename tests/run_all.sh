@@ -4,7 +4,8 @@
 # SFS_LATE_BUILD, or before, by `make test-build`): the layering check of core/
 # (tests/check_layers.sh), unit tests of both builds, the fuzz targets'
 # regressions and a short run of each, then every integration test with the
-# ASan+UBSan daemon and a few (PLAIN, see there) with the plain daemon too.  Ends with "N passed, N failed".
+# ASan+UBSan daemon and a few (PLAIN, see there) with the plain daemon too.
+# Ends with "N passed, N failed".
 #
 # The checks run as jobs, TEST_JOBS at a time (default: one more than the
 # CPUs, since the integration tests wait on mounts, servers and their
