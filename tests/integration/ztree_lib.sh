@@ -25,6 +25,14 @@ os.symlink("d0/f1.bin", f"{root}/link")
 EOF
 }
 
+# tree_tar DIR DIRS FILES X_MIB: make_tree's tree in DIR/src, GNU tar's
+# DIR/t.tar of it, and what `tar -x` makes of that in DIR/x (the oracle)
+tree_tar() {
+	make_tree "$1/src" "$2" "$3" "$4" &&
+		tar -cf "$1/t.tar" -C "$1/src" . &&
+		mkdir -p "$1/x" && tar -xf "$1/t.tar" -C "$1/x"
+}
+
 # random_reads MNT FILE [N]: N (200) reads at random offsets and lengths
 # equal the extracted file's bytes
 random_reads() {
