@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# The whole test suite, as `make test` runs it after building build/,
-# build-asan/, build-tsan/ and build-fuzz/: the layering check of core/
+# The whole test suite, as `make test` runs it after building build/ and
+# build-asan/ (build-tsan/ and build-fuzz/ are built here meanwhile, see
+# SFS_LATE_BUILD, or before, by `make test-build`): the layering check of core/
 # (tests/check_layers.sh), unit tests of both builds, the fuzz targets'
 # regressions and a short run of each, then every integration test with the
-# plain daemon and with the ASan+UBSan daemon (a few, listed in ONCE, with
-# the ASan one only).  Ends with "N passed, N failed".
+# ASan+UBSan daemon and a few (PLAIN, see there) with the plain daemon too.
+# Ends with "N passed, N failed".
 #
 # The checks run as jobs, TEST_JOBS at a time (default: one more than the
 # CPUs, since the integration tests wait on mounts, servers and their
@@ -40,6 +41,28 @@ TEST_JOBS=${TEST_JOBS:-$(( $(nproc 2>/dev/null || echo 1) + 1 ))}
 ) </dev/null &
 FIXTURES_PID=$!
 
+# The builds `make test` leaves to this script ($SFS_LATE_BUILD: make
+# targets, built SFS_LATE_JOBS compiles at a time) while the first jobs
+# run; the jobs that need them (LATE) wait for $OUT/late.done.  A failed
+# build is a failed check, its log printed at the end.
+LATE="fuzz int:build:test_soak.sh"
+if [ -n "${SFS_LATE_BUILD:-}" ]; then
+	(
+		: >"$OUT/late.results"; : >"$OUT/late.failures"
+		# shellcheck disable=SC2086
+		if ! make -j"${SFS_LATE_JOBS:-2}" $SFS_LATE_BUILD >"$OUT/late.build" 2>&1; then
+			{ tail -n 40 "$OUT/late.build"; echo "make $SFS_LATE_BUILD failed"; } >"$OUT/late.log"
+			echo "0 1" >> "$OUT/late.results"
+			echo "make $SFS_LATE_BUILD" >> "$OUT/late.failures"
+		fi
+		touch "$OUT/late.done"
+	) </dev/null &
+	LATE_PID=$!
+else
+	touch "$OUT/late.done"
+	LATE_PID=
+fi
+
 # ---- the jobs, in the order their logs are printed ----
 JOBS=()	# KIND or KIND:BUILD:NAME; run_job runs one
 JOBS+=(layers)
@@ -49,15 +72,29 @@ for b in build build-asan; do
 	done
 done
 JOBS+=(fuzz)
-# Tests of what surrounds the daemon (man pages and completion, a Slurm
-# cluster, the example loaders, the bench's charts) run once, with the ASan
-# daemon: a second run with the plain one would test the same scripts and
-# cost a minute of the suite's 15 on 2 cores.
-ONCE="test_docs.sh test_slurm.sh test_loaders.sh test_charts.sh"
+# Every integration test runs with the ASan+UBSan daemon: the stricter
+# run, the same code at the same -O2, the same oracles, and it stops at the
+# first memory error or undefined behaviour.  The plain daemon (the binary
+# users get) runs a test again only where it proves something the ASan run
+# cannot, listed in PLAIN:
+#   - memory judged on the plain build only (a sanitizer's RSS holds its
+#     own state): test_soak (and its ThreadSanitizer run), test_quickdraw
+#     (10M samples), test_gzip and test_zcodecs (the bombs' peak RSS);
+#   - time: test_http_stall (EIO within read_timeout plus slack), and the
+#     read path's replies as glibc's allocator sees them (test_replies);
+#   - the shipped binary as a user starts and stops it: test_daemon
+#     (mount(8), fstab, the npy layout end to end), test_lifecycle (exit
+#     status, signals, background start).
+# The others compare bytes, trees and messages with their oracles; a second
+# run with the plain daemon would prove the same of the same code and cost
+# a third of the suite's time on 2 cores.
+PLAIN="test_soak.sh test_quickdraw.sh test_gzip.sh test_zcodecs.sh test_http_stall.sh
+	test_replies.sh test_daemon.sh test_lifecycle.sh"
+PLAIN=" $(echo $PLAIN) "	# one line, a space either side of each name
 for b in build build-asan; do
 	for t in tests/integration/test_*.sh; do
 		[ -e "$t" ] || continue
-		[ "$b" = build ] && [[ " $ONCE " == *" ${t##*/} "* ]] && continue
+		[ "$b" = build ] && [[ $PLAIN != *" ${t##*/} "* ]] && continue
 		JOBS+=("int:$b:${t##*/}")
 	done
 done
@@ -69,6 +106,9 @@ run_job() {
 	IFS=: read -r kind b t <<<"$name"
 	if [ "$kind" = unit ] || [ "$kind" = fuzz ]; then
 		while [ ! -e "$OUT/fixtures.done" ]; do sleep 0.2; done
+	fi
+	if [[ " $LATE " == *" $name "* ]]; then
+		while [ ! -e "$OUT/late.done" ]; do sleep 0.5; done
 	fi
 	export SFS_RESULTS=$OUT/$name.results SFS_FAILURES=$OUT/$name.failures
 	: >"$SFS_RESULTS"; : >"$SFS_FAILURES"
@@ -107,14 +147,15 @@ run_job() {
 	esac
 }
 
-# the order jobs start in: the longest first (as measured on 2 cores),
-# then the other integration tests, the unit tests, the layering check, so
+# the order jobs start in: the longest first (as measured on 2 cores; the
+# LATE ones as soon as the late build is done), then the other integration tests, the unit tests, the layering check, so
 # the last to start are short and the workers end together.  Every job runs
 # whatever its place.
-LONG="int:build-asan:test_faults.sh int:build:test_faults.sh int:build-asan:test_tar.sh
-	int:build-asan:test_http_mount.sh int:build:test_tar.sh int:build-asan:test_daemon.sh
-	int:build:test_http_mount.sh fuzz int:build-asan:test_quickdraw.sh
-	int:build:test_quickdraw.sh int:build:test_soak.sh int:build-asan:test_soak.sh
+LONG="fuzz int:build:test_soak.sh int:build-asan:test_faults.sh int:build-asan:test_tar.sh
+	int:build-asan:test_s3_cluster.sh int:build-asan:test_zcodecs.sh int:build:test_zcodecs.sh
+	int:build-asan:test_shared_index.sh int:build-asan:test_download.sh int:build-asan:test_soak.sh
+	int:build-asan:test_quickdraw.sh int:build:test_quickdraw.sh int:build-asan:test_s3.sh
+	int:build-asan:test_http_mount.sh int:build-asan:test_daemon.sh
 	unit:build-asan:test_pickle unit:build-asan:test_tarindex"
 QUEUE=()
 for j in $LONG; do
@@ -141,22 +182,34 @@ reap() {	# waits for one job to end and says so
 	printf '[%3d/%d, %4d s] %s: %s\n' "$done_n" "${#JOBS[@]}" "$(( $(date +%s) - t0 ))" "$name" "$sum"
 }
 echo "running ${#JOBS[@]} jobs, $TEST_JOBS at a time (logs follow once all have ended)"
-for j in "${QUEUE[@]}"; do
+pending=("${QUEUE[@]}")
+while [ ${#pending[@]} -gt 0 ]; do
 	while [ ${#PID_JOB[@]} -ge "$TEST_JOBS" ]; do reap; done
+	# the first job in the queue, but a LATE one lets the others pass
+	# until the late build is done (unless only LATE ones are left)
+	k=0
+	if [ ! -e "$OUT/late.done" ]; then
+		for k in "${!pending[@]}"; do
+			[[ " $LATE " == *" ${pending[$k]} "* ]] || break
+		done
+	fi
+	j=${pending[$k]}
+	pending=("${pending[@]:0:k}" "${pending[@]:k+1}")
 	run_job "$j" >"$OUT/$j.log" 2>&1 </dev/null &
 	PID_JOB[$!]=$j
 done
 while [ ${#PID_JOB[@]} -gt 0 ]; do reap; done
-wait "$FIXTURES_PID"
+wait "$FIXTURES_PID" $LATE_PID
 
 echo
 cat "$OUT/fixtures.log"
+[ -e "$OUT/late.log" ] && cat "$OUT/late.log"
 for j in "${JOBS[@]}"; do
 	cat "$OUT/$j.log"
 done
 read -r passed failed < <(cat "$OUT"/*.results 2>/dev/null | awk '{p+=$1; f+=$2} END {print p+0, f+0}')
 echo
-failures=$(cat "$OUT/fixtures.failures" 2>/dev/null; for j in "${JOBS[@]}"; do cat "$OUT/$j.failures"; done)
+failures=$(cat "$OUT/fixtures.failures" "$OUT/late.failures" 2>/dev/null; for j in "${JOBS[@]}"; do cat "$OUT/$j.failures"; done)
 if [ -n "$failures" ]; then
 	echo "Failed:"
 	sed 's/^/  /' <<<"$failures"

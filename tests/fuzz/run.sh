@@ -58,9 +58,13 @@ fi
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-failed=()
-summary=()
-for t in "${targets[@]}"; do
+# fuzz_one TARGET: replays TARGET's regressions (ci), fuzzes it; its output
+# goes to stdout, its summary line to $tmp/TARGET.line, its results and
+# failure names to $tmp/TARGET.{results,failures}, a mark of its failure
+# to $tmp/TARGET.failed.  Targets share nothing else, so they run side by side.
+fuzz_one() {
+	local t=$1 bin art log opts ok regs n t0 before rc execs rss cov new el line f
+	local SFS_RESULTS=$tmp/$t.results SFS_FAILURES=$tmp/$t.failures
 	bin=$B/fuzz_$t
 	art=$B/artifacts/$t
 	mkdir -p "$art" "$B/corpus/$t"
@@ -109,12 +113,12 @@ for t in "${targets[@]}"; do
 			echo "    reproduce: $bin $art/$f"
 			echo "    once fixed, add it to tests/fuzz/regressions/$t/"
 		done
-		failed+=("$t")
+		: >"$tmp/$t.failed"
 	else
 		line="$line  ok"
 	fi
 	echo "[fuzz] $line"
-	summary+=("$line")
+	echo "$line" >"$tmp/$t.line"
 	if [ "$mode" = ci ]; then
 		if [ $ok -eq 1 ]; then
 			echo "1 0" >> "${SFS_RESULTS:-/dev/null}"
@@ -123,6 +127,30 @@ for t in "${targets[@]}"; do
 			echo "[fuzz] $t: ${secs}s run (build-fuzz/logs/$t.log)" >> "${SFS_FAILURES:-/dev/null}"
 		fi
 	fi
+}
+
+# ci: FUZZ_PAR targets at a time (default 2: `make test` gives the fuzz job
+# one worker of several, and a target's time is wall-clock time); `make
+# fuzz`: one at a time, each with the machine to itself.
+par=${FUZZ_PAR:-$([ "$mode" = ci ] && echo 2 || echo 1)}
+for t in "${targets[@]}"; do
+	while [ "$(jobs -rp | wc -l)" -ge "$par" ]; do wait -n; done
+	fuzz_one "$t" >"$tmp/$t.out" 2>&1 &
+done
+wait
+failed=()
+summary=()
+for t in "${targets[@]}"; do
+	cat "$tmp/$t.out"
+	[ -e "$tmp/$t.results" ] && cat "$tmp/$t.results" >> "${SFS_RESULTS:-/dev/null}"
+	[ -e "$tmp/$t.failures" ] && cat "$tmp/$t.failures" >> "${SFS_FAILURES:-/dev/null}"
+	if ! [ -e "$tmp/$t.line" ]; then	# fuzz_one itself died
+		echo "0 1" >> "${SFS_RESULTS:-/dev/null}"
+		echo "[fuzz] $t: the run ended without a summary" >> "${SFS_FAILURES:-/dev/null}"
+		: >"$tmp/$t.failed"
+	fi
+	[ -e "$tmp/$t.failed" ] && failed+=("$t")
+	summary+=("$(cat "$tmp/$t.line" 2>/dev/null || echo "$t: no summary")")
 done
 echo
 echo "fuzz summary (${secs} s per target):"

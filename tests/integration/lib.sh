@@ -55,6 +55,31 @@ sfs_nap() {
 	[ $? -gt 128 ] || sleep "$1"
 }
 
+# sfs_shared NAME FUNC [ARGS...]: fixtures FUNC ARGS... DIR writes into
+# DIR, made once and hard-linked into $SFS_TMP (which keeps their inodes
+# and mtimes; FUNC's output goes to stderr).  Under run_all.sh
+# ($SFS_FIXTURES) DIR is $SFS_FIXTURES/shared/NAME, made by the first test
+# run that asks (the plain or the ASan one) under a lock the other waits
+# on; alone, DIR is in $SFS_TMP.  The files are shared: a test that damages
+# one writes a copy (cp without -l), never the file in place.
+sfs_shared() {
+	local name=$1 dir; shift
+	if [ -n "${SFS_FIXTURES:-}" ]; then
+		dir=$SFS_FIXTURES/shared/$name
+		mkdir -p "$SFS_FIXTURES/shared" || return 1
+		(
+			flock 9 || exit 1
+			[ -e "$dir.done" ] && exit 0
+			rm -rf "$dir" && mkdir "$dir" && "$@" "$dir" >&2 && touch "$dir.done"
+		) 9>"$dir.lock" || { echo "    sfs_shared $name: $* failed" >&2; return 1; }
+	else
+		dir=$SFS_TMP/shared-$name
+		mkdir "$dir" && "$@" "$dir" >&2 ||
+			{ echo "    sfs_shared $name: $* failed" >&2; return 1; }
+	fi
+	cp -al "$dir"/. "$SFS_TMP"/ 2>/dev/null || cp -a --remove-destination "$dir"/. "$SFS_TMP"/
+}
+
 # sfs_mounted MNT: MNT is a FUSE mount now (read by the shell, no process)
 sfs_mounted() {
 	local all

@@ -17,17 +17,20 @@ sfs_setup
 T=$SFS_TMP
 COMPARE=$SFS_ROOT/tests/integration/tree_compare.py
 
-# the tree: small and large files, text and random bytes, a symlink
-make_tree "$T/src" 6 60 2
-tar -cf "$T/t.tar" -C "$T/src" . || exit 1
-mkdir -p "$T/x" && tar -xf "$T/t.tar" -C "$T/x" || exit 1
+# the tree: small and large files, text and random bytes, a symlink; its
+# tar and the compressed tars (made once for the plain and the ASan run)
+gztree() {
+	local T=$1
+	tree_tar "$T" 6 60 2 || return 1
 
-gzip -6 -c "$T/t.tar" >"$T/g6.tar.gz"
-gzip -1 -c "$T/t.tar" >"$T/g1.tgz"
-split -b 5000000 "$T/t.tar" "$T/part."
-for p in "$T"/part.*; do gzip -c "$p"; done >"$T/members.tar.gz"
-pigz -p 2 -c "$T/t.tar" >"$T/pigz.tar.gz"
-bgzip -c "$T/t.tar" >"$T/bgzf.tar.gz"
+	gzip -6 -c "$T/t.tar" >"$T/g6.tar.gz"
+	gzip -1 -c "$T/t.tar" >"$T/g1.tgz"
+	split -b 5000000 "$T/t.tar" "$T/part."
+	for p in "$T"/part.*; do gzip -c "$p"; done >"$T/members.tar.gz"
+	pigz -p 2 -c "$T/t.tar" >"$T/pigz.tar.gz"
+	bgzip -c "$T/t.tar" >"$T/bgzf.tar.gz"
+}
+sfs_shared gzip-tree gztree && extract || exit 1
 
 n=0
 # same_tree FILE [VAR=VALUE...]: FILE mounted (span=64k, with those

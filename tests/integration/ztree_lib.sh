@@ -25,6 +25,18 @@ os.symlink("d0/f1.bin", f"{root}/link")
 EOF
 }
 
+# tree_tar DIR DIRS FILES X_MIB: make_tree's tree in DIR/src and GNU
+# tar's DIR/t.tar of it
+tree_tar() {
+	make_tree "$1/src" "$2" "$3" "$4" && tar -cf "$1/t.tar" -C "$1/src" .
+}
+
+# extract: what `tar -x` makes of $T/t.tar, in $T/x (the oracle; made by
+# each test, never shared: tree_compare.py compares st_nlink too)
+extract() {
+	mkdir -p "$T/x" && tar -xf "$T/t.tar" -C "$T/x"
+}
+
 # random_reads MNT FILE [N]: N (200) reads at random offsets and lengths
 # equal the extracted file's bytes
 random_reads() {
