@@ -206,25 +206,17 @@ static int load_stored(struct zsrc *z)
 	return 0;
 }
 
-/* After a pass: saves the table and uses the store's copy from then on
- * (the scratch file goes), when the store keeps it. */
+/* After a pass: saves the table for later mounts.  This source keeps
+ * reading its own copy (the pass's scratch mapping): mapping the saved
+ * file again would only swap one copy for another, and say "using the
+ * saved index" of a table this mount has just made. */
 static void save_table(struct zsrc *z)
 {
 	const struct zsource_store *st = z->ze->store;
-	const uint8_t *mine = z->blob;
-	size_t len = z->blob_len;
 
-	if (!st)
-		return;
-	st->save(z->ze->store_arg, source_name(z->in), source_stamp(z->in),
-		 z->ze->span, z->blob, z->blob_len);
-	z->blob = NULL;
-	if (load_stored(z) == 0) {
-		munmap((void *)mine, len);
-		z->own_map = 0;
-	} else {
-		z->blob = mine;
-	}
+	if (st)
+		st->save(z->ze->store_arg, source_name(z->in), source_stamp(z->in),
+			 z->ze->span, z->blob, z->blob_len);
 }
 
 /* ---- reads ---- */
