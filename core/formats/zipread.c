@@ -1,18 +1,19 @@
 /*
  * zipread.c - member data of zips (see zipread.h): the whole-member read
  * (into a buffer that grows with the inflated bytes up to exactly the
- * declared size), the cache of inflated small members, and the inflate
- * cursors of large ones.
+ * declared size), the cache of inflated small members, and the sources
+ * of large deflated ones.
  *
- * The cursor (stream_read) is the seam for random access into large
- * deflated members: it inflates from the member's start, so a read far
- * into a member not read in order costs the bytes before it.  Access
- * points in the manner of zlib's zran.c (being built for gzip in core/io)
- * can replace stream_read alone.
+ * A large deflated member is a derived source: a slice of the zip read
+ * as raw deflate by io/zsource.c (zsource_wrap_deflate), with the access
+ * points, span cache, CRC-32 checks and stored tables of a gzip file, so
+ * a read far into it inflates one span, not the bytes before it.  The
+ * caller opens it at mount (the tar index names it: tarindex_zip.c) and
+ * gives it to zipread_keep; this file reads it and closes it.
  *
- * Threads: the cache (io/lru.h) locks itself; the cursor table is under
- * zr->lock, and a cursor taken from it is used by one thread at a time
- * (marked busy), so the lock is never held while inflating.
+ * Threads: the cache (io/lru.h) locks itself; the table of member
+ * sources is written before any read (zipread_keep) and only read after,
+ * without a lock; a source is read from any thread.
  *
  * Not for: the central directory (zip.c, zipwalk.c).
  */
@@ -23,13 +24,11 @@
 #include "log.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
 
 #define INFLATE_CHUNK (64u << 10)
-#define CURSORS       8          /* large members read at once, per mount */
 
 /* A read to retry, not bad data: no-wait mode's "it would wait" (the FUSE
  * layer retries on a worker) or a cancelled remote read.  Said by no one. */
@@ -181,6 +180,12 @@ static int data_check(const struct zip_data *d)
 	return 0;
 }
 
+int zipread_large(const struct zip_data *d)
+{
+	return d->usize > ZIPREAD_WHOLE_MAX && d->method == 8 && !(d->flags & 1) &&
+	       d->usize / DEFLATE_MAX_RATIO <= d->csize;
+}
+
 int zip_data_read(const struct zip_data *d, uint8_t **out)
 {
 	struct outbuf o = { NULL, 0 };
@@ -212,254 +217,83 @@ int zip_data_read(const struct zip_data *d, uint8_t **out)
 	return 0;
 }
 
-/* ---- ranges: the cache of small members, cursors over large ones ----- */
-
-/* An inflate stream inside one large member, `pos` bytes out. */
-struct cursor {
-	uint64_t key;            /* 0: unused */
-	uint64_t pos;            /* inflated bytes so far */
-	uint64_t in_pos;         /* compressed bytes fed so far */
-	uint64_t used;           /* clock of its last use, for eviction */
-	uint32_t crc;            /* of the pos bytes */
-	int busy;                /* taken by a read */
-	int live;                /* zs initialised */
-	z_stream zs;
-	uint8_t in[INFLATE_CHUNK];
-};
+/* ---- ranges: the cache of small members, sources of large ones ----- */
 
 struct zipread {
 	struct lru *cache;
-	pthread_mutex_t lock;    /* the cursor table */
-	uint64_t clock;
-	struct cursor *cur[CURSORS];
+	struct source **mem;     /* by key: the large members' sources */
+	uint64_t nmem;
 };
 
-struct zipread *zipread_new(uint64_t cache_bytes)
+struct zipread *zipread_new(uint64_t cache_bytes, uint64_t nkeys)
 {
 	struct zipread *zr = calloc(1, sizeof(*zr));
 
 	if (!zr)
 		return NULL;
 	zr->cache = lru_new(cache_bytes);
-	if (!zr->cache) {
+	zr->mem = nkeys ? calloc(nkeys, sizeof(*zr->mem)) : NULL;
+	if (!zr->cache || (nkeys && !zr->mem)) {
+		lru_free(zr->cache);
 		free(zr);
 		return NULL;
 	}
-	pthread_mutex_init(&zr->lock, NULL);
+	zr->nmem = nkeys;
 	return zr;
 }
 
-static void cursor_free(struct cursor *c)
+void zipread_keep(struct zipread *zr, uint64_t key, struct source *s)
 {
-	if (c && c->live)
-		inflateEnd(&c->zs);
-	free(c);
+	if (key < zr->nmem && !zr->mem[key])
+		zr->mem[key] = s;
+	else
+		source_close(s);	/* a caller's bug: never leaks */
 }
 
 void zipread_free(struct zipread *zr)
 {
-	int i;
+	uint64_t k;
 
 	if (!zr)
 		return;
-	for (i = 0; i < CURSORS; i++)
-		cursor_free(zr->cur[i]);
+	for (k = 0; k < zr->nmem; k++)
+		source_close(zr->mem[k]);
+	free(zr->mem);
 	lru_free(zr->cache);
-	pthread_mutex_destroy(&zr->lock);
 	free(zr);
 }
 
-/* Back to the member's start. */
-static int cursor_reset(struct cursor *c, uint64_t key)
-{
-	if (c->live)
-		inflateEnd(&c->zs);
-	memset(&c->zs, 0, sizeof(c->zs));
-	c->live = inflateInit2(&c->zs, -MAX_WBITS) == Z_OK;
-	c->key = key;
-	c->pos = c->in_pos = 0;
-	c->crc = 0;
-	return c->live ? 0 : -ENOMEM;
-}
-
 /*
- * Takes a cursor for member `key` at or before `off`: the furthest free
- * one of that member, else the least recently used free slot (reset),
- * else one of its own that the caller frees (*table = 0).
+ * A range of a large deflated member, through its source (zsource's
+ * access points over a slice of the zip: zipread.h).  Its pass checked
+ * the CRC-32 and the size; a short read means the stream gave fewer
+ * bytes than declared (its spans already give EIO: this is the bytes
+ * past the last span, which no span holds).
  */
-static struct cursor *cursor_take(struct zipread *zr, uint64_t key, uint64_t off,
-				  int *table)
+static ssize_t member_read(struct zipread *zr, uint64_t key,
+			   const struct zip_data *d, uint8_t *buf, size_t size,
+			   uint64_t off)
 {
-	struct cursor *best = NULL, *old = NULL, *c;
-	int i, free_slot = -1;
+	struct source *s;
+	ssize_t got;
 
-	pthread_mutex_lock(&zr->lock);
-	for (i = 0; i < CURSORS; i++) {
-		c = zr->cur[i];
-		if (!c) {
-			free_slot = free_slot < 0 ? i : free_slot;
-			continue;
-		}
-		if (c->busy)
-			continue;
-		if (c->key == key && c->pos <= off && (!best || c->pos > best->pos))
-			best = c;
-		if (!old || c->used < old->used)
-			old = c;
-	}
-	if (!best && free_slot >= 0 && (zr->cur[free_slot] = calloc(1, sizeof(*c))))
-		best = zr->cur[free_slot];
-	if (!best && old)
-		best = old;
-	*table = best != NULL;
-	if (best) {
-		best->busy = 1;
-		best->used = ++zr->clock;
-	}
-	pthread_mutex_unlock(&zr->lock);
-	if (!best)
-		best = calloc(1, sizeof(*best));
-	if (best && (best->key != key || best->pos > off || !best->live) &&
-	    cursor_reset(best, key) < 0) {
-		if (!*table) {
-			cursor_free(best);
-			return NULL;
-		}
-	}
-	return best;
-}
-
-static void cursor_put(struct zipread *zr, struct cursor *c, int table, int bad)
-{
-	if (!table) {
-		cursor_free(c);
-		return;
-	}
-	pthread_mutex_lock(&zr->lock);
-	if (bad)
-		c->key = 0;      /* never resumed: the next read starts over */
-	c->busy = 0;
-	pthread_mutex_unlock(&zr->lock);
-}
-
-/* Gives inflate the next compressed bytes when it has none left. */
-static int cursor_feed(struct cursor *c, const struct zip_data *d)
-{
-	uint64_t left = d->csize - c->in_pos;
-	size_t k = left < INFLATE_CHUNK ? (size_t)left : INFLATE_CHUNK;
-	int rc;
-
-	if (c->zs.avail_in || !left)
-		return 0;
-	rc = zip_pread_full(d->src, c->in, k, d->off + c->in_pos);
-	if (rc < 0)
-		return rc;
-	c->zs.next_in = c->in;
-	c->zs.avail_in = (uInt)k;
-	c->in_pos += k;
-	return 0;
-}
-
-/*
- * Inflates the next up to n bytes of the member into out (never past
- * usize); *got is how many.  NULL, or what is wrong with the stream.
- */
-static const char *cursor_step(struct cursor *c, const struct zip_data *d,
-			       uint8_t *out, size_t n, size_t *got, int *rc)
-{
-	z_stream *zs = &c->zs;
-	int zr;
-
-	*got = 0;
-	if (n > d->usize - c->pos)
-		n = (size_t)(d->usize - c->pos);
-	if ((*rc = cursor_feed(c, d)) < 0)
-		return "cannot read compressed data";
-	*rc = -EIO;
-	zs->next_out = out;
-	zs->avail_out = n > UINT32_MAX ? UINT32_MAX : (uInt)n;
-	zr = inflate(zs, Z_NO_FLUSH);
-	*got = (size_t)(zs->next_out - out);
-	c->crc = (uint32_t)crc32_z(c->crc, out, *got);
-	c->pos += *got;
-	if (zr == Z_BUF_ERROR && *got == 0)
-		return "deflate stream is truncated";
-	if (zr == Z_STREAM_END && c->pos != d->usize)
-		return "deflate stream ends before the declared size";
-	if (zr != Z_OK && zr != Z_STREAM_END && zr != Z_BUF_ERROR)
-		return zs->msg ? zs->msg : "corrupt deflate stream";
-	return NULL;
-}
-
-/* At usize: the stream must end there, and the CRC match. */
-static const char *cursor_finish(struct cursor *c, const struct zip_data *d, int *rc)
-{
-	uint8_t sink;
-	int zr;
-
-	do {
-		if ((*rc = cursor_feed(c, d)) < 0)
-			return "cannot read compressed data";
-		*rc = -EIO;
-		c->zs.next_out = &sink;
-		c->zs.avail_out = 1;
-		zr = inflate(&c->zs, Z_NO_FLUSH);
-		if (c->zs.avail_out == 0)
-			return "inflates to more than its declared size";
-	} while (zr == Z_OK && (c->zs.avail_in || c->in_pos < d->csize));
-	if (zr != Z_STREAM_END)
-		return "deflate stream does not end at the declared size";
-	if (c->crc != d->crc32)
-		return "CRC-32 mismatch";
-	return NULL;
-}
-
-/*
- * A range of a large deflated member, through a cursor.  The seam for
- * access points: everything else here stays when this is replaced.
- */
-static ssize_t stream_read(struct zipread *zr, uint64_t key, const struct zip_data *d,
-			   uint8_t *buf, size_t size, uint64_t off)
-{
-	uint8_t skip[INFLATE_CHUNK];
-	const char *why = NULL;
-	struct cursor *c;
-	size_t done = 0, got;
-	int table, rc = -EIO;
-
-	if ((rc = data_check(d)) < 0)
-		return rc;
-	rc = -EIO;
-	c = cursor_take(zr, key, off, &table);
-	if (!c || !c->live) {
-		if (c)
-			cursor_put(zr, c, table, 1);
-		return -ENOMEM;
-	}
-	while (!why && c->pos < off) {
-		uint64_t gap = off - c->pos;
-
-		why = cursor_step(c, d, skip, gap < sizeof(skip) ? (size_t)gap : sizeof(skip),
-				  &got, &rc);
-	}
-	while (!why && done < size && c->pos < d->usize) {
-		why = cursor_step(c, d, buf + done, size - done, &got, &rc);
-		done += got;
-	}
-	if (!why && c->pos == d->usize)
-		why = cursor_finish(c, d, &rc);
-	if (why && transient(rc)) {
-		/* the cursor stays good where it is: the retry goes on from there
-		 * (or, past `off` now, starts over) */
-		cursor_put(zr, c, table, 0);
-		return rc;
-	}
-	if (why)
-		sfs_err("%s: member %s: data at offset %llu: %s (%llu bytes declared)",
-			d->path, d->name, (unsigned long long)d->off, why,
+	if (!(s = key < zr->nmem ? zr->mem[key] : NULL)) {
+		sfs_err("%s: member %s: offset %llu: %llu bytes deflated, and no "
+			"access points could be had for it (said at mount): EIO",
+			d->path, d->name, (unsigned long long)d->off,
 			(unsigned long long)d->usize);
-	cursor_put(zr, c, table, why != NULL);
-	return why ? rc : (ssize_t)done;
+		return -EIO;
+	}
+	got = source_pread(s, buf, size, off);
+	if (got >= 0 && (size_t)got < size) {
+		sfs_err("%s: member %s: data at offset %llu: deflate stream "
+			"ends before byte %llu of the %llu declared: EIO", d->path,
+			d->name, (unsigned long long)d->off,
+			(unsigned long long)(off + (uint64_t)got),
+			(unsigned long long)d->usize);
+		return -EIO;
+	}
+	return got;
 }
 
 ssize_t zipread_pread(struct zipread *zr, uint64_t key, const struct zip_data *d,
@@ -472,8 +306,8 @@ ssize_t zipread_pread(struct zipread *zr, uint64_t key, const struct zip_data *d
 		return 0;
 	if (size > d->usize - off)
 		size = (size_t)(d->usize - off);
-	if (d->usize > ZIPREAD_WHOLE_MAX)
-		return stream_read(zr, key, d, buf, size, off);
+	if (zipread_large(d))
+		return member_read(zr, key, d, buf, size, off);
 	if (lru_copy_out(zr->cache, key, (size_t)off, buf, size) == 1)
 		return (ssize_t)size;
 	rc = zip_data_read(d, &p);

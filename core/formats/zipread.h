@@ -2,8 +2,8 @@
  * zipread.h - the data of one zip member: read whole (stored or deflate,
  * CRC-32 checked: the .npz reader and small members of archives), or a
  * range of it for layout=tar, through a per-mount struct zipread that
- * keeps an LRU of inflated small members and a few inflate cursors for
- * large ones.
+ * keeps an LRU of inflated small members and the sources (access points:
+ * io/zsource.h) of large deflated ones.
  *
  * Bombs: a member never inflates past its declared size (memory is taken
  * as bytes inflate, never from the declared size alone), and a declared
@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-struct source;
+#include "io/source.h"
 
 /* One member's data as the central directory and local header give it. */
 struct zip_data {
@@ -44,27 +44,45 @@ struct zip_data {
 int zip_data_read(const struct zip_data *d, uint8_t **out);
 
 /* Members up to this size are inflated whole, CRC-checked and cached;
- * larger ones are inflated from their start by a cursor (see zipread_pread). */
+ * larger deflated ones are read through access points (zipread_keep). */
 #define ZIPREAD_WHOLE_MAX ((uint64_t)4 << 20)
 /* Bytes of inflated small members a mount keeps. */
 #define ZIPREAD_CACHE     ((uint64_t)64 << 20)
 
 struct zipread;
 
-struct zipread *zipread_new(uint64_t cache_bytes);
+/* 1 if d is read through a source of its own (zipread_keep): deflated,
+ * over ZIPREAD_WHOLE_MAX, not encrypted, within deflate's ratio (others
+ * are read whole, or refused by zip_data_read's checks). */
+int zipread_large(const struct zip_data *d);
+
+/*
+ * keys: members are named by keys below nkeys.  A large deflated member
+ * (over ZIPREAD_WHOLE_MAX) is read through the source the caller gives
+ * for its key (zipread_keep): a slice of the zip (io/slice.h,
+ * source_open_range) wrapped by zsource_wrap_deflate (io/zsource.h),
+ * named uniquely in the mount (its stored table is kept under the name);
+ * one with none gives EIO (said).
+ */
+struct zipread *zipread_new(uint64_t cache_bytes, uint64_t nkeys);
+/* Gives member key's source to zr (closed by zipread_free); before any
+ * read (the table is then read without a lock). */
+void zipread_keep(struct zipread *zr, uint64_t key, struct source *s);
 void zipread_free(struct zipread *zr);
 
 /*
  * Reads up to `size` bytes at `off` of member d (which the caller has
  * bounded to d->usize), `key` naming it uniquely in this zipread.  Bytes
- * read, or -EIO / -ENOMEM.  Small members (<= ZIPREAD_WHOLE_MAX): from the
- * cache, else inflated whole and CRC-checked first, so no byte of a
- * member whose CRC fails is ever returned.  Large ones: a cursor inflates
- * from the member's start (or from where an earlier read left it, if not
- * past `off`); its CRC is checked when a read reaches the end, which then
- * fails, but bytes read before the end of a corrupt large member cannot
- * be taken back (a stream corrupt enough to break inflate fails at once).
- * Thread-safe: the cache and the cursor table have their own locks.
+ * read, or -EIO / -ENOMEM, or -EAGAIN in no-wait mode where it would
+ * wait.  Small members (<= ZIPREAD_WHOLE_MAX): from the cache, else
+ * inflated whole and CRC-checked first, so no byte of a member whose CRC
+ * fails is ever returned.  Large deflated ones: through the member's
+ * source (zipread_keep); its first pass (the member's first read's, or
+ * an earlier mount's, whose table was stored) checks the CRC-32 and the declared
+ * size before any byte is served, and every later span read checks its
+ * bytes against the pass's CRC-32s: so here too a member whose CRC fails,
+ * that is truncated or inflates past its size gives EIO, never bytes.
+ * Thread-safe: the cache and the table of sources have their own locks.
  */
 ssize_t zipread_pread(struct zipread *zr, uint64_t key, const struct zip_data *d,
 		      void *buf, size_t size, uint64_t off);

@@ -2,7 +2,8 @@
  * tarindex_zip.c - zip sources in the tar index (see tarindex.h): the walk
  * that turns a zip's members into the build's entries, the section of
  * deflated members it writes, and, at mount, that section checked and
- * the reads of deflated members.
+ * the reads of deflated members: small ones inflated whole (zipread.c),
+ * large ones through derived sources opened here (member_open).
  *
  * A member goes through the same tb_walk_cb as a tar member, so names,
  * duplicates (the last wins), implicit directories, symlinks that leave
@@ -24,6 +25,8 @@
 #include <string.h>
 
 #include "log.h"
+#include "io/slice.h"
+#include "io/zsource.h"
 #include "formats/zipread.h"
 #include "formats/zipwalk.h"
 #include "index/tarindex_int.h"
@@ -124,7 +127,8 @@ int tarindex_zip_open(struct tarindex *t, const struct index_map *m, uint32_t c)
 			return -EBADMSG;
 		}
 	}
-	t->zr = t->nzips ? zipread_new(ZIPREAD_CACHE) : NULL;
+	/* keys: an entry's number + 1 */
+	t->zr = t->nzips ? zipread_new(ZIPREAD_CACHE, t->nzips + 1) : NULL;
 	return t->nzips && !t->zr ? -ENOMEM : 0;
 }
 
@@ -145,6 +149,78 @@ static const struct tarindex_zip *zip_of(const struct tarindex *t, uint32_t i)
 	return bsearch(&key, t->zips, t->nzips, sizeof(*t->zips), zip_cmp);
 }
 
+/* Entry z of file node i as zipread reads it. */
+static struct zip_data data_of(const struct tarindex *t, uint32_t i,
+			       const struct tarindex_zip *z)
+{
+	return (struct zip_data){
+		.src = t->srcs[z->src], .path = source_name(t->srcs[z->src]),
+		.name = tarindex_name(t, i), .off = z->off, .csize = z->csize,
+		.usize = tarindex_node_size(&t->nodes[i]), .crc32 = z->crc32,
+		.method = z->method, .flags = z->flags,
+	};
+}
+
+/*
+ * Large member d (file node i) as a derived source: its deflate data, a
+ * slice of the zip, read as raw deflate with the directory's size and
+ * CRC-32 (io/zsource.h), named as a nested compressed tar is, after the
+ * zip, the data's offset and the member ("x.zip@1234:big.bin"): its
+ * access points are stored under that name and the zip's stamp, so a
+ * remount finds them without a pass, and the pass's messages name all
+ * three.
+ */
+static int member_open(const struct zip_data *d, struct source **out)
+{
+	char *name = tarindex_derived_name(d->path, d->off, d->name);
+	struct source *sl;
+	int rc;
+
+	if (!name)
+		return -ENOMEM;
+	rc = source_open_range(d->src, d->off, d->csize, name, &sl);
+	if (rc == 0)
+		rc = zsource_wrap_deflate(sl, d->usize, d->crc32, out);
+	free(name);
+	return rc;
+}
+
+/*
+ * Opens the large deflated members (zipread_large), once the sources
+ * are open.  Each costs a lookup of its stored table here; with none,
+ * its first read runs the pass (the whole member inflated once, its
+ * CRC-32 and size checked) and saves the table: a mount that reads no
+ * large member pays for no pass.  One that cannot be opened gives EIO at
+ * its reads (said here and there); the mount goes on.
+ */
+int tarindex_zip_members_open(struct tarindex *t)
+{
+	const struct tarindex_zip *z;
+	struct zip_data d;
+	struct source *s;
+	uint32_t i;
+	int rc;
+
+	for (i = 0; t->nzips && i < t->nnodes; i++) {
+		if (!(z = zip_of(t, i)))
+			continue;
+		d = data_of(t, i, z);
+		if (!zipread_large(&d))
+			continue;
+		rc = member_open(&d, &s);
+		if (rc == -ENOMEM)
+			return rc;
+		if (rc < 0) {
+			sfs_warn("%s: member %s: offset %llu: cannot read it through "
+				 "access points (%s): its reads give EIO", d.path,
+				 d.name, (unsigned long long)d.off, strerror(-rc));
+			continue;
+		}
+		zipread_keep(t->zr, (uint64_t)(z - t->zips) + 1, s);
+	}
+	return 0;
+}
+
 int tarindex_deflated(const struct tarindex *t, uint32_t i)
 {
 	return zip_of(t, i) != NULL;
@@ -154,17 +230,11 @@ ssize_t tarindex_zip_pread(const struct tarindex *t, uint32_t i, void *buf,
 			   size_t size, uint64_t off)
 {
 	const struct tarindex_zip *z = zip_of(t, i);
-	const struct tarindex_node *n = &t->nodes[i];
 	struct zip_data d;
 
 	if (!z)
 		return -ENOENT;
-	d = (struct zip_data){
-		.src = t->srcs[z->src], .path = source_name(t->srcs[z->src]),
-		.name = tarindex_name(t, i), .off = z->off, .csize = z->csize,
-		.usize = tarindex_node_size(n), .crc32 = z->crc32,
-		.method = z->method, .flags = z->flags,
-	};
+	d = data_of(t, i, z);
 	/* the entry's number names the member in the cache */
 	return zipread_pread(t->zr, (uint64_t)(z - t->zips) + 1, &d, buf, size, off);
 }

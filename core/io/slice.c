@@ -82,7 +82,7 @@ static void slice_stamp(struct source *s, const struct source *parent,
 		 (unsigned long long)p->size, p->etag);
 }
 
-int source_open_slice(struct source *parent, uint64_t off, uint64_t len,
+int source_open_range(struct source *parent, uint64_t off, uint64_t len,
 		      const char *name, struct source **out)
 {
 	uint64_t psize = source_stamp(parent)->size;
@@ -105,6 +105,16 @@ int source_open_slice(struct source *parent, uint64_t off, uint64_t len,
 	s->env = parent->env;
 	s->priv = sl;
 	slice_stamp(s, parent, len);
+	*out = s;
+	return 0;
+}
+
+int source_open_slice(struct source *parent, uint64_t off, uint64_t len,
+		      const char *name, struct source **out)
+{
+	struct source *s;
+	int rc = source_open_range(parent, off, len, name, &s);
+
 	/* a compressed member reads as its uncompressed bytes, as a file */
-	return zsource_wrap(s, out);
+	return rc < 0 ? rc : zsource_wrap(s, out);
 }

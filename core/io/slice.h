@@ -39,4 +39,12 @@
 int source_open_slice(struct source *parent, uint64_t off, uint64_t len,
 		      const char *name, struct source **out);
 
+/*
+ * The same slice as its raw bytes, never decompressed: for a caller that
+ * knows what they are (a zip member's deflate data, zsource_wrap_deflate).
+ * 0, -EINVAL for a range past the parent's end, -ENOMEM.
+ */
+int source_open_range(struct source *parent, uint64_t off, uint64_t len,
+		      const char *name, struct source **out);
+
 #endif

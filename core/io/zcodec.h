@@ -124,6 +124,20 @@ int zpass_seq_point(struct zpass *p, uint64_t in);
 void zpass_damaged(struct zpass *p, uint64_t from, const char *why,
 		   uint64_t at);
 
+/*
+ * What a raw deflate stream (a zip member: zsource_wrap_deflate) must
+ * give, from the zip's central directory: it has no header or trailer
+ * of its own.  The pass (zcodec_deflate) stops at usize bytes (a stream
+ * going on past them is damaged: bombs are bounded by the directory) and
+ * checks the size and CRC-32 at its end.
+ */
+struct zexpect {
+	uint64_t usize;
+	uint32_t crc32;
+};
+/* The expectations the pass was given (ztable_build), or NULL. */
+const struct zexpect *zpass_expect(const struct zpass *p);
+
 /* Which inflater a span read uses (SAMPLEFS_INFLATE=zlib forces zlib). */
 enum zengine { ZENGINE_FAST, ZENGINE_ZLIB };
 
@@ -161,5 +175,8 @@ extern const struct zcodec zcodec_gzip;
 extern const struct zcodec zcodec_xz;
 extern const struct zcodec zcodec_zstd;
 extern const struct zcodec zcodec_bzip2;
+/* Raw deflate (zgzip.c): never sniffed (no magic), opened by
+ * zsource_wrap_deflate with a struct zexpect. */
+extern const struct zcodec zcodec_deflate;
 
 #endif

@@ -1,5 +1,6 @@
 /*
- * zgzip.c - the gzip row of zsource's codec table (zcodec.h): RFC 1952
+ * zgzip.c - the gzip and raw deflate rows of zsource's codec table
+ * (zcodec.h).  gzip: RFC 1952
  * streams of one or more members, so pigz's and bgzip's (BGZF: a member
  * per 64 KiB block) too.
  *
@@ -17,11 +18,19 @@
  * members.  Both give the same bytes; zsource.c checks them against the
  * span's CRC either way.
  *
- * Not for: where points go, windows, caching (zsource.c).
+ * The raw-deflate row (zcodec_deflate) is a zip member's data: one
+ * gzip member's deflate stream without header or trailer, the sizes and
+ * CRC-32 coming from the zip's directory instead (struct zexpect), so it
+ * shares the member pass (scan_member) and the span readers; the pass
+ * also stops at the declared size (a bomb is damaged there).
+ *
+ * Not for: where points go, windows, caching (zsource.c); zips
+ * (formats/zipread.c opens their large members with this row).
  */
 #include "io/zcodec.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -141,12 +150,19 @@ static int feed(struct zin *in, z_stream *zs)
 	return 1;
 }
 
-/* One member's deflate data, in the pass: 0 at its end (*crc, *isize
- * of what it gave), 1 when it is damaged (said), -errno. */
+/*
+ * One member's deflate data, in the pass: 0 at its end (*crc, *isize
+ * of what it gave), 1 when it is damaged (said), -errno.  It gives at
+ * most `limit` bytes: with one more to come (inflate is offered a byte
+ * past the limit, never handed on) the stream is damaged, so a raw
+ * stream never gives more than its directory declares (a bomb costs no
+ * more than the declared size).  `cut`: what a truncated one is called.
+ */
 static int scan_member(struct zin *in, struct zpass *p, z_stream *zs,
 		       unsigned char *out, uint64_t mstart, uLong *crc,
-		       uint64_t *isize)
+		       uint64_t *isize, uint64_t limit, const char *cut)
 {
+	uint64_t room;
 	int ret, rc;
 	uint32_t c;
 	size_t got;
@@ -155,14 +171,20 @@ static int scan_member(struct zin *in, struct zpass *p, z_stream *zs,
 		if (!zs->avail_in && (rc = feed(in, zs)) <= 0) {
 			if (rc < 0)
 				return rc;
-			zpass_damaged(p, mstart, "truncated gzip member", zin_tell(in));
+			zpass_damaged(p, mstart, cut, zin_tell(in));
 			return 1;
 		}
+		room = limit - *isize;
 		zs->next_out = out;
-		zs->avail_out = OUTCHUNK;
+		zs->avail_out = room >= OUTCHUNK ? OUTCHUNK : (uInt)room + 1;
 		ret = inflate(zs, Z_BLOCK);
 		in->pos = (size_t)(zs->next_in - in->buf);
-		got = OUTCHUNK - zs->avail_out;
+		got = (size_t)(zs->next_out - out);
+		if (got > room) {
+			zpass_damaged(p, mstart, "inflates past its declared size",
+				      zin_tell(in));
+			return 1;
+		}
 		if (got) {
 			if ((rc = zpass_output(p, out, got, &c)) < 0)
 				return rc;
@@ -238,7 +260,8 @@ static int gz_scan(struct zin *in, struct zpass *p)
 		zs.avail_in = 0;
 		crc = crc32(0, NULL, 0);
 		isize = 0;
-		rc = scan_member(in, p, &zs, out, total, &crc, &isize);
+		rc = scan_member(in, p, &zs, out, total, &crc, &isize,
+				 UINT64_MAX, "truncated gzip member");
 		if (rc == 0)
 			rc = check_trailer(in, p, total, crc, isize);
 		total += isize;
@@ -264,8 +287,12 @@ static int next_member(struct zin *in)
 	return rc ? -EIO : 0;
 }
 
+/* The span readers: `members` 1 when another gzip member may follow the
+ * end of a deflate stream inside the span (gzip), 0 when that end is the
+ * source's (raw deflate: more to inflate is -EIO). */
 static int span_zlib(struct zin *in, const struct zpoint *pt,
-		     const unsigned char *win, unsigned char *out, size_t len)
+		     const unsigned char *win, unsigned char *out, size_t len,
+		     int members)
 {
 	z_stream zs;
 	unsigned char b = 0;
@@ -291,7 +318,9 @@ static int span_zlib(struct zin *in, const struct zpoint *pt,
 		in->pos = (size_t)(zs.next_in - in->buf);
 		if (ret == Z_STREAM_END && zs.avail_out) {
 			zs.avail_in = 0;
-			if ((rc = next_member(in)) == 0)
+			if (!members)
+				rc = -EIO;
+			else if ((rc = next_member(in)) == 0)
 				inflateReset(&zs);
 		} else if (ret != Z_OK && ret != Z_STREAM_END &&
 			   !(ret == Z_BUF_ERROR && !zs.avail_in)) {
@@ -311,7 +340,8 @@ static void isal_unread(struct zin *in, const struct inflate_state *st)
 }
 
 static int span_isal(struct zin *in, const struct zpoint *pt,
-		     const unsigned char *win, unsigned char *out, size_t len)
+		     const unsigned char *win, unsigned char *out, size_t len,
+		     int members)
 {
 	struct inflate_state *st = malloc(sizeof(*st));
 	unsigned char b = 0;
@@ -347,7 +377,9 @@ static int span_isal(struct zin *in, const struct zpoint *pt,
 			rc = -EIO;
 		} else if (st->block_state == ISAL_BLOCK_FINISH && done < len) {
 			isal_unread(in, st);
-			if ((rc = next_member(in)) == 0) {
+			if (!members)
+				rc = -EIO;
+			else if ((rc = next_member(in)) == 0) {
 				isal_inflate_reset(st);
 				st->crc_flag = ISAL_DEFLATE;
 			}
@@ -367,9 +399,9 @@ static int gz_span(struct zin *in, const struct zpoint *pt,
 		return -EIO;
 #ifdef HAVE_ISAL
 	if (eng == ZENGINE_FAST)
-		return span_isal(in, pt, win, out, len);
+		return span_isal(in, pt, win, out, len, 1);
 #endif
-	return span_zlib(in, pt, win, out, len);
+	return span_zlib(in, pt, win, out, len, 1);
 }
 
 const struct zcodec zcodec_gzip = {
@@ -378,4 +410,89 @@ const struct zcodec zcodec_gzip = {
 	.sniff = gz_sniff,
 	.scan = gz_scan,
 	.span = gz_span,
+};
+
+/* ---- raw deflate: a zip member (zcodec_deflate) ---- */
+
+static int raw_sniff(const unsigned char *h, size_t n)
+{
+	(void)h;
+	(void)n;
+	return 0;	/* no magic: opened by zsource_wrap_deflate only */
+}
+
+/* The end of a raw stream against its directory (damage said). */
+static void raw_check(struct zin *in, struct zpass *p,
+		      const struct zexpect *want, uLong crc, uint64_t isize)
+{
+	char why[160];
+
+	if (isize != want->usize) {
+		snprintf(why, sizeof(why), "deflate stream ends after %llu bytes, "
+			 "the zip declares %llu", (unsigned long long)isize,
+			 (unsigned long long)want->usize);
+		zpass_damaged(p, 0, why, zin_tell(in));
+	} else if ((uint32_t)crc != want->crc32) {
+		snprintf(why, sizeof(why), "CRC-32 mismatch (the zip says %08x, "
+			 "the data gives %08x)", want->crc32, (unsigned)crc);
+		zpass_damaged(p, 0, why, zin_tell(in));
+	} else if (zin_tell(in) != in->size) {
+		snprintf(why, sizeof(why), "compressed size is %llu bytes larger "
+			 "than its deflate stream",
+			 (unsigned long long)(in->size - zin_tell(in)));
+		zpass_damaged(p, 0, why, zin_tell(in));
+	}
+}
+
+/* The pass over one raw deflate stream: the gzip member's, with the
+ * directory's sizes and CRC-32 for a header and trailer. */
+static int raw_scan(struct zin *in, struct zpass *p)
+{
+	const struct zexpect *want = zpass_expect(p);
+	unsigned char *out = malloc(OUTCHUNK);
+	uint64_t isize = 0;
+	uLong crc = crc32(0, NULL, 0);
+	z_stream zs;
+	int rc = -ENOMEM;
+
+	memset(&zs, 0, sizeof(zs));
+	if (!want) {
+		rc = -EINVAL;	/* a caller's bug: zsource gives it */
+		goto out;
+	}
+	if (!out || inflateInit2(&zs, -15) != Z_OK)
+		goto out;
+	if ((rc = zpass_point(p, 0, 0, 1)) < 0)
+		goto out;
+	rc = scan_member(in, p, &zs, out, 0, &crc, &isize, want->usize,
+			 "truncated deflate stream");
+	if (rc == 0)
+		raw_check(in, p, want, crc, isize);
+	rc = rc > 0 ? 0 : rc;
+out:
+	inflateEnd(&zs);
+	free(out);
+	return rc;
+}
+
+/* A span of a raw stream: its first point is at the stream's start
+ * (flagged a member: no window), with no header to read there. */
+static int raw_span(struct zin *in, const struct zpoint *pt,
+		    const unsigned char *win, unsigned char *out, size_t len,
+		    enum zengine eng)
+{
+	zin_seek(in, pt->bits ? pt->in - 1 : pt->in);
+#ifdef HAVE_ISAL
+	if (eng == ZENGINE_FAST)
+		return span_isal(in, pt, win, out, len, 0);
+#endif
+	return span_zlib(in, pt, win, out, len, 0);
+}
+
+const struct zcodec zcodec_deflate = {
+	.name = "deflate",
+	.id = 5,
+	.sniff = raw_sniff,
+	.scan = raw_scan,
+	.span = raw_span,
 };

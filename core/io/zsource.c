@@ -123,6 +123,8 @@ struct zsrc {
 	struct zkeep keep;            /* xz, zstd: the decoder kept (zseq.h) */
 	struct source *outer;         /* the source z is the priv of */
 	struct zrun *run;             /* the first pass, or NULL (stored table) */
+	const struct zexpect *want;   /* raw deflate: &want_buf; else NULL */
+	struct zexpect want_buf;
 	atomic_int growing;           /* 1 until the pass's end is published */
 	int pass_rc;                  /* the pass failed: every read gives it */
 	int extent_rc;                /* -EIO: bytes read while it ran were
@@ -834,7 +836,8 @@ static void *pass_main(void *arg)
 	struct zspans out = { pass_keep, z };
 	const uint8_t *blob = NULL;
 	size_t len = 0;
-	int rc = ztable_build(z->in, z->codec, z->ze->span, &out, &blob, &len);
+	int rc = ztable_build(z->in, z->codec, z->ze->span, z->want, &out,
+			      &blob, &len);
 
 	if (rc == 0) {
 		z->blob = blob;
@@ -870,7 +873,31 @@ static int run_init(struct zsrc *z)
 	return 0;
 }
 
-int zsource_wrap(struct source *in, struct source **out)
+/*
+ * A raw deflate stream's stored table is taken only if this row made it
+ * and it gives no more than the declared size (the name and stamp keyed
+ * it already: this guards against a table saved for other bytes).
+ */
+static int raw_choose(struct zsrc *z)
+{
+	struct zblob_hdr h;
+
+	z->codec = &zcodec_deflate;
+	if (load_stored(z) < 0)
+		return 1;
+	memcpy(&h, z->blob, sizeof(h));
+	if (codec_of(z->blob) != &zcodec_deflate || h.usize > z->want->usize) {
+		sfs_warn("%s: its saved access points are not those of a %llu-byte "
+			 "deflate stream: reading it through again",
+			 source_name(z->in), (unsigned long long)z->want->usize);
+		unbind_blob(z);
+	}
+	return 1;
+}
+
+/* zsource_wrap's work; want: a raw deflate stream's (no sniffing). */
+static int wrap(struct source *in, const struct zexpect *want,
+		struct source **out)
 {
 	struct zsrc *z = NULL;
 	struct source *s = NULL;
@@ -878,14 +905,18 @@ int zsource_wrap(struct source *in, struct source **out)
 
 	*out = in;
 	if (!in->env || !in->env->z)
-		return 0;
+		return want ? -EINVAL : 0;
 	if (!(z = calloc(1, sizeof(*z)))) {
 		source_close(in);
 		goto fail;
 	}
 	z->in = in;
 	z->ze = in->env->z;
-	if (!choose(z)) {
+	if (want) {
+		z->want_buf = *want;
+		z->want = &z->want_buf;
+	}
+	if (!(want ? raw_choose(z) : choose(z))) {
 		free(z);
 		return 0;
 	}
@@ -914,5 +945,23 @@ fail:
 	if (s)
 		free(s->name);
 	free(s);
+	return rc;
+}
+
+int zsource_wrap(struct source *in, struct source **out)
+{
+	return wrap(in, NULL, out);
+}
+
+int zsource_wrap_deflate(struct source *in, uint64_t usize, uint32_t crc32,
+			 struct source **out)
+{
+	struct zexpect want = { .usize = usize, .crc32 = crc32 };
+	int rc = wrap(in, &want, out);
+
+	if (rc == -EINVAL) {	/* no decompressing state in its env */
+		source_close(in);
+		*out = NULL;
+	}
 	return rc;
 }

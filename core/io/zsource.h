@@ -30,7 +30,8 @@
  * Codecs come from a table (zcodec.h; ztable.c lists them), chosen by
  * the first bytes of the source (magic), not by its name: a row each for
  * gzip, xz, zstd and bzip2 (the last three restart at block or frame
- * starts and need no window).
+ * starts and need no window); and raw deflate, which has no magic and is
+ * only opened by zsource_wrap_deflate below.
  *
  * Not for: finding compressed members inside an archive (the tar index
  * opens those as slices, io/slice.h, which source_open_slice wraps here
@@ -77,6 +78,22 @@ void source_env_zstore(struct source_env *env, const struct zsource_store *ops,
 
 /* 1 if s reads the uncompressed bytes of a compressed source. */
 int source_is_decompressed(const struct source *s);
+
+/*
+ * Wraps `in`, a raw deflate stream (a zip member's data: a slice of the
+ * zip, io/slice.h source_open_range), as a source of its uncompressed
+ * bytes, with access points like a gzip file's (the row zcodec_deflate):
+ * the stream has no header or trailer, so its declared size and CRC-32
+ * (the zip's directory) come from the caller and the pass checks them; a
+ * stream that differs, is truncated or inflates past usize is damaged
+ * (its reads give EIO, said naming in's name).  The table is the store's
+ * when it has one for in's name and stamp (no pass), else made by the
+ * first read's pass.  Takes in (closed on failure).  0, -EINVAL when
+ * in's env decompresses nothing, -ENOMEM, -EPERM (-o index_only and no
+ * table: said).
+ */
+int zsource_wrap_deflate(struct source *in, uint64_t usize, uint32_t crc32,
+			 struct source **out);
 
 /*
  * The blob's fixed header, for the store and the fuzz target:

@@ -29,9 +29,10 @@
 
 #define PASS_READ    (1u << 20)     /* the pass's reads of the source */
 
-/* The codec table: sniffed in order. */
+/* The codec table: sniffed in order (raw deflate never matches: it is
+ * only opened by name, zsource_wrap_deflate, and found by its id). */
 static const struct zcodec *const codecs[] = {
-	&zcodec_gzip, &zcodec_xz, &zcodec_zstd, &zcodec_bzip2,
+	&zcodec_gzip, &zcodec_xz, &zcodec_zstd, &zcodec_bzip2, &zcodec_deflate,
 };
 #define NCODECS (sizeof(codecs) / sizeof(codecs[0]))
 
@@ -120,6 +121,7 @@ int zin_init(struct zin *in, struct source *src, size_t cap)
 struct zpass {
 	struct source *in;            /* for messages */
 	const struct zcodec *codec;
+	const struct zexpect *want;   /* raw deflate's sizes and CRC, or NULL */
 	uint64_t span;
 	uint64_t out;                 /* bytes so far */
 	uint32_t ccrc;                /* of the current chunk so far */
@@ -495,8 +497,14 @@ static int pass_finish(struct zpass *p, const uint8_t **blob, size_t *blob_len)
 	return 0;
 }
 
+const struct zexpect *zpass_expect(const struct zpass *p)
+{
+	return p->want;
+}
+
 int ztable_build(struct source *src, const struct zcodec *c, uint64_t span,
-		 const struct zspans *keep, const uint8_t **blob, size_t *len)
+		 const struct zexpect *want, const struct zspans *keep,
+		 const uint8_t **blob, size_t *len)
 {
 	struct zpass *p = calloc(1, sizeof(*p));
 	struct zin in = { 0 };
@@ -507,6 +515,7 @@ int ztable_build(struct source *src, const struct zcodec *c, uint64_t span,
 		goto out;
 	p->in = src;
 	p->codec = c;
+	p->want = want;
 	p->span = span;
 	p->keep = keep;
 	if (!(p->crcs = malloc((ZSPAN_HARD / ZCHUNK + 2) * sizeof(*p->crcs))))

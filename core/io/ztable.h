@@ -62,11 +62,14 @@ struct zspans {
 /*
  * The pass: reads the whole of src with codec c, a point every `span`
  * bytes of output, and maps the blob it made (*blob, *len: munmap when
- * done); out (NULL: none) gets every span's bytes.  0, or -errno said
- * (the source failing, EFBIG, no scratch file; not keep's own -errno).
+ * done); want: what a raw deflate stream must give (zcodec.h; NULL for
+ * the codecs whose streams say it themselves); out (NULL: none) gets
+ * every span's bytes.  0, or -errno said (the source failing, EFBIG, no
+ * scratch file; not keep's own -errno).
  */
 int ztable_build(struct source *src, const struct zcodec *c, uint64_t span,
-		 const struct zspans *out, const uint8_t **blob, size_t *len);
+		 const struct zexpect *want, const struct zspans *out,
+		 const uint8_t **blob, size_t *len);
 
 /* zsource_blob_check's work (zsource.h). */
 int ztable_check(const void *blob, size_t len, uint64_t csize, char *why,

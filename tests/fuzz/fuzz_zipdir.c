@@ -56,7 +56,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (fd < 0)
 		return 0;
 	src = fuzz_source(fd);
-	c.zr = zipread_new(1 << 20);
+	c.zr = zipread_new(1 << 20, 0);
 	c.size = size;
 	if (src && c.zr)
 		(void)zip_walk(src, "fuzz.zip", member, &c);
