@@ -138,13 +138,16 @@ static int member_header(struct zin *in)
 }
 
 /* Points zlib at the reader's unread bytes, reading more when none are
- * left: 1, 0 at the end of the source, -errno. */
+ * left: 1, 0 at the end of the source (none given), -errno. */
 static int feed(struct zin *in, z_stream *zs)
 {
 	int rc = 1;
 
-	if (in->pos == in->len && (rc = zin_fill(in)) <= 0)
+	if (in->pos == in->len && (rc = zin_fill(in)) <= 0) {
+		zs->next_in = in->buf + in->pos;	/* the buffer moved */
+		zs->avail_in = 0;
 		return rc;
+	}
 	zs->next_in = in->buf + in->pos;
 	zs->avail_in = (uInt)(in->len - in->pos);
 	return 1;
@@ -168,12 +171,10 @@ static int scan_member(struct zin *in, struct zpass *p, z_stream *zs,
 	size_t got;
 
 	for (;;) {
-		if (!zs->avail_in && (rc = feed(in, zs)) <= 0) {
-			if (rc < 0)
-				return rc;
-			zpass_damaged(p, mstart, cut, zin_tell(in));
-			return 1;
-		}
+		/* at the source's end inflate may still finish: a raw stream's
+		 * last block ends with its last byte (gzip's trailer follows) */
+		if (!zs->avail_in && (rc = feed(in, zs)) < 0)
+			return rc;
 		room = limit - *isize;
 		zs->next_out = out;
 		zs->avail_out = room >= OUTCHUNK ? OUTCHUNK : (uInt)room + 1;
@@ -193,6 +194,11 @@ static int scan_member(struct zin *in, struct zpass *p, z_stream *zs,
 		}
 		if (ret == Z_STREAM_END)
 			return 0;
+		if (ret == Z_BUF_ERROR && !zs->avail_in && in->pos == in->len &&
+		    zin_tell(in) >= in->size) {
+			zpass_damaged(p, mstart, cut, zin_tell(in));
+			return 1;
+		}
 		if (ret != Z_OK && !(ret == Z_BUF_ERROR && !zs->avail_in)) {
 			zpass_damaged(p, mstart, zs->msg ? zs->msg : "inflate error",
 				      zin_tell(in));
