@@ -4,7 +4,7 @@
 # (deflated, stored, zip64 forced) and zipfile (zip64 local headers, data
 # descriptors); each is mounted and tree_compare.py compares the tree with
 # what `unzip` extracts, and random ranges of the large deflated member
-# (read by an inflate cursor) with zipfile's bytes, warm and cold (the
+# (read through access points when over 4 MiB) with zipfile's bytes, warm and cold (the
 # page cache dropped: reads tried in no-wait mode are retried on a worker).  Then the hostile ones:
 # a member whose CRC is wrong and one with a flipped bit give EIO, named in
 # the log, never other bytes; "../" is skipped; a CP437 name is zipfile's;
@@ -80,6 +80,53 @@ for c in $cases; do
 	check "$c: unmounts cleanly" sfs_umount "$mnt"
 done
 
+# --- large deflated members (> 4 MiB) through access points: each whole,
+# then 64 KiB at 200 random places, against zipfile; one pass per member
+# (the daemon's "deflate, N bytes uncompressed, K access points" line,
+# named zip@offset:member), none at a remount (the saved tables: no such
+# line, index_load's "using the saved index of the access points")
+rand64k() {
+	"$PY" - "$1" "$2" <<'PYEOF'
+import os, random, sys, zipfile
+z, mnt = zipfile.ZipFile(sys.argv[1]), sys.argv[2]
+rng, bad = random.Random(18), 0
+for i in z.infolist():
+    if i.is_dir() or i.file_size <= (4 << 20):
+        continue
+    want = z.read(i)
+    with open(os.path.join(mnt, i.filename), "rb") as f:
+        if f.read() != want:
+            print("    %s: whole: not zipfile's bytes" % i.filename); bad = 1
+    fd = os.open(os.path.join(mnt, i.filename), os.O_RDONLY)
+    for _ in range(200):
+        off = rng.randrange(len(want))
+        if os.pread(fd, 65536, off) != want[off:off + 65536]:
+            print("    %s: 64 KiB at %d differ" % (i.filename, off)); bad = 1
+    os.close(fd)
+sys.exit(bad)
+PYEOF
+}
+# a copy: the loop above mounted archive.zip, whose tables are saved now
+L=$T/large
+mkdir -p "$L" && cp "$T/cases/large/archive.zip" "$T/cases/large/descriptor.zip" "$L"/
+for zf in archive descriptor; do
+	mnt=$T/m-large-$zf
+	check "large $zf: mounts" sfs_mount "$L/$zf.zip" "$mnt" -o layout=tar || continue
+	check "large $zf: whole and 200 random 64 KiB reads are zipfile's" rand64k "$L/$zf.zip" "$mnt"
+	check "large $zf: one pass per large member, named by zip, offset and member" \
+		bash -c '[ "$(grep -c "$1@[0-9]*:[a-z0-9]*\.bin: deflate, [0-9]* bytes uncompressed, .* access points, in" "$2")" = "$3" ]' \
+		_ "$L/$zf.zip" "$(sfs_log "$mnt")" "$([ $zf = archive ] && echo 2 || echo 1)"
+	check "large $zf: unmounts cleanly" sfs_umount "$mnt"
+	mnt=$T/m-large-$zf-2
+	check "large $zf: remounts" sfs_mount "$L/$zf.zip" "$mnt" -o layout=tar || continue
+	check "large $zf: remount: the saved access points" \
+		grep -q "using the saved index of the access points of $L/$zf.zip@" "$(sfs_log "$mnt")"
+	check "large $zf: remount: no pass" bash -c '! grep -q "access points, in" "$1"' _ "$(sfs_log "$mnt")"
+	check "large $zf: remount: whole and random reads are zipfile's" rand64k "$L/$zf.zip" "$mnt"
+	check "large $zf: remount: still no pass" bash -c '! grep -q "access points, in" "$1"' _ "$(sfs_log "$mnt")"
+	check "large $zf: remount: unmounts cleanly" sfs_umount "$mnt"
+done
+
 # --- hostile members: EIO and a message naming them, never other bytes
 H=$T/cases/hostile mnt=$T/m-hostile
 if check "hostile: mounts" sfs_mount "$H/archive.zip" "$mnt" -o layout=tar; then
@@ -104,6 +151,25 @@ if check "bomb: mounts" sfs_mount "$H/bomb.zip" "$mnt" -o layout=tar; then
 	check "bomb: 64 MiB declared as 4 KiB: EIO" expect_fail 'Input/output error' cat "$mnt/zeros"
 	check "bomb: ... named in the log" grep -q 'zeros.*more than its declared size' "$(sfs_log "$mnt")"
 	check "bomb: unmounts cleanly" sfs_umount "$mnt"
+fi
+mnt=$T/m-hlarge
+if check "large, hostile: mounts" sfs_mount "$H/large.zip" "$mnt" -o layout=tar; then
+	log=$(sfs_log "$mnt")
+	check "large, hostile: a good member is zipfile's" \
+		"$PY" -c 'import sys, zipfile; sys.exit(open(sys.argv[2], "rb").read() != zipfile.ZipFile(sys.argv[1]).read("ok.bin"))' \
+		"$H/large.zip" "$mnt/ok.bin"
+	for f in badcrc cut long; do
+		check "large, hostile: $f.bin: EIO at its start" expect_fail 'Input/output error' \
+			dd if="$mnt/$f.bin" of=/dev/null bs=64k count=1 status=none
+		check "large, hostile: $f.bin: EIO far into it" expect_fail 'Input/output error' \
+			dd if="$mnt/$f.bin" of=/dev/null bs=64k skip=70 count=1 status=none
+	done
+	check "large, hostile: the CRC named: zip, offset, member, both CRC-32s" \
+		grep -q "large.zip@[0-9]*:badcrc.bin: CRC-32 mismatch (the zip says [0-9a-f]\{8\}, the data gives [0-9a-f]\{8\})" "$log"
+	check "large, hostile: the cut stream named" grep -q "large.zip@[0-9]*:cut.bin: truncated deflate stream" "$log"
+	check "large, hostile: the long stream named, stopped at its size" \
+		grep -q "large.zip@[0-9]*:long.bin: inflates past its declared size" "$log"
+	check "large, hostile: unmounts cleanly" sfs_umount "$mnt"
 fi
 mkdir -p "$T/m-trunc"
 check "truncated central directory: a clear mount error" \

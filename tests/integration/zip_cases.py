@@ -80,6 +80,43 @@ def pyzip(name, force64=False, stream=False):
 cases = [infozip("infozip"), infozip("stored", "-0"), infozip("zip64-infozip", "-fz"),
          pyzip("zip64", force64=True), pyzip("descriptors", stream=True)]
 
+
+
+def mixed(n):
+    """n bytes, 64 KiB at a time text (compressible) or random bytes, so
+    that deflate's blocks and the access points fall unevenly."""
+    out, k = bytearray(), 0
+    while len(out) < n:
+        if rng.random() < 0.35:
+            out += rng.randbytes(65536)
+        else:
+            out += b"".join(b"%09d %s\n" % (k + j, b"x" * (j % 23)) for j in range(2000))[:65536]
+        k += 2000
+    return bytes(out[:n])
+
+
+def large(name):
+    """Large deflated members (zipread's access points, > 4 MiB): by
+    zipfile, one plain and one with a zip64 local header, and a small one
+    beside them; by Info-ZIP zip writing to a pipe, one with a data
+    descriptor (flag bit 3: sizes after the data), a zip of its own.  (zip
+    -fz to a pipe makes a zip that unzip says is missing 4 GB: not used.)"""
+    d = os.path.join(top, name)
+    os.makedirs(os.path.join(d, "src"))
+    with zipfile.ZipFile(os.path.join(d, "archive.zip"), "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("large/plain.bin", mixed(24 << 20))
+        with z.open("large/zip64.bin", "w", force_zip64=True) as f:
+            f.write(mixed(20 << 20))
+        z.writestr("small.txt", b"small\n" * 100)
+    with open(os.path.join(d, "src", "descriptor.bin"), "wb") as f:
+        f.write(mixed(20 << 20))
+    z = subprocess.run(["zip", "-q", "-", "descriptor.bin"], cwd=os.path.join(d, "src"),
+                       stdout=subprocess.PIPE, check=True)   # a pipe: not seekable
+    with open(os.path.join(d, "descriptor.zip"), "wb") as f:
+        f.write(z.stdout)
+    return name
+
+
 # hostile ones, by hand
 h = os.path.join(top, "hostile")
 os.makedirs(h)
@@ -115,7 +152,36 @@ pos = zb.start_dir + 24                 # central usize: 4 KiB declared
 b[pos:pos + 4] = (4096).to_bytes(4, "little")
 with open(os.path.join(h, "bomb.zip"), "wb") as f:
     f.write(bytes(b))
+# large members gone wrong: a CRC-32 off by one bit in the directory, a
+# deflate stream cut short (its compressed size halved in both headers:
+# the zip still parses), and a stream longer than its declared size
+hl = io.BytesIO()
+with zipfile.ZipFile(hl, "w", zipfile.ZIP_DEFLATED) as z:
+    z.writestr("ok.bin", mixed(6 << 20))
+    z.writestr("badcrc.bin", mixed(6 << 20))
+    z.writestr("cut.bin", mixed(6 << 20))
+    z.writestr("long.bin", b"\0" * (8 << 20))
+b = bytearray(hl.getvalue())
+zl = zipfile.ZipFile(io.BytesIO(bytes(b)))
+
+
+def central(name):
+    return b.find(b"PK\x01\x02", zl.start_dir + b[zl.start_dir:].find(name.encode()) - 46)
+
+
+i = zl.getinfo("badcrc.bin")
+b[central("badcrc.bin") + 16] ^= 1
+i = zl.getinfo("cut.bin")
+half = (i.compress_size // 2).to_bytes(4, "little")
+b[i.header_offset + 18:i.header_offset + 22] = half
+b[central("cut.bin") + 20:central("cut.bin") + 24] = half
+b[central("long.bin") + 24:central("long.bin") + 28] = (5 << 20).to_bytes(4, "little")
+b[zl.getinfo("long.bin").header_offset + 22:zl.getinfo("long.bin").header_offset + 26] = \
+    (5 << 20).to_bytes(4, "little")
+with open(os.path.join(h, "large.zip"), "wb") as f:
+    f.write(bytes(b))
 # truncated: the end of the central directory cut off
 with open(os.path.join(h, "truncated.zip"), "wb") as f:
     f.write(bytes(data[:len(data) - 30]))
+cases.append(large("large"))
 print(" ".join(cases))
