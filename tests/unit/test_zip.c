@@ -465,3 +465,159 @@ Test(zip, hostile_impossible_ratio)
 {
 	expect_refused("../hostile/zip-ratio.zip", "maximum ratio");
 }
+
+/* ---- large members: raw deflate through access points ------------------ */
+
+#include <zlib.h>
+
+#include "io/slice.h"
+#include "io/zsource.h"
+
+#define RAW_PLAIN (6u << 20)   /* past ZIPREAD_WHOLE_MAX: six 1 MiB spans */
+#define RAW_PAD   1000u        /* bytes before the stream, as a header is */
+
+/* A file: RAW_PAD bytes, the raw deflate (zlib, windowBits -15: what a
+ * zip member holds) of plain, RAW_PAD bytes; *clen the stream's size. */
+static char *raw_file(const unsigned char *plain, size_t n, size_t *clen)
+{
+	static char path[64];
+	unsigned char *z = malloc(n + 4096);
+	unsigned char pad[RAW_PAD];
+	z_stream zs = { 0 };
+	int fd;
+
+	cr_assert(z);
+	cr_assert_eq(deflateInit2(&zs, 6, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY), Z_OK);
+	zs.next_in = (unsigned char *)plain;
+	zs.avail_in = (uInt)n;
+	zs.next_out = z;
+	zs.avail_out = (uInt)(n + 4096);
+	cr_assert_eq(deflate(&zs, Z_FINISH), Z_STREAM_END);
+	*clen = zs.total_out;
+	deflateEnd(&zs);
+	snprintf(path, sizeof(path), "/tmp/sfs-zipraw-XXXXXX");
+	fd = mkstemp(path);
+	cr_assert(fd >= 0);
+	memset(pad, 'P', sizeof(pad));
+	cr_assert_eq(write(fd, pad, sizeof(pad)), (ssize_t)sizeof(pad));
+	cr_assert_eq(write(fd, z, *clen), (ssize_t)*clen);
+	cr_assert_eq(write(fd, pad, sizeof(pad)), (ssize_t)sizeof(pad));
+	close(fd);
+	free(z);
+	return path;
+}
+
+/* Text with random-ish runs between, so deflate's blocks vary. */
+static unsigned char *raw_plain(void)
+{
+	unsigned char *p = malloc(RAW_PLAIN);
+	uint32_t x = 18;
+	size_t i;
+
+	cr_assert(p);
+	for (i = 0; i < RAW_PLAIN; i++) {
+		x = x * 1103515245u + 12345u;
+		p[i] = (i / 65536) % 3 == 0 ? (unsigned char)(x >> 16) :
+		       (unsigned char)("0123456789 abcdef\n"[(i * 7 + i / 999) % 18]);
+	}
+	return p;
+}
+
+/* The member [RAW_PAD, RAW_PAD + clen) as zipread's large-member source. */
+static struct source *raw_open(struct source *zip, uint64_t clen,
+			       uint64_t usize, uint32_t crc)
+{
+	struct source *sl, *s;
+
+	cr_assert_eq(source_open_range(zip, RAW_PAD, clen, "t.zip@1000:m.bin", &sl), 0);
+	cr_assert_eq(zsource_wrap_deflate(sl, usize, crc, &s), 0);
+	cr_assert(source_is_decompressed(s));
+	return s;
+}
+
+Test(zip, large_member_reads_through_access_points)
+{
+	unsigned char *plain = raw_plain(), buf[65536];
+	uint32_t crc = (uint32_t)crc32(0, plain, RAW_PLAIN);
+	struct source_env *env;
+	struct source *zip, *s;
+	size_t clen, k;
+	char *path = raw_file(plain, RAW_PLAIN, &clen);
+	/* the end first: one pass, then reads out of order */
+	static const uint64_t offs[] = { RAW_PLAIN - 100, 0, 3u << 20, 1048575,
+					 5u << 20, 77777, RAW_PLAIN - 65536 };
+
+	cr_assert_eq(source_env_new(NULL, &env), 0);
+	cr_assert_eq(source_open(env, path, &zip), 0);
+	s = raw_open(zip, clen, RAW_PLAIN, crc);
+	for (k = 0; k < sizeof(offs) / sizeof(offs[0]); k++) {
+		size_t want = RAW_PLAIN - offs[k] < sizeof(buf) ? RAW_PLAIN - offs[k] : sizeof(buf);
+
+		cr_assert_eq(source_pread(s, buf, sizeof(buf), offs[k]), (ssize_t)want,
+			     "at %llu", (unsigned long long)offs[k]);
+		cr_expect_eq(memcmp(buf, plain + offs[k], want), 0, "at %llu",
+			     (unsigned long long)offs[k]);
+	}
+	cr_expect_eq(source_stamp(s)->size, RAW_PLAIN);
+	source_close(s);
+	source_close(zip);
+	source_env_free(env);
+	unlink(path);
+	free(plain);
+}
+
+/* Each way a member can differ from its directory: every read EIO, the
+ * pass's message naming the member and what differs. */
+/* dlen: bytes added to (or, negative, cut from) the member's range */
+static void raw_bad(int64_t dlen, uint64_t usize, uint32_t crc_xor, const char *msg)
+{
+	unsigned char *plain = raw_plain(), buf[4096];
+	uint32_t crc = (uint32_t)crc32(0, plain, RAW_PLAIN) ^ crc_xor;
+	struct source_env *env;
+	struct source *zip, *s;
+	struct capture c;
+	size_t clen;
+	char *path = raw_file(plain, RAW_PLAIN, &clen), *text;
+
+	cr_assert_eq(source_env_new(NULL, &env), 0);
+	cr_assert_eq(source_open(env, path, &zip), 0);
+	capture_start(&c);
+	s = raw_open(zip, (uint64_t)((int64_t)clen + dlen), usize, crc);
+	cr_expect_eq(source_pread(s, buf, sizeof(buf), 0), -EIO);
+	cr_expect_eq(source_pread(s, buf, sizeof(buf), 4u << 20), -EIO);
+	source_close(s);
+	text = capture_end(&c);
+	cr_expect(strstr(text, "t.zip@1000:m.bin") && strstr(text, msg), "%s", text);
+	free(text);
+	source_close(zip);
+	source_env_free(env);
+	unlink(path);
+	free(plain);
+}
+
+Test(zip, large_member_crc_mismatch_is_eio)
+{
+	raw_bad(0, RAW_PLAIN, 1, "CRC-32 mismatch (the zip says");
+}
+
+Test(zip, large_member_truncated_is_eio)
+{
+	raw_bad(-1000, RAW_PLAIN, 0, "truncated deflate stream");
+}
+
+/* a bomb: the stream goes on past what the directory declares */
+Test(zip, large_member_longer_than_declared_is_eio)
+{
+	raw_bad(0, RAW_PLAIN - 4096, 0, "inflates past its declared size");
+}
+
+Test(zip, large_member_shorter_than_declared_is_eio)
+{
+	raw_bad(0, RAW_PLAIN + 1, 0, "the zip declares");
+}
+
+/* two bytes of the padding after the stream counted as the member's */
+Test(zip, large_member_with_bytes_after_its_stream_is_eio)
+{
+	raw_bad(2, RAW_PLAIN, 0, "larger than its deflate stream");
+}
