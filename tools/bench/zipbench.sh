@@ -132,6 +132,7 @@ measure() {	# BINARY CACHE N
 }
 
 : >"$D/b" ; : >"$D/a" ; : >"$D/f" ; : >"$D/p"
+LOAD0=$(cut -d' ' -f1 /proc/loadavg)
 for r in $(seq "$RUNS"); do
 	measure "$BEFORE" "$D/cache-b$r" "$BREADS" >>"$D/b"
 	# the first mount: its first read runs the pass and saves the table
@@ -152,3 +153,4 @@ echo "| before: $BEFORE, $BREADS reads | $(cut -d' ' -f1 "$D/b" | med) | $(cut -
 echo "| after: remounted, $READS reads | $(cut -d' ' -f1 "$D/a" | med) | $(cut -d' ' -f2 "$D/a" | med) |"
 echo "| floor: ISA-L from the point before each read (gzspans), $READS reads | $(med <"$D/f") | - |"
 echo "| after: the first mount's first read (the pass), s | $(med <"$D/p") | - |"
+echo "load average (1 min) at the start and the end: $LOAD0, $(cut -d' ' -f1 /proc/loadavg)"
