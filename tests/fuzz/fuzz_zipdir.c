@@ -2,19 +2,38 @@
  * fuzz_zipdir.c - libFuzzer target for zips as layout=tar reads them:
  * core/formats/zipwalk.c (the central directory streamed, zip64 end
  * records and extra fields, local headers, names) and zipread.c (member
- * ranges: whole inflate with the CRC check and the cache, inflate cursors).
+ * ranges: whole inflate with the CRC check and the cache; members over
+ * 4 MiB through a raw-deflate source, io/zsource.h's zcodec_deflate row,
+ * opened as the tar index opens them: its pass, its size and CRC checks).
  *
  * Feeds: the input as a file (memfd) to zip_walk; every member reported
  * must have a normalised path and data inside the file; each file member
- * is then read through one zipread at its start, middle and end (out of
- * order, so cursors restart), and a read never returns more than asked or
- * past the declared size.  A bomb must fail, not allocate: run.sh's
- * malloc limit for this target is small.
+ * is then read through one zipread at its middle, start and end (out of
+ * order), and a read never returns more than asked or past the declared
+ * size.  A bomb must fail, not allocate: run.sh's malloc limit for this
+ * target is small.
  * Seeds: seeds.py's zips (deflated, stored, zip64, data descriptors).
  */
 #include "fuzz.h"
 #include "formats/zipread.h"
 #include "formats/zipwalk.h"
+#include "io/slice.h"
+#include "io/zsource.h"
+
+#define KEYS 4096	/* members past this many are read whole or not at all */
+
+/* One env for the run, as fuzz_tarindex's: small spans and caches. */
+static struct source_env *fuzz_env(void)
+{
+	static const struct source_config cfg = { .span_bytes = 64 << 10,
+						  .span_cache_bytes = 1 << 20,
+						  .cache_bytes = 1 << 20 };
+	static struct source_env *env;
+
+	if (!env && source_env_new(&cfg, &env))
+		env = NULL;
+	return env;
+}
 
 struct ctx {
 	struct zipread *zr;
@@ -25,6 +44,7 @@ struct ctx {
 static int member(void *arg, const struct zip_entry *e)
 {
 	struct ctx *c = arg;
+	struct source *sl, *s;
 	uint64_t offs[3], k;
 	ssize_t n;
 
@@ -36,6 +56,10 @@ static int member(void *arg, const struct zip_entry *e)
 	offs[1] = 0;
 	offs[2] = e->data.usize ? e->data.usize - 1 : 0;
 	c->key++;
+	if (zipread_large(&e->data) && c->key < KEYS &&
+	    source_open_range(e->data.src, e->data.off, e->data.csize, e->path, &sl) == 0 &&
+	    zsource_wrap_deflate(sl, e->data.usize, e->data.crc32, &s) == 0)
+		zipread_keep(c->zr, c->key, s);
 	for (k = 0; k < 3; k++) {
 		if (e->data.method == 0 && e->data.usize > c->size)
 			break;
@@ -51,12 +75,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct ctx c;
 	struct source *src;
+	char path[64];
 	int fd = fuzz_memfd(data, size);
 
 	if (fd < 0)
 		return 0;
-	src = fuzz_source(fd);
-	c.zr = zipread_new(1 << 20, 0);
+	fuzz_fd_path(fd, path, sizeof(path));
+	if (!fuzz_env() || source_open(fuzz_env(), path, &src))
+		src = NULL;
+	c.zr = zipread_new(1 << 20, KEYS);
+	c.key = 0;
 	c.size = size;
 	if (src && c.zr)
 		(void)zip_walk(src, "fuzz.zip", member, &c);
