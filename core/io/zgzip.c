@@ -181,7 +181,10 @@ static int scan_member(struct zin *in, struct zpass *p, z_stream *zs,
 		ret = inflate(zs, Z_BLOCK);
 		in->pos = (size_t)(zs->next_in - in->buf);
 		got = (size_t)(zs->next_out - out);
-		if (got > room) {
+		if (got > room) {	/* the declared bytes, then the damage */
+			if (room && (rc = zpass_output(p, out, (size_t)room, &c)) < 0)
+				return rc;
+			*isize += room;
 			zpass_damaged(p, mstart, "inflates past its declared size",
 				      zin_tell(in));
 			return 1;

@@ -318,6 +318,18 @@ def zips():
                 with z.open(zi, "w", force_zip64=force64) as f:
                     f.write(b"member %d\n" % i * 300)
         yield name + ".zip", buf.getvalue()
+    # a member over 4 MiB in a few KiB (zeros: deflate's best ratio), read
+    # through a raw-deflate source; and the same declaring 1 MiB less (a
+    # stream longer than its size, as the pass must stop)
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("zeros", bytes(5 << 20))
+    yield "large.zip", buf.getvalue()
+    b = bytearray(buf.getvalue())
+    cd = b.rfind(b"PK\x01\x02")
+    b[cd + 24:cd + 28] = (4 << 20 | 1).to_bytes(4, "little")
+    b[22:26] = (4 << 20 | 1).to_bytes(4, "little")
+    yield "large-long.zip", bytes(b)
 
 
 def zindex(out, tars):
