@@ -399,6 +399,18 @@ static int span_isal(struct zin *in, const struct zpoint *pt,
 }
 #endif
 
+/* A span from point pt, the reader at it, with the engine asked for. */
+static int span_inflate(struct zin *in, const struct zpoint *pt,
+			const unsigned char *win, unsigned char *out, size_t len,
+			enum zengine eng, int members)
+{
+#ifdef HAVE_ISAL
+	if (eng == ZENGINE_FAST)
+		return span_isal(in, pt, win, out, len, members);
+#endif
+	return span_zlib(in, pt, win, out, len, members);
+}
+
 static int gz_span(struct zin *in, const struct zpoint *pt,
 		   const unsigned char *win, unsigned char *out, size_t len,
 		   enum zengine eng)
@@ -406,11 +418,7 @@ static int gz_span(struct zin *in, const struct zpoint *pt,
 	zin_seek(in, pt->bits ? pt->in - 1 : pt->in);
 	if ((pt->flags & ZP_MEMBER) && member_header(in) != 0)
 		return -EIO;
-#ifdef HAVE_ISAL
-	if (eng == ZENGINE_FAST)
-		return span_isal(in, pt, win, out, len, 1);
-#endif
-	return span_zlib(in, pt, win, out, len, 1);
+	return span_inflate(in, pt, win, out, len, eng, 1);
 }
 
 const struct zcodec zcodec_gzip = {
@@ -491,11 +499,7 @@ static int raw_span(struct zin *in, const struct zpoint *pt,
 		    enum zengine eng)
 {
 	zin_seek(in, pt->bits ? pt->in - 1 : pt->in);
-#ifdef HAVE_ISAL
-	if (eng == ZENGINE_FAST)
-		return span_isal(in, pt, win, out, len, 0);
-#endif
-	return span_zlib(in, pt, win, out, len, 0);
+	return span_inflate(in, pt, win, out, len, eng, 0);
 }
 
 const struct zcodec zcodec_deflate = {

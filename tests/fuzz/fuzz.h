@@ -119,6 +119,21 @@ static inline struct source *fuzz_source(int fd)
 	return source_open(NULL, path, &s) ? NULL : s;
 }
 
+/* One env for the run: making one per input (its threads, its HTTP
+ * state) would be most of an execution.  Small caches: an input's
+ * streams are small. */
+static inline struct source_env *fuzz_env(void)
+{
+	static const struct source_config cfg = { .span_bytes = 64 << 10,
+						  .span_cache_bytes = 1 << 20,
+						  .cache_bytes = 1 << 20 };
+	static struct source_env *env;
+
+	if (!env && source_env_new(&cfg, &env))
+		env = NULL;
+	return env;
+}
+
 static char fuzz_dir[256];
 
 static int fuzz_rm(const char *p, const struct stat *st, int flag, struct FTW *f)

@@ -20,21 +20,6 @@
 #include "index/tarindex.h"
 #include "tarwalk.h"
 
-/* One env for the run: making one per input (its threads, its HTTP
- * state) would be most of an execution.  Small caches: an input's
- * streams are small. */
-static struct source_env *fuzz_env(void)
-{
-	static const struct source_config cfg = { .span_bytes = 64 << 10,
-						  .span_cache_bytes = 1 << 20,
-						  .cache_bytes = 1 << 20 };
-	static struct source_env *env;
-
-	if (!env && source_env_new(&cfg, &env))
-		env = NULL;
-	return env;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct tarindex_build_opts bo = { .recursive = 2, .quiet = 1, .what = "fuzz" };

@@ -22,19 +22,6 @@
 
 #define KEYS 4096	/* members past this many are read whole or not at all */
 
-/* One env for the run, as fuzz_tarindex's: small spans and caches. */
-static struct source_env *fuzz_env(void)
-{
-	static const struct source_config cfg = { .span_bytes = 64 << 10,
-						  .span_cache_bytes = 1 << 20,
-						  .cache_bytes = 1 << 20 };
-	static struct source_env *env;
-
-	if (!env && source_env_new(&cfg, &env))
-		env = NULL;
-	return env;
-}
-
 struct ctx {
 	struct zipread *zr;
 	uint64_t size, key;
