@@ -62,8 +62,10 @@
  * member is a file node like a tar member's (one range of the source,
  * spliceable; a stored *.tar inside is expanded as a nested tar), a
  * deflated one a file node listed in the zip section, read through
- * formats/zipread.h (never spliced: tarindex_deflated).  Zips inside
- * tars are plain files.
+ * formats/zipread.h (never spliced: tarindex_deflated): inflated whole
+ * when small, else through a derived source tarindex_open opens for it
+ * (raw deflate over a slice of the zip, access points stored under
+ * "ZIP@OFFSET:NAME").  Zips inside tars are plain files.
  *
  * Nested compressed tars (tarindex_znest.c): a member named "*.tar.gz",
  * "*.tgz", "*.tar.xz", "*.txz", "*.tar.zst", "*.tzst", "*.tar.bz2" or

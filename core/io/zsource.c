@@ -2,7 +2,9 @@
  * zsource.c - the decompressing source (zsource.h): a backend that wraps
  * another source, whose bytes a codec of ztable.c's table decompresses.
  *
- * Open: the first bytes choose the codec (magic).  A local file is always
+ * Open: the first bytes choose the codec (magic), but for a raw deflate
+ * stream (a zip member: zsource_wrap_deflate), whose caller names the row
+ * and gives the size and CRC-32 its pass checks.  A local file is always
  * sniffed (one small pread);
  * a remote one only when its name ends in a compressed suffix, so that
  * remounting a tree of plain URLs still sends no data request.  The

@@ -4,12 +4,18 @@
 # (deflated, stored, zip64 forced) and zipfile (zip64 local headers, data
 # descriptors); each is mounted and tree_compare.py compares the tree with
 # what `unzip` extracts, and random ranges of the large deflated member
-# (read through access points when over 4 MiB) with zipfile's bytes, warm and cold (the
-# page cache dropped: reads tried in no-wait mode are retried on a worker).  Then the hostile ones:
+# (through access points when over 4 MiB) with zipfile's bytes, warm and
+# cold (the page cache dropped: reads tried in no-wait mode are retried on
+# a worker).  Then the hostile ones:
 # a member whose CRC is wrong and one with a flipped bit give EIO, named in
 # the log, never other bytes; "../" is skipped; a CP437 name is zipfile's;
 # a bomb (64 MiB declared as 4 KiB) gives EIO; a truncated central
-# directory is a clear mount error.  Then a directory of shards (a .tar
+# directory is a clear mount error.  Large deflated members (over 4 MiB:
+# access points; zipfile's zip64 local header, Info-ZIP's data descriptor) are
+# read whole and at 200 random places against zipfile, with one pass
+# each at the first mount and none at the remount (the daemon's log);
+# large members with a bad CRC, a cut stream and a stream longer than
+# declared give EIO at every read, named.  Then a directory of shards (a .tar
 # and a .zip) mounts as one tree with a directory per shard, and Kaggle's
 # ImageNet zip as layout=imagenet gives the tree of the release's tars.
 . "$(dirname "$0")/lib.sh"
