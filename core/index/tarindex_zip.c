@@ -14,7 +14,8 @@
  * pay one test of a zero count per read.
  *
  * Threads: building is single-threaded; at mount the section is
- * read-only and t->zr locks itself.
+ * read-only, the large members' sources are opened by tarindex_open
+ * before any read (then only read), and t->zr's cache locks itself.
  *
  * Not for: the zip format (formats/zipwalk.c, zipread.c), zips inside tars.
  */
@@ -162,7 +163,7 @@ static struct zip_data data_of(const struct tarindex *t, uint32_t i,
 }
 
 /*
- * Large member d (file node i) as a derived source: its deflate data, a
+ * Large member d as a derived source: its deflate data, a
  * slice of the zip, read as raw deflate with the directory's size and
  * CRC-32 (io/zsource.h), named as a nested compressed tar is, after the
  * zip, the data's offset and the member ("x.zip@1234:big.bin"): its
