@@ -79,9 +79,10 @@ void zipread_free(struct zipread *zr);
  * fails is ever returned.  Large deflated ones: through the member's
  * source (zipread_keep); its first pass (the member's first read's, or
  * an earlier mount's, whose table was stored) checks the CRC-32 and the
- * declared size before any byte is served, and every later span read checks its
- * bytes against the pass's CRC-32s: so here too a member whose CRC fails,
- * that is truncated or inflates past its size gives EIO, never bytes.
+ * declared size before any byte is served, and every later span read
+ * checks its bytes against the pass's CRC-32s: so here too a member whose
+ * CRC fails, that is truncated or inflates past its size gives EIO, never
+ * bytes.
  * Thread-safe: the cache locks itself; the table of sources is only read
  * (zipread_keep is done first), and the sources lock themselves.
  */
