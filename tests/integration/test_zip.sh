@@ -176,6 +176,19 @@ if check "large, hostile: mounts" sfs_mount "$H/large.zip" "$mnt" -o layout=tar;
 	check "large, hostile: the long stream named, stopped at its size" \
 		grep -q "large.zip@[0-9]*:long.bin: inflates past its declared size" "$log"
 	check "large, hostile: unmounts cleanly" sfs_umount "$mnt"
+	# the tables saved with the damage: EIO again, with no pass
+	mnt=$T/m-hlarge-2
+	if check "large, hostile: remounts" sfs_mount "$H/large.zip" "$mnt" -o layout=tar; then
+		for f in badcrc cut long; do
+			check "large, hostile: remount: $f.bin: EIO" expect_fail 'Input/output error' \
+				dd if="$mnt/$f.bin" of=/dev/null bs=64k skip=40 count=1 status=none
+		done
+		check "large, hostile: remount: a good member is zipfile's" \
+			"$PY" -c 'import sys, zipfile; sys.exit(open(sys.argv[2], "rb").read() != zipfile.ZipFile(sys.argv[1]).read("ok.bin"))' \
+			"$H/large.zip" "$mnt/ok.bin"
+		check "large, hostile: remount: no pass" bash -c '! grep -q "access points, in" "$1"' _ "$(sfs_log "$mnt")"
+		check "large, hostile: remount: unmounts cleanly" sfs_umount "$mnt"
+	fi
 fi
 mkdir -p "$T/m-trunc"
 check "truncated central directory: a clear mount error" \
