@@ -15,10 +15,12 @@
 # read whole and at 200 random places against zipfile, with one pass
 # each at the first mount and none at the remount (the daemon's log);
 # large members with a bad CRC, a cut stream and a stream longer than
-# declared give EIO at every read, named.  Then a directory of shards (a .tar
+# declared give EIO at every read, named (again at a remount, from the
+# saved tables); over HTTP too.  Then a directory of shards (a .tar
 # and a .zip) mounts as one tree with a directory per shard, and Kaggle's
 # ImageNet zip as layout=imagenet gives the tree of the release's tars.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/http_lib.sh"
 sfs_setup
 T=$SFS_TMP
 
@@ -132,6 +134,21 @@ for zf in archive descriptor; do
 	check "large $zf: remount: still no pass" bash -c '! grep -q "access points, in" "$1"' _ "$(sfs_log "$mnt")"
 	check "large $zf: remount: unmounts cleanly" sfs_umount "$mnt"
 done
+
+# the same over HTTP: the member's slice reads through the HTTP source
+if http_start "$L"; then
+	for run in first again; do
+		mnt=$T/m-large-http-$run
+		check "large over http ($run): mounts" sfs_mount "$(http_url archive.zip)" "$mnt" \
+			-o layout=tar || continue
+		check "large over http ($run): whole and random reads are zipfile's" \
+			rand64k "$L/archive.zip" "$mnt"
+		check "large over http ($run): $([ $run = first ] && echo "two passes" || echo "no pass")" \
+			bash -c '[ "$(grep -c "access points, in" "$1")" = "$2" ]' _ "$(sfs_log "$mnt")" \
+			"$([ $run = first ] && echo 2 || echo 0)"
+		check "large over http ($run): unmounts cleanly" sfs_umount "$mnt"
+	done
+fi
 
 # --- hostile members: EIO and a message naming them, never other bytes
 H=$T/cases/hostile mnt=$T/m-hostile
