@@ -8,12 +8,12 @@
  * as raw deflate by io/zsource.c (zsource_wrap_deflate), with the access
  * points, span cache, CRC-32 checks and stored tables of a gzip file, so
  * a read far into it inflates one span, not the bytes before it.  The
- * caller opens it at mount (the tar index names it: tarindex_zip.c) and
- * gives it to zipread_keep; this file reads it and closes it.
+ * caller's zipread_open_fn opens it at its first read (the tar index
+ * names it: tarindex_zip.c); this file keeps it until zipread_free.
  *
  * Threads: the cache (io/lru.h) locks itself; the table of member
- * sources is written before any read (zipread_keep) and only read after,
- * without a lock; a source is read from any thread.
+ * sources is under zr->lock, held only to look one up or keep one
+ * (opening and reading run unlocked); a source is read from any thread.
  *
  * Not for: the central directory (zip.c, zipwalk.c).
  */
@@ -24,6 +24,7 @@
 #include "log.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -221,11 +222,14 @@ int zip_data_read(const struct zip_data *d, uint8_t **out)
 
 struct zipread {
 	struct lru *cache;
-	struct source **mem;     /* by key: the large members' sources */
+	zipread_open_fn open;    /* NULL: large members are not read */
+	pthread_mutex_t lock;    /* mem[] */
+	struct source **mem;     /* by key: large members opened so far */
 	uint64_t nmem;
 };
 
-struct zipread *zipread_new(uint64_t cache_bytes, uint64_t nkeys)
+struct zipread *zipread_new(uint64_t cache_bytes, uint64_t nkeys,
+			    zipread_open_fn open)
 {
 	struct zipread *zr = calloc(1, sizeof(*zr));
 
@@ -239,15 +243,9 @@ struct zipread *zipread_new(uint64_t cache_bytes, uint64_t nkeys)
 		return NULL;
 	}
 	zr->nmem = nkeys;
+	zr->open = open;
+	pthread_mutex_init(&zr->lock, NULL);
 	return zr;
-}
-
-void zipread_keep(struct zipread *zr, uint64_t key, struct source *s)
-{
-	if (key < zr->nmem && !zr->mem[key])
-		zr->mem[key] = s;
-	else
-		source_close(s);	/* a caller's bug: never leaks */
 }
 
 void zipread_free(struct zipread *zr)
@@ -260,7 +258,52 @@ void zipread_free(struct zipread *zr)
 		source_close(zr->mem[k]);
 	free(zr->mem);
 	lru_free(zr->cache);
+	pthread_mutex_destroy(&zr->lock);
 	free(zr);
+}
+
+/*
+ * The source of large member key, opened by its first read (not in
+ * no-wait mode: opening looks its table up in the store, a file) and kept
+ * until zipread_free.  Two first reads may both open it: the second
+ * source is closed.  The lock is held only to look up or keep one.
+ */
+static int member_source(struct zipread *zr, uint64_t key,
+			 const struct zip_data *d, struct source **out)
+{
+	struct source *s = NULL, *kept;
+	int rc;
+
+	pthread_mutex_lock(&zr->lock);
+	*out = key < zr->nmem ? zr->mem[key] : NULL;
+	pthread_mutex_unlock(&zr->lock);
+	if (*out)
+		return 0;
+	if (source_nowait_mode())
+		return -EAGAIN;
+	if (key >= zr->nmem || !zr->open) {
+		sfs_err("%s: member %s: offset %llu: %llu bytes deflated, and this "
+			"reader reads no member over %llu bytes: EIO", d->path, d->name,
+			(unsigned long long)d->off, (unsigned long long)d->usize,
+			(unsigned long long)ZIPREAD_WHOLE_MAX);
+		return -EIO;
+	}
+	rc = zr->open(d, &s);
+	if (rc < 0) {
+		if (rc != -ENOMEM && !transient(rc))
+			sfs_err("%s: member %s: offset %llu: cannot read it through "
+				"access points (%s): EIO", d->path, d->name,
+				(unsigned long long)d->off, strerror(-rc));
+		return rc == -ENOMEM || transient(rc) ? rc : -EIO;
+	}
+	pthread_mutex_lock(&zr->lock);
+	if (!(kept = zr->mem[key]))
+		zr->mem[key] = s;
+	pthread_mutex_unlock(&zr->lock);
+	if (kept)
+		source_close(s);
+	*out = kept ? kept : s;
+	return 0;
 }
 
 /*
@@ -276,14 +319,10 @@ static ssize_t member_read(struct zipread *zr, uint64_t key,
 {
 	struct source *s;
 	ssize_t got;
+	int rc;
 
-	if (!(s = key < zr->nmem ? zr->mem[key] : NULL)) {
-		sfs_err("%s: member %s: offset %llu: %llu bytes deflated, and no "
-			"access points could be had for it (said at mount): EIO",
-			d->path, d->name, (unsigned long long)d->off,
-			(unsigned long long)d->usize);
-		return -EIO;
-	}
+	if ((rc = member_source(zr, key, d, &s)) < 0)
+		return rc;
 	got = source_pread(s, buf, size, off);
 	if (got >= 0 && (size_t)got < size) {
 		sfs_err("%s: member %s: data at offset %llu: deflate stream "

@@ -44,30 +44,31 @@ struct zip_data {
 int zip_data_read(const struct zip_data *d, uint8_t **out);
 
 /* Members up to this size are inflated whole, CRC-checked and cached;
- * larger deflated ones are read through access points (zipread_keep). */
+ * larger deflated ones are read through access points (zipread_open_fn). */
 #define ZIPREAD_WHOLE_MAX ((uint64_t)4 << 20)
 /* Bytes of inflated small members a mount keeps. */
 #define ZIPREAD_CACHE     ((uint64_t)64 << 20)
 
 struct zipread;
 
-/* 1 if d is read through a source of its own (zipread_keep): deflated,
+/* 1 if d is read through a source of its own (zipread_open_fn): deflated,
  * over ZIPREAD_WHOLE_MAX, not encrypted, within deflate's ratio (others
  * are read whole, or refused by zip_data_read's checks). */
 int zipread_large(const struct zip_data *d);
 
 /*
- * keys: members are named by keys below nkeys.  A large deflated member
- * (over ZIPREAD_WHOLE_MAX) is read through the source the caller gives
- * for its key (zipread_keep): a slice of the zip (io/slice.h,
- * source_open_range) wrapped by zsource_wrap_deflate (io/zsource.h),
- * named uniquely in the mount (its stored table is kept under the name);
- * one with none gives EIO (said).
+ * Opens large deflated member d as a source of its uncompressed bytes
+ * with random access: a slice of the zip (io/slice.h, source_open_range)
+ * wrapped by zsource_wrap_deflate (io/zsource.h), named uniquely in the
+ * mount (its stored table is kept under the name).  0 or -errno.
  */
-struct zipread *zipread_new(uint64_t cache_bytes, uint64_t nkeys);
-/* Gives member key's source to zr (closed by zipread_free); before any
- * read (the table is then read without a lock). */
-void zipread_keep(struct zipread *zr, uint64_t key, struct source *s);
+typedef int (*zipread_open_fn)(const struct zip_data *d, struct source **out);
+
+/* Members are named by keys below nkeys; a large deflated one (over
+ * ZIPREAD_WHOLE_MAX) is opened by `open` at its first read and kept
+ * (open NULL: such members give EIO, said). */
+struct zipread *zipread_new(uint64_t cache_bytes, uint64_t nkeys,
+			    zipread_open_fn open);
 void zipread_free(struct zipread *zr);
 
 /*
@@ -77,14 +78,13 @@ void zipread_free(struct zipread *zr);
  * wait.  Small members (<= ZIPREAD_WHOLE_MAX): from the cache, else
  * inflated whole and CRC-checked first, so no byte of a member whose CRC
  * fails is ever returned.  Large deflated ones: through the member's
- * source (zipread_keep); its first pass (the member's first read's, or
+ * source (opened by its first read); its first pass (that read's, or
  * an earlier mount's, whose table was stored) checks the CRC-32 and the
  * declared size before any byte is served, and every later span read
  * checks its bytes against the pass's CRC-32s: so here too a member whose
  * CRC fails, that is truncated or inflates past its size gives EIO, never
  * bytes.
- * Thread-safe: the cache locks itself; the table of sources is only read
- * (zipread_keep is done first), and the sources lock themselves.
+ * Thread-safe: the cache and the table of sources have their own locks.
  */
 ssize_t zipread_pread(struct zipread *zr, uint64_t key, const struct zip_data *d,
 		      void *buf, size_t size, uint64_t off);

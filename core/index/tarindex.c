@@ -291,8 +291,6 @@ int tarindex_open(struct tarindex *t, const struct index_map *m,
 	}
 	rc = tarindex_derived_open(t, m, tag_prefix_char, t->nsrc - t->ntop);
 	if (rc == 0)
-		rc = tarindex_zip_members_open(t);
-	if (rc == 0)
 		return 0;
 out:
 	tarindex_close(t);

@@ -69,9 +69,6 @@ void tarindex_derived_close(struct tarindex *t);
  * (optional: none when no source is a zip) and sets up its reads. */
 int tarindex_zip_open(struct tarindex *t, const struct index_map *m, uint32_t c);
 void tarindex_zip_close(struct tarindex *t);
-/* After the sources are open: the large deflated members' derived
- * sources (tarindex_zip.c).  0 or -ENOMEM. */
-int tarindex_zip_members_open(struct tarindex *t);
 /* Reads of deflated file node i (see tarindex_pread). */
 ssize_t tarindex_zip_pread(const struct tarindex *t, uint32_t i, void *buf,
 			   size_t size, uint64_t off);

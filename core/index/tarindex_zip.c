@@ -3,7 +3,8 @@
  * that turns a zip's members into the build's entries, the section of
  * deflated members it writes, and, at mount, that section checked and
  * the reads of deflated members: small ones inflated whole (zipread.c),
- * large ones through derived sources opened here (member_open).
+ * large ones through derived sources (member_open, called by zipread at
+ * a member's first read).
  *
  * A member goes through the same tb_walk_cb as a tar member, so names,
  * duplicates (the last wins), implicit directories, symlinks that leave
@@ -14,8 +15,7 @@
  * pay one test of a zero count per read.
  *
  * Threads: building is single-threaded; at mount the section is
- * read-only, the large members' sources are opened by tarindex_open
- * before any read (then only read), and t->zr's cache locks itself.
+ * read-only and t->zr locks itself (its cache, its members' sources).
  *
  * Not for: the zip format (formats/zipwalk.c, zipread.c), zips inside tars.
  */
@@ -105,6 +105,30 @@ int tb_zip_write(struct builder *b, struct index_writer *w, uint32_t c)
 
 /* ---- mount ----------------------------------------------------------- */
 
+/*
+ * Large member d as a derived source: its deflate data, a
+ * slice of the zip, read as raw deflate with the directory's size and
+ * CRC-32 (io/zsource.h), named as a nested compressed tar is, after the
+ * zip, the data's offset and the member ("x.zip@1234:big.bin"): its
+ * access points are stored under that name and the zip's stamp, so a
+ * remount finds them without a pass, and the pass's messages name all
+ * three.
+ */
+static int member_open(const struct zip_data *d, struct source **out)
+{
+	char *name = tarindex_derived_name(d->path, d->off, d->name);
+	struct source *sl;
+	int rc;
+
+	if (!name)
+		return -ENOMEM;
+	rc = source_open_range(d->src, d->off, d->csize, name, &sl);
+	if (rc == 0)
+		rc = zsource_wrap_deflate(sl, d->usize, d->crc32, out);
+	free(name);
+	return rc;
+}
+
 int tarindex_zip_open(struct tarindex *t, const struct index_map *m, uint32_t c)
 {
 	uint64_t len = 0, k;
@@ -129,7 +153,7 @@ int tarindex_zip_open(struct tarindex *t, const struct index_map *m, uint32_t c)
 		}
 	}
 	/* keys: an entry's number + 1 */
-	t->zr = t->nzips ? zipread_new(ZIPREAD_CACHE, t->nzips + 1) : NULL;
+	t->zr = t->nzips ? zipread_new(ZIPREAD_CACHE, t->nzips + 1, member_open) : NULL;
 	return t->nzips && !t->zr ? -ENOMEM : 0;
 }
 
@@ -160,66 +184,6 @@ static struct zip_data data_of(const struct tarindex *t, uint32_t i,
 		.usize = tarindex_node_size(&t->nodes[i]), .crc32 = z->crc32,
 		.method = z->method, .flags = z->flags,
 	};
-}
-
-/*
- * Large member d as a derived source: its deflate data, a
- * slice of the zip, read as raw deflate with the directory's size and
- * CRC-32 (io/zsource.h), named as a nested compressed tar is, after the
- * zip, the data's offset and the member ("x.zip@1234:big.bin"): its
- * access points are stored under that name and the zip's stamp, so a
- * remount finds them without a pass, and the pass's messages name all
- * three.
- */
-static int member_open(const struct zip_data *d, struct source **out)
-{
-	char *name = tarindex_derived_name(d->path, d->off, d->name);
-	struct source *sl;
-	int rc;
-
-	if (!name)
-		return -ENOMEM;
-	rc = source_open_range(d->src, d->off, d->csize, name, &sl);
-	if (rc == 0)
-		rc = zsource_wrap_deflate(sl, d->usize, d->crc32, out);
-	free(name);
-	return rc;
-}
-
-/*
- * Opens the large deflated members (zipread_large), once the sources
- * are open.  Each costs a lookup of its stored table here; with none,
- * its first read runs the pass (the whole member inflated once, its
- * CRC-32 and size checked) and saves the table: a mount that reads no
- * large member pays for no pass.  One that cannot be opened gives EIO at
- * its reads (said here and there); the mount goes on.
- */
-int tarindex_zip_members_open(struct tarindex *t)
-{
-	const struct tarindex_zip *z;
-	struct zip_data d;
-	struct source *s;
-	uint32_t i;
-	int rc;
-
-	for (i = 0; t->nzips && i < t->nnodes; i++) {
-		if (!(z = zip_of(t, i)))
-			continue;
-		d = data_of(t, i, z);
-		if (!zipread_large(&d))
-			continue;
-		rc = member_open(&d, &s);
-		if (rc == -ENOMEM)
-			return rc;
-		if (rc < 0) {
-			sfs_warn("%s: member %s: offset %llu: cannot read it through "
-				 "access points (%s): its reads give EIO", d.path,
-				 d.name, (unsigned long long)d.off, strerror(-rc));
-			continue;
-		}
-		zipread_keep(t->zr, (uint64_t)(z - t->zips) + 1, s);
-	}
-	return 0;
 }
 
 int tarindex_deflated(const struct tarindex *t, uint32_t i)

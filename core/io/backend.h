@@ -85,8 +85,6 @@ struct source_backend {
 	void (*env_fini)(struct source_env *env);
 };
 
-/* The calling thread's no-wait flag (source_nowait). */
-int source_nowait_mode(void);
 /* The calling thread's cancel scope (source_cancel_scope), or NULL. */
 const struct source_cancel *source_cancel_current(void);
 /* When the calling thread's index build started (sfs_now_ns), 0 when it

@@ -223,6 +223,10 @@ int source_fd(struct source *s, int *fd, uint64_t *base);
 
 /* Turns no-wait mode on or off for the calling thread. */
 void source_nowait(int on);
+/* The calling thread's no-wait flag: 1 when a read that would wait is to
+ * give -EAGAIN (for callers above io that would wait otherwise: opening
+ * a zip member's source looks its table up, formats/zipread.c). */
+int source_nowait_mode(void);
 
 /*
  * Cancelling reads: a thread reading for a request that may be abandoned
