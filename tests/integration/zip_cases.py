@@ -22,7 +22,7 @@ top = sys.argv[1]
 
 def tree(d):
     """A small tree: text, random bytes (incompressible), a large
-    compressible member (> 4 MiB: zipread's cursor path), unicode names."""
+    compressible member (> 4 MiB: read through access points), unicode names."""
     os.makedirs(os.path.join(d, "a/b"), exist_ok=True)
     os.makedirs(os.path.join(d, "empty"), exist_ok=True)
     with open(os.path.join(d, "a/hello.txt"), "w") as f:
