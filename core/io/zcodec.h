@@ -14,7 +14,9 @@
  * buffers, and never sees the cache or the store.
  *
  * A codec is one file with one `struct zcodec` and one row in ztable.c's
- * table (and its suffixes in zsource.c's list, for URLs).  xz (zxz.c)
+ * table (and its suffixes in zsource.c's list, for URLs); zgzip.c holds
+ * a second, raw deflate (a zip member's data: no magic, no suffix, the
+ * expected size and CRC-32 given by zsource_wrap_deflate).  xz (zxz.c)
  * restarts at block starts, zstd (zzstd.c) at frame starts, bzip2 (zbz2.c) at block starts (a bit offset: `bits`):
  * none needs a window (win_len 0, the points are `member` ones).  xz
  * blocks and zstd frames can be as long as the file, so those codecs
