@@ -350,7 +350,7 @@ static int scan_block(struct bzscan *x)
 	size_t got;
 	int rc, end;
 
-	if ((rc = zpass_point(x->p, (b0 + 7) / 8, (8 - b0 % 8) % 8, 1)) < 0 ||
+	if ((rc = zpass_block(x->p, (b0 + 7) / 8, (8 - b0 % 8) % 8)) < 0 ||
 	    (rc = block_open(d, x->in)) < 0)
 		return rc;
 	if (rc)
