@@ -431,6 +431,13 @@ int zpass_block(struct zpass *p, uint64_t in, unsigned bits)
 	 * 19-byte ones) keeps a span of its own; after two short spans the
 	 * blocks share one until it holds ZBLOCK_MIN */
 	p->rfill = p->rpos = 0;
+	if (n && !span_len(p, n - 1)) {	/* an empty frame's: moved here */
+		p->pts[n - 1].in = in;
+		p->pts[n - 1].bits = (uint8_t)bits;
+		p->pts[n - 1].flags = ZP_MEMBER;
+		p->pts[n - 1].cx = p->cx;
+		return 0;
+	}
 	if (n && span_len(p, n - 1) < ZBLOCK_MIN && !after_seq(p) &&
 	    n >= 2 && span_len(p, n - 2) < ZBLOCK_MIN)
 		return 0;
