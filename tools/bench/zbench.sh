@@ -8,6 +8,10 @@
 #
 #   tools/bench/zbench.sh [MB] [READS] [ROUNDS]   (default 160 MB, 100 reads, 5 rounds)
 #   BENCH_BUILD=DIR   where samplefs and samplefs-zblocks are (default build)
+#   ZBENCH_ONLY=REGEX only the files whose names match (xzT0, pixz, pzstd,
+#                     pbzip2, bzip2, xz, zstdT0)
+#   ZBENCH_BASE=FILE  another samplefs binary (an older commit's) read the
+#                     same way in each round, with its own index_dir
 #
 # The tar: files of 1 MiB, half text, half random bytes.  Formats: xz -T0,
 # pixz, pzstd, pbzip2, bzip2 (blocks or frames), and xz, zstd -T0 (one
@@ -78,10 +82,11 @@ usec() { local t=$EPOCHREALTIME; echo "${t/./}"; }
 since() { awk -v a="$1" -v b="$(usec)" 'BEGIN { printf "%.2f", (b - a) / 1e6 }'; }
 cpu_of() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.3f", ($14 + $15) / hz }' "/proc/$1/stat"; }
 
-# mount FILE: samplefs -f in the background until it serves (sets PID)
+# mount FILE [BINARY INDEX_DIR]: samplefs -f in the background until it
+# serves (sets PID)
 mount_z() {
 	local i
-	"$SAMPLEFS" -f -o layout=tar,quiet,index_dir="$T/idx" "$T/$1" "$MNT" 2>>"$T/log" &
+	"${2:-$SAMPLEFS}" -f -o layout=tar,quiet,index_dir="${3:-$T/idx}" "$T/$1" "$MNT" 2>>"$T/log" &
 	PID=$!
 	for ((i = 0; i < 60000; i++)); do
 		grep -qs " $MNT fuse" /proc/mounts && return 0
@@ -119,6 +124,12 @@ echo "### $MB MB tar, $(( $(stat -c %s "$T/t.tar") >> 20 )) MiB; commit $(git -C
 echo
 echo "| file | size | blocks the tool made (output sizes) | tool's decompression | first mount |"
 echo "|---|---|---|---|---|"
+ONLY=()
+for k in "${KINDS[@]}"; do
+	[[ ${k%%|*} =~ ${ZBENCH_ONLY:-.} ]] && ONLY+=("$k")
+done
+KINDS=("${ONLY[@]}")
+SIDES="fs floor${ZBENCH_BASE:+ base}"
 for k in "${KINDS[@]}"; do
 	IFS='|' read -r f comp dec <<<"$k"
 	$comp <"$T/t.tar" >"$T/$f" || exit 1
@@ -129,6 +140,7 @@ print(f"{len(s)}, median {statistics.median_low(s) / 1e3:.0f} kB, "
       f"{min(s) / 1e3:.0f}-{max(s) / 1e3:.0f} kB")')
 	t0=$(usec); $dec <"$T/$f" >/dev/null; tool=$(since "$t0")
 	t0=$(usec); mount_z "$f"; first=$(since "$t0"); unmount
+	[ -n "${ZBENCH_BASE:-}" ] && { mount_z "$f" "$ZBENCH_BASE" "$T/idx-base"; unmount; }
 	echo "| $f | $(( $(stat -c %s "$T/$f") >> 20 )) MiB | $blocks | $tool s (\`$dec\`) | $first s |"
 done
 
@@ -139,14 +151,14 @@ for ((r = 0; r < ROUNDS; r++)); do
 		IFS='|' read -r f comp dec <<<"$k"
 		case $f in xz.*|zstdT0.*) sfx=-one ;; *) sfx= ;; esac
 		n=$(wc -l <"$T/reads$sfx")
-		for side in $( ((r % 2)) && echo "floor fs" || echo "fs floor"); do
-			if [ $side = fs ]; then
-				mount_z "$f"
+		for side in $( ((r % 2)) && echo "$SIDES" | tr ' ' '\n' | tac || echo "$SIDES"); do
+			if [ $side = fs ] || [ $side = base ]; then
+				if [ $side = fs ]; then mount_z "$f"; else mount_z "$f" "$ZBENCH_BASE" "$T/idx-base"; fi
 				c0=$(cpu_of "$PID")
 				s=$("$PY" "$T/read.py" "$MNT" "$T/reads$sfx") || exit 1
 				c1=$(cpu_of "$PID")
 				unmount
-				echo "$f fs $n $s $(awk -v a="$c0" -v b="$c1" 'BEGIN { print b - a }')" >>"$T/res"
+				echo "$f $side $n $s $(awk -v a="$c0" -v b="$c1" 'BEGIN { print b - a }')" >>"$T/res"
 			else
 				out=$("$FLOOR" "$T/$f" "$T/offs$sfx") || exit 1
 				echo "$f floor $n $(sed 's/.*secs=\([0-9.]*\) cpu=\([0-9.]*\).*/\1 \2/' <<<"$out")" >>"$T/res"
@@ -166,12 +178,19 @@ for line in open(sys.argv[1]):
     runs.setdefault(f, {}).setdefault(side, []).append((int(n) / float(secs), float(cpu)))
 def rng(v):
     return f"{statistics.median(v):.1f} [{min(v):.1f}-{max(v):.1f}]"
-print("| file | samplefs reads/s | daemon CPU s | floor reads/s | floor CPU s | samplefs / floor (target >= 0.8) |")
-print("|---|---|---|---|---|---|")
+base = any("base" in r for r in runs.values())
+print("| file | samplefs reads/s | daemon CPU s | floor reads/s | floor CPU s | samplefs / floor (target >= 0.8) |"
+      + (" base reads/s | base CPU s | samplefs / base |" if base else ""))
+print("|---|---|---|---|---|---|" + ("---|---|---|" if base else ""))
+def ratio(a, b):
+    v = [x[0] / y[0] for x, y in zip(a, b)]
+    return f"{statistics.median(v):.2f} [{min(v):.2f}-{max(v):.2f}]"
 for f, r in runs.items():
     fs, fl = r["fs"], r["floor"]
-    ratio = [a[0] / b[0] for a, b in zip(fs, fl)]
-    print(f"| {f} | {rng([x[0] for x in fs])} | {statistics.median(x[1] for x in fs):.2f} | "
-          f"{rng([x[0] for x in fl])} | {statistics.median(x[1] for x in fl):.2f} | "
-          f"{statistics.median(ratio):.2f} [{min(ratio):.2f}-{max(ratio):.2f}] |")
+    line = (f"| {f} | {rng([x[0] for x in fs])} | {statistics.median(x[1] for x in fs):.2f} | "
+            f"{rng([x[0] for x in fl])} | {statistics.median(x[1] for x in fl):.2f} | {ratio(fs, fl)} |")
+    if base:
+        b = r["base"]
+        line += f" {rng([x[0] for x in b])} | {statistics.median(x[1] for x in b):.2f} | {ratio(fs, b)} |"
+    print(line)
 EOF
