@@ -46,7 +46,7 @@ CORE_OBJ  := $(CORE_SRC:%.c=$(BUILD)/%.o)
 FS_OBJ    := $(FS_SRC:%.c=$(BUILD)/%.o)
 UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TOOL_BIN  := $(BUILD)/samplefs-inspect $(BUILD)/samplefs-floorfs $(BUILD)/samplefs-download \
-	     $(BUILD)/samplefs-stat
+	     $(BUILD)/samplefs-stat $(BUILD)/samplefs-zblocks
 
 .PHONY: all deps test test-build unit integration demo bench install uninstall clean asan tsan fuzz fuzz-build
 all: $(BUILD)/samplefs $(TOOL_BIN)
@@ -81,6 +81,10 @@ $(BUILD)/samplefs-stat: $(BUILD)/tools/stat/samplefs-stat.o $(BUILD)/tools/stat/
 	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^
 
 $(BUILD)/samplefs-floorfs: $(BUILD)/tools/bench/floorfs.o $(BUILD)/fs/devpoll.o
+	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(DEPLIBS)
+
+# zbench.sh's floor: the decompressors alone, a block per read (not installed)
+$(BUILD)/samplefs-zblocks: $(BUILD)/tools/bench/zblocks.o
 	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(DEPLIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libsamplefs.a
@@ -155,7 +159,8 @@ bench: deps all
 # `make install PREFIX=/usr DESTDIR=/tmp/pkg`: the commands, their man
 # pages, and the bash completion under each command's name (one file:
 # bash-completion loads a command's completion by its name).  samplefs-stat
-# goes in when it was built; samplefs-floorfs is a bench tool, not installed.
+# goes in when it was built; samplefs-floorfs and samplefs-zblocks are bench
+# tools, not installed.
 # `make uninstall` (same PREFIX and DESTDIR) removes these files, no directory.
 INSTALL_CMDS := samplefs samplefs-inspect samplefs-download
 OPT_CMDS     := samplefs-stat

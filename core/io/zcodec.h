@@ -108,6 +108,15 @@ int zpass_want(const struct zpass *p);
  * the byte before it unread, `member`: a new member starts here (its
  * window is empty).  0 or -errno. */
 int zpass_point(struct zpass *p, uint64_t in, unsigned bits, int member);
+/* A block or frame start (xz, zstd, bzip2): a restart point, however
+ * short of `span` the output since the last one is, so that a span holds
+ * one block and a random read decodes only the block holding it (the
+ * tools' blocks are 100 kB to 24 MiB of output; pbzip2 adds one of 19
+ * bytes to every 900 kB).  Only runs of blocks shorter than ZBLOCK_MIN
+ * (a file of tiny frames) share a span, until it holds ZBLOCK_MIN: the
+ * table has at most two points per ZBLOCK_MIN of output.  0 or -errno. */
+#define ZBLOCK_MIN ZCHUNK
+int zpass_block(struct zpass *p, uint64_t in, unsigned bits);
 /* n bytes of a damaged block whose size is known (xz and zstd headers say
  * it), counted as zeros so that the offsets after it stay right (the
  * codec then says zpass_damaged; the bytes are never read).  0, -EFBIG

@@ -145,15 +145,19 @@ int zseq_span(struct zkeep *k, const struct zseq_view *v, uint64_t i,
 	      unsigned char *buf, size_t len)
 {
 	struct zseq *q;
+	uint64_t from;
 	int rc;
 
 	if ((rc = seq_take(k, v, i, &q)) < 0)
 		return rc;
+	from = v->pts[q->j].out;
 	while (rc == 0 && q->j < i)
 		rc = seq_pass_span(v, q, i, buf, len);
 	if (rc == 0)
 		rc = v->codec->dec_read(q->dec, &q->in, buf, len);
 	q->j = i + 1;
+	if (rc == 0 && v->decoded)
+		v->decoded(v->arg, from, v->pts[i].out + len);
 	/* only a decoder at a span's start is worth keeping */
 	if (rc == 0 && len == span_end(v->pts, v->npts, i, v->usize) - v->pts[i].out)
 		seq_keep(k, v->codec, q);

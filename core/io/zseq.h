@@ -30,6 +30,8 @@ struct zseq_view {
 	 * few decoded just before the span asked for (the kernel's
 	 * read-ahead asks out of order) */
 	void (*passed)(void *arg, uint64_t j, unsigned char *buf, size_t len);
+	/* after a span read: the decoder produced uncompressed [from, to) */
+	void (*decoded)(void *arg, uint64_t from, uint64_t to);
 	void *arg;
 };
 

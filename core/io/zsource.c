@@ -107,6 +107,8 @@ struct zenv {
 	uint64_t span;
 	uint64_t cache_bytes;         /* the cache's size */
 	atomic_uint nseq;             /* decoders kept by its sources (zseq.c) */
+	zsource_decoded_fn decoded;   /* set before reads, then only read */
+	void *decoded_arg;
 };
 
 /* Per-source state (s->priv). */
@@ -295,11 +297,21 @@ static void seq_passed(void *arg, uint64_t j, unsigned char *buf, size_t len)
 	free(buf);
 }
 
+/* What a span read decoded (zseq.c), to the env's instrumentation. */
+static void seq_decoded(void *arg, uint64_t from, uint64_t to)
+{
+	struct zsrc *z = arg;
+
+	if (z->ze->decoded)
+		z->ze->decoded(z->ze->decoded_arg, z->outer, from, to);
+}
+
 static struct zseq_view view_of(struct zsrc *z)
 {
 	struct zseq_view v = {
 		.in = z->in, .codec = z->codec, .pts = z->pts, .npts = z->npts,
-		.usize = z->usize, .passed = seq_passed, .arg = z,
+		.usize = z->usize, .passed = seq_passed, .decoded = seq_decoded,
+		.arg = z,
 	};
 
 	return v;
@@ -696,6 +708,15 @@ void source_env_zstore(struct source_env *env, const struct zsource_store *ops,
 
 	ze->store = ops;
 	ze->store_arg = arg;
+}
+
+void source_env_zdecoded(struct source_env *env, zsource_decoded_fn fn,
+			 void *arg)
+{
+	struct zenv *ze = env->z;
+
+	ze->decoded = fn;
+	ze->decoded_arg = arg;
 }
 
 int source_is_decompressed(const struct source *s)

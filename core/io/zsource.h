@@ -76,6 +76,19 @@ struct zsource_store {
 void source_env_zstore(struct source_env *env, const struct zsource_store *ops,
 		       void *arg);
 
+/*
+ * Instrumentation, for tests and the bench: fn(arg, s, from, to) after a
+ * read of an xz, zstd or bzip2 source s missed the span cache and its
+ * decoder produced the uncompressed bytes [from, to) (from the restart
+ * point of the block holding the read, or from where the decoder kept by
+ * the last read stopped), on the reading thread.  NULL: none.  Before
+ * any source_open on env.
+ */
+typedef void (*zsource_decoded_fn)(void *arg, const struct source *s,
+				   uint64_t from, uint64_t to);
+void source_env_zdecoded(struct source_env *env, zsource_decoded_fn fn,
+			 void *arg);
+
 /* 1 if s reads the uncompressed bytes of a compressed source. */
 int source_is_decompressed(const struct source *s);
 

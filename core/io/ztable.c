@@ -376,18 +376,12 @@ static int drop_empty_seq(struct zpass *p)
 	return 1;
 }
 
-int zpass_point(struct zpass *p, uint64_t in, unsigned bits, int member)
+/* Records a point at in (the filters are the callers'). */
+static int add_point(struct zpass *p, uint64_t in, unsigned bits, int member)
 {
 	struct zpoint *pt;
 	int rc;
 
-	/* a block or frame start after a ZP_SEQ point is always kept (a
-	 * short span), so that damage never spills into the next frame */
-	if (member) {
-		p->rfill = p->rpos = 0;	/* no history crosses members */
-		if (!zpass_want(p) && !after_seq(p))
-			return 0;
-	}
 	if (p->npts == p->cap) {
 		uint64_t c = p->cap ? 2 * p->cap : 1024;
 		void *q = realloc(p->pts, c * sizeof(*p->pts));
@@ -410,6 +404,46 @@ int zpass_point(struct zpass *p, uint64_t in, unsigned bits, int member)
 		return rc;
 	p->npts++;
 	return 0;
+}
+
+int zpass_point(struct zpass *p, uint64_t in, unsigned bits, int member)
+{
+	/* a block or frame start after a ZP_SEQ point is always kept (a
+	 * short span), so that damage never spills into the next frame */
+	if (member) {
+		p->rfill = p->rpos = 0;	/* no history crosses members */
+		if (!zpass_want(p) && !after_seq(p))
+			return 0;
+	}
+	return add_point(p, in, bits, member);
+}
+
+/* Span j's length so far (j < npts). */
+static uint64_t span_len(const struct zpass *p, uint64_t j)
+{
+	return (j + 1 < p->npts ? p->pts[j + 1].out : p->out) - p->pts[j].out;
+}
+
+int zpass_block(struct zpass *p, uint64_t in, unsigned bits)
+{
+	uint64_t n = p->npts;
+
+	/* a short span is closed here when the one before it is long (or
+	 * it is the first): a short block between two long ones (pbzip2's
+	 * 19-byte ones) keeps a span of its own; after two short spans the
+	 * blocks share one until it holds ZBLOCK_MIN */
+	p->rfill = p->rpos = 0;
+	if (n && !span_len(p, n - 1)) {	/* an empty frame's: moved here */
+		p->pts[n - 1].in = in;
+		p->pts[n - 1].bits = (uint8_t)bits;
+		p->pts[n - 1].flags = ZP_MEMBER;
+		p->pts[n - 1].cx = p->cx;
+		return 0;
+	}
+	if (n && span_len(p, n - 1) < ZBLOCK_MIN && !after_seq(p) &&
+	    n >= 2 && span_len(p, n - 2) < ZBLOCK_MIN)
+		return 0;
+	return add_point(p, in, bits, 1);
 }
 
 void zpass_damaged(struct zpass *p, uint64_t from, const char *why, uint64_t at)

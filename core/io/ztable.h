@@ -21,7 +21,7 @@
 #define ZSPAN_HARD   (128ull << 20)   /* span= at most 64 MiB, + 64 MiB */
 
 #define ZBLOB_MAGIC   "SFSZIDX\1"
-#define ZBLOB_VERSION 3
+#define ZBLOB_VERSION 4   /* 4: xz, zstd, bzip2 spans of one block (zpass_block) */
 struct zblob_hdr {
 	char magic[8];
 	uint32_t version;

@@ -314,7 +314,7 @@ static int scan_stream(struct xzscan *x)
 			return scan_tail(x);
 		if (rc > 1)
 			return damaged(x, x->total, lzma_why(rc), x->d.at);
-		if ((rc = zpass_point(x->p, x->d.at, 0, 1)) < 0 ||
+		if ((rc = zpass_block(x->p, x->d.at, 0)) < 0 ||
 		    (rc = scan_block(x)) != 0)
 			return rc;
 		x->blocks++;

@@ -196,7 +196,7 @@ static int scan_frame(struct zd *d, struct zin *in, struct zpass *p,
 	size_t got;
 
 	d->at = zin_tell(in);
-	if ((rc = zpass_point(p, d->at, 0, 1)) < 0)
+	if ((rc = zpass_block(p, d->at, 0)) < 0)
 		return rc;
 	hdr = frame_header(in, &fh);
 	do {

@@ -6,7 +6,9 @@
  * bytes, compared with the bytes they were made from at random offsets
  * (one long block read through the kept decoder, forwards and back);
  * damaged files (a flipped byte) give EIO or the original bytes, never
- * others.
+ * others.  Files made by the tools themselves (xz -T0, pixz, pzstd,
+ * pbzip2...) decode, per read, only the block or frame holding it, as the
+ * tools' own block tables say (tests/unit/zblocks.py).
  */
 #include <bzlib.h>
 #include <criterion/criterion.h>
@@ -266,3 +268,137 @@ Test(zcodecs, zstd_damaged)        { damaged(ZSTD, 0.5); }
 Test(zcodecs, zstd_frames_damaged) { damaged(ZSTD_FRAMES, 0.5); }
 Test(zcodecs, bz2_damaged)         { damaged(BZ2, 0.5); }
 Test(zcodecs, bz2_streams_damaged) { damaged(BZ2_STREAMS, 0.5); }
+
+/*
+ * One block per read: files made by the real tools (xz -T0, pixz, pzstd,
+ * pbzip2, and the one-block kinds), read at random offsets after the
+ * pass; every span read's decoding (source_env_zdecoded) must lie inside
+ * one of the blocks the tool made, as tests/unit/zblocks.py finds them
+ * (xz --list, a zstd frame walk, bzip2recover), one that the read's bytes
+ * overlap, and the bytes must be the file's.  At the default span (1 MiB):
+ * bzip2's 900 kB blocks once shared spans of two.
+ */
+#define NDEC 64
+#define RD   (64u << 10)   /* a read */
+struct decodes {
+	uint64_t from[NDEC], to[NDEC];
+	int n;
+};
+
+static void on_decoded(void *arg, const struct source *s, uint64_t from,
+		       uint64_t to)
+{
+	struct decodes *r = arg;
+
+	(void)s;
+	cr_assert(r->n < NDEC, "more than %d decodes in one read", NDEC);
+	r->from[r->n] = from;
+	r->to[r->n++] = to;
+}
+
+/* The tool's blocks of path: their count, offsets and sizes in *off, *len. */
+static size_t tool_blocks(uint64_t **off, uint64_t **len)
+{
+	char *cmd;
+	unsigned long long o, l;
+	size_t n = 0, cap = 0;
+	FILE *f;
+
+	*off = *len = NULL;
+	cr_assert(asprintf(&cmd, "/usr/bin/python3 %.*szblocks.py %s",
+			   (int)(strrchr(__FILE__, '/') + 1 - __FILE__), __FILE__,
+			   path) > 0);
+	cr_assert(f = popen(cmd, "r"));
+	while (fscanf(f, "%llu %llu", &o, &l) == 2) {
+		if (n == cap) {
+			cap = cap ? 2 * cap : 64;
+			cr_assert(*off = realloc(*off, cap * sizeof(**off)));
+			cr_assert(*len = realloc(*len, cap * sizeof(**len)));
+		}
+		(*off)[n] = o;
+		(*len)[n++] = l;
+	}
+	cr_assert_eq(pclose(f), 0, "%s failed", cmd);
+	free(cmd);
+	return n;
+}
+
+/* 1 if [from, to) is inside one block that [a, b) overlaps. */
+static int in_one_block(const uint64_t *off, const uint64_t *len, size_t nb,
+			uint64_t from, uint64_t to, uint64_t a, uint64_t b)
+{
+	size_t k;
+
+	for (k = 0; k < nb; k++)
+		if (from >= off[k] && to <= off[k] + len[k] && from < to &&
+		    off[k] < b && a < off[k] + len[k])
+			return 1;
+	return 0;
+}
+
+/* `tool` (a shell command reading d, writing x.z, in dir) on n bytes:
+ * at least min_blocks blocks, and reads that decode one each. */
+static void one_block(const char *tool, size_t n, size_t min_blocks)
+{
+	struct source_config cfg = { .span_cache_bytes = MB };
+	unsigned char *d = data_of(n), *buf = malloc(RD);
+	struct decodes r = { .n = 0 };
+	struct source_env *env;
+	struct source *s;
+	uint64_t *off, *len, x = 11, at;
+	size_t nb, i, decodes = 0;
+	char *cmd;
+	int k;
+
+	cr_assert(buf);
+	snprintf(path, sizeof(path), "%s/d", dir);
+	append(d, n);
+	snprintf(path, sizeof(path), "%s/x.z", dir);
+	cr_assert(asprintf(&cmd, "cd %s && %s", dir, tool) > 0);
+	cr_assert_eq(system(cmd), 0, "%s failed", cmd);
+	nb = tool_blocks(&off, &len);
+	cr_assert(nb >= min_blocks, "%s made %zu blocks", tool, nb);
+	cr_assert_eq(source_env_new(&cfg, &env), 0);
+	source_env_zdecoded(env, on_decoded, &r);
+	cr_assert_eq(source_open(env, path, &s), 0);
+	cr_assert_eq(source_stamp(s)->size, n);	/* the pass is over */
+	for (i = 0; i < 60; i++) {
+		x = x * 6364136223846793005ull + 1;
+		at = (x >> 16) % n;
+		r.n = 0;
+		cr_assert_eq(source_pread(s, buf, RD, at),
+			     (ssize_t)(n - at < RD ? n - at : RD));
+		cr_assert(!memcmp(buf, d + at, n - at < RD ? n - at : RD),
+			  "%s: bytes differ at %llu", tool, (unsigned long long)at);
+		for (k = 0; k < r.n; k++)
+			cr_assert(in_one_block(off, len, nb, r.from[k], r.to[k], at,
+					       at + RD),
+				  "%s: a read at %llu decoded %llu-%llu, not one "
+				  "of the tool's blocks it overlaps", tool,
+				  (unsigned long long)at,
+				  (unsigned long long)r.from[k],
+				  (unsigned long long)r.to[k]);
+		decodes += (size_t)r.n;
+	}
+	cr_assert(decodes >= 20, "%s: only %zu reads decoded (the cache?)",
+		  tool, decodes);
+	source_close(s);
+	source_env_free(env);
+	free(off);
+	free(len);
+	free(cmd);
+	free(buf);
+	free(d);
+}
+
+Test(zcodecs, block_per_read_xz_T0)    { one_block("xz -T0 -1 -c d >x.z", 8 * MB, 3); }
+Test(zcodecs, block_per_read_pixz)     { one_block("pixz -1 <d >x.z", 8 * MB, 4); }
+Test(zcodecs, block_per_read_xz)       { one_block("xz -1 -c d >x.z", 4 * MB, 1); }
+Test(zcodecs, block_per_read_pzstd)    { one_block("pzstd -q -p 2 -1 -c d >x.z", 8 * MB, 4); }
+Test(zcodecs, block_per_read_zstd_T0)  { one_block("zstd -q -T0 -1 -c d >x.z", 4 * MB, 1); }
+Test(zcodecs, block_per_read_zstd_cat) {
+	one_block("(head -c 1500000 d | zstd -q -1; tail -c +1500001 d | zstd -q -1 "
+		  "--no-content-size) >x.z", 4 * MB, 2);
+}
+Test(zcodecs, block_per_read_pbzip2)   { one_block("pbzip2 -1 -p2 -c d >x.z", 4 * MB, 40); }
+Test(zcodecs, block_per_read_bzip2)    { one_block("bzip2 -1 -c d >x.z", 4 * MB, 40); }
