@@ -31,8 +31,6 @@
 
 #include "log.h"
 
-#define OUTCHUNK (256u << 10)  /* the pass's output buffer */
-
 /* RFC 1952 header flags */
 #define F_HCRC    0x02
 #define F_EXTRA   0x04
@@ -142,14 +140,15 @@ static int feed(struct zin *in, z_stream *zs)
 }
 
 /* One member's deflate data, in the pass: 0 at its end (*crc, *isize
- * of what it gave), 1 when it is damaged (said), -errno. */
+ * of what it gave), 1 when it is damaged (said), -errno.  zlib inflates
+ * straight into the buffer of the span being kept (zpass_outbuf). */
 static int scan_member(struct zin *in, struct zpass *p, z_stream *zs,
-		       unsigned char *out, uint64_t mstart, uLong *crc,
-		       uint64_t *isize)
+		       uint64_t mstart, uLong *crc, uint64_t *isize)
 {
+	unsigned char *out;
 	int ret, rc;
 	uint32_t c;
-	size_t got;
+	size_t got, room;
 
 	for (;;) {
 		if (!zs->avail_in && (rc = feed(in, zs)) <= 0) {
@@ -158,11 +157,14 @@ static int scan_member(struct zin *in, struct zpass *p, z_stream *zs,
 			zpass_damaged(p, mstart, "truncated gzip member", zin_tell(in));
 			return 1;
 		}
+		if (!(out = zpass_outbuf(p, &room)))
+			return -ENOMEM;
 		zs->next_out = out;
-		zs->avail_out = OUTCHUNK;
+		zs->avail_out = room < UINT32_MAX ? (uInt)room : UINT32_MAX;
+		room = zs->avail_out;
 		ret = inflate(zs, Z_BLOCK);
 		in->pos = (size_t)(zs->next_in - in->buf);
-		got = OUTCHUNK - zs->avail_out;
+		got = room - zs->avail_out;
 		if (got) {
 			if ((rc = zpass_output(p, out, got, &c)) < 0)
 				return rc;
@@ -209,14 +211,13 @@ static int check_trailer(struct zin *in, struct zpass *p, uint64_t mstart,
 
 static int gz_scan(struct zin *in, struct zpass *p)
 {
-	unsigned char *out = malloc(OUTCHUNK);
 	z_stream zs;
 	uint64_t total = 0, isize, hoff;
 	uLong crc;
 	int rc = -ENOMEM;
 
 	memset(&zs, 0, sizeof(zs));
-	if (!out || inflateInit2(&zs, -15) != Z_OK)
+	if (inflateInit2(&zs, -15) != Z_OK)
 		goto out;
 	for (;;) {
 		hoff = zin_tell(in);
@@ -238,7 +239,7 @@ static int gz_scan(struct zin *in, struct zpass *p)
 		zs.avail_in = 0;
 		crc = crc32(0, NULL, 0);
 		isize = 0;
-		rc = scan_member(in, p, &zs, out, total, &crc, &isize);
+		rc = scan_member(in, p, &zs, total, &crc, &isize);
 		if (rc == 0)
 			rc = check_trailer(in, p, total, crc, isize);
 		total += isize;
@@ -249,7 +250,6 @@ static int gz_scan(struct zin *in, struct zpass *p)
 	}
 out:
 	inflateEnd(&zs);
-	free(out);
 	return rc;
 }
 

@@ -30,6 +30,8 @@ struct zseq_view {
 	 * few decoded just before the span asked for (the kernel's
 	 * read-ahead asks out of order) */
 	void (*passed)(void *arg, uint64_t j, unsigned char *buf, size_t len);
+	/* a buffer for such a span (zsource's pool: the cache's buffers) */
+	void *(*get)(void *arg, size_t len);
 	void *arg;
 };
 
