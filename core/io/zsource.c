@@ -725,6 +725,14 @@ void source_env_zstore(struct source_env *env, const struct zsource_store *ops,
 	ze->store_arg = arg;
 }
 
+void source_env_zbuffers(struct source_env *env, unsigned long *made,
+			 unsigned *spare)
+{
+	struct zenv *ze = env->z;
+
+	zpool_usage(ze->pool, made, spare);
+}
+
 int source_is_decompressed(const struct source *s)
 {
 	return s->be == &source_z_backend;

@@ -75,6 +75,11 @@ struct zsource_store {
 void source_env_zstore(struct source_env *env, const struct zsource_store *ops,
 		       void *arg);
 
+/* The span buffers env's decompressing sources have made so far and the
+ * unused ones its pool keeps now (zpool.h; for tests and stats). */
+void source_env_zbuffers(struct source_env *env, unsigned long *made,
+			 unsigned *spare);
+
 /* 1 if s reads the uncompressed bytes of a compressed source. */
 int source_is_decompressed(const struct source *s);
 
