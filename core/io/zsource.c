@@ -39,7 +39,9 @@
  * inflates it from its point (no lock held: readers of different spans
  * run in parallel; two readers of the same span may both inflate it, and
  * the second copy is dropped), checks its bytes against the pass's
- * CRC-32s (one per 64 KiB), and inserts it.  In no-wait mode a miss is
+ * CRC-32s (one per 64 KiB), and inserts it.  Spans are inflated, by the
+ * pass and by misses alike, into buffers of the mount's pool (zpool.h),
+ * which the cache gives back as it evicts them (see struct zenv).  In no-wait mode a miss is
  * -EAGAIN: inflating is left to a thread that may wait.  Codecs that
  * restart only at block or frame starts (xz, zstd, bzip2) read whole
  * spans through a decoder (zcodec.h, dec_*) that zseq.c keeps between

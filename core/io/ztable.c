@@ -8,8 +8,10 @@
  * ring and the current span's CRC-32s; windows and CRC-32s go to an
  * unlinked scratch file ($TMPDIR) as they come, so the pass's memory is
  * bounded whatever the stream's size (plus the current span's bytes,
- * when the caller takes them: struct zspans).  Then the points and the
- * header are written and the file mapped: the blob.
+ * when the caller takes them: struct zspans; a codec that asks for
+ * zpass_outbuf inflates them there, into the buffer the span is kept in,
+ * so the span is never copied).  Then the points and the header are
+ * written and the file mapped: the blob.
  *
  * Not for: reads, the cache, the store (zsource.c); formats (zgzip.c).
  */
