@@ -14,7 +14,8 @@
  * data the caller hands over.  The byte bound counts block data plus entry
  * overhead.  A cache whose blocks come from a pool (zsource's spans,
  * zpool.h) gives them back through a release hook instead of free(),
- * called under the lock.  Not for: per-sample objects, or keys the caller cannot make
+ * called under the lock, and charges each at least the pool's buffer
+ * size.  Not for: per-sample objects, or keys the caller cannot make
  * unique (key_base + block index).
  */
 #include "io/lru.h"
@@ -42,9 +43,15 @@ struct lru {
 	struct lru_ent *free;          /* recycled entries */
 	void (*release)(void *arg, void *data, size_t len);   /* NULL: free() */
 	void *release_arg;
+	size_t unit;                   /* a block is charged at least this */
 };
 
-#define ENT_COST(len) ((uint64_t)(len) + sizeof(struct lru_ent))
+/* What a block of len bytes is charged: its data (at least the pool's
+ * buffer, lru_set_release) and its entry. */
+static uint64_t ent_cost(const struct lru *c, size_t len)
+{
+	return (uint64_t)(len > c->unit ? len : c->unit) + sizeof(struct lru_ent);
+}
 
 /* Drops a block's data (lock held, or the cache not shared). */
 static void drop_data(struct lru *c, void *data, size_t len)
@@ -56,10 +63,12 @@ static void drop_data(struct lru *c, void *data, size_t len)
 }
 
 void lru_set_release(struct lru *c, void (*release)(void *arg, void *data,
-						    size_t len), void *arg)
+						    size_t len),
+		     void *arg, size_t unit)
 {
 	c->release = release;
 	c->release_arg = arg;
+	c->unit = unit;
 }
 
 static size_t bucket(const struct lru *c, uint64_t key)
@@ -137,7 +146,7 @@ static void evict_one(struct lru *c)
 
 	*pp = e->hnext;
 	list_unlink(e);
-	c->bytes -= ENT_COST(e->len);
+	c->bytes -= ent_cost(c, e->len);
 	c->n--;
 	drop_data(c, e->data, e->len);
 	e->data = NULL;
@@ -196,7 +205,7 @@ void lru_insert(struct lru *c, uint64_t key, void *data, size_t len)
 {
 	struct lru_ent **pp, *e;
 
-	if (ENT_COST(len) > c->max_bytes) {
+	if (ent_cost(c, len) > c->max_bytes) {
 		drop_data(c, data, len);
 		return;
 	}
@@ -213,7 +222,7 @@ void lru_insert(struct lru *c, uint64_t key, void *data, size_t len)
 		drop_data(c, data, len);   /* uncached is still correct */
 		goto out;
 	}
-	while (c->bytes + ENT_COST(len) > c->max_bytes)
+	while (c->bytes + ent_cost(c, len) > c->max_bytes)
 		evict_one(c);
 	e->key = key;
 	e->data = data;
@@ -222,7 +231,7 @@ void lru_insert(struct lru *c, uint64_t key, void *data, size_t len)
 	e->hnext = NULL;
 	*pp = e;
 	list_push_front(c, e);
-	c->bytes += ENT_COST(len);
+	c->bytes += ent_cost(c, len);
 	c->n++;
 	maybe_grow(c);
 out:

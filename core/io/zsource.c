@@ -689,7 +689,7 @@ static int z_env_init(struct source_env *env)
 		free(ze);
 		return -ENOMEM;
 	}
-	lru_set_release(ze->cache, pool_release, ze->pool);
+	lru_set_release(ze->cache, pool_release, ze->pool, zspan_buf(ze->span));
 	env->z = ze;
 	return 0;
 }

@@ -1,7 +1,8 @@
 /*
  * test_lru.c - core/io/lru.c: hits and misses, recency order, the byte bound,
  * ownership of inserted data (leaks show under ASan), the release hook
- * (every block dropped goes through it once, with its length), and 8 threads
+ * (every block dropped goes through it once, with its length; blocks
+ * charged at least the pool's unit), and 8 threads
  * hammering one cache while checking every byte they copy out.
  */
 #include <criterion/criterion.h>
@@ -193,7 +194,7 @@ Test(lru, release_hook_takes_every_dropped_block)
 	struct lru *c = lru_new(3 * 1000 + 3 * 64 + 500);
 	uint8_t b[1];
 
-	lru_set_release(c, on_release, &r);
+	lru_set_release(c, on_release, &r, 0);
 	lru_insert(c, 1, make_block(1, 1000), 1000);
 	lru_insert(c, 2, make_block(2, 1000), 1000);
 	lru_insert(c, 3, make_block(3, 1000), 1000);
@@ -214,4 +215,30 @@ Test(lru, release_hook_takes_every_dropped_block)
 	lru_free(c);	/* 2, 3, 4 */
 	cr_assert_eq(r.n, 6);
 	cr_assert_eq(r.bytes, 14999);
+}
+
+/* With a unit, small blocks are charged the unit: the bound counts the
+ * pool's buffers, not the bytes in them. */
+Test(lru, release_unit_charges_the_buffer)
+{
+	struct released r = { 0 };
+	struct lru *c = lru_new(3 * (4000 + 64) + 100);
+	uint64_t bytes, n;
+
+	lru_set_release(c, on_release, &r, 4000);
+	lru_insert(c, 1, make_block(1, 100), 100);
+	lru_insert(c, 2, make_block(2, 100), 100);
+	lru_insert(c, 3, make_block(3, 100), 100);
+	lru_usage(c, &bytes, &n);
+	cr_assert_eq(n, 3);
+	cr_assert(bytes >= 3 * 4000, "charged %llu", (unsigned long long)bytes);
+	lru_insert(c, 4, make_block(4, 100), 100);	/* a fourth unit: evicts 1 */
+	cr_assert_eq(r.n, 1);
+	cr_assert_eq(r.first[0], (uint8_t)31);
+	lru_insert(c, 5, make_block(5, 5000), 5000);	/* more than a unit */
+	lru_usage(c, &bytes, &n);
+	cr_assert(bytes >= 5000 + 4000 && n <= 2, "charged %llu for %llu",
+		  (unsigned long long)bytes, (unsigned long long)n);
+	lru_free(c);
+	cr_assert_eq(r.bytes, 4 * 100 + 5000);
 }
