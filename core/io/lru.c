@@ -14,8 +14,8 @@
  * data the caller hands over.  The byte bound counts block data plus entry
  * overhead.  A cache whose blocks come from a pool (zsource's spans,
  * zpool.h) gives them back through a release hook instead of free(),
- * called under the lock, and charges each at least the pool's buffer
- * size.  Not for: per-sample objects, or keys the caller cannot make
+ * called under the lock, and charges each the memory its buffer holds.
+ * Not for: per-sample objects, or keys the caller cannot make
  * unique (key_base + block index).
  */
 #include "io/lru.h"
@@ -42,15 +42,17 @@ struct lru {
 	struct lru_ent head;           /* sentinel: head.next = most recent */
 	struct lru_ent *free;          /* recycled entries */
 	void (*release)(void *arg, void *data, size_t len);   /* NULL: free() */
+	size_t (*held)(void *arg, size_t len);                /* NULL: len */
 	void *release_arg;
-	size_t unit;                   /* a block is charged at least this */
 };
 
-/* What a block of len bytes is charged: its data (at least the pool's
- * buffer, lru_set_release) and its entry. */
+/* What a block of len bytes is charged: the memory its data holds
+ * (lru_set_release) and its entry. */
 static uint64_t ent_cost(const struct lru *c, size_t len)
 {
-	return (uint64_t)(len > c->unit ? len : c->unit) + sizeof(struct lru_ent);
+	size_t held = c->held ? c->held(c->release_arg, len) : len;
+
+	return (uint64_t)held + sizeof(struct lru_ent);
 }
 
 /* Drops a block's data (lock held, or the cache not shared). */
@@ -62,13 +64,13 @@ static void drop_data(struct lru *c, void *data, size_t len)
 		free(data);
 }
 
-void lru_set_release(struct lru *c, void (*release)(void *arg, void *data,
-						    size_t len),
-		     void *arg, size_t unit)
+void lru_set_release(struct lru *c,
+		     void (*release)(void *arg, void *data, size_t len),
+		     size_t (*held)(void *arg, size_t len), void *arg)
 {
 	c->release = release;
+	c->held = held;
 	c->release_arg = arg;
-	c->unit = unit;
 }
 
 static size_t bucket(const struct lru *c, uint64_t key)

@@ -24,15 +24,15 @@ int lru_copy_out(struct lru *c, uint64_t key, size_t off, void *out, size_t len)
  * given to the release hook). If the key is already present, data is
  * freed.  Blocks larger than the whole cache are freed and not kept. */
 void lru_insert(struct lru *c, uint64_t key, void *data, size_t len);
-/* For blocks from a pool of equal buffers (zpool.h): who takes an
- * evicted or refused block's data instead of free(), release(arg, data,
- * len), called under the cache's lock (so it must not call back into the
- * cache); and each block is charged at least `unit` bytes, the pool's
- * buffer size, so the bound counts the memory held, not just the bytes
- * used.  Set once, before the cache is used. */
-void lru_set_release(struct lru *c, void (*release)(void *arg, void *data,
-						    size_t len),
-		     void *arg, size_t unit);
+/* For blocks from a pool (zpool.h): who takes an evicted or refused
+ * block's data instead of free(), release(arg, data, len), called under
+ * the cache's lock (so it must not call back into the cache); and what a
+ * block of len bytes is charged, held(arg, len) (the memory its buffer
+ * holds, which may be more than len), so the bound counts the memory.
+ * Set once, before the cache is used. */
+void lru_set_release(struct lru *c,
+		     void (*release)(void *arg, void *data, size_t len),
+		     size_t (*held)(void *arg, size_t len), void *arg);
 /* Current use: bytes charged (data plus per-entry overhead) and entries. */
 void lru_usage(struct lru *c, uint64_t *bytes, uint64_t *entries);
 

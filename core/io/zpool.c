@@ -49,12 +49,17 @@ void zpool_free(struct zpool *p)
 	free(p);
 }
 
+size_t zpool_held(const struct zpool *p, size_t len)
+{
+	return zpool_sized(p->cap, len) ? p->cap : len;
+}
+
 void *zpool_get(struct zpool *p, size_t len)
 {
 	void *buf = NULL;
 
-	if (len > p->cap)
-		return malloc(len);
+	if (!zpool_sized(p->cap, len))
+		return malloc(len ? len : 1);
 	pthread_mutex_lock(&p->mu);
 	if (p->nfree)
 		buf = p->free[--p->nfree];
@@ -71,7 +76,7 @@ void zpool_put(struct zpool *p, void *buf, size_t len)
 {
 	if (!buf)
 		return;
-	if (len <= p->cap) {
+	if (zpool_sized(p->cap, len)) {
 		pthread_mutex_lock(&p->mu);
 		if (p->nfree < p->max_free) {
 			p->free[p->nfree++] = buf;

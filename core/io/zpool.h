@@ -5,9 +5,12 @@
  * a fresh 1 MiB malloc (mmap'ed and faulted page by page) per span.
  * Private to core/io.
  *
- * Ownership: a buffer from zpool_get is plain malloc'ed memory of at
- * least max(len, cap) bytes; whoever holds it may free() it or give it
- * back with zpool_put.  Every buffer in the span cache comes from here,
+ * Ownership: a buffer from zpool_get is plain malloc'ed memory holding
+ * zpool_held(len) bytes: a pooled one of cap bytes when len is more than
+ * half of cap and at most cap (a span, or most of one), else exactly len
+ * (a short prefix of a span is not worth a whole buffer); whoever holds
+ * it may free() it or give it back with zpool_put, with the length it
+ * has now (a buffer realloc'ed since must hold zpool_held of that).  Every buffer in the span cache comes from here,
  * so the cache's release hook (lru_set_release) gives evicted spans back.
  * Threads: any; one mutex around the free list.
  *
@@ -25,12 +28,18 @@ struct zpool;
  * NULL on ENOMEM. */
 struct zpool *zpool_new(size_t cap, unsigned max_free);
 void zpool_free(struct zpool *p);
-/* A buffer for len bytes: a pooled one (cap bytes) when len <= cap, else
- * one of len bytes; NULL on ENOMEM. */
+/* 1 if a buffer for len bytes is a pooled one of cap bytes. */
+static inline int zpool_sized(size_t cap, size_t len)
+{
+	return len > cap / 2 && len <= cap;
+}
+/* The bytes a buffer for len bytes holds (what a cache charges for it). */
+size_t zpool_held(const struct zpool *p, size_t len);
+/* A buffer for len bytes (see above); NULL on ENOMEM. */
 void *zpool_get(struct zpool *p, size_t len);
-/* Gives back a buffer got for len bytes (NULL: nothing): kept when len <=
- * cap and fewer than max_free are kept, else freed.  Never blocks on
- * anything but the pool's own mutex (called under the cache's lock). */
+/* Gives back a buffer of len bytes (NULL: nothing): kept when it is a
+ * pooled one and fewer than max_free are kept, else freed.  Never blocks
+ * on anything but the pool's own mutex (called under the cache's lock). */
 void zpool_put(struct zpool *p, void *buf, size_t len);
 /* Buffers made and buffers kept unused now (tests, stats). */
 void zpool_usage(struct zpool *p, unsigned long *made, unsigned *kept);

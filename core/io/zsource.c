@@ -664,6 +664,12 @@ static void pool_release(void *arg, void *data, size_t len)
 	zpool_put(arg, data, len);
 }
 
+/* What the cache charges a span buffer: the memory it holds. */
+static size_t pool_held(void *arg, size_t len)
+{
+	return zpool_held(arg, len);
+}
+
 static int z_env_init(struct source_env *env)
 {
 	struct zenv *ze = calloc(1, sizeof(*ze));
@@ -689,7 +695,7 @@ static int z_env_init(struct source_env *env)
 		free(ze);
 		return -ENOMEM;
 	}
-	lru_set_release(ze->cache, pool_release, ze->pool, zspan_buf(ze->span));
+	lru_set_release(ze->cache, pool_release, pool_held, ze->pool);
 	env->z = ze;
 	return 0;
 }

@@ -27,6 +27,7 @@
 #include <zlib.h>
 
 #include "clock.h"
+#include "io/zpool.h"
 #include "log.h"
 
 #define PASS_READ    (1u << 20)     /* the pass's reads of the source */
@@ -246,15 +247,32 @@ unsigned char *zpass_outbuf(struct zpass *p, size_t *avail)
 	return p->obuf;
 }
 
+/* A kept span's buffer holds what the pool's rule says a buffer of its
+ * length holds (zpool.h), so the cache charges it and gives it back
+ * right: one got whole for a short span (the last, a short stream) or
+ * grown past it is cut to the span's length (in place: realloc shrinks
+ * without copying); NULL when that fails, the span not kept. */
+static void *keep_fit(struct zpass *p)
+{
+	void *q;
+
+	if (p->kcap == zspan_buf(p->span) && zpool_sized(p->kcap, p->klen))
+		return p->kbuf;
+	if (!(q = realloc(p->kbuf, p->klen ? p->klen : 1)))
+		free(p->kbuf);
+	return q;
+}
+
 /* Span i (len bytes) has ended: its bytes go to keep, which says whether
  * it wants the next span's.  0 or keep's -errno. */
 static int keep_span(struct zpass *p, uint64_t i, size_t len)
 {
-	void *buf = p->kskip ? NULL : p->kbuf;
+	void *buf;
 	int rc;
 
 	if (!p->keep)
 		return 0;
+	buf = p->kskip || !p->kbuf ? NULL : keep_fit(p);
 	if (p->kskip)
 		free(p->kbuf);
 	p->kbuf = NULL;

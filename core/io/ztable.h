@@ -54,8 +54,9 @@ int zin_init(struct zin *in, struct source *src, size_t cap);
  * copy), or -errno, which ends the pass (the source was closed).  The
  * first span's bytes are always given.  get(arg, len) gives the buffer a
  * kept span is inflated into (zpass_outbuf: no copy), of at least len
- * bytes (span + 2 ZCHUNK, zsource's pool); one a span outgrows is
- * realloc'ed, so its length is then more than it was got for.
+ * bytes (zspan_buf: a buffer of zsource's pool, zpool.h); one a span
+ * outgrows is grown by realloc, and keep gets a buffer holding what the
+ * pool's rule says one of its length holds (cut to it when not).
  */
 struct zspans {
 	int (*keep)(void *arg, uint64_t i, void *buf, size_t len);
@@ -65,10 +66,11 @@ struct zspans {
 
 /* The size of a span buffer for spans of `span` bytes: the span ends at
  * the first restart point past `span` bytes, mostly less than a deflate
- * block later. */
+ * block later; at most 1.5 span, so that a whole span is always more
+ * than half a buffer (zpool.h: pooled). */
 static inline size_t zspan_buf(uint64_t span)
 {
-	return (size_t)span + 2 * ZCHUNK;
+	return (size_t)(span + (span / 2 < 2 * ZCHUNK ? span / 2 : 2 * ZCHUNK));
 }
 
 /*

@@ -194,7 +194,7 @@ Test(lru, release_hook_takes_every_dropped_block)
 	struct lru *c = lru_new(3 * 1000 + 3 * 64 + 500);
 	uint8_t b[1];
 
-	lru_set_release(c, on_release, &r, 0);
+	lru_set_release(c, on_release, NULL, &r);
 	lru_insert(c, 1, make_block(1, 1000), 1000);
 	lru_insert(c, 2, make_block(2, 1000), 1000);
 	lru_insert(c, 3, make_block(3, 1000), 1000);
@@ -217,28 +217,39 @@ Test(lru, release_hook_takes_every_dropped_block)
 	cr_assert_eq(r.bytes, 14999);
 }
 
-/* With a unit, small blocks are charged the unit: the bound counts the
- * pool's buffers, not the bytes in them. */
-Test(lru, release_unit_charges_the_buffer)
+/* As a pool of 4000-byte buffers says: blocks of 2001-4000 bytes hold
+ * 4000, others their length. */
+static size_t held4000(void *arg, size_t len)
+{
+	return len > 2000 && len <= 4000 ? 4000 : len;
+}
+
+/* Blocks are charged what they hold: the bound counts the pool's
+ * buffers, not the bytes in them. */
+Test(lru, release_charges_the_buffer)
 {
 	struct released r = { 0 };
-	struct lru *c = lru_new(3 * (4000 + 64) + 100);
+	struct lru *c = lru_new(3 * (4000 + 64) + 200);
 	uint64_t bytes, n;
 
-	lru_set_release(c, on_release, &r, 4000);
-	lru_insert(c, 1, make_block(1, 100), 100);
-	lru_insert(c, 2, make_block(2, 100), 100);
-	lru_insert(c, 3, make_block(3, 100), 100);
+	lru_set_release(c, on_release, held4000, &r);
+	lru_insert(c, 1, make_block(1, 2100), 2100);
+	lru_insert(c, 2, make_block(2, 2100), 2100);
+	lru_insert(c, 3, make_block(3, 2100), 2100);
 	lru_usage(c, &bytes, &n);
 	cr_assert_eq(n, 3);
 	cr_assert(bytes >= 3 * 4000, "charged %llu", (unsigned long long)bytes);
-	lru_insert(c, 4, make_block(4, 100), 100);	/* a fourth unit: evicts 1 */
+	lru_insert(c, 6, make_block(6, 50), 50);	/* short: its length */
+	cr_assert_eq(r.n, 0, "room for a short one");
+	lru_insert(c, 4, make_block(4, 2100), 2100);	/* a fourth buffer: evicts 1 */
 	cr_assert_eq(r.n, 1);
 	cr_assert_eq(r.first[0], (uint8_t)31);
-	lru_insert(c, 5, make_block(5, 5000), 5000);	/* more than a unit */
+	lru_insert(c, 5, make_block(5, 5000), 5000);	/* evicts 2 and 3 */
 	lru_usage(c, &bytes, &n);
-	cr_assert(bytes >= 5000 + 4000 && n <= 2, "charged %llu for %llu",
-		  (unsigned long long)bytes, (unsigned long long)n);
+	cr_assert_eq(n, 3);
+	cr_assert(bytes > 4000 + 50 + 5000 && bytes - (4000 + 50 + 5000) < 3 * 128,
+		  "charged %llu: 4, 6 and 5 as they hold, and 3 entries",
+		  (unsigned long long)bytes);
 	lru_free(c);
-	cr_assert_eq(r.bytes, 4 * 100 + 5000);
+	cr_assert_eq(r.bytes, 4 * 2100 + 50 + 5000);
 }

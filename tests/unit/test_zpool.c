@@ -1,10 +1,11 @@
 /*
  * test_zpool.c - core/io/zpool.c, the span buffer pool: a buffer given
  * back is the next one got (no fresh memory), at most max_free are kept
- * (the rest freed: leaks and double frees show under ASan), a buffer got
- * for more than cap bytes is never kept, and threads getting and giving
- * back at once never share a buffer (each writes its own pattern into
- * the whole cap and checks it).
+ * (the rest freed: leaks and double frees show under ASan), a buffer for
+ * more than cap bytes or for half of it or less is never pooled (and
+ * zpool_held says what each holds), and threads getting and giving back
+ * at once never share a buffer (each writes its own pattern into the
+ * whole cap and checks it).
  */
 #include <criterion/criterion.h>
 #include <pthread.h>
@@ -25,30 +26,30 @@ Test(zpool, reuse_is_lifo)
 
 	cr_assert(p);
 	a = zpool_get(p, CAP);
-	b = zpool_get(p, 10);
+	b = zpool_get(p, CAP / 2 + 1);
 	cr_assert(a && b && a != b);
 	memset(a, 1, CAP);	/* every buffer holds cap bytes */
 	memset(b, 2, CAP);
 	zpool_put(p, a, CAP);
-	zpool_put(p, b, 10);
+	zpool_put(p, b, CAP / 2 + 1);
 	zpool_usage(p, &made, &kept);
 	cr_assert_eq(made, 2);
 	cr_assert_eq(kept, 2);
-	cr_assert_eq(zpool_get(p, 100), b, "the last given back comes first");
+	cr_assert_eq(zpool_get(p, CAP - 1), b, "the last given back comes first");
 	c = zpool_get(p, CAP);
 	cr_assert_eq(c, a);
 	zpool_usage(p, &made, &kept);
 	cr_assert_eq(made, 2, "no fresh buffer while some are kept");
 	cr_assert_eq(kept, 0);
-	zpool_put(p, b, 100);
+	zpool_put(p, b, CAP - 1);
 	zpool_put(p, c, CAP);
 	zpool_free(p);	/* frees the kept ones */
 }
 
-Test(zpool, bound_and_oversize)
+Test(zpool, bound_and_sizes)
 {
 	struct zpool *p = zpool_new(CAP, 3);
-	void *b[8], *big;
+	void *b[8], *big, *small;
 	unsigned long made;
 	unsigned kept;
 	int i;
@@ -60,21 +61,31 @@ Test(zpool, bound_and_oversize)
 	zpool_usage(p, &made, &kept);
 	cr_assert_eq(made, 8);
 	cr_assert_eq(kept, 3, "at most max_free kept, the rest freed");
+	cr_assert_eq(zpool_held(p, CAP), CAP);
+	cr_assert_eq(zpool_held(p, CAP / 2 + 1), CAP);
+	cr_assert_eq(zpool_held(p, CAP / 2), CAP / 2, "a short prefix: exact");
+	cr_assert_eq(zpool_held(p, 3 * CAP), 3 * CAP);
 	big = zpool_get(p, 3 * CAP);
-	cr_assert(big);
+	small = zpool_get(p, CAP / 2);
+	cr_assert(big && small);
 	memset(big, 3, 3 * CAP);
+	memset(small, 4, CAP / 2);
 	zpool_usage(p, &made, &kept);
-	cr_assert_eq(kept, 3, "an oversize buffer takes no pooled one");
+	cr_assert_eq(kept, 3, "neither takes a pooled buffer");
+	cr_assert_eq(made, 8);
 	zpool_put(p, big, 3 * CAP);
+	zpool_put(p, small, CAP / 2);
 	zpool_usage(p, &made, &kept);
 	cr_assert_eq(kept, 3);
 	for (i = 0; i < 3; i++)
-		b[i] = zpool_get(p, 1);
+		b[i] = zpool_get(p, CAP);
 	zpool_put(p, malloc(CAP + 1), CAP + 1);	/* longer than cap: freed */
+	zpool_put(p, malloc(10), 10);		/* short: freed */
 	zpool_usage(p, &made, &kept);
 	cr_assert_eq(kept, 0);
+	cr_assert_eq(made, 8, "the 3 came from the pool");
 	for (i = 0; i < 3; i++)
-		zpool_put(p, b[i], 1);
+		zpool_put(p, b[i], CAP);
 	zpool_free(p);
 }
 
@@ -110,7 +121,7 @@ static void *hammer(void *arg)
 	pthread_barrier_wait(h->go);	/* all at once */
 	for (i = 0; i < 2000; i++) {
 		for (k = 0; k < 3; k++) {
-			cr_assert((b[k] = zpool_get(h->p, (size_t)(i % CAP) + 1)));
+			cr_assert((b[k] = zpool_get(h->p, CAP - (size_t)(i % (CAP / 2)))));
 			memset(b[k], h->id * 3 + k, CAP);
 		}
 		for (k = 0; k < 3; k++) {
