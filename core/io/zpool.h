@@ -7,7 +7,7 @@
  *
  * Ownership: a buffer from zpool_get is plain malloc'ed memory holding
  * zpool_held(len) bytes: a pooled one of cap bytes when len is more than
- * half of cap and at most cap (a span, or most of one), else exactly len
+ * 3/4 of cap and at most cap (a span, or most of one), else exactly len
  * (a short prefix of a span is not worth a whole buffer); whoever holds
  * it may free() it or give it back with zpool_put, with the length it
  * has now (a buffer realloc'ed since must hold zpool_held of that).  Every buffer in the span cache comes from here,
@@ -28,10 +28,11 @@ struct zpool;
  * NULL on ENOMEM. */
 struct zpool *zpool_new(size_t cap, unsigned max_free);
 void zpool_free(struct zpool *p);
-/* 1 if a buffer for len bytes is a pooled one of cap bytes. */
+/* 1 if a buffer for len bytes is a pooled one of cap bytes: more than
+ * 3/4 of it used. */
 static inline int zpool_sized(size_t cap, size_t len)
 {
-	return len > cap / 2 && len <= cap;
+	return len > cap - cap / 4 && len <= cap;
 }
 /* The bytes a buffer for len bytes holds (what a cache charges for it). */
 size_t zpool_held(const struct zpool *p, size_t len);

@@ -66,11 +66,12 @@ struct zspans {
 
 /* The size of a span buffer for spans of `span` bytes: the span ends at
  * the first restart point past `span` bytes, mostly less than a deflate
- * block later; at most 1.5 span, so that a whole span is always more
- * than half a buffer (zpool.h: pooled). */
+ * block later (longer ones get buffers of their own); at most 1.25 span,
+ * so that a whole span is always more than 3/4 of a buffer (zpool.h:
+ * pooled). */
 static inline size_t zspan_buf(uint64_t span)
 {
-	return (size_t)(span + (span / 2 < 2 * ZCHUNK ? span / 2 : 2 * ZCHUNK));
+	return (size_t)(span + (span / 4 < ZCHUNK ? span / 4 : ZCHUNK));
 }
 
 /*

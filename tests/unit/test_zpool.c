@@ -2,7 +2,7 @@
  * test_zpool.c - core/io/zpool.c, the span buffer pool: a buffer given
  * back is the next one got (no fresh memory), at most max_free are kept
  * (the rest freed: leaks and double frees show under ASan), a buffer for
- * more than cap bytes or for half of it or less is never pooled (and
+ * more than cap bytes or for 3/4 of it or less is never pooled (and
  * zpool_held says what each holds), and threads getting and giving back
  * at once never share a buffer (each writes its own pattern into the
  * whole cap and checks it).
@@ -26,12 +26,12 @@ Test(zpool, reuse_is_lifo)
 
 	cr_assert(p);
 	a = zpool_get(p, CAP);
-	b = zpool_get(p, CAP / 2 + 1);
+	b = zpool_get(p, CAP - CAP / 4 + 1);
 	cr_assert(a && b && a != b);
 	memset(a, 1, CAP);	/* every buffer holds cap bytes */
 	memset(b, 2, CAP);
 	zpool_put(p, a, CAP);
-	zpool_put(p, b, CAP / 2 + 1);
+	zpool_put(p, b, CAP - CAP / 4 + 1);
 	zpool_usage(p, &made, &kept);
 	cr_assert_eq(made, 2);
 	cr_assert_eq(kept, 2);
@@ -62,19 +62,19 @@ Test(zpool, bound_and_sizes)
 	cr_assert_eq(made, 8);
 	cr_assert_eq(kept, 3, "at most max_free kept, the rest freed");
 	cr_assert_eq(zpool_held(p, CAP), CAP);
-	cr_assert_eq(zpool_held(p, CAP / 2 + 1), CAP);
-	cr_assert_eq(zpool_held(p, CAP / 2), CAP / 2, "a short prefix: exact");
+	cr_assert_eq(zpool_held(p, CAP - CAP / 4 + 1), CAP);
+	cr_assert_eq(zpool_held(p, CAP - CAP / 4), CAP - CAP / 4, "a short prefix: exact");
 	cr_assert_eq(zpool_held(p, 3 * CAP), 3 * CAP);
 	big = zpool_get(p, 3 * CAP);
-	small = zpool_get(p, CAP / 2);
+	small = zpool_get(p, CAP - CAP / 4);
 	cr_assert(big && small);
 	memset(big, 3, 3 * CAP);
-	memset(small, 4, CAP / 2);
+	memset(small, 4, CAP - CAP / 4);
 	zpool_usage(p, &made, &kept);
 	cr_assert_eq(kept, 3, "neither takes a pooled buffer");
 	cr_assert_eq(made, 8);
 	zpool_put(p, big, 3 * CAP);
-	zpool_put(p, small, CAP / 2);
+	zpool_put(p, small, CAP - CAP / 4);
 	zpool_usage(p, &made, &kept);
 	cr_assert_eq(kept, 3);
 	for (i = 0; i < 3; i++)
@@ -121,7 +121,7 @@ static void *hammer(void *arg)
 	pthread_barrier_wait(h->go);	/* all at once */
 	for (i = 0; i < 2000; i++) {
 		for (k = 0; k < 3; k++) {
-			cr_assert((b[k] = zpool_get(h->p, CAP - (size_t)(i % (CAP / 2)))));
+			cr_assert((b[k] = zpool_get(h->p, CAP - (size_t)(i % (CAP / 4)))));
 			memset(b[k], h->id * 3 + k, CAP);
 		}
 		for (k = 0; k < 3; k++) {
