@@ -585,36 +585,6 @@ static unsigned char *zlib_inflate_file(const char *path, size_t *n)
 	return d;
 }
 
-struct poolrd {
-	struct source *s;
-	const unsigned char *d;
-	size_t n;
-	unsigned seed;
-};
-
-/* Random reads far ahead of the pass while it runs (it runs ahead to
- * them, evicting spans the in-order reader has not read yet). */
-static void *pool_reader(void *arg)
-{
-	struct poolrd *r = arg;
-	unsigned char *buf = malloc(2 * SPAN);
-	uint64_t x = r->seed;
-	size_t off, len, want;
-	int i;
-
-	cr_assert(buf);
-	for (i = 0; i < 150; i++) {
-		x = x * 6364136223846793005ull + 1;
-		off = (size_t)((x >> 20) % r->n);
-		len = (size_t)((x >> 8) % (2 * SPAN)) + 1;
-		want = r->n - off < len ? r->n - off : len;
-		cr_assert_eq(source_pread(r->s, buf, len, off), (ssize_t)want);
-		cr_assert(!memcmp(buf, r->d + off, want), "bytes differ at %zu", off);
-	}
-	free(buf);
-	return NULL;
-}
-
 /* Reads the whole source in order, `step` bytes at a time, against d. */
 static void read_through(struct source *s, const unsigned char *d, size_t n,
 			 size_t step)
@@ -638,7 +608,7 @@ static void pool_recycles(size_t member, int level)
 	struct source_config cfg = { .span_bytes = SPAN, .span_cache_bytes = 4 * SPAN };
 	struct source_env *env;
 	struct source *s;
-	struct poolrd r;
+	struct racer r;
 	pthread_t t;
 	char path[128];
 	uint64_t have;
@@ -652,14 +622,16 @@ static void pool_recycles(size_t member, int level)
 	cr_assert_eq(source_env_new(&cfg, &env), 0);
 	cr_assert_eq(source_open(env, path, &s), 0);
 	cr_assert_eq(source_extent(s, 0, &have), 0, "streamed while the pass runs");
-	r = (struct poolrd){ s, z, zn, 77 };
-	cr_assert_eq(pthread_create(&t, NULL, pool_reader, &r), 0);
+	/* random reads far ahead of the pass while it runs (it runs ahead
+	 * to them, evicting spans the in-order reader has not read yet) */
+	r = (struct racer){ s, z, zn, 77, 0 };
+	cr_assert_eq(pthread_create(&t, NULL, race, &r), 0);
 	read_through(s, z, zn, 100000);
 	pthread_join(t, NULL);
 	cr_assert_eq(source_extent(s, UINT64_MAX, &have), 1);
 	cr_assert_eq(have, zn);
 	read_through(s, z, zn, 3 * SPAN / 2);	/* after the pass: misses */
-	pool_reader(&r);
+	race(&r);
 	source_env_zbuffers(env, &made, &spare);
 	/* 128 spans of 64 KiB, each inflated at least twice: recycled, the
 	 * buffers alive at once are the cache's (one or two: each is charged
