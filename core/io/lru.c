@@ -12,7 +12,10 @@
  * Memory: entries are per block, allocated on insert and recycled through a
  * free list, so a steady-state miss costs no allocation beyond the block
  * data the caller hands over.  The byte bound counts block data plus entry
- * overhead.  Not for: per-sample objects, or keys the caller cannot make
+ * overhead.  A cache whose blocks come from a pool (zsource's spans,
+ * zpool.h) gives them back through a release hook instead of free(),
+ * called under the lock, and charges each the memory its buffer holds.
+ * Not for: per-sample objects, or keys the caller cannot make
  * unique (key_base + block index).
  */
 #include "io/lru.h"
@@ -38,9 +41,37 @@ struct lru {
 	size_t n;                      /* entries in the table */
 	struct lru_ent head;           /* sentinel: head.next = most recent */
 	struct lru_ent *free;          /* recycled entries */
+	void (*release)(void *arg, void *data, size_t len);   /* NULL: free() */
+	size_t (*held)(void *arg, size_t len);                /* NULL: len */
+	void *release_arg;
 };
 
-#define ENT_COST(len) ((uint64_t)(len) + sizeof(struct lru_ent))
+/* What a block of len bytes is charged: the memory its data holds
+ * (lru_set_release) and its entry. */
+static uint64_t ent_cost(const struct lru *c, size_t len)
+{
+	size_t held = c->held ? c->held(c->release_arg, len) : len;
+
+	return (uint64_t)held + sizeof(struct lru_ent);
+}
+
+/* Drops a block's data (lock held, or the cache not shared). */
+static void drop_data(struct lru *c, void *data, size_t len)
+{
+	if (c->release)
+		c->release(c->release_arg, data, len);
+	else
+		free(data);
+}
+
+void lru_set_release(struct lru *c,
+		     void (*release)(void *arg, void *data, size_t len),
+		     size_t (*held)(void *arg, size_t len), void *arg)
+{
+	c->release = release;
+	c->held = held;
+	c->release_arg = arg;
+}
 
 static size_t bucket(const struct lru *c, uint64_t key)
 {
@@ -75,7 +106,7 @@ void lru_free(struct lru *c)
 		return;
 	for (e = c->head.next; e != &c->head; e = next) {
 		next = e->next;
-		free(e->data);
+		drop_data(c, e->data, e->len);
 		free(e);
 	}
 	for (e = c->free; e; e = next) {
@@ -117,9 +148,9 @@ static void evict_one(struct lru *c)
 
 	*pp = e->hnext;
 	list_unlink(e);
-	c->bytes -= ENT_COST(e->len);
+	c->bytes -= ent_cost(c, e->len);
 	c->n--;
-	free(e->data);
+	drop_data(c, e->data, e->len);
 	e->data = NULL;
 	e->hnext = c->free;
 	c->free = e;
@@ -176,24 +207,24 @@ void lru_insert(struct lru *c, uint64_t key, void *data, size_t len)
 {
 	struct lru_ent **pp, *e;
 
-	if (ENT_COST(len) > c->max_bytes) {
-		free(data);
+	if (ent_cost(c, len) > c->max_bytes) {
+		drop_data(c, data, len);
 		return;
 	}
 	pthread_mutex_lock(&c->lock);
 	pp = find_slot(c, key);
 	if (*pp) {   /* another thread inflated the same block first */
-		free(data);
+		drop_data(c, data, len);
 		goto out;
 	}
 	e = c->free;
 	if (e)
 		c->free = e->hnext;
 	else if (!(e = malloc(sizeof(*e)))) {
-		free(data);   /* uncached is still correct */
+		drop_data(c, data, len);   /* uncached is still correct */
 		goto out;
 	}
-	while (c->bytes + ENT_COST(len) > c->max_bytes)
+	while (c->bytes + ent_cost(c, len) > c->max_bytes)
 		evict_one(c);
 	e->key = key;
 	e->data = data;
@@ -202,7 +233,7 @@ void lru_insert(struct lru *c, uint64_t key, void *data, size_t len)
 	e->hnext = NULL;
 	*pp = e;
 	list_push_front(c, e);
-	c->bytes += ENT_COST(len);
+	c->bytes += ent_cost(c, len);
 	c->n++;
 	maybe_grow(c);
 out:

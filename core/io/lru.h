@@ -20,10 +20,19 @@ void lru_free(struct lru *c);
 /* Copies len bytes at off of block `key` into out: 1 on hit, 0 on miss,
  * -EINVAL if [off, off + len) is not inside the cached block. */
 int lru_copy_out(struct lru *c, uint64_t key, size_t off, void *out, size_t len);
-/* Inserts a block (takes ownership of data, malloc'ed; freed on evict). If
- * the key is already present, data is freed.  Blocks larger than the whole
- * cache are freed and not kept. */
+/* Inserts a block (takes ownership of data, malloc'ed; freed on evict, or
+ * given to the release hook). If the key is already present, data is
+ * freed.  Blocks larger than the whole cache are freed and not kept. */
 void lru_insert(struct lru *c, uint64_t key, void *data, size_t len);
+/* For blocks from a pool (zpool.h): who takes an evicted or refused
+ * block's data instead of free(), release(arg, data, len), called under
+ * the cache's lock (so it must not call back into the cache); and what a
+ * block of len bytes is charged, held(arg, len) (the memory its buffer
+ * holds, which may be more than len), so the bound counts the memory.
+ * Set once, before the cache is used. */
+void lru_set_release(struct lru *c,
+		     void (*release)(void *arg, void *data, size_t len),
+		     size_t (*held)(void *arg, size_t len), void *arg);
 /* Current use: bytes charged (data plus per-entry overhead) and entries. */
 void lru_usage(struct lru *c, uint64_t *bytes, uint64_t *entries);
 

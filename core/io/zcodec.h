@@ -102,6 +102,12 @@ struct zpass;
  * the codec's own checks, with crc32_combine).  0 or -errno (-EFBIG: too
  * long without a point, see zsource.c). */
 int zpass_output(struct zpass *p, const void *data, size_t n, uint32_t *crc);
+/* Where the codec may put its next output: *avail bytes (> 0) there,
+ * inside the buffer of the span being kept (so zpass_output of them, at
+ * that address, copies nothing) or else a scratch buffer of the
+ * recorder's; valid until the next zpass_* call but zpass_output.  NULL
+ * on ENOMEM.  A codec may as well output from its own buffers. */
+unsigned char *zpass_outbuf(struct zpass *p, size_t *avail);
 /* 1 if a point here would be kept (span bytes since the last one). */
 int zpass_want(const struct zpass *p);
 /* A place the codec can restart from: compressed byte `in`, `bits` of

@@ -40,8 +40,6 @@
 
 #include "log.h"
 
-#define OUTCHUNK (256u << 10)  /* the pass's output buffer */
-
 /* RFC 1952 header flags */
 #define F_HCRC    0x02
 #define F_EXTRA   0x04
@@ -155,36 +153,43 @@ static int feed(struct zin *in, z_stream *zs)
 
 /*
  * One member's deflate data, in the pass: 0 at its end (*crc, *isize
- * of what it gave), 1 when it is damaged (said), -errno.  It gives at
- * most `limit` bytes: with one more to come (inflate is offered a byte
- * past the limit, never handed on) the stream is damaged, so a raw
+ * of what it gave), 1 when it is damaged (said), -errno.  zlib inflates
+ * straight into the buffer of the span being kept (zpass_outbuf).  It
+ * gives at most `limit` bytes: with one more to come (inflate is offered
+ * a byte past the limit, never handed on) the stream is damaged, so a raw
  * stream never gives more than its directory declares (a bomb costs no
  * more than the declared size).  `cut`: what a truncated one is called.
  */
 static int scan_member(struct zin *in, struct zpass *p, z_stream *zs,
-		       unsigned char *out, uint64_t mstart, uLong *crc,
-		       uint64_t *isize, uint64_t limit, const char *cut)
+		       uint64_t mstart, uLong *crc, uint64_t *isize,
+		       uint64_t limit, const char *cut)
 {
-	uint64_t room;
+	unsigned char *out;
+	uint64_t left;
 	int ret, rc;
 	uint32_t c;
-	size_t got;
+	size_t got, room;
 
 	for (;;) {
 		/* at the source's end inflate may still finish: a raw stream's
 		 * last block ends with its last byte (gzip's trailer follows) */
 		if (!zs->avail_in && (rc = feed(in, zs)) < 0)
 			return rc;
-		room = limit - *isize;
+		if (!(out = zpass_outbuf(p, &room)))
+			return -ENOMEM;
+		left = limit - *isize;
+		if (room > left)	/* room for one byte past the limit */
+			room = (size_t)left + 1;
 		zs->next_out = out;
-		zs->avail_out = room >= OUTCHUNK ? OUTCHUNK : (uInt)room + 1;
+		zs->avail_out = room < UINT32_MAX ? (uInt)room : UINT32_MAX;
+		room = zs->avail_out;
 		ret = inflate(zs, Z_BLOCK);
 		in->pos = (size_t)(zs->next_in - in->buf);
-		got = (size_t)(zs->next_out - out);
-		if (got > room) {	/* the declared bytes, then the damage */
-			if (room && (rc = zpass_output(p, out, (size_t)room, &c)) < 0)
+		got = room - zs->avail_out;
+		if (got > left) {	/* the declared bytes, then the damage */
+			if (left && (rc = zpass_output(p, out, (size_t)left, &c)) < 0)
 				return rc;
-			*isize += room;
+			*isize += left;
 			zpass_damaged(p, mstart, "inflates past its declared size",
 				      zin_tell(in));
 			return 1;
@@ -240,14 +245,13 @@ static int check_trailer(struct zin *in, struct zpass *p, uint64_t mstart,
 
 static int gz_scan(struct zin *in, struct zpass *p)
 {
-	unsigned char *out = malloc(OUTCHUNK);
 	z_stream zs;
 	uint64_t total = 0, isize, hoff;
 	uLong crc;
 	int rc = -ENOMEM;
 
 	memset(&zs, 0, sizeof(zs));
-	if (!out || inflateInit2(&zs, -15) != Z_OK)
+	if (inflateInit2(&zs, -15) != Z_OK)
 		goto out;
 	for (;;) {
 		hoff = zin_tell(in);
@@ -269,7 +273,7 @@ static int gz_scan(struct zin *in, struct zpass *p)
 		zs.avail_in = 0;
 		crc = crc32(0, NULL, 0);
 		isize = 0;
-		rc = scan_member(in, p, &zs, out, total, &crc, &isize,
+		rc = scan_member(in, p, &zs, total, &crc, &isize,
 				 UINT64_MAX, "truncated gzip member");
 		if (rc == 0)
 			rc = check_trailer(in, p, total, crc, isize);
@@ -281,7 +285,6 @@ static int gz_scan(struct zin *in, struct zpass *p)
 	}
 out:
 	inflateEnd(&zs);
-	free(out);
 	return rc;
 }
 
@@ -466,7 +469,6 @@ static void raw_check(struct zin *in, struct zpass *p,
 static int raw_scan(struct zin *in, struct zpass *p)
 {
 	const struct zexpect *want = zpass_expect(p);
-	unsigned char *out = malloc(OUTCHUNK);
 	uint64_t isize = 0;
 	uLong crc = crc32(0, NULL, 0);
 	z_stream zs;
@@ -477,18 +479,17 @@ static int raw_scan(struct zin *in, struct zpass *p)
 		rc = -EINVAL;	/* a caller's bug: zsource gives it */
 		goto out;
 	}
-	if (!out || inflateInit2(&zs, -15) != Z_OK)
+	if (inflateInit2(&zs, -15) != Z_OK)
 		goto out;
 	if ((rc = zpass_point(p, 0, 0, 1)) < 0)
 		goto out;
-	rc = scan_member(in, p, &zs, out, 0, &crc, &isize, want->usize,
+	rc = scan_member(in, p, &zs, 0, &crc, &isize, want->usize,
 			 "truncated deflate stream");
 	if (rc == 0)
 		raw_check(in, p, want, crc, isize);
 	rc = rc > 0 ? 0 : rc;
 out:
 	inflateEnd(&zs);
-	free(out);
 	return rc;
 }
 

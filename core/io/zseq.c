@@ -125,7 +125,7 @@ static int seq_pass_span(const struct zseq_view *v, struct zseq *q,
 {
 	uint64_t j = q->j;
 	size_t len = (size_t)(v->pts[j + 1].out - v->pts[j].out), k, done;
-	unsigned char *keep = i - j <= SEQ_CACHE ? malloc(len ? len : 1) : NULL;
+	unsigned char *keep = i - j <= SEQ_CACHE ? v->get(v->arg, len ? len : 1) : NULL;
 	int rc = 0;
 
 	for (done = 0; rc == 0 && done < len; done += k) {

@@ -32,6 +32,8 @@ struct zseq_view {
 	void (*passed)(void *arg, uint64_t j, unsigned char *buf, size_t len);
 	/* after a span read: the decoder produced uncompressed [from, to) */
 	void (*decoded)(void *arg, uint64_t from, uint64_t to);
+	/* a buffer for such a span (zsource's pool: the cache's buffers) */
+	void *(*get)(void *arg, size_t len);
 	void *arg;
 };
 

@@ -41,7 +41,9 @@
  * inflates it from its point (no lock held: readers of different spans
  * run in parallel; two readers of the same span may both inflate it, and
  * the second copy is dropped), checks its bytes against the pass's
- * CRC-32s (one per 64 KiB), and inserts it.  In no-wait mode a miss is
+ * CRC-32s (one per 64 KiB), and inserts it.  Spans are inflated, by the
+ * pass and by misses alike, into buffers of the mount's pool (zpool.h),
+ * which the cache gives back as it evicts them (see struct zenv).  In no-wait mode a miss is
  * -EAGAIN: inflating is left to a thread that may wait.  Codecs that
  * restart only at block or frame starts (xz, zstd, bzip2) read whole
  * spans through a decoder (zcodec.h, dec_*) that zseq.c keeps between
@@ -87,19 +89,31 @@
 
 #include "clock.h"
 #include "io/lru.h"
+#include "io/zpool.h"
 #include "log.h"
 
 #define SPAN_READ    (256u << 10)   /* a span read's reads */
 #define SNIFF        16
+#define POOL_SPARE   4              /* span buffers kept unused, a mount */
 
 static const char *const suffixes[] = {
 	".gz", ".tgz", ".bgz", ".gzip", ".xz", ".txz", ".zst", ".tzst",
 	".bz2", ".tbz2", ".tbz",
 };
 
-/* Per-mount state (env->z). */
+/*
+ * Per-mount state (env->z).  Span buffers: every span in the cache was
+ * inflated into a buffer of the pool (by the pass, zpass_outbuf, or by a
+ * read miss), and the cache gives each one it evicts or refuses back to
+ * the pool (lru_set_release), which keeps POOL_SPARE of them: once the
+ * cache is full, a span is inflated into memory an evicted one held, not
+ * into fresh pages.  A buffer is owned by exactly one of: the pool, the
+ * cache, or the one thread inflating into it (the pass thread for its
+ * current span, a FUSE worker for its miss) until it inserts it.
+ */
 struct zenv {
 	struct lru *cache;
+	struct zpool *pool;
 	atomic_uint next_id;
 	const struct zsource_store *store;
 	void *store_arg;
@@ -294,7 +308,15 @@ static void seq_passed(void *arg, uint64_t j, unsigned char *buf, size_t len)
 		lru_insert(z->ze->cache, z->id << 33 | j << 1 | 1, buf, len);
 		return;
 	}
-	free(buf);
+	zpool_put(z->ze->pool, buf, len);
+}
+
+/* A span buffer for len bytes (zpool.h), for the pass and zseq.c. */
+static void *span_buf(void *arg, size_t len)
+{
+	struct zsrc *z = arg;
+
+	return zpool_get(z->ze->pool, len);
 }
 
 /* What a span read decoded (zseq.c), to the env's instrumentation. */
@@ -311,7 +333,7 @@ static struct zseq_view view_of(struct zsrc *z)
 	struct zseq_view v = {
 		.in = z->in, .codec = z->codec, .pts = z->pts, .npts = z->npts,
 		.usize = z->usize, .passed = seq_passed, .decoded = seq_decoded,
-		.arg = z,
+		.get = span_buf, .arg = z,
 	};
 
 	return v;
@@ -330,12 +352,13 @@ static int decode_span(struct zsrc *z, uint64_t i, struct zin *in,
 }
 
 /* Inflates the first len bytes of span i (whole chunks, or the whole
- * span) into a new buffer, checked: 0 or -errno (said). */
+ * span) into a buffer of the pool, checked: 0 or -errno (said). */
 static int inflate_span(struct zsrc *z, uint64_t i, size_t len,
 			unsigned char **out)
 {
 	const struct zpoint *pt = &z->pts[i];
-	unsigned char *buf = malloc(len ? len : 1), *win = malloc(ZWINDOW);
+	unsigned char *buf = zpool_get(z->ze->pool, len ? len : 1);
+	unsigned char *win = malloc(ZWINDOW);
 	struct zin in;
 	const char *why = NULL;
 	int rc = zin_init(&in, z->in, SPAN_READ);
@@ -362,7 +385,7 @@ static int inflate_span(struct zsrc *z, uint64_t i, size_t len,
 	buf = NULL;
 	rc = 0;
 out:
-	free(buf);
+	zpool_put(z->ze->pool, buf, len ? len : 1);
 	free(win);
 	free(in.buf);
 	return rc;
@@ -651,6 +674,18 @@ static int z_claims(const char *uri)
 	return 0;	/* chosen by content, in zsource_wrap */
 }
 
+/* The span cache's release hook: evicted spans go back to the pool. */
+static void pool_release(void *arg, void *data, size_t len)
+{
+	zpool_put(arg, data, len);
+}
+
+/* What the cache charges a span buffer: the memory it holds. */
+static size_t pool_held(void *arg, size_t len)
+{
+	return zpool_held(arg, len);
+}
+
 static int z_env_init(struct source_env *env)
 {
 	struct zenv *ze = calloc(1, sizeof(*ze));
@@ -670,10 +705,13 @@ static int z_env_init(struct source_env *env)
 	}
 	ze->eng = e && !strcmp(e, "zlib") ? ZENGINE_ZLIB : ZENGINE_FAST;
 	ze->cache_bytes = cache ? cache : ZSOURCE_CACHE_DEFAULT;
-	if (!(ze->cache = lru_new(ze->cache_bytes))) {
+	if (!(ze->pool = zpool_new(zspan_buf(ze->span), POOL_SPARE)) ||
+	    !(ze->cache = lru_new(ze->cache_bytes))) {
+		zpool_free(ze->pool);
 		free(ze);
 		return -ENOMEM;
 	}
+	lru_set_release(ze->cache, pool_release, pool_held, ze->pool);
 	env->z = ze;
 	return 0;
 }
@@ -684,7 +722,8 @@ static void z_env_fini(struct source_env *env)
 
 	if (!ze)
 		return;
-	lru_free(ze->cache);
+	lru_free(ze->cache);	/* gives its spans to the pool: first */
+	zpool_free(ze->pool);
 	free(ze);
 	env->z = NULL;
 }
@@ -717,6 +756,14 @@ void source_env_zdecoded(struct source_env *env, zsource_decoded_fn fn,
 
 	ze->decoded = fn;
 	ze->decoded_arg = arg;
+}
+
+void source_env_zbuffers(struct source_env *env, unsigned long *made,
+			 unsigned *spare)
+{
+	struct zenv *ze = env->z;
+
+	zpool_usage(ze->pool, made, spare);
 }
 
 int source_is_decompressed(const struct source *s)
@@ -856,7 +903,7 @@ static void *pass_main(void *arg)
 {
 	struct zsrc *z = arg;
 	struct zrun *r = z->run;
-	struct zspans out = { pass_keep, z };
+	struct zspans out = { pass_keep, span_buf, z };
 	const uint8_t *blob = NULL;
 	size_t len = 0;
 	int rc = ztable_build(z->in, z->codec, z->ze->span, z->want, &out,

@@ -89,6 +89,11 @@ typedef void (*zsource_decoded_fn)(void *arg, const struct source *s,
 void source_env_zdecoded(struct source_env *env, zsource_decoded_fn fn,
 			 void *arg);
 
+/* The span buffers env's decompressing sources have made so far and the
+ * unused ones its pool keeps now (zpool.h; for tests and stats). */
+void source_env_zbuffers(struct source_env *env, unsigned long *made,
+			 unsigned *spare);
+
 /* 1 if s reads the uncompressed bytes of a compressed source. */
 int source_is_decompressed(const struct source *s);
 

@@ -8,8 +8,10 @@
  * ring and the current span's CRC-32s; windows and CRC-32s go to an
  * unlinked scratch file ($TMPDIR) as they come, so the pass's memory is
  * bounded whatever the stream's size (plus the current span's bytes,
- * when the caller takes them: struct zspans).  Then the points and the
- * header are written and the file mapped: the blob.
+ * when the caller takes them: struct zspans; a codec that asks for
+ * zpass_outbuf inflates them there, into the buffer the span is kept in,
+ * so the span is never copied).  Then the points and the header are
+ * written and the file mapped: the blob.
  *
  * Not for: reads, the cache, the store (zsource.c); formats (zgzip.c).
  */
@@ -25,9 +27,11 @@
 #include <zlib.h>
 
 #include "clock.h"
+#include "io/zpool.h"
 #include "log.h"
 
 #define PASS_READ    (1u << 20)     /* the pass's reads of the source */
+#define PASS_OUT     (256u << 10)   /* its scratch output (spans not kept) */
 
 /* The codec table: sniffed in order (raw deflate never matches: it is
  * only opened by name, zsource_wrap_deflate, and found by its id). */
@@ -138,8 +142,10 @@ struct zpass {
 	struct { uint64_t from, to; } *bad;
 	size_t nbad, badcap;
 	const struct zspans *keep;    /* NULL, or where the spans go */
-	unsigned char *kbuf;          /* the current span's bytes, for keep */
+	unsigned char *kbuf;          /* the current span's bytes, for keep
+				       * (keep->get's, grown by realloc) */
 	size_t klen, kcap;
+	unsigned char *obuf;          /* zpass_outbuf's when not keeping */
 	int kskip;                    /* the current span's bytes are not
 				       * kept (keep said so, or ENOMEM) */
 };
@@ -190,39 +196,85 @@ static void ring_put(struct zpass *p, const unsigned char *d, size_t n)
 	}
 }
 
-/* The current span's bytes, for keep. */
-static void keep_put(struct zpass *p, const void *d, size_t n)
+/* Room for n more bytes in the kept span's buffer (got from keep->get at
+ * the span's first byte, doubled by realloc when full): 0, or -ENOMEM,
+ * and the span is not kept (only a saving lost). */
+static int keep_room(struct zpass *p, size_t n)
 {
-	size_t c = p->kcap ? p->kcap : p->span + ZCHUNK;
+	size_t c = p->kcap ? p->kcap : zspan_buf(p->span);
 	void *q;
 
-	if (!p->keep || p->kskip)
-		return;
+	if (p->kbuf && p->klen + n <= p->kcap)
+		return 0;
 	while (c < p->klen + n)
 		c *= 2;
-	if (c != p->kcap) {
-		if (!(q = realloc(p->kbuf, c))) {
-			p->kskip = 1;	/* only a saving lost */
-			free(p->kbuf);
-			p->kbuf = NULL;
-			return;
-		}
-		p->kbuf = q;
-		p->kcap = c;
+	q = p->kbuf ? realloc(p->kbuf, c) : p->keep->get(p->keep->arg, c);
+	if (!q) {
+		p->kskip = 1;
+		free(p->kbuf);
+		p->kbuf = NULL;
+		p->klen = p->kcap = 0;
+		return -ENOMEM;
 	}
+	p->kbuf = q;
+	p->kcap = c;
+	return 0;
+}
+
+/* The current span's bytes, for keep: already there when the codec
+ * inflated them in place (zpass_outbuf), else copied. */
+static void keep_put(struct zpass *p, const void *d, size_t n)
+{
+	if (!p->keep || p->kskip)
+		return;
+	if (p->kbuf && d == p->kbuf + p->klen) {
+		p->klen += n;
+		return;
+	}
+	if (keep_room(p, n) < 0)
+		return;
 	memcpy(p->kbuf + p->klen, d, n);
 	p->klen += n;
+}
+
+unsigned char *zpass_outbuf(struct zpass *p, size_t *avail)
+{
+	if (p->keep && !p->kskip && keep_room(p, 1) == 0) {
+		*avail = p->kcap - p->klen;
+		return p->kbuf + p->klen;
+	}
+	if (!p->obuf && !(p->obuf = malloc(PASS_OUT)))
+		return NULL;
+	*avail = PASS_OUT;
+	return p->obuf;
+}
+
+/* A kept span's buffer holds what the pool's rule says a buffer of its
+ * length holds (zpool.h), so the cache charges it and gives it back
+ * right: one got whole for a short span (the last, a short stream) or
+ * grown past it is cut to the span's length (in place: realloc shrinks
+ * without copying); NULL when that fails, the span not kept. */
+static void *keep_fit(struct zpass *p)
+{
+	void *q;
+
+	if (p->kcap == zspan_buf(p->span) && zpool_sized(p->kcap, p->klen))
+		return p->kbuf;
+	if (!(q = realloc(p->kbuf, p->klen ? p->klen : 1)))
+		free(p->kbuf);
+	return q;
 }
 
 /* Span i (len bytes) has ended: its bytes go to keep, which says whether
  * it wants the next span's.  0 or keep's -errno. */
 static int keep_span(struct zpass *p, uint64_t i, size_t len)
 {
-	void *buf = p->kskip ? NULL : p->kbuf;
+	void *buf;
 	int rc;
 
 	if (!p->keep)
 		return 0;
+	buf = p->kskip || !p->kbuf ? NULL : keep_fit(p);
 	if (p->kskip)
 		free(p->kbuf);
 	p->kbuf = NULL;
@@ -579,6 +631,7 @@ out:
 		free(p->bad);
 		free(p->crcs);
 		free(p->kbuf);
+		free(p->obuf);
 	}
 	free(p);
 	free(in.buf);

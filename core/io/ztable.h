@@ -44,7 +44,7 @@ int zin_init(struct zin *in, struct source *src, size_t cap);
 
 /*
  * Where the pass's output also goes, span by span: keep(arg, i, buf, len)
- * as soon as span i ends (buf malloc'ed, the callee owns it; NULL when
+ * as soon as span i ends (buf from get, the callee owns it; NULL when
  * it could not be kept, ENOMEM: the span's length still says where the
  * next one starts), so that a reader going through the file in order
  * while the pass runs (a tar index build: zsource.c) takes its bytes
@@ -52,12 +52,27 @@ int zin_init(struct zin *in, struct source *src, size_t cap);
  * then waits: its memory stays bounded).  keep returns 1 for the next
  * span's bytes, 0 for its length only (nobody is reading in order: no
  * copy), or -errno, which ends the pass (the source was closed).  The
- * first span's bytes are always given.
+ * first span's bytes are always given.  get(arg, len) gives the buffer a
+ * kept span is inflated into (zpass_outbuf: no copy), of at least len
+ * bytes (zspan_buf: a buffer of zsource's pool, zpool.h); one a span
+ * outgrows is grown by realloc, and keep gets a buffer holding what the
+ * pool's rule says one of its length holds (cut to it when not).
  */
 struct zspans {
 	int (*keep)(void *arg, uint64_t i, void *buf, size_t len);
+	void *(*get)(void *arg, size_t len);
 	void *arg;
 };
+
+/* The size of a span buffer for spans of `span` bytes: the span ends at
+ * the first restart point past `span` bytes, mostly less than a deflate
+ * block later (longer ones get buffers of their own); at most 1.25 span,
+ * so that a whole span is always more than 3/4 of a buffer (zpool.h:
+ * pooled). */
+static inline size_t zspan_buf(uint64_t span)
+{
+	return (size_t)(span + (span / 4 < ZCHUNK ? span / 4 : ZCHUNK));
+}
 
 /*
  * The pass: reads the whole of src with codec c, a point every `span`

@@ -1,6 +1,8 @@
 /*
  * test_lru.c - core/io/lru.c: hits and misses, recency order, the byte bound,
- * ownership of inserted data (leaks show under ASan), and 8 threads
+ * ownership of inserted data (leaks show under ASan), the release hook
+ * (every block dropped goes through it once, with its length; blocks
+ * charged at least the pool's unit), and 8 threads
  * hammering one cache while checking every byte they copy out.
  */
 #include <criterion/criterion.h>
@@ -166,4 +168,88 @@ Test(lru, eight_thread_hammer)
 	cr_assert_leq(bytes, 1 << 20);
 	cr_assert_gt(n, 50);
 	lru_free(c);
+}
+
+/* What the release hook saw: blocks by key (their first byte's value
+ * tells the key), and their lengths. */
+struct released {
+	int n;
+	size_t bytes;
+	uint8_t first[16];
+};
+
+static void on_release(void *arg, void *data, size_t len)
+{
+	struct released *r = arg;
+
+	cr_assert(r->n < 16);
+	r->first[r->n++] = len ? *(uint8_t *)data : 0;
+	r->bytes += len;
+	free(data);
+}
+
+Test(lru, release_hook_takes_every_dropped_block)
+{
+	struct released r = { 0 };
+	struct lru *c = lru_new(3 * 1000 + 3 * 64 + 500);
+	uint8_t b[1];
+
+	lru_set_release(c, on_release, NULL, &r);
+	lru_insert(c, 1, make_block(1, 1000), 1000);
+	lru_insert(c, 2, make_block(2, 1000), 1000);
+	lru_insert(c, 3, make_block(3, 1000), 1000);
+	cr_assert_eq(r.n, 0);
+	lru_insert(c, 4, make_block(4, 1000), 1000);	/* evicts 1 */
+	cr_assert_eq(r.n, 1);
+	cr_assert_eq(r.first[0], (uint8_t)(1 * 31), "the evicted block, key 1");
+	cr_assert_eq(r.bytes, 1000);
+	lru_insert(c, 4, make_block(9, 999), 999);	/* present: refused */
+	cr_assert_eq(r.n, 2);
+	cr_assert_eq(r.first[1], (uint8_t)(9 * 31));
+	cr_assert_eq(r.bytes, 1999);
+	lru_insert(c, 5, make_block(5, 10000), 10000);	/* larger than all */
+	cr_assert_eq(r.n, 3);
+	cr_assert_eq(r.bytes, 11999);
+	cr_assert_eq(lru_copy_out(c, 4, 0, b, 1), 1);
+	cr_assert(block_ok(4, 0, b, 1), "the kept block is untouched");
+	lru_free(c);	/* 2, 3, 4 */
+	cr_assert_eq(r.n, 6);
+	cr_assert_eq(r.bytes, 14999);
+}
+
+/* As a pool of 4000-byte buffers says: blocks of 2001-4000 bytes hold
+ * 4000, others their length. */
+static size_t held4000(void *arg, size_t len)
+{
+	return len > 2000 && len <= 4000 ? 4000 : len;
+}
+
+/* Blocks are charged what they hold: the bound counts the pool's
+ * buffers, not the bytes in them. */
+Test(lru, release_charges_the_buffer)
+{
+	struct released r = { 0 };
+	struct lru *c = lru_new(3 * (4000 + 64) + 200);
+	uint64_t bytes, n;
+
+	lru_set_release(c, on_release, held4000, &r);
+	lru_insert(c, 1, make_block(1, 2100), 2100);
+	lru_insert(c, 2, make_block(2, 2100), 2100);
+	lru_insert(c, 3, make_block(3, 2100), 2100);
+	lru_usage(c, &bytes, &n);
+	cr_assert_eq(n, 3);
+	cr_assert(bytes >= 3 * 4000, "charged %llu", (unsigned long long)bytes);
+	lru_insert(c, 6, make_block(6, 50), 50);	/* short: its length */
+	cr_assert_eq(r.n, 0, "room for a short one");
+	lru_insert(c, 4, make_block(4, 2100), 2100);	/* a fourth buffer: evicts 1 */
+	cr_assert_eq(r.n, 1);
+	cr_assert_eq(r.first[0], (uint8_t)31);
+	lru_insert(c, 5, make_block(5, 5000), 5000);	/* evicts 2 and 3 */
+	lru_usage(c, &bytes, &n);
+	cr_assert_eq(n, 3);
+	cr_assert(bytes > 4000 + 50 + 5000 && bytes - (4000 + 50 + 5000) < 3 * 128,
+		  "charged %llu: 4, 6 and 5 as they hold, and 3 entries",
+		  (unsigned long long)bytes);
+	lru_free(c);
+	cr_assert_eq(r.bytes, 4 * 2100 + 50 + 5000);
 }

@@ -9,7 +9,11 @@
  * others.  The first open's pass runs in a thread: readers racing it, at
  * offsets ahead of it, from several threads, get the original bytes; a
  * pass that meets damage while a read waits wakes it, and bytes read
- * before the damage was known make source_extent fail (EIO).
+ * before the damage was known make source_extent fail (EIO).  Span
+ * buffers are recycled (zpool.c): with a cache of a few spans, spans
+ * evicted while the pass fills others, a file read through three times
+ * against zlib's own inflate of it (gzread) makes no more buffers than the
+ * cache, the readers and the pool's spares hold at once.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -557,6 +561,93 @@ static void stream_damaged(long where, int cut)
 
 Test(zsource, pass_meets_truncation_while_read_waits) { stream_damaged(0, 1); }
 Test(zsource, pass_meets_bad_crc_while_read_waits)    { stream_damaged(300000, 0); }
+
+/* ---- span buffers recycled (zpool.c) ---- */
+
+/* zlib's own inflate of the whole file, every member (gzread): the
+ * oracle, independent of the bytes the file was made from. */
+static unsigned char *zlib_inflate_file(const char *path, size_t *n)
+{
+	gzFile g = gzopen(path, "rb");
+	size_t cap = 1 << 20;
+	unsigned char *d = malloc(cap);
+	int got;
+
+	cr_assert(g && d);
+	*n = 0;
+	while ((got = gzread(g, d + *n, (unsigned)(cap - *n))) > 0) {
+		*n += (size_t)got;
+		if (*n == cap)
+			cr_assert((d = realloc(d, cap *= 2)));
+	}
+	cr_assert_eq(got, 0);
+	gzclose(g);
+	return d;
+}
+
+/* Reads the whole source in order, `step` bytes at a time, against d. */
+static void read_through(struct source *s, const unsigned char *d, size_t n,
+			 size_t step)
+{
+	unsigned char *buf = malloc(step);
+	size_t off, want;
+
+	cr_assert(buf);
+	for (off = 0; off < n; off += step) {
+		want = n - off < step ? n - off : step;
+		cr_assert_eq(source_pread(s, buf, step, off), (ssize_t)want);
+		cr_assert(!memcmp(buf, d + off, want), "bytes differ at %zu", off);
+	}
+	free(buf);
+}
+
+static void pool_recycles(size_t member, int level)
+{
+	size_t n = 8u << 20, zn;
+	unsigned char *d = make_data(n, 31), *z;
+	struct source_config cfg = { .span_bytes = SPAN, .span_cache_bytes = 4 * SPAN };
+	struct source_env *env;
+	struct source *s;
+	struct racer r;
+	pthread_t t;
+	char path[128];
+	uint64_t have;
+	unsigned long made;
+	unsigned spare;
+
+	snprintf(path, sizeof(path), "%s/pool.gz", dir);
+	write_gz(path, d, n, member, level);
+	z = zlib_inflate_file(path, &zn);
+	cr_assert_eq(zn, n);
+	cr_assert_eq(source_env_new(&cfg, &env), 0);
+	cr_assert_eq(source_open(env, path, &s), 0);
+	cr_assert_eq(source_extent(s, 0, &have), 0, "streamed while the pass runs");
+	/* random reads far ahead of the pass while it runs (it runs ahead
+	 * to them, evicting spans the in-order reader has not read yet) */
+	r = (struct racer){ s, z, zn, 77, 0 };
+	cr_assert_eq(pthread_create(&t, NULL, race, &r), 0);
+	read_through(s, z, zn, 100000);
+	pthread_join(t, NULL);
+	cr_assert_eq(source_extent(s, UINT64_MAX, &have), 1);
+	cr_assert_eq(have, zn);
+	read_through(s, z, zn, 3 * SPAN / 2);	/* after the pass: misses */
+	race(&r);
+	source_env_zbuffers(env, &made, &spare);
+	/* 128 spans of 64 KiB, each inflated at least twice: recycled, the
+	 * buffers alive at once are the cache's (one or two: each is charged
+	 * its 192 KiB buffer), the pass's, two readers' and the pool's 4
+	 * spares (without the cache's release hook: about 800 made) */
+	cr_assert(made <= 12, "%lu span buffers made", made);
+	cr_assert(made >= 2, "%lu span buffers made", made);
+	cr_assert(spare <= 4, "%u kept unused", spare);
+	source_close(s);
+	source_env_free(env);
+	free(z);
+	free(d);
+}
+
+Test(zsource, pool_recycles_spans)          { pool_recycles(0, 6); }
+Test(zsource, pool_recycles_spans_members)  { pool_recycles(300000, 1); }
 
 /* The table checker on junk: never crashes, refuses. */
 Test(zsource, blob_check_junk)
