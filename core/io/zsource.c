@@ -11,26 +11,8 @@
  * access-point table then comes from the mount's store (zsource_store:
  * the index layer), checked; else from the pass, saved to the store.
  *
- * Growing: the pass runs in a thread of the source (struct zrun), started
- * by the first read, source_extent or source_stamp, so that the reads
- * that follow a first open (the tar index build, from the start) take
- * the bytes the pass inflates instead of inflating them again: one
- * inflation at the first mount, the pass (zlib) and the reader on two
- * cores.  The pass hands each span, whole, to the cache as it ends; once
- * a reader has called source_extent (it streams: it will ask at the end
- * whether what it read was sound), a read of bytes the pass has not
- * reached waits for them (its end, error or cancellation wakes the read),
- * and other reads wait for the end (bytes checked, as before); the pass waits when it is `ahead` bytes
- * past the furthest byte asked for, so its memory stays the cache's and
- * a source nobody reads costs nothing.  Until the pass ends the size is
- * unknown: source_stamp waits for the end; source_extent says how far the
- * bytes go so far (the tar walk's bound, formats/tar.c); index
- * fingerprints take source_identity (the compressed file's stamp).  Spans
- * read while the pass ran are noted: when the pass then finds any of them
- * damaged (a CRC-32 known only at a member's end), source_extent fails
- * with EIO, so a build that read them fails as it would have had it read
- * them after the pass (EIO).  A span evicted before its reader got to it
- * makes that reader wait for the end and inflate it from the table.
+ * Growing: the first pass runs in a thread while readers take its spans
+ * (zrun.c: when it starts, what readers wait for, how it ends).
  *
  * The table (blob, ztable.h) is made by the pass and checked by
  * ztable.c; after the pass it is an unlinked scratch file, mapped, saved
@@ -64,8 +46,8 @@
  * pass runs, its thread and the readers share struct zrun, under its
  * mutex; the table, the size and the pass's result are written by the
  * pass thread before it clears `growing` (release) and read after a read
- * of it (acquire) or under that mutex.  Close cancels a running pass and
- * joins it.  Per mount: struct zenv (the cache, the store, the engine),
+ * of it (acquire) or under that mutex (zrun.c).  Close cancels a running
+ * pass and waits for its end.  Per mount: struct zenv (the cache, the store, the engine),
  * set up once.
  *
  * Not for: a codec's format (zgzip.c, zxz.c, zzstd.c, zbz2.c), the pass
@@ -75,6 +57,7 @@
 #include "io/backend.h"
 #include "io/zseq.h"
 #include "io/zsource.h"
+#include "io/zsource_int.h"
 #include "io/ztable.h"
 
 #include <errno.h>
@@ -99,70 +82,6 @@
 static const char *const suffixes[] = {
 	".gz", ".tgz", ".bgz", ".gzip", ".xz", ".txz", ".zst", ".tzst",
 	".bz2", ".tbz2", ".tbz",
-};
-
-/*
- * Per-mount state (env->z).  Span buffers: every span in the cache was
- * inflated into a buffer of the pool (by the pass, zpass_outbuf, or by a
- * read miss), and the cache gives each one it evicts or refuses back to
- * the pool (lru_set_release), which keeps POOL_SPARE of them: once the
- * cache is full, a span is inflated into memory an evicted one held, not
- * into fresh pages.  A buffer is owned by exactly one of: the pool, the
- * cache, or the one thread inflating into it (the pass thread for its
- * current span, a FUSE worker for its miss) until it inserts it.
- */
-struct zenv {
-	struct lru *cache;
-	struct zpool *pool;
-	atomic_uint next_id;
-	const struct zsource_store *store;
-	void *store_arg;
-	enum zengine eng;
-	uint64_t span;
-	uint64_t cache_bytes;         /* the cache's size */
-	atomic_uint nseq;             /* decoders kept by its sources (zseq.c) */
-	zsource_decoded_fn decoded;   /* set before reads, then only read */
-	void *decoded_arg;
-};
-
-/* Per-source state (s->priv). */
-struct zsrc {
-	struct source *in;            /* the compressed bytes */
-	const struct zcodec *codec;
-	struct zenv *ze;
-	uint64_t id;                  /* the cache's key base */
-	const uint8_t *blob;          /* the table, mapped */
-	size_t blob_len;
-	const struct zpoint *pts;
-	uint64_t npts, usize;
-	void *hold;                   /* the store's mapping, or NULL */
-	int own_map;                  /* 1: blob is our own mmap */
-	int no_pass;                  /* the store forbids a pass (-EPERM) */
-	struct zkeep keep;            /* xz, zstd: the decoder kept (zseq.h) */
-	struct source *outer;         /* the source z is the priv of */
-	struct zrun *run;             /* the first pass, or NULL (stored table) */
-	const struct zexpect *want;   /* raw deflate: &want_buf; else NULL */
-	struct zexpect want_buf;
-	atomic_int growing;           /* 1 until the pass's end is published */
-	int pass_rc;                  /* the pass failed: every read gives it */
-	int extent_rc;                /* -EIO: bytes read while it ran were
-				       * damaged (source_extent says it) */
-};
-
-/* The first pass while it runs (see Growing above); under mu. */
-struct zrun {
-	pthread_t tid;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;            /* a span ended, the end, a reader asked */
-	uint64_t *starts;             /* span i's first byte, spans ended so far */
-	uint8_t *touched;             /* 1: a reader took bytes of span i */
-	uint64_t nspans, cap;
-	uint64_t frontier;            /* bytes in the spans ended so far */
-	uint64_t asked;               /* the furthest byte a reader asked for */
-	uint64_t ahead;               /* the pass waits this far past `asked` */
-	int started, cancel, done;
-	int streamed;                 /* a reader called source_extent: reads
-				       * are served at the frontier */
 };
 
 _Static_assert(ZSPAN_HARD >= ZSOURCE_SPAN_MAX + (64ull << 20),
@@ -230,7 +149,7 @@ static int load_stored(struct zsrc *z)
  * reading its own copy (the pass's scratch mapping): mapping the saved
  * file again would only swap one copy for another, and say "using the
  * saved index" of a table this mount has just made. */
-static void save_table(struct zsrc *z)
+void zsrc_save_table(struct zsrc *z)
 {
 	const struct zsource_store *st = z->ze->store;
 
@@ -312,7 +231,7 @@ static void seq_passed(void *arg, uint64_t j, unsigned char *buf, size_t len)
 }
 
 /* A span buffer for len bytes (zpool.h), for the pass and zseq.c. */
-static void *span_buf(void *arg, size_t len)
+void *zsrc_span_buf(void *arg, size_t len)
 {
 	struct zsrc *z = arg;
 
@@ -333,7 +252,7 @@ static struct zseq_view view_of(struct zsrc *z)
 	struct zseq_view v = {
 		.in = z->in, .codec = z->codec, .pts = z->pts, .npts = z->npts,
 		.usize = z->usize, .passed = seq_passed, .decoded = seq_decoded,
-		.get = span_buf, .arg = z,
+		.get = zsrc_span_buf, .arg = z,
 	};
 
 	return v;
@@ -454,109 +373,6 @@ static int span_copy(struct zsrc *z, uint64_t i, size_t off, void *dst, size_t n
 	return 0;
 }
 
-/* ---- reads while the pass runs ---- */
-
-/* The span holding off among those ended (off < frontier); mu held. */
-static uint64_t run_span(const struct zrun *r, uint64_t off)
-{
-	uint64_t lo = 0, hi = r->nspans;
-
-	while (hi - lo > 1) {
-		uint64_t mid = lo + (hi - lo) / 2;
-
-		if (r->starts[mid] <= off)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-static void *pass_main(void *arg);
-
-/* Starts the pass on the first demand; mu held.  A thread that cannot be
- * made publishes the end at once, with the error. */
-static void run_start(struct zsrc *z)
-{
-	struct zrun *r = z->run;
-	int rc;
-
-	if (r->started)
-		return;
-	r->started = 1;
-	if ((rc = pthread_create(&r->tid, NULL, pass_main, z)) != 0) {
-		r->started = 0;
-		sfs_err("%s: cannot start its first pass: %s", source_name(z->in),
-			strerror(rc));
-		z->pass_rc = -rc;
-		r->done = 1;
-		atomic_store_explicit(&z->growing, 0, memory_order_release);
-	}
-}
-
-/* A reader asks for the bytes before `end`: the pass may go on to there
- * (and `ahead` past it); mu held. */
-static void run_ask(struct zsrc *z, uint64_t end)
-{
-	struct zrun *r = z->run;
-
-	run_start(z);
-	if (end > r->asked) {
-		r->asked = end;
-		pthread_cond_broadcast(&r->cv);
-	}
-}
-
-/*
- * The bytes [off, off + n) the pass has inflated, from the cache, waiting
- * for the pass to reach them; *done: how many were copied.  Stops short
- * (0) when the pass has ended meanwhile (the table reads the rest) or a
- * span was evicted (after waiting for the end, for the same reason);
- * -EAGAIN in no-wait mode where it would wait.  Only for a source a
- * reader streams (source_extent called: that reader learns at the end
- * whether the bytes were damaged); other reads wait for the end, so they
- * get bytes the pass has checked, as before the pass ran in a thread.
- */
-static int run_read(struct zsrc *z, void *buf, size_t n, uint64_t off,
-		    size_t *done)
-{
-	struct zrun *r = z->run;
-	uint64_t j, lo, hi, at;
-	size_t k;
-	int hit = 1;
-
-	pthread_mutex_lock(&r->mu);
-	if (!r->streamed)	/* verified bytes only: after the pass */
-		off = UINT64_MAX - n;
-	if (!r->done && r->frontier < off + n && source_nowait_mode()) {
-		pthread_mutex_unlock(&r->mu);
-		return -EAGAIN;
-	}
-	run_ask(z, off + n);
-	while (!r->done && r->frontier < off + n)
-		pthread_cond_wait(&r->cv, &r->mu);
-	while (!r->done && *done < n && hit) {
-		at = off + *done;
-		j = run_span(r, at);
-		lo = r->starts[j];
-		hi = j + 1 < r->nspans ? r->starts[j + 1] : r->frontier;
-		r->touched[j] = 1;
-		pthread_mutex_unlock(&r->mu);
-		k = hi - at < n - *done ? (size_t)(hi - at) : n - *done;
-		hit = lru_copy_out(z->ze->cache, z->id << 33 | j << 1 | 1,
-				   (size_t)(at - lo), (char *)buf + *done, k) == 1;
-		if (hit)
-			*done += k;
-		pthread_mutex_lock(&r->mu);
-	}
-	if (!hit)	/* evicted unread: the table will have it */
-		run_ask(z, UINT64_MAX);
-	while (!r->done && *done < n)
-		pthread_cond_wait(&r->cv, &r->mu);
-	pthread_mutex_unlock(&r->mu);
-	return 0;
-}
-
 static ssize_t z_pread(struct source *s, void *buf, size_t n, uint64_t off)
 {
 	struct zsrc *z = s->priv;
@@ -565,7 +381,7 @@ static ssize_t z_pread(struct source *s, void *buf, size_t n, uint64_t off)
 	int rc;
 
 	if (atomic_load_explicit(&z->growing, memory_order_acquire) &&
-	    ((rc = run_read(z, buf, n, off, &done)) < 0 || done == n))
+	    ((rc = zrun_read(z, buf, n, off, &done)) < 0 || done == n))
 		return rc < 0 ? rc : (ssize_t)n;
 	if (z->pass_rc)
 		return z->pass_rc;
@@ -589,22 +405,10 @@ static ssize_t z_pread(struct source *s, void *buf, size_t n, uint64_t off)
 static int z_extent(struct source *s, uint64_t want, uint64_t *have)
 {
 	struct zsrc *z = s->priv;
-	struct zrun *r = z->run;
-	int rc = 0;
 
-	if (atomic_load_explicit(&z->growing, memory_order_acquire)) {
-		pthread_mutex_lock(&r->mu);
-		if (want != UINT64_MAX)
-			r->streamed = 1;
-		run_ask(z, want);
-		while (!r->done && r->frontier < want)
-			pthread_cond_wait(&r->cv, &r->mu);
-		*have = r->frontier;
-		rc = r->done;
-		pthread_mutex_unlock(&r->mu);
-		if (!rc)
-			return 0;
-	}
+	if (atomic_load_explicit(&z->growing, memory_order_acquire) &&
+	    !zrun_extent(z, want, have))
+		return 0;
 	*have = z->usize;
 	return z->pass_rc ? z->pass_rc : z->extent_rc ? z->extent_rc : 1;
 }
@@ -616,29 +420,11 @@ static int z_changed(struct source *s)
 	return source_check(z->in) < 0;
 }
 
-/* Cancels the pass (it ends at its next span) and joins it. */
-static void run_stop(struct zrun *r)
-{
-	if (!r)
-		return;
-	pthread_mutex_lock(&r->mu);
-	r->cancel = 1;
-	pthread_cond_broadcast(&r->cv);
-	pthread_mutex_unlock(&r->mu);
-	if (r->started)
-		pthread_join(r->tid, NULL);
-	pthread_mutex_destroy(&r->mu);
-	pthread_cond_destroy(&r->cv);
-	free(r->starts);
-	free(r->touched);
-	free(r);
-}
-
 static void zsrc_free(struct zsrc *z)
 {
 	if (!z)
 		return;
-	run_stop(z->run);
+	zrun_stop(z->run);
 	zkeep_fini(&z->keep, z->codec);
 	if (z->blob)
 		unbind_blob(z);
@@ -827,120 +613,13 @@ static int choose(struct zsrc *z)
 }
 
 /* After the table is bound: the warning about long blocks (zseq.c). */
-static void bound(struct zsrc *z)
+void zsrc_bound(struct zsrc *z)
 {
 	struct zseq_view v;
 
 	bind_blob(z);
 	v = view_of(z);
 	zseq_warn_far(&v);
-}
-
-/* Span i of the pass has ended (struct zspans): into the cache, readers
- * woken; waits while the pass is `ahead` past what was asked.  The next
- * span is wanted only while a reader streams and has not asked for the
- * end (then nobody reads the spans in order: copying them is waste). */
-static int pass_keep(void *arg, uint64_t i, void *buf, size_t len)
-{
-	struct zsrc *z = arg;
-	struct zrun *r = z->run;
-	uint64_t c;
-	void *q;
-	int rc = 0;
-
-	if (buf)
-		lru_insert(z->ze->cache, z->id << 33 | i << 1 | 1, buf, len);
-	pthread_mutex_lock(&r->mu);
-	if (r->nspans == r->cap) {
-		c = r->cap ? 2 * r->cap : 1024;
-		if ((q = realloc(r->starts, c * sizeof(*r->starts))))
-			r->starts = q;
-		if (q && (q = realloc(r->touched, c)))
-			r->touched = q;
-		if (q)
-			r->cap = c;
-		else
-			rc = -ENOMEM;
-	}
-	if (rc == 0 && i != r->nspans)
-		rc = -EPROTO;	/* the pass ends its spans in order */
-	if (rc == 0) {
-		r->starts[r->nspans] = r->frontier;
-		r->touched[r->nspans++] = 0;
-		r->frontier += len;
-	}
-	pthread_cond_broadcast(&r->cv);
-	while (rc == 0 && !r->cancel && r->frontier > r->asked &&
-	       r->frontier - r->asked > r->ahead)
-		pthread_cond_wait(&r->cv, &r->mu);
-	if (r->cancel)
-		rc = -ECANCELED;
-	else if (rc == 0)
-		rc = r->streamed && r->asked != UINT64_MAX;
-	pthread_mutex_unlock(&r->mu);
-	return rc;
-}
-
-/* The spans read while the pass ran that it found damaged: -EIO (said),
- * else 0; mu held, the table bound. */
-static int damage_read(struct zsrc *z)
-{
-	const struct zrun *r = z->run;
-	uint64_t j;
-
-	for (j = 0; j < r->nspans && j < z->npts; j++)
-		if (r->touched[j] && (z->pts[j].flags & ZP_BAD)) {
-			sfs_err("%s: uncompressed bytes from %llu, read while its "
-				"first pass ran, are in a damaged member: EIO",
-				source_name(z->in), (unsigned long long)z->pts[j].out);
-			return -EIO;
-		}
-	return 0;
-}
-
-/* The pass's thread: the table, saved and bound, then the end published. */
-static void *pass_main(void *arg)
-{
-	struct zsrc *z = arg;
-	struct zrun *r = z->run;
-	struct zspans out = { pass_keep, span_buf, z };
-	const uint8_t *blob = NULL;
-	size_t len = 0;
-	int rc = ztable_build(z->in, z->codec, z->ze->span, z->want, &out,
-			      &blob, &len);
-
-	if (rc == 0) {
-		z->blob = blob;
-		z->blob_len = len;
-		z->own_map = 1;
-		save_table(z);
-		bound(z);
-	}
-	pthread_mutex_lock(&r->mu);
-	z->pass_rc = rc;
-	if (rc == 0)
-		z->extent_rc = damage_read(z);
-	z->outer->stamp.size = z->usize;
-	r->done = 1;
-	atomic_store_explicit(&z->growing, 0, memory_order_release);
-	pthread_cond_broadcast(&r->cv);
-	pthread_mutex_unlock(&r->mu);
-	return NULL;
-}
-
-/* The pass, made ready to run on the first demand (run_start). */
-static int run_init(struct zsrc *z)
-{
-	struct zrun *r = calloc(1, sizeof(*r));
-
-	if (!r)
-		return -ENOMEM;
-	pthread_mutex_init(&r->mu, NULL);
-	pthread_cond_init(&r->cv, NULL);
-	r->ahead = z->ze->cache_bytes / 4;
-	z->run = r;
-	atomic_store(&z->growing, 1);
-	return 0;
 }
 
 /*
@@ -996,11 +675,11 @@ static int wrap(struct source *in, const struct zexpect *want,
 	z->id = atomic_fetch_add(&z->ze->next_id, 1);
 	z->outer = s;
 	if (z->blob)
-		bound(z);
+		zsrc_bound(z);
 	else if (z->no_pass) {
 		rc = -EPERM;	/* the store said why (-o index_only) */
 		goto fail;
-	} else if ((rc = run_init(z)) < 0)
+	} else if ((rc = zrun_init(z)) < 0)
 		goto fail;
 	s->be = &source_z_backend;
 	s->env = in->env;

@@ -1,0 +1,90 @@
+/*
+ * zsource_int.h - what zsource.c and zrun.c share: the per-mount and
+ * per-source state of the decompressing source, and the few functions
+ * one calls in the other.  Private to core/io/zsource.c and zrun.c; the
+ * API is zsource.h.
+ */
+#ifndef SAMPLEFS_IO_ZSOURCE_INT_H
+#define SAMPLEFS_IO_ZSOURCE_INT_H
+
+#include "io/source.h"
+#include "io/zcodec.h"
+#include "io/zseq.h"
+#include "io/zsource.h"
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct zrun;
+
+/*
+ * Per-mount state (env->z).  Span buffers: every span in the cache was
+ * inflated into a buffer of the pool (by the pass, zpass_outbuf, or by a
+ * read miss), and the cache gives each one it evicts or refuses back to
+ * the pool (lru_set_release), which keeps POOL_SPARE of them: once the
+ * cache is full, a span is inflated into memory an evicted one held, not
+ * into fresh pages.  A buffer is owned by exactly one of: the pool, the
+ * cache, or the one thread inflating into it (the pass thread for its
+ * current span, a FUSE worker for its miss) until it inserts it.
+ */
+struct zenv {
+	struct lru *cache;
+	struct zpool *pool;
+	atomic_uint next_id;
+	const struct zsource_store *store;
+	void *store_arg;
+	enum zengine eng;
+	uint64_t span;
+	uint64_t cache_bytes;         /* the cache's size */
+	atomic_uint nseq;             /* decoders kept by its sources (zseq.c) */
+	zsource_decoded_fn decoded;   /* set before reads, then only read */
+	void *decoded_arg;
+};
+
+/* Per-source state (s->priv). */
+struct zsrc {
+	struct source *in;            /* the compressed bytes */
+	const struct zcodec *codec;
+	struct zenv *ze;
+	uint64_t id;                  /* the cache's key base */
+	const uint8_t *blob;          /* the table, mapped */
+	size_t blob_len;
+	const struct zpoint *pts;
+	uint64_t npts, usize;
+	void *hold;                   /* the store's mapping, or NULL */
+	int own_map;                  /* 1: blob is our own mmap */
+	int no_pass;                  /* the store forbids a pass (-EPERM) */
+	struct zkeep keep;            /* xz, zstd: the decoder kept (zseq.h) */
+	struct source *outer;         /* the source z is the priv of */
+	struct zrun *run;             /* the first pass, or NULL (stored table) */
+	const struct zexpect *want;   /* raw deflate: &want_buf; else NULL */
+	struct zexpect want_buf;
+	atomic_int growing;           /* 1 until the pass's end is published */
+	int pass_rc;                  /* the pass failed: every read gives it */
+	int extent_rc;                /* -EIO: bytes read while it ran were
+				       * damaged (source_extent says it) */
+};
+
+/* zsource.c: the table saved to the store; the table bound to z (and the
+ * long-block warning); a span buffer of the mount's pool (struct zspans'
+ * and zseq_view's `get`: arg is the zsrc). */
+void zsrc_save_table(struct zsrc *z);
+void zsrc_bound(struct zsrc *z);
+void *zsrc_span_buf(void *arg, size_t len);
+
+/*
+ * zrun.c: the first pass in its thread.  zrun_init makes it ready to run
+ * on the first demand (z->growing set); zrun_read serves [off, off + n)
+ * from the spans the pass has ended (*done: bytes copied; 0 with *done < n
+ * when the table must read the rest; -EAGAIN in no-wait mode); zrun_extent
+ * waits until the pass has gone past `want` or ended: 0 with *have while
+ * it runs, 1 once it has ended; zrun_stop cancels it and waits for its
+ * thread.
+ */
+int zrun_init(struct zsrc *z);
+int zrun_read(struct zsrc *z, void *buf, size_t n, uint64_t off, size_t *done);
+int zrun_extent(struct zsrc *z, uint64_t want, uint64_t *have);
+void zrun_stop(struct zrun *r);
+
+#endif
