@@ -12,6 +12,7 @@
 #                   tools/bench/README.md says how): its rows side by side;
 #                   without it they say "skipped"
 #   RATARMOUNT_RUNS=N   alternating pairs of warm first mounts (default 3)
+#   RATARMOUNT_COLD=0   no cold pair of first mounts
 #   RATARMOUNT_SPACINGS="16 1"  its seek-point spacings (MiB) for the random
 #                   reads: 16 is its default, 1 about samplefs' access points
 #   BENCH_ONLY=ratarmount  only the side-by-side rows (igzip, first mounts,
@@ -177,7 +178,11 @@ igzip_secs() {
 echo "| what | value |"
 echo "|---|---|"
 row "data" "$CLASSES x $PER members: $USIZE bytes, gzip -6 $CSIZE bytes"
-row "command" "\`BENCH_QUICK=${BENCH_QUICK:-0} tools/bench/gzbench.sh\` at $(git -C "$ROOT" rev-parse --short HEAD)"
+env=
+for v in RATARMOUNT_SRC RATARMOUNT_RUNS RATARMOUNT_SPACINGS RATARMOUNT_COLD BENCH_ONLY; do
+	[ -n "${!v:-}" ] && env+="$v=${!v} "
+done
+row "command" "\`BENCH_QUICK=${BENCH_QUICK:-0} $env""tools/bench/gzbench.sh\` at $(git -C "$ROOT" rev-parse --short HEAD)"
 cold; row "igzip -dc, cold (s)" "$(igzip_secs)"
 row "igzip -dc, warm (s)" "$(igzip_secs)"
 if [ "$ONLY" != ratarmount ]; then
@@ -219,9 +224,11 @@ else
 	row "first mount, warm, samplefs (s, alternating with ratarmount)" "$fm_samplefs_wall (cpu $fm_samplefs_cpu)"
 	row "first mount, warm, ratarmount 1.3 (indexed_gzip, 16 MiB seek points: its default) (s)" "$fm_ratar_wall (cpu $fm_ratar_cpu)"
 	row "first mount, warm: ratarmount / samplefs (medians)" "wall $(ratio "${fm_ratar_wall%% *}" "${fm_samplefs_wall%% *}")x, cpu $(ratio "${fm_ratar_cpu%% *}" "${fm_samplefs_cpu%% *}")x"
-	rm -rf "$IDX"; cold; mount_gz; sw=$SECS sc=$CPU; umount_gz
-	rm -f "$D/ratar-gs16.index.sqlite"; cold; ratar_mount 16 -c; rw=$SECS rc=$CPU; umount_gz
-	row "first mount, cold: samplefs / ratarmount 1.3 (s)" "$sw (cpu $sc) / $rw (cpu $rc): ratarmount / samplefs wall $(ratio "$rw" "$sw")x, cpu $(ratio "$rc" "$sc")x"
+	if [ "${RATARMOUNT_COLD:-1}" != 0 ]; then
+		rm -rf "$IDX"; cold; mount_gz; sw=$SECS sc=$CPU; umount_gz
+		rm -f "$D/ratar-gs16.index.sqlite"; cold; ratar_mount 16 -c; rw=$SECS rc=$CPU; umount_gz
+		row "first mount, cold: samplefs / ratarmount 1.3 (s)" "$sw (cpu $sc) / $rw (cpu $rc): ratarmount / samplefs wall $(ratio "$rw" "$sw")x, cpu $(ratio "$rc" "$sc")x"
+	fi
 	ratar_mount 16; row "ratarmount remount (its saved index), warm (s)" "$SECS (cpu $CPU)"; umount_gz
 	row "ratarmount index (16 MiB) / uncompressed" "$(stat -c %s "$D/ratar-gs16.index.sqlite" | awk -v u="$USIZE" '{ printf "%.2f %% (%d bytes)", 100 * $1 / u, $1 }')"
 	for gs in $RSPACINGS; do
