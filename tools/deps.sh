@@ -16,6 +16,9 @@ pkgs=(build-essential pkg-config libfuse3-dev fuse3 zlib1g-dev libarchive-dev
       python3-matplotlib	# tools/bench/charts.py: `make bench` draws docs/bench/*.png
 				# (tests/integration/test_charts.sh checks them)
       rclone	# tools/bench/bucketbench.sh: rclone mount of the exploded objects, the bench anchor
+      python3-fusepy	# tools/bench/gzbench.sh: ratarmount 1.3 run from its source
+			# (RATARMOUNT_SRC) on Debian's fusepy (libfuse2 comes with it)
+			# and python3-indexed-gzip, its gzip backend here
 			# test_gzip.sh and tools/bench/gzbench.sh: igzip -dc (the
 			# bench's anchor), pigz and bgzip (tabix) make the fixtures,
 			# indexed_gzip is the bench's zran-based reader to compare with

@@ -8,15 +8,30 @@
 #   BENCH_QUICK=1   40 classes x 500 (20 k members), else 1000 x 1281 (1.28 M)
 #   BENCH_DIR=DIR   data, kept between runs (default /var/tmp/samplefs-gzbench)
 #   BENCH_BUILD=DIR where samplefs is (default build)
+#   RATARMOUNT_SRC=DIR  ratarmount 1.3.0's source (ratarmount/ and core/,
+#                   tools/bench/README.md says how): its rows side by side;
+#                   without it they say "skipped"
+#   RATARMOUNT_RUNS=N   alternating pairs of warm first mounts (default 3)
+#   RATARMOUNT_COLD=0   no cold pair of first mounts
+#   RATARMOUNT_SPACINGS="16 1"  its seek-point spacings (MiB) for the random
+#                   reads: 16 is its default, 1 about samplefs' access points
+#   BENCH_ONLY=ratarmount  only the side-by-side rows (igzip, first mounts,
+#                   remounts, random reads): no zlib pass, pigz, gzip, tar
+#                   order, floorfs or gzspans (it keeps its windows in memory)
 #
 # Prints a table (markdown) of: igzip -dc cold and warm; the first mount
 # (the pass, the tar index) cold and warm, with and without
 # SAMPLEFS_INFLATE=zlib; the remount; every member in tar order (1
 # thread); 4000 random JPEGs warm with 1 and 4 threads, and the same
-# members through indexed_gzip (python3-indexed-gzip, zran-based: the
-# anchor, as ratarmount is not in Debian); the access points' size over
-# the uncompressed size; the daemon's peak RSS.  Cold = drop_caches (root).
-# Not a test: it fails only when a tool is missing or a read fails.
+# members through indexed_gzip (python3-indexed-gzip, zran-based); the
+# access points' size over the uncompressed size; the daemon's peak RSS.
+# With RATARMOUNT_SRC, ratarmount 1.3 (pure Python, not in Debian; run from
+# its source on Debian's python3-fusepy and python3-indexed-gzip) on the
+# same file: first mounts alternating with samplefs', its remount, and the
+# same random JPEGs from a fresh mount after samplefs' (ratios in the
+# table).  Cold = drop_caches (root).  Not a test: it fails only when a
+# tool is missing, a read fails or a mount serves bytes that differ from
+# the uncompressed tar's (100 of the random members checked, each mount).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 HERE=$ROOT/tools/bench
@@ -33,6 +48,8 @@ else
 fi
 MNT=$D/mnt IDX=$D/index
 mkdir -p "$D" "$MNT"
+ONLY=${BENCH_ONLY:-}
+RSRC=${RATARMOUNT_SRC:-} RRUNS=${RATARMOUNT_RUNS:-3} RSPACINGS=${RATARMOUNT_SPACINGS:-16 1}
 for t in igzip gzip pigz; do
 	command -v $t >/dev/null || { echo "gzbench: $t missing (tools/deps.sh)"; exit 1; }
 done
@@ -41,8 +58,39 @@ cc -O2 -Wall -D_GNU_SOURCE -o "$READER" "$HERE/readfiles.c" -lpthread || exit 1
 SPANS=$BUILD/bench-gzspans FLOORFS=$BUILD/samplefs-floorfs
 cc -O2 -Wall -D_GNU_SOURCE -o "$SPANS" "$HERE/gzspans.c" -lisal -lz -lpthread || exit 1
 [ -x "$FLOORFS" ] || { echo "gzbench: build $FLOORFS first (make)"; exit 1; }
-PID=
-trap '[ -n "$PID" ] && { fusermount3 -u "$MNT" 2>/dev/null; kill "$PID" 2>/dev/null; wait "$PID"; }' EXIT
+PID= SHIM=
+trap '[ -n "$PID" ] && { fusermount3 -u "$MNT" 2>/dev/null; kill "$PID" 2>/dev/null; wait "$PID"; }
+      [ -n "$SHIM" ] && rm -rf "$SHIM"' EXIT
+
+# ratarmount: runnable from RATARMOUNT_SRC with Debian's packages only?
+# RATAR is empty when not, and SKIP says why
+RATAR= SKIP=
+if [ -z "$RSRC" ]; then
+	SKIP="RATARMOUNT_SRC not set (tools/bench/README.md)"
+elif [ ! -f "$RSRC/ratarmount/__main__.py" ] || [ ! -d "$RSRC/core/ratarmountcore" ]; then
+	SKIP="no ratarmount/ and core/ratarmountcore/ in $RSRC"
+elif ! "$PY" -c 'import fusepy, indexed_gzip' 2>/dev/null; then
+	SKIP="python3-fusepy or python3-indexed-gzip missing (tools/deps.sh)"
+else
+	RATAR=$(sed -n "s/^__version__ = '\(.*\)'/\1/p" "$RSRC/ratarmount/version.py")
+	RATAR="$RATAR (ratarmountcore $(sed -n "s/^__version__ = '\(.*\)'/\1/p" "$RSRC/core/ratarmountcore/version.py"))"
+	# ratarmount wants mfusepy (PyPI only) and falls back to `import fuse`,
+	# then fusepy; 1.3.0 then fails on Debian's fusepy 3.0.1 twice: one
+	# `@fuse.overrides` (mfusepy's; ratarmountcore.utils has the same
+	# decorator) and readdir's entries, whose attrs are mfusepy's bare
+	# st_mode where fusepy wants a dict.  This `fuse` module is fusepy with
+	# both filled in, so ratarmount's own code runs unchanged.
+	SHIM=$(mktemp -d)
+	cat >"$SHIM/fuse.py" <<'EOF'
+import sys, fusepy
+from ratarmountcore.utils import overrides
+fusepy.overrides = overrides
+_set_st_attrs = fusepy.set_st_attrs
+fusepy.set_st_attrs = lambda st, attrs, use_ns=False: _set_st_attrs(
+    st, {'st_mode': attrs} if isinstance(attrs, int) else attrs, use_ns=use_ns)
+sys.modules[__name__] = fusepy
+EOF
+fi
 
 cold() { sync; echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || echo "    (cannot drop caches: not cold)"; }
 usec() { local t=$EPOCHREALTIME; echo "${t/./}"; }
@@ -62,22 +110,50 @@ USIZE=$(stat -c %s "$TAR") CSIZE=$(stat -c %s "$GZ")
 cpu_of() {
 	awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$1/stat"
 }
-# mount [VAR=VALUE]: samplefs -f in the background until it serves; sets
-# PID, SECS (from the start to the mount serving) and CPU (the daemon's
-# CPU seconds by then: on a shared machine, wall times are noisy)
+# serving T0 LOG: waits until the daemon PID serves MNT; sets SECS (from
+# T0 to the mount serving) and CPU (the daemon's CPU seconds by then: on a
+# shared machine, wall times are noisy)
+serving() {
+	local i
+	for ((i = 0; i < 360000; i++)); do
+		grep -qs " $MNT fuse" /proc/mounts && break
+		kill -0 "$PID" 2>/dev/null || { echo "gzbench: mount failed (see $2)"; exit 1; }
+		sleep 0.01
+	done
+	SECS=$(since "$1")
+	CPU=$(cpu_of "$PID")
+}
+# mount_gz [VAR=VALUE]: samplefs -f in the background until it serves
 mount_gz() {
-	local t0 i
+	local t0
 	t0=$(usec)
 	env "$@" "$SAMPLEFS" -f -o layout=tar,quiet,index_dir="$IDX" "$GZ" "$MNT" 2>>"$D/log" &
 	PID=$!
-	for ((i = 0; i < 360000; i++)); do
-		grep -qs " $MNT fuse" /proc/mounts && break
-		kill -0 "$PID" 2>/dev/null || { echo "gzbench: mount failed (see $D/log)"; exit 1; }
-		sleep 0.01
-	done
-	SECS=$(since "$t0")
-	CPU=$(cpu_of "$PID")
+	serving "$t0" "$D/log"
 }
+# ratar_mount SPACING [OPTION...]: ratarmount -f in the background until it
+# serves, as layout=tar: class tars mounted (--recursive) at their names
+# without .tar (-s); gzip through indexed_gzip with a seek point every
+# SPACING MiB of the uncompressed tar; its index (SQLite, with
+# indexed_gzip's seek points) in $D/ratar-gsSPACING.index.sqlite (-c: made
+# anew)
+ratar_mount() {
+	local t0 gs=$1
+	shift
+	t0=$(usec)
+	PYTHONPATH="$SHIM:$RSRC/core:$RSRC" "$PY" -m ratarmount -f --recursive -s \
+		--use-backend indexed_gzip -gs "$gs" --index-file "$D/ratar-gs$gs.index.sqlite" \
+		"$@" "$GZ" "$MNT" >>"$D/ratar.log" 2>&1 &
+	PID=$!
+	serving "$t0" "$D/ratar.log"
+}
+# spread: median (N runs, min-max) of the numbers on stdin, one a line
+spread() {
+	sort -g | awk '{ v[NR] = $1 } END {
+		printf "%.2f (%d runs, %.2f-%.2f)", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2, NR, v[1], v[NR] }'
+}
+# ratio A B: A / B, two decimals
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0) ? a / b : 0 }'; }
 # floor_mount: floorfs serving order.txt's count of files of the mean size
 floor_mount() {
 	local i
@@ -102,14 +178,22 @@ igzip_secs() {
 echo "| what | value |"
 echo "|---|---|"
 row "data" "$CLASSES x $PER members: $USIZE bytes, gzip -6 $CSIZE bytes"
-row "command" "\`BENCH_QUICK=${BENCH_QUICK:-0} tools/bench/gzbench.sh\` at $(git -C "$ROOT" rev-parse --short HEAD)"
+env=
+for v in RATARMOUNT_SRC RATARMOUNT_RUNS RATARMOUNT_SPACINGS RATARMOUNT_COLD BENCH_ONLY; do
+	[ -n "${!v:-}" ] && env+="$v=${!v} "
+done
+row "command" "\`BENCH_QUICK=${BENCH_QUICK:-0} $env""tools/bench/gzbench.sh\` at $(git -C "$ROOT" rev-parse --short HEAD)"
 cold; row "igzip -dc, cold (s)" "$(igzip_secs)"
 row "igzip -dc, warm (s)" "$(igzip_secs)"
+if [ "$ONLY" != ratarmount ]; then
 # the floor of a pass that must stop at deflate block boundaries: zlib's
 # own inflate (pigz inflates with zlib; GNU gzip has an inflater of its own)
 row "pigz -dc -p1 (zlib inflate), warm (s)" "$(/usr/bin/time -f "%e %U %S" pigz -dc -p1 "$GZ" 2>&1 >/dev/null | awk '{ printf "%s (cpu %.2f)", $1, $2 + $3 }')"
 row "gzip -dc, warm (s)" "$(/usr/bin/time -f "%e %U %S" gzip -dc "$GZ" 2>&1 >/dev/null | awk '{ printf "%s (cpu %.2f)", $1, $2 + $3 }')"
-for eng in "" SAMPLEFS_INFLATE=zlib; do
+fi
+engines=("" SAMPLEFS_INFLATE=zlib)
+[ "$ONLY" = ratarmount ] && engines=("")
+for eng in "${engines[@]}"; do
 	rm -rf "$IDX"; cold; mount_gz $eng
 	row "first mount ${eng:-(ISA-L)}, cold (s)" "$SECS (cpu $CPU)"; umount_gz
 	rm -rf "$IDX"; mount_gz $eng
@@ -117,6 +201,44 @@ for eng in "" SAMPLEFS_INFLATE=zlib; do
 done
 mount_gz; row "remount, warm (s)" "$SECS (cpu $CPU)"
 row "access points / uncompressed" "$(stat -c %s "$IDX"/gz-*.sfsidx | awk -v u="$USIZE" '{ printf "%.2f %% (%d bytes)", 100 * $1 / u, $1 }')"
+umount_gz
+
+# side by side with ratarmount: RRUNS pairs of warm first mounts, the
+# order swapped each run, then one cold pair; samplefs' index made anew
+# (rm), ratarmount's too (-c on a removed file).  Its first mount also
+# writes indexed_gzip's seek points: a full pass, as samplefs' does.
+if [ -z "$RATAR" ]; then
+	row "ratarmount 1.3" "skipped: $SKIP"
+else
+	row "ratarmount" "$RATAR from $RSRC, Debian's python3-fusepy and python3-indexed-gzip ($("$PY" -c 'import indexed_gzip; print(indexed_gzip.__version__)'))"
+	: >"$D/fm.samplefs"; : >"$D/fm.ratar"
+	fm_samplefs() { rm -rf "$IDX"; mount_gz; echo "$SECS $CPU" >>"$D/fm.samplefs"; umount_gz; }
+	fm_ratar() { rm -f "$D/ratar-gs16.index.sqlite"; ratar_mount 16 -c; echo "$SECS $CPU" >>"$D/fm.ratar"; umount_gz; }
+	for ((i = 1; i <= RRUNS; i++)); do
+		if ((i % 2)); then fm_samplefs; fm_ratar; else fm_ratar; fm_samplefs; fi
+	done
+	for w in samplefs ratar; do
+		eval "fm_${w}_wall=\$(cut -d' ' -f1 <\"\$D/fm.$w\" | spread)"
+		eval "fm_${w}_cpu=\$(cut -d' ' -f2 <\"\$D/fm.$w\" | spread)"
+	done
+	row "first mount, warm, samplefs (s, alternating with ratarmount)" "$fm_samplefs_wall (cpu $fm_samplefs_cpu)"
+	row "first mount, warm, ratarmount 1.3 (indexed_gzip, 16 MiB seek points: its default) (s)" "$fm_ratar_wall (cpu $fm_ratar_cpu)"
+	row "first mount, warm: ratarmount / samplefs (medians)" "wall $(ratio "${fm_ratar_wall%% *}" "${fm_samplefs_wall%% *}")x, cpu $(ratio "${fm_ratar_cpu%% *}" "${fm_samplefs_cpu%% *}")x"
+	if [ "${RATARMOUNT_COLD:-1}" != 0 ]; then
+		rm -rf "$IDX"; cold; mount_gz; sw=$SECS sc=$CPU; umount_gz
+		rm -f "$D/ratar-gs16.index.sqlite"; cold; ratar_mount 16 -c; rw=$SECS rc=$CPU; umount_gz
+		row "first mount, cold: samplefs / ratarmount 1.3 (s)" "$sw (cpu $sc) / $rw (cpu $rc): ratarmount / samplefs wall $(ratio "$rw" "$sw")x, cpu $(ratio "$rc" "$sc")x"
+	fi
+	ratar_mount 16; row "ratarmount remount (its saved index), warm (s)" "$SECS (cpu $CPU)"; umount_gz
+	row "ratarmount index (16 MiB) / uncompressed" "$(stat -c %s "$D/ratar-gs16.index.sqlite" | awk -v u="$USIZE" '{ printf "%.2f %% (%d bytes)", 100 * $1 / u, $1 }')"
+	for gs in $RSPACINGS; do
+		[ "$gs" = 16 ] && continue
+		rm -f "$D/ratar-gs$gs.index.sqlite"; ratar_mount "$gs" -c
+		row "ratarmount first mount, warm, $gs MiB seek points (s)" "$SECS (cpu $CPU), index $(stat -c %s "$D/ratar-gs$gs.index.sqlite") bytes"
+		umount_gz
+	done
+fi
+mount_gz	# the remount, for the reads in tar order
 
 # the lists: every member in tar order; NREAD random ones
 "$PY" - "$TAR" "$D" "$NREAD" "$PER" <<'EOF'
@@ -138,7 +260,27 @@ per = int(sys.argv[4])
 open(f"{d}/floor.txt", "w").write("".join(f"d{i // per}/{i:06d}.JPEG\n" for i in range(len(rows))))
 open(f"{d}/mean", "w").write(f"{sum(r[2] for r in rows) // len(rows)}\n")
 EOF
-rate() { "$READER" -t "$1" -p "$MNT" "$2" | sed -n 's/.*files_per_s=\([0-9.]*\).*MB_per_s=\([0-9.]*\).*/\1 files\/s, \2 MB\/s/p'; }
+# rate THREADS LIST: "F files/s, M MB/s" through MNT
+rate() {
+	local out
+	out=$("$READER" -t "$1" -p "$MNT" "$2" | sed -n 's/.*errors=0 .*files_per_s=\([0-9.]*\).*MB_per_s=\([0-9.]*\).*/\1 files\/s, \2 MB\/s/p')
+	[ -n "$out" ] || { echo "gzbench: reading $2 through $MNT failed" >&2; exit 1; }
+	echo "$out"
+}
+# check_bytes WHAT: the first 100 random members through MNT against the
+# uncompressed tar's bytes at the offsets Python's tarfile gave
+check_bytes() {
+	"$PY" - "$MNT" "$TAR" "$D/random.txt" "$D/random.off" "$1" <<'EOF' || exit 1
+import sys
+mnt, tar, names, offs, what = sys.argv[1:]
+with open(tar, "rb") as t:
+    for name, line in list(zip(open(names), open(offs)))[:100]:
+        off, size = map(int, line.split())
+        t.seek(off)
+        if open(f"{mnt}/{name.strip()}", "rb").read() != t.read(size):
+            sys.exit(f"gzbench: {what} served {name.strip()} with bytes other than the tar's at {off}")
+EOF
+}
 # indexed_gzip: its index built (s); the same random members read (rate)
 igz_build() {
 	"$PY" - "$GZ" <<'EOF'
@@ -165,6 +307,7 @@ EOF
 # every member in tar order (the remount's), then random members from a
 # fresh mount each (the kernel drops a mount's pages at unmount; the
 # compressed file stays in the page cache: warm)
+if [ "$ONLY" != ratarmount ]; then
 c0=$(cpu_of "$PID") t0=$(usec)
 r=$(rate 1 "$D/order.txt")
 row "every member in tar order, 1 thread" "$r: $(since "$t0") s (daemon cpu $(awk -v a="$c0" -v b="$(cpu_of "$PID")" 'BEGIN { printf "%.2f", b - a }'))"
@@ -180,12 +323,37 @@ t0=$(usec)
 r=$(rate 1 "$D/floor.txt")
 row "floor: as many files of the mean size through FUSE (floorfs), 1 thread" "$r: $(since "$t0") s"
 fusermount3 -u "$MNT"; wait "$PID"; PID=
+else
+	umount_gz
+fi
+# rrow WHAT THREADS: the random JPEGs through the mount: rate, the
+# daemon's CPU seconds; then the bytes checked; sets FPS and DCPU (those
+# CPU seconds)
+rrow() {
+	local c0 r
+	c0=$(cpu_of "$PID")
+	r=$(rate "$2" "$D/random.txt") || exit 1
+	DCPU=$(awk -v a="$c0" -v b="$(cpu_of "$PID")" 'BEGIN { printf "%.2f", b - a }')
+	row "$1, $2 thread(s)" "$r (daemon cpu $DCPU s)"
+	FPS=${r%% *}
+	check_bytes "$1"
+}
+RHWM=0
 for t in 1 4; do
 	cat "$GZ" >/dev/null; mount_gz
-	row "random JPEGs, warm, $t thread(s)" "$(rate "$t" "$D/random.txt")"
-	umount_gz
-	row "floor: inflate-bound (gzspans), $t thread(s)" "$("$SPANS" -t "$t" "$GZ" "$D/random.off" | sed -n 's/.*files_per_s=\([0-9.]*\).*MB_per_s=\([0-9.]*\).*/\1 files\/s, \2 MB\/s/p')"
+	rrow "random JPEGs, warm" "$t"; sfps=$FPS scpu=$DCPU
+	umount_gz; SHWM=$HWM
+	[ "$ONLY" = ratarmount ] ||
+		row "floor: inflate-bound (gzspans), $t thread(s)" "$("$SPANS" -t "$t" "$GZ" "$D/random.off" | sed -n 's/.*files_per_s=\([0-9.]*\).*MB_per_s=\([0-9.]*\).*/\1 files\/s, \2 MB\/s/p')"
+	[ -n "$RATAR" ] || continue
+	for gs in $RSPACINGS; do
+		cat "$GZ" >/dev/null; ratar_mount "$gs"
+		rrow "ratarmount 1.3 ($gs MiB seek points): random JPEGs, warm" "$t"
+		umount_gz; ((HWM > RHWM)) && RHWM=$HWM
+		row "random JPEGs, warm, $t thread(s): samplefs / ratarmount ($gs MiB)" "files/s $(ratio "$sfps" "$FPS")x; daemon cpu, ratarmount / samplefs $(ratio "$DCPU" "$scpu")x"
+	done
 done
-row "daemon peak RSS (kB)" "$HWM"
+row "daemon peak RSS (kB)" "$SHWM"
+[ -n "$RATAR" ] && row "ratarmount peak RSS serving the random reads (kB)" "$RHWM"
 row "indexed_gzip: build its index (s)" "$(igz_build)"
 row "indexed_gzip: the same random JPEGs, 1 thread" "$(igz_random)"
