@@ -310,22 +310,25 @@ out:
 	return rc;
 }
 
-/* span_copy of a ZP_SEQ span, whole: one reader of the source at a
- * time, so that readers of the same or the next spans (the kernel's
- * read-ahead) find them cached, or the decoder where the last one left
- * it, instead of decoding again from the block's start. */
-static int seq_copy(struct zsrc *z, uint64_t i, size_t len, void *dst,
-		    size_t off, size_t n)
+/* span_copy of a ZP_SEQ span (want bytes of its len: the whole span, or
+ * the chunks up to the read's end when the read looks random, since the
+ * rest would be decoded for nobody and the decoder then is not at a span
+ * start to keep): one reader of the source at a time, so that readers of
+ * the same or the next spans (the kernel's read-ahead) find them cached,
+ * or the decoder where the last one left it, instead of decoding again
+ * from the block's start. */
+static int seq_copy(struct zsrc *z, uint64_t i, size_t len, size_t want,
+		    void *dst, size_t off, size_t n)
 {
-	uint64_t key = z->id << 33 | i << 1 | 1;
+	uint64_t key = z->id << 33 | i << 1;
 	unsigned char *buf;
 	int rc = 0;
 
 	pthread_mutex_lock(&z->keep.run);
-	if (lru_copy_out(z->ze->cache, key, off, dst, n) != 1 &&
-	    (rc = inflate_span(z, i, len, &buf)) == 0) {
+	if (lru_copy_out(z->ze->cache, key | 1, off, dst, n) != 1 &&
+	    (rc = inflate_span(z, i, want, &buf)) == 0) {
 		memcpy(dst, buf + off, n);
-		lru_insert(z->ze->cache, key, buf, len);
+		lru_insert(z->ze->cache, want == len ? key | 1 : key, buf, want);
 	}
 	pthread_mutex_unlock(&z->keep.run);
 	return rc;
@@ -338,7 +341,9 @@ static int seq_copy(struct zsrc *z, uint64_t i, size_t len, void *dst,
  * pays for the bytes before it, not for the rest of the span), or the
  * whole span when a prefix of it was cached already (reads going through
  * it in order: each span is inflated at most twice).  Decoders (xz,
- * zstd, bzip2) inflate whole spans: zseq.c keeps them at span starts.
+ * zstd, bzip2) inflate whole spans at restart points; inside a long
+ * block or frame (ZP_SEQ) the same rule holds, the whole span when the
+ * reads go in order (zseq.c keeps the decoder at the next span's start).
  */
 static int span_copy(struct zsrc *z, uint64_t i, size_t off, void *dst, size_t n)
 {
@@ -360,12 +365,13 @@ static int span_copy(struct zsrc *z, uint64_t i, size_t off, void *dst, size_t n
 		return 0;
 	if (source_nowait_mode())
 		return -EAGAIN;
-	if (z->pts[i].flags & ZP_SEQ)
-		return seq_copy(z, i, len, dst, off, n);
 	want = (off + n + ZCHUNK - 1) / ZCHUNK * ZCHUNK;
-	if (part == -EINVAL || want > len || !z->codec->span ||
+	if (part == -EINVAL || want > len ||
+	    (!z->codec->span && !(z->pts[i].flags & ZP_SEQ)) ||
 	    (i && lru_copy_out(z->ze->cache, (key - 2) | 1, 0, &probe, 0) == 1))
 		want = len;
+	if (z->pts[i].flags & ZP_SEQ)
+		return seq_copy(z, i, len, want, dst, off, n);
 	if ((rc = inflate_span(z, i, want, &buf)) < 0)
 		return rc;
 	memcpy(dst, buf + off, n);
