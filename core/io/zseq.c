@@ -118,14 +118,17 @@ static void seq_keep(struct zkeep *k, const struct zcodec *c, struct zseq *q)
 }
 
 /* Decodes span j, which q is at, on the way to span i: handed back when
- * it is one of the SEQ_CACHE spans just before i, else decoded into buf
- * (cap bytes) and dropped. */
+ * it is one of the SEQ_CACHE spans just before i and the read takes span
+ * i whole (reads in order, whose neighbours other readers may want; a
+ * random read's would cost a buffer and a CRC-32 each for nobody), else
+ * decoded into buf (cap bytes) and dropped. */
 static int seq_pass_span(const struct zseq_view *v, struct zseq *q,
-			 uint64_t i, unsigned char *buf, size_t cap)
+			 uint64_t i, int whole, unsigned char *buf, size_t cap)
 {
 	uint64_t j = q->j;
 	size_t len = (size_t)(v->pts[j + 1].out - v->pts[j].out), k, done;
-	unsigned char *keep = i - j <= SEQ_CACHE ? v->get(v->arg, len ? len : 1) : NULL;
+	unsigned char *keep = whole && i - j <= SEQ_CACHE ?
+			      v->get(v->arg, len ? len : 1) : NULL;
 	int rc = 0;
 
 	for (done = 0; rc == 0 && done < len; done += k) {
@@ -144,6 +147,7 @@ static int seq_pass_span(const struct zseq_view *v, struct zseq *q,
 int zseq_span(struct zkeep *k, const struct zseq_view *v, uint64_t i,
 	      unsigned char *buf, size_t len)
 {
+	int whole = len == span_end(v->pts, v->npts, i, v->usize) - v->pts[i].out;
 	struct zseq *q;
 	uint64_t from;
 	int rc;
@@ -152,14 +156,14 @@ int zseq_span(struct zkeep *k, const struct zseq_view *v, uint64_t i,
 		return rc;
 	from = v->pts[q->j].out;
 	while (rc == 0 && q->j < i)
-		rc = seq_pass_span(v, q, i, buf, len);
+		rc = seq_pass_span(v, q, i, whole, buf, len);
 	if (rc == 0)
 		rc = v->codec->dec_read(q->dec, &q->in, buf, len);
 	q->j = i + 1;
 	if (rc == 0 && v->decoded)
 		v->decoded(v->arg, from, v->pts[i].out + len);
 	/* only a decoder at a span's start is worth keeping */
-	if (rc == 0 && len == span_end(v->pts, v->npts, i, v->usize) - v->pts[i].out)
+	if (rc == 0 && whole)
 		seq_keep(k, v->codec, q);
 	else
 		seq_free(v->codec, q);
