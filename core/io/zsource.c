@@ -341,9 +341,9 @@ static int seq_copy(struct zsrc *z, uint64_t i, size_t len, size_t want,
  * pays for the bytes before it, not for the rest of the span), or the
  * whole span when a prefix of it was cached already (reads going through
  * it in order: each span is inflated at most twice).  Decoders (xz,
- * zstd, bzip2) inflate whole spans at restart points; inside a long
- * block or frame (ZP_SEQ) the same rule holds, the whole span when the
- * reads go in order (zseq.c keeps the decoder at the next span's start).
+ * zstd, bzip2) inflate whole spans (zseq.c keeps them at span starts),
+ * but inside a long zstd frame (ZP_SEQ, codec->seq_prefix) the rule above
+ * holds: the whole span when the reads go in order.
  */
 static int span_copy(struct zsrc *z, uint64_t i, size_t off, void *dst, size_t n)
 {
@@ -367,7 +367,8 @@ static int span_copy(struct zsrc *z, uint64_t i, size_t off, void *dst, size_t n
 		return -EAGAIN;
 	want = (off + n + ZCHUNK - 1) / ZCHUNK * ZCHUNK;
 	if (part == -EINVAL || want > len ||
-	    (!z->codec->span && !(z->pts[i].flags & ZP_SEQ)) ||
+	    (!z->codec->span &&
+	     !(z->codec->seq_prefix && (z->pts[i].flags & ZP_SEQ))) ||
 	    (i && lru_copy_out(z->ze->cache, (key - 2) | 1, 0, &probe, 0) == 1))
 		want = len;
 	if (z->pts[i].flags & ZP_SEQ)

@@ -302,4 +302,5 @@ const struct zcodec zcodec_zstd = {
 	.dec_read = zstd_dec_read,
 	.dec_free = zstd_dec_free,
 	.seq_fix = "`pzstd` writes frames a read can start at",
+	.seq_prefix = 1,
 };
