@@ -402,3 +402,55 @@ Test(zcodecs, block_per_read_zstd_cat) {
 }
 Test(zcodecs, block_per_read_pbzip2)   { one_block("pbzip2 -1 -p2 -c d >x.z", 4 * MB, 40); }
 Test(zcodecs, block_per_read_bzip2)    { one_block("bzip2 -1 -c d >x.z", 4 * MB, 40); }
+
+/*
+ * Inside one long zstd frame a read that looks random decodes only up to
+ * its end (a prefix of its span, from the frame's start); reads in order
+ * after it still go through the decoder kept at span starts: the whole
+ * file read in order decodes each byte at most twice in all (a decoder
+ * not kept would decode from the frame's start for every span: about
+ * n * n / (2 * span) bytes).  The bytes: the oracle's.
+ */
+Test(zcodecs, zstd_prefix_then_in_order)
+{
+	struct source_config cfg = { .span_bytes = 256u << 10,
+				     .span_cache_bytes = 4 * MB };
+	size_t n = 3 * MB, rd = 16u << 10, off;
+	unsigned char *d = data_of(n), *buf = malloc(rd);
+	struct decodes r = { .n = 0 };
+	struct source_env *env;
+	struct source *s;
+	uint64_t prefix = 0, in_order = 0;
+	int k;
+
+	cr_assert(buf);
+	write_kind(ZSTD, d, n);
+	cr_assert_eq(source_env_new(&cfg, &env), 0);
+	source_env_zdecoded(env, on_decoded, &r);
+	cr_assert_eq(source_open(env, path, &s), 0);
+	cr_assert_eq(source_stamp(s)->size, n);	/* the pass is over */
+	off = 2 * MB + 300000;		/* mid-span: a random read */
+	cr_assert_eq(source_pread(s, buf, 4096, off), 4096);
+	cr_assert(!memcmp(buf, d + off, 4096));
+	for (k = 0; k < r.n; k++)
+		prefix += r.to[k] - r.from[k];
+	cr_assert(prefix > 0 && prefix < off + 4096 + (64u << 10),
+		  "the random read decoded %llu bytes, not a prefix to its end",
+		  (unsigned long long)prefix);
+	for (off = 0; off < n; off += rd) {
+		r.n = 0;
+		cr_assert_eq(source_pread(s, buf, rd, off),
+			     (ssize_t)(n - off < rd ? n - off : rd));
+		cr_assert(!memcmp(buf, d + off, n - off < rd ? n - off : rd),
+			  "bytes differ at %zu", off);
+		for (k = 0; k < r.n; k++)
+			in_order += r.to[k] - r.from[k];
+	}
+	cr_assert(in_order <= 2 * (uint64_t)n,
+		  "reading in order decoded %llu bytes for %zu",
+		  (unsigned long long)in_order, n);
+	source_close(s);
+	source_env_free(env);
+	free(buf);
+	free(d);
+}
