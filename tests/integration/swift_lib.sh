@@ -155,10 +155,15 @@ swift_start() {
 		>"$SWIFT_DIR/log/proxy.log" 2>&1 &
 	SWIFT_PIDS+=($!)
 	SWIFT_S3=http://127.0.0.1:${ports[3]}
-	# ready when a bucket can be made (the account servers are up)
+	# ready when a bucket can be made (the account and container servers
+	# are up) and an object written into it (the object servers: a
+	# test's first upload, right after its bucket, once failed while they
+	# still started)
+	printf ready >"$SWIFT_DIR/probe"
 	for i in $(seq 1 300); do
 		[ "$(swift_s3 -o /dev/null -w '%{http_code}' -X PUT /sfs-ready)" = 200 ] &&
-			return 0
+			[ "$(swift_s3 -o /dev/null -w '%{http_code}' -T "$SWIFT_DIR/probe" \
+				/sfs-ready/probe)" = 200 ] && return 0
 		for kind in "${SWIFT_PIDS[@]}"; do
 			kill -0 "$kind" 2>/dev/null || break 2
 		done
@@ -175,10 +180,19 @@ swift_mkbucket() {
 	[ "$(swift_s3 -o /dev/null -w '%{http_code}' -X PUT "/$1")" = 200 ]
 }
 
-# swift_put BUCKET KEY FILE
+# swift_put BUCKET KEY FILE: a fixture's upload, sent again (up to 5
+# times) when Swift answers 5xx or not at all, as a loaded 2-core machine
+# makes it do now and then; anything else fails at once
 swift_put() {
-	[ "$(swift_s3 -o /dev/null -w '%{http_code}' -T "$3" \
-		"/$1/$(http_pct_encode "$2")")" = 200 ]
+	local code i
+	for i in 1 2 3 4 5; do
+		code=$(swift_s3 -o /dev/null -w '%{http_code}' -T "$3" \
+			"/$1/$(http_pct_encode "$2")")
+		[ "$code" = 200 ] && return 0
+		case $code in 5* | 000) sleep 0.5 ;; *) break ;; esac
+	done
+	echo "swift_put: /$1/$2: HTTP $code" >&2
+	return 1
 }
 
 # swift_put_tree BUCKET PREFIX DIR: every file under DIR as PREFIX/relative
