@@ -32,6 +32,7 @@ struct zip_archive {
 	const char *path;       /* its name, for messages */
 	uint64_t size;
 	uint64_t cd_off;        /* member data must end before this */
+	uint64_t shift;         /* bytes before the zip (zip_int.h) */
 	size_t count;
 	struct zip_member *members;
 	char *names;            /* the members' names, NUL-terminated */
@@ -77,7 +78,8 @@ static int parse_entry(struct zip_archive *za, const uint8_t *cd, size_t cdlen,
 			za->path, (unsigned long long)at);
 		return -EINVAL;
 	}
-	if (m->header_off > cd_off - LOCAL_LEN || m->csize > cd_off) {
+	if (m->header_off > UINT64_MAX - za->shift ||
+	    (m->header_off += za->shift) > cd_off - LOCAL_LEN || m->csize > cd_off) {
 		sfs_err("%s: offset %llu: zip member's local header (at %llu) or size (%llu) lies past the directory at %llu",
 			za->path, (unsigned long long)at,
 			(unsigned long long)m->header_off,
@@ -108,6 +110,7 @@ static int read_cd(struct zip_archive *za, const struct zip_cd_loc *loc)
 			(unsigned long long)loc->end, CD_MAX);
 		return -EINVAL;
 	}
+	za->shift = loc->shift;
 	cd = malloc(loc->size ? loc->size : 1);
 	za->members = calloc(loc->count ? loc->count : 1, sizeof(*za->members));
 	/* names and their NULs fit in the directory's own size */
@@ -156,7 +159,7 @@ int zip_open(struct zip_archive **zap, struct source *src)
 		rc = -EINVAL;
 		goto out;
 	}
-	zf = (struct zip_file){ za->src, za->path, za->size };
+	zf = (struct zip_file){ za->src, za->path, za->size, 0 };
 	rc = zip_locate_cd(&zf, &loc);
 	if (rc == 0)
 		rc = read_cd(za, &loc);

@@ -5,6 +5,12 @@
  * reader, whole directory in memory) and zipwalk.c (the archive walk of
  * layout=tar, the directory streamed) both start here.
  *
+ * Bytes before the zip (a self-extracting stub, padding, a zip appended
+ * to another file) are found as zipfile and unzip find them: the end
+ * record says how long the directory is, so it ends where the end record
+ * (or the zip64 one) starts; when the offset the record gives is short of
+ * that, the difference is the shift every offset in the zip needs.
+ *
  * Not for: central directory entries (each reader keeps what it needs),
  * member data (zip.c, zipread.c).
  */
@@ -15,6 +21,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Errors are said unless the caller only asks whether this is a zip. */
+#define cd_err(za, ...) do { if (!(za)->quiet) sfs_err(__VA_ARGS__); } while (0)
 
 int zip_pread_full(struct source *src, void *buf, size_t n, uint64_t off)
 {
@@ -50,33 +59,38 @@ static int find_eocd(const struct zip_file *za, uint64_t *eocd_off, uint8_t rec[
 		}
 	}
 	if (rc)
-		sfs_err("%s: no zip end-of-central-directory record in the last %zu bytes",
-			za->path, tail);
+		cd_err(za, "%s: no zip end-of-central-directory record in the last %zu bytes",
+		       za->path, tail);
 out:
 	free(buf);
 	return rc;
 }
 
 /* Reads the zip64 end record through the locator just before the end
- * record at eocd_off. */
+ * record at eocd_off: where the locator says, or, when bytes before the
+ * zip shifted it, right before the locator (where zipfile looks). */
 static int read_eocd64(const struct zip_file *za, uint64_t eocd_off, struct zip_cd_loc *loc)
 {
 	uint8_t lr[LOCATOR64_LEN], rec[EOCD64_LEN];
-	uint64_t off;
+	uint64_t off, near;
 	int rc;
 
 	if (eocd_off < LOCATOR64_LEN + EOCD64_LEN)
 		goto bad;
+	near = eocd_off - LOCATOR64_LEN - EOCD64_LEN;
 	rc = zip_pread_full(za->src, lr, sizeof(lr), eocd_off - LOCATOR64_LEN);
 	if (rc)
 		return rc;
 	if (le32(lr) != SIG_LOCATOR64)
 		goto bad;
 	off = le64(lr + 8);
-	if (le32(lr + 4) != 0 || le32(lr + 16) > 1 ||
-	    off > eocd_off - LOCATOR64_LEN - EOCD64_LEN)
+	if (le32(lr + 4) != 0 || le32(lr + 16) > 1 || off > near)
 		goto bad;
 	rc = zip_pread_full(za->src, rec, sizeof(rec), off);
+	if (rc == 0 && le32(rec) != SIG_EOCD64 && off != near) {
+		off = near;
+		rc = zip_pread_full(za->src, rec, sizeof(rec), off);
+	}
 	if (rc)
 		return rc;
 	if (le32(rec) != SIG_EOCD64 || le32(rec + 16) != 0 || le32(rec + 20) != 0 ||
@@ -88,9 +102,45 @@ static int read_eocd64(const struct zip_file *za, uint64_t eocd_off, struct zip_
 	loc->end = off;
 	return 0;
 bad:
-	sfs_err("%s: offset %llu: bad zip64 end record or locator (or a multi-disk archive)",
-		za->path, (unsigned long long)eocd_off);
+	cd_err(za, "%s: offset %llu: bad zip64 end record or locator (or a multi-disk archive)",
+	       za->path, (unsigned long long)eocd_off);
 	return -EINVAL;
+}
+
+/*
+ * Bytes before the zip: the directory ends where loc->end is; when the
+ * end record puts it earlier and no central entry is there but one is
+ * where it should end, every offset is short by the difference
+ * (loc->shift, added to loc->off here and to each header offset by the
+ * readers).  0 or -errno.
+ */
+static int find_shift(const struct zip_file *za, struct zip_cd_loc *loc)
+{
+	uint64_t at;
+	uint8_t sig[4];
+	int rc;
+
+	loc->shift = 0;
+	if (loc->size > loc->end || loc->off >= loc->end - loc->size)
+		return 0;
+	at = loc->end - loc->size;
+	if (loc->count) {
+		if ((rc = zip_pread_full(za->src, sig, 4, loc->off)) < 0)
+			return rc;
+		if (le32(sig) == SIG_CENTRAL)
+			return 0;	/* bytes between the directory and the end */
+		if ((rc = zip_pread_full(za->src, sig, 4, at)) < 0)
+			return rc;
+		if (le32(sig) != SIG_CENTRAL)
+			return 0;	/* said by the reader: no entry at loc->off */
+	}
+	loc->shift = at - loc->off;
+	loc->off = at;
+	if (!za->quiet)
+		sfs_info("%s: %llu bytes before the zip (a self-extracting or appended "
+			 "zip): its offsets are read %llu bytes further on", za->path,
+			 (unsigned long long)loc->shift, (unsigned long long)loc->shift);
+	return 0;
 }
 
 int zip_locate_cd(const struct zip_file *za, struct zip_cd_loc *loc)
@@ -100,8 +150,8 @@ int zip_locate_cd(const struct zip_file *za, struct zip_cd_loc *loc)
 	int rc;
 
 	if (za->size < EOCD_LEN) {
-		sfs_err("%s: %llu bytes is too short for a zip archive", za->path,
-			(unsigned long long)za->size);
+		cd_err(za, "%s: %llu bytes is too short for a zip archive", za->path,
+		       (unsigned long long)za->size);
 		return -EINVAL;
 	}
 	rc = find_eocd(za, &eocd_off, rec);
@@ -119,16 +169,17 @@ int zip_locate_cd(const struct zip_file *za, struct zip_cd_loc *loc)
 		if (rc)
 			return rc;
 		if (le32(sig) == SIG_LOCATOR64)
-			return read_eocd64(za, eocd_off, loc);
+			return (rc = read_eocd64(za, eocd_off, loc)) ? rc :
+			       find_shift(za, loc);
 	}
 	if (le16(rec + 4) != 0 || le16(rec + 6) != 0 || le16(rec + 8) != loc->count)
 		goto bad;
 	if (loc->count == 0xffff || loc->size == 0xffffffff || loc->off == 0xffffffff)
 		goto bad;       /* saturated fields need a zip64 record */
-	return 0;
+	return find_shift(za, loc);
 bad:
-	sfs_err("%s: offset %llu: zip end record is multi-disk or needs a missing zip64 record",
-		za->path, (unsigned long long)eocd_off);
+	cd_err(za, "%s: offset %llu: zip end record is multi-disk or needs a missing zip64 record",
+	       za->path, (unsigned long long)eocd_off);
 	return -EINVAL;
 }
 

@@ -50,18 +50,22 @@ struct zip_file {
 	struct source *src;
 	const char *path;
 	uint64_t size;
+	int quiet;              /* only asking whether it is a zip: say nothing */
 };
 
 /* Where the central directory is, from the end records. */
 struct zip_cd_loc {
 	uint64_t count, size, off;
 	uint64_t end;           /* where the directory must end */
+	uint64_t shift;         /* bytes before the zip: add to every header
+				 * offset the directory gives (off has it) */
 };
 
 /* Reads exactly n bytes at off; a short file is -EIO. */
 int zip_pread_full(struct source *src, void *buf, size_t n, uint64_t off);
-/* Finds the end record (and the zip64 one when there is a locator): 0, or
- * -EINVAL with a message naming the file and offset, or -errno. */
+/* Finds the end record (and the zip64 one when there is a locator) and
+ * any bytes before the zip (loc->shift): 0, or -EINVAL with a message
+ * naming the file and offset (none when za->quiet), or -errno. */
 int zip_locate_cd(const struct zip_file *za, struct zip_cd_loc *loc);
 /* Replaces the saturated (0xffffffff) fields among the three from the
  * zip64 extra field (id 1) of the extra block ex[0..exlen): 0, or -1 when

@@ -20,11 +20,13 @@
 #include "formats/zipread.h"
 #include "formats/zip_int.h"
 #include "io/lru.h"
+#include "io/crc.h"
 #include "io/source.h"
 #include "log.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -139,7 +141,7 @@ static int read_deflated(const struct zip_data *d,
 	uint8_t *in = malloc(INFLATE_CHUNK);
 	const char *why;
 	z_stream zs;
-	int rc = -EIO;
+	int rc = -EBADMSG;      /* bad data, unless a read failed */
 
 	memset(&zs, 0, sizeof(zs));
 	if (!in || inflateInit2(&zs, -MAX_WBITS) != Z_OK) {
@@ -157,23 +159,43 @@ static int read_deflated(const struct zip_data *d,
 }
 
 
-/* The checks before any data is read: method, encryption, sizes. */
+/* Whether d cannot be read at all, and why (zipread.h). */
+int zipread_unreadable(const struct zip_data *d, char *why, size_t len)
+{
+	if (d->flags & 1)
+		snprintf(why, len, "encrypted (samplefs reads no encrypted member)");
+	else if (d->method == ZIP_METHOD_BAD_SIZES)
+		snprintf(why, len, "stored, its declared sizes disagree and the bytes "
+			 "of none match its CRC-32 (said at mount)");
+	else if (d->method != 0 && d->method != 8)
+		snprintf(why, len, "compressed with method %u, which samplefs does "
+			 "not read (it reads stored and deflate)", d->method);
+	else
+		return 0;
+	return 1;
+}
+
+/* The checks before any data is read: method, encryption, sizes.  Why a
+ * member cannot be read at all was said at mount (one warning for the
+ * zip, tarindex_zip.c); it is said again here, naming the read. */
 static int data_check(const struct zip_data *d)
 {
-	if ((d->flags & 1) || (d->method != 0 && d->method != 8)) {
-		sfs_err("%s: member %s: offset %llu: encrypted or compression method %u (only stored and deflate are read)",
-			d->path, d->name, (unsigned long long)d->off, d->method);
+	char why[160];
+
+	if (zipread_unreadable(d, why, sizeof(why))) {
+		sfs_err("%s: member %s: offset %llu: %s: EIO", d->path, d->name,
+			(unsigned long long)d->off, why);
 		return -EIO;
 	}
 	if (d->method == 0 && d->csize != d->usize) {
-		sfs_err("%s: member %s: offset %llu: stored with %llu bytes but declares %llu",
+		sfs_err("%s: member %s: offset %llu: stored with %llu bytes but declares %llu: EIO",
 			d->path, d->name, (unsigned long long)d->off,
 			(unsigned long long)d->csize, (unsigned long long)d->usize);
 		return -EIO;
 	}
 	if (d->method == 8 && d->usize / DEFLATE_MAX_RATIO > d->csize) {
 		sfs_err("%s: member %s: offset %llu: declares %llu bytes from %llu compressed, "
-			"more than deflate's maximum ratio of %u:1", d->path, d->name,
+			"more than deflate's maximum ratio of %u:1: EIO", d->path, d->name,
 			(unsigned long long)d->off, (unsigned long long)d->usize,
 			(unsigned long long)d->csize, DEFLATE_MAX_RATIO);
 		return -EIO;
@@ -187,17 +209,22 @@ int zipread_large(const struct zip_data *d)
 	       d->usize / DEFLATE_MAX_RATIO <= d->csize;
 }
 
-int zip_data_read(const struct zip_data *d, uint8_t **out)
+/*
+ * zip_data_read, but bad data (what no second read would change: a
+ * refused method or size, a corrupt stream, a CRC mismatch) is -EBADMSG,
+ * told apart from a failed read (-EIO) so that zipread remembers it.
+ */
+static int whole_read(const struct zip_data *d, uint8_t **out)
 {
 	struct outbuf o = { NULL, 0 };
+	uint32_t crc;
 	int rc;
 
 	*out = NULL;
 	if (d->usize > SIZE_MAX - 1)
 		return -EFBIG;
-	rc = data_check(d);
-	if (rc)
-		return rc;
+	if (data_check(d))
+		return -EBADMSG;
 	/* stored data is all there (the caller checked its extent); deflated
 	 * data gets memory only as it inflates */
 	o.cap = d->method == 0 || d->usize < INFLATE_CHUNK ? d->usize : INFLATE_CHUNK;
@@ -205,10 +232,12 @@ int zip_data_read(const struct zip_data *d, uint8_t **out)
 	if (!o.p)
 		return -ENOMEM;
 	rc = d->method == 0 ? read_stored(d, d->off, o.p) : read_deflated(d, d->off, &o);
-	if (rc == 0 && crc32_z(0, o.p, (size_t)d->usize) != d->crc32) {
-		sfs_err("%s: member %s: data at offset %llu: CRC-32 mismatch (directory says %08x)",
-			d->path, d->name, (unsigned long long)d->off, d->crc32);
-		rc = -EIO;
+	if (rc == 0 && (crc = zcrc32(0, o.p, (size_t)d->usize)) != d->crc32) {
+		sfs_err("%s: member %s: data at offset %llu: CRC-32 mismatch (the "
+			"directory says %08x, the %llu bytes give %08x): EIO", d->path,
+			d->name, (unsigned long long)d->off, d->crc32,
+			(unsigned long long)d->usize, crc);
+		rc = -EBADMSG;
 	}
 	if (rc) {
 		free(o.p);
@@ -218,13 +247,30 @@ int zip_data_read(const struct zip_data *d, uint8_t **out)
 	return 0;
 }
 
+int zip_data_read(const struct zip_data *d, uint8_t **out)
+{
+	int rc = whole_read(d, out);
+
+	return rc == -EBADMSG ? -EIO : rc;
+}
+
 /* ---- ranges: the cache of small members, sources of large ones ----- */
+
+/* What a mount knows of a member's bytes (zipread.state[key]). */
+enum {
+	UNCHECKED = 0,
+	CHECKING,       /* a large stored member's CRC pass is running */
+	GOOD,           /* its CRC-32 matched: stored bytes may be read in place */
+	BAD,            /* its data is bad (said once): every read is EIO */
+};
 
 struct zipread {
 	struct lru *cache;
 	zipread_open_fn open;    /* NULL: large members are not read */
-	pthread_mutex_t lock;    /* mem[] */
+	pthread_mutex_t lock;    /* mem[], state[] */
+	pthread_cond_t checked;  /* a CHECKING member's state changed */
 	struct source **mem;     /* by key: large members opened so far */
+	uint8_t *state;          /* by key: UNCHECKED ... BAD */
 	uint64_t nmem;
 };
 
@@ -237,14 +283,18 @@ struct zipread *zipread_new(uint64_t cache_bytes, uint64_t nkeys,
 		return NULL;
 	zr->cache = lru_new(cache_bytes);
 	zr->mem = nkeys ? calloc(nkeys, sizeof(*zr->mem)) : NULL;
-	if (!zr->cache || (nkeys && !zr->mem)) {
+	zr->state = nkeys ? calloc(nkeys, 1) : NULL;
+	if (!zr->cache || (nkeys && (!zr->mem || !zr->state))) {
 		lru_free(zr->cache);
+		free(zr->mem);
+		free(zr->state);
 		free(zr);
 		return NULL;
 	}
 	zr->nmem = nkeys;
 	zr->open = open;
 	pthread_mutex_init(&zr->lock, NULL);
+	pthread_cond_init(&zr->checked, NULL);
 	return zr;
 }
 
@@ -257,9 +307,113 @@ void zipread_free(struct zipread *zr)
 	for (k = 0; k < zr->nmem; k++)
 		source_close(zr->mem[k]);
 	free(zr->mem);
+	free(zr->state);
 	lru_free(zr->cache);
+	pthread_cond_destroy(&zr->checked);
 	pthread_mutex_destroy(&zr->lock);
 	free(zr);
+}
+
+static int state_get(struct zipread *zr, uint64_t key)
+{
+	int st;
+
+	if (key >= zr->nmem)
+		return UNCHECKED;
+	pthread_mutex_lock(&zr->lock);
+	st = zr->state[key];
+	pthread_mutex_unlock(&zr->lock);
+	return st;
+}
+
+static void state_set(struct zipread *zr, uint64_t key, int st)
+{
+	if (key >= zr->nmem)
+		return;
+	pthread_mutex_lock(&zr->lock);
+	zr->state[key] = (uint8_t)st;
+	pthread_cond_broadcast(&zr->checked);
+	pthread_mutex_unlock(&zr->lock);
+}
+
+int zipread_in_place(struct zipread *zr, uint64_t key)
+{
+	return zr && state_get(zr, key) == GOOD;     /* set for stored ones only */
+}
+
+/*
+ * The CRC-32 of a large stored member's bytes, read in order in
+ * STORED_CHUNK pieces (one pass over the member, at the speed of its
+ * source: a partial read of a large stored member costs reading it whole
+ * once per mount).  0, -EBADMSG (said), or the read's -errno.
+ */
+#define STORED_CHUNK (1u << 20)
+static int stored_crc(const struct zip_data *d)
+{
+	uint8_t *buf = malloc(STORED_CHUNK);
+	uint64_t done = 0;
+	uint32_t crc = 0;
+	int rc = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	while (done < d->usize) {
+		size_t n = d->usize - done < STORED_CHUNK ? (size_t)(d->usize - done) :
+			   STORED_CHUNK;
+
+		if ((rc = zip_pread_full(d->src, buf, n, d->off + done)) < 0)
+			break;
+		crc = zcrc32(crc, buf, n);
+		done += n;
+	}
+	free(buf);
+	if (rc == 0 && crc != d->crc32) {
+		sfs_err("%s: member %s: data at offset %llu: CRC-32 mismatch (the "
+			"directory says %08x, the %llu stored bytes give %08x): EIO",
+			d->path, d->name, (unsigned long long)d->off, d->crc32,
+			(unsigned long long)d->usize, crc);
+		rc = -EBADMSG;
+	} else if (rc < 0 && !transient(rc)) {
+		sfs_err("%s: member %s: cannot read its stored bytes at offset %llu "
+			"to check their CRC-32: EIO", d->path, d->name,
+			(unsigned long long)(d->off + done));
+		rc = -EIO;
+	}
+	return rc;
+}
+
+/*
+ * A range of a large stored member: checked whole first (stored_crc), by
+ * one reader while the others wait (in no-wait mode they do not: -EAGAIN),
+ * then read in place.  A member found bad stays bad; a failed or
+ * cancelled check is tried again by the next read.
+ */
+static ssize_t stored_read(struct zipread *zr, uint64_t key,
+			   const struct zip_data *d, uint8_t *buf, size_t size,
+			   uint64_t off)
+{
+	int st, rc;
+
+	if (key >= zr->nmem)
+		return -EIO;
+	pthread_mutex_lock(&zr->lock);
+	while ((st = zr->state[key]) == CHECKING && !source_nowait_mode())
+		pthread_cond_wait(&zr->checked, &zr->lock);
+	if (st == UNCHECKED && !source_nowait_mode())
+		zr->state[key] = CHECKING;
+	pthread_mutex_unlock(&zr->lock);
+	if (st == BAD)
+		return -EIO;
+	if (st != GOOD) {
+		if (source_nowait_mode())
+			return -EAGAIN;
+		rc = data_check(d) ? -EBADMSG : stored_crc(d);
+		state_set(zr, key, rc == 0 ? GOOD : rc == -EBADMSG ? BAD : UNCHECKED);
+		if (rc < 0)
+			return rc == -EBADMSG ? -EIO : rc;
+	}
+	rc = zip_pread_full(d->src, buf, size, d->off + off);
+	return rc < 0 ? rc : (ssize_t)size;
 }
 
 /*
@@ -347,11 +501,24 @@ ssize_t zipread_pread(struct zipread *zr, uint64_t key, const struct zip_data *d
 		size = (size_t)(d->usize - off);
 	if (zipread_large(d))
 		return member_read(zr, key, d, buf, size, off);
+	if (d->method == 0 && d->usize > ZIPREAD_WHOLE_MAX)
+		return stored_read(zr, key, d, buf, size, off);
 	if (lru_copy_out(zr->cache, key, (size_t)off, buf, size) == 1)
 		return (ssize_t)size;
-	rc = zip_data_read(d, &p);
+	switch (state_get(zr, key)) {
+	case BAD:
+		return -EIO;    /* said at its first read */
+	case GOOD:              /* a stored member, checked, then evicted */
+		rc = zip_pread_full(d->src, buf, size, d->off + off);
+		return rc < 0 ? rc : (ssize_t)size;
+	}
+	rc = whole_read(d, &p);
+	if (rc == -EBADMSG)
+		state_set(zr, key, BAD);
 	if (rc < 0)
-		return rc;
+		return rc == -EBADMSG ? -EIO : rc;
+	if (d->method == 0)
+		state_set(zr, key, GOOD);
 	memcpy(buf, p + off, size);
 	lru_insert(zr->cache, key, p, (size_t)d->usize);
 	return (ssize_t)size;

@@ -2,8 +2,11 @@
  * zipread.h - the data of one zip member: read whole (stored or deflate,
  * CRC-32 checked: the .npz reader and small members of archives), or a
  * range of it for layout=tar, through a per-mount struct zipread that
- * keeps an LRU of inflated small members and the sources (access points:
- * io/zsource.h) of large deflated ones.
+ * keeps an LRU of small members, the sources (access points:
+ * io/zsource.h) of large deflated ones, and what it found of each
+ * member's CRC-32.  No byte of any member reaches a reader before its
+ * CRC-32 matched: a large stored member is read whole once (its first
+ * read, per mount) to check it, then in place.
  *
  * Bombs: a member never inflates past its declared size (memory is taken
  * as bytes inflate, never from the declared size alone), and a declared
@@ -31,9 +34,18 @@ struct zip_data {
 	uint64_t off;            /* absolute offset of the data in src */
 	uint64_t csize, usize;   /* compressed and declared sizes */
 	uint32_t crc32;
-	uint16_t method;         /* 0 stored, 8 deflate */
+	uint16_t method;         /* 0 stored, 8 deflate (ZIP_METHOD_BAD_SIZES) */
 	uint16_t flags;          /* general purpose bits (1: encrypted) */
 };
+
+/* Not a zip method: a stored member whose sizes disagree and none of
+ * whose sizes' bytes match its CRC-32 (zipwalk.c said so); reads EIO. */
+#define ZIP_METHOD_BAD_SIZES 0xffffu
+
+/* 1 if member d can never be read (encrypted, a method other than stored
+ * and deflate, ZIP_METHOD_BAD_SIZES), with why (a phrase, no names)
+ * written to why; else 0. */
+int zipread_unreadable(const struct zip_data *d, char *why, size_t len);
 
 /*
  * Reads the whole member into a new malloc'ed buffer of usize (+1) bytes.
@@ -43,10 +55,11 @@ struct zip_data {
  */
 int zip_data_read(const struct zip_data *d, uint8_t **out);
 
-/* Members up to this size are inflated whole, CRC-checked and cached;
- * larger deflated ones are read through access points (zipread_open_fn). */
+/* Members up to this size are read whole, CRC-checked and cached;
+ * larger deflated ones are read through access points (zipread_open_fn),
+ * larger stored ones in place once checked. */
 #define ZIPREAD_WHOLE_MAX ((uint64_t)4 << 20)
-/* Bytes of inflated small members a mount keeps. */
+/* Bytes of small members a mount keeps. */
 #define ZIPREAD_CACHE     ((uint64_t)64 << 20)
 
 struct zipread;
@@ -76,8 +89,10 @@ void zipread_free(struct zipread *zr);
  * bounded to d->usize), `key` naming it uniquely in this zipread.  Bytes
  * read, or -EIO / -ENOMEM, or -EAGAIN in no-wait mode where it would
  * wait.  Small members (<= ZIPREAD_WHOLE_MAX): from the cache, else
- * inflated whole and CRC-checked first, so no byte of a member whose CRC
- * fails is ever returned.  Large deflated ones: through the member's
+ * read (inflated) whole and CRC-checked first, so no byte of a member
+ * whose CRC fails is ever returned.  Large stored ones: read whole once
+ * to check the CRC-32 (one reader; the others wait), then in place.  A
+ * member found bad gives EIO at once from then on (said once).  Large deflated ones: through the member's
  * source (opened by its first read); its first pass (that read's, or
  * an earlier mount's, whose table was stored) checks the CRC-32 and the
  * declared size before any byte is served, and every later span read
@@ -88,5 +103,10 @@ void zipread_free(struct zipread *zr);
  */
 ssize_t zipread_pread(struct zipread *zr, uint64_t key, const struct zip_data *d,
 		      void *buf, size_t size, uint64_t off);
+
+/* 1 if member `key` is stored and its CRC-32 matched: its bytes may be
+ * read in place (spliced) from now on; else 0 (read it through
+ * zipread_pread).  zr may be NULL (0). */
+int zipread_in_place(struct zipread *zr, uint64_t key);
 
 #endif

@@ -14,7 +14,9 @@
  */
 #include "formats/zipwalk.h"
 #include "formats/zip_int.h"
+#include "io/crc.h"
 #include "io/source.h"
+#include "io/zsource.h"
 #include "log.h"
 
 #include <errno.h>
@@ -39,8 +41,11 @@ struct zwalk {
 	uint64_t cd_off, cd_end;
 	uint64_t boff;            /* the window: [boff, boff + blen) */
 	uint64_t last_lh, ra_end; /* the last local header read; read ahead to */
+	uint64_t checked;         /* bytes read by stored_sizes so far */
+	uint64_t shift;           /* bytes before the zip (zip_int.h) */
 	size_t blen;
 	uint8_t *buf;
+	uint8_t *check;           /* stored_sizes' buffer (WINDOW bytes) */
 	iconv_t cp437;            /* (iconv_t)-1 until a CP437 name needs it */
 	char raw[TAR_PATH_MAX + 1], path[4 * TAR_PATH_MAX + 1];
 	char link[TAR_PATH_MAX + 1];
@@ -48,12 +53,28 @@ struct zwalk {
 
 int zip_sniff(struct source *src)
 {
-	uint8_t sig[4];
-	ssize_t r = source_pread(src, sig, sizeof(sig), 0);
+	struct zip_file zf = { src, source_name(src), source_stamp(src)->size, 1 };
+	uint8_t head[TAR_BLOCK];
+	struct zip_cd_loc loc;
+	ssize_t r = source_pread(src, head, sizeof(head), 0);
 
 	if (r < 0)
 		return (int)r;
-	return r == 4 && (le32(sig) == SIG_LOCAL || le32(sig) == SIG_EOCD);
+	if (r >= 4 && (le32(head) == SIG_LOCAL || le32(head) == SIG_EOCD))
+		return 1;
+	/* a tar is never taken for a zip with bytes before it (one holding a
+	 * zip as its last member has a zip's end record near its end); nor is
+	 * a decompressed stream's end read just to ask */
+	if ((r == sizeof(head) && tar_header_ok(head)) || source_is_decompressed(src))
+		return 0;
+	if (zip_locate_cd(&zf, &loc) < 0)
+		return 0;
+	if (loc.count == 0)
+		return 1;
+	/* a self-extracting zip whose offsets count the stub (zip -A), or one
+	 * shifted (loc.off has the shift): a central entry where it says */
+	r = source_pread(src, head, 4, loc.off);
+	return r == 4 && le32(head) == SIG_CENTRAL;
 }
 
 /* Points *p at n bytes of the directory at off; -EINVAL past its end. */
@@ -148,8 +169,113 @@ static void lh_ahead(struct zwalk *w, uint64_t off)
 	w->ra_end = off + AHEAD;
 }
 
+/*
+ * The CRC-32s of the first sizes[0..n) bytes of the data at off (sizes
+ * ascending), in one read of the largest: crcs[i] for sizes[i].  0 or
+ * -errno.
+ */
+static int prefix_crcs(struct zwalk *w, uint64_t off, const uint64_t *sizes,
+		       size_t n, uint32_t *crcs)
+{
+	uint64_t done = 0;
+	uint32_t crc = 0;
+	size_t i = 0;
+	int rc = 0;
+
+	while (i < n) {
+		uint64_t want = sizes[i] - done;
+		size_t k = want < WINDOW ? (size_t)want : WINDOW;
+
+		if (k && (rc = zip_pread_full(w->zf.src, w->check, k, off + done)) < 0)
+			return rc;
+		crc = zcrc32(crc, w->check, k);
+		done += k;
+		while (i < n && sizes[i] == done)
+			crcs[i++] = crc;
+	}
+	return 0;
+}
+
+/* Inserts v into the ascending set s[0..*n) unless it is there. */
+static void size_add(uint64_t *s, size_t *n, uint64_t v)
+{
+	size_t i = *n;
+
+	while (i > 0 && s[i - 1] > v)
+		i--;
+	if (i > 0 && s[i - 1] == v)
+		return;
+	memmove(s + i + 1, s + i, (*n - i) * sizeof(*s));
+	s[i] = v;
+	(*n)++;
+}
+
+/*
+ * A stored member whose sizes disagree: the central directory's two and,
+ * without a data descriptor, the local header's two (lh).  unzip goes by
+ * the local header, zipfile by the central directory; the bytes tell:
+ * the size kept is the one whose bytes match the CRC-32 (the central
+ * usize first), said in a warning naming both headers' sizes.  When none
+ * does (or checking would read more than the zip's size over all such
+ * members), the member is kept with the smallest size that fits and
+ * ZIP_METHOD_BAD_SIZES: listed, its reads EIO.  0 or -errno.
+ */
+static int stored_sizes(struct zwalk *w, struct zip_entry *e, const uint8_t *lh)
+{
+	uint64_t cu = e->data.usize, cc = e->data.csize, lu = cu, lc = cc;
+	uint64_t fit[4], keep = UINT64_MAX;
+	uint32_t crcs[4];
+	size_t n = 0, i;
+	int rc;
+
+	if (!(le16(lh + 6) & 8) && le32(lh + 18) != 0xffffffff &&
+	    le32(lh + 22) != 0xffffffff) {
+		lc = le32(lh + 18);
+		lu = le32(lh + 22);
+	}
+	if (cu == cc && lu == cu && lc == cu)
+		return 0;
+	/* the sizes whose bytes lie before the directory */
+	for (i = 0; i < 4; i++) {
+		uint64_t v = i == 0 ? cu : i == 1 ? cc : i == 2 ? lc : lu;
+
+		if (v <= w->cd_off - e->data.off)
+			size_add(fit, &n, v);
+	}
+	if (n && fit[n - 1] <= w->zf.size - w->checked) {
+		w->checked += fit[n - 1];
+		if ((rc = prefix_crcs(w, e->data.off, fit, n, crcs)) < 0)
+			return rc == -EIO ? 0 : rc;
+		for (i = 0; i < n; i++)
+			if (crcs[i] == e->data.crc32 &&
+			    (keep == UINT64_MAX || fit[i] == cu))
+				keep = fit[i];
+	}
+	if (keep != UINT64_MAX) {
+		sfs_warn("%s: member '%s' is stored and its sizes disagree (central "
+			 "directory: %llu bytes, %llu compressed; local header: %llu, "
+			 "%llu compressed): serving the %llu bytes whose CRC-32 matches",
+			 w->zf.path, e->path, (unsigned long long)cu,
+			 (unsigned long long)cc, (unsigned long long)lu,
+			 (unsigned long long)lc, (unsigned long long)keep);
+	} else {
+		keep = n ? fit[0] : 0;
+		e->data.method = ZIP_METHOD_BAD_SIZES;
+		sfs_warn("%s: member '%s' is stored and its sizes disagree (central "
+			 "directory: %llu bytes, %llu compressed; local header: %llu, "
+			 "%llu compressed), and the bytes of none match its CRC-32 "
+			 "%08x: it is listed with %llu bytes, and its reads give EIO",
+			 w->zf.path, e->path, (unsigned long long)cu,
+			 (unsigned long long)cc, (unsigned long long)lu,
+			 (unsigned long long)lc, e->data.crc32, (unsigned long long)keep);
+	}
+	e->data.usize = e->data.csize = keep;
+	return 0;
+}
+
 /* The local header: its name must be the central one; sets the data
- * offset.  One pread for the header and the name. */
+ * offset (and a stored member's size: stored_sizes).  One pread for the
+ * header and the name. */
 static int local_header(struct zwalk *w, struct zip_entry *e, size_t nlen)
 {
 	uint8_t lh[LOCAL_LEN + TAR_PATH_MAX];
@@ -166,9 +292,14 @@ static int local_header(struct zwalk *w, struct zip_entry *e, size_t nlen)
 	    memcmp(lh + LOCAL_LEN, w->raw, nlen))
 		return 1;
 	off = e->header + LOCAL_LEN + nlen + le16(lh + 28);
-	if (off > w->cd_off || e->data.csize > w->cd_off - off)
+	if (off > w->cd_off)
 		return 1;
 	e->data.off = off;
+	if (e->data.method == 0 && !(e->data.flags & 1) &&
+	    (rc = stored_sizes(w, e, lh)) < 0)
+		return rc;
+	if (e->data.csize > w->cd_off - off)
+		return 1;
 	return 0;
 }
 
@@ -221,6 +352,9 @@ static const char *entry_fill(struct zwalk *w, struct zip_entry *e,
 	if (zip_apply_zip64(&e->data.usize, &e->data.csize, &e->header,
 			    c + CENTRAL_LEN + nlen, xlen))
 		return "needs a zip64 extra field it lacks or truncates";
+	if (e->header > UINT64_MAX - w->shift)
+		return "has a local header offset past any file";
+	e->header += w->shift;
 	if (!ut_mtime(c + CENTRAL_LEN + nlen, xlen, &e->mtime))
 		e->mtime = dos_time(le16(c + 12), le16(c + 14));
 	entry_type(e, c, nlen, w->raw);
@@ -286,9 +420,9 @@ int zip_walk(struct source *src, const char *what, zip_entry_fn fn, void *arg)
 	uint64_t pos, i;
 	int rc = -ENOMEM;
 
-	if (!w || !(w->buf = malloc(WINDOW)))
+	if (!w || !(w->buf = malloc(WINDOW)) || !(w->check = malloc(WINDOW)))
 		goto out;
-	w->zf = (struct zip_file){ src, what, source_stamp(src)->size };
+	w->zf = (struct zip_file){ src, what, source_stamp(src)->size, 0 };
 	w->cp437 = (iconv_t)-1;
 	rc = zip_locate_cd(&w->zf, &loc);
 	if (rc < 0)
@@ -304,6 +438,7 @@ int zip_walk(struct source *src, const char *what, zip_entry_fn fn, void *arg)
 	}
 	w->cd_off = loc.off;
 	w->cd_end = loc.off + loc.size;
+	w->shift = loc.shift;
 	for (i = 0, pos = loc.off; rc >= 0 && i < loc.count; i++) {
 		rc = entry(w, &pos, fn, arg);
 		if (rc > 0)
@@ -312,8 +447,10 @@ int zip_walk(struct source *src, const char *what, zip_entry_fn fn, void *arg)
 out:
 	if (w && w->cp437 != (iconv_t)-1)
 		iconv_close(w->cp437);
-	if (w)
+	if (w) {
 		free(w->buf);
+		free(w->check);
+	}
 	free(w);
 	return rc;
 }

@@ -14,9 +14,13 @@
  * skipped with a warning, as is a member whose local header is missing,
  * does not match, or whose data runs into the central directory.
  *
+ * Stored members: when the central directory's and the local header's
+ * sizes disagree, the size whose bytes match the CRC-32 is kept (said);
+ * when none does, the member is listed and its reads fail.  Bytes before
+ * the zip shift every offset (zip_int.h), as zipfile and unzip read it.
+ *
  * Not for: reading member data (zipread.h), .npz (zip.h), writing,
- * encryption (reported; its reads fail), multi-disk or self-extracting
- * zips (data before the first local header).
+ * encryption (reported; its reads fail), multi-disk zips.
  */
 #ifndef SFS_ZIPWALK_H
 #define SFS_ZIPWALK_H
@@ -42,8 +46,11 @@ struct zip_entry {
  * walk and is returned. */
 typedef int (*zip_entry_fn)(void *arg, const struct zip_entry *e);
 
-/* 1 if the source starts like a zip (a local header, or the end record
- * of an empty zip), 0 if not, -errno. */
+/* 1 if the source is a zip: it starts like one (a local header, or the
+ * end record of an empty zip), or, not starting as a tar does and not
+ * decompressed, its end records lead to its central directory (bytes
+ * before the zip: self-extracting, padded or appended zips); 0 if not,
+ * -errno. */
 int zip_sniff(struct source *src);
 
 /*

@@ -776,7 +776,7 @@ ssize_t tarindex_pread(const struct tarindex *t, uint32_t i, void *buf,
 		return 0;
 	if (size > fsize - off)
 		size = (size_t)(fsize - off);
-	if (t->nzips && tarindex_deflated(t, i)) {
+	if (t->nzips && tarindex_zipped(t, i)) {
 		ssize_t got = tarindex_zip_pread(t, i, buf, size, off);
 
 		if (got < 0)

@@ -58,13 +58,14 @@
  * used from any number of threads (source_pread on shared sources).
  *
  * Zip sources (tarindex_zip.c) become trees the same way: their members
- * are walked from the central directory (formats/zipwalk.h); a stored
- * member is a file node like a tar member's (one range of the source,
- * spliceable; a stored *.tar inside is expanded as a nested tar), a
- * deflated one a file node listed in the zip section, read through
- * formats/zipread.h (never spliced: tarindex_deflated): inflated whole
- * when small, else through a derived source tarindex_open opens for it
- * (raw deflate over a slice of the zip, access points stored under
+ * are walked from the central directory (formats/zipwalk.h); every file
+ * member is a file node listed in the zip section and read through
+ * formats/zipread.h, which checks its CRC-32 before any byte is served:
+ * a stored one is one range of the source (a stored *.tar inside is
+ * expanded as a nested tar), spliced once its CRC-32 matched
+ * (tarindex_in_place); a deflated one is inflated whole when small, else
+ * read through a derived source tarindex_open opens for it (raw deflate
+ * over a slice of the zip, access points stored under
  * "ZIP@OFFSET:NAME").  Zips inside tars are plain files.
  *
  * Nested compressed tars (tarindex_znest.c): a member named "*.tar.gz",
@@ -163,15 +164,15 @@ struct tarindex_hardlink {
 	uint32_t node, first, nlink;
 };
 
-/* A deflated member of a zip source (section TAG(c, 'Z', 'P'), sorted by
- * src then off): the file node whose source is `src` and whose `off` is
- * this one holds deflated data (its size is the inflated size; members of
- * other methods or encrypted are listed too, so their reads fail).  Stored
- * zip members are plain file nodes, read in place. */
+/* A file member of a zip source (section TAG(c, 'Z', 'P'), sorted by src
+ * then off): the file node whose source is `src` and whose `off` is this
+ * one holds this member's data (its size is the uncompressed size;
+ * members of other methods or encrypted are listed too, so their reads
+ * fail). */
 struct tarindex_zip {
 	uint64_t off, csize;
 	uint32_t src, crc32;
-	uint16_t method, flags;  /* as zip has them (listed: any but stored) */
+	uint16_t method, flags;  /* as zip has them (ZIP_METHOD_BAD_SIZES) */
 	uint32_t pad;
 };
 
@@ -355,9 +356,13 @@ const struct tarindex_hardlink *tarindex_hardlink(const struct tarindex *t,
  * data chunks (the holes are stored nowhere). */
 uint64_t tarindex_stored(const struct tarindex *t, uint32_t i);
 
-/* 1 if file node i's data is deflated (a zip member): its bytes are no
- * range of its source, so not to be spliced; else 0. */
-int tarindex_deflated(const struct tarindex *t, uint32_t i);
+/* 1 if file node i is a zip member (its bytes go through zipread, which
+ * checks their CRC-32); else 0. */
+int tarindex_zipped(const struct tarindex *t, uint32_t i);
+/* 1 if file node i's bytes may be read (spliced) in place as one range of
+ * its source: a file, not sparse, and not a zip member unless a stored one
+ * whose CRC-32 has matched (zipread_in_place); else 0. */
+int tarindex_in_place(const struct tarindex *t, uint32_t i);
 
 /*
  * Reads up to `size` bytes at `off` of file node i (a sparse file's holes

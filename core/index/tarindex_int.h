@@ -13,9 +13,10 @@
 #include "index/index.h"
 #include "index/tarindex.h"
 
-#define TARINDEX_VERSION 6      /* 4: hard link groups, a link's mtime its target's;
+#define TARINDEX_VERSION 7      /* 4: hard link groups, a link's mtime its target's;
 				 * 5: zip sources, section ZP;
-				 * 6: derived sources, sections DV and DN */
+				 * 6: derived sources, sections DV and DN;
+				 * 7: stored zip members in ZP too (CRC-checked) */
 #define TAG(c, x, y) INDEX_TAG((c), 'T', (x), (y))
 #define NONE UINT32_MAX
 

@@ -8,11 +8,13 @@
  *
  * A member goes through the same tb_walk_cb as a tar member, so names,
  * duplicates (the last wins), implicit directories, symlinks that leave
- * the mount and stored nested tars follow the tar rules.  A deflated
- * member's node keeps the offset of its compressed data; the section,
- * sorted by (source, offset), says which file nodes are deflated, with
- * their compressed size and CRC.  The section is absent for tars, so they
- * pay one test of a zero count per read.
+ * the mount and stored nested tars follow the tar rules.  A member's node
+ * keeps the offset of its data; the section, sorted by (source, offset),
+ * lists every file member with its method, compressed size and CRC-32,
+ * so that every member's bytes are checked (zipread.h), stored ones too.
+ * Members no read can give (encrypted, other methods) are named in one
+ * warning per zip.  The section is absent for tars, so they pay one test
+ * of a zero count per read.
  *
  * Threads: building is single-threaded; at mount the section is
  * read-only and t->zr locks itself (its cache, its members' sources).
@@ -22,6 +24,7 @@
 #include "index/tarindex.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,8 +38,8 @@
 
 /* ---- build ----------------------------------------------------------- */
 
-/* Keeps deflated member e aside for the section. */
-static int keep_deflated(struct builder *b, uint32_t srcno, const struct zip_entry *e)
+/* Keeps member e aside for the section. */
+static int keep_member(struct builder *b, uint32_t srcno, const struct zip_entry *e)
 {
 	if (b->nzips == b->zips_cap) {
 		uint64_t cap = b->zips_cap ? 2 * b->zips_cap : 1024;
@@ -55,10 +58,51 @@ static int keep_deflated(struct builder *b, uint32_t srcno, const struct zip_ent
 	return 0;
 }
 
+/* The members of one zip no read can give, said in one warning at the
+ * end of its walk: how many, why, and the first few names. */
+#define UNREADABLE_NAMED 5
+struct unreadable {
+	uint64_t n;
+	char why[160];          /* the first one's reason */
+	char names[512];
+};
+
+static void unreadable_add(struct unreadable *u, const struct zip_entry *e)
+{
+	size_t len = strlen(u->names);
+	char why[160];
+
+	if (!zipread_unreadable(&e->data, why, sizeof(why)))
+		return;
+	if (u->n++ == 0)
+		snprintf(u->why, sizeof(u->why), "%s", why);
+	if (u->n <= UNREADABLE_NAMED && len + 8 < sizeof(u->names))
+		snprintf(u->names + len, sizeof(u->names) - len, "%s'%.100s'",
+			 len ? ", " : "", e->path);
+}
+
+static void unreadable_say(const struct unreadable *u, const char *what)
+{
+	if (u->n == 1)
+		sfs_warn("%s: member %s cannot be read: %s; it is listed, and its "
+			 "reads give EIO", what, u->names, u->why);
+	else if (u->n > 1)
+		sfs_warn("%s: %llu members cannot be read (the first: %s); they are "
+			 "listed, and their reads give EIO: %s%s", what,
+			 (unsigned long long)u->n, u->why, u->names,
+			 u->n > UNREADABLE_NAMED ? ", ..." : "");
+}
+
+struct zwalkctx {
+	struct walkctx *c;
+	struct unreadable u;
+};
+
 /* zip_walk's callback: one member, as a tar member. */
 static int zip_member(void *arg, const struct zip_entry *e)
 {
-	struct walkctx *c = arg;
+	struct zwalkctx *z = arg;
+	struct walkctx *c = z->c;
 	struct tar_member m = {
 		.path = e->path, .link = e->link, .type = e->type, .mode = e->mode,
 		.mtime = e->mtime, .size = e->data.usize, .offset = e->data.off,
@@ -66,13 +110,16 @@ static int zip_member(void *arg, const struct zip_entry *e)
 	};
 	int rc;
 
-	if (e->type == TAR_FILE && (e->data.method != 0 || (e->data.flags & 1))) {
-		/* a stored member that is encrypted or of another method is
-		 * listed too, so its reads fail rather than show ciphertext */
-		rc = keep_deflated(c->b, c->srcno, e);
+	if (e->type == TAR_FILE) {
+		/* every file member is listed, so that its CRC-32 is checked;
+		 * one that cannot be read is listed too, so that its reads
+		 * fail rather than show compressed bytes or ciphertext */
+		rc = keep_member(c->b, c->srcno, e);
 		if (rc < 0)
 			return rc;
-		c->deflated = 1;
+		unreadable_add(&z->u, e);
+		/* only stored members may hold a nested tar */
+		c->deflated = e->data.method != 0 || (e->data.flags & 1);
 	}
 	rc = tb_walk_cb(c, &m);
 	c->deflated = 0;
@@ -81,8 +128,13 @@ static int zip_member(void *arg, const struct zip_entry *e)
 
 int tb_zip_walk(struct walkctx *c)
 {
+	struct zwalkctx z = { .c = c };
+	int rc;
+
 	c->zip = 1;
-	return zip_walk(c->src, c->what, zip_member, c);
+	rc = zip_walk(c->src, c->what, zip_member, &z);
+	unreadable_say(&z.u, c->what);
+	return rc;
 }
 
 static int zip_cmp(const void *pa, const void *pb)
@@ -186,7 +238,19 @@ static struct zip_data data_of(const struct tarindex *t, uint32_t i,
 	};
 }
 
-int tarindex_deflated(const struct tarindex *t, uint32_t i)
+int tarindex_in_place(const struct tarindex *t, uint32_t i)
+{
+	const struct tarindex_zip *z;
+
+	if (tarindex_node_type(&t->nodes[i]) != TARINDEX_FILE ||
+	    tarindex_node_sparse(&t->nodes[i]))
+		return 0;
+	if (!(z = zip_of(t, i)))
+		return 1;
+	return zipread_in_place(t->zr, (uint64_t)(z - t->zips) + 1);
+}
+
+int tarindex_zipped(const struct tarindex *t, uint32_t i)
 {
 	return zip_of(t, i) != NULL;
 }

@@ -30,10 +30,8 @@
 #include <stdint.h>
 
 #include <zlib.h>
-#ifdef HAVE_ISAL
-#include <isa-l/crc.h>
-#endif
 
+#include "io/crc.h"
 #include "io/source.h"
 
 #define ZWINDOW (32u << 10)   /* deflate's history: the most a window holds */
@@ -84,17 +82,6 @@ _Static_assert(sizeof(struct zpoint) == 48, "the blob's point layout");
 #define ZP_SEQ    4   /* no restart here: the span is read by decoding on
 		       * from the last point without ZP_SEQ (inside one long
 		       * xz block or zstd frame) */
-
-/* The CRC-32 of gzip (and of the spans), chained as zlib's crc32():
- * ISA-L's folding CRC where the build has it (several times zlib's). */
-static inline uint32_t zcrc32(uint32_t crc, const void *p, size_t n)
-{
-#ifdef HAVE_ISAL
-	return crc32_gzip_refl(crc, (const unsigned char *)p, (uint64_t)n);
-#else
-	return (uint32_t)crc32_z(crc, p, n);
-#endif
-}
 
 /* The recorder of the pass (zsource.c). */
 struct zpass;

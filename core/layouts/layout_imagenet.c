@@ -637,9 +637,8 @@ static int in_extent(void *priv, uint64_t ino, struct source **src, uint64_t *ba
 		n = tarindex_node(&L->sp[s].t, in_split_node(&L->sp[s], i));
 	else
 		return -ENOTSUP;
-	if (tarindex_node_sparse(n) ||
-	    tarindex_deflated(&L->sp[s].t, in_split_node(&L->sp[s], i)))
-		return -ENOTSUP;	/* a sparse or deflated file's bytes are no one range */
+	if (!tarindex_in_place(&L->sp[s].t, in_split_node(&L->sp[s], i)))
+		return -ENOTSUP;	/* sparse, deflated, or a zip member not yet checked */
 	/* a source that changed since mounting would splice other bytes, or
 	 * short (which the kernel would take for the end of the file) */
 	sp = &L->sp[s];

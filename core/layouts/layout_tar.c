@@ -387,9 +387,8 @@ static int tar_extent(void *priv, uint64_t ino, struct source **src,
 	if (node_of(l, ino, &i) < 0)
 		return -ENOTSUP;
 	n = tarindex_node(&l->t, i);
-	if (tarindex_node_type(n) != TARINDEX_FILE || tarindex_node_sparse(n) ||
-	    tarindex_deflated(&l->t, i))
-		return -ENOTSUP;	/* a sparse or deflated file's bytes are no one range */
+	if (!tarindex_in_place(&l->t, i))
+		return -ENOTSUP;	/* sparse, deflated, or a zip member not yet checked */
 	if (source_check(tarindex_src(&l->t, tarindex_node_src(n))) < 0)
 		return -EIO;
 	*src = tarindex_src(&l->t, tarindex_node_src(n));

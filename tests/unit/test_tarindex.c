@@ -485,7 +485,7 @@ Test(tarindex, nested_compressed_tars)
 			cr_assert_geq(i, 0, "r%u: %s: not found", r, line);
 			cr_assert_eq(tarindex_node_type(tarindex_node(&b.t, (uint32_t)i)),
 				     TARINDEX_FILE, "r%u: %s: not a file", r, line);
-			cr_expect_not(tarindex_deflated(&b.t, (uint32_t)i));
+			cr_expect_not(tarindex_zipped(&b.t, (uint32_t)i));
 			file_sha(&b.t, (uint32_t)i, hex);
 			cr_expect_str_eq(hex, sp + 1, "r%u: %s: other bytes", r, line);
 			nwant++;
