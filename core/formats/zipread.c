@@ -19,6 +19,7 @@
  */
 #include "formats/zipread.h"
 #include "formats/zip_int.h"
+#include "formats/zipmethod.h"
 #include "io/lru.h"
 #include "io/crc.h"
 #include "io/source.h"
@@ -77,87 +78,100 @@ static int outbuf_grow(struct outbuf *o, uint64_t usize)
 }
 
 /*
- * Inflates exactly d->csize bytes at off into o->p[0..usize); returns NULL
- * or what is wrong.  Once usize bytes are out, inflate gets a one-byte
- * sink: anything written there means the stream is bigger than declared
- * (a bomb, or a lying directory), and we stop there.
+ * Decodes exactly d->csize bytes at off with method m into o->p[0..usize);
+ * returns NULL or what is wrong.  Once usize bytes are out, the decoder
+ * gets a one-byte sink: anything written there means the stream is
+ * bigger than declared (a bomb, or a lying directory), and we stop there.
  */
-static const char *inflate_exact(const struct zip_data *d,
-				 uint64_t off, struct outbuf *o, z_stream *zs,
-				 uint8_t *in, int *rc)
+static const char *decode_exact(const struct zip_data *d, const struct zmethod *m,
+				uint64_t off, struct outbuf *o, void **st,
+				uint8_t *in, int *rc)
 {
 	uint64_t left = d->csize, produced = 0;
+	const uint8_t *ip = in;
+	const char *why = NULL;
+	size_t ilen = 0, skip = 0;
+	enum zstep r = ZSTEP_MORE;
 	uint8_t sink;
-	int zr = Z_OK, probing;
 
-	while (zr != Z_STREAM_END) {
-		if (zs->avail_in == 0 && left > 0) {
+	while (r != ZSTEP_END) {
+		const uint8_t *ip0;
+		uint8_t *op, *op0;
+		size_t olen;
+		int probing;
+
+		if (ilen == 0 && (left > 0 || !*st)) {
 			size_t n = left < INFLATE_CHUNK ? (size_t)left : INFLATE_CHUNK;
+			int e = n ? zip_pread_full(d->src, in, n, off + (d->csize - left)) : 0;
 
-			int r = zip_pread_full(d->src, in, n, off + (d->csize - left));
-
-			if (r) {
-				*rc = transient(r) ? r : -EIO;
+			if (e) {
+				*rc = transient(e) ? e : -EIO;
 				return "cannot read compressed data";
 			}
-			zs->next_in = in;
-			zs->avail_in = (uInt)n;
+			ip = in;
+			ilen = n;
 			left -= n;
+			if (!*st && (e = m->open(st, ip, ilen, &skip, &why)) < 0) {
+				*rc = e == -EBADMSG ? e : -ENOMEM;
+				return why ? why : "out of memory";
+			}
+			ip += skip;
+			ilen -= skip;
 		}
 		probing = produced == d->usize;
 		if (!probing && produced == o->cap && outbuf_grow(o, d->usize)) {
 			*rc = -ENOMEM;
 			return "out of memory";
 		}
-		if (probing) {
-			zs->next_out = &sink;
-			zs->avail_out = 1;
-		} else {
-			uint64_t room = o->cap - produced;
-
-			zs->next_out = o->p + produced;
-			zs->avail_out = room > UINT32_MAX ? UINT32_MAX : (uInt)room;
+		op = probing ? &sink : o->p + produced;
+		olen = probing ? 1 : (size_t)(o->cap - produced);
+		ip0 = ip;
+		op0 = op;
+		r = m->step(*st, &ip, &ilen, &op, &olen, left == 0, &why);
+		if (r == ZSTEP_BAD)
+			return why;
+		if (probing && op != op0)
+			return "decodes to more than its declared size";
+		produced += probing ? 0 : (uint64_t)(op - op0);
+		if (r == ZSTEP_END || ip != ip0 || op != op0)
+			continue;
+		/* no progress */
+		if (ilen > 0)
+			return "the decoder is stuck";
+		if (left == 0) {
+			if (m->sizeless && produced == d->usize)
+				break;  /* no end marker: the size is the end */
+			return "stream is truncated";
 		}
-		zr = inflate(zs, Z_NO_FLUSH);
-		if (probing && zs->avail_out == 0)
-			return "inflates to more than its declared size";
-		if (!probing)
-			produced = (uint64_t)(zs->next_out - o->p);
-		if (zr == Z_BUF_ERROR)          /* no progress: input ran out */
-			return "deflate stream is truncated";
-		if (zr != Z_OK && zr != Z_STREAM_END)
-			return zs->msg ? zs->msg : "corrupt deflate stream";
 	}
 	if (produced != d->usize)
-		return "deflate stream ends before the declared size";
-	if (left > 0 || zs->avail_in > 0)
-		return "compressed size is larger than its deflate stream";
+		return "stream ends before the declared size";
+	if (left > 0 || ilen > 0)
+		return "compressed size is larger than its stream";
 	return NULL;
 }
 
-static int read_deflated(const struct zip_data *d,
-			 uint64_t off, struct outbuf *o)
+/* Decodes member d (method m) whole into o: 0, -EBADMSG (said), -errno. */
+static int read_coded(const struct zip_data *d, const struct zmethod *m,
+		      uint64_t off, struct outbuf *o)
 {
 	uint8_t *in = malloc(INFLATE_CHUNK);
 	const char *why;
-	z_stream zs;
+	void *st = NULL;
 	int rc = -EBADMSG;      /* bad data, unless a read failed */
 
-	memset(&zs, 0, sizeof(zs));
-	if (!in || inflateInit2(&zs, -MAX_WBITS) != Z_OK) {
-		free(in);
+	if (!in)
 		return -ENOMEM;
-	}
-	why = inflate_exact(d, off, o, &zs, in, &rc);
+	why = decode_exact(d, m, off, o, &st, in, &rc);
 	if (why && rc != -ENOMEM && !transient(rc))
-		sfs_err("%s: member %s: data at offset %llu: %s (%llu bytes declared)",
-			d->path, d->name, (unsigned long long)off, why,
-			(unsigned long long)d->usize);
-	inflateEnd(&zs);
+		sfs_err("%s: member %s: %s data at offset %llu: %s (%llu bytes "
+			"declared): EIO", d->path, d->name, m->name,
+			(unsigned long long)off, why, (unsigned long long)d->usize);
+	if (st)
+		m->close(st);
 	free(in);
 	return why ? rc : 0;
 }
-
 
 /* Whether d cannot be read at all, and why (zipread.h). */
 int zipread_unreadable(const struct zip_data *d, char *why, size_t len)
@@ -167,9 +181,14 @@ int zipread_unreadable(const struct zip_data *d, char *why, size_t len)
 	else if (d->method == ZIP_METHOD_BAD_SIZES)
 		snprintf(why, len, "stored, its declared sizes disagree and the bytes "
 			 "of none match its CRC-32 (said at mount)");
-	else if (d->method != 0 && d->method != 8)
+	else if (d->method != 0 && !zmethod_find(d->method))
 		snprintf(why, len, "compressed with method %u, which samplefs does "
-			 "not read (it reads stored and deflate)", d->method);
+			 "not read (it reads stored, deflate, bzip2, LZMA, zstd and "
+			 "xz)", d->method);
+	else if (d->method == 14 && d->usize > ZIPREAD_WHOLE_MAX)
+		snprintf(why, len, "LZMA-compressed and over %llu bytes (samplefs "
+			 "has no random access into LZMA; it reads xz, zstd and bzip2 "
+			 "members of any size)", (unsigned long long)ZIPREAD_WHOLE_MAX);
 	else
 		return 0;
 	return 1;
@@ -205,8 +224,11 @@ static int data_check(const struct zip_data *d)
 
 int zipread_large(const struct zip_data *d)
 {
-	return d->usize > ZIPREAD_WHOLE_MAX && d->method == 8 && !(d->flags & 1) &&
-	       d->usize / DEFLATE_MAX_RATIO <= d->csize;
+	if (d->usize <= ZIPREAD_WHOLE_MAX || (d->flags & 1))
+		return 0;
+	if (d->method == 8)
+		return d->usize / DEFLATE_MAX_RATIO <= d->csize;
+	return d->method == 12 || d->method == 93 || d->method == 95;
 }
 
 /*
@@ -231,7 +253,8 @@ static int whole_read(const struct zip_data *d, uint8_t **out)
 	o.p = malloc((size_t)o.cap + 1);        /* +1: malloc(0) may be NULL */
 	if (!o.p)
 		return -ENOMEM;
-	rc = d->method == 0 ? read_stored(d, d->off, o.p) : read_deflated(d, d->off, &o);
+	rc = d->method == 0 ? read_stored(d, d->off, o.p) :
+	     read_coded(d, zmethod_find(d->method), d->off, &o);
 	if (rc == 0 && (crc = zcrc32(0, o.p, (size_t)d->usize)) != d->crc32) {
 		sfs_err("%s: member %s: data at offset %llu: CRC-32 mismatch (the "
 			"directory says %08x, the %llu bytes give %08x): EIO", d->path,
@@ -342,55 +365,65 @@ int zipread_in_place(struct zipread *zr, uint64_t key)
 }
 
 /*
- * The CRC-32 of a large stored member's bytes, read in order in
- * STORED_CHUNK pieces (one pass over the member, at the speed of its
- * source: a partial read of a large stored member costs reading it whole
- * once per mount).  0, -EBADMSG (said), or the read's -errno.
+ * The CRC-32 of a large member's d->usize bytes at `base` of src (the zip
+ * itself for a stored member; the member's own decompressing source for
+ * others, which must then end there), read in order in CHECK_CHUNK
+ * pieces: one pass over the member, at the speed of its source (a partial
+ * read of a large stored member costs reading it whole once per mount).
+ * 0, -EBADMSG (said), or the read's -errno.
  */
-#define STORED_CHUNK (1u << 20)
-static int stored_crc(const struct zip_data *d)
+#define CHECK_CHUNK (1u << 20)
+static int whole_crc(const struct zip_data *d, struct source *src, uint64_t base)
 {
-	uint8_t *buf = malloc(STORED_CHUNK);
+	uint8_t *buf = malloc(CHECK_CHUNK);
 	uint64_t done = 0;
 	uint32_t crc = 0;
+	ssize_t got;
 	int rc = 0;
 
 	if (!buf)
 		return -ENOMEM;
 	while (done < d->usize) {
-		size_t n = d->usize - done < STORED_CHUNK ? (size_t)(d->usize - done) :
-			   STORED_CHUNK;
+		size_t n = d->usize - done < CHECK_CHUNK ? (size_t)(d->usize - done) :
+			   CHECK_CHUNK;
 
-		if ((rc = zip_pread_full(d->src, buf, n, d->off + done)) < 0)
+		if ((rc = zip_pread_full(src, buf, n, base + done)) < 0)
 			break;
 		crc = zcrc32(crc, buf, n);
 		done += n;
 	}
+	if (rc == 0 && src != d->src && (got = source_pread(src, buf, 1, d->usize)) != 0)
+		rc = got < 0 ? (int)got : -EBADMSG;
 	free(buf);
-	if (rc == 0 && crc != d->crc32) {
+	if (rc == -EBADMSG) {
+		sfs_err("%s: member %s: data at offset %llu: decodes to more than its "
+			"declared %llu bytes: EIO", d->path, d->name,
+			(unsigned long long)d->off, (unsigned long long)d->usize);
+	} else if (rc == 0 && crc != d->crc32) {
 		sfs_err("%s: member %s: data at offset %llu: CRC-32 mismatch (the "
-			"directory says %08x, the %llu stored bytes give %08x): EIO",
+			"directory says %08x, the %llu %s bytes give %08x): EIO",
 			d->path, d->name, (unsigned long long)d->off, d->crc32,
-			(unsigned long long)d->usize, crc);
+			(unsigned long long)d->usize, d->method ? "decoded" : "stored", crc);
 		rc = -EBADMSG;
 	} else if (rc < 0 && !transient(rc)) {
-		sfs_err("%s: member %s: cannot read its stored bytes at offset %llu "
+		sfs_err("%s: member %s: cannot read its bytes at offset %llu (of %llu) "
 			"to check their CRC-32: EIO", d->path, d->name,
-			(unsigned long long)(d->off + done));
-		rc = -EIO;
+			(unsigned long long)done, (unsigned long long)d->usize);
+		rc = rc == -ENOMEM ? rc : -EIO;
 	}
 	return rc;
 }
 
 /*
- * A range of a large stored member: checked whole first (stored_crc), by
- * one reader while the others wait (in no-wait mode they do not: -EAGAIN),
- * then read in place.  A member found bad stays bad; a failed or
- * cancelled check is tried again by the next read.
+ * A range of a large member read through src at base (a stored member:
+ * the zip; bzip2, zstd and xz: its own source): checked whole first
+ * (whole_crc), by one reader while the others wait (in no-wait mode they
+ * do not: -EAGAIN), then read there.  A member found bad stays bad; a
+ * failed or cancelled check is tried again by the next read.
  */
-static ssize_t stored_read(struct zipread *zr, uint64_t key,
-			   const struct zip_data *d, uint8_t *buf, size_t size,
-			   uint64_t off)
+static ssize_t checked_read(struct zipread *zr, uint64_t key,
+			    const struct zip_data *d, struct source *src,
+			    uint64_t base, uint8_t *buf, size_t size, uint64_t off)
 {
 	int st, rc;
 
@@ -407,12 +440,12 @@ static ssize_t stored_read(struct zipread *zr, uint64_t key,
 	if (st != GOOD) {
 		if (source_nowait_mode())
 			return -EAGAIN;
-		rc = data_check(d) ? -EBADMSG : stored_crc(d);
+		rc = data_check(d) ? -EBADMSG : whole_crc(d, src, base);
 		state_set(zr, key, rc == 0 ? GOOD : rc == -EBADMSG ? BAD : UNCHECKED);
 		if (rc < 0)
 			return rc == -EBADMSG ? -EIO : rc;
 	}
-	rc = zip_pread_full(d->src, buf, size, d->off + off);
+	rc = zip_pread_full(src, buf, size, base + off);
 	return rc < 0 ? rc : (ssize_t)size;
 }
 
@@ -477,6 +510,8 @@ static ssize_t member_read(struct zipread *zr, uint64_t key,
 
 	if ((rc = member_source(zr, key, d, &s)) < 0)
 		return rc;
+	if (d->method != 8)     /* bzip2, zstd, xz: checked whole first */
+		return checked_read(zr, key, d, s, 0, buf, size, off);
 	got = source_pread(s, buf, size, off);
 	if (got >= 0 && (size_t)got < size) {
 		sfs_err("%s: member %s: data at offset %llu: deflate stream "
@@ -502,7 +537,7 @@ ssize_t zipread_pread(struct zipread *zr, uint64_t key, const struct zip_data *d
 	if (zipread_large(d))
 		return member_read(zr, key, d, buf, size, off);
 	if (d->method == 0 && d->usize > ZIPREAD_WHOLE_MAX)
-		return stored_read(zr, key, d, buf, size, off);
+		return checked_read(zr, key, d, d->src, d->off, buf, size, off);
 	if (lru_copy_out(zr->cache, key, (size_t)off, buf, size) == 1)
 		return (ssize_t)size;
 	switch (state_get(zr, key)) {

@@ -6,8 +6,9 @@
 # place); stored members whose sizes disagree serve the size whose bytes
 # match the CRC (unzip's choice here) with a warning, else EIO; zips with
 # bytes before them (self-extracting, padded, appended, zip64, zip -A) read
-# as zipfile and unzip read them; encrypted members and methods the mount
-# cannot read are named in one warning at mount, each read EIO.  Each zip
+# as zipfile and unzip read them; bzip2, LZMA, zstd and xz members read
+# (large ones through their own sources, checked whole at the first read);
+# encrypted members are named in one warning at mount, each read EIO.  Each zip
 # is read cold (evicted) and warm, and the oracle is checked against unzip
 # where unzip reads the member.
 . "$(dirname "$0")/lib.sh"
@@ -75,9 +76,10 @@ sys.exit(bad)
 PYEOF
 }
 
-for z in stored sizes zip64size sfx pad appended sfx64 sfxA methods; do
+for z in stored sizes zip64size sfx pad appended sfx64 sfxA methods codecs; do
 	mnt=$T/m-$z
-	[ "$z" = methods ] || check "$z: unzip reads the oracle's bytes" unzip_agrees "$z"
+	# unzip reads neither LZMA, zstd nor xz
+	[ "$z" = methods ] || [ "$z" = codecs ] || check "$z: unzip reads the oracle's bytes" unzip_agrees "$z"
 	check "$z: mounts" sfs_mount "$Z/$z.zip" "$mnt" -o layout=tar || continue
 	log=$(sfs_log "$mnt")
 	case $z in
@@ -111,9 +113,30 @@ for z in stored sizes zip64size sfx pad appended sfx64 sfxA methods; do
 			grep -q "methods.zip: 2 members cannot be read (the first: encrypted (samplefs reads no encrypted member)); they are listed, and their reads give EIO: 'secret1.txt', 'secret2.txt'" "$log"
 		check "methods: a read of one says encrypted, not a method" \
 			grep -q "member secret1.txt: offset [0-9]*: encrypted (samplefs reads no encrypted member): EIO" "$log" ;;
+	codecs)
+		check "codecs: a small zstd member whose CRC fails: named" \
+			grep -q "member badcrc.zst: data at offset [0-9]*: CRC-32 mismatch" "$log"
+		check "codecs: a large xz member whose CRC fails: named" \
+			grep -q "member badcrc.xz: data at offset [0-9]*: CRC-32 mismatch (the directory says [0-9a-f]*, the 6291456 decoded bytes give" "$log"
+		check "codecs: random ranges of the large members are the bytes written" \
+			"$PY" - "$Z/codecs.want.json" "$mnt" <<'PYEOF'
+import json, os, random, sys
+want, mnt, bad = json.load(open(sys.argv[1])), sys.argv[2], 0
+rng = random.Random(93)
+for name in ("big.zst", "big.xz", "big.bz2"):
+    w = bytes.fromhex(want[name])
+    fd = os.open(os.path.join(mnt, name), os.O_RDONLY)
+    for _ in range(40):
+        off, n = rng.randrange(len(w)), rng.choice([1, 4096, 65536, 1 << 20])
+        if os.pread(fd, n, off) != w[off:off + n]:
+            print("    %s: %d bytes at %d differ" % (name, n, off)); bad = 1
+    os.close(fd)
+sys.exit(bad)
+PYEOF
+		;;
 	esac
 	check "$z: no error in the log but for the damaged members" \
-		bash -c '! grep "error" "$1" | grep -v "flip.bin\|none.bin\|secret[12].txt"' _ "$log"
+		bash -c '! grep "error" "$1" | grep -v "flip.bin\|none.bin\|secret[12].txt\|badcrc"' _ "$log"
 	check "$z: unmounts cleanly" sfs_umount "$mnt"
 done
 

@@ -176,3 +176,51 @@ with zipfile.ZipFile(buf, "a") as z:
 save("methods", buf.getvalue(), {"plain.txt": meth["plain.txt"], "bz.txt": meth["bz.txt"],
                                  "lz.txt": meth["lz.txt"], "secret1.txt": "EIO",
                                  "secret2.txt": "EIO"})
+
+
+# ---- zstd (93) and xz (95), which zipfile does not write, and large
+# members of the block codecs (over 4 MiB: through their own sources), by
+# hand: the data compressed by the real tools, the headers written here
+def tool(cmd, data):
+    return subprocess.run(cmd, input=data, stdout=subprocess.PIPE, check=True).stdout
+
+
+def raw_zip(entries):
+    """entries: (name, method, compressed, plain[, crc]); a plain zip."""
+    out, cd = bytearray(), bytearray()
+    for e in entries:
+        name, method, comp, plain = (e[0].encode(),) + tuple(e[1:4])
+        crc = e[4] if len(e) > 4 else zlib.crc32(plain)
+        off = len(out)
+        out += struct.pack("<IHHHHHIIIHH", 0x04034b50, 63, 0, method, 0, 0x21, crc,
+                           len(comp), len(plain), len(name), 0) + name + comp
+        cd += struct.pack("<IHHHHHHIIIHHHHHII", 0x02014b50, 63, 63, 0, method, 0, 0x21,
+                          crc, len(comp), len(plain), len(name), 0, 0, 0, 0, 0,
+                          off) + name
+    n = len(entries)
+    return bytes(out + cd + struct.pack("<IHHHHIIH", 0x06054b50, 0, 0, n, n, len(cd),
+                                        len(out), 0))
+
+
+def mixed(n):
+    """n bytes, text and random 64 KiB pieces: compressible, not trivially."""
+    out, k = bytearray(), 0
+    while len(out) < n:
+        out += rng.randbytes(65536) if rng.random() < 0.3 else \
+            b"".join(b"%09d\n" % (k + j) for j in range(6554))[:65536]
+        k += 6554
+    return bytes(out[:n])
+
+
+small_t = b"a small member\n" * 300
+big_t = mixed(6 << 20)
+ents = [("zst.txt", 93, tool(["zstd", "-q", "-c"], small_t), small_t),
+        ("xz.txt", 95, tool(["xz", "-c"], small_t), small_t),
+        ("bz.txt", 12, tool(["bzip2", "-c"], small_t), small_t),
+        ("big.zst", 93, tool(["zstd", "-q", "-c"], big_t), big_t),
+        ("big.xz", 95, tool(["xz", "-c", "--block-size=1MiB"], big_t), big_t),
+        ("big.bz2", 12, tool(["bzip2", "-c"], big_t), big_t),
+        ("badcrc.zst", 93, tool(["zstd", "-q", "-c"], small_t), small_t, zlib.crc32(b"x")),
+        ("badcrc.xz", 95, tool(["xz", "-c"], big_t), big_t, zlib.crc32(b"y"))]
+want = {e[0]: ("EIO" if len(e) > 4 else e[3]) for e in ents}
+save("codecs", raw_zip(ents), want)
