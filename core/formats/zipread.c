@@ -290,7 +290,7 @@ enum {
 struct zipread {
 	struct lru *cache;
 	zipread_open_fn open;    /* NULL: large members are not read */
-	pthread_mutex_t lock;    /* mem[], state[] */
+	pthread_mutex_t lock;    /* mem[]; state[]'s changes (read atomically) */
 	pthread_cond_t checked;  /* a CHECKING member's state changed */
 	struct source **mem;     /* by key: large members opened so far */
 	uint8_t *state;          /* by key: UNCHECKED ... BAD */
@@ -337,16 +337,13 @@ void zipread_free(struct zipread *zr)
 	free(zr);
 }
 
+/* Read at every read of a member, so without the lock (an atomic load:
+ * a state once GOOD or BAD never changes). */
 static int state_get(struct zipread *zr, uint64_t key)
 {
-	int st;
-
 	if (key >= zr->nmem)
 		return UNCHECKED;
-	pthread_mutex_lock(&zr->lock);
-	st = zr->state[key];
-	pthread_mutex_unlock(&zr->lock);
-	return st;
+	return __atomic_load_n(&zr->state[key], __ATOMIC_ACQUIRE);
 }
 
 static void state_set(struct zipread *zr, uint64_t key, int st)
@@ -354,7 +351,7 @@ static void state_set(struct zipread *zr, uint64_t key, int st)
 	if (key >= zr->nmem)
 		return;
 	pthread_mutex_lock(&zr->lock);
-	zr->state[key] = (uint8_t)st;
+	__atomic_store_n(&zr->state[key], (uint8_t)st, __ATOMIC_RELEASE);
 	pthread_cond_broadcast(&zr->checked);
 	pthread_mutex_unlock(&zr->lock);
 }
@@ -430,10 +427,10 @@ static ssize_t checked_read(struct zipread *zr, uint64_t key,
 	if (key >= zr->nmem)
 		return -EIO;
 	pthread_mutex_lock(&zr->lock);
-	while ((st = zr->state[key]) == CHECKING && !source_nowait_mode())
+	while ((st = state_get(zr, key)) == CHECKING && !source_nowait_mode())
 		pthread_cond_wait(&zr->checked, &zr->lock);
 	if (st == UNCHECKED && !source_nowait_mode())
-		zr->state[key] = CHECKING;
+		__atomic_store_n(&zr->state[key], CHECKING, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&zr->lock);
 	if (st == BAD)
 		return -EIO;
@@ -524,6 +521,46 @@ static ssize_t member_read(struct zipread *zr, uint64_t key,
 	return got;
 }
 
+/*
+ * The first read of a small stored member: a read of the whole member
+ * (what a loader does) is read into buf and checked there; a part of it
+ * reads the member whole into memory to check it.  Either way the member
+ * is then GOOD, and later reads go in place (spliced), so a checked stored
+ * member costs one CRC-32 and no copy kept in the cache.
+ */
+static ssize_t stored_first(struct zipread *zr, uint64_t key,
+			    const struct zip_data *d, uint8_t *buf, size_t size,
+			    uint64_t off)
+{
+	uint8_t *p = buf;
+	uint32_t crc;
+	int rc;
+
+	if (data_check(d)) {
+		state_set(zr, key, BAD);
+		return -EIO;
+	}
+	if ((off || size != d->usize) && !(p = malloc((size_t)d->usize + 1)))
+		return -ENOMEM;
+	rc = read_stored(d, d->off, p);
+	if (rc == 0 && (crc = zcrc32(0, p, (size_t)d->usize)) != d->crc32) {
+		sfs_err("%s: member %s: data at offset %llu: CRC-32 mismatch (the "
+			"directory says %08x, the %llu stored bytes give %08x): EIO",
+			d->path, d->name, (unsigned long long)d->off, d->crc32,
+			(unsigned long long)d->usize, crc);
+		rc = -EBADMSG;
+	}
+	if (rc == 0 && p != buf)
+		memcpy(buf, p + off, size);
+	if (p != buf)
+		free(p);
+	if (rc == 0 || rc == -EBADMSG)
+		state_set(zr, key, rc == 0 ? GOOD : BAD);
+	if (rc < 0)
+		return rc == -EBADMSG ? -EIO : rc;
+	return (ssize_t)size;
+}
+
 ssize_t zipread_pread(struct zipread *zr, uint64_t key, const struct zip_data *d,
 		      void *buf, size_t size, uint64_t off)
 {
@@ -543,17 +580,17 @@ ssize_t zipread_pread(struct zipread *zr, uint64_t key, const struct zip_data *d
 	switch (state_get(zr, key)) {
 	case BAD:
 		return -EIO;    /* said at its first read */
-	case GOOD:              /* a stored member, checked, then evicted */
+	case GOOD:              /* a stored member, checked */
 		rc = zip_pread_full(d->src, buf, size, d->off + off);
 		return rc < 0 ? rc : (ssize_t)size;
 	}
+	if (d->method == 0)
+		return stored_first(zr, key, d, buf, size, off);
 	rc = whole_read(d, &p);
 	if (rc == -EBADMSG)
 		state_set(zr, key, BAD);
 	if (rc < 0)
 		return rc == -EBADMSG ? -EIO : rc;
-	if (d->method == 0)
-		state_set(zr, key, GOOD);
 	memcpy(buf, p + off, size);
 	lru_insert(zr->cache, key, p, (size_t)d->usize);
 	return (ssize_t)size;

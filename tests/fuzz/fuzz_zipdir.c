@@ -2,9 +2,11 @@
  * fuzz_zipdir.c - libFuzzer target for zips as layout=tar reads them:
  * core/formats/zipwalk.c (the central directory streamed, zip64 end
  * records and extra fields, local headers, names) and zipread.c (member
- * ranges: whole inflate with the CRC check and the cache; members over
- * 4 MiB through a raw-deflate source, io/zsource.h's zcodec_deflate row,
- * opened as the tar index opens them: its pass, its size and CRC checks).
+ * ranges: whole decoding (zipmethod.c's table) with the CRC check and the
+ * cache, stored members checked; members over 4 MiB through a raw-deflate
+ * source, io/zsource.h's zcodec_deflate row, or their own bzip2, zstd or
+ * xz source, opened as the tar index opens them: its pass, its size and
+ * CRC checks; bytes before the zip, stored sizes that disagree).
  *
  * Feeds: the input as a file (memfd) to zip_walk; every member reported
  * must have a normalised path and data inside the file; each file member
@@ -12,7 +14,8 @@
  * order), and a read never returns more than asked or past the declared
  * size.  A bomb must fail, not allocate: run.sh's malloc limit for this
  * target is small.
- * Seeds: seeds.py's zips (deflated, stored, zip64, data descriptors).
+ * Seeds: seeds.py's zips (deflated, stored, zip64, data descriptors,
+ * other methods, a prefix, sizes that disagree).
  */
 #include "fuzz.h"
 #include "formats/zipread.h"
@@ -23,12 +26,22 @@
 #define KEYS 4096	/* members past this many: large ones give EIO */
 
 /* As the tar index opens a large member (tarindex_zip.c), but named by
- * the member alone. */
+ * the member alone: deflate raw, bzip2, zstd and xz as sniffed. */
 static int open_member(const struct zip_data *d, struct source **out)
 {
 	struct source *sl;
-	int rc = source_open_range(d->src, d->off, d->csize, d->name, &sl);
+	int rc;
 
+	if (d->method != 8) {
+		rc = source_open_slice(d->src, d->off, d->csize, d->name, out);
+		if (rc == 0 && !source_is_decompressed(*out)) {
+			source_close(*out);
+			*out = NULL;
+			rc = -EBADMSG;
+		}
+		return rc;
+	}
+	rc = source_open_range(d->src, d->off, d->csize, d->name, &sl);
 	return rc < 0 ? rc : zsource_wrap_deflate(sl, d->usize, d->crc32, out);
 }
 

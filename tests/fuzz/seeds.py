@@ -330,6 +330,34 @@ def zips():
     b[cd + 24:cd + 28] = (4 << 20 | 1).to_bytes(4, "little")
     b[22:26] = (4 << 20 | 1).to_bytes(4, "little")
     yield "large-long.zip", bytes(b)
+    # issue 25: bzip2, LZMA, zstd and xz members (small, and a large zstd
+    # one of zeros), bytes before the zip, a stored member whose sizes
+    # disagree (central 10, local 20)
+    import subprocess
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("b.txt", b"bzip2\n" * 200, zipfile.ZIP_BZIP2)
+        z.writestr("l.txt", b"lzma\n" * 200, zipfile.ZIP_LZMA)
+        z.writestr("s.txt", b"0123456789abcdefghij", zipfile.ZIP_STORED)
+    b = bytearray(buf.getvalue())
+    cd = b.rfind(b"PK\x01\x02")
+    b[cd + 20:cd + 28] = struct.pack("<II", 10, 10)
+    yield "methods.zip", bytes(b)
+    yield "prefixed.zip", b"#!/bin/sh\nexit 0\n" + bytes(b)
+    for name, cmd, method, plain in (("zstd.zip", ["zstd", "-q", "-c"], 93, bytes(5 << 20)),
+                                     ("xz.zip", ["xz", "-c"], 95, b"xz member\n" * 100)):
+        r = subprocess.run(cmd, input=plain, capture_output=True)
+        if r.returncode:
+            continue
+        comp, nm = r.stdout, b"m.bin"
+        lh = struct.pack("<IHHHHHIIIHH", 0x04034b50, 63, 0, method, 0, 0x21,
+                         zlib.crc32(plain), len(comp), len(plain), len(nm), 0) + nm
+        ce = struct.pack("<IHHHHHHIIIHHHHHII", 0x02014b50, 63, 63, 0, method, 0, 0x21,
+                         zlib.crc32(plain), len(comp), len(plain), len(nm), 0, 0, 0, 0,
+                         0, 0) + nm
+        body = lh + comp
+        yield name, body + ce + struct.pack("<IHHHHIIH", 0x06054b50, 0, 0, 1, 1, len(ce),
+                                            len(body), 0)
 
 
 def zindex(out, tars):
