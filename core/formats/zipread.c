@@ -231,6 +231,18 @@ int zipread_large(const struct zip_data *d)
 	return d->method == 12 || d->method == 93 || d->method == 95;
 }
 
+/* 0 if crc, of member d's bytes, is the directory's; else -EBADMSG, said. */
+static int crc_check(const struct zip_data *d, uint32_t crc)
+{
+	if (crc == d->crc32)
+		return 0;
+	sfs_err("%s: member %s: data at offset %llu: CRC-32 mismatch (the directory "
+		"says %08x, the %llu %s bytes give %08x): EIO", d->path, d->name,
+		(unsigned long long)d->off, d->crc32, (unsigned long long)d->usize,
+		d->method ? "decoded" : "stored", crc);
+	return -EBADMSG;
+}
+
 /*
  * zip_data_read, but bad data (what no second read would change: a
  * refused method or size, a corrupt stream, a CRC mismatch) is -EBADMSG,
@@ -239,7 +251,6 @@ int zipread_large(const struct zip_data *d)
 static int whole_read(const struct zip_data *d, uint8_t **out)
 {
 	struct outbuf o = { NULL, 0 };
-	uint32_t crc;
 	int rc;
 
 	*out = NULL;
@@ -255,13 +266,8 @@ static int whole_read(const struct zip_data *d, uint8_t **out)
 		return -ENOMEM;
 	rc = d->method == 0 ? read_stored(d, d->off, o.p) :
 	     read_coded(d, zmethod_find(d->method), d->off, &o);
-	if (rc == 0 && (crc = zcrc32(0, o.p, (size_t)d->usize)) != d->crc32) {
-		sfs_err("%s: member %s: data at offset %llu: CRC-32 mismatch (the "
-			"directory says %08x, the %llu bytes give %08x): EIO", d->path,
-			d->name, (unsigned long long)d->off, d->crc32,
-			(unsigned long long)d->usize, crc);
-		rc = -EBADMSG;
-	}
+	if (rc == 0)
+		rc = crc_check(d, zcrc32(0, o.p, (size_t)d->usize));
 	if (rc) {
 		free(o.p);
 		return rc;
@@ -396,12 +402,8 @@ static int whole_crc(const struct zip_data *d, struct source *src, uint64_t base
 		sfs_err("%s: member %s: data at offset %llu: decodes to more than its "
 			"declared %llu bytes: EIO", d->path, d->name,
 			(unsigned long long)d->off, (unsigned long long)d->usize);
-	} else if (rc == 0 && crc != d->crc32) {
-		sfs_err("%s: member %s: data at offset %llu: CRC-32 mismatch (the "
-			"directory says %08x, the %llu %s bytes give %08x): EIO",
-			d->path, d->name, (unsigned long long)d->off, d->crc32,
-			(unsigned long long)d->usize, d->method ? "decoded" : "stored", crc);
-		rc = -EBADMSG;
+	} else if (rc == 0) {
+		rc = crc_check(d, crc);
 	} else if (rc < 0 && !transient(rc)) {
 		sfs_err("%s: member %s: cannot read its bytes at offset %llu (of %llu) "
 			"to check their CRC-32: EIO", d->path, d->name,
@@ -533,7 +535,6 @@ static ssize_t stored_first(struct zipread *zr, uint64_t key,
 			    uint64_t off)
 {
 	uint8_t *p = buf;
-	uint32_t crc;
 	int rc;
 
 	if (data_check(d)) {
@@ -543,13 +544,8 @@ static ssize_t stored_first(struct zipread *zr, uint64_t key,
 	if ((off || size != d->usize) && !(p = malloc((size_t)d->usize + 1)))
 		return -ENOMEM;
 	rc = read_stored(d, d->off, p);
-	if (rc == 0 && (crc = zcrc32(0, p, (size_t)d->usize)) != d->crc32) {
-		sfs_err("%s: member %s: data at offset %llu: CRC-32 mismatch (the "
-			"directory says %08x, the %llu stored bytes give %08x): EIO",
-			d->path, d->name, (unsigned long long)d->off, d->crc32,
-			(unsigned long long)d->usize, crc);
-		rc = -EBADMSG;
-	}
+	if (rc == 0)
+		rc = crc_check(d, zcrc32(0, p, (size_t)d->usize));
 	if (rc == 0 && p != buf)
 		memcpy(buf, p + off, size);
 	if (p != buf)
