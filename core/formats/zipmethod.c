@@ -15,6 +15,13 @@
 #include <zlib.h>
 #include <zstd.h>
 
+/* Decoder memory for a member decoded whole (at most 4 MiB of output):
+ * xz -9's 64 MiB dictionary fits, as does a zstd window of 64 MiB (the
+ * zstd tool writes small inputs as one segment: their window is their
+ * size); a header asking for more is refused as damage. */
+#define WHOLE_MEM_MAX    ((uint64_t)96 << 20)
+#define WHOLE_WINDOW_LOG 26
+
 /* Libraries count in unsigned int: a step gives them at most this. */
 #define STEP_MAX ((size_t)UINT_MAX)
 
@@ -25,12 +32,12 @@ static size_t cap(size_t n)
 
 /* ---- deflate (8) ----------------------------------------------------- */
 
-static int deflate_open(void **st, const uint8_t *head, size_t n, size_t *skip,
-			const char **why)
+static int deflate_open(void **st, const uint8_t *head, size_t n, uint64_t usize,
+			size_t *skip, const char **why)
 {
 	z_stream *zs = calloc(1, sizeof(*zs));
 
-	(void)head, (void)n, (void)why;
+	(void)head, (void)n, (void)usize, (void)why;
 	*skip = 0;
 	if (!zs || inflateInit2(zs, -MAX_WBITS) != Z_OK) {
 		free(zs);
@@ -75,12 +82,13 @@ static void deflate_close(void *st)
 
 /* ---- bzip2 (12) ------------------------------------------------------ */
 
-static int bzip2_open(void **st, const uint8_t *head, size_t n, size_t *skip,
+static int bzip2_open(void **st, const uint8_t *head, size_t n, uint64_t usize,
+		       size_t *skip,
 		      const char **why)
 {
 	bz_stream *bz = calloc(1, sizeof(*bz));
 
-	(void)head, (void)n, (void)why;
+	(void)head, (void)n, (void)usize, (void)why;
 	*skip = 0;
 	if (!bz || BZ2_bzDecompressInit(bz, 0, 0) != BZ_OK) {
 		free(bz);
@@ -164,10 +172,12 @@ static void lzma_close(void *st)
  * raw decoder.
  */
 #define LZMA_ZIP_HEAD 4
-static int lzma_zip_open(void **st, const uint8_t *head, size_t n, size_t *skip,
+static int lzma_zip_open(void **st, const uint8_t *head, size_t n, uint64_t usize,
+		       size_t *skip,
 			 const char **why)
 {
 	lzma_filter f[2] = { { .id = LZMA_FILTER_LZMA1 }, { .id = LZMA_VLI_UNKNOWN } };
+	lzma_options_lzma *lz;
 	lzma_stream *s;
 	size_t plen;
 	lzma_ret r;
@@ -177,6 +187,11 @@ static int lzma_zip_open(void **st, const uint8_t *head, size_t n, size_t *skip,
 		*why = "bad LZMA properties header";
 		return -EBADMSG;
 	}
+	/* the dictionary need not outgrow the output: a header asking for
+	 * 4 GiB is not taken at its word (liblzma allocates all of it) */
+	lz = f[0].options;
+	if (lz->dict_size > usize)
+		lz->dict_size = usize < LZMA_DICT_SIZE_MIN ? LZMA_DICT_SIZE_MIN : (uint32_t)usize;
 	if (!(s = calloc(1, sizeof(*s)))) {
 		free(f[0].options);
 		return -ENOMEM;
@@ -193,14 +208,15 @@ static int lzma_zip_open(void **st, const uint8_t *head, size_t n, size_t *skip,
 	return 0;
 }
 
-static int xz_open(void **st, const uint8_t *head, size_t n, size_t *skip,
+static int xz_open(void **st, const uint8_t *head, size_t n, uint64_t usize,
+		       size_t *skip,
 		   const char **why)
 {
 	lzma_stream *s = calloc(1, sizeof(*s));
 
-	(void)head, (void)n, (void)why;
+	(void)head, (void)n, (void)usize, (void)why;
 	*skip = 0;
-	if (!s || lzma_stream_decoder(s, UINT64_MAX, LZMA_CONCATENATED) != LZMA_OK) {
+	if (!s || lzma_stream_decoder(s, WHOLE_MEM_MAX, LZMA_CONCATENATED) != LZMA_OK) {
 		free(s);
 		return -ENOMEM;
 	}
@@ -210,15 +226,17 @@ static int xz_open(void **st, const uint8_t *head, size_t n, size_t *skip,
 
 /* ---- zstd (93) ------------------------------------------------------- */
 
-static int zstd_open(void **st, const uint8_t *head, size_t n, size_t *skip,
+static int zstd_open(void **st, const uint8_t *head, size_t n, uint64_t usize,
+		       size_t *skip,
 		     const char **why)
 {
 	ZSTD_DStream *ds = ZSTD_createDStream();
 
-	(void)head, (void)n, (void)why;
+	(void)head, (void)n, (void)usize, (void)why;
 	*skip = 0;
 	if (!ds)
 		return -ENOMEM;
+	ZSTD_DCtx_setParameter(ds, ZSTD_d_windowLogMax, WHOLE_WINDOW_LOG);
 	*st = ds;
 	return 0;
 }

@@ -32,11 +32,12 @@ struct zmethod {
 	/*
 	 * A decoder for a member's data, whose first n bytes are head
 	 * (LZMA reads its properties there: *skip bytes of them are the
-	 * method's header, not the stream).  0, -ENOMEM, or -EBADMSG (a bad
-	 * header: *why).
+	 * method's header, not the stream) and which declares usize bytes
+	 * (LZMA's dictionary is not made larger).  0, -ENOMEM, or -EBADMSG
+	 * (a bad header: *why).
 	 */
-	int (*open)(void **st, const uint8_t *head, size_t n, size_t *skip,
-		    const char **why);
+	int (*open)(void **st, const uint8_t *head, size_t n, uint64_t usize,
+		    size_t *skip, const char **why);
 	/* Decodes from *in (*inlen bytes) into *out (*outlen bytes of room),
 	 * advancing both; `last`: no input follows this. */
 	enum zstep (*step)(void *st, const uint8_t **in, size_t *inlen,

@@ -111,7 +111,7 @@ static const char *decode_exact(const struct zip_data *d, const struct zmethod *
 			ip = in;
 			ilen = n;
 			left -= n;
-			if (!*st && (e = m->open(st, ip, ilen, &skip, &why)) < 0) {
+			if (!*st && (e = m->open(st, ip, ilen, d->usize, &skip, &why)) < 0) {
 				*rc = e == -EBADMSG ? e : -ENOMEM;
 				return why ? why : "out of memory";
 			}
