@@ -385,7 +385,9 @@ static int claim(const struct rd *r, uint64_t lo, uint64_t need, uint64_t *hi,
 		 int *waits, int *slot)
 {
 	struct http_src *h = r->h;
+	struct flight *f;
 	int i, rc = 0, wait;
+	unsigned gen;
 
 	pthread_mutex_lock(&h->lock);
 	i = flight_over(r, lo, need);
@@ -394,7 +396,15 @@ static int claim(const struct rd *r, uint64_t lo, uint64_t need, uint64_t *hi,
 			  h->flight[i].state == FL_FAILED || *waits < WAITS_MAX);
 	if (wait) {
 		++*waits;
-		rc = wait_for(r, i, h->flight[i].gen);
+		f = &h->flight[i];
+		gen = f->gen;
+		rc = wait_for(r, i, gen);
+		/* its failure is this read's too: held for its bytes as well,
+		 * which the kernel may ask for again */
+		if (rc < 0 && f->gen == gen && f->state == FL_FAILED) {
+			f->off = r->off < f->off ? r->off : f->off;
+			f->end = r->end > f->end ? r->end : f->end;
+		}
 	}
 	if (!wait || rc == 2) {
 		*slot = record(h, lo, need, hi);	/* ours (a hedge: a second one) */

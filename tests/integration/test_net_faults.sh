@@ -12,7 +12,10 @@
 #     failure is held for the same bytes only, for the kernel's re-ask);
 #   - a frozen server and three readers for one worker (workers=1): each
 #     read gives EIO within read_timeout of its arrival (plus slack), not
-#     read_timeout after a worker took it (time queued counted).
+#     read_timeout after a worker took it (time queued counted);
+#   - a build's read that fails a round (retries spent) and passes the
+#     next logs a warning, no error; one that gives up says how many
+#     rounds, in the singular for one.
 # Oracles: Python's tarfile on the file nginx serves.  Time bounds are
 # correctness bounds with generous slack (a noisy VM, the ASan daemon).
 . "$(dirname "$0")/lib.sh"
@@ -140,4 +143,26 @@ done
 proxy_ctl "fault?mode=off" >/dev/null
 check "server back: the right bytes" eval 'sfs_nap 2.5; cmp <(cat "$T/m4/$FAR2") <(member "$FAR2")'
 check "unmount" sfs_umount "$T/m4"
+
+# 5. messages of a build whose read fails a round: a warning, no error,
+# when the next round gets it; an error naming the rounds right when the
+# build gives up
+check "arm: 503 for the next 2 GETs (retries=1: one round's attempts)" \
+	proxy_ctl "fault?mode=503&n=2&method=GET&match=/flip.tar" >/dev/null
+check "mount: the build's first read fails a round, then passes" \
+	sfs_mount "$FLIP" "$T/m5" -o "layout=tar,retries=1,index_dir=$T/i5"
+L=$(sfs_log "$T/m5")
+sed -n 's/^/    /; /round/p' "$L"
+check "the failed round is a warning naming the bytes, the request and its 2 attempts" \
+	grep -q "warning: .*flip.tar: bytes [0-9]*-[0-9]*: the request for bytes [0-9]*-[0-9]* failed: .*503 (2 attempts); the index build sends it again" "$L"
+check "and no error is logged by the mount, which succeeded" eval '! grep -q "error: " "$L"'
+check "every member" cmp <(tree "$T/m5") "$T/flip.oracle"
+check "unmount" sfs_umount "$T/m5"
+check "arm: 503 for every GET" proxy_ctl "fault?mode=503&n=-1&method=GET" >/dev/null
+check "a build that gives up says how many rounds, and since when" \
+	expect_fail "error: .*flip.tar: bytes 0-[0-9]*: .*503 (2 attempts); still failing after [0-9]* rounds\?, and the index build gives up: it started [0-9]* s ago (build_timeout=2 s)" \
+	sfs_mount "$FLIP" "$T/m6" -o "layout=tar,retries=1,build_timeout=2,index_dir=$T/i6"
+check "no \"1 rounds\" nor \"1 attempts\" in the logs" \
+	eval '! grep -h " 1 rounds\| 1 attempts" "$SFS_TMP"/daemon-*.log'
+proxy_ctl "reset" >/dev/null
 sfs_done
