@@ -8,7 +8,8 @@
  * small pread per member however large the members are.  Headers are read
  * through a small window so that runs of small members share one pread.
  * Everything read from the archive is untrusted: every number is range
- * checked against the archive's extent before it is used.
+ * checked against the archive's extent before it is used; a header that
+ * fails its checksum is read again from a remote source (header_again).
  *
  * Not for: extracting, compressed tars, building the tree (tarindex_build.c).
  */

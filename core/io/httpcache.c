@@ -60,9 +60,9 @@
  * Failures are logged here, rate-limited by log.c, naming the URL, the
  * byte range and the last cause; that read gives EIO (reads sharing the
  * failure say nothing more).  An index build's read says a failed round
- * as a warning, and only giving up as an error.  Prefetches fail quietly: the read that
- * needed the blocks asks again, and says so.  A cancelled read gives
- * EINTR, unlogged: its reader is gone.
+ * as a warning, and only giving up as an error.  Prefetches fail quietly:
+ * the read that needed the blocks asks again, and says so.  A cancelled
+ * read gives EINTR, unlogged: its reader is gone.
  *
  * Not for: opening, names and listings (http.c), requests (httpreq.c).
  */
@@ -309,6 +309,25 @@ static int running_over(const struct http_src *h, uint64_t b)
 	return 0;
 }
 
+/* A slot for a new fetch: a free one, else the FAILED one whose hold
+ * ended first, if one has (only reads queued since wait for it: a fetch
+ * not tracked costs more, it is shared with nobody), else -1 (h->lock
+ * held). */
+static int free_slot(struct http_src *h, int64_t now)
+{
+	int i, old = -1;
+
+	for (i = 0; i < NFLIGHT; i++) {
+		expire(h, &h->flight[i], now);
+		if (h->flight[i].state == FL_FREE)
+			return i;
+		if (h->flight[i].state == FL_FAILED && now >= h->flight[i].until &&
+		    (old < 0 || h->flight[i].until < h->flight[old].until))
+			old = i;
+	}
+	return old;
+}
+
 /* Trims *hi before others' fetches after `need` and records lo..*hi; its
  * slot, or -1 when all are taken (h->lock held). */
 static int record(struct http_src *h, uint64_t lo, uint64_t need, uint64_t *hi)
@@ -321,16 +340,10 @@ static int record(struct http_src *h, uint64_t lo, uint64_t need, uint64_t *hi)
 		if (running_over(h, b))
 			break;
 	*hi = b - 1;
-	for (i = 0; i < NFLIGHT; i++)
-		expire(h, &h->flight[i], now);
-	for (i = 0; i < NFLIGHT; i++)
-		if (h->flight[i].state == FL_FREE) {
-			h->flight[i] = (struct flight){ lo, *hi, FL_RUNNING, 0, 0,
-							0, 0, h->flight[i].gen + 1,
-							now };
-			return i;
-		}
-	return -1;
+	if ((i = free_slot(h, now)) >= 0)
+		h->flight[i] = (struct flight){ lo, *hi, FL_RUNNING, 0, 0, 0, 0,
+						h->flight[i].gen + 1, now };
+	return i;
 }
 
 /* Whether the read is out of time or cancelled: -EIO or -EINTR, else 0. */
