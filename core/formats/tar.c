@@ -555,7 +555,7 @@ static int walk_loop(struct walk *w, tar_member_fn fn, void *arg)
 	const unsigned char *h;
 	struct tar_member m;
 	uint64_t pos = w->rd.lo, hdr = pos, next, first = pos;
-	int nhdr = 0, rc, type, again;
+	int nhdr = 0, rc, type, again = 0;
 
 	/* pos > hi when the data of the last header lacks its padding:
 	 * tested first, as hi - pos would wrap */
