@@ -821,6 +821,23 @@ static int seen_changed(struct source *s)
 }
 
 /*
+ * A read whose read_timeout passed before it could send a request: it
+ * waited that long for a thread (all busy with reads of a frozen server)
+ * or for others' requests, counted since its request arrived (rd.since).
+ * Said; -EIO.
+ */
+static int too_late(const struct rd *r)
+{
+	sfs_err("%s: bytes %" PRIu64 "-%" PRIu64 ": read_timeout=%u s passed "
+		"before a request for them could be sent (%.1f s since the read "
+		"arrived, waiting for a thread or for other reads' requests); EIO",
+		r->s->name,
+		r->off, r->end - 1, (unsigned)(r->h->he->read_timeout_ns / 1000000000),
+		(double)(sfs_now_ns() - r->since) / 1e9);
+	return -EIO;
+}
+
+/*
  * One round of a read whose stream window is win: each block from the
  * caches, or fetched (with the blocks after it that it misses, in one
  * request), or from another thread's fetch of it.  A fresh read
@@ -847,7 +864,10 @@ static int read_round(struct rd *r, unsigned win, int lone)
 			continue;	/* another thread fetched it: look again */
 		if (rc)
 			return wait_failed(r, b, need, rc);
-		rc = lone ? fetch_exact(r, b) : fetch(r, b, hi, 0);
+		if (read_over(r) == -ETIMEDOUT)
+			rc = too_late(r);
+		else
+			rc = lone ? fetch_exact(r, b) : fetch(r, b, hi, 0);
 		release(r, slot, lone ? 0 : hi, rc, !r->build);
 		if (rc || lone)
 			return rc;
