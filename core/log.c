@@ -61,7 +61,7 @@ static struct sfs_ratelimit_key *slot_of(struct sfs_ratelimit *rl, const void *k
 	return oldest;
 }
 
-int sfs_ratelimit_admit(struct sfs_ratelimit *rl, const void *key,
+int sfs_ratelimit_admit(struct sfs_ratelimit *rl, const void *key, int level,
 			const char *line, uint64_t now, unsigned *suppressed)
 {
 	struct sfs_ratelimit_key *k = slot_of(rl, key);
@@ -82,17 +82,20 @@ int sfs_ratelimit_admit(struct sfs_ratelimit *rl, const void *key,
 		return 1;
 	}
 	k->suppressed++;
+	k->level = level;
 	snprintf(k->last, sizeof(k->last), "%s", line);
 	return 0;
 }
 
-const char *sfs_ratelimit_take(struct sfs_ratelimit *rl, unsigned *suppressed)
+const char *sfs_ratelimit_take(struct sfs_ratelimit *rl, unsigned *suppressed,
+			       int *level)
 {
 	struct sfs_ratelimit_key *k;
 
 	for (k = rl->keys; k < rl->keys + SFS_RATELIMIT_KEYS; k++)
 		if (k->key && k->suppressed) {
 			*suppressed = k->suppressed;
+			*level = k->level;
 			k->suppressed = 0;
 			return k->last;
 		}
@@ -102,7 +105,7 @@ const char *sfs_ratelimit_take(struct sfs_ratelimit *rl, unsigned *suppressed)
 /* "2024-05-01T12:00:00+0200 samplefs[PID]: MNT: warning: ...\n" */
 static void to_file(const char *kind, const char *line)
 {
-	char stamp[40], buf[1400];
+	char stamp[40], buf[2400];
 	struct tm tm;
 	time_t t = time(NULL);
 	int n;
@@ -145,12 +148,13 @@ static void vlog(int prio, const char *kind, int limited, const char *fmt, va_li
 	vsnprintf(line, sizeof(line), fmt, ap);
 	pthread_mutex_lock(&sink.lock);
 	if (limited && sink.serving &&
-	    !sfs_ratelimit_admit(&sink.rl, fmt, line, (uint64_t)sfs_now_ns(), &suppressed))
+	    !sfs_ratelimit_admit(&sink.rl, fmt, prio, line, (uint64_t)sfs_now_ns(),
+				 &suppressed))
 		goto out;
 	if (suppressed) {
 		len = strlen(line);
-		snprintf(line + len, sizeof(line) - len,
-			 " (%u similar messages suppressed)", suppressed);
+		snprintf(line + len, sizeof(line) - len, " (%u similar message%s "
+			 "suppressed)", suppressed, suppressed == 1 ? "" : "s");
 	}
 	emit(prio, kind, line);
 out:
@@ -231,14 +235,18 @@ void sfs_log_close(void)
 {
 	const char *last;
 	unsigned n;
+	int level;
 
 	pthread_mutex_lock(&sink.lock);
-	while ((last = sfs_ratelimit_take(&sink.rl, &n))) {
-		char line[512];
+	while ((last = sfs_ratelimit_take(&sink.rl, &n, &level))) {
+		/* the message whole (it may be as long as a line), at the
+		 * level the suppressed ones had: errors stay errors */
+		char line[sizeof(sink.rl.keys[0].last) + 64];
 
-		snprintf(line, sizeof(line), "%u more messages like \"%s\" were suppressed",
-			 n, last);
-		emit(LOG_WARNING, "warning: ", line);
+		snprintf(line, sizeof(line), "%u more message%s like \"%s\" %s "
+			 "suppressed", n, n == 1 ? "" : "s", last,
+			 n == 1 ? "was" : "were");
+		emit(level, level == LOG_ERR ? "error: " : "warning: ", line);
 	}
 	if (sink.syslog)
 		closelog();

@@ -62,23 +62,27 @@ struct sfs_ratelimit {
 		uint64_t start;		/* of its window */
 		unsigned shown;		/* in this window */
 		unsigned suppressed;	/* not yet reported */
-		char last[200];		/* the last one suppressed, for the report */
+		int level;		/* of the messages (LOG_ERR, LOG_WARNING) */
+		char last[1024];	/* the last one suppressed, whole, for the
+					 * report (vlog's lines are this long) */
 	} keys[SFS_RATELIMIT_KEYS];
 };
 
 void sfs_ratelimit_init(struct sfs_ratelimit *rl, unsigned burst, uint64_t interval);
 
-/* 1: show this message (`line`, as it would be printed), and with it
- * "(*suppressed similar messages suppressed)" when *suppressed is not 0;
- * 0: suppress it, keeping `line` for the report.  The first message of a
+/* 1: show this message (`line`, as it would be printed, of syslog level
+ * `level`), and with it "(*suppressed similar messages suppressed)" when
+ * *suppressed is not 0; 0: suppress it, keeping `line` and `level` for
+ * the report.  The first message of a
  * key is always shown: when every slot is taken, the one whose window
  * opened first is reused and its unreported count lost. */
-int sfs_ratelimit_admit(struct sfs_ratelimit *rl, const void *key,
+int sfs_ratelimit_admit(struct sfs_ratelimit *rl, const void *key, int level,
 			const char *line, uint64_t now, unsigned *suppressed);
 
 /* For the report at the end: the last suppressed message of the next key
- * with messages suppressed and not reported, and their count (then
- * zeroed); NULL when there is none. */
-const char *sfs_ratelimit_take(struct sfs_ratelimit *rl, unsigned *suppressed);
+ * with messages suppressed and not reported, their count (then zeroed)
+ * and their level; NULL when there is none. */
+const char *sfs_ratelimit_take(struct sfs_ratelimit *rl, unsigned *suppressed,
+			       int *level);
 
 #endif

@@ -425,11 +425,15 @@ static void read_interrupted(fuse_req_t req, void *data)
  * callback is unset before returning, so it never outlives `c`: libfuse
  * runs it under req's lock, which unsetting takes.  (Readahead is sent as
  * background requests, never interrupted: those end at read_timeout.)
+ * t0: when the request arrived (sfs_now_ns), from which read_timeout
+ * counts: a read queued for a worker while others wait out a frozen server
+ * has had that much of it already (README: read_timeout is the whole read).
  */
 static ssize_t read_cancellable(fuse_req_t req, struct sfs_fs *fs,
-				fuse_ino_t ino, char *buf, size_t size, off_t off)
+				fuse_ino_t ino, char *buf, size_t size, off_t off,
+				int64_t t0)
 {
-	struct source_cancel c = { 0 };
+	struct source_cancel c = { .since = t0 };
 	ssize_t n;
 
 	fuse_req_interrupt_func(req, read_interrupted, &c);
@@ -441,9 +445,10 @@ static ssize_t read_cancellable(fuse_req_t req, struct sfs_fs *fs,
 }
 
 /* Replies with the bytes the layout makes; or, in no-wait mode (`wait`
- * 0), returns -EAGAIN without replying when they are not in memory yet. */
+ * 0), returns -EAGAIN without replying when they are not in memory yet.
+ * t0: when the request arrived (read_cancellable). */
 static int read_copy(fuse_req_t req, struct sfs_fs *fs, fuse_ino_t ino,
-		     size_t size, off_t off, int wait)
+		     size_t size, off_t off, int wait, int64_t t0)
 {
 	char stack[STACK_READ], *buf = stack;
 	ssize_t n;
@@ -462,7 +467,7 @@ static int read_copy(fuse_req_t req, struct sfs_fs *fs, fuse_ino_t ino,
 		fuse_reply_err(req, ENOMEM);
 		return 0;
 	}
-	n = wait ? read_cancellable(req, fs, ino, buf, size, off) :
+	n = wait ? read_cancellable(req, fs, ino, buf, size, off, t0) :
 		   fs->layout.ops->read(fs->layout.priv, ino, buf, size, (uint64_t)off);
 	if (n == -EAGAIN) {
 		rc = -EAGAIN;
@@ -487,9 +492,10 @@ out:
 	return rc;
 }
 
-/* A read that may wait for the disk: splice when the file is an extent. */
+/* A read that may wait for the disk: splice when the file is an extent.
+ * t0: when the request arrived. */
 static void read_waiting(fuse_req_t req, struct sfs_fs *fs, fuse_ino_t ino,
-			 size_t size, off_t off)
+			 size_t size, off_t off, int64_t t0)
 {
 	int rc;
 
@@ -503,7 +509,7 @@ static void read_waiting(fuse_req_t req, struct sfs_fs *fs, fuse_ino_t ino,
 			return;
 		}
 	}
-	if (read_copy(req, fs, ino, size, off, 1) == -EAGAIN)
+	if (read_copy(req, fs, ino, size, off, 1, t0) == -EAGAIN)
 		fuse_reply_err(req, EIO);	/* cannot happen: waiting allowed */
 }
 
@@ -511,7 +517,7 @@ static void read_job(void *ctx, const struct worker_job *job)
 {
 	struct sfs_fs *fs = ctx;
 
-	read_waiting(job->req, fs, job->ino, job->size, (off_t)job->off);
+	read_waiting(job->req, fs, job->ino, job->size, (off_t)job->off, job->t0);
 	ctl_waited(&fs->ctl, sfs_now_ns() - job->t0);
 }
 
@@ -554,11 +560,11 @@ static void sfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	if (!fs->io) {
-		read_waiting(req, fs, ino, size, off);
+		read_waiting(req, fs, ino, size, off, sfs_now_ns());
 		return;
 	}
 	source_nowait(1);
-	rc = read_copy(req, fs, ino, size, off, 0);
+	rc = read_copy(req, fs, ino, size, off, 0, 0);
 	source_nowait(0);
 	if (rc != -EAGAIN)
 		return;

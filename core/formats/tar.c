@@ -8,7 +8,8 @@
  * small pread per member however large the members are.  Headers are read
  * through a small window so that runs of small members share one pread.
  * Everything read from the archive is untrusted: every number is range
- * checked against the archive's extent before it is used.
+ * checked against the archive's extent before it is used; a header that
+ * fails its checksum is read again from a remote source (header_again).
  *
  * Not for: extracting, compressed tars, building the tree (tarindex_build.c).
  */
@@ -521,12 +522,40 @@ static void end_marker(struct walk *w, uint64_t pos)
 			 w->what, (unsigned long long)pos);
 }
 
+/*
+ * A header whose checksum fails, when the source's bytes travel a network,
+ * may have been damaged on the way (a flipped byte TCP's checksum let
+ * through): the window holding it is read again from the source itself,
+ * past every cache (source_refetch), before it is believed.  1 when it
+ * was read again (*h then points at the new bytes, said if they pass), 0
+ * when the source is local (nothing read), -errno.
+ */
+static int header_again(struct walk *w, uint64_t pos, const unsigned char **h)
+{
+	struct reader *r = &w->rd;
+	ssize_t got = source_refetch(r->src, r->buf, r->blen, r->boff);
+
+	if (got == -ENOTSUP)
+		return 0;
+	if (got < 0)
+		return (int)got;
+	r->blen = (size_t)got;
+	if (pos + TAR_BLOCK > r->boff + r->blen)
+		return -EIO;	/* cannot be: the size is the stamp's */
+	*h = r->buf + (pos - r->boff);
+	if (tar_header_ok(*h))
+		sfs_warn("%s: the header at offset %llu failed its checksum and "
+			 "passed when read again from the source: damaged on its "
+			 "way, not in the file", w->what, (unsigned long long)pos);
+	return 1;
+}
+
 static int walk_loop(struct walk *w, tar_member_fn fn, void *arg)
 {
 	const unsigned char *h;
 	struct tar_member m;
 	uint64_t pos = w->rd.lo, hdr = pos, next, first = pos;
-	int nhdr = 0, rc, type;
+	int nhdr = 0, rc, type, again = 0;
 
 	/* pos > hi when the data of the last header lacks its padding:
 	 * tested first, as hi - pos would wrap */
@@ -543,11 +572,18 @@ static int walk_loop(struct walk *w, tar_member_fn fn, void *arg)
 			end_marker(w, pos);
 			return 0;       /* at pos 0: an empty archive, as GNU tar */
 		}
+		if (!tar_header_ok(h) && (again = header_again(w, pos, &h)) < 0)
+			return again;
 		if (!tar_header_ok(h)) {
 			if (!nhdr)
 				return -EINVAL;
-			sfs_warn("%s: bad header checksum at offset %llu: archive "
-				 "truncated there", w->what, (unsigned long long)pos);
+			if (again)
+				sfs_warn("%s: bad header checksum at offset %llu, read "
+					 "twice from the source: archive truncated there",
+					 w->what, (unsigned long long)pos);
+			else
+				sfs_warn("%s: bad header checksum at offset %llu: archive "
+					 "truncated there", w->what, (unsigned long long)pos);
 			return -EBADMSG;
 		}
 		nhdr++;

@@ -343,6 +343,7 @@ struct index_writer {
 	int copy;              /* index_writer_open_copy: bytes as given, no header */
 	char **drop;           /* unlinked once the index is in place */
 	unsigned ndrop;
+	char *unsaved;         /* index_writer_set_unsaved's why, or NULL */
 };
 
 int index_write_all(int fd, const void *p, size_t n, const char *path)
@@ -697,7 +698,22 @@ int index_writer_commit_copy(struct index_writer *w)
 	return ret;
 }
 
-int index_writer_commit(struct index_writer *w, const struct index_fp *fp)
+void index_writer_set_unsaved(struct index_writer *w, const char *why)
+{
+	if (!w->unsaved)
+		w->unsaved = strdup(why);
+	if (!w->unsaved && !w->err)
+		w->err = -ENOMEM;	/* never saved as complete, whatever */
+}
+
+const char *index_writer_unsaved(const struct index_writer *w)
+{
+	return w->unsaved;
+}
+
+/* The header, table and checksum of w's index, written at the end of
+ * its temporary file and at its start.  0 or -errno, said. */
+static int finish(struct index_writer *w, const struct index_fp *fp)
 {
 	struct index_hdr h;
 	int ret;
@@ -724,10 +740,37 @@ int index_writer_commit(struct index_writer *w, const struct index_fp *fp)
 	if (pwrite(w->fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h)) {
 		ret = errno ? -errno : -EIO;
 		sfs_err("%s: writing index header: %s", w->tmp, strerror(-ret));
-		goto out;
 	}
-	ret = install(w);
 out:
+	return ret;
+}
+
+int index_writer_commit(struct index_writer *w, const struct index_fp *fp)
+{
+	int ret = w->unsaved ? -EINVAL : finish(w, fp);
+
+	if (ret == 0)
+		ret = install(w);
+	index_writer_abort(w);
+	return ret;
+}
+
+int index_writer_commit_unsaved(struct index_writer *w, const struct index_fp *fp,
+				char *tmp, size_t tmplen)
+{
+	int ret = finish(w, fp);
+
+	if (ret == 0 && (size_t)snprintf(tmp, tmplen, "%s", w->tmp) >= tmplen)
+		ret = -ENAMETOOLONG;
+	if (ret == 0) {
+		/* the caller maps it and unlinks it, holding the build lock
+		 * (no sweep runs meanwhile); the checkpoint says the walk
+		 * ended, which it did not: dropped */
+		for (unsigned i = 0; i < w->ndrop; i++)
+			unlink(w->drop[i]);
+		free(w->tmp);
+		w->tmp = NULL;
+	}
 	index_writer_abort(w);
 	return ret;
 }
@@ -744,6 +787,7 @@ void index_writer_abort(struct index_writer *w)
 	while (w->ndrop)
 		free(w->drop[--w->ndrop]);
 	free(w->drop);
+	free(w->unsaved);
 	free(w->tmp);
 	free(w->path);
 	free(w->buf);

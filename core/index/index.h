@@ -104,6 +104,22 @@ int index_writer_drop_at_commit(struct index_writer *w, const char *path);
 /* Writes n bytes at fd's offset, EINTR and short writes retried: 0, or
  * -errno said naming path.  For the files of core/index (checkpoint.c). */
 int index_write_all(int fd, const void *p, size_t n, const char *path);
+/*
+ * Marks w's index as incomplete for a reason the next build may not meet
+ * (a tar walk cut by damage read over a network, where a byte may change
+ * on its way: tarindex_build): this mount may use it, no later one may.
+ * index_load then commits it with index_writer_commit_unsaved, maps it
+ * and removes it, saying `why`; index_writer_commit refuses it (-EINVAL).
+ */
+void index_writer_set_unsaved(struct index_writer *w, const char *why);
+/* index_writer_set_unsaved's why, or NULL. */
+const char *index_writer_unsaved(const struct index_writer *w);
+/* As index_writer_commit, but the file stays at its temporary name, put
+ * in tmp (tmplen bytes), never at w's path, for the caller to map and
+ * unlink while it holds the index's build lock; w's checkpoints to drop
+ * are dropped.  Frees w.  0 or -errno (said). */
+int index_writer_commit_unsaved(struct index_writer *w, const struct index_fp *fp,
+				char *tmp, size_t tmplen);
 /* Drops the temporary file.  Frees w. */
 void index_writer_abort(struct index_writer *w);
 /* The index w will become: where a build puts its scratch files (spill.h). */

@@ -17,18 +17,26 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "io/source.h"
 #include "index/lock.h"
 #include "index/prebuilt.h"
 #include "log.h"
 
-/* Writes the index at path with job->build.  0 or -errno (said). */
-static int build(const struct index_job *job, const char *path)
+/*
+ * Writes the index at path with job->build.  0 or -errno (said).  An
+ * index the build marked unsaved (index_writer_set_unsaved) is left at a
+ * temporary name instead, put in unsaved (len bytes), with its why in
+ * why (whylen); unsaved is "" otherwise.
+ */
+static int build(const struct index_job *job, const char *path, char *unsaved,
+		 size_t len, char *why, size_t whylen)
 {
 	struct index_writer *w;
 	int rc = index_writer_open(&w, path);
 
+	unsaved[0] = '\0';
 	if (rc < 0)
 		return rc;
 	source_build(1);	/* its reads wait out a flaky store (source.h) */
@@ -38,7 +46,10 @@ static int build(const struct index_job *job, const char *path)
 		index_writer_abort(w);
 		return rc;
 	}
-	return index_writer_commit(w, job->fp);
+	if (!index_writer_unsaved(w))
+		return index_writer_commit(w, job->fp);
+	snprintf(why, whylen, "%s", index_writer_unsaved(w));
+	return index_writer_commit_unsaved(w, job->fp, unsaved, len);
 }
 
 /* A stale index: what differs, as its job sees it (the fingerprint is a
@@ -138,6 +149,7 @@ static int build_locked(const struct sfs_opts *o, const struct index_job *job,
 	const char *of = job->what ? " of " : "", *sp = job->what ? " " : "";
 	/* the path once: a warning or the rebuild message named it */
 	int named = o->index != NULL;
+	char unsaved[4200], cut[256];
 	double t0;
 
 	if (o->index && (rc = from_prebuilt(o, job, path, m, why, whylen)) == 0)
@@ -156,8 +168,20 @@ static int build_locked(const struct sfs_opts *o, const struct index_job *job,
 	if (!job->build)	/* the caller makes it, and saves it */
 		return -ENOENT;
 	t0 = sfs_now_s();
-	if ((rc = build(job, path)) < 0)
+	if ((rc = build(job, path, unsaved, sizeof(unsaved), cut, sizeof(cut))) < 0)
 		return rc;
+	if (unsaved[0]) {	/* for this mount only: mapped, then gone */
+		rc = map_attach(job, unsaved, m, why, whylen);
+		unlink(unsaved);
+		if (rc < 0) {
+			sfs_err("%s: the index just built does not load (%s)", path, why);
+			return -EIO;
+		}
+		sfs_warn("%s: the index%s%s just built is incomplete (%s): this "
+			 "mount uses it, but it is not saved: the next mount builds "
+			 "it again", path, of, what, cut);
+		return 0;
+	}
 	rc = map_attach(job, path, m, why, whylen);
 	if (rc < 0) {
 		sfs_err("%s: the index just built does not load (%s)", path, why);

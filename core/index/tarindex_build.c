@@ -450,6 +450,8 @@ int tb_nest_walk(struct walkctx *c, const struct tar_member *m,
 	c->b->nests[at].end = c->b->nents;
 	if (rc == -EBADMSG)
 		sfs_warn("%s: keeping the members before the damage", what);
+	if (rc == -EBADMSG && source_refetches(sub.src))
+		c->b->cut = 1;
 	/* damaged or empty: the directory stays, with what could be read */
 	return rc == -EBADMSG || rc == -EINVAL || rc == 0 ? 1 : rc;
 }
@@ -646,6 +648,8 @@ static int walk_source(struct builder *b, const struct tarindex_source *s,
 	else if (rc == -EBADMSG)
 		sfs_warn("%s: keeping the %u members before the damage", s->path,
 			 b->nents);
+	if (rc == -EBADMSG && source_refetches(s->src))
+		b->cut = 1;	/* the network's damage, maybe: not saved */
 	if (rc == -EBADMSG)
 		rc = 0;
 	source_advise(s->src, 0, 0, SOURCE_ADV_NORMAL);
@@ -831,6 +835,10 @@ int tarindex_build(struct index_writer *w, uint32_t tag_prefix_char,
 		rc = tb_zip_write(&b, w, tag_prefix_char);
 	if (rc == 0)
 		rc = tb_derived_write(&b, w, tag_prefix_char);
+	if (rc == 0 && b.cut)
+		index_writer_set_unsaved(w, "a walk of a tar read over the network "
+					 "stopped at damage, which may have been "
+					 "the network's");
 	/* a build that succeeded keeps it until its index file is in place */
 	if (rc == 0 && b.ck && index_writer_drop_at_commit(w, ckpt_path(b.ck)) < 0)
 		rc = -ENOMEM;

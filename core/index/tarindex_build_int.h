@@ -102,6 +102,9 @@ struct builder {
 	uint32_t nsrc;
 	struct ckpt *ck;            /* saved progress (checkpoint.h), or NULL */
 	int resuming;               /* ck has members to replay, up to `resume` */
+	int cut;                    /* a walk stopped at damage read over a
+				     * network (source_refetches): the
+				     * index is not saved (index.h) */
 	struct ckpt_resume resume;
 };
 

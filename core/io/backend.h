@@ -57,6 +57,9 @@ struct source_backend {
 	int (*open)(struct source *s);
 	/* as source_pread; the no-wait flag is source_nowait_mode() */
 	ssize_t (*pread)(struct source *s, void *buf, size_t n, uint64_t off);
+	/* optional, for sources whose bytes travel a network (no checksum
+	 * guards them on the way): as source_refetch */
+	ssize_t (*refetch)(struct source *s, void *buf, size_t n, uint64_t off);
 	/* 1 if the source no longer matches s->stamp, 0 if it does, -errno;
 	 * source_check remembers a 1 (s->changed) */
 	int (*changed)(struct source *s);

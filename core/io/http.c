@@ -254,7 +254,8 @@ static int probe(struct http_env *he, const char *url, struct source_stamp *st,
 	int rc;
 
 	if (httpreq_do(he->net, &req, &r)) {
-		snprintf(why, whylen, "%s (%u attempts)", r.cause, r.attempts);
+		snprintf(why, whylen, "%s (%u attempt%s)", r.cause, r.attempts,
+			 r.attempts == 1 ? "" : "s");
 		return -EIO;
 	}
 	if ((rc = http_status_errno(r.status))) {
@@ -298,7 +299,8 @@ static int stamp_of(struct http_env *he, const char *url, struct source_stamp *s
 
 	*is_dir = 0;
 	if (httpreq_do(he->net, &req, &r)) {
-		snprintf(why, whylen, "%s (%u attempts)", r.cause, r.attempts);
+		snprintf(why, whylen, "%s (%u attempt%s)", r.cause, r.attempts,
+			 r.attempts == 1 ? "" : "s");
 		return -EIO;
 	}
 	if (r.status == 405 || r.status == 501)	/* no HEAD here */
@@ -445,7 +447,8 @@ static int http_list(struct source_env *env, const char *uri, source_list_fn fn,
 		return -ENOMEM;
 	req.url = url;
 	if (httpreq_do(he->net, &req, &r)) {
-		sfs_err("%s: listing: %s (%u attempts)", url, r.cause, r.attempts);
+		sfs_err("%s: listing: %s (%u attempt%s)", url, r.cause, r.attempts,
+			r.attempts == 1 ? "" : "s");
 		rc = -EIO;
 	} else if (r.status == 404 || r.status == 410) {
 		rc = -ENOENT;
@@ -477,6 +480,7 @@ const struct source_backend source_http_backend = {
 	.claims = http_claims,
 	.open = http_open,
 	.pread = httpcache_pread,
+	.refetch = httpcache_refetch,
 	.changed = http_changed,
 	.close = http_close,
 	.advise = http_advise,

@@ -69,16 +69,21 @@ struct http_env {
 /*
  * A fetch of blocks lo..hi of a source (httpcache.c), which reads needing
  * any of them wait for rather than asking again: RUNNING, or FAILED (its
- * error is every such read's until `until`: the kernel asks again for a
- * page right after its readahead failed, and that is the same read as the
- * user sees it).  gen tells a waiter whether the slot is still the fetch it
+ * error is that of every read of the same bytes [off, end) arriving before
+ * `until`: the kernel asks again for a page right after its readahead
+ * failed, and that is the same read as the user sees it; a read of other
+ * bytes, another member in the same block, is not).  gen tells a waiter whether the slot is still the fetch it
  * waited for.
  */
 struct flight {
 	uint64_t lo, hi;
 	enum { FL_FREE, FL_RUNNING, FL_FAILED } state;
 	int rc;                         /* FAILED: the error */
-	int64_t until;                  /* FAILED: kept until (sfs_now_ns) */
+	int64_t until;                  /* FAILED: for reads arriving before
+					 * this (sfs_now_ns) */
+	uint64_t off, end;              /* FAILED: the bytes of the read that
+					 * failed, which only reads of those
+					 * bytes take the failure of */
 	unsigned gen;
 	int64_t started;                /* RUNNING: since (sfs_now_ns), for hedging */
 };
@@ -127,6 +132,9 @@ int http_known_stamp(struct http_env *he, const char *name,
 
 /* httpcache.c */
 ssize_t httpcache_pread(struct source *s, void *buf, size_t n, uint64_t off);
+/* source_refetch: the blocks of [off, off + n) fetched again, replacing
+ * the caches' copies. */
+ssize_t httpcache_refetch(struct source *s, void *buf, size_t n, uint64_t off);
 /* Starts the prefetch threads if they are not running (the first open of
  * a mount: a daemon forks before it, threads would not survive that). */
 void httpcache_start(struct http_env *he);

@@ -18,14 +18,16 @@
  * Shared fetches (struct flight, http_int.h): a read missing blocks another
  * thread is fetching waits for that fetch rather than asking again, and
  * takes its outcome: the blocks from the cache, or its error, with no
- * round of retries of its own.  A failed fetch's error is kept FAIL_HOLD_MS
- * for reads of its blocks that start meanwhile (the kernel asks again for
+ * round of retries of its own.  A failed read's error is kept for reads of
+ * the same bytes that arrive within FAIL_HOLD_MS (the kernel asks again for
  * the page of a failed readahead at once), so a frozen server costs a
- * reader one read_timeout, not one per request the kernel sends.  A fetch
- * whose reader is cancelled is dropped; reads that waited for it send
- * their own.
+ * reader one read_timeout, not one per request the kernel sends; reads of
+ * other bytes in the same blocks (the next member) send their own, so a
+ * server back answers them at once.  A fetch whose reader is cancelled is
+ * dropped; reads that waited for it send their own.
  *
- * Bounds: each read has a deadline (read_timeout_s from its start) and the
+ * Bounds: each read has a deadline (read_timeout_s from its start, or from
+ * the arrival of the FUSE request it serves: source_cancel.since) and the
  * thread's cancel flag (source_cancel_scope); both bound its requests
  * (httpreq.c) and its waits for others' (timed waits, POLL_MS apart, on
  * h->landed).  Prefetches have a deadline of their own and no cancel flag.
@@ -57,9 +59,10 @@
  *
  * Failures are logged here, rate-limited by log.c, naming the URL, the
  * byte range and the last cause; that read gives EIO (reads sharing the
- * failure say nothing more).  Prefetches fail quietly: the read that
- * needed the blocks asks again, and says so.  A cancelled read gives
- * EINTR, unlogged: its reader is gone.
+ * failure say nothing more).  An index build's read says a failed round
+ * as a warning, and only giving up as an error.  Prefetches fail quietly:
+ * the read that needed the blocks asks again, and says so.  A cancelled
+ * read gives EINTR, unlogged: its reader is gone.
  *
  * Not for: opening, names and listings (http.c), requests (httpreq.c).
  */
@@ -67,6 +70,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -106,6 +110,13 @@ struct rd {
 	int build;              /* an index build's read (source_build) */
 	int *hard;              /* set when a failure is not worth sending
 				 * again (httpresp.retryable); may be NULL */
+	int64_t since;          /* when its request arrived (sfs_now_ns) */
+	int fresh;              /* source_refetch: no cached copy is taken,
+				 * and the caches' are replaced */
+	char *why;              /* a build's read: its failures are said
+				 * here (whylen bytes), for build_read to
+				 * say once, instead of logged */
+	size_t whylen;
 };
 
 static uint64_t key_of(const struct http_src *h, uint64_t b)
@@ -243,49 +254,96 @@ static unsigned note_read(struct http_src *h, uint64_t b0, uint64_t b1,
 	return win;
 }
 
-/* A FAILED slot whose time is up is free again (h->lock held). */
-static void expire(struct flight *f, int64_t now)
+/*
+ * A FAILED slot is free again once no read that arrived during its hold
+ * can still be waiting: read_timeout after the hold (a read queued for a
+ * thread since then is out of time), h->lock held.
+ */
+static void expire(struct http_src *h, struct flight *f, int64_t now)
 {
-	if (f->state == FL_FAILED && now >= f->until)
+	if (f->state == FL_FAILED && now >= f->until + h->he->read_timeout_ns)
 		f->state = FL_FREE;
 }
 
-/* The fetch running or recently failed over any of blocks lo..hi, or -1
- * (h->lock held). */
-static int flight_over(struct http_src *h, uint64_t lo, uint64_t hi)
+/* Whether the failure held in f is read r's, for its bytes in blocks
+ * lo..hi: r arrived before the hold ended and wants some of the bytes of
+ * the read that failed (the page the kernel asks for again), not merely
+ * others in the same blocks (another member). */
+static int held_for(const struct flight *f, const struct rd *r, uint64_t lo,
+		    uint64_t hi)
+{
+	uint64_t a = lo * BLOCK > r->off ? lo * BLOCK : r->off;
+	uint64_t b = (hi + 1) * BLOCK < r->end ? (hi + 1) * BLOCK : r->end;
+
+	return r->since < f->until && a < f->end && f->off < b;
+}
+
+/* The fetch running over any of blocks lo..hi, or failed for r's bytes
+ * there (held_for), or -1 (h->lock held). */
+static int flight_over(const struct rd *r, uint64_t lo, uint64_t hi)
 {
 	int64_t now = sfs_now_ns();
 	struct flight *f;
 	int i;
 
 	for (i = 0; i < NFLIGHT; i++) {
-		f = &h->flight[i];
-		expire(f, now);
-		if (f->state != FL_FREE && f->lo <= hi && lo <= f->hi)
+		f = &r->h->flight[i];
+		expire(r->h, f, now);
+		if (f->state == FL_FREE || f->hi < lo || hi < f->lo)
+			continue;
+		if (f->state == FL_RUNNING || held_for(f, r, lo, hi))
 			return i;
 	}
 	return -1;
+}
+
+/* Whether a fetch runs over block b (h->lock held). */
+static int running_over(const struct http_src *h, uint64_t b)
+{
+	int i;
+
+	for (i = 0; i < NFLIGHT; i++)
+		if (h->flight[i].state == FL_RUNNING && h->flight[i].lo <= b &&
+		    b <= h->flight[i].hi)
+			return 1;
+	return 0;
+}
+
+/* A slot for a new fetch: a free one, else the FAILED one whose hold
+ * ended first, if one has (only reads queued since wait for it: a fetch
+ * not tracked costs more, it is shared with nobody), else -1 (h->lock
+ * held). */
+static int free_slot(struct http_src *h, int64_t now)
+{
+	int i, old = -1;
+
+	for (i = 0; i < NFLIGHT; i++) {
+		expire(h, &h->flight[i], now);
+		if (h->flight[i].state == FL_FREE)
+			return i;
+		if (h->flight[i].state == FL_FAILED && now >= h->flight[i].until &&
+		    (old < 0 || h->flight[i].until < h->flight[old].until))
+			old = i;
+	}
+	return old;
 }
 
 /* Trims *hi before others' fetches after `need` and records lo..*hi; its
  * slot, or -1 when all are taken (h->lock held). */
 static int record(struct http_src *h, uint64_t lo, uint64_t need, uint64_t *hi)
 {
+	int64_t now = sfs_now_ns();
 	uint64_t b;
 	int i;
 
 	for (b = need + 1; b <= *hi; b++)
-		if (flight_over(h, b, b) >= 0)
+		if (running_over(h, b))
 			break;
 	*hi = b - 1;
-	for (i = 0; i < NFLIGHT; i++)
-		if (h->flight[i].state == FL_FREE) {
-			h->flight[i] = (struct flight){ lo, *hi, FL_RUNNING, 0, 0,
-							h->flight[i].gen + 1,
-							sfs_now_ns() };
-			return i;
-		}
-	return -1;
+	if ((i = free_slot(h, now)) >= 0)
+		h->flight[i] = (struct flight){ lo, *hi, FL_RUNNING, 0, 0, 0, 0,
+						h->flight[i].gen + 1, now };
+	return i;
 }
 
 /* Whether the read is out of time or cancelled: -EIO or -EINTR, else 0. */
@@ -340,16 +398,26 @@ static int claim(const struct rd *r, uint64_t lo, uint64_t need, uint64_t *hi,
 		 int *waits, int *slot)
 {
 	struct http_src *h = r->h;
+	struct flight *f;
 	int i, rc = 0, wait;
+	unsigned gen;
 
 	pthread_mutex_lock(&h->lock);
-	i = flight_over(h, lo, need);
+	i = flight_over(r, lo, need);
 	/* a build's read takes no failure of another round: it sends again */
 	wait = i >= 0 && (r->build ? h->flight[i].state == FL_RUNNING && *waits < WAITS_MAX :
 			  h->flight[i].state == FL_FAILED || *waits < WAITS_MAX);
 	if (wait) {
 		++*waits;
-		rc = wait_for(r, i, h->flight[i].gen);
+		f = &h->flight[i];
+		gen = f->gen;
+		rc = wait_for(r, i, gen);
+		/* its failure is this read's too: held for its bytes as well,
+		 * which the kernel may ask for again */
+		if (rc < 0 && f->gen == gen && f->state == FL_FAILED) {
+			f->off = r->off < f->off ? r->off : f->off;
+			f->end = r->end > f->end ? r->end : f->end;
+		}
 	}
 	if (!wait || rc == 2) {
 		*slot = record(h, lo, need, hi);	/* ours (a hedge: a second one) */
@@ -360,13 +428,15 @@ static int claim(const struct rd *r, uint64_t lo, uint64_t need, uint64_t *hi,
 }
 
 /*
- * Ends a fetch that took blocks up to hi with rc: a failure is kept for
- * FAIL_HOLD_MS for the reads that wanted the same blocks; a success, or a
- * fetch dropped (-EINTR: its reader was interrupted, the reads waiting
- * for it send their own) or quiet (a prefetch), frees the slot.
+ * Ends read r's fetch that took blocks up to hi with rc: a failure is kept
+ * for the reads of r's bytes that arrive within FAIL_HOLD_MS (held_for);
+ * a success, or a fetch dropped (-EINTR: its reader was interrupted, the
+ * reads waiting for it send their own) or quiet (a prefetch), frees the
+ * slot.
  */
-static void release(struct http_src *h, int slot, uint64_t hi, int rc, int hold)
+static void release(const struct rd *r, int slot, uint64_t hi, int rc, int hold)
 {
+	struct http_src *h = r->h;
 	struct flight *f;
 
 	pthread_mutex_lock(&h->lock);
@@ -377,6 +447,8 @@ static void release(struct http_src *h, int slot, uint64_t hi, int rc, int hold)
 			f->state = FL_FAILED;
 			f->rc = rc;
 			f->until = sfs_now_ns() + FAIL_HOLD_MS * 1000000LL;
+			f->off = r->off;
+			f->end = r->end;
 		}
 	}
 	if (h->ra_win && hi > h->ahead)
@@ -385,10 +457,15 @@ static void release(struct http_src *h, int slot, uint64_t hi, int rc, int hold)
 	pthread_mutex_unlock(&h->lock);
 }
 
+#define PLURAL(n) ((n) == 1 ? "" : "s")
+
 /*
  * Logs a read that failed and gives its errno (-EIO).  One call site per
  * kind of cause: log.c rate-limits by call site, so a burst of timeouts
- * does not hide the first "ignores Range" or change after it.
+ * does not hide the first "ignores Range" or change after it.  A build's
+ * read (r->why) logs nothing but a change: the cause goes to r->why, and
+ * build_read says it once, as a warning while it sends the read again,
+ * as an error when it gives up (a build that ends well logs no error).
  */
 static int read_failed(const struct rd *r, const struct httpreq *req,
 		       const struct httpresp *resp, int quiet)
@@ -411,21 +488,28 @@ static int read_failed(const struct rd *r, const struct httpreq *req,
 	}
 	if (quiet)
 		return -EIO;
+	if (r->why) {
+		snprintf(r->why, r->whylen, "the request for bytes %" PRIu64 "-%"
+			 PRIu64 " failed: %s%s (%u attempt%s)", a, b,
+			 resp->fail == FAIL_BODY ? "a wrong body: " : "", c, n,
+			 PLURAL(n));
+		return -EIO;
+	}
 	switch (resp->fail) {
 	case FAIL_STATUS:
 		sfs_err("%s: bytes %" PRIu64 "-%" PRIu64 ": the server answered %s; "
-			"EIO after %u attempts", u, a, b, c, n);
+			"EIO after %u attempt%s", u, a, b, c, n, PLURAL(n));
 		break;
 	case FAIL_NORANGE:
 		sfs_err("%s: bytes %" PRIu64 "-%" PRIu64 ": %s; EIO", u, a, b, c);
 		break;
 	case FAIL_BODY:
 		sfs_err("%s: bytes %" PRIu64 "-%" PRIu64 ": a wrong body: %s; EIO "
-			"after %u attempts", u, a, b, c, n);
+			"after %u attempt%s", u, a, b, c, n, PLURAL(n));
 		break;
 	default:
-		sfs_err("%s: bytes %" PRIu64 "-%" PRIu64 ": %s; EIO after %u attempts",
-			u, a, b, c, n);
+		sfs_err("%s: bytes %" PRIu64 "-%" PRIu64 ": %s; EIO after %u attempt%s",
+			u, a, b, c, n, PLURAL(n));
 		break;
 	}
 	return -EIO;
@@ -463,6 +547,8 @@ static int fetch(const struct rd *r, uint64_t lo, uint64_t hi, int quiet)
 		if (r->h->disk)
 			diskcache_put(r->h->he->disk, r->s->name, &r->s->stamp,
 				      lo + i, iov[i].iov_base, iov[i].iov_len);
+		if (r->fresh)	/* the copy it replaces is not believed */
+			lru_drop(r->h->he->mem, key_of(r->h, lo + i));
 		lru_insert(r->h->he->mem, key_of(r->h, lo + i), iov[i].iov_base,
 			   iov[i].iov_len);
 		iov[i].iov_base = NULL;
@@ -522,7 +608,8 @@ static void prefetch_run(const struct prefetch *p)
 {
 	struct http_src *h = p->s->priv;
 	struct rd r = { p->s, h, NULL, 0, 0, p->s->stamp.size,
-			sfs_now_ns() + h->he->read_timeout_ns, NULL, p->build, NULL };
+			sfs_now_ns() + h->he->read_timeout_ns, NULL, p->build, NULL,
+			sfs_now_ns(), 0, NULL, 0 };
 	uint64_t lo = p->lo, hi = p->hi;
 	int slot;
 
@@ -531,14 +618,14 @@ static void prefetch_run(const struct prefetch *p)
 	if (lo > hi || atomic_load(&r.s->changed))
 		return;
 	pthread_mutex_lock(&r.h->lock);
-	slot = flight_over(r.h, lo, lo) >= 0 ? -2 : record(r.h, lo, lo, &hi);
+	slot = flight_over(&r, lo, lo) >= 0 ? -2 : record(r.h, lo, lo, &hi);
 	pthread_mutex_unlock(&r.h->lock);
 	if (slot == -2)
 		return;
 	/* quiet, and its failure not kept: the reader that needs the blocks
 	 * asks again, and says why */
 	fetch(&r, lo, hi, 1);
-	release(r.h, slot, 0, 0, 0);
+	release(&r, slot, 0, 0, 0);
 }
 
 static void *prefetcher(void *arg)
@@ -701,20 +788,25 @@ void httpcache_willneed(struct source *s, uint64_t off, uint64_t len)
 /*
  * A read that waited for another's fetch and took its outcome: -EIO (the
  * fetch failed, and said so; or the deadline passed while waiting, said
- * here) or -EINTR.
+ * here, or in r->why for a build's read) or -EINTR.
  */
 static int wait_failed(const struct rd *r, uint64_t lo, uint64_t hi, int rc)
 {
 	struct http_src *h = r->h;
+	uint64_t a = lo * BLOCK;
+	uint64_t b = (hi + 1) * BLOCK < r->size ? (hi + 1) * BLOCK - 1 : r->size - 1;
+	unsigned rt = (unsigned)(h->he->read_timeout_ns / 1000000000);
 
 	if (rc == -EINTR || atomic_load(&r->s->changed))
 		return rc == -EINTR ? rc : source_check(r->s);
-	if (rc == -ETIMEDOUT)
+	if (rc == -ETIMEDOUT && r->why)
+		snprintf(r->why, r->whylen, "no answer within read_timeout=%u s "
+			 "to another read's request for bytes %" PRIu64 "-%" PRIu64,
+			 rt, a, b);
+	else if (rc == -ETIMEDOUT)
 		sfs_err("%s: bytes %" PRIu64 "-%" PRIu64 ": no answer within "
 			"read_timeout=%u s (waiting for another read's request for "
-			"them); EIO", r->s->name, lo * BLOCK,
-			(hi + 1) * BLOCK < r->size ? (hi + 1) * BLOCK - 1 : r->size - 1,
-			(unsigned)(h->he->read_timeout_ns / 1000000000));
+			"them); EIO", r->s->name, a, b, rt);
 	return -EIO;
 }
 
@@ -729,9 +821,28 @@ static int seen_changed(struct source *s)
 }
 
 /*
+ * A read whose read_timeout passed before it could send a request: it
+ * waited that long for a thread (all busy with reads of a frozen server)
+ * or for others' requests, counted since its request arrived (rd.since).
+ * Said; -EIO.
+ */
+static int too_late(const struct rd *r)
+{
+	sfs_err("%s: bytes %" PRIu64 "-%" PRIu64 ": read_timeout=%u s passed "
+		"before a request for them could be sent (%.1f s since the read "
+		"arrived, waiting for a thread or for other reads' requests); EIO",
+		r->s->name,
+		r->off, r->end - 1, (unsigned)(r->h->he->read_timeout_ns / 1000000000),
+		(double)(sfs_now_ns() - r->since) / 1e9);
+	return -EIO;
+}
+
+/*
  * One round of a read whose stream window is win: each block from the
  * caches, or fetched (with the blocks after it that it misses, in one
- * request), or from another thread's fetch of it.  0 or -errno.
+ * request), or from another thread's fetch of it.  A fresh read
+ * (source_refetch) takes nothing from the caches and fetches its own
+ * blocks only.  0 or -errno.
  */
 static int read_round(struct rd *r, unsigned win, int lone)
 {
@@ -739,20 +850,25 @@ static int read_round(struct rd *r, unsigned win, int lone)
 	int waits = 0, slot = -1, rc;
 
 	while (b <= b1) {
-		if (cached(r, b)) {
+		if (!r->fresh && cached(r, b)) {
 			b++;
 			continue;
 		}
 		if (lone)
 			need = hi = b1;	/* its bytes from b on, nothing cached */
+		else if (r->fresh)
+			need = hi = b1 - b < RUN_MAX ? b1 : b + RUN_MAX - 1;
 		else
 			hi = plan(r, b, b1, win, &need);
 		if ((rc = claim(r, b, need, &hi, &waits, &slot)) == 1)
 			continue;	/* another thread fetched it: look again */
 		if (rc)
 			return wait_failed(r, b, need, rc);
-		rc = lone ? fetch_exact(r, b) : fetch(r, b, hi, 0);
-		release(r->h, slot, lone ? 0 : hi, rc, !r->build);
+		if (read_over(r) == -ETIMEDOUT)
+			rc = too_late(r);
+		else
+			rc = lone ? fetch_exact(r, b) : fetch(r, b, hi, 0);
+		release(r, slot, lone ? 0 : hi, rc, !r->build);
 		if (rc || lone)
 			return rc;
 		b = need + 1;
@@ -765,59 +881,87 @@ static int read_round(struct rd *r, unsigned win, int lone)
  * source changed, a failure would not pass (a 4xx, a server ignoring
  * Range: httpresp.retryable), the read was cancelled, or the next round
  * would start past build_timeout_s after the build started; growing
- * waits between them, each said.  0 or -errno.
+ * waits between them.  A round's failure is a warning (the build goes on
+ * and may well end well); giving up is the error.  0 or -errno.
  */
 static int build_read(struct rd *r, unsigned win, int lone)
 {
 	const struct http_env *he = r->h->he;
-	int64_t until = source_build_since() + he->build_timeout_ns, next;
+	int64_t since = source_build_since(), until = since + he->build_timeout_ns;
+	unsigned bt = (unsigned)(he->build_timeout_ns / 1000000000);
 	uint64_t ms = BUILD_BACKOFF_MS;
+	char why[400];
+	int64_t next;
 	unsigned round;
 	int rc, hard = 0;
 
 	r->hard = &hard;
+	r->why = why;
+	r->whylen = sizeof(why);
 	for (round = 1;; round++) {
+		snprintf(why, sizeof(why), "failed");
 		r->deadline = sfs_now_ns() + he->read_timeout_ns;
 		if (r->deadline > until)
 			r->deadline = until;
 		rc = read_round(r, win, lone);
-		if (rc != -EIO || hard || seen_changed(r->s))
-			return rc;
-		next = sfs_now_ns() + (int64_t)ms * 1000000;
-		if (next >= until) {
-			sfs_err("%s: bytes %" PRIu64 "-%" PRIu64 ": still failing after "
-				"%u rounds; the index build gives up at build_timeout=%u s",
-				r->s->name, r->off, r->end - 1, round,
-				(unsigned)(he->build_timeout_ns / 1000000000));
+		if (rc != -EIO || seen_changed(r->s))
+			return rc;	/* done, cancelled, or a change (said) */
+		if (hard) {
+			sfs_err("%s: bytes %" PRIu64 "-%" PRIu64 ": %s; EIO (not "
+				"worth sending again)", r->s->name, r->off,
+				r->end - 1, why);
 			return rc;
 		}
-		sfs_warn("%s: bytes %" PRIu64 "-%" PRIu64 ": failed (round %u); the "
-			 "index build sends it again in %.1f s (build_timeout=%u s)",
-			 r->s->name, r->off, r->end - 1, round, (double)ms / 1000,
-			 (unsigned)(he->build_timeout_ns / 1000000000));
+		next = sfs_now_ns() + (int64_t)ms * 1000000;
+		if (next >= until) {
+			sfs_err("%s: bytes %" PRIu64 "-%" PRIu64 ": %s; still failing "
+				"after %u round%s, and the index build gives up: it "
+				"started %.0f s ago (build_timeout=%u s)", r->s->name,
+				r->off, r->end - 1, why, round, PLURAL(round),
+				(double)(sfs_now_ns() - since) / 1e9, bt);
+			return rc;
+		}
+		sfs_warn("%s: bytes %" PRIu64 "-%" PRIu64 ": %s; the index build "
+			 "sends it again in %.1f s (round %u failed; build_timeout=%u s)",
+			 r->s->name, r->off, r->end - 1, why, (double)ms / 1000,
+			 round, bt);
 		if ((rc = httpreq_wait_until(next, r->cancel)))
 			return rc;
 		ms = ms * 2 < BUILD_BACKOFF_MAX ? ms * 2 : BUILD_BACKOFF_MAX;
 	}
 }
 
-ssize_t httpcache_pread(struct source *s, void *buf, size_t n, uint64_t off)
+/* A read of s at [off, off + n) (n > 0, inside the source), with the
+ * deadline read_timeout after its request arrived (source_cancel.since,
+ * else now). */
+static void rd_init(struct rd *r, struct source *s, void *buf, size_t n,
+		    uint64_t off)
 {
 	struct http_src *h = s->priv;
-	struct rd r = { s, h, buf, off, 0, s->stamp.size,
-			sfs_now_ns() + h->he->read_timeout_ns,
-			source_cancel_current(), source_build_since() != 0, NULL };
+	const struct source_cancel *c = source_cancel_current();
+	int64_t now = sfs_now_ns();
+
+	*r = (struct rd){ .s = s, .h = h, .buf = buf, .off = off, .end = off + n,
+			  .size = s->stamp.size, .cancel = c,
+			  .build = source_build_since() != 0,
+			  .since = c && c->since && c->since < now ? c->since : now };
+	r->deadline = r->since + h->he->read_timeout_ns;
+}
+
+ssize_t httpcache_pread(struct source *s, void *buf, size_t n, uint64_t off)
+{
+	struct rd r;
 	uint64_t b0, b1, b;
 	int rc, lone;
 	unsigned win;
 
 	if (seen_changed(s))
 		return source_check(s);
-	if (off >= r.size || n == 0)
+	if (off >= s->stamp.size || n == 0)
 		return 0;
-	if (n > r.size - off)
-		n = (size_t)(r.size - off);
-	r.end = off + n;
+	if (n > s->stamp.size - off)
+		n = (size_t)(s->stamp.size - off);
+	rd_init(&r, s, buf, n, off);
 	b0 = off / BLOCK;
 	b1 = (r.end - 1) / BLOCK;
 	if (source_nowait_mode()) {
@@ -839,4 +983,24 @@ ssize_t httpcache_pread(struct source *s, void *buf, size_t n, uint64_t off)
 	if (!lone)
 		prefetch_after(&r, b1, win);
 	return (ssize_t)n;
+}
+
+/* source_refetch: the whole blocks around [off, off + n), fetched again
+ * and put in the caches in place of what they held (a fresh read); no
+ * readahead, and the stream's state is left as it was. */
+ssize_t httpcache_refetch(struct source *s, void *buf, size_t n, uint64_t off)
+{
+	struct rd r;
+	int rc;
+
+	if (seen_changed(s))
+		return source_check(s);
+	if (off >= s->stamp.size || n == 0)
+		return 0;
+	if (n > s->stamp.size - off)
+		n = (size_t)(s->stamp.size - off);
+	rd_init(&r, s, buf, n, off);
+	r.fresh = 1;
+	rc = r.build ? build_read(&r, 0, 0) : read_round(&r, 0, 0);
+	return rc ? rc : (ssize_t)n;
 }

@@ -141,11 +141,9 @@ static void list_push_front(struct lru *c, struct lru_ent *e)
 	c->head.next = e;
 }
 
-/* Drops the least recently used entry; its struct goes to the free list. */
-static void evict_one(struct lru *c)
+/* Drops entry e (*pp points at it); its struct goes to the free list. */
+static void remove_ent(struct lru *c, struct lru_ent **pp, struct lru_ent *e)
 {
-	struct lru_ent *e = c->head.prev, **pp = find_slot(c, e->key);
-
 	*pp = e->hnext;
 	list_unlink(e);
 	c->bytes -= ent_cost(c, e->len);
@@ -154,6 +152,25 @@ static void evict_one(struct lru *c)
 	e->data = NULL;
 	e->hnext = c->free;
 	c->free = e;
+}
+
+/* Drops the least recently used entry. */
+static void evict_one(struct lru *c)
+{
+	struct lru_ent *e = c->head.prev;
+
+	remove_ent(c, find_slot(c, e->key), e);
+}
+
+void lru_drop(struct lru *c, uint64_t key)
+{
+	struct lru_ent **pp, *e;
+
+	pthread_mutex_lock(&c->lock);
+	pp = find_slot(c, key);
+	if ((e = *pp))
+		remove_ent(c, pp, e);
+	pthread_mutex_unlock(&c->lock);
 }
 
 /* Doubles the table when it holds more entries than buckets.  On ENOMEM the

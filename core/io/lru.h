@@ -24,6 +24,9 @@ int lru_copy_out(struct lru *c, uint64_t key, size_t off, void *out, size_t len)
  * given to the release hook). If the key is already present, data is
  * freed.  Blocks larger than the whole cache are freed and not kept. */
 void lru_insert(struct lru *c, uint64_t key, void *data, size_t len);
+/* Drops block `key` if present (its bytes turned out not to be
+ * believed: a remote block read again, httpcache.c). */
+void lru_drop(struct lru *c, uint64_t key);
 /* For blocks from a pool (zpool.h): who takes an evicted or refused
  * block's data instead of free(), release(arg, data, len), called under
  * the cache's lock (so it must not call back into the cache); and what a

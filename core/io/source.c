@@ -238,6 +238,20 @@ ssize_t source_pread(struct source *s, void *buf, size_t n, uint64_t off)
 	return s->be->pread(s, buf, n, off);
 }
 
+ssize_t source_refetch(struct source *s, void *buf, size_t n, uint64_t off)
+{
+	if (!s->be->refetch)
+		return -ENOTSUP;
+	if (atomic_load(&s->changed))
+		return source_check(s);
+	return s->be->refetch(s, buf, n, off);
+}
+
+int source_refetches(const struct source *s)
+{
+	return s->be->refetch != NULL;
+}
+
 void source_mark_changed(struct source *s)
 {
 	atomic_store(&s->changed, 1);

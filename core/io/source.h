@@ -33,12 +33,15 @@
  *
  * Bounds (URLs): one source_pread, its retries, backoff and waits for
  * other threads' requests included, gives up with EIO read_timeout_s after
- * it started; and, under a cancel scope, with EINTR within POLL_MS (50 ms)
- * of source_cancel().  Reads waiting for the same blocks share one request
- * and its outcome, a failure included, and a read starting within
- * FAIL_HOLD_MS (2 s) of a failed request for blocks it needs takes that
- * failure rather than starting a round of its own (what the kernel does
- * right after a failed readahead: it asks again for the page).
+ * it started, or after its request arrived when the cancel scope says when
+ * (source_cancel.since: a FUSE read that waited for a worker counts that
+ * wait); and, under a cancel scope, with EINTR within POLL_MS (50 ms) of
+ * source_cancel().  Reads waiting for the same blocks share one request
+ * and its outcome, a failure included, and a read of the same bytes that
+ * arrives within FAIL_HOLD_MS (2 s) of a failed read takes that failure
+ * rather than starting a round of its own (what the kernel does right
+ * after a failed readahead: it asks again for the page); reads of other
+ * bytes, in the same blocks or not, send their own requests.
  *
  * Errors: negative errno.  Remote failures are logged here, once per cause
  * and rate-limited (log.h), naming the URL, the range and what the server
@@ -205,6 +208,21 @@ int source_is_remote(const struct source *s);
 ssize_t source_pread(struct source *s, void *buf, size_t n, uint64_t off);
 
 /*
+ * As source_pread, for bytes the caller cannot believe (a tar header whose
+ * checksum fails): read again from where the source lives, past every
+ * cache, whose copies of them are replaced.  Over a network a byte may
+ * change on its way (TCP's checksum is weak, and a proxy or a NIC may flip
+ * one); a file's bytes cannot, so -ENOTSUP for sources whose bytes do not
+ * travel a network (local files, decompressed streams, which check their
+ * own).  Bounded as source_pread; in an index build retried as its reads.
+ */
+ssize_t source_refetch(struct source *s, void *buf, size_t n, uint64_t off);
+/* 1 when source_refetch reads s again (its bytes travel a network), so
+ * damage read in it may not be in the source: an index cut there is not
+ * to be saved (tarindex_build). */
+int source_refetches(const struct source *s);
+
+/*
  * Whether the source still matches its stamp: 0, or -EIO with one warning
  * for this source ("... changed since mounting ...: reads give EIO").
  * Local: fstat (size, mtime).  Remote: what the responses so far showed
@@ -242,6 +260,11 @@ int source_nowait_mode(void);
  */
 struct source_cancel {
 	atomic_int cancelled;
+	/* when the request the reads are for arrived (sfs_now_ns), or 0:
+	 * each read's read_timeout_s counts from here, so time spent queued
+	 * for a thread is part of it (the README promises read_timeout for
+	 * the whole read); set before the scope, never changed in it */
+	int64_t since;
 };
 /* The calling thread's reads look at c from now on (NULL: none).  c must
  * outlive the scope. */

@@ -35,6 +35,11 @@ argument):
         norange   forward without Range and If-Range, answer without
               Accept-Ranges: a 200 with the whole body, as from a server
               that ignores Range (method=GET keeps HEADs from using it up)
+        flip      forward, with the byte at offset at=OFFSET of the file
+              inverted (XOR 0xff) in the body: damage on the way that TCP
+              let through.  Only GETs whose range holds OFFSET match (and
+              use up n): n=1 damages the first fetch of that byte only,
+              n=-1 every fetch
         off       disarm
   /__etag?change=1   every later response's ETag is rewritten to a new
       value (again with each change), as if the file changed; conditional
@@ -89,7 +94,7 @@ CONDITIONAL = ('if-range', 'if-match', 'if-none-match')
 ETAG_RE = re.compile(r'(W/)?"([^"]*)"')
 STATUS_MODES = {'500': 500, '503': 503, '429': 429}
 MODES = {'status', 'cut', 'cutnolen', 'stop', 'hang', 'drop', 'trickle', 'norange',
-         'off'} | set(STATUS_MODES)
+         'flip', 'off'} | set(STATUS_MODES)
 CHAOS_MODES = ('500', '503', '429', 'drop', 'cut', 'cutnolen', 'trickle', 'stop', 'delay')
 BUF = 65536
 
@@ -110,8 +115,9 @@ class State:
         with self.lock:
             self.counts[key] = self.counts.get(key, 0) + n
 
-    def take_fault(self, method, path):
-        """The armed fault if it applies to this request, counting it."""
+    def take_fault(self, method, path, span=None):
+        """The armed fault if it applies to this request, counting it;
+        span: the (first, last) file offsets the body will hold, or None."""
         with self.lock:
             f = self.fault
             if not f or f['n'] == 0:
@@ -119,6 +125,9 @@ class State:
             if f['method'] and f['method'] != method:
                 return None
             if f['match'] and f['match'] not in path:
+                return None
+            if f['mode'] == 'flip' and (method != 'GET' or not span or
+                                        not span[0] <= f['at'] <= span[1]):
                 return None
             if f['n'] > 0:
                 f['n'] -= 1
@@ -194,7 +203,7 @@ def parse_control(state, path, query):
                      'n': int(q.get('n', 1)), 'method': q.get('method'),
                      'match': q.get('match'), 'code': code,
                      'retry_after': retry, 'rate': max(1, int(q.get('rate', 100))),
-                     'max_s': float(q.get('max_s', 30))}
+                     'max_s': float(q.get('max_s', 30)), 'at': int(q.get('at', 0))}
             with state.lock:
                 state.fault = f
         elif path == '/__etag':
@@ -297,7 +306,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             delay, gen = state.delay_ms, state.etag_gen
         if delay:
             time.sleep(delay / 1000)
-        fault = state.take_fault(self.command, path) or state.take_chaos(self.command)
+        fault = (state.take_fault(self.command, path, self.span()) or
+                 state.take_chaos(self.command))
         mode = fault['mode'] if fault else None
         if mode == 'delay':
             time.sleep(fault['delay_ms'] / 1000)
@@ -331,6 +341,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
         sent = self.relay(resp, gen, mode, fault)
         state.count('data_bytes', sent)
         self.log_line(resp.status, sent, fault)
+
+    def span(self):
+        """(first, last) file offsets of the body a GET asks for: its
+        Range (one, bytes=A-B or A-), else the whole file."""
+        r = self.headers.get('Range')
+        if r is None:
+            return (0, 1 << 63)
+        m = re.fullmatch(r'bytes=(\d+)-(\d*)', r.strip())
+        if not m:
+            return None
+        return (int(m.group(1)), int(m.group(2)) if m.group(2) else 1 << 63)
 
     def upstream_headers(self, gen, drop_range):
         h = {}
@@ -413,12 +434,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if mode == 'trickle':
             return self.send_trickle(resp, fault)
         sent = 0
+        flip = fault['at'] - self.span()[0] if mode == 'flip' else -1
         while sent < length:
             chunk = resp.read(min(BUF, length - sent))
             if not chunk:		# upstream short: so is the client's answer
                 self.close_upstream()
                 self.close_connection = True
                 break
+            if sent <= flip < sent + len(chunk):
+                b = bytearray(chunk)
+                b[flip - sent] ^= 0xff
+                chunk = bytes(b)
             self.wfile.write(chunk)
             sent += len(chunk)
         return sent

@@ -5,7 +5,7 @@
 #   - half of the GETs faulted with a seeded mix (500, 503, 429, resets,
 #     bodies cut with and without Content-Length, trickles, stops, delays):
 #     the build completes and the tree (names, sizes, bytes) equals Python
-#     tarfile's reading of the tar;
+#     tarfile's reading of the tar, and its log holds no error (issue 25);
 #   - a build killed with kill -9 mid-way (requests slowed by the proxy's
 #     delay) leaves a checkpoint; the next mount says it resumes and from
 #     which byte (a top-level member's GNU long-name header), and its tree, inode numbers and bytes equal those of an
@@ -83,6 +83,9 @@ check "the build through the faults completes" sfs_mount "$URL" "$T/m1" -o "layo
 echo "    $(proxy_stat faults) of $(proxy_stat requests) requests faulted"
 check "its tree equals tarfile's" cmp <(tree "$T/m1") "$T/oracle.txt"
 check "no checkpoint is left after a build that completed" eval '[ -z "$(ckpt_of "$T/i1")" ]'
+# issue 25: a failed round the build then sent again is a warning; a mount
+# that exits 0 logs no error
+check "the build that completed logged no error" eval '! grep "error: " "$(sfs_log "$T/m1")"'
 check "unmount" sfs_umount "$T/m1"
 proxy_ctl "chaos?rate=0" >/dev/null
 

@@ -10,6 +10,8 @@ Modes (N: how many requests get the fault; the rest are served right):
              answer says Accept-Ranges
   liar       as norange, but every answer says Accept-Ranges: bytes
   fail500 N  500 Internal Server Error
+  getfail N  ranged GETs other than the probe of byte 0: 500 (HEADs are
+             answered, so a source opens)
   r429 N     429 with Retry-After: SECONDS (1)
   short N    ranged GETs other than the probe of byte 0: half the body,
              then the connection closes
@@ -73,6 +75,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
         probe = rng == "bytes=0-0"
         if mode == "fail500" and nth <= count:
             return self.answer(500, b"failing on purpose\n")
+        if mode == "getfail" and self.command == "GET" and rng and not probe:
+            with lock:
+                seen["get"] = seen.get("get", 0) + 1
+                fail = seen["get"] <= count
+            if fail:
+                return self.answer(500, b"failing on purpose\n")
         if mode == "r429" and nth <= count:
             return self.answer(429, b"slow down\n", [("Retry-After", retry_after)])
         if mode == "stall" and not probe and self.command != "HEAD":

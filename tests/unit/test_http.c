@@ -1562,6 +1562,35 @@ Test(http, reads_of_the_same_blocks_share_a_failure)
 	free(u);
 }
 
+/* Issue 25: a failure is held for the bytes of the read that failed (the
+ * kernel asks again for that page right after), not for the other bytes
+ * of its blocks: a read of another part of the same block right after,
+ * the server answering again, is answered (before: EIO for 2 s). */
+Test(http, failure_is_held_for_its_bytes_only)
+{
+	struct source *s;
+	uint8_t buf[100], *want;
+	size_t len;
+	char *u, *text;
+
+	faulty("hb.bin", 4 * BLK, 25, "getfail", "2", 5, 1, &u);
+	cr_assert_eq(source_open(env, u, &s), 0);
+	text = read_fails(s, 100, 0);	/* 2 attempts, 2 x 500 */
+	free(text);
+	cr_assert_eq(fault_log("hb.bin", "GET", NULL, "500"), 2);
+	cr_assert_eq(source_pread(s, buf, sizeof(buf), 50), -EIO,
+		     "the same bytes asked again take the failure");
+	cr_assert_eq(fault_log("hb.bin", "GET", NULL, "500"), 2, "without a request");
+	cr_assert_eq(source_pread(s, buf, sizeof(buf), 1000), (ssize_t)sizeof(buf),
+		     "other bytes of the same block are fetched");
+	want = read_back("www/hb.bin", &len);
+	cr_assert(len == 4 * BLK && !memcmp(buf, want + 1000, sizeof(buf)),
+		  "the file's bytes");
+	free(want);
+	source_close(s);
+	free(u);
+}
+
 /* read_timeout 60 s: only source_cancel ends these reads early.  A read
  * waiting for another's request and the read running it each give EINTR
  * at once when cancelled; the other goes on waiting, and when the one

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <syslog.h>
 #include <unistd.h>
 
 #include "capture.h"
@@ -19,7 +20,7 @@
 static int admit(struct sfs_ratelimit *rl, const void *key, uint64_t now,
 		 unsigned *supp)
 {
-	return sfs_ratelimit_admit(rl, key, key, now, supp);
+	return sfs_ratelimit_admit(rl, key, LOG_WARNING, key, now, supp);
 }
 
 Test(ratelimit, first_then_burst_then_counted)
@@ -27,6 +28,7 @@ Test(ratelimit, first_then_burst_then_counted)
 	struct sfs_ratelimit rl;
 	static const char a[] = "a";
 	unsigned supp, shown = 0, i;
+	int level;
 
 	sfs_ratelimit_init(&rl, 3, 60 * S);
 	cr_expect(admit(&rl, a, 1000, &supp), "the first is always shown");
@@ -43,7 +45,7 @@ Test(ratelimit, first_then_burst_then_counted)
 	cr_expect_eq(supp, 9, "suppressed reported: %u", supp);
 	cr_expect(admit(&rl, a, 1001 + 60 * S, &supp));
 	cr_expect_eq(supp, 0, "reported once only");
-	cr_expect_null(sfs_ratelimit_take(&rl, &supp), "nothing left to report");
+	cr_expect_null(sfs_ratelimit_take(&rl, &supp, &level), "nothing left to report");
 }
 
 Test(ratelimit, keys_apart_and_take)
@@ -51,6 +53,7 @@ Test(ratelimit, keys_apart_and_take)
 	struct sfs_ratelimit rl;
 	static const char a[] = "a", b[] = "b";
 	unsigned supp, i;
+	int level;
 
 	sfs_ratelimit_init(&rl, 1, 10 * S);
 	cr_expect(admit(&rl, a, 5, &supp));
@@ -58,11 +61,11 @@ Test(ratelimit, keys_apart_and_take)
 		cr_expect(!admit(&rl, a, 6, &supp));
 	cr_expect(admit(&rl, b, 7, &supp), "another key's first is shown");
 	cr_expect(!admit(&rl, b, 8, &supp));
-	cr_expect_str_eq(sfs_ratelimit_take(&rl, &supp), a);
+	cr_expect_str_eq(sfs_ratelimit_take(&rl, &supp, &level), a);
 	cr_expect_eq(supp, 4);
-	cr_expect_str_eq(sfs_ratelimit_take(&rl, &supp), b);
+	cr_expect_str_eq(sfs_ratelimit_take(&rl, &supp, &level), b);
 	cr_expect_eq(supp, 1);
-	cr_expect_null(sfs_ratelimit_take(&rl, &supp));
+	cr_expect_null(sfs_ratelimit_take(&rl, &supp, &level));
 }
 
 Test(ratelimit, full_table_never_drops_a_first)
@@ -158,5 +161,51 @@ Test(log, unwritable_file_fails)
 	err = capture_end(&c);
 	cr_expect(strstr(err, "-o log=/nonexistent-dir/x.log: cannot open for appending: No such file"),
 		  "%s", err);
+	free(err);
+}
+
+static void repeat_error(unsigned i)
+{
+	sfs_err("https://store/%0300u.tar: bytes %u-%u: HTTP 503; EIO after 6 "
+		"attempts", i, i, i + 1);
+}
+
+static void once_more_error(void)
+{
+	sfs_err("source y: read gives EIO");
+}
+
+/* Issue 25: the report of what was suppressed keeps their level (errors
+ * stay errors), holds the last one whole however long it is (it was cut
+ * at 199 characters), and says "1 more message ... was" for one. */
+Test(log, suppressed_report_keeps_level_whole_line_and_plural)
+{
+	char path[] = "/tmp/sfs-test-log.XXXXXX", want[600];
+	struct capture c;
+	char *text, *err;
+	int fd = mkstemp(path);
+	unsigned i;
+
+	cr_assert(fd >= 0);
+	close(fd);
+	capture_start(&c);
+	cr_assert_eq(sfs_log_open("/mnt/y", path), 0);
+	sfs_log_serving(0);
+	for (i = 0; i < 8; i++)		/* 5 shown, 3 suppressed */
+		repeat_error(i);
+	for (i = 0; i < 6; i++)		/* 5 shown, 1 suppressed */
+		once_more_error();
+	sfs_log_close();
+	err = capture_end(&c);
+	text = slurp(path);
+	unlink(path);
+	snprintf(want, sizeof(want), "/mnt/y: error: 3 more messages like "
+		 "\"https://store/%0300u.tar: bytes 7-8: HTTP 503; EIO after 6 "
+		 "attempts\" were suppressed\n", 7);
+	cr_expect(strstr(text, want), "want '%s' in:\n%s", want, text);
+	cr_expect(strstr(text, "/mnt/y: error: 1 more message like \"source y: "
+			 "read gives EIO\" was suppressed\n"), "one, said so:\n%s", text);
+	cr_expect(!strstr(text, "warning: "), "no warning here:\n%s", text);
+	free(text);
 	free(err);
 }
