@@ -191,12 +191,11 @@ void stroke_transform_f4(const uint8_t *pts, uint32_t n, uint32_t stroke_len,
 
 static const struct {
 	const char *name;
-	uint8_t size, is_float;
+	uint8_t size;
 } dtypes[] = {
-	[STROKE_I1] = { "i1", 1, 0 }, [STROKE_I2] = { "i2", 2, 0 },
-	[STROKE_I4] = { "i4", 4, 0 }, [STROKE_I8] = { "i8", 8, 0 },
-	[STROKE_F2] = { "f2", 2, 1 }, [STROKE_F4] = { "f4", 4, 1 },
-	[STROKE_F8] = { "f8", 8, 1 },
+	[STROKE_I1] = { "i1", 1 }, [STROKE_I2] = { "i2", 2 }, [STROKE_I4] = { "i4", 4 },
+	[STROKE_I8] = { "i8", 8 }, [STROKE_F2] = { "f2", 2 }, [STROKE_F4] = { "f4", 4 },
+	[STROKE_F8] = { "f8", 8 },
 };
 
 size_t stroke_dtype_size(enum stroke_dtype t)
