@@ -45,6 +45,8 @@ UNIT_SRC  := $(wildcard tests/unit/test_*.c)
 CORE_OBJ  := $(CORE_SRC:%.c=$(BUILD)/%.o)
 FS_OBJ    := $(FS_SRC:%.c=$(BUILD)/%.o)
 UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+# linked into every unit test: a default timeout per test (a hang fails it)
+UNIT_TIMEOUT = $(BUILD)/tests/unit/timeout.o
 TOOL_BIN  := $(BUILD)/samplefs-inspect $(BUILD)/samplefs-floorfs $(BUILD)/samplefs-download \
 	     $(BUILD)/samplefs-stat $(BUILD)/samplefs-zblocks
 
@@ -73,7 +75,7 @@ $(BUILD)/samplefs-download: $(DL_OBJ) $(BUILD)/libsamplefs.a
 	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(DEPLIBS)
 
 # the downloader's selection, unit-tested apart from its command line
-$(BUILD)/tests/test_download: tests/unit/test_download.c $(BUILD)/tools/download/select.o $(BUILD)/libsamplefs.a
+$(BUILD)/tests/test_download: tests/unit/test_download.c $(BUILD)/tools/download/select.o $(BUILD)/libsamplefs.a $(UNIT_TIMEOUT)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) -Itools/download -o $@ $^ $(DEPLIBS) -lcriterion
 
@@ -87,12 +89,12 @@ $(BUILD)/samplefs-floorfs: $(BUILD)/tools/bench/floorfs.o $(BUILD)/fs/devpoll.o
 $(BUILD)/samplefs-zblocks: $(BUILD)/tools/bench/zblocks.o
 	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(DEPLIBS)
 
-$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libsamplefs.a
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libsamplefs.a $(UNIT_TIMEOUT)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALLCFLAGS) -o $@ $< $(BUILD)/libsamplefs.a $(DEPLIBS) -lcriterion
+	$(CC) $(ALLCFLAGS) -o $@ $< $(UNIT_TIMEOUT) $(BUILD)/libsamplefs.a $(DEPLIBS) -lcriterion
 
 # the one unit test of the daemon's own code: its listings' guess
-$(BUILD)/tests/test_rdplus: tests/unit/test_rdplus.c $(BUILD)/fs/rdplus.o
+$(BUILD)/tests/test_rdplus: tests/unit/test_rdplus.c $(BUILD)/fs/rdplus.o $(UNIT_TIMEOUT)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) -Ifs -o $@ $^ -lpthread -lcriterion
 

@@ -7,6 +7,12 @@
 # ASan+UBSan daemon and a few (PLAIN, see there) with the plain daemon too.
 # Ends with "N passed, N failed".
 #
+# Nothing can stall it: every check is bounded and a hang fails it, saying
+# so.  Each unit test has a timeout (tests/unit/timeout.c) and each unit
+# binary one as a whole (tests/run_unit.sh), tests/check_timeouts.sh shows
+# both work; each integration test gets 900 s, each fixture generator 600 s,
+# the fuzz job's every libFuzzer run its time plus a margin (tests/fuzz/run.sh).
+#
 # The checks run as jobs, TEST_JOBS at a time (default: one more than the
 # CPUs, since the integration tests wait on mounts, servers and their
 # children much of their time): each unit test binary of each build, the
@@ -33,8 +39,9 @@ TEST_JOBS=${TEST_JOBS:-$(( $(nproc 2>/dev/null || echo 1) + 1 ))}
 (
 	for g in tests/fixtures/make_*.py; do
 		[ -e "$g" ] || continue
-		/usr/bin/python3 "$g" "$SFS_FIXTURES" ||
-			{ echo "fixture generator $g failed"; echo "0 1" >> "$OUT/fixtures.results"
+		timeout -k 10 600 /usr/bin/python3 "$g" "$SFS_FIXTURES" ||
+			{ rc=$?; [ $rc -eq 124 ] && echo "fixture generator $g timed out after 600 s"
+			  echo "fixture generator $g failed"; echo "0 1" >> "$OUT/fixtures.results"
 			  echo "fixture generator $g" >> "$OUT/fixtures.failures"; }
 	done >"$OUT/fixtures.log" 2>&1
 	touch "$OUT/fixtures.done"
@@ -119,7 +126,12 @@ run_job() {
 		# (a violation of each kind planted in a copy must be
 		# caught); one result per check
 		echo "== tests/check_layers.sh"
-		bash tests/check_layers.sh ;;
+		timeout -k 10 300 bash tests/check_layers.sh ||
+			{ [ $? -eq 124 ] && echo "0 1" >> "$SFS_RESULTS" &&
+			  echo "check_layers.sh timed out after 300 s" | tee -a "$SFS_FAILURES"; }
+		# a hang fails a unit test and its binary, never stalls the suite
+		echo "== tests/check_timeouts.sh"
+		bash tests/check_timeouts.sh build ;;
 	unit)
 		# its own cache directory: no job shares one
 		XDG_CACHE_HOME=$OUT/$name.cache bash tests/run_unit.sh "$b" "$b/tests/$t" ;;
@@ -139,10 +151,12 @@ run_job() {
 	int)
 		echo "== tests/integration/$t ($b)"
 		start=$(date +%s)
-		SAMPLEFS_BUILD=$b timeout 900 bash "tests/integration/$t"
+		SAMPLEFS_BUILD=$b timeout -k 10 900 bash "tests/integration/$t"
 		rc=$?
-		[ $rc -ne 0 ] && echo "$t exited $rc" && echo "0 1" >> "$SFS_RESULTS" &&
-			echo "$t ($b) exited $rc" >> "$SFS_FAILURES"
+		why="exited $rc"
+		[ $rc -eq 124 ] || [ $rc -eq 137 ] && why="timed out after 900 s (killed)"
+		[ $rc -ne 0 ] && echo "$t $why" && echo "0 1" >> "$SFS_RESULTS" &&
+			echo "$t ($b) $why" >> "$SFS_FAILURES"
 		echo "   ($(( $(date +%s) - start )) s)" ;;
 	esac
 }

@@ -27,6 +27,7 @@
  * goes through one scratch buffer reused for every element.
  */
 #include "formats/pickle.h"
+#include "formats/strokes.h"
 #include "log.h"
 
 #include <errno.h>
@@ -65,7 +66,9 @@ enum pk_global {
 	G_RECONSTRUCT, G_NDARRAY, G_DTYPE, G_ENCODE, G_BYTES, G_FROMBUFFER,
 };
 
-enum pk_type { T_I2 = 1, T_OBJ };
+/* A dtype's sub: T_OBJ, or T_ELEM + enum stroke_dtype.  Elements (ELEM,
+ * ELEM_STATE, FROMBUF_ARGS) keep their stroke_dtype in sub. */
+enum pk_type { T_OBJ = 1, T_ELEM };
 
 #define PF_LATIN1  1   /* data is UTF-8 text of latin-1 code points */
 #define PF_FORTRAN 2   /* data is column-major */
@@ -352,28 +355,31 @@ static uint64_t str_len(const struct pv *v)
 
 /*
  * Checks an element's shape, dtype and data and fills out (ELEM_STATE or
- * FROMBUF_ARGS).  Data must be exactly n*6 bytes: int16 (n, 3).
+ * FROMBUF_ARGS).  Data must be exactly n*3 values: (n, 3) of a stroke dtype.
  */
 static int elem_check(struct pstate *st, const struct pv *shape,
 		      const struct pv *dtype, const struct pv *data,
 		      int fortran, struct pv *out)
 {
-	uint64_t n;
+	uint64_t n, size;
 
-	if (dtype->kind != PV_DTYPE || dtype->sub != T_I2)
-		return FAIL(st, "element dtype is not int16");
-	if (dtype->flags & PF_BIG)
-		return FAIL(st, "element dtype is big-endian int16, expected '<i2'");
+	if (dtype->kind != PV_DTYPE || dtype->sub < T_ELEM)
+		return FAIL(st, "element dtype is not one of int8/16/32/64, float16/32/64");
+	size = stroke_dtype_size((enum stroke_dtype)(dtype->sub - T_ELEM));
+	if ((dtype->flags & PF_BIG) && size > 1)
+		return FAIL(st, "element dtype is big-endian, expected little-endian '<%s'",
+			    stroke_dtype_name((enum stroke_dtype)(dtype->sub - T_ELEM)));
 	if (shape->kind != PV_SHAPE || shape->sub != 2 || shape->u.shape.d[1] != 3)
 		return FAIL(st, "element shape is not (n, 3)");
 	if (data->kind != PV_BYTES && data->kind != PV_LATIN1)
 		return FAIL(st, "element data is not a byte string");
 	n = shape->u.shape.d[0];
-	if (n > UINT32_MAX || str_len(data) != n * 6)
+	if (n > UINT32_MAX || str_len(data) != n * 3 * size)
 		return FAIL(st, "element of shape (%llu, 3) has %llu data bytes, expected %llu",
 			    (unsigned long long)n,
 			    (unsigned long long)str_len(data),
-			    (unsigned long long)n * 6);
+			    (unsigned long long)n * 3 * size);
+	out->sub = (uint8_t)(dtype->sub - T_ELEM);
 	out->flags = (uint8_t)((data->kind == PV_LATIN1 ? PF_LATIN1 : 0) |
 			       (fortran && n > 1 ? PF_FORTRAN : 0));
 	out->u.arr.p = data->u.s.p;
@@ -424,23 +430,30 @@ static int classify_dtype_state(struct pstate *st, const struct pv *it,
 	return 0;
 }
 
-/* ('i2' | 'O8' | 'O4', align, copy) */
+/* ('i1' | 'i2' | 'i4' | 'i8' | 'f2' | 'f4' | 'f8' | 'O8' | 'O4', align, copy) */
 static int classify_dtype_args(struct pstate *st, const struct pv *it,
 			       struct pv *out)
 {
+	int t;
+
 	if (it[1].kind != PV_INT || it[2].kind != PV_INT)
 		return FAIL(st, "dtype arguments are not (name, bool, bool)");
 	out->kind = PV_DTYPE_ARGS;
-	if (str_eq(&it[0], "i2"))
-		out->sub = T_I2;
-	else if (str_eq(&it[0], "O8") || str_eq(&it[0], "O4"))
+	if (str_eq(&it[0], "O8") || str_eq(&it[0], "O4")) {
 		out->sub = T_OBJ;
-	else if (it[0].kind != PV_LATIN1 && printable(it[0].u.s.p, str_len(&it[0])))
-		return FAIL(st, "dtype '%.*s' is neither int16 nor object",
+		return 0;
+	}
+	for (t = STROKE_I1; t <= STROKE_F8; t++) {
+		if (str_eq(&it[0], stroke_dtype_name((enum stroke_dtype)t))) {
+			out->sub = (uint8_t)(T_ELEM + t);
+			return 0;
+		}
+	}
+	if (it[0].kind != PV_LATIN1 && printable(it[0].u.s.p, str_len(&it[0])))
+		return FAIL(st, "dtype '%.*s' is not object nor a stroke dtype "
+			    "(int8/16/32/64, float16/32/64)",
 			    (int)str_len(&it[0]), (const char *)it[0].u.s.p);
-	else
-		return FAIL(st, "dtype is neither int16 nor object");
-	return 0;
+	return FAIL(st, "dtype is not object nor a stroke dtype (int8/16/32/64, float16/32/64)");
 }
 
 static int classify_shape(struct pstate *st, const struct pv *it, size_t k,
@@ -718,10 +731,12 @@ static int op_build(struct pstate *st)
 	return 0;
 }
 
-/* Makes the element contiguous little-endian C-order int16 and calls fn. */
+/* Makes the element contiguous little-endian C-order and calls fn. */
 static int emit(struct pstate *st, const struct pv *e)
 {
-	uint64_t n = e->u.arr.n, bytes = n * 6, need, r, c;
+	enum stroke_dtype t = (enum stroke_dtype)e->sub;
+	uint64_t n = e->u.arr.n, size = stroke_dtype_size(t), bytes = n * 3 * size,
+		 need, r, c;
 	const uint8_t *src = e->u.arr.p;
 	uint8_t *tmp;
 
@@ -732,7 +747,7 @@ static int emit(struct pstate *st, const struct pv *e)
 			    (unsigned long long)st->list_len, (unsigned long long)st->emitted,
 			    st->len);
 	if (n == 0 || !(e->flags & (PF_LATIN1 | PF_FORTRAN)))
-		return st->fn(st->arg, src, (uint32_t)n);
+		return st->fn(st->arg, src, (uint32_t)n, t);
 	need = (e->flags & PF_LATIN1) && (e->flags & PF_FORTRAN) ? 2 * bytes : bytes;
 	if (need > st->scratch_cap) {
 		tmp = realloc(st->scratch, need);
@@ -749,10 +764,10 @@ static int emit(struct pstate *st, const struct pv *e)
 	if (e->flags & PF_FORTRAN) {
 		for (r = 0; r < n; r++)
 			for (c = 0; c < 3; c++)
-				memcpy(st->scratch + (r * 3 + c) * 2,
-				       src + (c * n + r) * 2, 2);
+				memcpy(st->scratch + (r * 3 + c) * size,
+				       src + (c * n + r) * size, size);
 	}
-	return st->fn(st->arg, st->scratch, (uint32_t)n);
+	return st->fn(st->arg, st->scratch, (uint32_t)n, t);
 }
 
 /* APPEND (one item) or APPENDS (items above the mark) to the data list. */
@@ -777,7 +792,7 @@ static int op_append(struct pstate *st, int many)
 		const struct pv *e = deref(st, &st->stack[i]);
 
 		if (e->kind != PV_ELEM)
-			return FAIL(st, "list item %llu is not an int16 (n, 3) array",
+			return FAIL(st, "list item %llu is not an (n, 3) array of numbers",
 				    (unsigned long long)st->list_len);
 		rc = emit(st, e);
 		if (rc)

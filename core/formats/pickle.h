@@ -1,8 +1,10 @@
 /*
  * pickle.h - a tiny, allowlisted pickle interpreter for the object arrays in
- * Quick, Draw! sketchrnn .npz files: a 1-D object ndarray whose elements are
- * int16 (n, 3) ndarrays.  Understands protocols 2-5 as written by Python 2
- * (BINSTRING/SHORT_BINSTRING raw bytes), Python 3 re-saves (protocol 2 with
+ * Quick, Draw! and other sketch-rnn .npz files: a 1-D object ndarray whose
+ * elements are (n, 3) ndarrays of int8/16/32/64 or float16/32/64
+ * (little-endian; Quick, Draw! has int16, other sketch-rnn sets float64).
+ * Understands protocols 2-5 as written by Python 2 (BINSTRING/SHORT_BINSTRING
+ * raw bytes), Python 3 re-saves (protocol 2 with
  * _codecs.encode(str, 'latin1'), BINBYTES/SHORT_BINBYTES, FRAME, MEMOIZE,
  * STACK_GLOBAL, BINUNICODE) and numpy 1 or 2 module names
  * (numpy.core.multiarray / numpy._core.multiarray _reconstruct, numpy.ndarray,
@@ -15,9 +17,11 @@
 #include <stdint.h>
 #include <stddef.h>
 
+#include "formats/strokes.h"
+
 /*
- * Called once per element array, in order.  `pts` points at n*3 int16
- * values, little-endian, row-major (dx, dy, pen), NOT necessarily aligned
+ * Called once per element array, in order.  `pts` points at n*3 values of
+ * type t, little-endian, row-major (dx, dy, pen), NOT necessarily aligned
  * (read with memcpy), valid only during the call: it points into buf when
  * the pickle holds the raw bytes, else into a scratch buffer (latin-1 text
  * of Python 3 protocol 2 pickles, Fortran-ordered elements).  Elements are
@@ -25,13 +29,15 @@
  * on a negative return, discard what the callback collected.  Return 0 to
  * go on, or -errno to stop the parse (that value is returned).
  */
-typedef int (*pickle_stroke_fn)(void *arg, const uint8_t *pts, uint32_t n);
+typedef int (*pickle_stroke_fn)(void *arg, const uint8_t *pts, uint32_t n,
+				enum stroke_dtype t);
 
 /*
  * Parses the pickle in buf[0..len) (the bytes after the .npy header of a
  * member with descr '|O').  `what` is "file:member" for messages.
  * Calls fn for each element; returns the number of elements or -EINVAL
- * (disallowed opcode/global, malformed, element not int16 (n,3), absurd
+ * (disallowed opcode/global, malformed, element not (n,3) of a stroke
+ * dtype, absurd
  * sizes: any count larger than the bytes that could back it, a memo or
  * object table over one entry per 4 bytes, elements adding up to more
  * bytes than buf holds).

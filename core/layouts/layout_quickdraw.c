@@ -31,9 +31,13 @@
  *   order (1000000.npy sorts before 999999.npy), as sorted(glob()) does.
  * - split sizes: int(p / 100.0 * total) for train and val (Python's
  *   int(0.8 * total)), the rest is test.
+ * - stroke files of other sketch-rnn sets (float16/32/64, int8/32/64
+ *   elements): a drawing whose values are all int16 after the cast to
+ *   float32 is stored as int16, else as float32 (the cast is the
+ *   preprocessing's first step, so the output is the same bytes).
  * - a drawing whose points do not fit one blockstore record (8 KiB: over
- *   1365 to 4095 points packed; over 1365 raw, when a pen is not 0 or 1)
- *   is kept whole,
+ *   1365 to 4095 points packed; over 1365 raw, when a pen is not 0 or 1;
+ *   over 682 as float32) is kept whole,
  *   zlib-compressed in its own section, and inflated on each read: the
  *   centring and scaling use every point.
  * - sketchrnn's <class>.full.npz files are not classes (ignored).
@@ -434,26 +438,28 @@ static ssize_t read_image(const struct qd *q, uint64_t gidx, char *buf, size_t s
 	return copy_range(buf, size, off, q->img_hdr, q->img_hdr_len, f, sizeof(f));
 }
 
-/* A long drawing's points, inflated from the XL section into *owned. */
+/* A long drawing's points, inflated from the XL section into *owned;
+ * *f4 says they are float32. */
 static int long_points(const struct qd *q, uint64_t gidx, const uint8_t *rec,
-		       uint8_t **owned, uint32_t *n)
+		       uint8_t **owned, uint32_t *n, int *f4)
 {
 	uint32_t magic, npts, zlen;
 	uint64_t off;
-	uLongf len;
+	uLongf len, want;
 
 	memcpy(&magic, rec, 4);
 	memcpy(&npts, rec + 4, 4);
 	memcpy(&zlen, rec + 8, 4);
 	memcpy(&off, rec + 12, 8);
-	if (magic != QD_XL_MAGIC || npts > QD_XL_MAX_PTS || off > q->xl_len ||
-	    zlen > q->xl_len - off)
+	if ((magic != QD_XL_MAGIC && magic != QD_XF_MAGIC) || npts > QD_XL_MAX_PTS ||
+	    off > q->xl_len || zlen > q->xl_len - off)
 		goto bad;
-	len = (uLongf)npts * 6;
+	*f4 = magic == QD_XF_MAGIC;
+	want = len = (uLongf)npts * (*f4 ? 12 : 6);
 	*owned = malloc(len ? len : 1);
 	if (!*owned)
 		return -ENOMEM;
-	if (uncompress(*owned, &len, q->xl + off, zlen) != Z_OK || len != (uLongf)npts * 6) {
+	if (uncompress(*owned, &len, q->xl + off, zlen) != Z_OK || len != want) {
 		free(*owned);
 		*owned = NULL;
 		goto bad;
@@ -465,18 +471,19 @@ bad:
 	return -EIO;
 }
 
-/* The points of sample gidx: in rec (its record), unpacked into `unpacked`
- * (QD_PACKED_MAX_PTS * 6 bytes), or inflated into *owned
- * (long drawings; the caller frees). */
+/* The points of sample gidx (int16, or float32 when *f4): in rec (its
+ * record), unpacked into `unpacked` (QD_PACKED_MAX_PTS * 6 bytes), or
+ * inflated into *owned (long drawings; the caller frees). */
 static int stroke_points(const struct qd *q, uint64_t gidx, uint8_t *rec,
 			 uint8_t *unpacked, const uint8_t **pts, uint32_t *n,
-			 uint8_t **owned)
+			 uint8_t **owned, int *f4)
 {
 	int64_t len = blockstore_get(&q->bs, q->cache, gidx, rec, BLOCKSTORE_BLOCK);
 	long k;
 	int rc;
 
 	*owned = NULL;
+	*f4 = 0;
 	if (len < 0)
 		return len == -EAGAIN ? -EAGAIN : -EIO;
 	if (len >= 1 && rec[0] == QD_REC_PACKED) {
@@ -492,9 +499,15 @@ static int stroke_points(const struct qd *q, uint64_t gidx, uint8_t *rec,
 		*n = (uint32_t)((len - 1) / 6);
 		return 0;
 	}
+	if (len >= 1 && rec[0] == QD_REC_F32 && (len - 1) % 12 == 0) {
+		*pts = rec + 1;
+		*n = (uint32_t)((len - 1) / 12);
+		*f4 = 1;
+		return 0;
+	}
 	if (len != QD_XL_LEN)
 		goto bad;
-	rc = long_points(q, gidx, rec, owned, n);
+	rc = long_points(q, gidx, rec, owned, n, f4);
 	*pts = *owned;
 	return rc;
 bad:
@@ -513,17 +526,21 @@ static ssize_t read_stroke(const struct qd *q, uint64_t gidx, char *buf, size_t 
 	const uint8_t *pts;
 	uint32_t n;
 	ssize_t rc;
+	int f4;
 
 	if (off >= q->stk_size)
 		return 0;
-	rc = stroke_points(q, gidx, rec, unpacked, &pts, &n, &owned);
+	rc = stroke_points(q, gidx, rec, unpacked, &pts, &n, &owned, &f4);
 	if (rc)
 		return rc;
 	if (flen > sizeof(small) && !(f = malloc(flen))) {
 		free(owned);
 		return -ENOMEM;
 	}
-	stroke_transform(pts, n, q->stroke_len, f);
+	if (f4)
+		stroke_transform_f4(pts, n, q->stroke_len, f);
+	else
+		stroke_transform(pts, n, q->stroke_len, f);
 	rc = copy_range(buf, size, off, q->stk_hdr, q->stk_hdr_len, f, flen);
 	if (f != small)
 		free(f);

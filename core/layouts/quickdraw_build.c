@@ -46,17 +46,20 @@ struct build {
 	uint64_t xl_len, xl_cap;
 	const char *what;
 	uint8_t rec[BLOCKSTORE_BLOCK];   /* the record being made */
+	uint8_t *conv;                   /* a drawing converted to int16 or float32 */
+	size_t conv_cap;
 };
 
 /* A drawing too long for one record: zlib stream in the XL buffer, and a
- * redirect record (see quickdraw_index.h). */
-static int add_long(struct build *b, const uint8_t *pts, uint32_t n)
+ * redirect record (see quickdraw_index.h); pts are int16 points, or float32
+ * ones when f4. */
+static int add_long(struct build *b, const uint8_t *pts, uint32_t n, int f4)
 {
 	uint8_t r[QD_XL_LEN];
-	uLong len = (uLong)n * 6, bound = compressBound((uLong)n * 6);
+	uLong len = (uLong)n * (f4 ? 12 : 6), bound = compressBound(len);
 	uLongf zlen = bound;
 	uint64_t cap;
-	uint32_t magic = QD_XL_MAGIC, z32;
+	uint32_t magic = f4 ? QD_XF_MAGIC : QD_XL_MAGIC, z32;
 	uint8_t *p;
 
 	if (n > QD_XL_MAX_PTS || b->xl_len + bound > MAX_XL_BYTES) {
@@ -86,17 +89,60 @@ static int add_long(struct build *b, const uint8_t *pts, uint32_t n)
 	return blockstore_builder_add(b->bs, r, sizeof(r)) < 0 ? -EIO : 0;
 }
 
+/* A drawing whose float32 values int16 cannot hold: QD_REC_F32. */
+static int take_f4(struct build *b, const uint8_t *pts, uint32_t n,
+		   enum stroke_dtype t)
+{
+	int64_t id;
+
+	stroke_to_f4(pts, t, n, b->conv);
+	if ((uint64_t)n * 12 >= BLOCKSTORE_BLOCK)
+		return add_long(b, b->conv, n, 1);
+	b->rec[0] = QD_REC_F32;
+	memcpy(b->rec + 1, b->conv, (size_t)n * 12);
+	id = blockstore_builder_add(b->bs, b->rec, (uint32_t)n * 12 + 1);
+	return id < 0 ? (int)id : 0;
+}
+
+/*
+ * A drawing of another dtype than int16: as int16 when float32 of every
+ * value is one (what the transform sees is the same), else as float32.
+ */
+static int convert(struct build *b, const uint8_t *pts, uint32_t n,
+		   enum stroke_dtype t, const uint8_t **i2)
+{
+	size_t need = n ? (size_t)n * 12 : 1;
+	uint8_t *p;
+
+	if (n > QD_XL_MAX_PTS)   /* refused there, before a huge allocation */
+		return add_long(b, pts, n, 0);
+	if (need > b->conv_cap) {
+		if (!(p = realloc(b->conv, need)))
+			return -ENOMEM;
+		b->conv = p;
+		b->conv_cap = need;
+	}
+	if (stroke_to_i2(pts, t, n, b->conv))
+		return take_f4(b, pts, n, t);
+	*i2 = b->conv;
+	return 1;
+}
+
 /* pickle callback: one drawing; takes the first `limit` of the class. */
-static int take_stroke(void *arg, const uint8_t *pts, uint32_t n)
+static int take_stroke(void *arg, const uint8_t *pts, uint32_t n,
+		       enum stroke_dtype t)
 {
 	struct build *b = arg;
 	uint8_t *rec = b->rec;
 	long len;
 	int64_t id;
+	int rc;
 
 	if (b->got == b->limit)
 		return 0;
 	b->got++;
+	if (t != STROKE_I2 && (rc = convert(b, pts, n, t, &pts)) != 1)
+		return rc;
 	rec[0] = QD_REC_PACKED;
 	len = strokepack_pack(pts, n, rec + 1, BLOCKSTORE_BLOCK - 1);
 	if (len == -EINVAL && (uint64_t)n * 6 < BLOCKSTORE_BLOCK) {
@@ -105,7 +151,7 @@ static int take_stroke(void *arg, const uint8_t *pts, uint32_t n)
 		len = (long)n * 6;
 	}
 	if (len < 0)
-		return add_long(b, pts, n);
+		return add_long(b, pts, n, 0);
 	id = blockstore_builder_add(b->bs, rec, (uint32_t)len + 1);
 	return id < 0 ? (int)id : 0;
 }
@@ -390,6 +436,7 @@ int qd_index_build(const struct sfs_opts *o, struct qd_scan *s,
 out:
 	free(b.cls);
 	free(b.xl);
+	free(b.conv);
 	free(names);
 	return rc;
 }

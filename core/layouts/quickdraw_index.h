@@ -18,11 +18,12 @@
 #include "io/source.h"
 #include "options.h"
 
-#define QD_FORMAT     7u         /* bump when a section changes meaning */
+#define QD_FORMAT     8u         /* bump when a section changes meaning */
 #define QD_ROW        784u       /* bytes of one 28x28 uint8 image */
 #define QD_CKPT       256u       /* split lines per byte-offset checkpoint */
 #define QD_MAX_NAME   250u       /* bytes of a class name (+ ".npz" fits NAME_MAX) */
 #define QD_XL_MAGIC   0x4c58u    /* "XL": a redirect record (see below) */
+#define QD_XF_MAGIC   0x4658u    /* "XF": the same, to float32 points */
 
 /* Index sections. */
 #define QD_TAG_HEAD INDEX_TAG('Q', 'D', 'H', 'D') /* struct qd_head */
@@ -37,18 +38,23 @@
 #define QD_TAG_XL   INDEX_TAG('Q', 'D', 'X', 'L') /* long drawings, zlib streams */
 
 /*
- * Stroke records: record gidx holds sample gidx's int16 (dx, dy, pen)
- * points; its first byte says how:
- *   QD_REC_PACKED  the points in strokepack.h's form (2 bytes for most);
- *   QD_REC_RAW     n * 6 bytes as in the .npz (a pen value other than 0/1);
+ * Stroke records: record gidx holds sample gidx's (dx, dy, pen) points as
+ * int16, or as float32 when int16 cannot hold float32 of every value (other
+ * sketch-rnn sets: the file's dtype cast as astype(np.float32) does, the
+ * preprocessing's first step); its first byte says how:
+ *   QD_REC_PACKED  int16 points in strokepack.h's form (2 bytes for most);
+ *   QD_REC_RAW     n * 6 bytes of int16 (a pen value other than 0/1);
+ *   QD_REC_F32     n * 12 bytes of float32, little-endian;
  *   'X'            a drawing too long for one record (rare) is
  *                  zlib-compressed into section QD_TAG_XL and its record is
  *                  a QD_XL_LEN-byte redirect, little-endian: u32 QD_XL_MAGIC
- *                  (whose first byte is 'X'), u32 npts, u32 zlen, u64 offset
- *                  of the stream in QD_TAG_XL.
+ *                  (int16 points) or QD_XF_MAGIC (float32; both start with
+ *                  'X'), u32 npts, u32 zlen, u64 offset of the stream in
+ *                  QD_TAG_XL.
  */
 #define QD_REC_PACKED 'P'
 #define QD_REC_RAW    'R'
+#define QD_REC_F32    'F'
 /* the most points a packed record can hold: every point takes >= 2 bytes */
 #define QD_PACKED_MAX_PTS ((BLOCKSTORE_BLOCK - 1) / 2)
 #define QD_XL_LEN     20u

@@ -6,9 +6,10 @@
  * starts with the npy magic, as an .npz member: an object-array .npy header
  * (npy_header_parse) and the pickle after it, as quickdraw_build.c reads
  * members.  Every element the callback gets is read in full (ASan sees any
- * pointer past the input or scratch buffer), packed with strokepack_pack
- * and unpacked again, which must give back the same bytes when every pen
- * value is 0 or 1.  The count returned must be the number of callbacks.
+ * pointer past the input or scratch buffer), converted as the index build
+ * does (stroke_to_i2, else stroke_to_f4, for dtypes other than int16),
+ * packed with strokepack_pack and unpacked again, which must give back the
+ * same bytes when every pen value is 0 or 1.  The count returned must be the number of callbacks.
  * Seeds: tests/fixtures/make_npz.py's pickles (qd/ .pkl files) and the raw .npz
  * members (qd/ .raw files).
  */
@@ -22,20 +23,30 @@ struct seen {
 	uint64_t points;
 };
 
-static int take(void *arg, const uint8_t *pts, uint32_t n)
+static int take(void *arg, const uint8_t *pts, uint32_t n, enum stroke_dtype t)
 {
 	struct seen *s = arg;
-	uint8_t *copy, *packed, *back;
-	size_t cap = (size_t)n * STROKEPACK_MAX_POINT;
+	uint8_t *copy, *packed, *back, *f4;
+	size_t cap = (size_t)n * STROKEPACK_MAX_POINT, size = (size_t)n * 3 * stroke_dtype_size(t);
 	long len, got;
 
 	s->calls++;
 	s->points += n;
-	copy = malloc((size_t)n * 6 + 1);
+	copy = malloc(size > (size_t)n * 6 ? size : (size_t)n * 6 + 1);
 	packed = malloc(cap + 1);
 	back = malloc((size_t)n * 6 + 1);
-	FUZZ_CHECK(copy && packed && back);
-	memcpy(copy, pts, (size_t)n * 6);	/* every byte must be readable */
+	f4 = malloc((size_t)n * 12 + 1);
+	FUZZ_CHECK(copy && packed && back && f4);
+	memcpy(copy, pts, size);	/* every byte must be readable */
+	if (t != STROKE_I2) {
+		stroke_to_f4(copy, t, n, f4);
+		if (stroke_to_i2(copy, t, n, back)) {
+			free(f4);
+			goto out;
+		}
+		memcpy(copy, back, (size_t)n * 6);
+	}
+	free(f4);
 	len = strokepack_pack(copy, n, packed, cap);
 	FUZZ_CHECK(len >= 0 || len == -EINVAL);	/* cap is always enough */
 	if (len >= 0) {
@@ -43,6 +54,7 @@ static int take(void *arg, const uint8_t *pts, uint32_t n)
 		FUZZ_CHECK(got == (long)n);
 		FUZZ_CHECK(memcmp(back, copy, (size_t)n * 6) == 0);
 	}
+out:
 	free(copy);
 	free(packed);
 	free(back);

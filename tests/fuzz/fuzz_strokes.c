@@ -9,7 +9,10 @@
  *      give finite values in [-100, 100] but for the pen column;
  *   1  the rest as int16 (dx, dy, pen) points: strokepack_pack must fail
  *      with -EINVAL exactly when a pen is not 0 or 1, else unpack to the
- *      same bytes; then stroke_transform as above;
+ *      same bytes; then stroke_transform as above; and the same bytes
+ *      as float32 points (other sketch-rnn sets): stroke_transform_f4,
+ *      whose values may be anything (NaN, inf) but whose padding rows
+ *      must be zeros;
  *   2  the rest as the three sections of a block store: u32 data length,
  *      u32 block-table length, then data, block table, record table
  *      (copied to aligned memory); if the second byte is odd, every raw
@@ -42,6 +45,18 @@ static void transform(const uint8_t *pts, uint32_t n, uint32_t stroke_len)
 		if (i >= n)
 			FUZZ_CHECK(out[3 * i] == 0 && out[3 * i + 1] == 0 && out[3 * i + 2] == 0);
 	}
+	free(out);
+}
+
+static void transform_f4(const uint8_t *pts, uint32_t n, uint32_t stroke_len)
+{
+	float *out = malloc((size_t)stroke_len * 3 * sizeof(float));
+	uint32_t i;
+
+	FUZZ_CHECK(out);
+	stroke_transform_f4(pts, n, stroke_len, out);
+	for (i = n; i < stroke_len; i++)
+		FUZZ_CHECK(out[3 * i] == 0 && out[3 * i + 1] == 0 && out[3 * i + 2] == 0);
 	free(out);
 }
 
@@ -90,6 +105,7 @@ static void points(const uint8_t *in, size_t len, uint32_t stroke_len)
 			FUZZ_CHECK(strokepack_pack(in, n, buf, (size_t)k - 1) == -E2BIG);
 	}
 	transform(in, n, stroke_len);
+	transform_f4(in, (uint32_t)(len / 12 < 1u << 20 ? len / 12 : 1u << 20), stroke_len);
 	free(buf);
 	free(back);
 }

@@ -23,13 +23,14 @@
 
 #define NPZ_MAX_MEMBER (4ull << 30)	/* quickdraw_build.c MAX_MEMBER */
 
-static int take(void *arg, const uint8_t *pts, uint32_t n)
+static int take(void *arg, const uint8_t *pts, uint32_t n, enum stroke_dtype t)
 {
 	uint64_t *sum = arg;
-	uint8_t last[6];
+	size_t psize = 3 * stroke_dtype_size(t);
+	uint8_t last[24];
 
 	if (n) {	/* the first and last point must be readable */
-		memcpy(last, pts + ((size_t)n - 1) * 6, 6);
+		memcpy(last, pts + ((size_t)n - 1) * psize, psize);
 		*sum += last[0] + pts[0];
 	}
 	return 0;

@@ -14,6 +14,10 @@
 # A crash, timeout, leak or memory blow-up fails the target and leaves the
 # input in build-fuzz/artifacts/TARGET/.  Prints executions and executions
 # per second per target, then a summary; exits nonzero if any target failed.
+# Every run of a target is bounded besides libFuzzer's own -timeout (per
+# input): a replay by REPLAY_S, a fuzzing run by SECONDS plus MARGIN_S (its
+# start, its merge, its exit), past which it is killed and fails: a hang
+# outside any one input fails the target instead of stalling the run.
 set -u
 cd "$(dirname "$0")/../.."
 mode=$1 secs=$2
@@ -21,6 +25,8 @@ shift 2
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=(npy pickle zip zipdir kaggle tar tarindex mat5 devkit strokes index autoindex bucketlist awscred classes download httphdr checkpoint zindex zfind statdoc)
 B=build-fuzz
+REPLAY_S=600
+MARGIN_S=300
 
 # per-target limits: the largest input, and the largest single allocation
 # (MB).  zip, mat5 and devkit get small ones: issue 8 asks that work be a
@@ -79,13 +85,18 @@ fuzz_one() {
 		if [ -n "$regs" ]; then
 			n=$(printf '%s\n' "$regs" | wc -l)
 			# shellcheck disable=SC2086
-			if FUZZ_STRICT_INDEX=1 TMPDIR=$work "$bin" "${opts[@]}" $regs >"$B/logs/$t.replay.log" 2>&1; then
+			FUZZ_STRICT_INDEX=1 TMPDIR=$work timeout -k 10 "$REPLAY_S" "$bin" "${opts[@]}" $regs \
+				>"$B/logs/$t.replay.log" 2>&1
+			rc=$?
+			[ $rc -eq 124 ] || [ $rc -eq 137 ] &&
+				echo "timed out after $REPLAY_S s: killed" >>"$B/logs/$t.replay.log"
+			if [ $rc -eq 0 ]; then
 				echo "[fuzz] $t: $n regression inputs replayed, all pass"
 				echo "1 0" >> "${SFS_RESULTS:-/dev/null}"
 			else
 				ok=0
 				echo "[fuzz] $t: a regression input fails again:"
-				grep -a "ERROR\|runtime error\|invariant failed\|Running:" "$B/logs/$t.replay.log" | tail -n 8 | sed 's/^/    /'
+				grep -a "ERROR\|runtime error\|invariant failed\|Running:\|^timed out after" "$B/logs/$t.replay.log" | tail -n 8 | sed 's/^/    /'
 				echo "0 1" >> "${SFS_RESULTS:-/dev/null}"
 				echo "[fuzz] $t: regression replay (build-fuzz/logs/$t.replay.log)" >> "${SFS_FAILURES:-/dev/null}"
 			fi
@@ -93,8 +104,10 @@ fuzz_one() {
 	fi
 	t0=$(date +%s)
 	before=$(ls "$art" | wc -l)
-	TMPDIR=$work "$bin" "${opts[@]}" -max_total_time="$secs" "$B/corpus/$t" >"$log" 2>&1
+	TMPDIR=$work timeout -k 10 $((secs + MARGIN_S)) "$bin" "${opts[@]}" -max_total_time="$secs" \
+		"$B/corpus/$t" >"$log" 2>&1
 	rc=$?
+	[ $rc -eq 124 ] || [ $rc -eq 137 ] && echo "timed out after $((secs + MARGIN_S)) s: killed" >>"$log"
 	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n1)
 	execs=${execs:-0}
 	rss=$(sed -n 's/^stat::peak_rss_mb: *//p' "$log" | tail -n1)
@@ -107,7 +120,7 @@ fuzz_one() {
 	if [ $ok -eq 0 ]; then
 		line="$line  FAILED (exit $rc)"
 		echo "[fuzz] $t FAILED: libFuzzer exited $rc; log: $log"
-		grep -a "ERROR: \|runtime error\|invariant failed\|SUMMARY\|out-of-memory\|malloc(.*) exceeds\|Test unit written" "$log" | head -n 12 | sed 's/^/    /'
+		grep -a "ERROR: \|runtime error\|invariant failed\|SUMMARY\|out-of-memory\|malloc(.*) exceeds\|Test unit written\|^timed out after" "$log" | head -n 12 | sed 's/^/    /'
 		for f in $new; do
 			echo "    reproducer: $art/$f"
 			echo "    reproduce: $bin $art/$f"

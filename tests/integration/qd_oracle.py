@@ -181,10 +181,12 @@ class Checker:
             hl = len(head) - want.nbytes
             if got[:hl] != head[:hl] or len(got) != len(head):
                 return self.fail('%s: stroke header or size differs' % rel)
-            arr = np.frombuffer(got[hl:], '<f4').reshape(want.shape)
-            d = np.abs(arr.astype(np.float64) - want).max() if arr.size else 0
-            if not d <= 1e-4:
-                self.fail('%s: stroke values differ by %g' % (rel, d))
+            if got != head:   # byte for byte: -0.0 and NaN bits too
+                arr = np.frombuffer(got[hl:], '<f4').reshape(want.shape)
+                d = np.abs(arr.astype(np.float64) - want)
+                self.fail('%s: stroke bytes differ (%d values, by up to %g)'
+                          % (rel, int((arr.view('<u4') != want.view('<u4')).sum()),
+                             np.nanmax(d) if d.size else 0))
         with self.lock:
             self.count += 1
 
@@ -294,6 +296,10 @@ def make_bad(root):
         zf.writestr('train.npy', bytes(1 << 20))
     _zip_patch_usize(path, 0xfffffff0)
     cases.append(('bomb2', 'refuse'))
+    d = base('uint16')  # not a stroke dtype
+    from qd_pickles import object_array
+    np.savez(os.path.join(d, 'broken.npz'), train=object_array([np.zeros((3, 3), np.uint16)] * 2))
+    cases.append(('uint16', 'refuse'))
     d = base('nokeys')
     np.savez(os.path.join(d, 'broken.npz'), other=np.zeros(3))
     cases.append(('nokeys', 'refuse'))

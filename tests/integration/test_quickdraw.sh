@@ -3,10 +3,10 @@
 # (tests/fixtures/make_quickdraw.py: names with spaces, capitals and hyphens,
 # every pickle flavour, a recombined `strokes` npz, npy v1/v2/v3 image files,
 # more images than strokes and the reverse, a drawing longer than one stroke
-# record), mounted and compared file by file with numpy's np.save of the
-# pipeline's preprocessing (tests/integration/qd_oracle.py): images exactly,
-# strokes with an exact header and |diff| <= 1e-4, split files line by line
-# against RandomState's shuffle.  Then options, the saved index, hostile
+# record, the other sketch-rnn sets' float16/32/64 and int8/32/64 drawings),
+# mounted and compared file by file with numpy's np.save of the pipeline's
+# preprocessing (tests/integration/qd_oracle.py): images and strokes byte for
+# byte, split files line by line against RandomState's shuffle.  Then options, the saved index, hostile
 # inputs and a source that changes while mounted.
 . "$(dirname "$0")/lib.sh"
 sfs_setup
@@ -47,6 +47,14 @@ make_quickdraw(t + '/stkonly', ['b', 'a c'], None, [13, 17], layout='official', 
 # past the 1,365 points a raw record could hold, but under 8 KiB
 make_quickdraw(t + '/packed', ['long small', 'mixed'], [6, 6], [6, 6], layout='official',
                min_points=[1400, 1], max_points=[4000, 4000], max_delta=[31, 255], seed=5)
+# other sketch-rnn sets: drawings of every dtype (the float ones with
+# fractions, -0.0 and a NaN), Python 2 pickles too, and float drawings of
+# 700 to 3,000 points, past what one record holds
+make_quickdraw(t + '/dtypes', ['f2', 'f4', 'f8', 'f8 py2', 'i1', 'i4', 'i8', 'long f8'], None,
+               [14] * 7 + [5], layout='official',
+               dtype_per_class=['f2', 'f4', 'f8', 'f8', 'i1', 'i4', 'i8', 'f8'],
+               flavour_per_class=['p3', 'p4', 'p3', 'py2', 'p5', 'np2p4', 'py3p2', 'p3'],
+               min_points=[1] * 7 + [700], max_points=[60] * 7 + [3000], seed=6)
 open(t + '/subset.txt', 'w').write('t-shirt\nice cream\ncat\n')
 PY
 $ORACLE make-bad "$T/bad" >"$T/bad.cases"
@@ -169,6 +177,9 @@ check "unmount strokes only" sfs_umount "$M"
 check "mount drawings of up to 4,000 points" sfs_mount "$T/packed" "$M"
 check "long packed drawings: every file equals the oracle" oracle "$T/packed" "$M"
 check "unmount long packed drawings" sfs_umount "$M"
+check "mount sketch-rnn strokes of float16/32/64 and int8/32/64" sfs_mount "$T/dtypes" "$M"
+check "dtypes: every file equals the oracle byte for byte" oracle "$T/dtypes" "$M"
+check "unmount dtypes" sfs_umount "$M"
 
 # ---- past gidx 999999: names widen, readdir stays in bytewise order ----
 # class 'a' is a sparse file of 999,990 zero rows; 'b' (30 random rows) spans

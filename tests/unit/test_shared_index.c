@@ -225,6 +225,39 @@ static int load(const char *index_dir, const char *prebuilt, int only,
 	return rc;
 }
 
+/*
+ * The daemon's own wait (index_load, with INDEX_LOCK_STALE_S): a builder
+ * killed with SIGKILL holds the next mount for the 10 s README.md promises
+ * ("its build lock, after 10 s without a heartbeat"), then that mount
+ * breaks the lock and builds.  Not much longer: a mount held 30 s looks
+ * hung; nor shorter than 9 s, which would break live locks of builders
+ * stopped a moment (a heartbeat is every second).
+ */
+Test(shidx, dead_builder_holds_a_mount_about_10_s)
+{
+	char counter[128], idx[128], path[4096];
+	struct sfs_opts o;
+	double t0, took;
+	pid_t pid;
+
+	in_dir(counter, sizeof(counter), "builds");
+	in_dir(idx, sizeof(idx), "idx");
+	sfs_opts_default(&o);
+	o.source = "/nonexistent/source";	/* as load() has it */
+	o.index_dir = idx;
+	cr_assert_eq(index_path(&o, "test", "k", path, sizeof(path)), 0);
+	pid = fork_holder(path, -1);
+	cr_assert_eq(kill(pid, SIGKILL), 0);
+	cr_assert_eq(waitpid(pid, NULL, 0), pid);
+	t0 = now();
+	cr_assert_eq(load(idx, NULL, 0, counter, 5, 0), 0);
+	took = now() - t0;
+	cr_assert_eq(builds(counter), 1, "the mount did not build after breaking the lock");
+	cr_assert_geq(took, 9.0, "a dead builder's lock was broken after %.1f s, before 10 s", took);
+	cr_assert_leq(took, 15.0, "a dead builder's lock held the mount %.1f s; README.md "
+		      "says it is broken after 10 s without a heartbeat", took);
+}
+
 /* Six processes at once on one index directory: one build, all load it. */
 Test(shidx, many_loaders_build_once)
 {
