@@ -97,6 +97,17 @@ void source_env_zbuffers(struct source_env *env, unsigned long *made,
 /* 1 if s reads the uncompressed bytes of a compressed source. */
 int source_is_decompressed(const struct source *s);
 
+/* 1 with *from, the first uncompressed byte whose reads give EIO because
+ * the stream is damaged there (found by the pass, or by an earlier read),
+ * when s is a decompressed source whose pass has ended; else 0. */
+int zsource_damage(struct source *s, uint64_t *from);
+
+/* The compression format s starts with when it is one samplefs does not
+ * decompress (compress's .Z, lz4, lzip, lzma-alone, lzop), with
+ * *unpack, the command that writes its bytes to stdout; else NULL.
+ * Reads s's first bytes. */
+const char *zsource_other_codec(struct source *s, const char **unpack);
+
 /*
  * Wraps `in`, a raw deflate stream (a zip member's data: a slice of the
  * zip, io/slice.h source_open_range), as a source of its uncompressed
