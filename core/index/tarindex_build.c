@@ -609,17 +609,8 @@ static int walk_zip(struct builder *b, struct walkctx *c)
  * it is in, when it is one samplefs does not read. */
 static void not_a_tar(struct source *src, const char *path)
 {
-	const char *unpack, *what = source_is_decompressed(src) ? NULL :
-				    zsource_other_codec(src, &unpack);
-
-	if (!what) {
+	if (source_is_decompressed(src) || !zsource_refuse_other(src, path))
 		sfs_err("%s: not a tar archive (no valid header at offset 0)", path);
-		return;
-	}
-	sfs_err("%s: %s-compressed, which samplefs does not decompress (it reads "
-		"tars compressed with gzip, xz, zstd or bzip2): recompress it "
-		"(`%s %s | zstd -T0 -o x.tar.zst`) or decompress it first (`%s %s "
-		">x.tar`)", path, what, unpack, path, unpack, path);
 }
 
 /* A compressed source damaged from uncompressed byte `from` (of size):

@@ -625,7 +625,7 @@ static int lzma_alone(const unsigned char *h, size_t n)
 	return 0;
 }
 
-const char *zsource_other_codec(struct source *s, const char **unpack)
+static const char *other_codec(struct source *s, const char **unpack)
 {
 	static const struct {
 		const char *name, *unpack;
@@ -634,7 +634,7 @@ const char *zsource_other_codec(struct source *s, const char **unpack)
 	} other[] = {
 		{ "compress (.Z)", "gzip -dc", 2, "\x1f\x9d" },
 		{ "lz4", "lz4 -dc", 4, "\x04\x22\x4d\x18" },
-		{ "lz4 (legacy)", "lz4 -dc", 4, "\x02\x21\x4c\x18" },
+		{ "lz4 (its legacy format)", "lz4 -dc", 4, "\x02\x21\x4c\x18" },
 		{ "lzip", "lzip -dc", 4, "LZIP" },
 		{ "lzop", "lzop -dc", 9, "\x89LZO\0\r\n\x1a\n" },
 	};
@@ -650,9 +650,22 @@ const char *zsource_other_codec(struct source *s, const char **unpack)
 		}
 	if (got > 0 && lzma_alone(h, (size_t)got)) {
 		*unpack = "xz -dc";
-		return "lzma-alone (.lzma)";
+		return "lzma (.lzma, lzma-alone)";
 	}
 	return NULL;
+}
+
+int zsource_refuse_other(struct source *s, const char *what)
+{
+	const char *unpack, *codec = other_codec(s, &unpack);
+
+	if (!codec)
+		return 0;
+	sfs_err("%s: compressed with %s, which samplefs does not decompress (it "
+		"reads tars compressed with gzip, xz, zstd or bzip2): recompress it "
+		"(`%s %s | zstd -T0 -o x.tar.zst`) or decompress it first (`%s %s "
+		">x.tar`)", what, codec, unpack, what, unpack, what);
+	return 1;
 }
 
 int zsource_damage(struct source *s, uint64_t *from)

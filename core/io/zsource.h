@@ -102,11 +102,11 @@ int source_is_decompressed(const struct source *s);
  * when s is a decompressed source whose pass has ended; else 0. */
 int zsource_damage(struct source *s, uint64_t *from);
 
-/* The compression format s starts with when it is one samplefs does not
- * decompress (compress's .Z, lz4, lzip, lzma-alone, lzop), with
- * *unpack, the command that writes its bytes to stdout; else NULL.
+/* When s (named `what`) starts with a compression format samplefs does
+ * not decompress (compress's .Z, lz4, lzip, lzma-alone, lzop): says so,
+ * naming it and the commands that make it readable, and 1; else 0.
  * Reads s's first bytes. */
-const char *zsource_other_codec(struct source *s, const char **unpack);
+int zsource_refuse_other(struct source *s, const char *what);
 
 /*
  * Wraps `in`, a raw deflate stream (a zip member's data: a slice of the
