@@ -274,22 +274,47 @@ static int decode_span(struct zsrc *z, uint64_t i, struct zin *in,
 	return zseq_span(&z->keep, &v, i, buf, len, failed);
 }
 
+/* A read of damaged span i (len bytes): what is lost, where, what reads. */
+static void say_damaged(const struct zsrc *z, uint64_t i, size_t len)
+{
+	uint64_t at = z->pts[i].out;
+
+	sfs_warn("%s: its uncompressed bytes %llu-%llu (%llu MiB in, %llu%%) "
+		 "are damaged (%s): reads of them give EIO, the bytes outside "
+		 "them read", source_name(z->in), (unsigned long long)at,
+		 (unsigned long long)(at + len), (unsigned long long)(at >> 20),
+		 (unsigned long long)(z->usize ? at * 100 / z->usize : 0),
+		 z->pts[i].flags & ZP_BAD ? "found by the first read-through" :
+					    "found by an earlier read");
+}
+
 /*
  * A read found span j damaged (the file changed under its stamp, a bad
  * disk): later reads of it fail at once instead of decoding it again (a
  * span inside a 24 MiB xz block decodes from the block's start: a second
- * each).  When the decoder itself failed there, the spans after j in the
- * same block (ZP_SEQ) are reached only through it: they fail too.  Not
- * for a remote source's decoding failure: its read may have failed, not
- * the bytes (its CRC-32 mismatches are remembered).
+ * each).  A decoder kept across a block (xz, zstd) reaches the spans
+ * after j in the same block (ZP_SEQ) only through j: they fail too.  Not
+ * for a remote source's decoding failure (`read`): its read may have
+ * failed, not the bytes (its CRC-32 mismatches are remembered).
  */
-static void remember_failed(struct zsrc *z, uint64_t j, int decoder)
+static void remember_failed(struct zsrc *z, uint64_t j, int read)
 {
-	if (!z->failed || (decoder && source_is_remote(z->in)))
+	if (!z->failed || (read && source_is_remote(z->in)))
 		return;
 	do
 		atomic_store_explicit(&z->failed[j++], 1, memory_order_relaxed);
-	while (decoder && j < z->npts && (z->pts[j].flags & ZP_SEQ));
+	while (!z->codec->span && j < z->npts && (z->pts[j].flags & ZP_SEQ));
+}
+
+/* 1 if reads of span i give EIO at once (said): the pass or a read found
+ * it damaged. */
+static int known_damaged(const struct zsrc *z, uint64_t i, size_t len)
+{
+	if (!(z->pts[i].flags & ZP_BAD) &&
+	    !(z->failed && atomic_load_explicit(&z->failed[i], memory_order_relaxed)))
+		return 0;
+	say_damaged(z, i, len);
+	return 1;
 }
 
 /* Inflates the first len bytes of span i (whole chunks, or the whole
@@ -350,27 +375,15 @@ static int seq_copy(struct zsrc *z, uint64_t i, size_t len, size_t want,
 	int rc = 0;
 
 	pthread_mutex_lock(&z->keep.run);
-	if (lru_copy_out(z->ze->cache, key | 1, off, dst, n) != 1 &&
-	    (rc = inflate_span(z, i, want, &buf)) == 0) {
+	if (known_damaged(z, i, len))	/* by the reader before us */
+		rc = -EIO;
+	else if (lru_copy_out(z->ze->cache, key | 1, off, dst, n) != 1 &&
+		 (rc = inflate_span(z, i, want, &buf)) == 0) {
 		memcpy(dst, buf + off, n);
 		lru_insert(z->ze->cache, want == len ? key | 1 : key, buf, want);
 	}
 	pthread_mutex_unlock(&z->keep.run);
 	return rc;
-}
-
-/* A read of damaged span i (len bytes): what is lost, where, what reads. */
-static void say_damaged(const struct zsrc *z, uint64_t i, size_t len)
-{
-	uint64_t at = z->pts[i].out;
-
-	sfs_warn("%s: its uncompressed bytes %llu-%llu (%llu MiB in, %llu%%) "
-		 "are damaged (%s): reads of them give EIO, the bytes outside "
-		 "them read", source_name(z->in), (unsigned long long)at,
-		 (unsigned long long)(at + len), (unsigned long long)(at >> 20),
-		 (unsigned long long)(z->usize ? at * 100 / z->usize : 0),
-		 z->pts[i].flags & ZP_BAD ? "found by the first read-through" :
-					    "found by an earlier read");
 }
 
 /*
@@ -392,11 +405,8 @@ static int span_copy(struct zsrc *z, uint64_t i, size_t off, void *dst, size_t n
 	unsigned char *buf, probe;
 	int rc, part;
 
-	if ((z->pts[i].flags & ZP_BAD) ||
-	    (z->failed && atomic_load_explicit(&z->failed[i], memory_order_relaxed))) {
-		say_damaged(z, i, len);
+	if (known_damaged(z, i, len))
 		return -EIO;
-	}
 	if (lru_copy_out(z->ze->cache, key | 1, off, dst, n) == 1 ||
 	    (part = lru_copy_out(z->ze->cache, key, off, dst, n)) == 1)
 		return 0;
