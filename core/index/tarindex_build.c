@@ -31,6 +31,11 @@
  *   5. the nodes are written in that order, then the directories, sparse
  *      maps, hard link groups and the header.
  *
+ * A compressed source's first walk reads its bytes before its checks
+ * have passed (source_extent): when they turn out damaged the build
+ * starts over (tarindex_build), and the walk, getting EIO at the damage,
+ * keeps the members before it (walk_source).
+ *
  * Memory: TARINDEX_BUILD_MEM for the sorts (about 1.6 times that at most
  * while one is read as the next fills), plus what is kept aside.
  *

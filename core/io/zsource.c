@@ -36,7 +36,9 @@
  * truncated, not inflatable) marks the spans holding its bytes: reads of
  * them give EIO, said at each read.  A span whose inflated bytes do not
  * match the pass's CRC-32s (the file was rewritten without changing its
- * stamp, a bad disk) gives EIO too.  Bombs: the size is what the pass
+ * stamp, a bad disk) gives EIO too, and is remembered (z->failed: with
+ * the rest of its xz block or zstd frame, reached only through it), so
+ * later reads of it fail at once instead of decoding it again.  Bombs: the size is what the pass
  * finds; a span longer than ZSPAN_HARD (no restart point for that long:
  * only crafted streams) fails the open with EFBIG, so a read never holds
  * more than ZSPAN_HARD, and the cache its own bound.
@@ -49,6 +51,9 @@
  * of it (acquire) or under that mutex (zrun.c).  Close cancels a running
  * pass and waits for its end.  Per mount: struct zenv (the cache, the store, the engine),
  * set up once.
+ *
+ * The refusal of a compression no codec reads (lz4, lzip, .Z, .lzma,
+ * lzop: zsource_refuse_other) is here too, by magic like the codecs'.
  *
  * Not for: a codec's format (zgzip.c, zxz.c, zzstd.c, zbz2.c), the pass
  * and the table's checks (ztable.c), kept decoders (zseq.c), writing
