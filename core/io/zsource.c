@@ -313,10 +313,15 @@ static void remember_failed(struct zsrc *z, uint64_t j, int read)
 
 /* 1 if reads of span i give EIO at once (said): the pass or a read found
  * it damaged. */
+static int is_damaged(const struct zsrc *z, uint64_t i)
+{
+	return (z->pts[i].flags & ZP_BAD) ||
+	       (z->failed && atomic_load_explicit(&z->failed[i], memory_order_relaxed));
+}
+
 static int known_damaged(const struct zsrc *z, uint64_t i, size_t len)
 {
-	if (!(z->pts[i].flags & ZP_BAD) &&
-	    !(z->failed && atomic_load_explicit(&z->failed[i], memory_order_relaxed)))
+	if (!is_damaged(z, i))
 		return 0;
 	say_damaged(z, i, len);
 	return 1;
@@ -454,8 +459,11 @@ static ssize_t z_pread(struct source *s, void *buf, size_t n, uint64_t off)
 		k = end - (off + done) < n - done ? (size_t)(end - (off + done)) : n - done;
 		rc = span_copy(z, i, (size_t)(off + done - z->pts[i].out),
 			       (char *)buf + done, k);
-		if (rc < 0)
+		if (rc < 0) {
+			atomic_store_explicit(&z->refused, rc == -EIO &&
+					      is_damaged(z, i), memory_order_relaxed);
 			return rc;
+		}
 		done += k;
 	}
 	return (ssize_t)done;
@@ -691,7 +699,8 @@ int zsource_damage(struct source *s, uint64_t *from)
 	if (!source_is_decompressed(s))
 		return 0;
 	z = s->priv;
-	if (atomic_load_explicit(&z->growing, memory_order_acquire) || z->pass_rc)
+	if (atomic_load_explicit(&z->growing, memory_order_acquire) || z->pass_rc ||
+	    !atomic_load_explicit(&z->refused, memory_order_relaxed))
 		return 0;
 	for (i = 0; i < z->npts; i++)
 		if ((z->pts[i].flags & ZP_BAD) ||

@@ -99,7 +99,9 @@ int source_is_decompressed(const struct source *s);
 
 /* 1 with *from, the first uncompressed byte whose reads give EIO because
  * the stream is damaged there (found by the pass, or by an earlier read),
- * when s is a decompressed source whose pass has ended; else 0. */
+ * when s is a decompressed source whose pass has ended and whose last
+ * failed read failed for that damage (not the source's own failure: a
+ * server's); else 0. */
 int zsource_damage(struct source *s, uint64_t *from);
 
 /* When s (named `what`) starts with a compression format samplefs does

@@ -56,6 +56,8 @@ struct zsrc {
 	int own_map;                  /* 1: blob is our own mmap */
 	int no_pass;                  /* the store forbids a pass (-EPERM) */
 	struct zkeep keep;            /* xz, zstd: the decoder kept (zseq.h) */
+	atomic_int refused;           /* 1: the last read that failed did so
+				       * for damage (zsource_damage) */
 	atomic_uchar *failed;         /* per span, 1: a read found it damaged
 				       * (not the pass: ZP_BAD); NULL: none
 				       * kept (set at bind, ENOMEM) */
