@@ -669,9 +669,13 @@ static int walk_source(struct builder *b, const struct tarindex_source *s,
 	if (grow && (rc == 0 || rc == -EBADMSG || rc == -EINVAL) &&
 	    (grown = source_extent(s->src, UINT64_MAX, size)) < 0)
 		rc = grown;	/* said: the source failed, or damage was read */
-	if (rc == -EIO && zsource_damage(s->src, &from)) {
+	if (rc == -EIO && zsource_damage(s->src, &from) && b->nents > first) {
 		say_damage(s->path, b->nents - first, from, *size);
 		rc = 0;
+	} else if (rc == -EIO && zsource_damage(s->src, &from)) {
+		sfs_err("%s: damaged %llu MiB into its uncompressed bytes, before "
+			"its first member: nothing of it can be read", s->path,
+			(unsigned long long)(from >> 20));
 	} else if (rc == -EINVAL && !c.zip)
 		not_a_tar(s->src, s->path);
 	else if (rc == -EBADMSG)
