@@ -38,10 +38,11 @@
  * match the pass's CRC-32s (the file was rewritten without changing its
  * stamp, a bad disk) gives EIO too, and is remembered (z->failed: with
  * the rest of its xz block or zstd frame, reached only through it), so
- * later reads of it fail at once instead of decoding it again.  Bombs: the size is what the pass
- * finds; a span longer than ZSPAN_HARD (no restart point for that long:
- * only crafted streams) fails the open with EFBIG, so a read never holds
- * more than ZSPAN_HARD, and the cache its own bound.
+ * later reads of it fail at once instead of decoding it again.  Bombs:
+ * the size is what the pass finds; a span longer than ZSPAN_HARD (no
+ * restart point for that long: only crafted streams) fails the open with
+ * EFBIG, so a read never holds more than ZSPAN_HARD, and the cache its
+ * own bound.
  *
  * Threads: open and close as any source; reads from any thread share the
  * read-only mapped table and the LRU (locked inside lru.c).  While the
@@ -302,13 +303,14 @@ static void say_damaged(const struct zsrc *z, uint64_t i, size_t len)
  * for a remote source's decoding failure (`read`): its read may have
  * failed, not the bytes (its CRC-32 mismatches are remembered).
  */
-static void remember_failed(struct zsrc *z, uint64_t j, int read)
+static int remember_failed(struct zsrc *z, uint64_t j, int read)
 {
 	if (!z->failed || (read && source_is_remote(z->in)))
-		return;
+		return 0;
 	do
 		atomic_store_explicit(&z->failed[j++], 1, memory_order_relaxed);
 	while (!z->codec->span && j < z->npts && (z->pts[j].flags & ZP_SEQ));
+	return 1;
 }
 
 /* 1 if reads of span i give EIO at once (said): the pass or a read found
@@ -338,7 +340,7 @@ static int inflate_span(struct zsrc *z, uint64_t i, size_t len,
 	struct zin in;
 	const char *why = NULL;
 	uint64_t failed = i;
-	int rc = zin_init(&in, z->in, SPAN_READ);
+	int kept, rc = zin_init(&in, z->in, SPAN_READ);
 
 	if (!buf || !win || rc < 0) {
 		rc = -ENOMEM;
@@ -352,12 +354,12 @@ static int inflate_span(struct zsrc *z, uint64_t i, size_t len,
 		why = "its bytes do not match the CRC-32s of the first pass";
 	if (why) {
 		(void)source_check(z->in);	/* a replaced file says so too */
-		remember_failed(z, failed, rc < 0);
+		kept = remember_failed(z, failed, rc < 0);
 		rc = -EIO;
 		sfs_warn("%s: span at uncompressed offset %llu (compressed %llu): "
-			 "%s: EIO (and at once for later reads of it)",
-			 source_name(z->in), (unsigned long long)pt->out,
-			 (unsigned long long)pt->in, why);
+			 "%s: EIO%s", source_name(z->in), (unsigned long long)pt->out,
+			 (unsigned long long)pt->in, why,
+			 kept ? " (and at once for later reads of it)" : "");
 		goto out;
 	}
 	*out = buf;
