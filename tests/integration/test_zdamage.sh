@@ -5,8 +5,8 @@
 # nothing; a tar in a compression samplefs does not read (compress's .Z,
 # lz4, lzip, lzma, lzop, made by their tools) is refused naming it and a
 # command that makes it readable (run here: it gives the tar's bytes); a
-# block damaged in the middle of an `xz -T0`, pzstd or bzip2 file keeps
-# the members before it, every codec alike (their headers lie before the
+# block damaged in the middle of an `xz -T0`, pzstd, bzip2 or multi-member
+# gzip file keeps the members before it, every codec alike (their headers lie before the
 # damaged block's first byte, found by tests/unit/zblocks.py from the tools'
 # own tables; their bytes as in the tar, or EIO where they reach into it),
 # at the first mount, whose index build read the damaged bytes while the
@@ -71,18 +71,33 @@ ztree() {
 	pzstd -q -p 2 -c "$T/t.tar" >"$T/pzstd.tar.zst" 2>/dev/null
 	bzip2 -c "$T/t.tar" >"$T/one.tar.bz2"
 	xz -T0 -1 --block-size=8MiB -c "$T/t.tar" >"$T/long.tar.xz"
+	# gzip members of 1,000,000 bytes each, concatenated, and their
+	# table (zblocks.py -c's lines: gzip has no index of its own)
+	split -b 1000000 "$T/t.tar" "$T/part."
+	local p u=0 c=0 n k
+	for p in "$T"/part.*; do
+		gzip -c "$p" >"$p.gz"
+		n=$(stat -c %s "$p") k=$(stat -c %s "$p.gz")
+		echo "$u $n $c $((c + k))" >>"$T/members.tar.gz.blocks"
+		u=$((u + n)) c=$((c + k))
+		cat "$p.gz" >>"$T/members.tar.gz"
+		rm -f "$p" "$p.gz"
+	done
 }
 sfs_shared zdamage-tree ztree || exit 1
 
 # damage FILE: copies FILE to bad-FILE with a byte flipped in the middle of
-# its block (or frame) nearest 45 % of the tar, not the first; prints that
-# block's first uncompressed byte
+# its block (or frame, or gzip member) nearest 45 % of the tar, not the
+# first; prints that block's first uncompressed byte
 damage() {
 	"$PY" - "$T/$1" "$T/bad-$1" "$ZBLOCKS" <<'EOF'
-import shutil, subprocess, sys
+import os, shutil, subprocess, sys
 src, dst, zb = sys.argv[1:4]
-out = subprocess.run([sys.executable, zb, "-c", src], check=True,
-                     capture_output=True, text=True).stdout
+if os.path.exists(src + ".blocks"):
+    out = open(src + ".blocks").read()
+else:
+    out = subprocess.run([sys.executable, zb, "-c", src], check=True,
+                         capture_output=True, text=True).stdout
 blocks = [tuple(map(int, l.split())) for l in out.splitlines()]
 usize = sum(b[1] for b in blocks)
 k = min(range(1, len(blocks)), key=lambda i: abs(blocks[i][0] - usize * 0.45))
@@ -97,20 +112,29 @@ print(uoff)
 EOF
 }
 
-# kept TAR MNT U: the mount holds exactly the members whose headers lie
-# before uncompressed byte U (but directories, which it may make for
+# kept TAR MNT U [SLACK]: the mount holds exactly the members whose headers
+# lie before uncompressed byte U (but directories, which it may make for
 # their files), each reading as in the tar, or giving EIO when its bytes
-# reach U or past
+# reach U or past; with SLACK, the damage may be taken to start up to
+# SLACK bytes before U (gzip: at the access point before the member, the
+# bytes from there giving EIO): the members before some byte in
+# [U - SLACK, U]
 kept() {
 	"$PY" - "$@" <<'EOF'
 import errno, os, sys, tarfile
 tar, mnt, u = sys.argv[1], sys.argv[2], int(sys.argv[3])
+slack = int(sys.argv[4]) if len(sys.argv) > 4 else 0
 t = tarfile.open(tar)
-want = {os.path.normpath(m.name): m for m in t if not m.isdir() and m.offset < u}
+every = [m for m in t if not m.isdir()]
 got = set()
 for d, dirs, names in os.walk(mnt):
     for n in names:
         got.add(os.path.relpath(os.path.join(d, n), mnt))
+cut = u
+for m in every:
+    if u - slack <= m.offset < u and os.path.normpath(m.name) not in got:
+        cut = min(cut, m.offset)
+want = {os.path.normpath(m.name): m for m in every if m.offset < cut}
 if got != set(want):
     sys.exit(f"    members: {len(got)} mounted, {len(want)} before the damage; "
              f"extra {sorted(got - set(want))[:3]}, missing {sorted(set(want) - got)[:3]}")
@@ -124,7 +148,7 @@ for name, m in want.items():
     try:
         data = open(p, "rb").read()
     except OSError as e:
-        if e.errno != errno.EIO or m.offset_data + m.size <= u:
+        if e.errno != errno.EIO or m.offset_data + m.size <= u - slack:
             sys.exit(f"    {name}: {e}")
         eio += 1
         continue
@@ -134,20 +158,24 @@ print(f"    {len(want)} members kept, {eio} give EIO")
 EOF
 }
 
-for f in blocks.tar.xz pzstd.tar.zst one.tar.bz2; do
+for f in blocks.tar.xz pzstd.tar.zst one.tar.bz2 members.tar.gz; do
 	u=$(damage "$f") || { check "bad-$f: damaged" false; continue; }
 	mnt=$T/m-bad-$f
+	slack=0
+	[[ $f == *.gz ]] && slack=$((1 << 20))	# -o span=: 1 MiB
 	check "bad-$f: mounted (damaged from uncompressed byte $u)" \
 		sfs_mount "$T/bad-$f" "$mnt" -o layout=tar || continue
 	check "bad-$f: the members before the damage, and only those" \
-		kept "$T/t.tar" "$mnt" "$u"
+		kept "$T/t.tar" "$mnt" "$u" "$slack"
+	mib=$((u >> 20))
+	[ "$slack" = 0 ] || mib='[0-9]*'
 	check "bad-$f: the log says where, what is lost and what reads" \
-		grep -q "bad-$f: damaged $((u >> 20)) MiB into its uncompressed bytes ([0-9]*% of them): the tree has the [0-9]* members before the damage, those after it are lost" \
+		grep -q "bad-$f: damaged $mib MiB into its uncompressed bytes ([0-9]*% of them): the tree has the [0-9]* members before the damage, those after it are lost" \
 		"$(sfs_log "$mnt")"
 	check "bad-$f: unmount" sfs_umount "$mnt"
 	check "bad-$f: remounted from its saved index" \
 		sfs_mount "$T/bad-$f" "$mnt" -o layout=tar || continue
-	check "bad-$f: remount: the same members" kept "$T/t.tar" "$mnt" "$u"
+	check "bad-$f: remount: the same members" kept "$T/t.tar" "$mnt" "$u" "$slack"
 	check "bad-$f: remount: unmount" sfs_umount "$mnt"
 done
 
