@@ -6,12 +6,12 @@
 # lz4, lzip, lzma, lzop, made by their tools) is refused naming it and a
 # command that makes it readable (run here: it gives the tar's bytes); a
 # block damaged in the middle of an `xz -T0`, pzstd, bzip2 or multi-member
-# gzip file keeps the members before it, every codec alike (their headers lie before the
-# damaged block's first byte, found by tests/unit/zblocks.py from the tools'
-# own tables; their bytes as in the tar, or EIO where they reach into it),
-# at the first mount, whose index build read the damaged bytes while the
-# pass ran; and a block found damaged by a read (the file changed under
-# its stamp) is decoded once, later reads of it fail at once.
+# gzip file keeps the members before it, every codec alike (their headers
+# lie before the damaged block's first byte, found by tests/unit/zblocks.py
+# from the tools' own tables; their bytes as in the tar, or EIO where they
+# reach into it), at the first mount, whose index build read the damaged
+# bytes while the pass ran; and a block found damaged by a read (the file
+# changed under its stamp) is decoded once, later reads of it fail at once.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/ztree_lib.sh"
 sfs_setup
