@@ -92,9 +92,11 @@ int tar_rd_get(struct reader *r, uint64_t off, size_t n,
 	if (r->want == WINDOW)
 		rd_ahead(r, off);
 	got = source_pread(r->src, r->buf, want, off);
-	if (got == -EIO && want > n)	/* damage after the header (a
+	if (got == -EIO && want > n) {	/* damage after the header (a
 					 * compressed source's): not its fault */
-		got = source_pread(r->src, r->buf, want = n, off);
+		want = n;
+		got = source_pread(r->src, r->buf, want, off);
+	}
 	if (got < 0)
 		return (int)got;
 	r->boff = off;

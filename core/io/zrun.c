@@ -241,7 +241,7 @@ static int damage_read(struct zsrc *z)
 		if (r->touched[j] && (z->pts[j].flags & ZP_BAD)) {
 			at = z->pts[j].out;
 			sfs_warn("%s: it is damaged %llu MiB into its uncompressed "
-				 "bytes (%llu%%), where the index build had already "
+				 "bytes (%llu%%), where its first reader had already "
 				 "read: reading it again, up to the damage only",
 				 source_name(z->in), (unsigned long long)(at >> 20),
 				 (unsigned long long)(z->usize ? at * 100 / z->usize : 0));

@@ -354,7 +354,8 @@ static int inflate_span(struct zsrc *z, uint64_t i, size_t len,
 		why = "its bytes do not match the CRC-32s of the first pass";
 	if (why) {
 		(void)source_check(z->in);	/* a replaced file says so too */
-		kept = remember_failed(z, failed, rc < 0);
+		/* not a failure to get memory: the next read may have it */
+		kept = rc != -ENOMEM && remember_failed(z, failed, rc < 0);
 		rc = -EIO;
 		sfs_warn("%s: span at uncompressed offset %llu (compressed %llu): "
 			 "%s: EIO%s", source_name(z->in), (unsigned long long)pt->out,
