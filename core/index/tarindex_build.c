@@ -680,7 +680,7 @@ static int walk_source(struct builder *b, const struct tarindex_source *s,
 		not_a_tar(s->src, s->path);
 	else if (rc == -EBADMSG)
 		sfs_warn("%s: keeping the %u members before the damage", s->path,
-			 b->nents);
+			 b->nents - first);
 	if (rc == -EBADMSG)
 		rc = 0;
 	source_advise(s->src, 0, 0, SOURCE_ADV_NORMAL);
