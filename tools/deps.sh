@@ -27,6 +27,10 @@ pkgs=(build-essential pkg-config libfuse3-dev fuse3 zlib1g-dev libarchive-dev
       xz-utils zstd bzip2 pbzip2 pixz
 			# tests/integration/test_zcodecs.sh and test_zcodecs.c compress
 			# with the real tools (Debian's zstd package has pzstd too)
+      ncompress lz4 lzip lzop libarchive-tools
+			# test_zdamage.sh: tars in compressions samplefs refuses, made
+			# by their tools (compress, lz4, lzip, lzop; lzma is xz-utils'),
+			# and bsdtar, the oracle of an empty archive (a 0-byte .tar)
       swift swift-proxy swift-object swift-container swift-account
 			# tests/integration/swift_lib.sh: Swift's s3api as the S3 store
       slurm-wlm munge	# tests/integration/test_slurm.sh: a single-node Slurm cluster

@@ -93,6 +93,11 @@ int tar_rd_get(struct reader *r, uint64_t off, size_t n,
 	if (r->want == WINDOW)
 		rd_ahead(r, off);
 	got = source_pread(r->src, r->buf, want, off);
+	if (got == -EIO && want > n) {	/* damage after the header (a
+					 * compressed source's): not its fault */
+		want = n;
+		got = source_pread(r->src, r->buf, want, off);
+	}
 	if (got < 0)
 		return (int)got;
 	r->boff = off;
@@ -637,7 +642,8 @@ static int walk_loop(struct walk *w, tar_member_fn fn, void *arg)
 			 (unsigned long long)pos);
 		return nhdr ? -EBADMSG : -EINVAL;
 	}
-	return nhdr ? 0 : -EINVAL;
+	/* no byte at all: an empty archive, as GNU tar and bsdtar take it */
+	return nhdr || w->rd.hi == w->rd.lo ? 0 : -EINVAL;
 }
 
 int tar_walk(struct source *src, uint64_t base, uint64_t len, const char *what,

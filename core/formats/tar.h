@@ -82,10 +82,11 @@ typedef int (*tar_member_fn)(void *arg, const struct tar_member *m);
  * padding, bad field, a file shorter than the range: members before it have
  * been reported; a warning naming the offset is printed),
  * -EINVAL when the first header is not a tar header (a range that starts
- * with a zero block is an empty archive: 0), -errno on I/O error, or the
- * callback's nonzero return.  A header whose checksum fails is read again
- * past the caches (source_refetch) before it is believed, when the
- * source's bytes travel a network: a byte may change on its way.
+ * with a zero block, or an empty range, is an empty archive: 0, as for
+ * bsdtar), -errno on I/O error, or the callback's nonzero return.  A
+ * header whose checksum fails is read again past the caches
+ * (source_refetch) before it is believed, when the source's bytes travel
+ * a network: a byte may change on its way.
  */
 int tar_walk(struct source *src, uint64_t base, uint64_t len, const char *what,
 	     tar_member_fn fn, void *arg);

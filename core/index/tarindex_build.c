@@ -31,6 +31,11 @@
  *   5. the nodes are written in that order, then the directories, sparse
  *      maps, hard link groups and the header.
  *
+ * A compressed source's first walk reads its bytes before its checks
+ * have passed (source_extent): when they turn out damaged the build
+ * starts over (tarindex_build), and the walk, getting EIO at the damage,
+ * keeps the members before it (walk_source).
+ *
  * Memory: TARINDEX_BUILD_MEM for the sorts (about 1.6 times that at most
  * while one is read as the next fills), plus what is kept aside.
  *
@@ -47,6 +52,7 @@
 
 #include "log.h"
 #include "io/source.h"
+#include "io/zsource.h"
 #include "index/progress.h"
 #include "index/spill.h"
 #include "index/tarindex_int.h"
@@ -606,6 +612,26 @@ static int walk_zip(struct builder *b, struct walkctx *c)
 	return tb_zip_walk(c);
 }
 
+/* The refusal of a source that is not a tar: named after the compression
+ * it is in, when it is one samplefs does not read. */
+static void not_a_tar(struct source *src, const char *path)
+{
+	if (source_is_decompressed(src) || !zsource_refuse_other(src, path))
+		sfs_err("%s: not a tar archive (no valid header at offset 0)", path);
+}
+
+/* A compressed source damaged from uncompressed byte `from` (of size):
+ * what the mount keeps, and what reads. */
+static void say_damage(const char *path, uint32_t nents, uint64_t from,
+		       uint64_t size)
+{
+	sfs_warn("%s: damaged %llu MiB into its uncompressed bytes (%llu%% of "
+		 "them): the tree has the %u members before the damage, those "
+		 "after it are lost; a file whose bytes reach into the damage "
+		 "gives EIO there", path, (unsigned long long)(from >> 20),
+		 (unsigned long long)(size ? from * 100 / size : 0), nents);
+}
+
 /* Walks one source tar (or zip) into the builder. */
 static int walk_source(struct builder *b, const struct tarindex_source *s,
 		       uint32_t srcno, uint64_t *size, int64_t *mtime)
@@ -614,6 +640,8 @@ static int walk_source(struct builder *b, const struct tarindex_source *s,
 			     .up = NONE };
 	char dir[TAR_PATH_MAX + 1];
 	struct source_stamp id;
+	uint64_t from;
+	uint32_t first = b->nents;
 	int rc = 0, grow, grown;
 
 	if (s->dir && strlen(s->dir) >= sizeof(dir)) {
@@ -643,11 +671,18 @@ static int walk_source(struct builder *b, const struct tarindex_source *s,
 	if (grow && (rc == 0 || rc == -EBADMSG || rc == -EINVAL) &&
 	    (grown = source_extent(s->src, UINT64_MAX, size)) < 0)
 		rc = grown;	/* said: the source failed, or damage was read */
-	if (rc == -EINVAL && !c.zip)
-		sfs_err("%s: not a tar archive (no valid header at offset 0)", s->path);
+	if (rc == -EIO && zsource_damage(s->src, &from) && b->nents > first) {
+		say_damage(s->path, b->nents - first, from, *size);
+		rc = 0;
+	} else if (rc == -EIO && zsource_damage(s->src, &from)) {
+		sfs_err("%s: damaged %llu MiB into its uncompressed bytes, before "
+			"its first member: nothing of it can be read", s->path,
+			(unsigned long long)(from >> 20));
+	} else if (rc == -EINVAL && !c.zip)
+		not_a_tar(s->src, s->path);
 	else if (rc == -EBADMSG)
 		sfs_warn("%s: keeping the %u members before the damage", s->path,
-			 b->nents);
+			 b->nents - first);
 	if (rc == -EBADMSG && source_refetches(s->src))
 		b->cut = 1;	/* the network's damage, maybe: not saved */
 	if (rc == -EBADMSG)
@@ -776,9 +811,11 @@ static uint64_t *grow_sizes(const struct builder *b, uint64_t *sizes)
 	return n;
 }
 
-int tarindex_build(struct index_writer *w, uint32_t tag_prefix_char,
-		   const struct tarindex_source *src, size_t nsrc,
-		   const struct tarindex_build_opts *bo)
+/* One build (tarindex_build's): -ERESTART when a source turned out
+ * damaged where its walk had read (zsource.h: start again). */
+static int build_once(struct index_writer *w, uint32_t tag_prefix_char,
+		      const struct tarindex_source *src, size_t nsrc,
+		      const struct tarindex_build_opts *bo)
 {
 	struct builder b = { .recursive = bo->recursive, .src = src, .nsrc = (uint32_t)nsrc };
 	uint64_t *sizes, total = 0, at;
@@ -848,6 +885,27 @@ out:
 	builder_free(&b);
 	free(sizes);
 	return rc;
+}
+
+/*
+ * A compressed source's first walk reads its bytes as its pass makes them,
+ * before the stream's checks have passed; when they turn out damaged
+ * (-ERESTART) every member taken may be garbage, so the build starts over:
+ * the passes that have ended are not run again, and the walk now gets EIO
+ * at the damage and keeps the members before it (walk_source).  Each
+ * restart is a source whose pass ended: at most nsrc of them.
+ */
+int tarindex_build(struct index_writer *w, uint32_t tag_prefix_char,
+		   const struct tarindex_source *src, size_t nsrc,
+		   const struct tarindex_build_opts *bo)
+{
+	size_t tries = 0;
+	int rc;
+
+	while ((rc = build_once(w, tag_prefix_char, src, nsrc, bo)) == -ERESTART &&
+	       tries++ < nsrc)
+		;
+	return rc == -ERESTART ? -EIO : rc;
 }
 
 int tarindex_fp_add(struct index_fp *fp, const struct tarindex_source *src,

@@ -175,9 +175,11 @@ void source_identity(const struct source *s, struct source_stamp *out);
  * wait for it).  Waits until at least `want` bytes exist or the size is
  * known (want 0: never waits), then *have = the bytes known to exist.
  * 1 when *have is the final size (every source but a growing one), 0 when
- * it may still grow (then *have >= want), -errno when the source cannot
- * give its bytes (the pass failed, or bytes read while it ran turned out
- * damaged: said).  The wait is bounded by the pass, which always ends.
+ * it may still grow (then *have >= want), -ERESTART when bytes read while
+ * it ran turned out damaged (said: drop what was read and read again;
+ * reads of the damaged bytes now give EIO at once), another -errno when
+ * the source cannot give its bytes (the pass failed: said).  The wait is
+ * bounded by the pass, which always ends.
  * A call with want < UINT64_MAX makes the caller the source's streaming
  * reader: reads are served as the pass inflates them, before a member's
  * CRC-32 (at its end) has checked them, so the caller must call it with

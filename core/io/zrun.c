@@ -229,19 +229,23 @@ static int pass_keep(void *arg, uint64_t i, void *buf, size_t len)
 	return rc;
 }
 
-/* The spans read while the pass ran that it found damaged: -EIO (said),
- * else 0; mu held, the table bound. */
+/* The spans read while the pass ran that it found damaged: -ERESTART
+ * (said: the reader drops what it read and reads it again, when reads of
+ * the damaged bytes give EIO at once), else 0; mu held, the table bound. */
 static int damage_read(struct zsrc *z)
 {
 	const struct zrun *r = z->run;
-	uint64_t j;
+	uint64_t j, at;
 
 	for (j = 0; j < r->nspans && j < z->npts; j++)
 		if (r->touched[j] && (z->pts[j].flags & ZP_BAD)) {
-			sfs_err("%s: uncompressed bytes from %llu, read while its "
-				"first pass ran, are in a damaged member: EIO",
-				source_name(z->in), (unsigned long long)z->pts[j].out);
-			return -EIO;
+			at = z->pts[j].out;
+			sfs_warn("%s: it is damaged %llu MiB into its uncompressed "
+				 "bytes (%llu%%), where its first reader had already "
+				 "read: reading it again, up to the damage only",
+				 source_name(z->in), (unsigned long long)(at >> 20),
+				 (unsigned long long)(z->usize ? at * 100 / z->usize : 0));
+			return -ERESTART;
 		}
 	return 0;
 }

@@ -145,20 +145,25 @@ static int seq_pass_span(const struct zseq_view *v, struct zseq *q,
 }
 
 int zseq_span(struct zkeep *k, const struct zseq_view *v, uint64_t i,
-	      unsigned char *buf, size_t len)
+	      unsigned char *buf, size_t len, uint64_t *failed)
 {
 	int whole = len == span_end(v->pts, v->npts, i, v->usize) - v->pts[i].out;
 	struct zseq *q;
 	uint64_t from;
 	int rc;
 
+	*failed = restart_of(v, i);
 	if ((rc = seq_take(k, v, i, &q)) < 0)
 		return rc;
 	from = v->pts[q->j].out;
-	while (rc == 0 && q->j < i)
+	while (rc == 0 && q->j < i) {
+		*failed = q->j;
 		rc = seq_pass_span(v, q, i, whole, buf, len);
-	if (rc == 0)
+	}
+	if (rc == 0) {
+		*failed = i;
 		rc = v->codec->dec_read(q->dec, &q->in, buf, len);
+	}
 	q->j = i + 1;
 	if (rc == 0 && v->decoded)
 		v->decoded(v->arg, from, v->pts[i].out + len);

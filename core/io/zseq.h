@@ -58,9 +58,10 @@ void zkeep_fini(struct zkeep *k, const struct zcodec *c);
 
 /* Decodes the whole of span i (len bytes) into buf, through the kept
  * decoder when it is at or before the span and not before its restart
- * point: 0 or -errno (the codec says why). */
+ * point: 0 or -errno (the codec says why; *failed: the span the decoder
+ * was in, i or one before it on the way). */
 int zseq_span(struct zkeep *k, const struct zseq_view *v, uint64_t i,
-	      unsigned char *buf, size_t len);
+	      unsigned char *buf, size_t len, uint64_t *failed);
 
 /* Says at open when a read may decode far (a restart point more than
  * 64 MiB before the end of a span after it), with the codec's fix. */

@@ -36,10 +36,13 @@
  * truncated, not inflatable) marks the spans holding its bytes: reads of
  * them give EIO, said at each read.  A span whose inflated bytes do not
  * match the pass's CRC-32s (the file was rewritten without changing its
- * stamp, a bad disk) gives EIO too.  Bombs: the size is what the pass
- * finds; a span longer than ZSPAN_HARD (no restart point for that long:
- * only crafted streams) fails the open with EFBIG, so a read never holds
- * more than ZSPAN_HARD, and the cache its own bound.
+ * stamp, a bad disk) gives EIO too, and is remembered (z->failed: with
+ * the rest of its xz block or zstd frame, reached only through it), so
+ * later reads of it fail at once instead of decoding it again.  Bombs:
+ * the size is what the pass finds; a span longer than ZSPAN_HARD (no
+ * restart point for that long: only crafted streams) fails the open with
+ * EFBIG, so a read never holds more than ZSPAN_HARD, and the cache its
+ * own bound.
  *
  * Threads: open and close as any source; reads from any thread share the
  * read-only mapped table and the LRU (locked inside lru.c).  While the
@@ -49,6 +52,9 @@
  * of it (acquire) or under that mutex (zrun.c).  Close cancels a running
  * pass and waits for its end.  Per mount: struct zenv (the cache, the store, the engine),
  * set up once.
+ *
+ * The refusal of a compression no codec reads (lz4, lzip, .Z, .lzma,
+ * lzop: zsource_refuse_other) is here too, by magic like the codecs'.
  *
  * Not for: a codec's format (zgzip.c, zxz.c, zzstd.c, zbz2.c), the pass
  * and the table's checks (ztable.c), kept decoders (zseq.c), writing
@@ -102,6 +108,7 @@ static void bind_blob(struct zsrc *z)
 	z->usize = h.usize;
 	z->npts = h.npoints;
 	z->pts = (const struct zpoint *)(z->blob + h.points_off);
+	z->failed = calloc(z->npts ? z->npts : 1, sizeof(*z->failed));
 }
 
 static void unbind_blob(struct zsrc *z)
@@ -258,16 +265,68 @@ static struct zseq_view view_of(struct zsrc *z)
 	return v;
 }
 
-/* The codec's span function, or zseq's decoder: 0 or -errno. */
+/* The codec's span function, or zseq's decoder: 0 or -errno (*failed:
+ * the span the decoder was in, i or one of its block before it). */
 static int decode_span(struct zsrc *z, uint64_t i, struct zin *in,
-		       const unsigned char *win, unsigned char *buf, size_t len)
+		       const unsigned char *win, unsigned char *buf, size_t len,
+		       uint64_t *failed)
 {
 	struct zseq_view v;
 
+	*failed = i;
 	if (z->codec->span)
 		return z->codec->span(in, &z->pts[i], win, buf, len, z->ze->eng);
 	v = view_of(z);
-	return zseq_span(&z->keep, &v, i, buf, len);
+	return zseq_span(&z->keep, &v, i, buf, len, failed);
+}
+
+/* A read of damaged span i (len bytes): what is lost, where, what reads. */
+static void say_damaged(const struct zsrc *z, uint64_t i, size_t len)
+{
+	uint64_t at = z->pts[i].out;
+
+	sfs_warn("%s: its uncompressed bytes %llu-%llu (%llu MiB in, %llu%%) "
+		 "are damaged (%s): reads of them give EIO, the bytes outside "
+		 "them read", source_name(z->in), (unsigned long long)at,
+		 (unsigned long long)(at + len), (unsigned long long)(at >> 20),
+		 (unsigned long long)(z->usize ? at * 100 / z->usize : 0),
+		 z->pts[i].flags & ZP_BAD ? "found by the first read-through" :
+					    "found by an earlier read");
+}
+
+/*
+ * A read found span j damaged (the file changed under its stamp, a bad
+ * disk): later reads of it fail at once instead of decoding it again (a
+ * span inside a 24 MiB xz block decodes from the block's start: a second
+ * each).  A decoder kept across a block (xz, zstd) reaches the spans
+ * after j in the same block (ZP_SEQ) only through j: they fail too.  Not
+ * for a remote source's decoding failure (`read`): its read may have
+ * failed, not the bytes (its CRC-32 mismatches are remembered).
+ */
+static int remember_failed(struct zsrc *z, uint64_t j, int read)
+{
+	if (!z->failed || (read && source_is_remote(z->in)))
+		return 0;
+	do
+		atomic_store_explicit(&z->failed[j++], 1, memory_order_relaxed);
+	while (!z->codec->span && j < z->npts && (z->pts[j].flags & ZP_SEQ));
+	return 1;
+}
+
+/* 1 if reads of span i give EIO at once (said): the pass or a read found
+ * it damaged. */
+static int is_damaged(const struct zsrc *z, uint64_t i)
+{
+	return (z->pts[i].flags & ZP_BAD) ||
+	       (z->failed && atomic_load_explicit(&z->failed[i], memory_order_relaxed));
+}
+
+static int known_damaged(const struct zsrc *z, uint64_t i, size_t len)
+{
+	if (!is_damaged(z, i))
+		return 0;
+	say_damaged(z, i, len);
+	return 1;
 }
 
 /* Inflates the first len bytes of span i (whole chunks, or the whole
@@ -280,7 +339,8 @@ static int inflate_span(struct zsrc *z, uint64_t i, size_t len,
 	unsigned char *win = malloc(ZWINDOW);
 	struct zin in;
 	const char *why = NULL;
-	int rc = zin_init(&in, z->in, SPAN_READ);
+	uint64_t failed = i;
+	int kept, rc = zin_init(&in, z->in, SPAN_READ);
 
 	if (!buf || !win || rc < 0) {
 		rc = -ENOMEM;
@@ -288,16 +348,19 @@ static int inflate_span(struct zsrc *z, uint64_t i, size_t len,
 	}
 	if (window_of(z, pt, win) < 0)
 		why = "its stored window does not inflate";
-	else if ((rc = decode_span(z, i, &in, win, buf, len)) < 0)
+	else if ((rc = decode_span(z, i, &in, win, buf, len, &failed)) < 0)
 		why = "the stream does not inflate there";
 	else if (!chunks_match(z, pt, buf, len))
 		why = "its bytes do not match the CRC-32s of the first pass";
 	if (why) {
 		(void)source_check(z->in);	/* a replaced file says so too */
+		/* not a failure to get memory: the next read may have it */
+		kept = rc != -ENOMEM && remember_failed(z, failed, rc < 0);
 		rc = -EIO;
 		sfs_warn("%s: span at uncompressed offset %llu (compressed %llu): "
-			 "%s: EIO", source_name(z->in), (unsigned long long)pt->out,
-			 (unsigned long long)pt->in, why);
+			 "%s: EIO%s", source_name(z->in), (unsigned long long)pt->out,
+			 (unsigned long long)pt->in, why,
+			 kept ? " (and at once for later reads of it)" : "");
 		goto out;
 	}
 	*out = buf;
@@ -325,8 +388,10 @@ static int seq_copy(struct zsrc *z, uint64_t i, size_t len, size_t want,
 	int rc = 0;
 
 	pthread_mutex_lock(&z->keep.run);
-	if (lru_copy_out(z->ze->cache, key | 1, off, dst, n) != 1 &&
-	    (rc = inflate_span(z, i, want, &buf)) == 0) {
+	if (known_damaged(z, i, len))	/* by the reader before us */
+		rc = -EIO;
+	else if (lru_copy_out(z->ze->cache, key | 1, off, dst, n) != 1 &&
+		 (rc = inflate_span(z, i, want, &buf)) == 0) {
 		memcpy(dst, buf + off, n);
 		lru_insert(z->ze->cache, want == len ? key | 1 : key, buf, want);
 	}
@@ -353,13 +418,8 @@ static int span_copy(struct zsrc *z, uint64_t i, size_t off, void *dst, size_t n
 	unsigned char *buf, probe;
 	int rc, part;
 
-	if (z->pts[i].flags & ZP_BAD) {
-		sfs_warn("%s: uncompressed bytes %llu-%llu are in a damaged "
-			 "member: EIO", source_name(z->in),
-			 (unsigned long long)z->pts[i].out,
-			 (unsigned long long)(z->pts[i].out + len));
+	if (known_damaged(z, i, len))
 		return -EIO;
-	}
 	if (lru_copy_out(z->ze->cache, key | 1, off, dst, n) == 1 ||
 	    (part = lru_copy_out(z->ze->cache, key, off, dst, n)) == 1)
 		return 0;
@@ -402,8 +462,11 @@ static ssize_t z_pread(struct source *s, void *buf, size_t n, uint64_t off)
 		k = end - (off + done) < n - done ? (size_t)(end - (off + done)) : n - done;
 		rc = span_copy(z, i, (size_t)(off + done - z->pts[i].out),
 			       (char *)buf + done, k);
-		if (rc < 0)
+		if (rc < 0) {
+			atomic_store_explicit(&z->refused, rc == -EIO &&
+					      is_damaged(z, i), memory_order_relaxed);
 			return rc;
+		}
 		done += k;
 	}
 	return (ssize_t)done;
@@ -433,6 +496,7 @@ static void zsrc_free(struct zsrc *z)
 		return;
 	zrun_stop(z->run);
 	zkeep_fini(&z->keep, z->codec);
+	free(z->failed);
 	if (z->blob)
 		unbind_blob(z);
 	source_close(z->in);
@@ -562,6 +626,93 @@ void source_env_zbuffers(struct source_env *env, unsigned long *made,
 int source_is_decompressed(const struct source *s)
 {
 	return s->be == &source_z_backend;
+}
+
+/* 1 if h (n bytes) starts like an lzma-alone (.lzma) file: no magic, so
+ * its 13-byte header: properties, a dictionary size of 2^n or 2^n + 2^(n-1)
+ * bytes (as xz-utils and the LZMA SDK write), the size or -1 (streamed). */
+static int lzma_alone(const unsigned char *h, size_t n)
+{
+	uint32_t d;
+	uint64_t u = 0;
+	int i;
+
+	if (n < 13 || h[0] >= 9 * 5 * 5)
+		return 0;
+	d = (uint32_t)h[1] | (uint32_t)h[2] << 8 | (uint32_t)h[3] << 16 |
+	    (uint32_t)h[4] << 24;
+	for (i = 12; i >= 5; i--)
+		u = u << 8 | h[i];
+	if (u != UINT64_MAX && u >> 48)
+		return 0;
+	for (i = 12; i < 31; i++)
+		if (d == 1u << i || d == (1u << i) + (1u << (i - 1)))
+			return 1;
+	return 0;
+}
+
+static const char *other_codec(struct source *s, const char **unpack)
+{
+	static const struct {
+		const char *name, *unpack;
+		size_t len;
+		const char *magic;
+	} other[] = {
+		{ "compress (.Z)", "gzip -dc", 2, "\x1f\x9d" },
+		{ "lz4", "lz4 -dc", 4, "\x04\x22\x4d\x18" },
+		{ "lz4 (its legacy format)", "lz4 -dc", 4, "\x02\x21\x4c\x18" },
+		{ "lzip", "lzip -dc", 4, "LZIP" },
+		{ "lzop", "lzop -dc", 9, "\x89LZO\0\r\n\x1a\n" },
+	};
+	unsigned char h[SNIFF];
+	ssize_t got = source_pread(s, h, sizeof(h), 0);
+	size_t i;
+
+	for (i = 0; got > 0 && i < sizeof(other) / sizeof(other[0]); i++)
+		if ((size_t)got >= other[i].len &&
+		    !memcmp(h, other[i].magic, other[i].len)) {
+			*unpack = other[i].unpack;
+			return other[i].name;
+		}
+	if (got > 0 && lzma_alone(h, (size_t)got)) {
+		*unpack = "xz -dc";
+		return "lzma (.lzma, lzma-alone)";
+	}
+	return NULL;
+}
+
+int zsource_refuse_other(struct source *s, const char *what)
+{
+	const char *unpack, *codec = other_codec(s, &unpack);
+
+	if (!codec)
+		return 0;
+	sfs_err("%s: compressed with %s, which samplefs does not decompress (it "
+		"reads tars compressed with gzip, xz, zstd or bzip2): recompress it "
+		"(`%s %s | zstd -T0 -o x.tar.zst`) or decompress it first (`%s %s "
+		">x.tar`)", what, codec, unpack, what, unpack, what);
+	return 1;
+}
+
+int zsource_damage(struct source *s, uint64_t *from)
+{
+	const struct zsrc *z;
+	uint64_t i;
+
+	if (!source_is_decompressed(s))
+		return 0;
+	z = s->priv;
+	if (atomic_load_explicit(&z->growing, memory_order_acquire) || z->pass_rc ||
+	    !atomic_load_explicit(&z->refused, memory_order_relaxed))
+		return 0;
+	for (i = 0; i < z->npts; i++)
+		if ((z->pts[i].flags & ZP_BAD) ||
+		    (z->failed && atomic_load_explicit(&z->failed[i],
+						       memory_order_relaxed))) {
+			*from = z->pts[i].out;
+			return 1;
+		}
+	return 0;
 }
 
 /* 1 if the name ends in a compressed format's suffix. */

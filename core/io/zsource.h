@@ -97,6 +97,19 @@ void source_env_zbuffers(struct source_env *env, unsigned long *made,
 /* 1 if s reads the uncompressed bytes of a compressed source. */
 int source_is_decompressed(const struct source *s);
 
+/* 1 with *from, the first uncompressed byte whose reads give EIO because
+ * the stream is damaged there (found by the pass, or by an earlier read),
+ * when s is a decompressed source whose pass has ended and whose last
+ * failed read failed for that damage (not the source's own failure: a
+ * server's); else 0. */
+int zsource_damage(struct source *s, uint64_t *from);
+
+/* When s (named `what`) starts with a compression format samplefs does
+ * not decompress (compress's .Z, lz4, lzip, lzma-alone, lzop): says so,
+ * naming it and the commands that make it readable, and 1; else 0.
+ * Reads s's first bytes. */
+int zsource_refuse_other(struct source *s, const char *what);
+
 /*
  * Wraps `in`, a raw deflate stream (a zip member's data: a slice of the
  * zip, io/slice.h source_open_range), as a source of its uncompressed

@@ -56,14 +56,19 @@ struct zsrc {
 	int own_map;                  /* 1: blob is our own mmap */
 	int no_pass;                  /* the store forbids a pass (-EPERM) */
 	struct zkeep keep;            /* xz, zstd: the decoder kept (zseq.h) */
+	atomic_int refused;           /* 1: the last read that failed did so
+				       * for damage (zsource_damage) */
+	atomic_uchar *failed;         /* per span, 1: a read found it damaged
+				       * (not the pass: ZP_BAD); NULL: none
+				       * kept (set at bind, ENOMEM) */
 	struct source *outer;         /* the source z is the priv of */
 	struct zrun *run;             /* the first pass, or NULL (stored table) */
 	const struct zexpect *want;   /* raw deflate: &want_buf; else NULL */
 	struct zexpect want_buf;
 	atomic_int growing;           /* 1 until the pass's end is published */
 	int pass_rc;                  /* the pass failed: every read gives it */
-	int extent_rc;                /* -EIO: bytes read while it ran were
-				       * damaged (source_extent says it) */
+	int extent_rc;                /* -ERESTART: bytes read while it ran
+				       * were damaged (source_extent says it) */
 };
 
 /* zsource.c: the table saved to the store; the table bound to z (and the

@@ -17,8 +17,9 @@
  *
  * Damage (a frame that does not decode or whose checksum fails, a
  * truncated file): the frame's bytes give EIO; when its header gives its
- * content size (zstd's does for files) and its block headers lead to its
- * end, the pass goes on after it (the missing bytes counted as zeros,
+ * content size (zstd's does for files; pzstd's do not, but a failed
+ * checksum means the whole frame was decoded) and its block headers lead
+ * to its end, the pass goes on after it (the missing bytes counted as zeros,
  * zpass_fill), else it ends there and the rest is not there.  Bombs: a frame
  * may ask for at most libzstd's default window limit (128 MiB); the
  * output is zsource's to bound.
@@ -32,6 +33,7 @@
 #include <string.h>
 #define ZSTD_STATIC_LINKING_ONLY	/* ZSTD_getFrameHeader: in Debian's .so */
 #include <zstd.h>
+#include <zstd_errors.h>	/* ZSTD_getErrorCode: a failed checksum */
 
 #include "log.h"
 
@@ -63,6 +65,7 @@ struct zd {
 	ZSTD_DCtx *dc;
 	int flushing;       /* 1: it may hold output not given yet */
 	uint64_t at;        /* compressed offset of the frame */
+	size_t err;         /* libzstd's error, when frame_code said 2 */
 };
 
 /*
@@ -91,6 +94,7 @@ static int frame_code(struct zd *d, struct zin *in, unsigned char *out,
 		*got = ob.pos;
 		if (ZSTD_isError(r)) {
 			*why = ZSTD_getErrorName(r);
+			d->err = r;
 			return 2;
 		}
 		d->flushing = ob.pos == ob.size;
@@ -162,22 +166,57 @@ static int frame_skip(struct zin *in, uint64_t at, const ZSTD_frameHeader *fh)
 }
 
 /*
- * A damaged frame whose content size its header gives: the rest of its
- * bytes counted as zeros (zpass_fill), the reader after it, the decoder
- * reset: 0 (the pass goes on), 1 when that cannot be, -errno.
+ * The content size of the frame at `at`, decoded again without checking
+ * its checksum (the error may come before its last bytes are given), or
+ * ZSTD_CONTENTSIZE_UNKNOWN.  The bytes are not kept: the frame is damaged.
+ */
+static uint64_t frame_size(struct zin *in, uint64_t at)
+{
+	struct zd d;
+	unsigned char *out = malloc(OUTCHUNK);
+	uint64_t size = 0;
+	const char *why;
+	size_t got;
+	int end = 1;
+
+	if (!out || zd_init(&d) < 0) {
+		free(out);
+		return ZSTD_CONTENTSIZE_UNKNOWN;
+	}
+	ZSTD_DCtx_setParameter(d.dc, ZSTD_d_forceIgnoreChecksum,
+			       ZSTD_d_ignoreChecksum);
+	zin_seek(in, at);
+	while (end == 1) {
+		end = frame_code(&d, in, out, OUTCHUNK, &got, &why);
+		size += got;
+	}
+	ZSTD_freeDCtx(d.dc);
+	free(out);
+	return end == 0 ? size : ZSTD_CONTENTSIZE_UNKNOWN;
+}
+
+/*
+ * A damaged frame whose content size is known: its header gives it, or
+ * (pzstd's frames do not) its checksum failed, so every byte of it was
+ * decoded.  The rest of its bytes counted as zeros (zpass_fill), the
+ * reader after it, the decoder reset: 0 (the pass goes on), 1 when that
+ * cannot be, -errno.
  */
 static int frame_recover(struct zd *d, struct zin *in, struct zpass *p,
 			 const ZSTD_frameHeader *fh, uint64_t got, uint64_t *total)
 {
+	uint64_t size = fh->frameContentSize;
 	int rc;
 
-	if (fh->frameType != ZSTD_frame ||
-	    fh->frameContentSize == ZSTD_CONTENTSIZE_UNKNOWN ||
-	    fh->frameContentSize < got || frame_skip(in, d->at, fh) < 0)
+	if (size == ZSTD_CONTENTSIZE_UNKNOWN &&
+	    ZSTD_getErrorCode(d->err) == ZSTD_error_checksum_wrong)
+		size = frame_size(in, d->at);
+	if (fh->frameType != ZSTD_frame || size == ZSTD_CONTENTSIZE_UNKNOWN ||
+	    size < got || frame_skip(in, d->at, fh) < 0)
 		return 1;
-	if ((rc = zpass_fill(p, fh->frameContentSize - got)) < 0)
+	if ((rc = zpass_fill(p, size - got)) < 0)
 		return rc == -EFBIG ? 1 : rc;
-	*total += fh->frameContentSize - got;
+	*total += size - got;
 	ZSTD_DCtx_reset(d->dc, ZSTD_reset_session_only);
 	d->flushing = 0;
 	return 0;

@@ -8,6 +8,7 @@
 #include "layouts/layout.h"
 #include "layouts/imagenet_files.h"
 #include "index/zstore.h"
+#include "io/zsource.h"
 #include "log.h"
 
 #include <errno.h>
@@ -132,6 +133,19 @@ static int reachable(struct source_env *env, const char *source,
 	return rc == -EIO || rc == -EACCES ? rc : 0;
 }
 
+/* A file in a compression samplefs does not read (x.tar.lz4): said, 1. */
+static int other_codec(struct source_env *env, const char *source)
+{
+	struct source *s;
+	int said;
+
+	if (source_open(env, source, &s) < 0)
+		return 0;
+	said = zsource_refuse_other(s, source);
+	source_close(s);
+	return said;
+}
+
 static const struct layout_kind *detect(struct source_env *env, const char *source,
 					const struct source_info *info)
 {
@@ -147,7 +161,7 @@ static const struct layout_kind *detect(struct source_env *env, const char *sour
 	if (absent)	/* every probe found nothing: no guess */
 		sfs_err("%s: not found on the server (HTTP 404 to its listing and "
 			"to every file a layout is detected by)", source);
-	else
+	else if (info->is_dir || !other_codec(env, source))
 		sfs_err("cannot tell the layout of %s; use -o layout=%s", source,
 			names(buf, sizeof(buf), "|"));
 	errno = absent ? ENOENT : EINVAL;

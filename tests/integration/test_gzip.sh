@@ -106,7 +106,7 @@ for f in flip.tar.gz crc.tar.gz; do
 		grep -q "$f: .*\(mismatch\|invalid\|incorrect\|truncated\)" "$(sfs_log "$mnt")"
 	check "$f: each file reads right or gives EIO, some EIO" right_or_eio "$mnt"
 	check "$f: the EIO is named in the log" \
-		grep -q "$f: .*damaged member: EIO" "$(sfs_log "$mnt")"
+		grep -q "$f: its uncompressed bytes .* are damaged (.*): reads of them give EIO" "$(sfs_log "$mnt")"
 	check "$f: unmount" sfs_umount "$mnt"
 done
 

@@ -180,7 +180,7 @@ for f in flip-blocks.tar.xz flip-frames.tar.zst flip-pbzip2.tar.bz2 \
 	else
 		check "$f: each file reads right or gives EIO, some EIO" right_or_eio "$mnt"
 		check "$f: the EIO is named in the log" \
-			grep -q "$f: .*damaged member: EIO" "$(sfs_log "$mnt")"
+			grep -q "$f: its uncompressed bytes .* are damaged (.*): reads of them give EIO" "$(sfs_log "$mnt")"
 	fi
 	check "$f: unmount" sfs_umount "$mnt"
 done

@@ -8,7 +8,8 @@
  * damaged files (a flipped byte) give EIO or the original bytes, never
  * others.  Files made by the tools themselves (xz -T0, pixz, pzstd,
  * pbzip2...) decode, per read, only the block or frame holding it, as the
- * tools' own block tables say (tests/unit/zblocks.py).
+ * tools' own block tables say (tests/unit/zblocks.py).  A pzstd frame
+ * whose checksum fails is stepped over: the frames after it read.
  */
 #include <bzlib.h>
 #include <criterion/criterion.h>
@@ -452,5 +453,72 @@ Test(zcodecs, zstd_prefix_then_in_order)
 	source_close(s);
 	source_env_free(env);
 	free(buf);
+	free(d);
+}
+
+/*
+ * pzstd's frames give no content size; one whose checksum fails (a byte
+ * of a raw block flipped: random bytes, stored as they are) has been
+ * decoded whole, so the pass learns its size by decoding it again,
+ * unchecked, and goes on: its bytes give EIO, the frames after it read
+ * right and the size is the file's (the pass once ended there).
+ */
+Test(zcodecs, pzstd_checksum_damaged_frame)
+{
+	size_t n = 8 * MB, i, nb;
+	unsigned char *d = malloc(n), buf[4096], h[3];
+	struct source_env *env;
+	struct source *s;
+	uint64_t x = 5, coff, *off, *len, at;
+	char cmd[256];
+	ssize_t got;
+	FILE *f;
+
+	cr_assert(d);
+	for (i = 0; i < n; i++) {
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		d[i] = (unsigned char)(x >> 56);
+	}
+	snprintf(path, sizeof(path), "%s/d", dir);
+	append(d, n);
+	snprintf(cmd, sizeof(cmd), "cd %s && pzstd -q -p 2 -1 -c d >x.z", dir);
+	cr_assert_eq(system(cmd), 0);
+	snprintf(path, sizeof(path), "%s/x.z", dir);
+	nb = tool_blocks(&off, &len);
+	cr_assert(nb >= 3, "pzstd made %zu frames", nb);
+	/* frame 1's compressed offset: zblocks.py -c's third column */
+	snprintf(cmd, sizeof(cmd), "/usr/bin/python3 %.*szblocks.py -c %s",
+		 (int)(strrchr(__FILE__, '/') + 1 - __FILE__), __FILE__, path);
+	cr_assert(f = popen(cmd, "r"));
+	cr_assert_eq(fscanf(f, "%*u %*u %*u %*u %*u %*u %llu",
+			    (unsigned long long *)&coff), 1);
+	while (fgetc(f) != EOF)
+		;
+	pclose(f);
+	/* its header: magic, descriptor 0x04 (no size, a checksum), window */
+	cr_assert(f = fopen(path, "r+b"));
+	fseek(f, (long)coff + 6, SEEK_SET);
+	cr_assert_eq(fread(h, 1, 3, f), 3);
+	cr_assert_eq(h[0] >> 1 & 3, 0, "frame 1 starts with a raw block");
+	fseek(f, (long)coff + 6 + 3 + 1000, SEEK_SET);
+	h[0] = (unsigned char)fgetc(f);
+	fseek(f, (long)coff + 6 + 3 + 1000, SEEK_SET);
+	fputc(h[0] ^ 0x10, f);
+	fclose(f);
+	s = open_z(&env);
+	cr_assert_eq(source_stamp(s)->size, n, "the frames after it are there");
+	for (at = 0; at < n; at += 100000) {
+		got = source_pread(s, buf, sizeof(buf), at);
+		if (at + sizeof(buf) > off[1] && at < off[1] + len[1])
+			cr_assert_eq(got, -EIO, "inside the damaged frame, at %llu",
+				     (unsigned long long)at);
+		else
+			cr_assert(got > 0 && !memcmp(buf, d + at, (size_t)got),
+				  "wrong bytes at %llu", (unsigned long long)at);
+	}
+	source_close(s);
+	source_env_free(env);
+	free(off);
+	free(len);
 	free(d);
 }

@@ -9,7 +9,8 @@
  * others.  The first open's pass runs in a thread: readers racing it, at
  * offsets ahead of it, from several threads, get the original bytes; a
  * pass that meets damage while a read waits wakes it, and bytes read
- * before the damage was known make source_extent fail (EIO).  Span
+ * before the damage was known make source_extent fail (ERESTART: read it
+ * again, up to the damage), and reads of the damage then give EIO.  Span
  * buffers are recycled (zpool.c): with a cache of a few spans, spans
  * evicted while the pass fills others, a file read through three times
  * against zlib's own inflate of it (gzread) makes no more buffers than the
@@ -583,8 +584,9 @@ static void *wait_read(void *arg)
  * reader in order from the start (the pass waits for it, so it reads
  * bytes of the damaged member before the pass knows it is damaged: a
  * flipped bit may inflate to other bytes) is told at the end:
- * source_extent fails (EIO), and reads after the pass give EIO; a reader
- * waiting past the end meanwhile is woken with the end or EIO.
+ * source_extent fails (ERESTART: read it again), and reads after the pass
+ * give EIO; a reader waiting past the end meanwhile is woken with the end
+ * or EIO.
  */
 static void stream_damaged(long where, int cut)
 {
@@ -633,7 +635,7 @@ static void stream_damaged(long where, int cut)
 	pthread_join(t, NULL);
 	cr_assert(w.got == -EIO || (w.got >= 0 && w.got <= 100), "waiter: %zd", w.got);
 	cr_assert(some, "the bytes before the damage came first");
-	cr_assert_eq(source_extent(s, UINT64_MAX, &have), -EIO,
+	cr_assert_eq(source_extent(s, UINT64_MAX, &have), -ERESTART,
 		     "bytes of the damaged member were read while the pass ran");
 	cr_assert_eq(source_pread(s, buf, 100, 0), -EIO, "and read after it: EIO");
 	source_close(s);

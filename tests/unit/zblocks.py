@@ -12,6 +12,12 @@ frame's size from its header or, when it has none (pzstd), from `zstd -dc` of
 its bytes.  bzip2: `bzip2recover` cuts the file into one stream per block,
 each decompressed by Python's bz2; the number of blocks is checked against a
 scan of every bit for the block magic.
+
+  zblocks.py -c FILE
+
+also gives where each one lies in FILE: "UOFF USIZE COFF CEND" (the byte
+holding its first bit, and the byte after its last; test_zdamage.sh damages
+one block with them).
 """
 import bz2
 import os
@@ -30,7 +36,7 @@ def xz_blocks(path):
     for line in out.splitlines():
         f = line.split("\t")
         if f[0] == "block":        # stream, number, file number, cofs, uofs, csize, usize
-            yield int(f[5]), int(f[7])
+            yield int(f[5]), int(f[7]), int(f[4]), int(f[4]) + int(f[6])
 
 
 def zstd_frame_end(d, p):
@@ -58,7 +64,7 @@ def zstd_blocks(path):
         e = zstd_frame_end(d, p)
         size = len(subprocess.run(["zstd", "-dcq"], input=d[p:e], check=True,
                                   capture_output=True).stdout)
-        yield uoff, size
+        yield uoff, size, p, e
         uoff += size
         p = e
 
@@ -89,13 +95,15 @@ def bz2_blocks(path):
     assert len(magics) == len(sizes), \
         f"{path}: {len(magics)} block magics, bzip2recover found {len(sizes)}"
     uoff = 0
-    for s in sizes:
-        yield uoff, s
+    ends = magics[1:] + [8 * os.path.getsize(path)]
+    for s, m, e in zip(sizes, magics, ends):
+        yield uoff, s, m // 8, (e + 7) // 8
         uoff += s
 
 
 def main():
-    path = sys.argv[1]
+    where = sys.argv[1] == "-c"
+    path = sys.argv[-1]
     head = open(path, "rb").read(6)
     if head == b"\xfd7zXZ\0":
         blocks = xz_blocks(path)
@@ -103,8 +111,8 @@ def main():
         blocks = bz2_blocks(path)
     else:
         blocks = zstd_blocks(path)
-    for uoff, size in blocks:
-        print(uoff, size)
+    for b in blocks:
+        print(*(b if where else b[:2]))
 
 
 if __name__ == "__main__":
