@@ -18,13 +18,17 @@
  * (core/layouts/layout.h), which no layout hands out.
  *
  * Contents: stats.json and metrics are made anew at each LOOKUP of their
- * name (each open: their entries time out at once), and reads are served
- * from that snapshot, so a reader sees one consistent document of the size
- * its stat said.  Opens are not sent to us (ops.c answers ENOSYS once) and
- * the kernel keeps pages across opens; a new snapshot always differs in
- * size from the one before it (a newline is added when it would not),
- * which makes the kernel drop the old pages.  Two readers opening at once
- * may read the later one's snapshot: each still a whole document.
+ * name, each snapshot under an inode of its own (ctl.c: SNAP_INO), which the
+ * lookup hands out once: the kernel's pages and size of one snapshot
+ * never serve another, whatever was listed, stat'ed or read before.  The
+ * entries time out at once, so each open looks the name up again and
+ * gets a fresh snapshot; a listing of the directory hands out no inode
+ * (readdirplus entries without attributes), as it would otherwise leave
+ * entries the next open trusts without a lookup.  Opens are not sent to
+ * us (ops.c answers ENOSYS once for all files), hence a new inode rather
+ * than direct_io.  A snapshot is freed at its FORGET, or when CTL_SNAPS
+ * newer ones have been made: a read of one that old answers ESTALE.
+ * config and version never change: made once, at one inode each.
  *
  * Counters: one slot per thread (claimed at its first count, CTL_SLOTS at
  * most; threads past that share one slot, with atomic adds), each written
@@ -49,6 +53,7 @@
 #define CTL_NAME       ".samplefs"
 #define CTL_NAME_CLASH ".samplefs-ctl"	/* when the dataset has CTL_NAME */
 #define CTL_SLOTS      128
+#define CTL_SNAPS      256	/* snapshots kept at most (see Contents) */
 #define SAMPLEFS_VERSION "0.1"
 
 /* The FUSE requests counted, by op. */
@@ -77,6 +82,13 @@ struct ctl_doc {
 	size_t len;
 };
 
+/* A snapshot of stats.json or metrics, at inode SNAP_INO(serial) (ctl.c). */
+struct ctl_snap {
+	uint64_t serial;	/* 0: free */
+	unsigned file;		/* CTL_STATS or CTL_METRICS */
+	struct ctl_doc doc;
+};
+
 struct ctl {
 	const char *name;	/* CTL_NAME, CTL_NAME_CLASH or NULL: none */
 	const struct fs_opts *opts;
@@ -86,8 +98,10 @@ struct ctl {
 	_Atomic unsigned nslots;
 	struct ctl_slot slots[CTL_SLOTS];
 	struct ctl_slot shared;
-	pthread_mutex_t lock;	/* guards docs */
-	struct ctl_doc docs[CTL_NFILES];
+	pthread_mutex_t lock;	/* guards docs, snaps and next_serial */
+	struct ctl_doc docs[CTL_NFILES];	/* config and version */
+	struct ctl_snap snaps[CTL_SNAPS];	/* serial s in snaps[s % CTL_SNAPS] */
+	uint64_t next_serial;
 };
 
 /* After layout_open (which took build_s): looks for the name clash (and
@@ -140,14 +154,19 @@ static inline int ctl_is(uint64_t ino)
 int ctl_is_dir_name(const struct ctl *c, uint64_t parent, const char *name);
 
 /* The control directory's attributes (ino 0), or one file's in it by name
- * (making its snapshot).  0 or -ENOENT. */
+ * (stats.json and metrics: a new snapshot at a new inode).  0, -ENOENT or
+ * -ENOMEM. */
 int ctl_lookup(struct ctl *c, uint64_t parent, const char *name,
 	       struct sfs_attr *out);
 int ctl_getattr(struct ctl *c, uint64_t ino, struct sfs_attr *out);
+/* The kernel forgot ino: a snapshot's is freed. */
+void ctl_forget(struct ctl *c, uint64_t ino);
+/* 1 if a listing may hand out ino's entry (not a snapshot's file). */
+int ctl_listed_link(uint64_t ino);
 int ctl_readdir(struct ctl *c, uint64_t ino, uint64_t off, sfs_fill_fn fill,
 		void *arg);
 /* Copies up to size bytes at off of the file's snapshot: their number, or
- * -errno. */
+ * -errno (-ESTALE: a snapshot no longer kept). */
 ssize_t ctl_read(struct ctl *c, uint64_t ino, char *buf, size_t size,
 		 uint64_t off);
 

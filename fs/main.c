@@ -532,7 +532,8 @@ int main(int argc, char *argv[])
 	build_s = sfs_now_s();
 	rc = layout_open(&fs.opts.core, &fs.layout);
 	build_signals_restore(old_sa);
-	if (rc)
+	if (rc || sfs_opts_check_data(&fs.opts, fs.layout.env ?
+				      source_env_decompressed(fs.layout.env) : 0))
 		goto out;
 	if (ctl_init(&fs.ctl, &fs.layout, &fs.opts, sfs_now_s() - build_s)) {
 		sfs_err("out of memory");

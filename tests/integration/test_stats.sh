@@ -18,7 +18,15 @@
 #   - through fault_proxy.py: two 500s armed, a read gets the right bytes
 #     and "retries" grows by the faults the proxy says it injected (2),
 #     "errors" by none;
-#   - samplefs-stat prints a table with a row per interval.
+#   - samplefs-stat prints a table with a row per interval;
+#   - every open of stats.json and metrics is a fresh whole snapshot,
+#     whatever was listed, stat'ed or read before (issue 25 item 5: after
+#     `ls` they read empty, or frozen): with three readers loading the
+#     mount, ctl_fresh.py lists, stats, reads and reopens 60 times and
+#     sees the lookup count and uptime grow at each open, and files_read
+#     grow over the loop; with readdirplus=always (quickdraw's and npy's
+#     default) and the tar's default; config then shows the values in
+#     force for the source's kind only.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/http_lib.sh"
 sfs_setup
@@ -120,6 +128,35 @@ stat_table() {
 }
 check "samplefs-stat MOUNT 0.2 2: a header and two rows" stat_table
 check "unmount" sfs_umount "$M"
+
+# ---- fresh snapshots under load ----
+LOADERS=()
+stop_loaders() { local p; for p in "${LOADERS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done; LOADERS=(); }
+SFS_CLEANUP_HOOKS+=(stop_loaders)
+# load MNT: three readers of every member, each dropping the pages it read
+# so that its next pass reaches samplefs again
+load() {
+	local i
+	for i in 1 2 3; do
+		"$PY" -c 'import os, sys
+while True:
+    for p in sys.argv[1:]:
+        fd = os.open(p, os.O_RDONLY)
+        while os.read(fd, 1 << 16):
+            pass
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.close(fd)' "$1"/f_* "$1"/sub/big 2>/dev/null &
+		LOADERS+=($!)
+	done
+}
+for rdp in always adaptive; do
+	check "mount (readdirplus=$rdp)" sfs_mount "$WEIRD" "$M" -o index_dir=$T/idx,readdirplus=$rdp
+	load "$M"
+	check "readdirplus=$rdp, under load: each open of stats.json and metrics is a fresh whole snapshot" \
+		"$PY" "$SFS_ROOT/tests/integration/ctl_fresh.py" "$M/.samplefs" 60 grow
+	stop_loaders
+	check "unmount" sfs_umount "$M"
+done
 
 # ---- a member named .samplefs ----
 check "mount a tar with a .samplefs member" sfs_mount "$T/clash.tar" "$M" -o index_dir=$T/idx
