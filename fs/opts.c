@@ -88,8 +88,8 @@ static const struct opt_row table[] = {
 	{"strokes", T_FILE_URL, O(strokes_dir), S_ANY, "DIR", "the class .npz files' directory, prefix or URL (default SOURCE/sketchrnn)"},
 	{"build_timeout", T_POS, O(remote.build_timeout_s), S_URL, "SECONDS", "an index build retries a failing range with backoff this long before it fails (default 600)"},
 	/* compressed sources, local or remote (core/io/zsource.h) */
-	{"span", T_SPAN, O(remote.span_bytes), S_Z, "SIZE", "gzip sources: uncompressed bytes between access points, 64k to 64M (default 1M)"},
-	{"span_cache", T_POSSIZE, O(remote.span_cache_bytes), S_Z, "SIZE", "gzip sources: memory for inflated spans (default 32M)"},
+	{"span", T_SPAN, O(remote.span_bytes), S_Z, "SIZE", "uncompressed bytes between access points, 64k to 64M (default 1M)"},
+	{"span_cache", T_POSSIZE, O(remote.span_cache_bytes), S_Z, "SIZE", "memory for inflated spans (default 32M)"},
 };
 #undef O
 #undef D
@@ -258,9 +258,15 @@ static int set_value(const struct opt_row *r, const char *val, struct fs_opts *o
 		return sfs_parse_size(val, (uint64_t *)field);
 	case T_POSSIZE:
 	case T_SPAN:
-		if (sfs_parse_size(val, &v) || !v ||
-		    (r->kind == T_SPAN && (v < ZSOURCE_SPAN_MIN || v > ZSOURCE_SPAN_MAX)))
+		if (sfs_parse_size(val, &v) || !v)
 			return -EINVAL;
+		if (r->kind == T_SPAN && (v < ZSOURCE_SPAN_MIN || v > ZSOURCE_SPAN_MAX)) {
+			sfs_err("-o %s=%s: %llu bytes; must be from 64k (%llu) to 64M "
+				"(%llu) bytes", r->name, val, (unsigned long long)v,
+				(unsigned long long)ZSOURCE_SPAN_MIN,
+				(unsigned long long)ZSOURCE_SPAN_MAX);
+			return -EDOM;
+		}
 		*(uint64_t *)field = v;
 		return 0;
 	case T_FLAG:
