@@ -349,11 +349,27 @@ static int serve_signals_install(struct fuse_session *se,
  * are blocked here and read from a signalfd).  Returns the exit status;
  * a child ended by a signal ends the parent by the same signal.
  */
+/* Passes on to child the stop signals pending on sfd: 1 if one was. */
+static int stop_pending(int sfd, pid_t child)
+{
+	struct signalfd_siginfo si;
+	struct pollfd p = { .fd = sfd, .events = POLLIN };
+	int sent = 0;
+
+	while (poll(&p, 1, 0) == 1 &&
+	       read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+		if (stops_build((int)si.ssi_signo, si.ssi_code)) {
+			kill(child, (int)si.ssi_signo);
+			sent = 1;
+		}
+	return sent;
+}
+
 static int wait_for_child(pid_t child, int rfd, const sigset_t *stops)
 {
 	struct signalfd_siginfo si;
 	struct pollfd p[2];
-	int sfd = signalfd(-1, stops, SFD_CLOEXEC), status = 0;
+	int sfd = signalfd(-1, stops, SFD_CLOEXEC), status = 0, served = 0;
 	ssize_t n = 0;
 	char ok;
 
@@ -376,6 +392,10 @@ static int wait_for_child(pid_t child, int rfd, const sigset_t *stops)
 			break;
 		}
 	}
+	/* one that came with the byte is heeded too: passed on, and the
+	 * child's end (its unmount) awaited */
+	if (n == 1 && sfd >= 0 && stop_pending(sfd, child))
+		n = served = 2;
 	if (sfd >= 0)
 		close(sfd);
 	close(rfd);
@@ -389,6 +409,8 @@ static int wait_for_child(pid_t child, int rfd, const sigset_t *stops)
 		raise(WTERMSIG(status));
 		return 128 + WTERMSIG(status);
 	}
+	if (served && WIFEXITED(status) && !WEXITSTATUS(status))
+		return 0;	/* served, then unmounted by the signal */
 	return WIFEXITED(status) && WEXITSTATUS(status) ? WEXITSTATUS(status) : 1;
 }
 

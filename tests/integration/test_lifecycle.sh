@@ -392,8 +392,9 @@ SFS_MOUNTS+=("$ME")
 # script's background job), kill -INT after DELAY; the command must end
 # within 10 s with 130 or 0, nothing left mounted (a mount that served
 # before the signal is unmounted by it).  A background command that had
-# already exited 0 (it served: the signal reached nobody) passes when its
-# mount serves.
+# already exited 0 (it served: the signal reached nobody; a zombie not
+# yet waited for, which kill would not fail on) passes when its mount
+# serves.
 early() {
 	local fg= i rc pid
 	[ "$1" = fg ] && fg=-f
@@ -401,7 +402,8 @@ early() {
 		"$T/small.tar" "$ME" 2>"$T/early.log" &
 	pid=$!
 	sleep "$2"
-	if ! kill -INT "$pid" 2>/dev/null; then
+	# one that has exited is a zombie until waited for: kill would succeed
+	if [[ "$(ps -o stat= -p "$pid")" == Z* ]] || ! kill -INT "$pid" 2>/dev/null; then
 		wait "$pid"; rc=$?
 		[ "$rc" = 0 ] && [ "$(mounts_on "$ME")" = 1 ] && fusermount3 -u "$ME" && return 0
 		echo "    exited $rc before the signal"; return 1
