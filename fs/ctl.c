@@ -365,24 +365,44 @@ static struct ctl_snap *snap_of(struct ctl *c, uint64_t ino)
 }
 
 /* A new snapshot of file i, replacing the oldest kept (c->lock held). */
-static int snap_new(struct ctl *c, unsigned i, struct sfs_attr *out)
+static struct ctl_snap *snap_new(struct ctl *c, unsigned i, int *rc)
 {
 	uint64_t serial = ++c->next_serial;
 	struct ctl_snap *s = &c->snaps[serial % CTL_SNAPS];
-	int rc;
 
 	s->serial = 0;
-	if ((rc = make_doc(c, (int)i, &s->doc)))
-		return rc;
+	if ((*rc = make_doc(c, (int)i, &s->doc)))
+		return NULL;
 	s->serial = serial;
 	s->file = i;
-	attr_of(i, &s->doc, SNAP_INO(serial), out);
-	return 0;
+	s->nlookup = 0;
+	s->read = 0;
+	s->made_ns = sfs_now_ns();
+	c->latest[i] = serial;
+	return s;
+}
+
+/*
+ * The snapshot a lookup of file i hands out (c->lock held): the latest
+ * while nobody has read it yet and it is younger than CTL_REUSE_NS (cp
+ * stats a file, opens it and checks that the inode is the same; a new
+ * inode would be "replaced while being copied"), else a new one.
+ */
+static struct ctl_snap *snap_for_lookup(struct ctl *c, unsigned i, int *rc)
+{
+	struct ctl_snap *s = c->latest[i] ? snap_of(c, SNAP_INO(c->latest[i])) : NULL;
+
+	if (!s || s->read || sfs_now_ns() - s->made_ns > CTL_REUSE_NS)
+		s = snap_new(c, i, rc);
+	if (s)
+		s->nlookup++;
+	return s;
 }
 
 int ctl_lookup(struct ctl *c, uint64_t parent, const char *name,
 	       struct sfs_attr *out)
 {
+	struct ctl_snap *s;
 	unsigned i;
 	int rc = 0;
 
@@ -393,10 +413,10 @@ int ctl_lookup(struct ctl *c, uint64_t parent, const char *name,
 	if (parent != CTL_INO(CTL_DIR) || !(i = file_of(name)))
 		return -ENOENT;
 	pthread_mutex_lock(&c->lock);
-	if (is_snap_file(i))
-		rc = snap_new(c, i, out);
-	else
+	if (!is_snap_file(i))
 		attr_of(i, &c->docs[i], CTL_INO(i), out);
+	else if ((s = snap_for_lookup(c, i, &rc)))
+		attr_of(i, &s->doc, SNAP_INO(s->serial), out);
 	pthread_mutex_unlock(&c->lock);
 	return rc;
 }
@@ -419,12 +439,13 @@ int ctl_getattr(struct ctl *c, uint64_t ino, struct sfs_attr *out)
 	return rc;
 }
 
-void ctl_forget(struct ctl *c, uint64_t ino)
+void ctl_forget(struct ctl *c, uint64_t ino, uint64_t nlookup)
 {
 	struct ctl_snap *s;
 
 	pthread_mutex_lock(&c->lock);
-	if ((s = snap_of(c, ino))) {
+	if ((s = snap_of(c, ino)) &&
+	    (s->nlookup -= nlookup < s->nlookup ? nlookup : s->nlookup) == 0) {
 		s->serial = 0;
 		free(s->doc.buf);
 		s->doc.buf = NULL;
@@ -471,8 +492,10 @@ ssize_t ctl_read(struct ctl *c, uint64_t ino, char *buf, size_t size,
 	pthread_mutex_lock(&c->lock);
 	if (i < CTL_NFILES && !is_snap_file((unsigned)i))
 		d = &c->docs[i];
-	else if ((s = snap_of(c, ino)))
+	else if ((s = snap_of(c, ino))) {
 		d = &s->doc;
+		s->read = 1;	/* the next lookup makes a new one */
+	}
 	if (d) {
 		n = 0;
 		if (off < d->len) {

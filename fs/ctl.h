@@ -17,12 +17,14 @@
  * too, there is none.  Inodes are of kind SFS_INO_KIND_CTL
  * (core/layouts/layout.h), which no layout hands out.
  *
- * Contents: stats.json and metrics are made anew at each LOOKUP of their
- * name, each snapshot under an inode of its own (ctl.c: SNAP_INO), which the
- * lookup hands out once: the kernel's pages and size of one snapshot
- * never serve another, whatever was listed, stat'ed or read before.  The
- * entries time out at once, so each open looks the name up again and
- * gets a fresh snapshot; a listing of the directory hands out no inode
+ * Contents: stats.json and metrics are made anew at a LOOKUP of their
+ * name, each snapshot under an inode of its own (ctl.c: SNAP_INO): the
+ * kernel's pages and size of one snapshot never serve another, whatever
+ * was listed, stat'ed or read before.  A lookup hands out the latest
+ * snapshot again while no READ has been served from it and it is younger
+ * than CTL_REUSE_NS (cp stats, opens, and wants the same inode), else a
+ * new one.  The entries time out at once, so each open looks the name up
+ * again and gets a snapshot made after the last one read; a listing of the directory hands out no inode
  * (readdirplus entries without attributes), as it would otherwise leave
  * entries the next open trusts without a lookup.  Opens are not sent to
  * us (ops.c answers ENOSYS once for all files), hence a new inode rather
@@ -54,6 +56,7 @@
 #define CTL_NAME_CLASH ".samplefs-ctl"	/* when the dataset has CTL_NAME */
 #define CTL_SLOTS      128
 #define CTL_SNAPS      256	/* snapshots kept at most (see Contents) */
+#define CTL_REUSE_NS   1000000000LL	/* an unread snapshot this young is reused */
 #define SAMPLEFS_VERSION "0.1"
 
 /* The FUSE requests counted, by op. */
@@ -87,6 +90,9 @@ struct ctl_snap {
 	uint64_t serial;	/* 0: free */
 	unsigned file;		/* CTL_STATS or CTL_METRICS */
 	struct ctl_doc doc;
+	uint64_t nlookup;	/* lookups handed out less those forgotten */
+	int read;		/* a READ was served from it */
+	int64_t made_ns;	/* sfs_now_ns when made */
 };
 
 struct ctl {
@@ -102,6 +108,7 @@ struct ctl {
 	struct ctl_doc docs[CTL_NFILES];	/* config and version */
 	struct ctl_snap snaps[CTL_SNAPS];	/* serial s in snaps[s % CTL_SNAPS] */
 	uint64_t next_serial;
+	uint64_t latest[CTL_NFILES];	/* each file's newest snapshot's serial */
 };
 
 /* After layout_open (which took build_s): looks for the name clash (and
@@ -159,8 +166,8 @@ int ctl_is_dir_name(const struct ctl *c, uint64_t parent, const char *name);
 int ctl_lookup(struct ctl *c, uint64_t parent, const char *name,
 	       struct sfs_attr *out);
 int ctl_getattr(struct ctl *c, uint64_t ino, struct sfs_attr *out);
-/* The kernel forgot ino: a snapshot's is freed. */
-void ctl_forget(struct ctl *c, uint64_t ino);
+/* The kernel forgot nlookup lookups of ino: a snapshot's is freed at 0. */
+void ctl_forget(struct ctl *c, uint64_t ino, uint64_t nlookup);
 /* 1 if a listing may hand out ino's entry (not a snapshot's file). */
 int ctl_listed_link(uint64_t ino);
 int ctl_readdir(struct ctl *c, uint64_t ino, uint64_t off, sfs_fill_fn fill,

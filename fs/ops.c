@@ -174,10 +174,9 @@ static void sfs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
 	struct sfs_fs *fs = fs_of(req);
 
-	(void)nlookup;	/* a snapshot's inode is handed out once */
 	ctl_op(&fs->ctl, CTL_FORGET);
 	if (ctl_is(ino))
-		ctl_forget(&fs->ctl, ino);
+		ctl_forget(&fs->ctl, ino, nlookup);
 	fuse_reply_none(req);
 }
 
@@ -190,7 +189,7 @@ static void sfs_forget_multi(fuse_req_t req, size_t count,
 	ctl_op(&fs->ctl, CTL_FORGET);
 	for (i = 0; i < count; i++)
 		if (ctl_is(forgets[i].ino))
-			ctl_forget(&fs->ctl, forgets[i].ino);
+			ctl_forget(&fs->ctl, forgets[i].ino, forgets[i].nlookup);
 	fuse_reply_none(req);
 }
 

@@ -81,7 +81,7 @@ static const struct opt_row table[] = {
 	{"endpoint", T_STR, O(remote.endpoint), S_BUCKET, "URL", "the store (default: AWS_ENDPOINT_URL, else AWS S3; gs://: https://storage.googleapis.com)"},
 	{"region", T_STR, O(remote.region), S_BUCKET, "NAME", "S3 region signed for (default: AWS_REGION, AWS_DEFAULT_REGION, else us-east-1)"},
 	{"addressing", T_ADDR, O(remote.addressing), S_BUCKET, "path|virtual", "S3: bucket in the path or the host name (default: path with endpoint=, else virtual)"},
-	{"profile", T_STR, O(remote.profile), S_BUCKET, "NAME", "profile in ~/.aws/credentials (default: AWS_PROFILE, else default)"},
+	{"profile", T_STR, O(remote.profile), S_BUCKET, "NAME", "profile in ~/.aws/credentials, used over AWS_ACCESS_KEY_ID (default: those keys, else AWS_PROFILE, else default)"},
 	{"anonymous", T_FLAG, O(remote.anonymous), S_BUCKET, NULL, "unsigned requests, even with credentials at hand"},
 	{"max_keys", T_POS, O(remote.max_keys), S_BUCKET, "N", "keys per listing request (default and most 1000)"},
 	{"images", T_FILE_URL, O(images_dir), S_ANY, "DIR", "the class .npy files' directory, prefix or URL (default SOURCE/numpy_bitmap)"},
