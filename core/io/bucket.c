@@ -453,15 +453,17 @@ static void auth_hint(const struct bucket_env *b, enum store st, long status,
 {
 	if (b->signed_[st] && (status == 401 || status == 403))
 		snprintf(out, len, " (signed with the credentials of %s: wrong or "
-			 "without access%s; -o profile=NAME picks a profile of "
-			 "the credentials file)",
+			 "without access%s; another profile of the credentials "
+			 "file: samplefs -o profile=NAME, samplefs-download "
+			 "--profile NAME)",
 			 st == ST_S3 ? b->cred.from : "GOOGLE_OAUTH_ACCESS_TOKEN",
 			 st == ST_S3 ? ", or region= differs" : "");
 	else if (!b->signed_[st] && status / 100 == 4 && status != 404)
 		snprintf(out, len, " (the request was unsigned: %s; a private "
 			 "bucket wants credentials: %s)", b->unsigned_why[st],
 			 st == ST_S3 ? "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
-			 "in the environment, or -o profile=NAME of ~/.aws/credentials" :
+			 "in the environment, or a profile of ~/.aws/credentials "
+			 "(samplefs -o profile=NAME, samplefs-download --profile NAME)" :
 			 "GOOGLE_OAUTH_ACCESS_TOKEN in the environment");
 }
 

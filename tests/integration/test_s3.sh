@@ -134,7 +134,7 @@ for src in "s3://no-such-bucket/tars/" "s3://no-such-bucket/tars/data.tar" "s3:/
 	done
 done
 check "anonymous (Swift's s3api serves none: 400): refused, naming the bucket, saying the request was unsigned and how to sign" \
-	expect_fail "bucket $B, key \"tars/data.tar\".*HTTP 400.*the request was unsigned: -o anonymous; a private bucket wants credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment, or -o profile=NAME" \
+	expect_fail "bucket $B, key \"tars/data.tar\".*HTTP 400.*the request was unsigned: -o anonymous; a private bucket wants credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment, or a profile of ~/.aws/credentials (samplefs -o profile=NAME, samplefs-download --profile NAME)" \
 	"$SAMPLEFS" -o "layout=tar,$EP,anonymous,index_dir=$T/idx-x" "s3://$B/tars/data.tar" "$M"
 # issue 25 item 5: no credentials anywhere (no keys, no file): unsigned, said
 mkdir -p "$T/nohome"
@@ -159,6 +159,9 @@ export AWS_SHARED_CREDENTIALS_FILE=$T/credentials
 check "profile=swift from the credentials file: mounts" \
 	sfs_mount "s3://$B/tars/data.tar" "$M" -o "layout=tar,$EP,profile=swift,index_dir=$T/idx-p"
 check "profile=swift: the same bytes" cmp "$M/d/f1.bin" <(tar -xOf "$W/tars/data.tar" d/f1.bin)
+# issue 25 item 5: config shows the bucket options in force (no region given, none in the environment)
+check "config: region=us-east-1 in force, profile=swift, timeout=30" \
+	bash -c "grep -qx region=us-east-1 '$M/.samplefs/config' && grep -qx profile=swift '$M/.samplefs/config' && grep -qx timeout=30 '$M/.samplefs/config'"
 check "unmount" sfs_umount "$M"
 check "the default profile (other keys): refused, naming the bucket and the profile used" \
 	expect_fail "bucket $B.*HTTP 403.*signed with the credentials of profile default of $T/credentials" \

@@ -25,8 +25,10 @@
 #     mount, ctl_fresh.py lists, stats, reads and reopens 60 times and
 #     sees the lookup count and uptime grow at each open, and files_read
 #     grow over the loop; with readdirplus=always (quickdraw's and npy's
-#     default) and the tar's default; config then shows the values in
-#     force for the source's kind only.
+#     default) and the tar's default; config shows the options that
+#     apply (source kind, layout) with the values in force: a local tar's
+#     no URL option, a URL's timeout=30 retries=5 cache_mem=32M
+#     read_timeout=60, the given ones as given.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/http_lib.sh"
 sfs_setup
@@ -106,6 +108,15 @@ PY
 }
 check "metrics: Prometheus lines, the same numbers as stats.json" metrics_ok
 check "config names the source" grep -qxF "source=$(realpath "$WEIRD")" "$M/.samplefs/config"
+# issue 25 item 5: the options that apply, with the values in force
+# (README's defaults), not all 40 as 0 or empty
+config_has() { local l; for l in "${@:2}"; do grep -qxF -- "$l" "$1" || { echo "    no '$l' in:"; sed 's/^/      /' "$1"; return 1; }; done; }
+config_lacks() { ! grep -q -- "$2" "$1" || { echo "    '$2' in:"; sed 's/^/      /' "$1"; return 1; }; }
+cp "$M/.samplefs/config" "$T/config.local"
+check "config (local tar): the values in force" config_has "$T/config.local" layout=tar workers=4 poll=50 readdirplus=adaptive recursive=1
+check "config (local tar): no URL, bucket, compressed-data or other layout's option" \
+	config_lacks "$T/config.local" '^\(timeout\|retries\|cache_mem\|region\|profile\|span\|span_cache\|per_class\|shard_size\)='
+check "config: no option shown twice" test "$(grep -o "^[a-z_]*=" "$T/config.local" | sort | uniq -d)" = ""
 check "version is samplefs --version's" \
 	test "samplefs version $(cat "$M/.samplefs/version")" = "$("$SAMPLEFS" --version | grep '^samplefs version')"
 check "ls -a of the root does not show .samplefs" \
@@ -185,6 +196,11 @@ settled() {
 	return 1
 }
 check "the mount's requests settle" settled
+cp "$M/.samplefs/config" "$T/config.http"
+check "config (URL): the URL options' values in force" \
+	config_has "$T/config.http" timeout=30 retries=5 cache_mem=32M read_timeout=60 build_timeout=600 workers=16
+check "config (URL): no bucket option" config_lacks "$T/config.http" '^\(region\|profile\|endpoint\)='
+
 check "a member over HTTP" cmp "$M/z_big" "$T/files2/z_big"
 # requests_match: the daemon's new requests equal those nginx logged
 # (waits for its read-ahead to land; the equality is the check)
@@ -218,6 +234,8 @@ check "unmount" sfs_umount "$M"
 check "fault proxy up" proxy_start "$(http_url /)"
 check "mount through the proxy (retries=3)" \
 	sfs_mount "$(proxy_url a.tar)" "$M" -o index_dir=$T/idx-p,retries=3,timeout=5
+check "config: retries=3, timeout=5 as given, read_timeout=10 (2 x timeout)" \
+	config_has "$M/.samplefs/config" retries=3 timeout=5 read_timeout=10
 snap "$M" "$T/p0.json"
 f0=$(proxy_stat faults)
 proxy_ctl "fault?mode=500&n=2&method=GET" >/dev/null
