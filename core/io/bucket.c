@@ -459,7 +459,7 @@ static void auth_hint(const struct bucket_env *b, enum store st, long status,
 			 st == ST_S3 ? b->cred.from : "GOOGLE_OAUTH_ACCESS_TOKEN",
 			 st == ST_S3 ? ", or region= differs" : "");
 	else if (!b->signed_[st] && status / 100 == 4 && status != 404)
-		snprintf(out, len, " (the request was unsigned: %s; a private "
+		snprintf(out, len, " (anonymous: the request was unsigned: %s; a private "
 			 "bucket wants credentials: %s)", b->unsigned_why[st],
 			 st == ST_S3 ? "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
 			 "in the environment, or a profile of ~/.aws/credentials "
