@@ -616,6 +616,10 @@ void sfs_opts_print(const struct fs_opts *o, const struct layout *layout, FILE *
 
 	if (env)
 		now.core.remote = *source_env_config(env);
+	if (!now.core.remote.span_bytes)
+		now.core.remote.span_bytes = ZSOURCE_SPAN_DEFAULT;
+	if (!now.core.remote.span_cache_bytes)
+		now.core.remote.span_cache_bytes = ZSOURCE_CACHE_DEFAULT;
 	if (!now.fsname)
 		now.fsname = (char *)o->core.source;
 	if (now.readdirplus == RDPLUS_BY_LAYOUT && layout && layout->ops)

@@ -7,7 +7,6 @@
  * Not for: moving bytes (file.c, http.c) or anything about formats.
  */
 #include "io/backend.h"
-#include "io/zsource.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -127,10 +126,6 @@ int source_env_new(const struct source_config *cfg, struct source_env **out)
 		env->cfg.max_redirects = 8;
 	if (!env->cfg.max_keys || env->cfg.max_keys > 1000)
 		env->cfg.max_keys = 1000;
-	if (!env->cfg.span_bytes)
-		env->cfg.span_bytes = ZSOURCE_SPAN_DEFAULT;
-	if (!env->cfg.span_cache_bytes)
-		env->cfg.span_cache_bytes = ZSOURCE_CACHE_DEFAULT;
 	if (!env->cfg.region)	/* bucket.c reads it; the control dir shows it */
 		env->cfg.region = source_default_region();
 	for (i = 0; i < NBACKENDS && !rc; i++)
@@ -154,13 +149,15 @@ uint64_t source_env_decompressed(const struct source_env *env)
 	return atomic_load_explicit(&env->ctr.decompressed, memory_order_relaxed);
 }
 
-/* A source just opened, wrapped when compressed: counted if it was. */
+/* A source just opened, wrapped when compressed: counted if it was (the
+ * wrapper is a new source; a plain one comes back as it went in). */
 int source_counted_wrap(struct source *s, struct source **out)
 {
+	struct source_env *env = s->env;	/* s may be closed on failure */
 	int rc = zsource_wrap(s, out);
 
-	if (rc == 0 && (*out)->env && source_is_decompressed(*out))
-		SOURCE_COUNT(&(*out)->env->ctr, decompressed);
+	if (rc == 0 && *out != s && env)
+		SOURCE_COUNT(&env->ctr, decompressed);
 	return rc;
 }
 

@@ -120,7 +120,8 @@ struct source_stats {
 void source_env_stats(const struct source_env *env, struct source_stats *out);
 
 /* The configuration in force: as given, defaults filled in (the region
- * too: region=, else AWS_REGION, AWS_DEFAULT_REGION, else us-east-1). */
+ * too: region=, else AWS_REGION, AWS_DEFAULT_REGION, else us-east-1), but
+ * span_bytes and span_cache_bytes, 0 for zsource.h's defaults. */
 const struct source_config *source_env_config(const struct source_env *env);
 /* How many sources were opened through env as the uncompressed bytes of
  * a compressed file or member (zsource.h) so far. */
