@@ -1,6 +1,7 @@
 /*
  * ctl.c - the control directory of ctl.h: per-thread counters, and the
- * documents made from them (JSON, Prometheus text) at each lookup.
+ * documents made from them (JSON, Prometheus text) at each lookup, each
+ * at an inode of its own.
  * Not for: parsing those documents (tools/stat) or any dataset file.
  */
 #include "ctl.h"
@@ -28,6 +29,8 @@ static const char *const file_names[CTL_NFILES] = {
 };
 
 #define CTL_INO(i) SFS_INO(SFS_INO_KIND_CTL, (i))
+/* Snapshot inodes follow the files' own: serials from 1 up, never reused. */
+#define SNAP_INO(serial) CTL_INO(CTL_NFILES + (serial))
 
 /* ---- counting ---- */
 
@@ -233,12 +236,10 @@ static void write_metrics(struct ctl *c, FILE *f, const struct totals *t,
 	fprintf(f, "samplefs_uptime_seconds %.3f\n", up);
 }
 
-/* Makes file i's document into d (c->lock held).  A live one differs in
- * size from the one it replaces (ctl.h: the kernel's pages).  0 or -ENOMEM. */
+/* Makes file i's document into d (c->lock held).  0 or -ENOMEM. */
 static int make_doc(struct ctl *c, int i, struct ctl_doc *d)
 {
 	struct source_stats ss = { 0 };
-	size_t old = d->len;
 	struct totals t;
 	FILE *f;
 	double up = (double)(sfs_now_ns() - c->start_ns) / 1e9;
@@ -256,11 +257,9 @@ static int make_doc(struct ctl *c, int i, struct ctl_doc *d)
 	else if (i == CTL_METRICS)
 		write_metrics(c, f, &t, &ss, up);
 	else if (i == CTL_CONFIG)
-		sfs_opts_print(c->opts, f);
+		sfs_opts_print(c->opts, c->layout, f);
 	else
 		fprintf(f, "%s\n", SAMPLEFS_VERSION);
-	if (ftell(f) == (long)old && (i == CTL_STATS || i == CTL_METRICS))
-		fputc('\n', f);
 	if (fclose(f)) {
 		free(d->buf);
 		d->buf = NULL;
@@ -306,6 +305,8 @@ void ctl_destroy(struct ctl *c)
 		return;
 	for (i = 0; i < CTL_NFILES; i++)
 		free(c->docs[i].buf);
+	for (i = 0; i < CTL_SNAPS; i++)
+		free(c->snaps[i].doc.buf);
 	pthread_mutex_destroy(&c->lock);
 }
 
@@ -316,10 +317,18 @@ int ctl_is_dir_name(const struct ctl *c, uint64_t parent, const char *name)
 	return parent == SFS_ROOT_INO && c->name && !strcmp(name, c->name);
 }
 
-static void attr_of(struct ctl *c, unsigned i, struct sfs_attr *out)
+static int is_snap_file(unsigned i)
+{
+	return i == CTL_STATS || i == CTL_METRICS;
+}
+
+/* The attributes of file i (CTL_DIR for the directory) whose document is
+ * d (NULL: none), at inode ino. */
+static void attr_of(unsigned i, const struct ctl_doc *d, uint64_t ino,
+		    struct sfs_attr *out)
 {
 	memset(out, 0, sizeof(*out));
-	out->ino = CTL_INO(i);
+	out->ino = ino;
 	out->mtime = time(NULL);
 	if (i == CTL_DIR) {
 		out->mode = S_IFDIR | 0555;
@@ -328,7 +337,7 @@ static void attr_of(struct ctl *c, unsigned i, struct sfs_attr *out)
 	}
 	out->mode = S_IFREG | 0444;
 	out->nlink = 1;
-	out->size = c->docs[i].len;
+	out->size = d ? d->len : 0;
 }
 
 /* File number of a name in the directory, or 0. */
@@ -342,22 +351,72 @@ static unsigned file_of(const char *name)
 	return 0;
 }
 
+/* The snapshot at ino, or NULL when it is not kept (c->lock held). */
+static struct ctl_snap *snap_of(struct ctl *c, uint64_t ino)
+{
+	uint64_t idx = SFS_INO_IDX(ino), serial;
+	struct ctl_snap *s;
+
+	if (idx < CTL_NFILES)
+		return NULL;
+	serial = idx - CTL_NFILES;
+	s = &c->snaps[serial % CTL_SNAPS];
+	return s->serial == serial ? s : NULL;
+}
+
+/* A new snapshot of file i, replacing the oldest kept (c->lock held). */
+static struct ctl_snap *snap_new(struct ctl *c, unsigned i, int *rc)
+{
+	uint64_t serial = ++c->next_serial;
+	struct ctl_snap *s = &c->snaps[serial % CTL_SNAPS];
+
+	s->serial = 0;
+	if ((*rc = make_doc(c, (int)i, &s->doc)))
+		return NULL;
+	s->serial = serial;
+	s->file = i;
+	s->nlookup = 0;
+	s->read = 0;
+	s->made_ns = sfs_now_ns();
+	c->latest[i] = serial;
+	return s;
+}
+
+/*
+ * The snapshot a lookup of file i hands out (c->lock held): the latest
+ * while nobody has read it yet and it is younger than CTL_REUSE_NS (cp
+ * stats a file, opens it and checks that the inode is the same; a new
+ * inode would be "replaced while being copied"), else a new one.
+ */
+static struct ctl_snap *snap_for_lookup(struct ctl *c, unsigned i, int *rc)
+{
+	struct ctl_snap *s = c->latest[i] ? snap_of(c, SNAP_INO(c->latest[i])) : NULL;
+
+	if (!s || s->read || sfs_now_ns() - s->made_ns > CTL_REUSE_NS)
+		s = snap_new(c, i, rc);
+	if (s)
+		s->nlookup++;
+	return s;
+}
+
 int ctl_lookup(struct ctl *c, uint64_t parent, const char *name,
 	       struct sfs_attr *out)
 {
+	struct ctl_snap *s;
 	unsigned i;
 	int rc = 0;
 
 	if (parent == SFS_ROOT_INO) {
-		attr_of(c, CTL_DIR, out);
+		attr_of(CTL_DIR, NULL, CTL_INO(CTL_DIR), out);
 		return 0;
 	}
 	if (parent != CTL_INO(CTL_DIR) || !(i = file_of(name)))
 		return -ENOENT;
 	pthread_mutex_lock(&c->lock);
-	if (i == CTL_STATS || i == CTL_METRICS || !c->docs[i].buf)
-		rc = make_doc(c, (int)i, &c->docs[i]);
-	attr_of(c, i, out);
+	if (!is_snap_file(i))
+		attr_of(i, &c->docs[i], CTL_INO(i), out);
+	else if ((s = snap_for_lookup(c, i, &rc)))
+		attr_of(i, &s->doc, SNAP_INO(s->serial), out);
 	pthread_mutex_unlock(&c->lock);
 	return rc;
 }
@@ -365,16 +424,40 @@ int ctl_lookup(struct ctl *c, uint64_t parent, const char *name,
 int ctl_getattr(struct ctl *c, uint64_t ino, struct sfs_attr *out)
 {
 	uint64_t i = SFS_INO_IDX(ino);
+	struct ctl_snap *s;
 	int rc = 0;
 
-	if (i >= CTL_NFILES)
-		return -ENOENT;
 	pthread_mutex_lock(&c->lock);
-	if (i != CTL_DIR && !c->docs[i].buf)
-		rc = make_doc(c, (int)i, &c->docs[i]);
-	attr_of(c, (unsigned)i, out);
+	if (i < CTL_NFILES)	/* a snapshot file's own: listed, never linked */
+		attr_of((unsigned)i, is_snap_file((unsigned)i) ? NULL : &c->docs[i],
+			ino, out);
+	else if ((s = snap_of(c, ino)))
+		attr_of(s->file, &s->doc, ino, out);
+	else
+		rc = -ESTALE;
 	pthread_mutex_unlock(&c->lock);
 	return rc;
+}
+
+void ctl_forget(struct ctl *c, uint64_t ino, uint64_t nlookup)
+{
+	struct ctl_snap *s;
+
+	pthread_mutex_lock(&c->lock);
+	if ((s = snap_of(c, ino)) &&
+	    (s->nlookup -= nlookup < s->nlookup ? nlookup : s->nlookup) == 0) {
+		s->serial = 0;
+		free(s->doc.buf);
+		s->doc.buf = NULL;
+		s->doc.len = 0;
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
+int ctl_listed_link(uint64_t ino)
+{
+	return SFS_INO_IDX(ino) < CTL_NFILES &&
+	       !is_snap_file((unsigned)SFS_INO_IDX(ino));
 }
 
 int ctl_readdir(struct ctl *c, uint64_t ino, uint64_t off, sfs_fill_fn fill,
@@ -387,7 +470,8 @@ int ctl_readdir(struct ctl *c, uint64_t ino, uint64_t off, sfs_fill_fn fill,
 		return -ENOTDIR;
 	for (i = off + 1; i < CTL_NFILES; i++) {
 		pthread_mutex_lock(&c->lock);
-		attr_of(c, (unsigned)i, &a);
+		attr_of((unsigned)i, is_snap_file((unsigned)i) ? NULL : &c->docs[i],
+			CTL_INO(i), &a);
 		pthread_mutex_unlock(&c->lock);
 		if (fill(arg, file_names[i], &a, i))
 			break;
@@ -399,19 +483,26 @@ ssize_t ctl_read(struct ctl *c, uint64_t ino, char *buf, size_t size,
 		 uint64_t off)
 {
 	uint64_t i = SFS_INO_IDX(ino);
-	const struct ctl_doc *d;
-	size_t n = 0;
+	const struct ctl_doc *d = NULL;
+	struct ctl_snap *s;
+	ssize_t n = -ESTALE;
 
 	if (i == CTL_DIR)
 		return -EISDIR;
-	if (i >= CTL_NFILES)
-		return -ENOENT;
 	pthread_mutex_lock(&c->lock);
-	d = &c->docs[i];
-	if (off < d->len) {
-		n = d->len - off < size ? d->len - (size_t)off : size;
-		memcpy(buf, d->buf + off, n);
+	if (i < CTL_NFILES && !is_snap_file((unsigned)i))
+		d = &c->docs[i];
+	else if ((s = snap_of(c, ino))) {
+		d = &s->doc;
+		s->read = 1;	/* the next lookup makes a new one */
+	}
+	if (d) {
+		n = 0;
+		if (off < d->len) {
+			n = (ssize_t)(d->len - off < size ? d->len - (size_t)off : size);
+			memcpy(buf, d->buf + off, (size_t)n);
+		}
 	}
 	pthread_mutex_unlock(&c->lock);
-	return (ssize_t)n;
+	return n;
 }

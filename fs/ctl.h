@@ -17,14 +17,20 @@
  * too, there is none.  Inodes are of kind SFS_INO_KIND_CTL
  * (core/layouts/layout.h), which no layout hands out.
  *
- * Contents: stats.json and metrics are made anew at each LOOKUP of their
- * name (each open: their entries time out at once), and reads are served
- * from that snapshot, so a reader sees one consistent document of the size
- * its stat said.  Opens are not sent to us (ops.c answers ENOSYS once) and
- * the kernel keeps pages across opens; a new snapshot always differs in
- * size from the one before it (a newline is added when it would not),
- * which makes the kernel drop the old pages.  Two readers opening at once
- * may read the later one's snapshot: each still a whole document.
+ * Contents: stats.json and metrics are made anew at a LOOKUP of their
+ * name, each snapshot under an inode of its own (ctl.c: SNAP_INO): the
+ * kernel's pages and size of one snapshot never serve another, whatever
+ * was listed, stat'ed or read before.  A lookup hands out the latest
+ * snapshot again while no READ has been served from it and it is younger
+ * than CTL_REUSE_NS (cp stats, opens, and wants the same inode), else a
+ * new one.  The entries time out at once, so each open looks the name up
+ * again and gets a snapshot made after the last one read; a listing of the directory hands out no inode
+ * (readdirplus entries without attributes), as it would otherwise leave
+ * entries the next open trusts without a lookup.  Opens are not sent to
+ * us (ops.c answers ENOSYS once for all files), hence a new inode rather
+ * than direct_io.  A snapshot is freed at its FORGET, or when CTL_SNAPS
+ * newer ones have been made: a read of one that old answers ESTALE.
+ * config and version never change: made once, at one inode each.
  *
  * Counters: one slot per thread (claimed at its first count, CTL_SLOTS at
  * most; threads past that share one slot, with atomic adds), each written
@@ -49,6 +55,8 @@
 #define CTL_NAME       ".samplefs"
 #define CTL_NAME_CLASH ".samplefs-ctl"	/* when the dataset has CTL_NAME */
 #define CTL_SLOTS      128
+#define CTL_SNAPS      256	/* snapshots kept at most (see Contents) */
+#define CTL_REUSE_NS   1000000000LL	/* an unread snapshot this young is reused */
 #define SAMPLEFS_VERSION "0.1"
 
 /* The FUSE requests counted, by op. */
@@ -77,6 +85,16 @@ struct ctl_doc {
 	size_t len;
 };
 
+/* A snapshot of stats.json or metrics, at inode SNAP_INO(serial) (ctl.c). */
+struct ctl_snap {
+	uint64_t serial;	/* 0: free */
+	unsigned file;		/* CTL_STATS or CTL_METRICS */
+	struct ctl_doc doc;
+	uint64_t nlookup;	/* lookups handed out less those forgotten */
+	int read;		/* a READ was served from it */
+	int64_t made_ns;	/* sfs_now_ns when made */
+};
+
 struct ctl {
 	const char *name;	/* CTL_NAME, CTL_NAME_CLASH or NULL: none */
 	const struct fs_opts *opts;
@@ -86,8 +104,11 @@ struct ctl {
 	_Atomic unsigned nslots;
 	struct ctl_slot slots[CTL_SLOTS];
 	struct ctl_slot shared;
-	pthread_mutex_t lock;	/* guards docs */
-	struct ctl_doc docs[CTL_NFILES];
+	pthread_mutex_t lock;	/* guards docs, snaps and next_serial */
+	struct ctl_doc docs[CTL_NFILES];	/* config and version */
+	struct ctl_snap snaps[CTL_SNAPS];	/* serial s in snaps[s % CTL_SNAPS] */
+	uint64_t next_serial;
+	uint64_t latest[CTL_NFILES];	/* each file's newest snapshot's serial */
 };
 
 /* After layout_open (which took build_s): looks for the name clash (and
@@ -140,14 +161,19 @@ static inline int ctl_is(uint64_t ino)
 int ctl_is_dir_name(const struct ctl *c, uint64_t parent, const char *name);
 
 /* The control directory's attributes (ino 0), or one file's in it by name
- * (making its snapshot).  0 or -ENOENT. */
+ * (stats.json and metrics: a new snapshot at a new inode).  0, -ENOENT or
+ * -ENOMEM. */
 int ctl_lookup(struct ctl *c, uint64_t parent, const char *name,
 	       struct sfs_attr *out);
 int ctl_getattr(struct ctl *c, uint64_t ino, struct sfs_attr *out);
+/* The kernel forgot nlookup lookups of ino: a snapshot's is freed at 0. */
+void ctl_forget(struct ctl *c, uint64_t ino, uint64_t nlookup);
+/* 1 if a listing may hand out ino's entry (not a snapshot's file). */
+int ctl_listed_link(uint64_t ino);
 int ctl_readdir(struct ctl *c, uint64_t ino, uint64_t off, sfs_fill_fn fill,
 		void *arg);
 /* Copies up to size bytes at off of the file's snapshot: their number, or
- * -errno. */
+ * -errno (-ESTALE: a snapshot no longer kept). */
 ssize_t ctl_read(struct ctl *c, uint64_t ino, char *buf, size_t size,
 		 uint64_t off);
 

@@ -16,9 +16,13 @@
  * answered) or fails, and exits with the child's status, passing on
  * SIGINT, SIGTERM and SIGHUP meanwhile (stops_build: those ignored at
  * start); the child ends too should the parent die first (kill -9).  The
- * child's messages reach the terminal until then.  Those signals during
- * the build remove its temporary files and end the process (by the
- * signal, as the shell expects of Ctrl-C).
+ * child's messages reach the terminal until then.  Those signals are
+ * heeded from the first instruction on: before the mount serves they end
+ * the process (by the signal, as the shell expects of Ctrl-C), removing
+ * an unfinished index build's temporary files and leaving nothing
+ * mounted; once it serves, they unmount and the exit status is 0.  Ones
+ * ignored at start are heeded too when a process sends them (a script's
+ * `kill -INT $!`), not from the terminal (stops_build).
  */
 #include "ops.h"
 #include "opts.h"
@@ -246,20 +250,43 @@ static int stops_build(int sig, int code)
 	return 0;
 }
 
+/* 1 while layout_open runs: on_build_signal's message says so. */
+static volatile sig_atomic_t building;
+/* The stop signal heeded once serving handlers are in (0: none), and the
+ * session it ends: on_serve_signal's. */
+static volatile sig_atomic_t stop_sig;
+static struct fuse_session *volatile serving_se;
+
 /* Removes the build's temporary files, says so, and ends the process by
- * the signal.  Async-signal-safe calls only. */
+ * the signal (nothing is mounted yet).  Async-signal-safe calls only. */
 static void on_build_signal(int sig, siginfo_t *si, void *ctx)
 {
 	static const char msg[] = "samplefs: interrupted: index build stopped, "
 				  "its temporary files removed\n";
+	static const char before[] = "samplefs: interrupted: nothing mounted\n";
 
 	(void)ctx;
 	if (!stops_build(sig, si->si_code))
 		return;
 	index_remove_unfinished();
-	(void)!write(STDERR_FILENO, msg, sizeof(msg) - 1);
+	if (building)
+		(void)!write(STDERR_FILENO, msg, sizeof(msg) - 1);
+	else
+		(void)!write(STDERR_FILENO, before, sizeof(before) - 1);
 	signal(sig, SIG_DFL);
 	raise(sig);
+}
+
+/* From the mount on: ends the session (as libfuse's handler does), so the
+ * loop, or the mount's setup, stops and unmounts. */
+static void on_serve_signal(int sig, siginfo_t *si, void *ctx)
+{
+	(void)ctx;
+	if (!stops_build(sig, si->si_code))
+		return;
+	stop_sig = sig;
+	if (serving_se)
+		fuse_session_exit(serving_se);
 }
 
 /*
@@ -267,28 +294,51 @@ static void on_build_signal(int sig, siginfo_t *si, void *ctx)
  * tells which of their senders to heed: stops_build), but SIGHUP under
  * nohup; old[] keeps what to restore.
  */
-static void build_signals_install(struct sigaction old[NSTOP])
+static void signals_install(const struct sigaction old[NSTOP],
+			    void (*fn)(int, siginfo_t *, void *), int flags)
 {
-	/* SA_RESTART: a signal it lets pass must not fail the build's calls */
-	struct sigaction sa = { .sa_sigaction = on_build_signal,
-				.sa_flags = SA_SIGINFO | SA_RESTART };
+	struct sigaction sa = { .sa_sigaction = fn, .sa_flags = SA_SIGINFO | flags };
 	size_t i;
 
 	sigemptyset(&sa.sa_mask);
 	for (i = 0; i < NSTOP; i++)
 		sigaddset(&sa.sa_mask, stop_signals[i]);
-	for (i = 0; i < NSTOP; i++) {
-		sigaction(stop_signals[i], NULL, &old[i]);
+	for (i = 0; i < NSTOP; i++)
 		if (old[i].sa_handler == SIG_DFL ||
 		    (old[i].sa_handler == SIG_IGN && stop_signals[i] != SIGHUP))
 			sigaction(stop_signals[i], &sa, NULL);
-	}
 }
 
-static void build_signals_restore(const struct sigaction old[NSTOP])
+static void build_signals_install(struct sigaction old[NSTOP])
 {
 	for (size_t i = 0; i < NSTOP; i++)
-		sigaction(stop_signals[i], &old[i], NULL);
+		sigaction(stop_signals[i], NULL, &old[i]);
+	/* SA_RESTART: a signal it lets pass must not fail the build's calls */
+	signals_install(old, on_build_signal, SA_RESTART);
+}
+
+/*
+ * From on_build_signal to on_serve_signal, before the mount, with the stop
+ * signals blocked meanwhile (one sent then is heeded by the new handler),
+ * and libfuse's SIGPIPE handler; libfuse leaves the stop signals to ours
+ * (it sets only those at SIG_DFL).  No SA_RESTART: the session's reads must
+ * see EINTR.  0, or -1 when libfuse's fails.
+ */
+static int serve_signals_install(struct fuse_session *se,
+				 const struct sigaction old[NSTOP])
+{
+	sigset_t stops, mask;
+	int rc;
+
+	sigemptyset(&stops);
+	for (size_t i = 0; i < NSTOP; i++)
+		sigaddset(&stops, stop_signals[i]);
+	sigprocmask(SIG_BLOCK, &stops, &mask);
+	serving_se = se;
+	signals_install(old, on_serve_signal, 0);
+	rc = fuse_set_signal_handlers(se);
+	sigprocmask(SIG_SETMASK, &mask, NULL);
+	return rc;
 }
 
 /* ---- going to the background ---- */
@@ -299,11 +349,27 @@ static void build_signals_restore(const struct sigaction old[NSTOP])
  * are blocked here and read from a signalfd).  Returns the exit status;
  * a child ended by a signal ends the parent by the same signal.
  */
+/* Passes on to child the stop signals pending on sfd: 1 if one was. */
+static int stop_pending(int sfd, pid_t child)
+{
+	struct signalfd_siginfo si;
+	struct pollfd p = { .fd = sfd, .events = POLLIN };
+	int sent = 0;
+
+	while (poll(&p, 1, 0) == 1 &&
+	       read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+		if (stops_build((int)si.ssi_signo, si.ssi_code)) {
+			kill(child, (int)si.ssi_signo);
+			sent = 1;
+		}
+	return sent;
+}
+
 static int wait_for_child(pid_t child, int rfd, const sigset_t *stops)
 {
 	struct signalfd_siginfo si;
 	struct pollfd p[2];
-	int sfd = signalfd(-1, stops, SFD_CLOEXEC), status = 0;
+	int sfd = signalfd(-1, stops, SFD_CLOEXEC), status = 0, served = 0;
 	ssize_t n = 0;
 	char ok;
 
@@ -326,6 +392,10 @@ static int wait_for_child(pid_t child, int rfd, const sigset_t *stops)
 			break;
 		}
 	}
+	/* one that came with the byte is heeded too: passed on, and the
+	 * child's end (its unmount) awaited */
+	if (n == 1 && sfd >= 0 && stop_pending(sfd, child))
+		n = served = 2;
 	if (sfd >= 0)
 		close(sfd);
 	close(rfd);
@@ -339,6 +409,8 @@ static int wait_for_child(pid_t child, int rfd, const sigset_t *stops)
 		raise(WTERMSIG(status));
 		return 128 + WTERMSIG(status);
 	}
+	if (served && WIFEXITED(status) && !WEXITSTATUS(status))
+		return 0;	/* served, then unmounted by the signal */
 	return WIFEXITED(status) && WEXITSTATUS(status) ? WEXITSTATUS(status) : 1;
 }
 
@@ -443,6 +515,8 @@ static int serve_init(struct fuse_session *se, const char *mnt)
 	free(buf.mem);
 	if (rc > 0 && !fuse_session_exited(se))
 		return 0;
+	if (stop_sig)
+		return -1;	/* main says so */
 	sfs_err("%s: the mount ended before serving: %s", mnt,
 		rc < 0 ? strerror(-rc) : "refused at FUSE INIT (see above)");
 	return -1;
@@ -457,11 +531,14 @@ int main(int argc, char *argv[])
 	struct sigaction old_sa[NSTOP];
 	sigset_t stops, oldmask;
 	int ret = 1, rc, mounted = 0, handlers = 0, private_idx = 0;
-	int background = 0, wfd = -1;
+	int background = 0, wfd = -1, serving = 0;
 	pid_t starter = getpid();
 	const char *layout;
 	double build_s;
 
+	/* first: a stop signal from now on ends us (script's kill -INT $!) */
+	stop_signals_note();
+	build_signals_install(old_sa);
 	fs.uid = getuid();
 	fs.gid = getgid();
 	fs.timeout = TIMEOUT;
@@ -517,7 +594,6 @@ int main(int argc, char *argv[])
 	if (!se)
 		goto out;
 	raise_nofile();
-	stop_signals_note();
 	if (!copts.foreground) {
 		rc = go_background(starter, &wfd, &ret, &stops, &oldmask);
 		if (rc > 0)
@@ -526,26 +602,27 @@ int main(int argc, char *argv[])
 			goto out;
 		background = 1;
 	}
-	build_signals_install(old_sa);
 	if (background)
 		sigprocmask(SIG_SETMASK, &oldmask, NULL);
 	build_s = sfs_now_s();
+	building = 1;
 	rc = layout_open(&fs.opts.core, &fs.layout);
-	build_signals_restore(old_sa);
-	if (rc)
+	building = 0;
+	if (rc || sfs_opts_check_data(&fs.opts, fs.layout.env ?
+				      source_env_decompressed(fs.layout.env) : 0))
 		goto out;
 	if (ctl_init(&fs.ctl, &fs.layout, &fs.opts, sfs_now_s() - build_s)) {
 		sfs_err("out of memory");
 		goto out;
 	}
 	inval_init(&fs.inval, se, &fs.layout);
-	if (fuse_set_signal_handlers(se))
+	if (serve_signals_install(se, old_sa))
 		goto out;
 	handlers = 1;
-	if (fuse_session_mount(se, copts.mountpoint))
+	if (stop_sig || fuse_session_mount(se, copts.mountpoint))
 		goto out;
 	mounted = 1;
-	if (serve_init(se, copts.mountpoint))
+	if (serve_init(se, copts.mountpoint) || stop_sig)
 		goto out;
 	if (background) {
 		rc = detach(wfd, starter);
@@ -554,9 +631,10 @@ int main(int argc, char *argv[])
 			goto out;
 	}
 	sfs_log_serving(!copts.foreground);	/* stderr is /dev/null when daemonised */
+	serving = 1;
 	rc = run_loop(&fs, se, &copts);
 	/* the loop returns the number of a signal that ended it: a clean end */
-	ret = rc && rc != SIGINT && rc != SIGTERM && rc != SIGHUP ? 1 : 0;
+	ret = rc && rc != SIGINT && rc != SIGTERM && rc != SIGHUP && !stop_sig ? 1 : 0;
 out:
 	inval_stop(&fs.inval);
 	if (wfd >= 0)
@@ -576,5 +654,10 @@ out:
 	free(copts.mountpoint);
 	fuse_opt_free_args(&args);
 	sfs_log_close();
+	if (stop_sig && !serving) {	/* as a signal before the mount does */
+		(void)!write(STDERR_FILENO, "samplefs: interrupted: nothing mounted\n", 39);
+		signal(stop_sig, SIG_DFL);
+		raise(stop_sig);
+	}
 	return ret;
 }

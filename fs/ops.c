@@ -6,7 +6,8 @@
  * cached by the kernel for a day, unknown names are cached as negative
  * entries, open/opendir answer ENOSYS (the kernel then stops sending
  * open/release and keeps the page cache), and forget is a no-op because
- * inode numbers are computed by the layout, not allocated here.
+ * inode numbers are computed by the layout, not allocated here (but for
+ * the control directory's snapshots, ctl.h, freed at their forget).
  * Everything that would write answers EROFS.  Each request is counted
  * (ctl.h), and inodes of kind SFS_INO_KIND_CTL go to the control
  * directory, not the layout.
@@ -120,7 +121,8 @@ static void sfs_destroy(void *userdata)
 }
 
 /* The control directory's entries time out at once: each open of a file
- * there looks it up again, which makes its new snapshot (ctl.h). */
+ * there looks it up again, which makes its new snapshot at a new inode
+ * (ctl.h). */
 static void ctl_entry(fuse_req_t req, struct sfs_fs *fs, fuse_ino_t parent,
 		      const char *name)
 {
@@ -170,18 +172,24 @@ static void sfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 static void sfs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
-	(void)ino;
-	(void)nlookup;
-	ctl_op(&fs_of(req)->ctl, CTL_FORGET);
+	struct sfs_fs *fs = fs_of(req);
+
+	ctl_op(&fs->ctl, CTL_FORGET);
+	if (ctl_is(ino))
+		ctl_forget(&fs->ctl, ino, nlookup);
 	fuse_reply_none(req);
 }
 
 static void sfs_forget_multi(fuse_req_t req, size_t count,
 			     struct fuse_forget_data *forgets)
 {
-	(void)count;
-	(void)forgets;
-	ctl_op(&fs_of(req)->ctl, CTL_FORGET);
+	struct sfs_fs *fs = fs_of(req);
+	size_t i;
+
+	ctl_op(&fs->ctl, CTL_FORGET);
+	for (i = 0; i < count; i++)
+		if (ctl_is(forgets[i].ino))
+			ctl_forget(&fs->ctl, forgets[i].ino, forgets[i].nlookup);
 	fuse_reply_none(req);
 }
 
@@ -286,7 +294,9 @@ static int fill(void *arg, const char *name, const struct sfs_attr *a,
 	struct dirbuf *d = arg;
 	int link = 1;
 
-	if (d->plus && d->fs->adaptive && !S_ISDIR(a->mode))
+	if (ctl_is(d->dir))	/* an entry would outlive its snapshot (ctl.h) */
+		link = ctl_listed_link(a->ino);
+	else if (d->plus && d->fs->adaptive && !S_ISDIR(a->mode))
 		link = rdplus_file_entry(&d->fs->rdp, d->dir);
 	return add_entry(d, name, a, cookie + 2, link);
 }

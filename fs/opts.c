@@ -8,6 +8,7 @@
  * those it does not know either.
  */
 #include "opts.h"
+#include "io/zsource.h"
 #include "layouts/layout.h"
 #include "log.h"
 
@@ -23,14 +24,16 @@ enum kind { T_STR, T_U32, T_U64, T_SIZE, T_FLAG, T_IMAGE, T_SPLIT, T_SEED, T_RDP
 	    T_POS, T_POSSIZE,	/* T_POS, T_POSSIZE: as T_U32, T_SIZE, not 0 */
 	    T_FILE,		/* a readable file, kept as its realpath */
 	    T_FILE_URL,		/* a URL as given, or a path made absolute */
-	    T_ADDR };		/* path|virtual: 1|2 */
+	    T_ADDR,		/* path|virtual: 1|2 */
+	    T_SPAN };		/* T_POSSIZE from ZSOURCE_SPAN_MIN to _MAX */
 
 /* Where an option means something: any source, URL sources only (buckets
- * included), or buckets only (s3://, gs://).
+ * included), buckets only (s3://, gs://), or compressed data only (the
+ * SOURCE, or members of a tar: known once the layout is open).
  * Which layouts take an option is the layout table's to say
  * (layout_kinds): one that some layout names is refused for the others,
  * as a silently ignored option is a surprise later. */
-enum scope { S_ANY, S_URL, S_BUCKET };
+enum scope { S_ANY, S_URL, S_BUCKET, S_Z };
 
 struct opt_row {
 	const char *name;	/* without '=' */
@@ -78,15 +81,15 @@ static const struct opt_row table[] = {
 	{"endpoint", T_STR, O(remote.endpoint), S_BUCKET, "URL", "the store (default: AWS_ENDPOINT_URL, else AWS S3; gs://: https://storage.googleapis.com)"},
 	{"region", T_STR, O(remote.region), S_BUCKET, "NAME", "S3 region signed for (default: AWS_REGION, AWS_DEFAULT_REGION, else us-east-1)"},
 	{"addressing", T_ADDR, O(remote.addressing), S_BUCKET, "path|virtual", "S3: bucket in the path or the host name (default: path with endpoint=, else virtual)"},
-	{"profile", T_STR, O(remote.profile), S_BUCKET, "NAME", "profile in ~/.aws/credentials (default: AWS_PROFILE, else default)"},
+	{"profile", T_STR, O(remote.profile), S_BUCKET, "NAME", "profile in ~/.aws/credentials, used over AWS_ACCESS_KEY_ID (default: those keys, else AWS_PROFILE, else default)"},
 	{"anonymous", T_FLAG, O(remote.anonymous), S_BUCKET, NULL, "unsigned requests, even with credentials at hand"},
 	{"max_keys", T_POS, O(remote.max_keys), S_BUCKET, "N", "keys per listing request (default and most 1000)"},
 	{"images", T_FILE_URL, O(images_dir), S_ANY, "DIR", "the class .npy files' directory, prefix or URL (default SOURCE/numpy_bitmap)"},
 	{"strokes", T_FILE_URL, O(strokes_dir), S_ANY, "DIR", "the class .npz files' directory, prefix or URL (default SOURCE/sketchrnn)"},
 	{"build_timeout", T_POS, O(remote.build_timeout_s), S_URL, "SECONDS", "an index build retries a failing range with backoff this long before it fails (default 600)"},
 	/* compressed sources, local or remote (core/io/zsource.h) */
-	{"span", T_POSSIZE, O(remote.span_bytes), S_ANY, "SIZE", "gzip sources: uncompressed bytes between access points, 64k to 64M (default 1M)"},
-	{"span_cache", T_POSSIZE, O(remote.span_cache_bytes), S_ANY, "SIZE", "gzip sources: memory for inflated spans (default 32M)"},
+	{"span", T_SPAN, O(remote.span_bytes), S_Z, "SIZE", "uncompressed bytes between access points, 64k to 64M (default 1M)"},
+	{"span_cache", T_POSSIZE, O(remote.span_cache_bytes), S_Z, "SIZE", "memory for inflated spans (default 32M)"},
 };
 #undef O
 #undef D
@@ -254,8 +257,16 @@ static int set_value(const struct opt_row *r, const char *val, struct fs_opts *o
 	case T_SIZE:
 		return sfs_parse_size(val, (uint64_t *)field);
 	case T_POSSIZE:
+	case T_SPAN:
 		if (sfs_parse_size(val, &v) || !v)
 			return -EINVAL;
+		if (r->kind == T_SPAN && (v < ZSOURCE_SPAN_MIN || v > ZSOURCE_SPAN_MAX)) {
+			sfs_err("-o %s=%s: %llu bytes; must be from 64k (%llu) to 64M "
+				"(%llu) bytes", r->name, val, (unsigned long long)v,
+				(unsigned long long)ZSOURCE_SPAN_MIN,
+				(unsigned long long)ZSOURCE_SPAN_MAX);
+			return -EDOM;
+		}
 		*(uint64_t *)field = v;
 		return 0;
 	case T_FLAG:
@@ -422,6 +433,21 @@ static int layout_only(const struct opt_row *r)
 	return 0;
 }
 
+int sfs_opts_check_data(const struct fs_opts *o, uint64_t decompressed)
+{
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < NROWS; i++)
+		if ((o->given >> i & 1) && table[i].scope == S_Z && !decompressed) {
+			sfs_err("-o %s applies to compressed data only (gzip, xz, zstd, "
+				"bzip2: the source, or members of a tar), and %s has none",
+				table[i].name, o->core.source);
+			rc = -EINVAL;
+		}
+	return rc;
+}
+
 int sfs_opts_check_layout(struct fs_opts *o, const char *layout)
 {
 	const struct layout_kind *k = layout_kind(layout);
@@ -476,6 +502,10 @@ void sfs_opts_help(void)
 	for (i = 0; i < NROWS; i++)
 		if (table[i].scope == S_URL)
 			help_row(&table[i]);
+	printf("Compressed data (gzip, xz, zstd, bzip2: the source, or members of a tar):\n");
+	for (i = 0; i < NROWS; i++)
+		if (table[i].scope == S_Z)
+			help_row(&table[i]);
 	printf("Bucket sources (s3://BUCKET/PREFIX/, gs://BUCKET/PREFIX/; "
 	       "credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/"
 	       "AWS_SESSION_TOKEN or ~/.aws/credentials, GOOGLE_OAUTH_ACCESS_TOKEN):\n");
@@ -492,6 +522,21 @@ void sfs_opts_help(void)
 	       "refuses the mount.\n\n");
 }
 
+/* A size as -o takes it: with k, M or G when a whole multiple. */
+static void print_size(FILE *f, uint64_t v)
+{
+	static const char units[] = "kMG";
+	int u = -1;
+
+	while (u < 2 && v && v % 1024 == 0) {
+		v /= 1024;
+		u++;
+	}
+	fprintf(f, "%llu", (unsigned long long)v);
+	if (u >= 0)
+		fputc(units[u], f);
+}
+
 /* The value of row r in o, as -o would take it; NULL for an unset string. */
 static void print_row(const struct opt_row *r, const struct fs_opts *o, FILE *f)
 {
@@ -506,8 +551,11 @@ static void print_row(const struct opt_row *r, const struct fs_opts *o, FILE *f)
 	case T_U32: case T_SEED: case T_POS:
 		fprintf(f, "%u", *(const uint32_t *)field);
 		break;
-	case T_U64: case T_SIZE: case T_POSSIZE:
+	case T_U64:
 		fprintf(f, "%llu", (unsigned long long)*(const uint64_t *)field);
+		break;
+	case T_SIZE: case T_POSSIZE: case T_SPAN:
+		print_size(f, *(const uint64_t *)field);
 		break;
 	case T_FLAG:
 		fprintf(f, "%d", *(const int *)field);
@@ -538,17 +586,55 @@ static int secret_name(const char *name)
 	       strstr(name, "password");
 }
 
-void sfs_opts_print(const struct fs_opts *o, FILE *f)
+/* Whether row r means something for this mount: its source's kind, its
+ * layout (o->core.layout, set by sfs_opts_check_layout), its data. */
+static int row_applies(const struct fs_opts *o, const struct opt_row *r,
+		       uint64_t decompressed)
 {
+	const struct layout_kind *k = o->core.layout ? layout_kind(o->core.layout) : NULL;
+	const char *src = o->core.source ? o->core.source : "";
+
+	switch (r->scope) {
+	case S_URL:
+		return source_is_url(src);
+	case S_BUCKET:
+		return source_is_bucket(src);
+	case S_Z:
+		return decompressed > 0;
+	case S_ANY:
+		break;
+	}
+	return !layout_only(r) || (k && layout_kind_takes(k, r->name));
+}
+
+void sfs_opts_print(const struct fs_opts *o, const struct layout *layout, FILE *f)
+{
+	const struct source_env *env = layout ? layout->env : NULL;
+	uint64_t decompressed = env ? source_env_decompressed(env) : 0;
+	struct fs_opts now = *o;	/* the values in force */
 	size_t i;
 
+	if (env)
+		now.core.remote = *source_env_config(env);
+	if (!now.core.remote.span_bytes)
+		now.core.remote.span_bytes = ZSOURCE_SPAN_DEFAULT;
+	if (!now.core.remote.span_cache_bytes)
+		now.core.remote.span_cache_bytes = ZSOURCE_CACHE_DEFAULT;
+	if (!now.fsname)
+		now.fsname = (char *)o->core.source;
+	if (now.readdirplus == RDPLUS_BY_LAYOUT && layout && layout->ops)
+		now.readdirplus = layout->ops->listed_then_read ? RDPLUS_ALWAYS
+								: RDPLUS_ADAPTIVE;
 	fprintf(f, "source=%s\n", o->core.source ? o->core.source : "");
-	for (i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+	for (i = 0; i < NROWS; i++) {
+		if (!row_applies(o, &table[i], decompressed) ||
+		    (table[i].kind == T_SEED && !o->core.has_shard_seed))
+			continue;
 		fprintf(f, "%s=", table[i].name);
 		if (secret_name(table[i].name))
 			fputs("***", f);
 		else
-			print_row(&table[i], o, f);
+			print_row(&table[i], &now, f);
 		fputc('\n', f);
 	}
 }

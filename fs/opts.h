@@ -68,10 +68,20 @@ int sfs_opts_absolute_source(struct sfs_opts *o);
 /* Frees the strings sfs_opts_parse allocated. */
 void sfs_opts_free(struct fs_opts *o);
 
-/* Every option in force, one "name=value" line each (SOURCE first),
- * values of options named secret, token or password shown as "***": the
- * control directory's config (fs/ctl.h). */
-void sfs_opts_print(const struct fs_opts *o, FILE *f);
+/*
+ * After layout_open: refuses (one line per option, -EINVAL) the options
+ * given for compressed data (span=, span_cache=) when the layout opened
+ * none (`decompressed`: source_env_decompressed).
+ */
+int sfs_opts_check_data(const struct fs_opts *o, uint64_t decompressed);
+
+struct layout;
+/* The options that apply to this mount (its source's kind, layout and
+ * data), one "name=value" line each (SOURCE first) with the value in
+ * force (defaults filled in: layout->env's), values of options named
+ * secret, token or password shown as "***": the control directory's
+ * config (fs/ctl.h). */
+void sfs_opts_print(const struct fs_opts *o, const struct layout *layout, FILE *f);
 
 /* The "-o" lines of --help. */
 void sfs_opts_help(void);

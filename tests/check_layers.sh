@@ -79,6 +79,7 @@ declare -A CALLS=(
 	["tools/stat/samplefs-stat.c sample read"]="a mount's stats.json (fs/ctl.h), samplefs's own"
 	["tools/stat/samplefs-stat.c stats_path access"]="a mount's stats.json: under which control directory name"
 	["fs/main.c wait_for_child read"]="the daemon's signalfd and its child's pipe"
+	["fs/main.c stop_pending read"]="the daemon's signalfd: stop signals pending with the child's byte"
 	["fs/main.c detach open"]="/dev/null, the daemon's stdio"
 	["fs/main.c main access"]="the mount point (fstab's 'mount point does not exist')"
 )

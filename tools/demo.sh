@@ -2,21 +2,32 @@
 # make demo: generates a small Quick, Draw!-style dataset (5 classes) and a
 # tiny ImageNet-style one with numpy/PIL, mounts each with samplefs, shows
 # what a user and a loader see, and unmounts (DEMO_KEEP=1 leaves them mounted).
+# Everything goes into a fresh directory of its own (mktemp; DEMO_DIR=DIR
+# names one, which must be empty or absent: nothing there is deleted),
+# removed at the end unless DEMO_KEEP=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=/usr/bin/python3
-D=${DEMO_DIR:-/tmp/samplefs-demo}
-BIN=$PWD/build/samplefs
-mkdir -p "$D"
+BIN=$PWD/${SAMPLEFS_BUILD:-build}/samplefs
+if [ -n "${DEMO_DIR:-}" ]; then
+	if [ -e "$DEMO_DIR" ] && [ -n "$(ls -A "$DEMO_DIR")" ]; then
+		echo "demo: DEMO_DIR=$DEMO_DIR is not empty: give an empty or new directory" >&2
+		exit 1
+	fi
+	mkdir -p "$DEMO_DIR"
+	D=$(cd "$DEMO_DIR" && pwd)
+else
+	D=$(mktemp -d "${TMPDIR:-/tmp}/samplefs-demo.XXXXXX")
+fi
 mounts=()
 cleanup() {
 	[ "${DEMO_KEEP:-0}" = 1 ] && return
 	for m in "${mounts[@]}"; do fusermount3 -u "$m" 2>/dev/null || true; done
+	rm -rf --one-file-system "$D"
 }
 trap cleanup EXIT
 
 echo "== generating a 5-class Quick, Draw! dataset in $D/quickdraw"
-rm -rf "$D/quickdraw" "$D/qd" "$D/imagenet" "$D/in"
 $PY - "$D/quickdraw" <<'PY'
 import sys
 sys.path.insert(0, "tests/fixtures")
@@ -63,5 +74,5 @@ tar -tvf "$D/in/shards/train-000000.tar" | sed -n 1,4p
 if [ "${DEMO_KEEP:-0}" = 1 ]; then
 	echo "== left mounted at $D/qd and $D/in; unmount with: fusermount3 -u $D/qd; fusermount3 -u $D/in"
 else
-	echo "== unmounting (DEMO_KEEP=1 make demo leaves the mounts up)"
+	echo "== unmounting and removing $D (DEMO_KEEP=1 make demo leaves them)"
 fi

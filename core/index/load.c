@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -24,14 +25,39 @@
 #include "index/prebuilt.h"
 #include "log.h"
 
+/* What an index was made for, in the clear beside the sections: SOURCE
+ * (as index_path names it), NUL, layout, NUL, key, NUL.  The layouts do
+ * not read it; a prebuilt index that has no index for a mount says from
+ * it what differs (explain_missing). */
+#define TAG_MADE INDEX_TAG('M', 'A', 'D', 'E')
+
+static int add_made(struct index_writer *w, const struct sfs_opts *o,
+		    const struct index_job *job)
+{
+	char *src = source_resolve(o->source ? o->source : "");
+	const char *key = job->key ? job->key : "";
+	int rc;
+
+	if (!src)
+		return 0;	/* best effort: only messages read it */
+	if (!(rc = index_writer_begin(w, TAG_MADE)) &&
+	    !(rc = index_writer_append(w, src, strlen(src) + 1)) &&
+	    !(rc = index_writer_append(w, job->layout, strlen(job->layout) + 1)) &&
+	    !(rc = index_writer_append(w, key, strlen(key) + 1)))
+		rc = index_writer_end(w);
+	free(src);
+	return rc;
+}
+
 /*
  * Writes the index at path with job->build.  0 or -errno (said).  An
  * index the build marked unsaved (index_writer_set_unsaved) is left at a
  * temporary name instead, put in unsaved (len bytes), with its why in
  * why (whylen); unsaved is "" otherwise.
  */
-static int build(const struct index_job *job, const char *path, char *unsaved,
-		 size_t len, char *why, size_t whylen)
+static int build(const struct sfs_opts *o, const struct index_job *job,
+		 const char *path, char *unsaved, size_t len, char *why,
+		 size_t whylen)
 {
 	struct index_writer *w;
 	int rc = index_writer_open(&w, path);
@@ -42,6 +68,8 @@ static int build(const struct index_job *job, const char *path, char *unsaved,
 	source_build(1);	/* its reads wait out a flaky store (source.h) */
 	rc = job->build(job->arg, w);
 	source_build(0);
+	if (rc == 0)
+		rc = add_made(w, o, job);
 	if (rc < 0) {
 		index_writer_abort(w);
 		return rc;
@@ -106,6 +134,74 @@ static void dir_of(const char *path, char *dir, size_t len)
 		 slash ? path : ".");
 }
 
+/* What explain_missing found among a prebuilt index's members. */
+struct missing {
+	const struct sfs_opts *o;
+	const struct index_job *job;
+	const char *dir;
+	char *src;		/* the mount's SOURCE as index_path names it */
+	unsigned others;	/* members of other layouts */
+	unsigned unknown;	/* of this layout, made before TAG_MADE */
+	char other_src[512];	/* one made for another source */
+	char other_key[128];	/* one made for this source, other options */
+};
+
+/* index_prebuilt_fetch's callback: looks at one member. */
+static void look_at_member(void *arg, const char *name)
+{
+	struct missing *ms = arg;
+	size_t n = strlen(ms->job->layout);
+	struct index_map peek;
+	const char *made, *lay, *key;
+	uint64_t len;
+	char *path;
+
+	if (strncmp(name, ms->job->layout, n) || name[n] != '-') {
+		ms->others++;
+		return;
+	}
+	if (!(path = source_join(ms->dir, name)))
+		return;
+	if (index_map_open(&peek, path, NULL, NULL, 0) < 0) {
+		free(path);
+		return;
+	}
+	made = index_map_section(&peek, TAG_MADE, &len);
+	if (!made || !len || made[len - 1] || (lay = made + strlen(made) + 1) >= made + len ||
+	    (key = lay + strlen(lay) + 1) >= made + len) {
+		ms->unknown++;
+	} else if (strcmp(made, ms->src)) {
+		snprintf(ms->other_src, sizeof(ms->other_src), "%s", made);
+	} else if (strcmp(key, ms->job->key ? ms->job->key : "")) {
+		snprintf(ms->other_key, sizeof(ms->other_key), "%s", key);
+	}
+	index_map_close(&peek);
+	free(path);
+}
+
+/* Why the prebuilt index has no member for this mount, into why. */
+static void explain_missing(struct missing *ms, char *why, size_t whylen)
+{
+	const char *lay = ms->job->layout, *key = ms->job->key ? ms->job->key : "";
+
+	if (ms->other_key[0])
+		snprintf(why, whylen, "its index of %s for this source was made with "
+			 "other options, which shape the tree: \"%s\", this mount's "
+			 "\"%s\" (the layout's options: see config in the control "
+			 "directory, or --help)", lay, ms->other_key, key);
+	else if (ms->other_src[0])
+		snprintf(why, whylen, "its index of %s is for another source, %s, "
+			 "not %s (saved with samplefs-inspect --save-index from that "
+			 "name)", lay, ms->other_src, ms->src);
+	else if (!ms->unknown)
+		snprintf(why, whylen, "it holds no index of layout %s (%u of other "
+			 "layouts)", lay, ms->others);
+	else
+		snprintf(why, whylen, "none of its %u indexes of %s is for this source "
+			 "and these options (it does not say what they were made for: "
+			 "saved by an older samplefs)", ms->unknown, lay);
+}
+
 /*
  * Under the lock, the index still missing or stale (rc, why): fetches the
  * prebuilt index when there is one and maps its member.  0 with m bound;
@@ -120,14 +216,20 @@ static int from_prebuilt(const struct sfs_opts *o, const struct index_job *job,
 	char dir[4096];
 	int rc;
 
+	struct missing ms = { .o = o, .job = job, .dir = dir };
+
 	dir_of(path, dir, sizeof(dir));
-	rc = index_prebuilt_fetch(o, dir);
+	ms.src = source_resolve(o->source ? o->source : "");
+	rc = index_prebuilt_fetch(o, dir, ms.src ? look_at_member : NULL, &ms);
 	if (rc == 0) {
 		rc = map_attach(job, path, m, why, whylen);
+		if (rc == -ENOENT && ms.src)
+			explain_missing(&ms, why, whylen);
 	} else {	/* said; whatever the cause, a build can do without it */
 		snprintf(why, whylen, "it cannot be fetched or fails its checks");
 		rc = -ENOENT;
 	}
+	free(ms.src);
 	if (rc == 0) {
 		sfs_info("%s: using the prebuilt index%s%s from %s", path, of, what, o->index);
 		return 0;
@@ -168,7 +270,7 @@ static int build_locked(const struct sfs_opts *o, const struct index_job *job,
 	if (!job->build)	/* the caller makes it, and saves it */
 		return -ENOENT;
 	t0 = sfs_now_s();
-	if ((rc = build(job, path, unsaved, sizeof(unsaved), cut, sizeof(cut))) < 0)
+	if ((rc = build(o, job, path, unsaved, sizeof(unsaved), cut, sizeof(cut))) < 0)
 		return rc;
 	if (unsaved[0]) {	/* for this mount only: mapped, then gone */
 		rc = map_attach(job, unsaved, m, why, whylen);
@@ -200,7 +302,7 @@ int index_load(const struct sfs_opts *o, const struct index_job *job,
 	       struct index_map *m)
 {
 	struct index_lock *lk = NULL;
-	char path[4096], why[256] = "";
+	char path[4096], why[1200] = "";
 	const char *what = job->what ? job->what : "";
 	const char *of = job->what ? " of " : "";
 	int rc, waited = 0, said = 0;

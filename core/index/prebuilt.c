@@ -258,7 +258,8 @@ out:
 }
 
 /* Writes every member of the mapped prebuilt index pm into dir. */
-static int extract_all(const struct index_map *pm, const char *from, const char *dir)
+static int extract_all(const struct index_map *pm, const char *from, const char *dir,
+		       void (*each)(void *arg, const char *name), void *arg)
 {
 	uint64_t len;
 	const char *names = index_map_section(pm, TAG_NAMES, &len), *p;
@@ -275,11 +276,14 @@ static int extract_all(const struct index_map *pm, const char *from, const char 
 			return -EBADMSG;
 		}
 		rc = extract(pm, i, p, from, dir);
+		if (rc == 0 && each)
+			each(arg, p);
 	}
 	return rc;
 }
 
-int index_prebuilt_fetch(const struct sfs_opts *o, const char *dir)
+int index_prebuilt_fetch(const struct sfs_opts *o, const char *dir,
+			 void (*each)(void *arg, const char *name), void *arg)
 {
 	struct index_fp fp, h;
 	struct index_map pm;
@@ -309,7 +313,7 @@ int index_prebuilt_fetch(const struct sfs_opts *o, const char *dir)
 		rc = rc == -ENOENT ? rc : -EBADMSG;
 		goto out;
 	}
-	rc = extract_all(&pm, o->index, dir);
+	rc = extract_all(&pm, o->index, dir, each, arg);
 	if (rc == 0)
 		sfs_info("%s: prebuilt index fetched and checked, %.1f MB in %.2f s",
 			 o->index, pm.len / 1e6, sfs_now_s() - t0);

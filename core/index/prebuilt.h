@@ -43,7 +43,9 @@ int index_prebuilt_upload(const struct sfs_opts *o, const char *dir, const char 
  * 0; -ENOENT when there is no such file; -EBADMSG when it is not a
  * prebuilt index or fails its checks; another -errno.  Each failure is
  * said as a warning naming o->index (the mount may build instead).
+ * each (may be NULL) is called with each member's name once it is in dir.
  */
-int index_prebuilt_fetch(const struct sfs_opts *o, const char *dir);
+int index_prebuilt_fetch(const struct sfs_opts *o, const char *dir,
+			 void (*each)(void *arg, const char *name), void *arg);
 
 #endif

@@ -177,6 +177,8 @@ static int from_env(struct awscred *c)
 		awscred_free(c);
 		return -ENOMEM;
 	}
+	snprintf(c->from, sizeof(c->from), "the environment (AWS_ACCESS_KEY_ID%s)",
+		 c->token ? ", AWS_SESSION_TOKEN" : "");
 	return 0;
 }
 
@@ -187,7 +189,9 @@ int awscred_load(const char *profile, struct awscred *c)
 	size_t len = 0;
 	int rc, asked;
 
-	if ((rc = from_env(c)) != -ENOENT)
+	/* an explicit profile wins over the environment's keys, as the AWS
+	 * CLI's --profile does: stale keys there must not be used silently */
+	if ((!profile || !*profile) && (rc = from_env(c)) != -ENOENT)
 		return rc;
 	if (!profile || !*profile)
 		profile = getenv("AWS_PROFILE");
@@ -209,6 +213,8 @@ int awscred_load(const char *profile, struct awscred *c)
 		goto out;
 	}
 	rc = awscred_parse(text, len, profile, c);
+	if (rc == 0)
+		snprintf(c->from, sizeof(c->from), "profile %s of %s", profile, path);
 	if (rc == -ENOENT && asked)
 		sfs_err("%s: no credentials for profile %s", path, profile);
 	else if (rc == -EINVAL)

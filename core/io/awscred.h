@@ -1,9 +1,11 @@
 /*
- * awscred.h - AWS credentials as the AWS tools find them: the environment
- * (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN), else the
- * shared credentials file (AWS_SHARED_CREDENTIALS_FILE, default
- * ~/.aws/credentials) for a profile (the one asked for, else AWS_PROFILE,
- * else "default").  Nothing else: no config file, no SSO, no instance
+ * awscred.h - AWS credentials as the AWS tools find them: a profile asked
+ * for (-o profile=, as the AWS CLI's --profile) from the shared
+ * credentials file (AWS_SHARED_CREDENTIALS_FILE, default
+ * ~/.aws/credentials), whatever the environment holds; else the
+ * environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
+ * AWS_SESSION_TOKEN); else the file's profile AWS_PROFILE, else
+ * "default".  Nothing else: no config file, no SSO, no instance
  * metadata, no credential process.
  *
  * The secret and the token are secrets: they are never put into a message
@@ -21,13 +23,17 @@ struct awscred {
 	char *access_key;
 	char *secret;
 	char *token;              /* NULL when none */
+	char from[320];           /* where they came from, for messages: "the
+				   * environment (AWS_ACCESS_KEY_ID)", "profile
+				   * NAME of FILE" (no secret) */
 };
 
 /*
  * Fills c (malloc'ed strings).  0; -ENOENT when there are no credentials
  * (no keys in the environment, no file, or no such profile in it: an
  * explicit profile, from the argument or AWS_PROFILE, that is missing is
- * logged, naming the file); -EINVAL for a profile with one of the two keys
+ * logged, naming the file; one from the argument is then an error, not
+ * anonymous access: the caller says so); -EINVAL for a profile with one of the two keys
  * only (logged); -ENOMEM.
  */
 int awscred_load(const char *profile, struct awscred *c);

@@ -33,6 +33,8 @@ struct source {
 struct source_counters {
 	_Atomic uint64_t requests, retries, errors;
 	_Atomic uint64_t mem_hits, mem_misses, disk_hits, disk_misses;
+	_Atomic uint64_t decompressed;  /* sources opened as their uncompressed
+					 * bytes (source_env_decompressed) */
 };
 
 /* Adds 1 to a counter of struct source_counters (ctr may be NULL). */
@@ -110,5 +112,9 @@ extern const struct source_backend source_z_backend;
  * a new source of its uncompressed bytes that owns in.  0, or -errno
  * with in closed (said: a failed pass, a scratch file). */
 int zsource_wrap(struct source *in, struct source **out);
+/* zsource_wrap, counting in env a source that was decompressed (source.c). */
+int source_counted_wrap(struct source *in, struct source **out);
+/* AWS_REGION, else AWS_DEFAULT_REGION, else us-east-1 (source.c). */
+const char *source_default_region(void);
 
 #endif

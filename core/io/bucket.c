@@ -77,6 +77,7 @@ struct bucket_env {
 	const char *s3_hdrs[3], *gs_hdrs[2];
 	struct httpauth auth[2];      /* per store; unused when anonymous */
 	int signed_[2];
+	const char *unsigned_why[2];  /* why a store's requests go unsigned */
 	/* buckets an answer showed are there (a 200 to a listing or a HEAD),
 	 * round robin: a 404 to a HEAD in one of them is a missing key, with
 	 * no request to ask whether the bucket is missing instead */
@@ -283,9 +284,16 @@ static int setup_s3(struct bucket_env *b)
 	if (!b->base[ST_S3])
 		return -ENOMEM;
 	b->s3_virtual = cfg->addressing ? cfg->addressing == 2 : !ep;
+	b->unsigned_why[ST_S3] = "-o anonymous";
 	if (cfg->anonymous)
 		return 0;
-	if ((rc = awscred_load(cfg->profile, &b->cred)) == -ENOENT)
+	rc = awscred_load(cfg->profile, &b->cred);
+	if (rc == -ENOENT && cfg->profile)
+		return -EACCES;	/* said: the profile asked for is not there */
+	b->unsigned_why[ST_S3] = "no credentials found: none in AWS_ACCESS_KEY_ID "
+				 "and AWS_SECRET_ACCESS_KEY, nor in the credentials "
+				 "file's profile (AWS_PROFILE, else default)";
+	if (rc == -ENOENT)
 		return 0;	/* no credentials anywhere: anonymous */
 	if (rc)
 		return rc;
@@ -320,6 +328,8 @@ static int setup_gs(struct bucket_env *b)
 	if (!(b->base[ST_GS] = trimmed_url(b->cfg->endpoint ? b->cfg->endpoint :
 					   GCS_ENDPOINT)))
 		return -ENOMEM;
+	b->unsigned_why[ST_GS] = b->cfg->anonymous ? "-o anonymous" :
+				 "no GOOGLE_OAUTH_ACCESS_TOKEN in the environment";
 	if (b->cfg->anonymous || !tok)
 		return 0;
 	if (asprintf(&b->bearer_hdr, "Authorization: Bearer %s", tok) < 0) {
@@ -432,6 +442,32 @@ static void what_said(const struct httpresp *r, char *out, size_t len)
 }
 
 /*
+ * What to add to a refusal (status) of a store's request: which
+ * credentials signed it, or that it went unsigned, why, and how to give
+ * some.  A store answers an unsigned request for a private bucket with
+ * 403, or with 400 or 412 (Swift's s3api, some gateways): any 4xx but 404
+ * gets the unsigned hint.  Nothing for other statuses.
+ */
+static void auth_hint(const struct bucket_env *b, enum store st, long status,
+		      char *out, size_t len)
+{
+	if (b->signed_[st] && (status == 401 || status == 403))
+		snprintf(out, len, " (signed with the credentials of %s: wrong or "
+			 "without access%s; another profile of the credentials "
+			 "file: samplefs -o profile=NAME, samplefs-download "
+			 "--profile NAME)",
+			 st == ST_S3 ? b->cred.from : "GOOGLE_OAUTH_ACCESS_TOKEN",
+			 st == ST_S3 ? ", or region= differs" : "");
+	else if (!b->signed_[st] && status / 100 == 4 && status != 404)
+		snprintf(out, len, " (anonymous: the request was unsigned: %s; a private "
+			 "bucket wants credentials: %s)", b->unsigned_why[st],
+			 st == ST_S3 ? "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
+			 "in the environment, or a profile of ~/.aws/credentials "
+			 "(samplefs -o profile=NAME, samplefs-download --profile NAME)" :
+			 "GOOGLE_OAUTH_ACCESS_TOKEN in the environment");
+}
+
+/*
  * The line for a request that failed: names the object (uri) and the
  * endpoint, what the store said, and what may be wrong.  A HEAD's answer
  * has no body: its status alone, unless a GET of one byte says more.
@@ -439,16 +475,13 @@ static void what_said(const struct httpresp *r, char *out, size_t len)
 static void report(struct bucket_env *b, const struct bname *n, const char *uri,
 		   const char *what, const struct httpresp *r)
 {
-	char said[400];
-	const char *hint = "";
+	char said[400], hint[600] = "";
 
 	what_said(r, said, sizeof(said));
-	if (r->status == 401 || r->status == 403)
-		hint = b->signed_[n->store] ? " (the credentials: AWS_ACCESS_KEY_ID, "
-		       "~/.aws/credentials, profile=; region=)" :
-		       " (anonymous: this bucket wants credentials)";
-	else if (r->status == 301 || r->status == 307)
-		hint = " (the bucket is elsewhere: region= or endpoint=)";
+	if (r->status == 301 || r->status == 307)
+		snprintf(hint, sizeof(hint), " (the bucket is elsewhere: region= or endpoint=)");
+	else
+		auth_hint(b, n->store, r->status, hint, sizeof(hint));
 	sfs_err("%s: %s: bucket %s, key \"%s\" at %s: %s%s", uri, what, n->bucket,
 		n->key, b->base[n->store], said, hint);
 }
@@ -509,10 +542,14 @@ static int head(struct bucket_env *b, const struct bname *n, const char *uri,
 	r.body = NULL;
 	if (said / 100 != 2 && !httpreq_do(b->he->net, &byte, &r) && r.status == said)
 		report(b, n, uri, "HEAD", &r);
-	else
-		sfs_err("%s: bucket %s, key \"%s\" at %s: HEAD answered HTTP %ld%s",
+	else {
+		char hint[600] = "";
+
+		auth_hint(b, n->store, said, hint, sizeof(hint));
+		sfs_err("%s: bucket %s, key \"%s\" at %s: HEAD answered HTTP %ld%s%s",
 			uri, n->bucket, n->key, b->base[n->store], said,
-			said / 100 == 2 ? " without a length" : "");
+			said / 100 == 2 ? " without a length" : "", hint);
+	}
 out:
 	free(r.body);
 	free(url);

@@ -55,6 +55,7 @@ struct job {
 	int fd;
 	EVP_MD_CTX *md;                 /* of the .part's bytes [0, have) */
 	uint64_t have;                  /* bytes in the .part */
+	uint64_t kept;                  /* of those, kept from an earlier run */
 	uint64_t counted;               /* of them, in run->t.bytes_done */
 	uint64_t from;                  /* where this attempt's body starts */
 	int resumed;                    /* bytes from an earlier attempt or run */
@@ -396,9 +397,14 @@ static int part_open(struct run *r, struct job *j)
 		return job_fail(r, j, rc, "%s: %s", j->part, strerror(-rc));
 	}
 	j->have = (uint64_t)st.st_size;
-	if (j->have > j->it->size)
+	j->kept = j->have;
+	if (j->have > j->it->size) {
+		sfs_warn("%s: %" PRIu64 " bytes kept from an earlier run, more than "
+			 "the %" PRIu64 " listed: fetching %s whole again", j->part,
+			 j->have, j->it->size, j->it->rel);
 		return (rc = restart_whole(j)) ?
 		       job_fail(r, j, rc, "%s: %s", j->part, strerror(-rc)) : 0;
+	}
 	if ((rc = hash_file(j->fd, j->have, j->md)) && (rc = restart_whole(j)))
 		return job_fail(r, j, rc, "%s: %s", j->part, strerror(-rc));
 	j->resumed = j->have > 0;
@@ -505,6 +511,9 @@ static int verify_and_rename(struct run *r, struct job *j)
 			return job_fail(r, j, -EIO, "%s%s", it->why,
 					j->refetched ? " (fetched whole twice)" : "");
 		/* the bytes kept from before were not the object's */
+		sfs_warn("%s: the %" PRIu64 " bytes kept from an earlier run are damaged "
+			 "or another version's (MD5 of the whole %s, expected %s): "
+			 "fetching %s whole again", j->part, j->kept, g, w, it->rel);
 		j->refetched = 1;
 		if ((rc = restart_whole(j)))
 			return job_fail(r, j, rc, "%s: %s", j->part, strerror(-rc));
@@ -584,6 +593,9 @@ static int job_end(struct run *r, struct job *j, CURLcode cc)
 	}
 	snprintf(why, sizeof(why), "HTTP %ld", j->status);
 	if (j->status == 416) {	/* the .part is not a start of this object */
+		sfs_warn("%s: the server refused a Range from byte %" PRIu64 " (HTTP 416): "
+			 "the bytes kept are not a start of %s; fetching it whole again",
+			 j->part, j->from, it->rel);
 		if ((rc = restart_whole(j)))
 			return job_fail(r, j, rc, "%s: %s", j->part, strerror(-rc));
 		return job_retry(r, j, 0, why);

@@ -116,5 +116,5 @@ int source_open_slice(struct source *parent, uint64_t off, uint64_t len,
 	int rc = source_open_range(parent, off, len, name, &s);
 
 	/* a compressed member reads as its uncompressed bytes, as a file */
-	return rc < 0 ? rc : zsource_wrap(s, out);
+	return rc < 0 ? rc : source_counted_wrap(s, out);
 }

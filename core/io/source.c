@@ -91,6 +91,15 @@ char *source_resolve(const char *uri)
 	return source_is_url(uri) ? strdup(uri) : realpath(uri, NULL);
 }
 
+const char *source_default_region(void)
+{
+	const char *v = getenv("AWS_REGION");
+
+	if (!v || !*v)
+		v = getenv("AWS_DEFAULT_REGION");
+	return v && *v ? v : "us-east-1";
+}
+
 int source_env_new(const struct source_config *cfg, struct source_env **out)
 {
 	struct source_env *env = calloc(1, sizeof(*env));
@@ -117,6 +126,8 @@ int source_env_new(const struct source_config *cfg, struct source_env **out)
 		env->cfg.max_redirects = 8;
 	if (!env->cfg.max_keys || env->cfg.max_keys > 1000)
 		env->cfg.max_keys = 1000;
+	if (!env->cfg.region)	/* bucket.c reads it; the control dir shows it */
+		env->cfg.region = source_default_region();
 	for (i = 0; i < NBACKENDS && !rc; i++)
 		if (backends[i]->env_init)
 			rc = backends[i]->env_init(env);
@@ -126,6 +137,28 @@ int source_env_new(const struct source_config *cfg, struct source_env **out)
 	}
 	*out = env;
 	return 0;
+}
+
+const struct source_config *source_env_config(const struct source_env *env)
+{
+	return &env->cfg;
+}
+
+uint64_t source_env_decompressed(const struct source_env *env)
+{
+	return atomic_load_explicit(&env->ctr.decompressed, memory_order_relaxed);
+}
+
+/* A source just opened, wrapped when compressed: counted if it was (the
+ * wrapper is a new source; a plain one comes back as it went in). */
+int source_counted_wrap(struct source *s, struct source **out)
+{
+	struct source_env *env = s->env;	/* s may be closed on failure */
+	int rc = zsource_wrap(s, out);
+
+	if (rc == 0 && *out != s && env)
+		SOURCE_COUNT(&env->ctr, decompressed);
+	return rc;
 }
 
 void source_env_stats(const struct source_env *env, struct source_stats *out)
@@ -181,7 +214,7 @@ int source_open(struct source_env *env, const char *uri, struct source **out)
 		return rc;
 	}
 	/* a compressed file reads as its uncompressed bytes */
-	return zsource_wrap(s, out);
+	return source_counted_wrap(s, out);
 }
 
 void source_close(struct source *s)

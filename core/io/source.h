@@ -122,6 +122,14 @@ struct source_stats {
  * exact, the set not one instant's). */
 void source_env_stats(const struct source_env *env, struct source_stats *out);
 
+/* The configuration in force: as given, defaults filled in (the region
+ * too: region=, else AWS_REGION, AWS_DEFAULT_REGION, else us-east-1), but
+ * span_bytes and span_cache_bytes, 0 for zsource.h's defaults. */
+const struct source_config *source_env_config(const struct source_env *env);
+/* How many sources were opened through env as the uncompressed bytes of
+ * a compressed file or member (zsource.h) so far. */
+uint64_t source_env_decompressed(const struct source_env *env);
+
 /* cfg may be NULL (defaults).  0 or -errno. */
 int source_env_new(const struct source_config *cfg, struct source_env **out);
 void source_env_free(struct source_env *env);

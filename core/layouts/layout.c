@@ -146,6 +146,26 @@ static int other_codec(struct source_env *env, const char *source)
 	return said;
 }
 
+/*
+ * A single file's layout when its name says it, with no request: Kaggle's
+ * ImageNet zip, a tar (compressed or not) or zip, an .npy.  Probing sends
+ * one or more requests per layout's file names (some 44 for a URL), on
+ * every mount; the probes would pick the same layout for these names.
+ */
+static const struct layout_kind *by_name(const char *source)
+{
+	const char *base = strrchr(source, '/');
+
+	base = base ? base + 1 : source;
+	if (!strcmp(base, IMAGENET_KAGGLE_ZIP))
+		return layout_kind("imagenet");
+	if (layout_tar_shard_suffix(base))
+		return layout_kind("tar");
+	if (has_suffix(base, ".npy"))
+		return layout_kind("npy");
+	return NULL;
+}
+
 static const struct layout_kind *detect(struct source_env *env, const char *source,
 					const struct source_info *info)
 {
@@ -153,6 +173,8 @@ static const struct layout_kind *detect(struct source_env *env, const char *sour
 	char buf[128];
 	int absent;
 
+	if (!info->is_dir && (k = by_name(source)))
+		return k;
 	if ((errno = -reachable(env, source, info, &absent)))
 		return NULL;
 	for (k = layout_kinds; k->name; k++)

@@ -4,7 +4,8 @@
 #  - Swift's s3api (signed S3 requests, ETags that are MD5s): a Quick,
 #    Draw! tree and names with spaces fetched 4 at a time; a second run
 #    skips everything; a .part holding the start of a file is resumed
-#    with a Range; a .part of wrong bytes is caught by the MD5 and the
+#    with a Range; a .part of wrong bytes is caught by the MD5 (a warning
+#    names the .part and why it is fetched again) and the
 #    file fetched again whole; DEST then mounts as the source does;
 #  - GCS's XML API, anonymously: the recorded pages of test_gcs.sh
 #    (gcs_pages.py) served by nginx, through tests/integration/fault_proxy.py:
@@ -57,13 +58,27 @@ check "s3://: resumed with a Range from its size" grep -qx "\[DOWNLOAD\] $F (res
 check "s3://: resumed: the same bytes" cmp "$Q/$F" "$T/d1/$F"
 check "s3://: resumed: no .part left" test ! -e "$P"
 head -c $((n / 2)) /dev/zero >"$P" && rm "$T/d1/$F"
-check "s3://: a .part of wrong bytes: fetched again" dl "$T/o4" $S3 s3://dlb/qd/ "$T/d1"
+dl_e() { local out=$1 err=$2; shift 2; "$DL" "$@" >"$out" 2>"$err"; }
+check "s3://: a .part of wrong bytes: fetched again" dl_e "$T/o4" "$T/e4" $S3 s3://dlb/qd/ "$T/d1"
+# issue 25 item 5: and says why, naming the .part
+check "s3://: wrong bytes: one warning names the .part, the kept bytes and the MD5s" \
+	test "$(grep -c "warning: $P: the $((n / 2)) bytes kept from an earlier run are damaged or another version's (MD5 of the whole [0-9a-f]\{32\}, expected [0-9a-f]\{32\}): fetching $F whole again" "$T/e4")" = 1
 check "s3://: wrong bytes: resumed, then fetched whole (two starts)" \
 	test "$(grep -c "^\[DOWNLOAD\] $F" "$T/o4")" = 2
 check "s3://: wrong bytes: the MD5 caught them" cmp "$Q/$F" "$T/d1/$F"
 echo junk >"$T/d1/numpy_bitmap/b.npy"
 check "s3://: a complete file of another size: fetched again" dl "$T/o5" $S3 s3://dlb/qd/ "$T/d1"
 check "s3://: another size: the right bytes" cmp "$Q/numpy_bitmap/b.npy" "$T/d1/numpy_bitmap/b.npy"
+# issue 25 item 5: --profile (the hint names it), used over stale AWS_* keys
+printf '[swift]\naws_access_key_id = %s\naws_secret_access_key = %s\n' \
+	"$SWIFT_ACCESS_KEY" "$SWIFT_SECRET_KEY" >"$T/credentials"
+check "s3://: a wrong secret: the hint names --profile, not a mount option alone" \
+	expect_fail "SignatureDoesNotMatch.*samplefs-download --profile NAME" \
+	env AWS_SECRET_ACCESS_KEY=stale "$DL" $S3 s3://dlb/misc/ "$T/d-stale"
+check "s3://: --profile swift over stale AWS_* keys: downloads" \
+	env AWS_ACCESS_KEY_ID=stale AWS_SECRET_ACCESS_KEY=stale AWS_SHARED_CREDENTIALS_FILE="$T/credentials" \
+	"$DL" -q --profile swift $S3 s3://dlb/misc/ "$T/d-prof"
+check "s3://: --profile: the same bytes" diff -r "$T/misc" "$T/d-prof"
 check "s3://: names with spaces, in directories" dl /dev/null -j 2 $S3 s3://dlb/misc/ "$T/d2"
 check "s3://: names with spaces: the same bytes" diff -r "$T/misc" "$T/d2"
 check "local mount of the source" sfs_mount "$Q" "$T/ml" -o "layout=quickdraw,index_dir=$T/i1"

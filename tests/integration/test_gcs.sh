@@ -74,7 +74,7 @@ check "the token not in /proc/PID/cmdline" bash -c '! grep -aq t0k-3n "$1"' _ "/
 check "unmount gs://tok" sfs_umount "$M"
 mkdir -p "$M"
 check "no token for a bucket that wants one: refused, naming the bucket and the 401" \
-	expect_fail "gs://tok/qd/: listing: bucket tok, key \"qd/\".*HTTP 401.*anonymous" \
+	expect_fail "gs://tok/qd/: listing: bucket tok, key \"qd/\".*HTTP 401.*anonymous: the request was unsigned: no GOOGLE_OAUTH_ACCESS_TOKEN in the environment; a private bucket wants credentials: GOOGLE_OAUTH_ACCESS_TOKEN" \
 	"$SAMPLEFS" -o "layout=quickdraw,$EP,index_dir=$T/idx-x" "gs://tok/qd/" "$M"
 grep -q " $M fuse" /proc/mounts && fusermount3 -u "$M"
 check "a prefix with no recorded pages: refused, naming the bucket" \

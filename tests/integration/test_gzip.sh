@@ -9,7 +9,9 @@
 # files they hold, named in the log, and the right bytes for the others,
 # never wrong ones; a bomb (2 GiB of zeros in 2 MB, its last ISIZE a lie)
 # is bounded (the daemon's peak RSS) and its lie named; a gzip inside a
-# gzip is decompressed once only; over HTTP as from disk.
+# gzip is decompressed once only; over HTTP as from disk; span=1k is one
+# error line naming the bounds, span= and span_cache= on a plain tar are
+# refused (issue 25 item 5).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/http_lib.sh"
 . "$(dirname "$0")/ztree_lib.sh"
@@ -150,8 +152,22 @@ check "bomb: unmount" sfs_umount "$mnt"
 
 mkdir -p "$T/opt"
 check "span=1k is refused, naming the bounds" \
-	expect_fail "span=1024: must be from 65536 to 67108864 bytes" \
+	expect_fail "span=1k: 1024 bytes; must be from 64k (65536) to 64M (67108864) bytes" \
 	"$SAMPLEFS" -f -o layout=tar,span=1k "$T/g6.tar.gz" "$T/opt"
+# issue 25 item 5: one line, not a second "Invalid argument"
+one_line() {
+	local err
+	err=$("$SAMPLEFS" -f -o layout=tar,span=1k "$T/g6.tar.gz" "$T/opt" 2>&1)
+	[ "$(wc -l <<<"$err")" -eq 1 ] || { echo "    $err"; return 1; }
+}
+check "span=1k: one error line" one_line
+# span= on data with nothing compressed is refused, as the README says
+gzip -dc "$T/g6.tar.gz" >"$T/plain.tar"
+for o in span=64k span_cache=8M; do
+	check "$o on a plain tar is refused" \
+		expect_fail "${o%%=*} applies to compressed data only.*plain.tar has none" \
+		"$SAMPLEFS" -f -o layout=tar,$o,index_dir=$T/idx-plain "$T/plain.tar" "$T/opt"
+done
 
 # gzip in gzip: one level is decompressed, the inner gzip is not a tar
 gzip -c "$T/g6.tar.gz" >"$T/twice.tar.gz"

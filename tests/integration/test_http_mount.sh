@@ -4,7 +4,9 @@
 # Quick, Draw! from classes.txt and from the server's listing, ImageNet, a
 # tar with a nested tar, an .npy file; HTTPS with the test's own CA; the
 # index of a URL saved and reused (a remount reads no data, nginx's log
-# says; a changed classes.txt is noticed by its stamp); then faults injected by tests/integration/fault_proxy.py between
+# says; a changed classes.txt is noticed by its stamp; a URL of one tar,
+# layout= not given, remounts with as few requests as with layout=tar:
+# its name decides); then faults injected by tests/integration/fault_proxy.py between
 # samplefs and nginx: 500s, 429 with Retry-After, a body cut short, a
 # trickle below the low-speed limit, Range ignored, the ETag changed.  Each
 # read either gives the server's bytes or fails with EIO within a bound
@@ -90,6 +92,23 @@ gets=$(http_log_lines "$mark" | awk -F'\t' '$1 == "GET" && $4 ~ /^20[06]$/ {prin
 	awk '{ print $2 " x" $1 }' | paste -sd,)
 check "remount with a saved index: no data GET, one listing ($gets; HEADs: $(http_log_count HEAD "$mark"))" \
 	grep -qx '/*imagenet/ x1' <<<"$gets"
+
+# issue 25 item 5: the layout of one file's URL is decided from its name:
+# a remount of data.tar without layout= sends no more requests (nginx's
+# log, every method) than one with layout=tar (it sent some 44 probes)
+# requests_of OPTS: the requests nginx logged for a remount of data.tar with OPTS
+requests_of() {
+	local mark n
+	mark=$(http_log_mark) || return 1
+	sfs_mount "$(http_url /data.tar)" "$M" -o "$1index_dir=$T/idx-name" || return 1
+	n=$(http_log_lines "$mark" | wc -l)
+	sfs_umount "$M" || return 1
+	echo "$n"
+}
+check "data.tar: a first mount, to save its index" requests_of layout=tar, >/dev/null
+with=$(requests_of layout=tar,) without=$(requests_of "")
+check "data.tar remounted without layout=: $without requests, as many as with layout=tar ($with)" \
+	test -n "$with" -a -n "$without" -a "${without:-99}" -le "${with:-0}"
 
 # Quick, Draw!: a remount reads the image headers from the index, lists no
 # directory when the classes are named, and takes the class names from the

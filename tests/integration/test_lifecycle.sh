@@ -19,6 +19,12 @@
 #     temporary file is removed by the next build.  The build is made to block, not raced:
 #     its source is a file on a second mount whose daemon is stopped (as in
 #     test_faults.sh); the signal lands during the build either way.
+#  2b. A stop signal sent right after the command starts (issue 25 item
+#     5: `samplefs ... & sleep 0.1; kill -INT $!` in a script, SIGINT
+#     ignored at start) is heeded, not lost: the command ends within 10 s
+#     and nothing stays mounted (130 before the mount serves, 0 after it,
+#     as later ones); in the foreground, SIGINT sent by kill once the mount
+#     serves unmounts it with status 0.
 #  3. An unwritable default index directory (a read-only tmpfs mounted
 #     here: chmod does not stop root) gives one warning and a private
 #     temporary index, removed at unmount; an unwritable -o index_dir=
@@ -377,6 +383,68 @@ else
 	echo "not ok - cannot mount a read-only tmpfs on $RO"
 	SFS_FAIL=$((SFS_FAIL + 1))
 fi
+
+# ---- 2b. a stop signal at once ----
+ME=$T/me
+mkdir -p "$ME"
+SFS_MOUNTS+=("$ME")
+# early MODE DELAY: `samplefs [-f] small.tar ME &` with SIGINT ignored (a
+# script's background job), kill -INT after DELAY; the command must end
+# within 10 s with 130 or 0, nothing left mounted (a mount that served
+# before the signal is unmounted by it).  A background command that had
+# already exited 0 (it served: the signal reached nobody; a zombie not
+# yet waited for, which kill would not fail on) passes when its mount
+# serves.
+early() {
+	local fg= i rc pid
+	[ "$1" = fg ] && fg=-f
+	env --ignore-signal=INT "$SAMPLEFS" $fg -o index_dir="$T/idx-early" \
+		"$T/small.tar" "$ME" 2>"$T/early.log" &
+	pid=$!
+	sleep "$2"
+	# one that has exited is a zombie until waited for: kill would succeed
+	if [[ "$(ps -o stat= -p "$pid")" == Z* ]] || ! kill -INT "$pid" 2>/dev/null; then
+		wait "$pid"; rc=$?
+		[ "$rc" = 0 ] && [ "$(mounts_on "$ME")" = 1 ] && fusermount3 -u "$ME" && return 0
+		echo "    exited $rc before the signal"; return 1
+	fi
+	for i in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	if kill -0 "$pid" 2>/dev/null; then
+		echo "    still running 10 s after SIGINT (lost)"
+		kill -TERM "$pid"; wait "$pid" 2>/dev/null
+		[ "$(mounts_on "$ME")" = 0 ] || fusermount3 -u "$ME"
+		return 1
+	fi
+	wait "$pid"; rc=$?
+	for i in $(seq 1 20); do [ "$(mounts_on "$ME")" = 0 ] && break; sleep 0.1; done
+	[ "$(mounts_on "$ME")" = 0 ] || { echo "    still mounted (exit $rc)"; fusermount3 -u "$ME"; return 1; }
+	case $rc in 0|130) ;; *) echo "    exit status $rc"; cat "$T/early.log"; return 1 ;; esac
+	! grep -q 'Sanitizer\|runtime error:' "$T/early.log" || { cat "$T/early.log"; return 1; }
+}
+check "early SIGINT: a first mount, to save the index" \
+	sh -c "'$SAMPLEFS' -o index_dir='$T/idx-early' '$T/small.tar' '$ME' && fusermount3 -u '$ME'"
+for mode in fg bg; do
+	for d in 0.1 0.15 0.25; do
+		check "SIGINT ${d} s after the start ($mode, ignored at start): heeded" early "$mode" "$d"
+	done
+done
+# served_int: -f, SIGINT ignored at start, kill -INT once it serves: exit 0, unmounted
+served_int() {
+	local pid i rc
+	env --ignore-signal=INT "$SAMPLEFS" -f -o index_dir="$T/idx-early" \
+		"$T/small.tar" "$ME" 2>"$T/early.log" &
+	pid=$!
+	for i in $(seq 1 300); do [ "$(mounts_on "$ME")" = 1 ] && break; sleep 0.1; done
+	kill -INT "$pid"
+	for i in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	if kill -0 "$pid" 2>/dev/null; then
+		echo "    still running 10 s after SIGINT"
+		kill -TERM "$pid"; wait "$pid" 2>/dev/null; return 1
+	fi
+	wait "$pid"; rc=$?
+	[ "$rc" = 0 ] && [ "$(mounts_on "$ME")" = 0 ] || { echo "    exit $rc, mounts $(mounts_on "$ME")"; return 1; }
+}
+check "SIGINT by kill once serving (-f, ignored at start): unmounted, exit 0" served_int
 
 # Each index path once per mount: first builds and rebuilds of a tar, a
 # Quick, Draw! and an ImageNet source.

@@ -10,7 +10,10 @@
 # mounted reads EIO with the one "changed since mounting" warning naming
 # it; credentials from a profile in a credentials file; a session token
 # sent as x-amz-security-token on every request (Swift's access log) and
-# in no message; bucket options refused on a local source.
+# in no message; bucket options refused on a local source.  Issue 25 item
+# 5: a refusal says which credentials signed (the environment, profile
+# NAME of FILE) or that the request went unsigned, why, and how to give
+# credentials; -o profile= wins over stale AWS_* keys.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/http_lib.sh"
 . "$(dirname "$0")/swift_lib.sh"
@@ -130,9 +133,19 @@ for src in "s3://no-such-bucket/tars/" "s3://no-such-bucket/tars/data.tar" "s3:/
 			"$SAMPLEFS" -o "$lay$EP,index_dir=$T/idx-x" "$src" "$M"
 	done
 done
-check "anonymous (Swift's s3api serves none: 400): refused, naming the bucket" \
-	expect_fail "bucket $B, key \"tars/data.tar\".*HTTP 400" \
+check "anonymous (Swift's s3api serves none: 400): refused, naming the bucket, saying the request was unsigned and how to sign" \
+	expect_fail "bucket $B, key \"tars/data.tar\".*HTTP 400.*the request was unsigned: -o anonymous; a private bucket wants credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment, or a profile of ~/.aws/credentials (samplefs -o profile=NAME, samplefs-download --profile NAME)" \
 	"$SAMPLEFS" -o "layout=tar,$EP,anonymous,index_dir=$T/idx-x" "s3://$B/tars/data.tar" "$M"
+# issue 25 item 5: no credentials anywhere (no keys, no file): unsigned, said
+mkdir -p "$T/nohome"
+check "no credentials at all: refused, saying none were found and how to give some" \
+	expect_fail "bucket $B.*HTTP 4[0-9][0-9].*the request was unsigned: no credentials found.*a private bucket wants credentials" \
+	env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY HOME="$T/nohome" \
+	"$SAMPLEFS" -o "layout=tar,$EP,index_dir=$T/idx-x" "s3://$B/tars/data.tar" "$M"
+check "a wrong secret: the message says the keys came from the environment" \
+	expect_fail "SignatureDoesNotMatch.*signed with the credentials of the environment (AWS_ACCESS_KEY_ID)" \
+	env AWS_SECRET_ACCESS_KEY=not-the-secret \
+	"$SAMPLEFS" -o "layout=tar,$EP,index_dir=$T/idx-x" "s3://$B/tars/data.tar" "$M"
 check "bucket options on a local source: refused" \
 	expect_fail "endpoint applies to bucket sources only" \
 	"$SAMPLEFS" -o "layout=tar,$EP,index_dir=$T/idx-x" "$W/tars/data.tar" "$M"
@@ -146,9 +159,22 @@ export AWS_SHARED_CREDENTIALS_FILE=$T/credentials
 check "profile=swift from the credentials file: mounts" \
 	sfs_mount "s3://$B/tars/data.tar" "$M" -o "layout=tar,$EP,profile=swift,index_dir=$T/idx-p"
 check "profile=swift: the same bytes" cmp "$M/d/f1.bin" <(tar -xOf "$W/tars/data.tar" d/f1.bin)
+# issue 25 item 5: config shows the bucket options in force (no region given, none in the environment)
+check "config: region=us-east-1 in force, profile=swift, timeout=30" \
+	bash -c "grep -qx region=us-east-1 '$M/.samplefs/config' && grep -qx profile=swift '$M/.samplefs/config' && grep -qx timeout=30 '$M/.samplefs/config'"
 check "unmount" sfs_umount "$M"
-check "the default profile (other keys): refused, naming the bucket" \
-	expect_fail "bucket $B.*HTTP 403" \
+check "the default profile (other keys): refused, naming the bucket and the profile used" \
+	expect_fail "bucket $B.*HTTP 403.*signed with the credentials of profile default of $T/credentials" \
+	"$SAMPLEFS" -o "layout=tar,$EP,index_dir=$T/idx-x" "s3://$B/tars/data.tar" "$M"
+# issue 25 item 5: -o profile= wins over stale AWS_* keys, as the AWS CLI's --profile
+check "profile=swift with stale keys in the environment: the profile wins, mounts" \
+	env AWS_ACCESS_KEY_ID=stale AWS_SECRET_ACCESS_KEY=stale-secret \
+	"$SAMPLEFS" -o "layout=tar,$EP,profile=swift,index_dir=$T/idx-p" "s3://$B/tars/data.tar" "$M"
+check "profile=swift over stale keys: the same bytes" cmp "$M/d/f1.bin" <(tar -xOf "$W/tars/data.tar" d/f1.bin)
+check "profile=swift over stale keys: unmount" fusermount3 -u "$M"
+check "stale keys, no profile=: the keys are used (AWS_PROFILE does not win over them)" \
+	expect_fail "HTTP 403.*the environment (AWS_ACCESS_KEY_ID)" \
+	env AWS_ACCESS_KEY_ID=stale AWS_SECRET_ACCESS_KEY=stale-secret AWS_PROFILE=swift \
 	"$SAMPLEFS" -o "layout=tar,$EP,index_dir=$T/idx-x" "s3://$B/tars/data.tar" "$M"
 check "a profile the file lacks: refused, naming the file and the profile" \
 	expect_fail "credentials: no credentials for profile nosuch" \

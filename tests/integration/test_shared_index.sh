@@ -11,8 +11,10 @@
 # another span= is refused, naming the source and the spans.
 # Then a builder killed with -9 while it holds the build lock (its reads
 # slowed by fault_proxy.py): the next mount breaks the dead lock and
-# builds.  Then the failures: index_only with no index, a stale prebuilt
-# index (a warning and a build, or with index_only an error).
+# builds.  Then the failures: index_only with no index, a prebuilt index
+# with none for the mount (made with other options, or for another
+# source's name: said, naming them), a stale prebuilt index (a warning and
+# a build, or with index_only an error).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/http_lib.sh"
 . "$(dirname "$0")/cluster_lib.sh"
@@ -193,6 +195,17 @@ check "kill -9: unmount" sfs_umount "$T/k2"
 check "index_only with no index: the mount fails" \
 	sh -c "! '$SAMPLEFS' -f -o index_only,index_dir='$T/idxn' '$SRC' '$T/k2' 2>'$T/n.log'"
 check "index_only with no index: says so" grep -q "index_only forbids building" "$T/n.log"
+# issue 25 item 5: a prebuilt index with none for the mount says why, not
+# "(there is none)": other options (the tar's recursive=), another source
+check "prebuilt index, other options, index_only: the mount fails" \
+	sh -c "! '$SAMPLEFS' -f -o index='$PRE',index_only,recursive=2,index_dir='$T/idxo' '$SRC' '$T/k2' 2>'$T/o.log'"
+check "prebuilt index, other options: says its index was made with other options, naming both" \
+	grep -q "its index of tar for this source was made with other options, which shape the tree: \"r1\", this mount's \"r2\"" "$T/o.log"
+OTHER=$(proxy_url data.tar)
+check "prebuilt index, another source's name, index_only: the mount fails" \
+	sh -c "! '$SAMPLEFS' -f -o index='$PRE',index_only,index_dir='$T/idxa' '$OTHER' '$T/k2' 2>'$T/a.log'"
+check "prebuilt index, another source: names the source it is for and this one" \
+	grep -qF "its index of tar is for another source, $SRC, not $OTHER" "$T/a.log"
 touch -d '2001-01-01' "$W/data.tar"	# a new stamp: the prebuilt index is stale
 check "stale prebuilt index with index_only: the mount fails" \
 	sh -c "! '$SAMPLEFS' -f -o index='$PRE',index_only,index_dir='$T/idxs' '$SRC' '$T/k2' 2>'$T/s.log'"

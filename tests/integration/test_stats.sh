@@ -18,7 +18,17 @@
 #   - through fault_proxy.py: two 500s armed, a read gets the right bytes
 #     and "retries" grows by the faults the proxy says it injected (2),
 #     "errors" by none;
-#   - samplefs-stat prints a table with a row per interval.
+#   - samplefs-stat prints a table with a row per interval;
+#   - every open of stats.json and metrics is a fresh whole snapshot,
+#     whatever was listed, stat'ed or read before (issue 25 item 5: after
+#     `ls` they read empty, or frozen): with three readers loading the
+#     mount, ctl_fresh.py lists, stats, reads and reopens 60 times and
+#     sees the lookup count and uptime grow at each open, and files_read
+#     grow over the loop; with readdirplus=always (quickdraw's and npy's
+#     default) and the tar's default; config shows the options that
+#     apply (source kind, layout) with the values in force: a local tar's
+#     no URL option, a URL's timeout=30 retries=5 cache_mem=32M
+#     read_timeout=60, the given ones as given.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/http_lib.sh"
 sfs_setup
@@ -98,6 +108,15 @@ PY
 }
 check "metrics: Prometheus lines, the same numbers as stats.json" metrics_ok
 check "config names the source" grep -qxF "source=$(realpath "$WEIRD")" "$M/.samplefs/config"
+# issue 25 item 5: the options that apply, with the values in force
+# (README's defaults), not all 40 as 0 or empty
+config_has() { local l; for l in "${@:2}"; do grep -qxF -- "$l" "$1" || { echo "    no '$l' in:"; sed 's/^/      /' "$1"; return 1; }; done; }
+config_lacks() { ! grep -q -- "$2" "$1" || { echo "    '$2' in:"; sed 's/^/      /' "$1"; return 1; }; }
+cp "$M/.samplefs/config" "$T/config.local"
+check "config (local tar): the values in force" config_has "$T/config.local" layout=tar workers=4 poll=50 readdirplus=adaptive recursive=1
+check "config (local tar): no URL, bucket, compressed-data or other layout's option" \
+	config_lacks "$T/config.local" '^\(timeout\|retries\|cache_mem\|region\|profile\|span\|span_cache\|per_class\|shard_size\)='
+check "config: no option shown twice" test "$(grep -o "^[a-z_]*=" "$T/config.local" | sort | uniq -d)" = ""
 check "version is samplefs --version's" \
 	test "samplefs version $(cat "$M/.samplefs/version")" = "$("$SAMPLEFS" --version | grep '^samplefs version')"
 check "ls -a of the root does not show .samplefs" \
@@ -120,6 +139,35 @@ stat_table() {
 }
 check "samplefs-stat MOUNT 0.2 2: a header and two rows" stat_table
 check "unmount" sfs_umount "$M"
+
+# ---- fresh snapshots under load ----
+LOADERS=()
+stop_loaders() { local p; for p in "${LOADERS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done; LOADERS=(); }
+SFS_CLEANUP_HOOKS+=(stop_loaders)
+# load MNT: three readers of every member, each dropping the pages it read
+# so that its next pass reaches samplefs again
+load() {
+	local i
+	for i in 1 2 3; do
+		"$PY" -c 'import os, sys
+while True:
+    for p in sys.argv[1:]:
+        fd = os.open(p, os.O_RDONLY)
+        while os.read(fd, 1 << 16):
+            pass
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.close(fd)' "$1"/f_* "$1"/sub/big 2>/dev/null &
+		LOADERS+=($!)
+	done
+}
+for rdp in always adaptive; do
+	check "mount (readdirplus=$rdp)" sfs_mount "$WEIRD" "$M" -o index_dir=$T/idx,readdirplus=$rdp
+	load "$M"
+	check "readdirplus=$rdp, under load: each open of stats.json and metrics is a fresh whole snapshot" \
+		"$PY" "$SFS_ROOT/tests/integration/ctl_fresh.py" "$M/.samplefs" 60 grow
+	stop_loaders
+	check "unmount" sfs_umount "$M"
+done
 
 # ---- a member named .samplefs ----
 check "mount a tar with a .samplefs member" sfs_mount "$T/clash.tar" "$M" -o index_dir=$T/idx
@@ -148,6 +196,11 @@ settled() {
 	return 1
 }
 check "the mount's requests settle" settled
+cp "$M/.samplefs/config" "$T/config.http"
+check "config (URL): the URL options' values in force" \
+	config_has "$T/config.http" timeout=30 retries=5 cache_mem=32M read_timeout=60 build_timeout=600 workers=16
+check "config (URL): no bucket option" config_lacks "$T/config.http" '^\(region\|profile\|endpoint\)='
+
 check "a member over HTTP" cmp "$M/z_big" "$T/files2/z_big"
 # requests_match: the daemon's new requests equal those nginx logged
 # (waits for its read-ahead to land; the equality is the check)
@@ -181,6 +234,8 @@ check "unmount" sfs_umount "$M"
 check "fault proxy up" proxy_start "$(http_url /)"
 check "mount through the proxy (retries=3)" \
 	sfs_mount "$(proxy_url a.tar)" "$M" -o index_dir=$T/idx-p,retries=3,timeout=5
+check "config: retries=3, timeout=5 as given, read_timeout=10 (2 x timeout)" \
+	config_has "$M/.samplefs/config" retries=3 timeout=5 read_timeout=10
 snap "$M" "$T/p0.json"
 f0=$(proxy_stat faults)
 proxy_ctl "fault?mode=500&n=2&method=GET" >/dev/null

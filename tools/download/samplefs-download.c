@@ -2,7 +2,7 @@
  * samplefs-download - a local copy of a dataset, for users who want one:
  *
  *   samplefs-download [-j N] [--classes FILE] [--include GLOB]...
- *                     [--endpoint URL] [--region R] [--anonymous]
+ *                     [--endpoint URL] [--region R] [--profile NAME] [--anonymous]
  *                     [--retries N] [--timeout S] [--min-rate RATE] [-q]
  *                     SOURCE DEST
  *
@@ -54,7 +54,7 @@ static void on_signal(int sig)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: samplefs-download [-j N] [--classes FILE] [--include GLOB]...\n"
-		"                         [--endpoint URL] [--region R] [--anonymous]\n"
+		"                         [--endpoint URL] [--region R] [--profile NAME] [--anonymous]\n"
 		"                         [--retries N] [--timeout S] [--min-rate RATE] [-q]\n"
 		"                         SOURCE DEST\n"
 		"SOURCE: s3://BUCKET/PREFIX/, gs://BUCKET/PREFIX/, an http(s) directory\n"
@@ -145,6 +145,7 @@ int main(int argc, char **argv)
 		{ "include", required_argument, NULL, 'i' },
 		{ "endpoint", required_argument, NULL, 'e' },
 		{ "region", required_argument, NULL, 'r' },
+		{ "profile", required_argument, NULL, 'p' },
 		{ "anonymous", no_argument, NULL, 'a' },
 		{ "retries", required_argument, NULL, 'R' },
 		{ "timeout", required_argument, NULL, 't' },
@@ -172,6 +173,7 @@ int main(int argc, char **argv)
 		case 'i': globs[sel.nglobs++] = optarg; break;
 		case 'e': cfg.endpoint = optarg; break;
 		case 'r': cfg.region = optarg; break;
+		case 'p': cfg.profile = optarg; break;
 		case 'a': cfg.anonymous = 1; break;
 		case 'R': if (parse_uint(optarg, 1000, &o.retries)) goto bad; break;
 		case 't': if (parse_uint(optarg, 3600, &cfg.timeout_s)) goto bad; break;
