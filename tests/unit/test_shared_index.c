@@ -207,7 +207,7 @@ static int load(const char *index_dir, const char *prebuilt, int only,
 	struct sfs_opts o;
 	struct index_fp fp;
 	struct job_arg a = { counter, v, sleep_s };
-	struct index_job job = { "test", "k", &fp, build_d, attach_d, &a, NULL };
+	struct index_job job = { "test", "k", &fp, build_d, attach_d, &a, NULL, NULL };
 	struct index_map m;
 	int rc;
 
