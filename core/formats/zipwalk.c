@@ -53,7 +53,7 @@ struct zwalk {
 
 int zip_sniff(struct source *src)
 {
-	struct zip_file zf = { src, source_name(src), source_stamp(src)->size, 1 };
+	struct zip_file zf = { src, source_name(src), 0, 1 };
 	uint8_t head[TAR_BLOCK];
 	struct zip_cd_loc loc;
 	ssize_t r = source_pread(src, head, sizeof(head), 0);
@@ -67,6 +67,7 @@ int zip_sniff(struct source *src)
 	 * a decompressed stream's end read just to ask */
 	if ((r == sizeof(head) && tar_header_ok(head)) || source_is_decompressed(src))
 		return 0;
+	zf.size = source_stamp(src)->size;	/* (a growing source's waits) */
 	if (zip_locate_cd(&zf, &loc) < 0)
 		return 0;
 	if (loc.count == 0)
