@@ -672,6 +672,10 @@ static int walk_source(struct builder *b, const struct tarindex_source *s,
 	    (grown = source_extent(s->src, UINT64_MAX, size)) < 0)
 		rc = grown;	/* said: the source failed, or damage was read */
 	if (rc == -EIO && zsource_damage(s->src, &from) && b->nents > first) {
+		/* the pass has ended: its size is known, even when the grown
+		 * extent above failed (a pass that ended damaged before the
+		 * walk streamed it leaves *size at what was known then) */
+		*size = source_stamp(s->src)->size;
 		say_damage(s->path, b->nents - first, from, *size);
 		rc = 0;
 	} else if (rc == -EIO && zsource_damage(s->src, &from)) {
