@@ -934,34 +934,43 @@ static int build_read(struct rd *r, unsigned win, int lone)
 /* A read of s at [off, off + n) (n > 0, inside the source), with the
  * deadline read_timeout after its request arrived (source_cancel.since,
  * else now). */
-static void rd_init(struct rd *r, struct source *s, void *buf, size_t n,
-		    uint64_t off)
+/*
+ * The read of [off, off + n) of s into buf, cut to the source's size:
+ * 1 with r set up, or what to return at once (0: nothing to read; a
+ * change seen before: source_check's EIO).
+ */
+static ssize_t rd_start(struct rd *r, struct source *s, void *buf, size_t *n,
+			uint64_t off)
 {
 	struct http_src *h = s->priv;
 	const struct source_cancel *c = source_cancel_current();
-	int64_t now = sfs_now_ns();
+	int64_t now;
 
-	*r = (struct rd){ .s = s, .h = h, .buf = buf, .off = off, .end = off + n,
+	if (seen_changed(s))
+		return source_check(s);
+	if (off >= s->stamp.size || *n == 0)
+		return 0;
+	if (*n > s->stamp.size - off)
+		*n = (size_t)(s->stamp.size - off);
+	now = sfs_now_ns();
+	*r = (struct rd){ .s = s, .h = h, .buf = buf, .off = off, .end = off + *n,
 			  .size = s->stamp.size, .cancel = c,
 			  .build = source_build_since() != 0,
 			  .since = c && c->since && c->since < now ? c->since : now };
 	r->deadline = r->since + h->he->read_timeout_ns;
+	return 1;
 }
 
 ssize_t httpcache_pread(struct source *s, void *buf, size_t n, uint64_t off)
 {
 	struct rd r;
+	ssize_t got;
 	uint64_t b0, b1, b;
 	int rc, lone;
 	unsigned win;
 
-	if (seen_changed(s))
-		return source_check(s);
-	if (off >= s->stamp.size || n == 0)
-		return 0;
-	if (n > s->stamp.size - off)
-		n = (size_t)(s->stamp.size - off);
-	rd_init(&r, s, buf, n, off);
+	if ((got = rd_start(&r, s, buf, &n, off)) != 1)
+		return got;
 	b0 = off / BLOCK;
 	b1 = (r.end - 1) / BLOCK;
 	if (source_nowait_mode()) {
@@ -991,15 +1000,11 @@ ssize_t httpcache_pread(struct source *s, void *buf, size_t n, uint64_t off)
 ssize_t httpcache_refetch(struct source *s, void *buf, size_t n, uint64_t off)
 {
 	struct rd r;
+	ssize_t got;
 	int rc;
 
-	if (seen_changed(s))
-		return source_check(s);
-	if (off >= s->stamp.size || n == 0)
-		return 0;
-	if (n > s->stamp.size - off)
-		n = (size_t)(s->stamp.size - off);
-	rd_init(&r, s, buf, n, off);
+	if ((got = rd_start(&r, s, buf, &n, off)) != 1)
+		return got;
 	r.fresh = 1;
 	rc = r.build ? build_read(&r, 0, 0) : read_round(&r, 0, 0);
 	return rc ? rc : (ssize_t)n;
