@@ -2,7 +2,7 @@
  * log.h - one place where samplefs reports to the user.
  *
  * Messages name the file, the offset and what was expected.  Where they go
- * (README, "Where messages go"): to stderr, prefixed "samplefs: ", until
+ * (docs/control.md, "Where messages go"): to stderr, prefixed "samplefs: ", until
  * the daemon goes to the background, then to syslog (ident "samplefs",
  * tagged with the mount point); and, from the start, to the file of
  * -o log=FILE when given, appended with a timestamp.  While serving,

@@ -1,8 +1,8 @@
 /*
  * inval.h - once a source changed while mounted, drops the kernel's cached
  * pages of the files that may hold its bytes, so those read EIO like the
- * rest of the source (README: "EIO until remounted") instead of being
- * served from the page cache, which the kernel keeps across opens here.
+ * rest of the source (docs/choices.md: EIO until the unmount) instead of
+ * being served from the page cache, which the kernel keeps across opens here.
  *
  * core/io calls inval_changed (source_env_on_change) where it first sees
  * a change, possibly inside a read of one of those very files, whose page

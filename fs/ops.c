@@ -437,7 +437,8 @@ static void read_interrupted(fuse_req_t req, void *data)
  * background requests, never interrupted: those end at read_timeout.)
  * t0: when the request arrived (sfs_now_ns), from which read_timeout
  * counts: a read queued for a worker while others wait out a frozen server
- * has had that much of it already (README: read_timeout is the whole read).
+ * has had that much of it already (docs/sources.md: read_timeout is the
+ * whole read).
  */
 static ssize_t read_cancellable(fuse_req_t req, struct sfs_fs *fs,
 				fuse_ino_t ino, char *buf, size_t size, off_t off,

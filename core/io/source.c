@@ -292,8 +292,8 @@ void source_mark_changed(struct source *s)
 
 int source_check(struct source *s)
 {
-	/* a change once seen stays (README: "EIO until remounted"): a file
-	 * put back, or blocks cached before the change, are not served */
+	/* a change once seen stays (docs/choices.md: EIO until the unmount):
+	 * a file put back, or blocks cached before the change, are not served */
 	if (!atomic_load(&s->changed)) {
 		if (s->be->changed(s) == 0)
 			return 0;

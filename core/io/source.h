@@ -272,7 +272,7 @@ struct source_cancel {
 	atomic_int cancelled;
 	/* when the request the reads are for arrived (sfs_now_ns), or 0:
 	 * each read's read_timeout_s counts from here, so time spent queued
-	 * for a thread is part of it (the README promises read_timeout for
+	 * for a thread is part of it (docs/sources.md promises read_timeout for
 	 * the whole read); set before the scope, never changed in it */
 	int64_t since;
 };

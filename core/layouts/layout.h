@@ -91,7 +91,7 @@ struct layout_ops {
 	 * since mounting (source_check).
 	 * The one gap in "never wrong bytes": a change between this check
 	 * and the splice goes out (the bytes are not copied, so there is
-	 * nothing to check after); README, Limitations, says so. */
+	 * nothing to check after); docs/limitations.md says so. */
 	int (*extent)(void *priv, uint64_t ino, struct source **src,
 		      uint64_t *base);
 	/* optional: symlink target into buf (NUL-terminated); -EINVAL if not */

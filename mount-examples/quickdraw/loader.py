@@ -6,7 +6,7 @@ for their root.  Nothing here knows about samplefs: it reads files.
     samplefs /data/quickdraw /mnt/qd
     python3 loader.py /mnt/qd [batch_size]
 
-The tree (see README.md):  /classes.txt, /images/<class>/<gidx:06d>.npy
+The tree (see docs/layouts.md):  /classes.txt, /images/<class>/<gidx:06d>.npy
 (float32 (28, 28, 1)), /strokes/<class>/<gidx:06d>.npy (float32 (130, 3)),
 /splits/{train,val,test}.txt lines "image<TAB>strokes<TAB>label" (either path
 missing when the source has no such files).

@@ -161,7 +161,7 @@ one_line() {
 	[ "$(wc -l <<<"$err")" -eq 1 ] || { echo "    $err"; return 1; }
 }
 check "span=1k: one error line" one_line
-# span= on data with nothing compressed is refused, as the README says
+# span= on data with nothing compressed is refused, as docs/options.md says
 gzip -dc "$T/g6.tar.gz" >"$T/plain.tar"
 for o in span=64k span_cache=8M; do
 	check "$o on a plain tar is refused" \

@@ -6,7 +6,7 @@
 # needs names (find) leaves no kernel inode per file.  Counted from the
 # daemon's -d log (LOOKUPs) and /proc/slabinfo (fuse_inode objects); the
 # answers of every tool are compared with Python's tarfile.  No timing here:
-# the speed is measured by `make bench` (README, "Everyday tools").
+# the speed is measured by `make bench` (docs/benchmarks.md, "Everyday tools").
 . "$(dirname "$0")/lib.sh"
 sfs_setup
 T=$SFS_TMP

@@ -109,7 +109,7 @@ PY
 check "metrics: Prometheus lines, the same numbers as stats.json" metrics_ok
 check "config names the source" grep -qxF "source=$(realpath "$WEIRD")" "$M/.samplefs/config"
 # issue 25 item 5: the options that apply, with the values in force
-# (README's defaults), not all 40 as 0 or empty
+# (docs/options.md's defaults), not all 40 as 0 or empty
 config_has() { local l; for l in "${@:2}"; do grep -qxF -- "$l" "$1" || { echo "    no '$l' in:"; sed 's/^/      /' "$1"; return 1; }; done; }
 config_lacks() { ! grep -q -- "$2" "$1" || { echo "    '$2' in:"; sed 's/^/      /' "$1"; return 1; }; }
 cp "$M/.samplefs/config" "$T/config.local"

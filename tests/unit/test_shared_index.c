@@ -227,7 +227,7 @@ static int load(const char *index_dir, const char *prebuilt, int only,
 
 /*
  * The daemon's own wait (index_load, with INDEX_LOCK_STALE_S): a builder
- * killed with SIGKILL holds the next mount for the 10 s README.md promises
+ * killed with SIGKILL holds the next mount for the 10 s docs/sources.md promises
  * ("its build lock, after 10 s without a heartbeat"), then that mount
  * breaks the lock and builds.  Not much longer: a mount held 30 s looks
  * hung; nor shorter than 9 s, which would break live locks of builders
@@ -254,7 +254,7 @@ Test(shidx, dead_builder_holds_a_mount_about_10_s)
 	took = now() - t0;
 	cr_assert_eq(builds(counter), 1, "the mount did not build after breaking the lock");
 	cr_assert_geq(took, 9.0, "a dead builder's lock was broken after %.1f s, before 10 s", took);
-	cr_assert_leq(took, 15.0, "a dead builder's lock held the mount %.1f s; README.md "
+	cr_assert_leq(took, 15.0, "a dead builder's lock held the mount %.1f s; docs/sources.md "
 		      "says it is broken after 10 s without a heartbeat", took);
 }
 

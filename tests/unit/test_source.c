@@ -203,7 +203,7 @@ Test(source, stamp_seconds_round_down)
 /* A source touched or truncated after opening fails the check, with one
  * warning naming it however often it is checked; and stays failed: size
  * and mtime put back, or bytes in the page cache, are not served again
- * (README: "EIO until remounted"; before, the check passed again). */
+ * (docs/choices.md: EIO until the unmount; before, the check passed again). */
 Test(source, check_sees_size_and_mtime_and_warns_once)
 {
 	struct timespec later[2] = { { 0, UTIME_OMIT }, { 2000000000, 0 } };
