@@ -158,10 +158,13 @@ swift_start() {
 	# ready when a bucket can be made (the account and container servers
 	# are up) and an object written into it (the object servers: a
 	# test's first upload, right after its bucket, once failed while they
-	# still started)
+	# still started); the bucket is made once: a PUT of it after one that
+	# succeeded (its object's PUT having failed) answers 409, already made
 	printf ready >"$SWIFT_DIR/probe"
+	local made=
 	for i in $(seq 1 300); do
-		[ "$(swift_s3 -o /dev/null -w '%{http_code}' -X PUT /sfs-ready)" = 200 ] &&
+		[ -n "$made" ] ||
+			[ "$(swift_s3 -o /dev/null -w '%{http_code}' -X PUT /sfs-ready)" = 200 ] && made=1 &&
 			[ "$(swift_s3 -o /dev/null -w '%{http_code}' -T "$SWIFT_DIR/probe" \
 				/sfs-ready/probe)" = 200 ] && return 0
 		for kind in "${SWIFT_PIDS[@]}"; do
