@@ -13,11 +13,12 @@
 #     types, bytes), the browsing block must print on the mount exactly
 #     what it prints on that extraction, the DataLoader block must count
 #     the tar's samples and classes, and the unmount block must unmount.
+# Also: every relative link and #anchor of README.md and docs/*.md resolves.
 # Every block of the section must be one of these kinds, and every
 # placeholder must be found, so a changed quick start fails here until
 # this test runs it too.  `make` in the build block is checked with
 # `make -n` (the daemon under test is built already); SAMPLEFS_README=FILE
-# tests another copy of the README.
+# tests another copy of the README (the link check reads the tree's).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/http_lib.sh"
 . "$(dirname "$0")/swift_lib.sh"
@@ -26,6 +27,42 @@ T=$SFS_TMP
 README=${SAMPLEFS_README:-$SFS_ROOT/README.md}
 MNT=$T/mnt
 B=readme
+
+# ---- every relative link of README.md and docs/*.md leads somewhere ----
+# (a file that exists; a #fragment to one of its headings, slugged as
+# GitHub slugs them), so a section moved between pages leaves no dead link
+links_ok() {
+	"$PY" - "$SFS_ROOT" <<'PY'
+import os, re, sys
+root = sys.argv[1]
+def slug(h):
+    h = h.strip().lower()
+    h = re.sub(r'[^\w\- ]', '', h)
+    return h.replace(' ', '-')
+def anchors(path):
+    out, fence = set(), False
+    for l in open(path, encoding='utf-8'):
+        if l.startswith('```'): fence = not fence
+        if not fence and re.match(r'#{1,6} ', l):
+            out.add(slug(l.lstrip('#')))
+    return out
+bad = 0
+files = ['README.md'] + ['docs/' + f for f in sorted(os.listdir(root + '/docs')) if f.endswith('.md')]
+for f in files:
+    text = open(os.path.join(root, f), encoding='utf-8').read()
+    text = re.sub(r'^```.*?^```', '', text, flags=re.S | re.M)
+    for target in re.findall(r'\]\(([^)\s]+)\)', text):
+        if re.match(r'[a-z]+:', target): continue
+        path, _, frag = target.partition('#')
+        full = os.path.normpath(os.path.join(root, os.path.dirname(f), path)) if path else os.path.join(root, f)
+        if not os.path.exists(full):
+            print(f'{f}: link to {target}: no such file'); bad = 1; continue
+        if frag and full.endswith('.md') and frag not in anchors(full):
+            print(f'{f}: link to {target}: no such heading'); bad = 1
+sys.exit(bad)
+PY
+}
+check "README.md and docs/*.md: every relative link and anchor resolves" links_ok
 
 # ---- the quick start's blocks, by kind ----
 "$PY" - "$README" "$T/blocks" <<'PY' || { echo "not ok - quick start parsed"; exit 1; }
