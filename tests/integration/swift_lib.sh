@@ -161,10 +161,14 @@ swift_start() {
 	# still started); the bucket is made once: a PUT of it after one that
 	# succeeded (its object's PUT having failed) answers 409, already made
 	printf ready >"$SWIFT_DIR/probe"
-	local made=
+	local made= code
 	for i in $(seq 1 300); do
-		[ -n "$made" ] ||
-			[ "$(swift_s3 -o /dev/null -w '%{http_code}' -X PUT /sfs-ready)" = 200 ] && made=1 &&
+		if [ -z "$made" ]; then
+			code=$(swift_s3 -o /dev/null -w '%{http_code}' -X PUT /sfs-ready)
+			# 409: made by a PUT whose answer was lost
+			[ "$code" = 200 ] || [ "$code" = 409 ] && made=1
+		fi
+		[ -n "$made" ] &&
 			[ "$(swift_s3 -o /dev/null -w '%{http_code}' -T "$SWIFT_DIR/probe" \
 				/sfs-ready/probe)" = 200 ] && return 0
 		for kind in "${SWIFT_PIDS[@]}"; do
