@@ -766,6 +766,8 @@ ssize_t tarindex_pread(const struct tarindex *t, uint32_t i, void *buf,
 	const struct tarindex_node *n = &t->nodes[i];
 	uint64_t fsize = tarindex_node_size(n);
 	uint32_t src = tarindex_node_src(n);
+	const struct tarindex_zip *z;
+	ssize_t got;
 	int rc;
 
 	if (tarindex_node_type(n) == TARINDEX_DIR)
@@ -776,9 +778,9 @@ ssize_t tarindex_pread(const struct tarindex *t, uint32_t i, void *buf,
 		return 0;
 	if (size > fsize - off)
 		size = (size_t)(fsize - off);
-	if (t->nzips && tarindex_zipped(t, i)) {
-		ssize_t got = tarindex_zip_pread(t, i, buf, size, off);
-
+	/* a zip member's bytes go through zipread, which checks them */
+	if ((z = t->nzips ? tarindex_zip_of(t, i) : NULL)) {
+		got = tarindex_zip_pread(t, i, z, buf, size, off);
 		if (got < 0)
 			return got;
 		rc = got == (ssize_t)size ? 0 : -EIO;

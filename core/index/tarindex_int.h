@@ -70,9 +70,13 @@ void tarindex_derived_close(struct tarindex *t);
  * (optional: none when no source is a zip) and sets up its reads. */
 int tarindex_zip_open(struct tarindex *t, const struct index_map *m, uint32_t c);
 void tarindex_zip_close(struct tarindex *t);
-/* Reads of deflated file node i (see tarindex_pread). */
-ssize_t tarindex_zip_pread(const struct tarindex *t, uint32_t i, void *buf,
-			   size_t size, uint64_t off);
+/* The zip entry of file node i (tarindex_zip.c), or NULL when its data
+ * is a plain range of its source. */
+const struct tarindex_zip *tarindex_zip_of(const struct tarindex *t, uint32_t i);
+/* Reads of file node i, zip member z (see tarindex_pread). */
+ssize_t tarindex_zip_pread(const struct tarindex *t, uint32_t i,
+			   const struct tarindex_zip *z, void *buf, size_t size,
+			   uint64_t off);
 
 /* Hard link entries by node number: sorted so at build, searched so at mount. */
 static inline int hardlink_cmp(const void *pa, const void *pb)

@@ -227,7 +227,7 @@ void tarindex_zip_close(struct tarindex *t)
 }
 
 /* The zip entry of file node i, or NULL when its data is a plain range. */
-static const struct tarindex_zip *zip_of(const struct tarindex *t, uint32_t i)
+const struct tarindex_zip *tarindex_zip_of(const struct tarindex *t, uint32_t i)
 {
 	const struct tarindex_node *n = &t->nodes[i];
 	struct tarindex_zip key = { .off = n->off, .src = tarindex_node_src(n) };
@@ -256,25 +256,22 @@ int tarindex_in_place(const struct tarindex *t, uint32_t i)
 	if (tarindex_node_type(&t->nodes[i]) != TARINDEX_FILE ||
 	    tarindex_node_sparse(&t->nodes[i]))
 		return 0;
-	if (!(z = zip_of(t, i)))
+	if (!(z = tarindex_zip_of(t, i)))
 		return 1;
 	return zipread_in_place(t->zr, (uint64_t)(z - t->zips) + 1);
 }
 
 int tarindex_zipped(const struct tarindex *t, uint32_t i)
 {
-	return zip_of(t, i) != NULL;
+	return tarindex_zip_of(t, i) != NULL;
 }
 
-ssize_t tarindex_zip_pread(const struct tarindex *t, uint32_t i, void *buf,
-			   size_t size, uint64_t off)
+ssize_t tarindex_zip_pread(const struct tarindex *t, uint32_t i,
+			   const struct tarindex_zip *z, void *buf, size_t size,
+			   uint64_t off)
 {
-	const struct tarindex_zip *z = zip_of(t, i);
-	struct zip_data d;
+	struct zip_data d = data_of(t, i, z);
 
-	if (!z)
-		return -ENOENT;
-	d = data_of(t, i, z);
 	/* the entry's number names the member in the cache */
 	return zipread_pread(t->zr, (uint64_t)(z - t->zips) + 1, &d, buf, size, off);
 }
