@@ -6,7 +6,11 @@
 #   small  a zip of NFILES stored members of 20-200 KB (ImageNet's JPEGs
 #          average 110 KB), read whole in random order by THREADS threads
 #          (readfiles.c): files/s of a fresh mount with the page cache
-#          dropped (cold; as root) and of its second pass (warm)
+#          dropped (cold: the disk's speed; as root), of a fresh mount of
+#          the zip held in the page cache (fresh: every read reaches the
+#          daemon, which is what the check costs), and of the second pass
+#          of that mount (warm: the kernel's page cache of the mount, no
+#          read reaches the daemon)
 #   large  one stored member of LARGE_MB: the first 64 KiB read of a fresh
 #          mount (the check reads the member whole once) and then 200
 #          random 64 KiB reads; wall seconds, and the floor beside it: the
@@ -83,15 +87,21 @@ mount_with() {	# BINARY ZIP
 	return 1
 }
 
-# files/s of one fresh mount's cold and warm passes: "COLD WARM"
+fps() { "$READER" -t "$THREADS" -p "$MNT" "$D/small.list" | sed -n 's/.*files_per_s=\([0-9.]*\).*/\1/p'; }
+
+# files/s: "COLD FRESH WARM" (see the top)
 small_run() {
-	local bin=$1 cold warm
+	local bin=$1 cold fresh warm
 	drop
 	mount_with "$bin" "$D/small.zip" || return 1
-	cold=$("$READER" -t "$THREADS" -p "$MNT" "$D/small.list" | sed -n 's/.*files_per_s=\([0-9.]*\).*/\1/p')
-	warm=$("$READER" -t "$THREADS" -p "$MNT" "$D/small.list" | sed -n 's/.*files_per_s=\([0-9.]*\).*/\1/p')
+	cold=$(fps)
 	unmount
-	echo "$cold $warm"
+	cat "$D/small.zip" >/dev/null
+	mount_with "$bin" "$D/small.zip" || return 1
+	fresh=$(fps)
+	warm=$(fps)
+	unmount
+	echo "$cold $fresh $warm"
 }
 
 # the large member: "FIRST_64K_S RANDOM_200_S" of a fresh mount, cold
@@ -126,10 +136,13 @@ floor_run() {	# dd of the member's bytes from the zip: cold and warm seconds
 
 : >"$D/runs.tsv"
 for r in $(seq 1 "$RUNS"); do
-	for v in before after; do
+	order="before after"
+	[ $((r % 2)) = 0 ] && order="after before"	# neither always first
+	for v in $order; do
 		bin=$BEFORE; [ $v = after ] && bin=$AFTER
-		read -r c w <<<"$(small_run "$bin")" || exit 1
-		printf 'small.cold\t%s\t%s\nsmall.warm\t%s\t%s\n' "$v" "$c" "$v" "$w" >>"$D/runs.tsv"
+		read -r c f w <<<"$(small_run "$bin")" || exit 1
+		printf 'small.cold\t%s\t%s\nsmall.fresh\t%s\t%s\nsmall.warm\t%s\t%s\n' \
+			"$v" "$c" "$v" "$f" "$v" "$w" >>"$D/runs.tsv"
 		read -r f rr <<<"$(large_run "$bin")" || exit 1
 		printf 'large.first64k_s\t%s\t%s\nlarge.random200_s\t%s\t%s\n' "$v" "$f" "$v" "$rr" >>"$D/runs.tsv"
 	done
@@ -149,7 +162,7 @@ print("| measure | variant | median | min | max |")
 print("|---|---|---|---|---|")
 for (k, v), xs in sorted(rows.items()):
     print("| %s | %s | %.4g | %.4g | %.4g |" % (k, v, statistics.median(xs), min(xs), max(xs)))
-for k in ("small.cold", "small.warm", "large.first64k_s", "large.random200_s"):
+for k in ("small.cold", "small.fresh", "small.warm", "large.first64k_s", "large.random200_s"):
     a, b = rows.get((k, "after")), rows.get((k, "before"))
     if a and b:
         r = sorted(x / y for x, y in zip(a, b))
