@@ -345,6 +345,18 @@ if check "Ctrl-C at the terminal, SIGINT ignored at start: ignored, exit 0" ctrl
 		same_file "$MB/m0777" "$T/files/big/m0777"
 	check "Ctrl-C at the terminal, SIGINT ignored at start: unmount" fusermount3 -u "$MB"
 fi
+# the inner mounts' daemons may still be closing their sources on $MO
+# (fusermount3 -u returns before a daemon has exited): its unmount waits
+# up to 10 s for no process to hold a file there (EBUSY otherwise; seen
+# once in a clean-clone run)
+held_under() {
+	local l
+	for l in /proc/[0-9]*/fd/*; do
+		[[ "$(readlink "$l" 2>/dev/null)" == "$1"/* ]] && return 0
+	done
+	return 1
+}
+for i in $(seq 1 100); do held_under "$MO" || break; sleep 0.1; done
 check "signals: unmount the outer tar" sfs_umount "$MO"
 
 # ---- 3. the index directory ----
