@@ -524,37 +524,70 @@ static ssize_t member_read(struct zipread *zr, uint64_t key,
 }
 
 /*
- * The first read of a small stored member: a read of the whole member
- * (what a loader does) is read into buf and checked there; a part of it
- * reads the member whole into memory to check it.  Either way the member
- * is then GOOD, and later reads go in place (spliced), so a checked stored
- * member costs one CRC-32 and no copy kept in the cache.
+ * The CRC-32 of stored member d read around a part of it: the asked
+ * bytes [off, off + size) straight into buf, the others in PIECE-sized
+ * pieces through a buffer on the stack, all in order.  No allocation per
+ * read (a member over malloc's mmap threshold cost an mmap, its page
+ * faults and an munmap).  0 with *crc, or the read's -errno.
+ */
+#define PIECE (16u << 10)
+static int crc_around(const struct zip_data *d, uint8_t *buf, size_t size,
+		      uint64_t off, uint32_t *crc)
+{
+	uint8_t piece[PIECE];
+	uint64_t pos = 0, end;
+	size_t n;
+	int rc;
+
+	*crc = 0;
+	while (pos < d->usize) {
+		if (pos == off && size) {
+			if ((rc = zip_pread_full(d->src, buf, size, d->off + off)) < 0)
+				return rc;
+			*crc = zcrc32(*crc, buf, size);
+			pos += size;
+			continue;
+		}
+		end = pos < off ? off : d->usize;
+		n = end - pos < PIECE ? (size_t)(end - pos) : PIECE;
+		if ((rc = zip_pread_full(d->src, piece, n, d->off + pos)) < 0)
+			return rc;
+		*crc = zcrc32(*crc, piece, n);
+		pos += n;
+	}
+	return 0;
+}
+
+/*
+ * The first read of a small stored member: it reads the whole member to
+ * check its CRC-32, the asked part into buf, the rest around it
+ * (crc_around).  The member is then GOOD: later reads go in place
+ * (spliced).  A failed read is said (read_stored's words) and tried again
+ * by the next read; bad data stays bad.
  */
 static ssize_t stored_first(struct zipread *zr, uint64_t key,
 			    const struct zip_data *d, uint8_t *buf, size_t size,
 			    uint64_t off)
 {
-	uint8_t *p = buf;
+	uint32_t crc;
 	int rc;
 
 	if (data_check(d)) {
 		state_set(zr, key, BAD);
 		return -EIO;
 	}
-	if ((off || size != d->usize) && !(p = malloc((size_t)d->usize + 1)))
-		return -ENOMEM;
-	rc = read_stored(d, d->off, p);
-	if (rc == 0)
-		rc = crc_check(d, zcrc32(0, p, (size_t)d->usize));
-	if (rc == 0 && p != buf)
-		memcpy(buf, p + off, size);
-	if (p != buf)
-		free(p);
-	if (rc == 0 || rc == -EBADMSG)
-		state_set(zr, key, rc == 0 ? GOOD : BAD);
-	if (rc < 0)
-		return rc == -EBADMSG ? -EIO : rc;
-	return (ssize_t)size;
+	rc = crc_around(d, buf, size, off, &crc);
+	if (rc < 0) {
+		if (transient(rc))
+			return rc;
+		sfs_err("%s: member %s: offset %llu: cannot read %llu bytes",
+			d->path, d->name, (unsigned long long)d->off,
+			(unsigned long long)d->usize);
+		return -EIO;
+	}
+	rc = crc_check(d, crc);
+	state_set(zr, key, rc == 0 ? GOOD : BAD);
+	return rc < 0 ? -EIO : (ssize_t)size;
 }
 
 ssize_t zipread_pread(struct zipread *zr, uint64_t key, const struct zip_data *d,
