@@ -49,7 +49,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "layouts/layout.h"
+#include "layouts/layouts.h"
 #include "opts.h"
 
 #define CTL_NAME       ".samplefs"

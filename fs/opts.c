@@ -9,7 +9,7 @@
  */
 #include "opts.h"
 #include "io/zsource.h"
-#include "layouts/layout.h"
+#include "layouts/layouts.h"
 #include "log.h"
 
 #include <errno.h>

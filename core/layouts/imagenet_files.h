@@ -38,7 +38,7 @@ int imagenet_find_sources(struct in_layout *L, struct source_env *env,
 			  const char *root);
 
 /* 1 if `source` (whose source_stat is info) has the shape above (layout
- * detection, layout.c's table), else 0. */
+ * detection, layouts.c's table), else 0. */
 int imagenet_detect(struct source_env *env, const char *source,
 		    const struct source_info *info);
 

@@ -12,6 +12,8 @@
  * Threads: after *_open returns, every op may be called from many threads at
  * once.  A layout's own mutable state (caches) must be locked by the layout.
  *
+ * The table of layouts, detection and opening by name: layouts.h.
+ *
  * Errors: ops return 0 / a byte count, or a negative errno.  -ENOENT for an
  * unknown name or inode, -EIO when the source cannot give the right bytes
  * (truncated, changed while mounted, corrupt block): never wrong bytes.
@@ -115,46 +117,6 @@ struct layout {
 	 * o->remote by layout_open, freed by layout_close after the layout */
 	struct source_env *env;
 };
-
-/*
- * Opens the layout named by o->layout, or detects it from the source when
- * o->layout is NULL.  On error prints one clear line (naming the file) and
- * returns -errno.  Builds or loads the persistent index as needed.  Every
- * source of the mount is opened in out->env.
- */
-int layout_open(const struct sfs_opts *o, struct layout *out);
-/*
- * The layout layout_open would open: o->layout if it is a row of
- * layout_kinds (returned as its static name), else the detected one;
- * NULL, with one line printed and errno set, when the source is missing
- * (stat's errno) or cannot be reached (a URL: that cause, once), or the
- * layout unknown (EINVAL).
- */
-const char *layout_choose(const struct sfs_opts *o);
-void layout_close(struct layout *l);
-
-/* One layout: a row of layout_kinds. */
-struct layout_kind {
-	const char *name;	/* -o layout=NAME */
-	const char *title;	/* its section of --help */
-	/* 1 when SOURCE (source_stat's info) has this layout's shape */
-	int (*detect)(struct source_env *env, const char *source,
-		      const struct source_info *info);
-	/* sets out->ops and out->priv; its sources are opened in env (NULL:
-	 * local paths only), which outlives the layout */
-	int (*open)(const struct sfs_opts *o, struct source_env *env,
-		    struct layout *out);
-	/* the -o options only some layouts take that this one takes,
-	 * space-separated; fs/opts.c refuses them for the other layouts */
-	const char *options;
-};
-
-/* Every layout, in the order detection tries them; a NULL name ends it. */
-extern const struct layout_kind layout_kinds[];
-/* The row named `name`, or NULL. */
-const struct layout_kind *layout_kind(const char *name);
-/* 1 if option `opt` (without '=') is in k->options. */
-int layout_kind_takes(const struct layout_kind *k, const char *opt);
 
 /* Each layout's constructor and detection (core/layouts/layout_<name>.c,
  * imagenet_files.h), for the table. */

@@ -1,5 +1,5 @@
 /*
- * test_layout.c - core/layouts/layout.c's table of layouts: each row
+ * test_layout.c - core/layouts/layouts.c's table of layouts: each row
  * whole and found by its name, the options of each told apart by whole
  * words, and detection going down the rows in order (a directory with
  * both .npy and .tar files is npy; neither: no layout, EINVAL).
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "layouts/layout.h"
+#include "layouts/layouts.h"
 
 static char dir[64];
 /* what the tests create in dir, removed after each */

@@ -189,7 +189,7 @@ Test(npy, mutations_never_crash, .init = cr_redirect_stderr)
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "layouts/layout.h"
+#include "layouts/layouts.h"
 
 struct entry {
 	char name[64];

@@ -31,7 +31,7 @@
  * shuffle_seed, recursive, classes, per_class, seed, quiet), cacert and
  * insecure for https, and the bucket options (endpoint, region, profile).
  */
-#include "layouts/layout.h"
+#include "layouts/layouts.h"
 #include "clock.h"
 #include "layouts/layout_imagenet.h"
 #include "log.h"

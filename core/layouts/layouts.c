@@ -1,11 +1,11 @@
 /*
- * layout.c - the table of layouts (layout_kinds: name, detection,
+ * layouts.c - the table of layouts (layout_kinds: name, detection,
  * constructor, the options only it takes) and picking one for a source:
  * the one named by -o layout=, or the first row whose shape the source
  * has.  Adding a layout is one row here.
  * Not a layout itself; it only dispatches to their constructors.
  */
-#include "layouts/layout.h"
+#include "layouts/layouts.h"
 #include "layouts/imagenet_files.h"
 #include "index/zstore.h"
 #include "io/zsource.h"
