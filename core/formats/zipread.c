@@ -22,7 +22,9 @@
 #include "formats/zipmethod.h"
 #include "io/lru.h"
 #include "io/crc.h"
+#include "io/slice.h"
 #include "io/source.h"
+#include "io/zsource.h"
 #include "log.h"
 
 #include <errno.h>
@@ -446,6 +448,29 @@ static ssize_t checked_read(struct zipread *zr, uint64_t key,
 	}
 	rc = zip_pread_full(src, buf, size, base + off);
 	return rc < 0 ? rc : (ssize_t)size;
+}
+
+int zipread_member_open(const struct zip_data *d, const char *name,
+			struct source **out)
+{
+	struct source *sl;
+	int rc;
+
+	if (d->method == 8) {
+		rc = source_open_range(d->src, d->off, d->csize, name, &sl);
+		return rc < 0 ? rc : zsource_wrap_deflate(sl, d->usize, d->crc32, out);
+	}
+	if ((rc = source_open_slice(d->src, d->off, d->csize, name, out)) < 0)
+		return rc;
+	if (!source_is_decompressed(*out)) {
+		sfs_err("%s: member %s: offset %llu: method %u, but its data does not "
+			"start as that stream does", d->path, d->name,
+			(unsigned long long)d->off, d->method);
+		source_close(*out);
+		*out = NULL;
+		return -EBADMSG;
+	}
+	return 0;
 }
 
 /*

@@ -77,6 +77,17 @@ int zipread_large(const struct zip_data *d);
  */
 typedef int (*zipread_open_fn)(const struct zip_data *d, struct source **out);
 
+/*
+ * What a zipread_open_fn does, under a name of the caller's: large member
+ * d's data, a slice of the zip, read as raw deflate with the directory's
+ * size and CRC-32 (zsource_wrap_deflate), or as the bzip2, zstd or xz
+ * stream it is (sniffed as a file is; zipread checks its size and CRC-32
+ * at its first read).  0, -EBADMSG when the data is not such a stream
+ * (said), or -errno.
+ */
+int zipread_member_open(const struct zip_data *d, const char *name,
+			struct source **out);
+
 /* Members are named by keys below nkeys; a large deflated one (over
  * ZIPREAD_WHOLE_MAX) is opened by `open` at its first read and kept
  * (open NULL: such members give EIO, said). */

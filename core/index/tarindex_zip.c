@@ -29,8 +29,6 @@
 #include <string.h>
 
 #include "log.h"
-#include "io/slice.h"
-#include "io/zsource.h"
 #include "formats/zipread.h"
 #include "formats/zipwalk.h"
 #include "index/tarindex_int.h"
@@ -158,36 +156,20 @@ int tb_zip_write(struct builder *b, struct index_writer *w, uint32_t c)
 /* ---- mount ----------------------------------------------------------- */
 
 /*
- * Large member d as a derived source: its data, a slice of the zip, read
- * as raw deflate with the directory's size and CRC-32 (io/zsource.h), or
- * as the bzip2, zstd or xz stream it is (sniffed as a file is; zipread
- * checks its size and CRC-32 at its first read), named as a nested
- * compressed tar is, after the zip, the data's offset and the member
- * ("x.zip@1234:big.bin"): its access points are stored under that name
- * and the zip's stamp, so a remount finds them without a pass, and the
- * pass's messages name all three.
+ * Large member d as a derived source (zipread_member_open), named as a
+ * nested compressed tar is, after the zip, the data's offset and the
+ * member ("x.zip@1234:big.bin"): its access points are stored under that
+ * name and the zip's stamp, so a remount finds them without a pass, and
+ * the pass's messages name all three.
  */
 static int member_open(const struct zip_data *d, struct source **out)
 {
 	char *name = tarindex_derived_name(d->path, d->off, d->name);
-	struct source *sl;
 	int rc;
 
 	if (!name)
 		return -ENOMEM;
-	if (d->method == 8) {
-		rc = source_open_range(d->src, d->off, d->csize, name, &sl);
-		if (rc == 0)
-			rc = zsource_wrap_deflate(sl, d->usize, d->crc32, out);
-	} else if ((rc = source_open_slice(d->src, d->off, d->csize, name, out)) == 0 &&
-		   !source_is_decompressed(*out)) {
-		sfs_err("%s: member %s: offset %llu: method %u, but its data does not "
-			"start as that stream does", d->path, d->name,
-			(unsigned long long)d->off, d->method);
-		source_close(*out);
-		*out = NULL;
-		rc = -EBADMSG;
-	}
+	rc = zipread_member_open(d, name, out);
 	free(name);
 	return rc;
 }

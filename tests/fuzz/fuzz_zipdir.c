@@ -20,29 +20,14 @@
 #include "fuzz.h"
 #include "formats/zipread.h"
 #include "formats/zipwalk.h"
-#include "io/slice.h"
-#include "io/zsource.h"
 
 #define KEYS 4096	/* members past this many: large ones give EIO */
 
 /* As the tar index opens a large member (tarindex_zip.c), but named by
- * the member alone: deflate raw, bzip2, zstd and xz as sniffed. */
+ * the member alone. */
 static int open_member(const struct zip_data *d, struct source **out)
 {
-	struct source *sl;
-	int rc;
-
-	if (d->method != 8) {
-		rc = source_open_slice(d->src, d->off, d->csize, d->name, out);
-		if (rc == 0 && !source_is_decompressed(*out)) {
-			source_close(*out);
-			*out = NULL;
-			rc = -EBADMSG;
-		}
-		return rc;
-	}
-	rc = source_open_range(d->src, d->off, d->csize, d->name, &sl);
-	return rc < 0 ? rc : zsource_wrap_deflate(sl, d->usize, d->crc32, out);
+	return zipread_member_open(d, d->name, out);
 }
 
 struct ctx {
