@@ -32,126 +32,6 @@ static void pending_clear(struct pending *p)
 }
 
 /*
- * While the walk reads whole windows (members are small, so every page of
- * the archive holds a header), asks the kernel to read the next AHEAD bytes
- * in the background: the caller's source may be SOURCE_ADV_RANDOM (tarindex_build.c
- * sets it so that large members are not read), and then each window would
- * be one synchronous 128 KiB read: 150 MB/s cold, where the disk does 700.
- * Asked AHEAD / 2 at a time, so the calls are few.  It may run past the
- * end of the walk's range (at most AHEAD bytes): a nested tar is usually
- * followed by another one, which the next walk reads at once.
- */
-static void rd_ahead(struct reader *r, uint64_t off)
-{
-	uint64_t from = off > r->ra_end ? off : r->ra_end;
-	uint64_t to = off + AHEAD;
-
-	if (to < off || to <= from || to - from < AHEAD / 2)
-		return;
-	source_advise(r->src, from, to - from, SOURCE_ADV_WILLNEED);
-	r->ra_end = to;
-}
-
-/*
- * Points *p at n (<= WINDOW) bytes at off; -EBADMSG if the range ends first.
- * A miss reads r->want bytes: a whole window while members are small (so
- * one pread serves many headers), one block when they are large (copying
- * a window of data we will skip would cost more than the pread).
- */
-uint64_t tar_rd_upto(struct reader *r, uint64_t need)
-{
-	uint64_t have;
-	int rc;
-
-	if (!r->grow)
-		return r->hi;
-	rc = source_extent(r->src, need, &have);
-	if (rc < 0)
-		r->err = rc;
-	if (rc != 0)
-		r->grow = 0;	/* the size is known: hi is final */
-	r->hi = have;
-	return r->hi;
-}
-
-int tar_rd_get(struct reader *r, uint64_t off, size_t n,
-	       const unsigned char **p)
-{
-	size_t want;
-	ssize_t got;
-
-	tar_rd_upto(r, off + n);
-	if (off < r->lo || off > r->hi || r->hi - off < n)
-		return -EBADMSG;
-	if (off >= r->boff && off + n <= r->boff + r->blen) {
-		*p = r->buf + (off - r->boff);
-		return 0;
-	}
-	want = n > r->want ? n : r->want;
-	if (r->hi - off < want)
-		want = (size_t)(r->hi - off);
-	if (r->want == WINDOW)
-		rd_ahead(r, off);
-	got = source_pread(r->src, r->buf, want, off);
-	if (got == -EIO && want > n) {	/* damage after the header (a
-					 * compressed source's): not its fault */
-		want = n;
-		got = source_pread(r->src, r->buf, want, off);
-	}
-	if (got < 0)
-		return (int)got;
-	r->boff = off;
-	r->blen = (size_t)got;
-	if ((size_t)got < n)
-		return -EBADMSG;
-	*p = r->buf;
-	return 0;
-}
-
-/*
- * A numeric field: octal digits (leading spaces, ended by space or NUL;
- * all-NUL is 0, as GNU tar and Python's tarfile read it) or GNU base-256
- * (first byte 0x80 positive, 0xff negative).  -ERANGE beyond int64.
- */
-int tar_parse_num(const unsigned char *f, size_t n, int64_t *out)
-{
-	uint64_t v = 0;
-	size_t i = 0;
-
-	if (f[0] == 0x80 || f[0] == 0xff) {
-		for (i = 1; i < n; i++) {
-			if (v >> 55)
-				return -ERANGE;
-			v = v << 8 | f[i];
-		}
-		if (f[0] == 0x80) {
-			if (v > INT64_MAX)
-				return -ERANGE;
-			*out = (int64_t)v;
-		} else {
-			/* two's complement over n-1 bytes: v - 256^(n-1) */
-			if (n - 1 < 8)
-				v |= ~0ull << (8 * (n - 1));
-			*out = (int64_t)v;
-			if (*out >= 0)
-				return -ERANGE;
-		}
-		return 0;
-	}
-	while (i < n && f[i] == ' ')
-		i++;
-	for (; i < n && f[i] >= '0' && f[i] <= '7'; i++) {
-		if (v >> 60)
-			return -ERANGE;
-		v = v << 3 | (uint64_t)(f[i] - '0');
-	}
-	if (i < n && f[i] != ' ' && f[i] != '\0')
-		return -EINVAL;
-	*out = (int64_t)v;
-	return 0;
-}
-
-/*
  * As GNU tar: the stored sum may be of unsigned or of signed bytes, with
  * the checksum field itself counted as spaces.  (Summing all bytes and
  * then correcting for the field keeps the loop simple enough to vectorise:
@@ -163,13 +43,13 @@ int tar_header_ok(const unsigned char *h)
 	long us = 0, ss = 0;
 	int i;
 
-	if (tar_parse_num(h + H_CHKSUM, 8, &stored) < 0)
+	if (tar_parse_num(h + TAR_H_CHKSUM, 8, &stored) < 0)
 		return 0;
 	for (i = 0; i < TAR_BLOCK; i++) {
 		us += h[i];
 		ss += (signed char)h[i];
 	}
-	for (i = H_CHKSUM; i < H_CHKSUM + 8; i++) {
+	for (i = TAR_H_CHKSUM; i < TAR_H_CHKSUM + 8; i++) {
 		us += ' ' - h[i];
 		ss += ' ' - (signed char)h[i];
 	}
@@ -200,7 +80,7 @@ int tar_normalise(char *path)
 		n = (size_t)(r - comp);
 		if (n == 0 || (n == 1 && comp[0] == '.'))
 			continue;
-		if (n > NAME_MAX_)
+		if (n > TAR_NAME_MAX)
 			return -EINVAL;
 		if (n == 2 && comp[0] == '.' && comp[1] == '.') {
 			if (w == path)
@@ -230,7 +110,6 @@ static size_t field_str(char *dst, const unsigned char *f, size_t n)
 	return len;
 }
 
-/* A decimal number filling s[0..n): no sign, no spaces, fits 64 bits. */
 /* Archive names by suffix: a new compressed form is one line here (and a
  * codec in core/io/ztable.c reading it). */
 static const char *const archive_suffixes[] = {
@@ -261,23 +140,6 @@ int tar_suffix_compressed(const char *suffix)
 	return suffix && suffix != archive_suffixes[0];
 }
 
-int tar_parse_dec(const char *s, size_t n, uint64_t *out)
-{
-	uint64_t v = 0;
-	size_t i;
-
-	if (n == 0)
-		return -EINVAL;
-	for (i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9' || v > (UINT64_MAX - 9) / 10)
-			return -EINVAL;
-		v = v * 10 + (uint64_t)(s[i] - '0');
-	}
-	*out = v;
-	return 0;
-}
-
-
 static const char *type_name(int t)
 {
 	switch (t) {
@@ -302,19 +164,19 @@ static int member_names(struct walk *w, const unsigned char *h,
 			return -ENAMETOOLONG;
 		strcpy(w->path, lp);
 	} else {
-		if (!memcmp(h + H_MAGIC, "ustar", 5) && memcmp(h + H_MAGIC + 5, "  ", 2) &&
-		    h[H_PREFIX]) {
-			n = field_str(w->path, h + H_PREFIX, 155);
+		if (!memcmp(h + TAR_H_MAGIC, "ustar", 5) &&
+		    memcmp(h + TAR_H_MAGIC + 5, "  ", 2) && h[TAR_H_PREFIX]) {
+			n = field_str(w->path, h + TAR_H_PREFIX, 155);
 			w->path[n++] = '/';
 		}
-		field_str(w->path + n, h + H_NAME, 100);
+		field_str(w->path + n, h + TAR_H_NAME, 100);
 	}
 	if (ll) {
 		if (strlen(ll) > TAR_PATH_MAX)
 			return -ENAMETOOLONG;
 		strcpy(w->link, ll);
 	} else {
-		field_str(w->link, h + H_LINK, 100);
+		field_str(w->link, h + TAR_H_LINK, 100);
 	}
 	m->path = w->path;
 	m->link = w->link;
@@ -344,10 +206,10 @@ static int member_path_ok(struct walk *w, struct tar_member *m, uint64_t pos)
 
 	if (rc == -ENOENT && m->type == TAR_DIR)
 		return 0;       /* "./": the root itself */
-	if (rc == -EINVAL && longest > NAME_MAX_) {
+	if (rc == -EINVAL && longest > TAR_NAME_MAX) {
 		sfs_warn("%s: name '%s' in header at offset %llu has a component "
 			 "of %zu bytes, over the %d a file name may have: skipped",
-			 w->what, m->path, (unsigned long long)pos, longest, NAME_MAX_);
+			 w->what, m->path, (unsigned long long)pos, longest, TAR_NAME_MAX);
 		return 0;
 	}
 	if (rc < 0) {
@@ -374,7 +236,7 @@ static int member_size(struct walk *w, const unsigned char *h, uint64_t pos,
 {
 	int64_t v;
 
-	if (tar_parse_num(h + H_SIZE, 12, &v) < 0 || v < 0) {
+	if (tar_parse_num(h + TAR_H_SIZE, 12, &v) < 0 || v < 0) {
 		sfs_warn("%s: bad size field in header at offset %llu", w->what,
 			 (unsigned long long)pos);
 		return -EBADMSG;
@@ -434,7 +296,7 @@ static int member_sparse(struct walk *w, const unsigned char *h, int type,
 	int rc;
 
 	if (type == 'S') {
-		if (tar_parse_num(h + H_GNU_REALSIZE, 12, &v) < 0 || v < 0) {
+		if (tar_parse_num(h + TAR_H_GNU_REALSIZE, 12, &v) < 0 || v < 0) {
 			sfs_warn("%s: bad real size in the sparse header at offset %llu: "
 				 "skipped", w->what, (unsigned long long)m->header);
 			return 1;
@@ -466,7 +328,7 @@ static int member(struct walk *w, const unsigned char *hdr, uint64_t pos,
 		  struct tar_member *m, uint64_t *next)
 {
 	unsigned char h[TAR_BLOCK];     /* the reader's window moves */
-	int type = hdr[H_TYPE], rc, skip = 0;
+	int type = hdr[TAR_H_TYPE], rc, skip = 0;
 	uint64_t size, data = pos + TAR_BLOCK, stored;
 	int64_t v;
 
@@ -476,8 +338,9 @@ static int member(struct walk *w, const unsigned char *hdr, uint64_t pos,
 		return rc;
 	memset(m, 0, sizeof(*m));
 	m->header = pos;
-	m->mode = tar_parse_num(h + H_MODE, 8, &v) == 0 ? (uint32_t)v & 07777 : 0644;
-	m->mtime = tar_parse_num(h + H_MTIME, 12, &v) == 0 ? v : 0;
+	m->mode = tar_parse_num(h + TAR_H_MODE, 8, &v) == 0 ?
+		  (uint32_t)v & 07777 : 0644;
+	m->mtime = tar_parse_num(h + TAR_H_MTIME, 12, &v) == 0 ? v : 0;
 	if (w->next.has_mtime || w->global.has_mtime)
 		m->mtime = w->next.has_mtime ? w->next.mtime : w->global.mtime;
 	if (type == 'S' && (rc = tar_old_gnu_map(w, h, &data, &w->next)) < 0)
@@ -537,7 +400,7 @@ static void end_marker(struct walk *w, uint64_t pos)
  */
 static int header_again(struct walk *w, uint64_t pos, const unsigned char **h)
 {
-	struct reader *r = &w->rd;
+	struct tar_reader *r = &w->rd;
 	ssize_t got = source_refetch(r->src, r->buf, r->blen, r->boff);
 
 	if (got == -ENOTSUP)
@@ -592,11 +455,11 @@ static int walk_loop(struct walk *w, tar_member_fn fn, void *arg)
 			return -EBADMSG;
 		}
 		nhdr++;
-		type = h[H_TYPE];
+		type = h[TAR_H_TYPE];
 		if (type == 'x' || type == 'g' || type == 'L' || type == 'K') {
 			int64_t size;
 
-			if (tar_parse_num(h + H_SIZE, 12, &size) < 0 || size < 0 ||
+			if (tar_parse_num(h + TAR_H_SIZE, 12, &size) < 0 || size < 0 ||
 			    (uint64_t)size > tar_rd_upto(&w->rd, pos + TAR_BLOCK +
 							  (uint64_t)size) - pos - TAR_BLOCK) {
 				sfs_warn("%s: bad or truncated %c header at offset %llu",
@@ -626,7 +489,7 @@ static int walk_loop(struct walk *w, tar_member_fn fn, void *arg)
 		first = next;
 		if (rc > 0 && (rc = fn(arg, &m)) != 0)
 			return rc;
-		w->rd.want = next - pos > WINDOW / 2 ? TAR_BLOCK : WINDOW;
+		w->rd.want = next - pos > TAR_WINDOW / 2 ? TAR_BLOCK : TAR_WINDOW;
 		pos = next;
 	}
 	if (pos > w->rd.hi) {
@@ -659,7 +522,7 @@ int tar_walk(struct source *src, uint64_t base, uint64_t len, const char *what,
 	w->rd.lo = base;
 	w->rd.hi = len == TAR_TO_END ? base : base + len;
 	w->rd.grow = len == TAR_TO_END;
-	w->rd.want = WINDOW;
+	w->rd.want = TAR_WINDOW;
 	w->what = what;
 	rc = walk_loop(w, fn, arg);
 	if (w->rd.err && (rc == 0 || rc == -EBADMSG || rc == -EINVAL))

@@ -23,53 +23,9 @@
 #include <stdint.h>
 #include <stddef.h>
 
+#include "formats/tar_block.h"
+
 struct source;
-
-#define TAR_BLOCK 512
-#define TAR_PATH_MAX 4096
-
-enum tar_type {
-	TAR_FILE = 1,
-	TAR_DIR,
-	TAR_HARDLINK,
-	TAR_SYMLINK,
-};
-
-/* Sparse members: at most this many data chunks (a clear error beyond). */
-#define TAR_SPARSE_MAX_CHUNKS (1u << 22)
-
-/* One run of data of a sparse member: `len` bytes at offset `off` of the
- * file as extracted.  Between chunks, and after the last, are holes. */
-struct tar_sparse_chunk {
-	uint64_t off, len;
-};
-
-struct tar_member {
-	const char *path;   /* normalised, never empty */
-	/* hard link: normalised target path; symlink: target as stored;
-	 * otherwise "" */
-	const char *link;
-	enum tar_type type;
-	uint32_t mode;      /* permission bits from the header */
-	int64_t mtime;      /* seconds since the epoch */
-	uint64_t size;      /* file size as extracted (0 for links and
-			     * directories; a sparse file's holes count) */
-	uint64_t offset;    /* absolute offset of the data in the file */
-	uint64_t stored;    /* data bytes at `offset`: `size` unless sparse */
-	uint64_t header;    /* absolute offset of the (first) header block */
-	/* where a walk may start to report this member as it is reported
-	 * now: the first of its own extended headers ('x', 'L', 'K'), or
-	 * UINT64_MAX when a pax global header ('g') before it applies, which
-	 * a walk starting later would not see (an index build's checkpoint
-	 * resumes there, index/checkpoint.h) */
-	uint64_t resume;
-	/* sparse: 1, with the non-empty chunks in increasing, non-overlapping
-	 * order inside `size`, whose lengths add up to `stored` (the data at
-	 * `offset` is their bytes, concatenated).  Valid during the callback. */
-	int sparse;
-	uint32_t nchunks;
-	const struct tar_sparse_chunk *chunks;
-};
 
 /* Called once per member; nonzero stops the walk and is returned. */
 typedef int (*tar_member_fn)(void *arg, const struct tar_member *m);

@@ -1,7 +1,10 @@
 /*
- * tar_int.h - what the three files of the tar walker share (tar.c: the
- * reader, header fields and the walk; tar_pax.c: pax records and GNU long
- * names; tar_sparse.c: sparse maps).  Private to core/formats/tar*.c.
+ * tar_int.h - what the three files of the tar walker share (tar.c: header
+ * fields and the walk; tar_pax.c: pax records and GNU long names;
+ * tar_sparse.c: sparse maps), all three above tar_block.c (the block
+ * reader and field parsers).  tar.c calls down into tar_pax.c and
+ * tar_sparse.c, tar_pax.c into tar_sparse.c; none calls back up.
+ * Private to core/formats/tar*.c.
  *
  * Not for: anyone else (tar.h is the interface).
  */
@@ -11,37 +14,10 @@
 #include <stdint.h>
 #include <stddef.h>
 
-#include "formats/tar.h"
+#include "formats/tar_block.h"
 
-#define WINDOW      (128u << 10) /* header read-ahead window */
-#define AHEAD       (32u << 20)   /* asynchronous read-ahead while headers are dense */
 #define PAX_PEEK    1024          /* a pax record's length and key lie in its first bytes */
 #define PAX_NUM_MAX 64            /* longest numeric pax value read */
-#define NAME_MAX_   255
-
-/* Offsets of the header fields (POSIX ustar; GNU shares the first 345). */
-enum {
-	H_NAME = 0, H_MODE = 100, H_MTIME = 136, H_SIZE = 124, H_CHKSUM = 148,
-	H_TYPE = 156, H_LINK = 157, H_MAGIC = 257, H_PREFIX = 345,
-	H_GNU_SPARSE = 386, H_GNU_ISEXT = 482, H_GNU_REALSIZE = 483,
-	H_GNU_EXT_ISEXT = 504,
-};
-#define GNU_SPARSE_IN_HDR 4   /* map entries in an old GNU 'S' header */
-#define GNU_SPARSE_IN_EXT 21  /* ... and in each extension block after it */
-
-/* Header reader over [lo, hi) of a source; one per walk. */
-struct reader {
-	struct source *src;
-	uint64_t lo, hi;
-	uint64_t boff;
-	size_t blen;
-	size_t want;        /* bytes to read on a miss: see tar_rd_get */
-	uint64_t ra_end;    /* asked the kernel to read ahead up to here */
-	int grow;           /* hi is as far as the source is known to go
-			     * so far (TAR_TO_END): tar_rd_upto */
-	int err;            /* the growing source failed: the walk's result */
-	unsigned char buf[WINDOW];
-};
 
 /* GNU.sparse pax formats (GNU tar manual, "Storing Sparse Files"). */
 enum { SPARSE_NONE, SPARSE_PAX0, SPARSE_PAX1 };
@@ -61,7 +37,7 @@ struct pending {
 };
 
 struct walk {
-	struct reader rd;
+	struct tar_reader rd;
 	const char *what;
 	struct pending next;   /* applies to the next member only ('x', 'L', 'K') */
 	struct pending global; /* applies to all later members ('g') */
@@ -71,17 +47,6 @@ struct walk {
 	uint32_t nchunks, chunks_cap;
 	char path[TAR_PATH_MAX + 1], link[TAR_PATH_MAX + 1];
 };
-
-/* tar.c */
-/* Points *p at n (<= the window) bytes at off; -EBADMSG if the range ends first. */
-int tar_rd_get(struct reader *r, uint64_t off, size_t n, const unsigned char **p);
-/* hi, grown as far as `need` when the source grows (source_extent): the
- * checks against hi then hold as for a source of known size. */
-uint64_t tar_rd_upto(struct reader *r, uint64_t need);
-/* An octal or base-256 header field of n bytes: 0, -ERANGE, -EINVAL. */
-int tar_parse_num(const unsigned char *f, size_t n, int64_t *out);
-/* A decimal number filling s[0..n): 0 or -EINVAL. */
-int tar_parse_dec(const char *s, size_t n, uint64_t *out);
 
 /* tar_pax.c */
 /* 'x', 'g', 'L', 'K': the data [data, data + size) that describes the next

@@ -130,8 +130,8 @@ static int old_gnu_entries(struct walk *w, const unsigned char *e, int n,
 int tar_old_gnu_map(struct walk *w, const unsigned char *h, uint64_t *data,
 		    struct pending *p)
 {
-	const unsigned char *e = h + H_GNU_SPARSE;
-	int n = GNU_SPARSE_IN_HDR, more = h[H_GNU_ISEXT], done = 0, rc = 0, r;
+	const unsigned char *e = h + TAR_H_GNU_SPARSE;
+	int n = TAR_GNU_SPARSE_IN_HDR, more = h[TAR_H_GNU_ISEXT], done = 0, rc = 0, r;
 
 	for (;;) {
 		if (rc == 0)
@@ -145,8 +145,8 @@ int tar_old_gnu_map(struct walk *w, const unsigned char *h, uint64_t *data,
 				 (unsigned long long)*data);
 		if (r < 0)
 			return r;
-		more = e[H_GNU_EXT_ISEXT];
-		n = GNU_SPARSE_IN_EXT;
+		more = e[TAR_H_GNU_EXT_ISEXT];
+		n = TAR_GNU_SPARSE_IN_EXT;
 		*data += TAR_BLOCK;
 	}
 	return rc ? tar_bad_map(w, p, rc, "old GNU sparse map", *data) : 0;
