@@ -3,11 +3,11 @@
  * struct source they share.  Private to core/io: everything above uses
  * source.h.
  *
- * source.c owns the generic parts (choosing the backend by the name's
- * scheme, the stamp, the one "changed since mounting" warning, the
- * thread's no-wait flag); a backend only moves bytes and says what it saw.
- * Backends are chosen from a table (source.c), as squashfuse chooses its
- * decompressors.
+ * backends.c chooses the backend by the name's scheme (from a table, as
+ * squashfuse chooses its decompressors) and source.c owns the generic
+ * parts of an open source (the stamp, the one "changed since mounting"
+ * warning, the thread's no-wait flag); a backend only moves bytes and says
+ * what it saw.
  */
 #ifndef SFS_IO_BACKEND_H
 #define SFS_IO_BACKEND_H
@@ -112,9 +112,9 @@ extern const struct source_backend source_z_backend;
  * a new source of its uncompressed bytes that owns in.  0, or -errno
  * with in closed (said: a failed pass, a scratch file). */
 int zsource_wrap(struct source *in, struct source **out);
-/* zsource_wrap, counting in env a source that was decompressed (source.c). */
+/* zsource_wrap, counting in env a source that was decompressed (backends.c). */
 int source_counted_wrap(struct source *in, struct source **out);
-/* AWS_REGION, else AWS_DEFAULT_REGION, else us-east-1 (source.c). */
+/* AWS_REGION, else AWS_DEFAULT_REGION, else us-east-1 (backends.c). */
 const char *source_default_region(void);
 
 #endif

@@ -62,6 +62,7 @@ struct zrun {
 	int started, cancel, done;
 	int streamed;                 /* a reader called source_extent: reads
 				       * are served at the frontier */
+	const struct zrun_hooks *hooks; /* zsource.c's, for the pass */
 };
 
 /* The span holding off among those ended (off < frontier); mu held. */
@@ -255,7 +256,7 @@ static void *pass_main(void *arg)
 {
 	struct zsrc *z = arg;
 	struct zrun *r = z->run;
-	struct zspans out = { pass_keep, zsrc_span_buf, z };
+	struct zspans out = { pass_keep, r->hooks->span_buf, z };
 	const uint8_t *blob = NULL;
 	size_t len = 0;
 	int rc = ztable_build(z->in, z->codec, z->ze->span, z->want, &out,
@@ -265,8 +266,7 @@ static void *pass_main(void *arg)
 		z->blob = blob;
 		z->blob_len = len;
 		z->own_map = 1;
-		zsrc_save_table(z);
-		zsrc_bound(z);
+		r->hooks->table_made(z);
 	}
 	pthread_mutex_lock(&r->mu);
 	z->pass_rc = rc;
@@ -281,7 +281,7 @@ static void *pass_main(void *arg)
 }
 
 /* The pass, made ready to run on the first demand (run_start). */
-int zrun_init(struct zsrc *z)
+int zrun_init(struct zsrc *z, const struct zrun_hooks *hooks)
 {
 	struct zrun *r = calloc(1, sizeof(*r));
 
@@ -290,6 +290,7 @@ int zrun_init(struct zsrc *z)
 	pthread_mutex_init(&r->mu, NULL);
 	pthread_cond_init(&r->cv, NULL);
 	r->ahead = z->ze->cache_bytes / 4;
+	r->hooks = hooks;
 	z->run = r;
 	atomic_store(&z->growing, 1);
 	return 0;

@@ -156,7 +156,7 @@ static int load_stored(struct zsrc *z)
  * reading its own copy (the pass's scratch mapping): mapping the saved
  * file again would only swap one copy for another, and say "using the
  * saved index" of a table this mount has just made. */
-void zsrc_save_table(struct zsrc *z)
+static void zsrc_save_table(struct zsrc *z)
 {
 	const struct zsource_store *st = z->ze->store;
 
@@ -238,7 +238,7 @@ static void seq_passed(void *arg, uint64_t j, unsigned char *buf, size_t len)
 }
 
 /* A span buffer for len bytes (zpool.h), for the pass and zseq.c. */
-void *zsrc_span_buf(void *arg, size_t len)
+static void *zsrc_span_buf(void *arg, size_t len)
 {
 	struct zsrc *z = arg;
 
@@ -771,7 +771,7 @@ static int choose(struct zsrc *z)
 }
 
 /* After the table is bound: the warning about long blocks (zseq.c). */
-void zsrc_bound(struct zsrc *z)
+static void zsrc_bound(struct zsrc *z)
 {
 	struct zseq_view v;
 
@@ -779,6 +779,18 @@ void zsrc_bound(struct zsrc *z)
 	v = view_of(z);
 	zseq_warn_far(&v);
 }
+
+/* The first pass made the table (zrun.c, through zrun_hooks). */
+static void table_made(struct zsrc *z)
+{
+	zsrc_save_table(z);
+	zsrc_bound(z);
+}
+
+static const struct zrun_hooks run_hooks = {
+	.span_buf = zsrc_span_buf,
+	.table_made = table_made,
+};
 
 /*
  * A raw deflate stream's stored table is taken only if this row made it
@@ -837,7 +849,7 @@ static int wrap(struct source *in, const struct zexpect *want,
 	else if (z->no_pass) {
 		rc = -EPERM;	/* the store said why (-o index_only) */
 		goto fail;
-	} else if ((rc = zrun_init(z)) < 0)
+	} else if ((rc = zrun_init(z, &run_hooks)) < 0)
 		goto fail;
 	s->be = &source_z_backend;
 	s->env = in->env;

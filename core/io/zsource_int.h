@@ -71,12 +71,17 @@ struct zsrc {
 				       * were damaged (source_extent says it) */
 };
 
-/* zsource.c: the table saved to the store; the table bound to z (and the
- * long-block warning); a span buffer of the mount's pool (struct zspans'
- * and zseq_view's `get`: arg is the zsrc). */
-void zsrc_save_table(struct zsrc *z);
-void zsrc_bound(struct zsrc *z);
-void *zsrc_span_buf(void *arg, size_t len);
+/*
+ * What the pass needs of zsource.c, which hands it over at zrun_init: the
+ * pass calls up through these pointers, never by name, so zsource.c stands
+ * above zrun.c.  span_buf: a span buffer of the mount's pool (struct
+ * zspans' `get`: arg is the zsrc); table_made: the pass's table, saved to
+ * the store and bound to z (and the long-block warning).
+ */
+struct zrun_hooks {
+	void *(*span_buf)(void *arg, size_t len);
+	void (*table_made)(struct zsrc *z);
+};
 
 /*
  * zrun.c: the first pass in its thread.  zrun_init makes it ready to run
@@ -87,7 +92,7 @@ void *zsrc_span_buf(void *arg, size_t len);
  * it runs, 1 once it has ended; zrun_stop cancels it and waits for its
  * thread.
  */
-int zrun_init(struct zsrc *z);
+int zrun_init(struct zsrc *z, const struct zrun_hooks *hooks);
 int zrun_read(struct zsrc *z, void *buf, size_t n, uint64_t off, size_t *done);
 int zrun_extent(struct zsrc *z, uint64_t want, uint64_t *have);
 void zrun_stop(struct zrun *r);
