@@ -65,14 +65,14 @@ $(BUILD)/libsamplefs.a: $(CORE_OBJ)
 	$(AR) rcs $@ $^
 
 $(BUILD)/samplefs: $(FS_OBJ) $(BUILD)/libsamplefs.a
-	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $(FS_OBJ) $(BUILD)/libsamplefs.a $(DEPLIBS)
+	$(CC) $(CFLAGS) $(SANFLAGS) $(LDFLAGS) -o $@ $(FS_OBJ) $(BUILD)/libsamplefs.a $(DEPLIBS)
 
 $(BUILD)/samplefs-inspect: $(BUILD)/tools/inspect/samplefs-inspect.o $(BUILD)/libsamplefs.a
-	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(DEPLIBS)
+	$(CC) $(CFLAGS) $(SANFLAGS) $(LDFLAGS) -o $@ $^ $(DEPLIBS)
 
 DL_OBJ    := $(BUILD)/tools/download/samplefs-download.o $(BUILD)/tools/download/select.o
 $(BUILD)/samplefs-download: $(DL_OBJ) $(BUILD)/libsamplefs.a
-	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(DEPLIBS)
+	$(CC) $(CFLAGS) $(SANFLAGS) $(LDFLAGS) -o $@ $^ $(DEPLIBS)
 
 # the downloader's selection, unit-tested apart from its command line
 $(BUILD)/tests/test_download: tests/unit/test_download.c $(BUILD)/tools/download/select.o $(BUILD)/libsamplefs.a $(UNIT_TIMEOUT)
@@ -80,14 +80,14 @@ $(BUILD)/tests/test_download: tests/unit/test_download.c $(BUILD)/tools/download
 	$(CC) $(ALLCFLAGS) -Itools/download -o $@ $^ $(DEPLIBS) -lcriterion
 
 $(BUILD)/samplefs-stat: $(BUILD)/tools/stat/samplefs-stat.o $(BUILD)/tools/stat/statdoc.o
-	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^
+	$(CC) $(CFLAGS) $(SANFLAGS) $(LDFLAGS) -o $@ $^
 
 $(BUILD)/samplefs-floorfs: $(BUILD)/tools/bench/floorfs.o $(BUILD)/fs/devpoll.o
-	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(DEPLIBS)
+	$(CC) $(CFLAGS) $(SANFLAGS) $(LDFLAGS) -o $@ $^ $(DEPLIBS)
 
 # zbench.sh's floor: the decompressors alone, a block per read (not installed)
 $(BUILD)/samplefs-zblocks: $(BUILD)/tools/bench/zblocks.o
-	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(DEPLIBS)
+	$(CC) $(CFLAGS) $(SANFLAGS) $(LDFLAGS) -o $@ $^ $(DEPLIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libsamplefs.a $(UNIT_TIMEOUT)
 	@mkdir -p $(dir $@)

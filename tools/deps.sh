@@ -38,6 +38,8 @@ pkgs=(build-essential pkg-config libfuse3-dev fuse3 zlib1g-dev libarchive-dev
       nginx openssl curl	# HTTP(S) sources: tests/integration/http_lib.sh serves
 				# fixtures with nginx over TLS (openssl makes the certificate)
       mandoc groff-base	# test_docs.sh: mandoc -Tlint and groff -ww check the man pages
+      debhelper lintian	# test_deb.sh: dpkg-buildpackage builds the .deb (debian/),
+				# lintian checks it
       clang libclang-rt-14-dev)	# libFuzzer targets (make fuzz, make test): Debian clang 14
 					# and its sanitizer and libFuzzer runtimes (a Recommends)
 missing=()
