@@ -15,7 +15,7 @@
 #     list stays as narrow as the code.
 #  2. Includes go downwards: io < formats < index < layouts, each naming
 #     its layer ("formats/tar.h"); a file in core/ includes its own layer
-#     or lower ones.  log.h, options.h and clock.h, at the top of core/,
+#     or lower ones.  log.h, options.h, clock.h and bytes.h, at the top of core/,
 #     may be included anywhere, and include nothing above io.  fs/ and tools/ sit
 #     above core/ and may include any of it.
 #  3. A core/ header is included with quotes, everywhere (core/, fs/,
@@ -280,7 +280,7 @@ includes() {
 			if (target ~ /^core\//) inc[f] = inc[f] " " target
 			L = f; sub(/^core\//, "", L)
 			L = L ~ /\// ? substr(L, 1, index(L, "/") - 1) : "top"
-			if (h == "log.h" || h == "options.h" || h == "clock.h")
+			if (h == "log.h" || h == "options.h" || h == "clock.h" || h == "bytes.h")
 				continue
 			to = h ~ /\// ? substr(h, 1, index(h, "/") - 1) : ""
 			why = ""

@@ -14,6 +14,7 @@
  * Not for: writing, big-endian files, v4 or v7.3 files.
  */
 #include "formats/mat5.h"
+#include "bytes.h"
 #include "log.h"
 
 #include <errno.h>
@@ -101,17 +102,6 @@ static int zalloc(const struct ctx *c, size_t off, uint64_t n, void *out)
 		return -ENOMEM;
 	memcpy(out, &p, sizeof(p));
 	return 0;
-}
-
-static uint32_t le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
-
-static uint64_t le64(const uint8_t *p)
-{
-	return le32(p) | (uint64_t)le32(p + 4) << 32;
 }
 
 /* bytes of one value of a numeric miXXX type, 0 if not numeric */

@@ -8,6 +8,8 @@
  */
 #include "formats/strokepack.h"
 
+#include "bytes.h"
+
 #include <errno.h>
 
 static uint32_t zigzag(int16_t v)
@@ -55,13 +57,12 @@ static const uint8_t *get_varint(const uint8_t *p, const uint8_t *end, uint32_t 
 
 static int16_t get16(const uint8_t *p)
 {
-	return (int16_t)(uint16_t)(p[0] | p[1] << 8);
+	return (int16_t)le16(p);
 }
 
 static void put16(uint8_t *p, int16_t v)
 {
-	p[0] = (uint8_t)(uint16_t)v;
-	p[1] = (uint8_t)((uint16_t)v >> 8);
+	put_le16(p, (uint16_t)v);
 }
 
 long strokepack_pack(const uint8_t *pts, uint32_t n, uint8_t *out, size_t cap)

@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <stddef.h>
 
+#include "bytes.h"
+
 struct source;
 
 #define SIG_LOCAL     0x04034b50u
@@ -28,22 +30,6 @@ struct source;
  * every stream has a block header besides: a member that declares more
  * than 1032 x its compressed size is a lie, refused before allocating. */
 #define DEFLATE_MAX_RATIO 1032u
-
-static inline uint16_t le16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static inline uint32_t le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
-
-static inline uint64_t le64(const uint8_t *p)
-{
-	return (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32;
-}
 
 /* A zip file being opened: its source, name for messages, and size. */
 struct zip_file {

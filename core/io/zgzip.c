@@ -38,6 +38,7 @@
 #include <isa-l/igzip_lib.h>
 #endif
 
+#include "bytes.h"
 #include "log.h"
 
 /* RFC 1952 header flags */
@@ -50,12 +51,6 @@
 static int gz_sniff(const unsigned char *h, size_t n)
 {
 	return n >= 3 && h[0] == 0x1f && h[1] == 0x8b && h[2] == 8;
-}
-
-static uint32_t le32(const unsigned char *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
 }
 
 /* Reads n header bytes (out NULL: skips them), adding them to *crc. */

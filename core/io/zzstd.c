@@ -35,16 +35,11 @@
 #include <zstd.h>
 #include <zstd_errors.h>	/* ZSTD_getErrorCode: a failed checksum */
 
+#include "bytes.h"
 #include "log.h"
 
 #define OUTCHUNK   (64u << 10)     /* the pass's output buffer */
 #define SKIP_MAGIC 0x184D2A50u     /* skippable frames: this | 0-15 */
-
-static uint32_t le32(const unsigned char *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
 
 /* A zstd frame, or a skippable one (pzstd starts with one) before a zstd
  * frame or reaching past the bytes sniffed. */
