@@ -1,8 +1,11 @@
 /*
  * opts.c - parses SOURCE and the samplefs -o options (see opts.h).
  *
- * Each option is one row of `table`: its name, how its value is parsed and
- * where it goes in struct sfs_opts.  Values are checked strictly (no
+ * Each option is one row of `table`: its name, how its value is parsed,
+ * where it goes in struct sfs_opts, where it applies and its help; libfuse's
+ * templates, --help and the checks of where an option applies are made
+ * from the rows (the man page, the completion and docs/options.md are
+ * checked against --help by tests/integration/test_docs.sh).  Values are checked strictly (no
  * trailing junk, no overflow) so a typo fails the mount instead of meaning
  * something else.  Unknown options are left for libfuse, which rejects
  * those it does not know either.
@@ -107,32 +110,25 @@ static const char *const ignored[] = {
 	"iversion", "noiversion", "mand", "nomand", "silent", "loud",
 };
 
-static const struct fuse_opt templates[] = {
-	FUSE_OPT_KEY("layout=", 0), FUSE_OPT_KEY("index_dir=", 1),
-	FUSE_OPT_KEY("cache=", 2), FUSE_OPT_KEY("quiet", 3),
-	FUSE_OPT_KEY("classes=", 4), FUSE_OPT_KEY("per_class=", 5),
-	FUSE_OPT_KEY("image=", 6), FUSE_OPT_KEY("stroke_len=", 7),
-	FUSE_OPT_KEY("seed=", 8), FUSE_OPT_KEY("split=", 9),
-	FUSE_OPT_KEY("recursive=", 10), FUSE_OPT_KEY("shard_size=", 11),
-	FUSE_OPT_KEY("shard_seed=", 12), FUSE_OPT_KEY("shuffle_seed=", 13),
-	FUSE_OPT_KEY("poll=", 14), FUSE_OPT_KEY("workers=", 15),
-	FUSE_OPT_KEY("readdirplus=", 16), FUSE_OPT_KEY("fsname=", 17),
-	FUSE_OPT_KEY("log=", 18), FUSE_OPT_KEY("stack", 19),
-	FUSE_OPT_KEY("timeout=", 20), FUSE_OPT_KEY("retries=", 21),
-	FUSE_OPT_KEY("cacert=", 22), FUSE_OPT_KEY("insecure", 23),
-	FUSE_OPT_KEY("cache_mem=", 24), FUSE_OPT_KEY("cache_dir=", 25),
-	FUSE_OPT_KEY("cache_dir_size=", 26), FUSE_OPT_KEY("read_timeout=", 27),
-	FUSE_OPT_KEY("index=", 28), FUSE_OPT_KEY("index_only", 29),
-	FUSE_OPT_KEY("endpoint=", 30), FUSE_OPT_KEY("region=", 31),
-	FUSE_OPT_KEY("addressing=", 32), FUSE_OPT_KEY("profile=", 33),
-	FUSE_OPT_KEY("anonymous", 34), FUSE_OPT_KEY("max_keys=", 35),
-	FUSE_OPT_KEY("images=", 36), FUSE_OPT_KEY("strokes=", 37),
-	FUSE_OPT_KEY("build_timeout=", 38),
-	FUSE_OPT_KEY("span=", 39), FUSE_OPT_KEY("span_cache=", 40),
-	FUSE_OPT_END
+/* libfuse's templates, made from the table so that each option's name is
+ * written once: "name=" for a value, "name" for a flag; key = row. */
+#define TEMPLATE_MAX 32
+struct templates {
+	struct fuse_opt opt[NROWS + 1];
+	char text[NROWS][TEMPLATE_MAX];
 };
-_Static_assert(sizeof(templates) / sizeof(templates[0]) == NROWS + 1,
-	       "one template per row");
+
+static void make_templates(struct templates *t)
+{
+	size_t i;
+
+	memset(t, 0, sizeof(*t));	/* the last: FUSE_OPT_END */
+	for (i = 0; i < NROWS; i++) {
+		snprintf(t->text[i], TEMPLATE_MAX, "%s%s", table[i].name,
+			 table[i].kind == T_FLAG ? "" : "=");
+		t->opt[i] = (struct fuse_opt)FUSE_OPT_KEY(t->text[i], (int)i);
+	}
+}
 
 static int parse_u64(const char *s, uint64_t max, uint64_t *out)
 {
@@ -374,8 +370,11 @@ static int given(const struct fs_opts *o, const char *name)
 
 int sfs_opts_parse(struct fuse_args *args, struct fs_opts *o)
 {
+	struct templates t;
+
 	defaults(o);
-	if (fuse_opt_parse(args, o, templates, opt_proc))
+	make_templates(&t);
+	if (fuse_opt_parse(args, o, t.opt, opt_proc))
 		return -1;
 	/* a network read waits a round trip: more of them in flight */
 	if (o->core.source && source_is_url(o->core.source) && !given(o, "workers"))

@@ -2,7 +2,8 @@
 # The documentation users read cannot drift from the commands (issue 19, item 4):
 #   - every -o option of `samplefs --help` is in samplefs.1 under the same
 #     group (every layout, URL, bucket sources, each layout), and the man
-#     page has no option --help lacks; every layout is named there;
+#     page has no option --help lacks; every layout is named there; so is
+#     docs/options.md's table, one row per option;
 #   - the options of samplefs-inspect (its usage line and the -o keys it
 #     parses) and samplefs-download (--help) are in their man pages;
 #   - every man page passes mandoc -Tlint and groff -ww, and man -l renders it;
@@ -63,6 +64,10 @@ check "--help lists options (the parse works)" test "$(wc -l <"$T/help.pairs")" 
 check "samplefs.1: every option of --help, in its group, and no other" \
 	same_lists "$T/help.pairs" "$T/man.pairs"
 awk '{ print $2 }' "$T/help.pairs" | sort -u >"$T/help.opts"
+# docs/options.md's table: one row per option ("| `name=..." or "| `flag`")
+grep -o '^| `[a-z_]*=\?' "$SFS_ROOT/docs/options.md" | sed 's/^| `//' | sort -u >"$T/doc.opts"
+check "docs/options.md: a row for every option of --help, and no other" \
+	same_lists "$T/help.opts" "$T/doc.opts"
 grep -o '(layout=[a-z]*)' "$T/help" | sed 's/(layout=\(.*\))/\1/' | sort >"$T/help.layouts"
 check "--help names the four layouts" test "$(wc -l <"$T/help.layouts")" -eq 4
 layouts_in_man() {
