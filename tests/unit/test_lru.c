@@ -3,7 +3,9 @@
  * ownership of inserted data (leaks show under ASan), the release hook
  * (every block dropped goes through it once, with its length; blocks
  * charged at least the pool's unit), and 8 threads
- * hammering one cache while checking every byte they copy out.
+ * hammering one cache while checking every byte they copy out; caches
+ * sharing one pool: one budget, one recency order, the same keys apart,
+ * freed apart, and threads on both never copying the other's bytes.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -252,4 +254,142 @@ Test(lru, release_charges_the_buffer)
 		  (unsigned long long)bytes);
 	lru_free(c);
 	cr_assert_eq(r.bytes, 4 * 2100 + 50 + 5000);
+}
+
+/* ---- caches sharing one pool (one memory budget per mount) ----------- */
+
+static void sum_use(void *arg, const char *name, uint64_t bytes, uint64_t entries)
+{
+	uint64_t *t = arg;
+
+	(void)name;
+	t[0] += bytes;
+	t[1] += entries;
+	t[2]++;
+}
+
+Test(lru, caches_in_one_pool_share_its_bytes_and_its_recency)
+{
+	/* room for three 1000-byte blocks and their entries, not four */
+	struct lru_pool *p = lru_pool_new(3 * 1000 + 3 * 128);
+	struct lru *a = lru_new_in(p, "a", 0), *b = lru_new_in(p, "b", 0);
+	uint64_t ab, an, bb, bn, t[3] = { 0 };
+	uint8_t buf[10];
+
+	cr_assert(p && a && b);
+	cr_assert_eq(lru_budget(a), lru_pool_size(p));
+	lru_insert(a, 1, make_block(1, 1000), 1000);
+	lru_insert(a, 2, make_block(2, 1000), 1000);
+	/* the same key in another cache is another block */
+	lru_insert(b, 1, make_block(101, 1000), 1000);
+	cr_assert_eq(lru_copy_out(a, 1, 0, buf, 10), 1);
+	cr_assert(block_ok(1, 0, buf, 10));
+	cr_assert_eq(lru_copy_out(b, 1, 0, buf, 10), 1);
+	cr_assert(block_ok(101, 0, buf, 10));
+	/* a's block 2 is the least recently used of the pool: b's insert
+	 * evicts it, though b holds less than a */
+	lru_insert(b, 2, make_block(102, 1000), 1000);
+	cr_assert_eq(lru_copy_out(a, 2, 0, buf, 10), 0);
+	cr_assert_eq(lru_copy_out(a, 1, 0, buf, 10), 1);
+	cr_assert_eq(lru_copy_out(b, 2, 0, buf, 10), 1);
+	lru_usage(a, &ab, &an);
+	lru_usage(b, &bb, &bn);
+	cr_assert_eq(an, 1);
+	cr_assert_eq(bn, 2);
+	cr_assert(ab + bb <= lru_pool_size(p));
+	lru_pool_each(p, sum_use, t);
+	cr_assert_eq(t[0], ab + bb);
+	cr_assert_eq(t[1], 3);
+	cr_assert_eq(t[2], 2);
+	lru_free(a);
+	lru_free(b);
+	lru_pool_free(p);
+}
+
+static int released[2];
+
+static void count_release(void *arg, void *data, size_t len)
+{
+	(void)len;
+	released[(intptr_t)arg]++;
+	free(data);
+}
+
+Test(lru, freeing_one_cache_of_a_pool_drops_its_blocks_only)
+{
+	struct lru_pool *p = lru_pool_new(1 << 20);
+	struct lru *a = lru_new_in(p, "a", 0), *b = lru_new_in(p, "b", 0);
+	uint64_t t[3] = { 0 };
+	uint8_t buf[10];
+
+	cr_assert(p && a && b);
+	lru_set_release(a, count_release, NULL, (void *)0);
+	lru_set_release(b, count_release, NULL, (void *)1);
+	for (uint64_t k = 0; k < 50; k++) {
+		lru_insert(k % 2 ? a : b, k, make_block(k, 100), 100);
+	}
+	lru_free(a);
+	cr_assert_eq(released[0], 25, "a released %d", released[0]);
+	cr_assert_eq(released[1], 0);
+	for (uint64_t k = 0; k < 50; k += 2) {
+		cr_assert_eq(lru_copy_out(b, k, 0, buf, 10), 1);
+		cr_assert(block_ok(k, 0, buf, 10));
+	}
+	lru_pool_each(p, sum_use, t);
+	cr_assert_eq(t[1], 25);
+	cr_assert_eq(t[2], 1);
+	lru_free(b);
+	cr_assert_eq(released[1], 25);
+	lru_pool_free(p);
+}
+
+struct pooled {
+	struct lru *c;
+	uint64_t salt;
+	int bad;
+};
+
+static void *pooled_hammer(void *arg)
+{
+	struct pooled *h = arg;
+	uint8_t buf[512];
+	unsigned seed = (unsigned)h->salt;
+
+	for (int i = 0; i < 20000; i++) {
+		uint64_t key = (uint64_t)(rand_r(&seed) % 200);
+		size_t len = 200 + key;
+
+		if (lru_copy_out(h->c, key, 0, buf, len) == 1) {
+			if (!block_ok(key + h->salt, 0, buf, len))
+				h->bad = 1;
+		} else {
+			lru_insert(h->c, key, make_block(key + h->salt, len), len);
+		}
+	}
+	return NULL;
+}
+
+Test(lru, threads_on_caches_of_one_pool_never_see_anothers_bytes)
+{
+	/* small: blocks of both caches keep evicting each other */
+	struct lru_pool *p = lru_pool_new(64 << 10);
+	struct lru *c[2] = { lru_new_in(p, "a", 0), lru_new_in(p, "b", 0) };
+	struct pooled h[8];
+	pthread_t t[8];
+	uint64_t use[3] = { 0 };
+
+	for (int i = 0; i < 8; i++) {
+		/* same keys in both caches, other bytes (salt) */
+		h[i] = (struct pooled){ c[i % 2], (uint64_t)(i % 2) * 1000, 0 };
+		cr_assert(pthread_create(&t[i], NULL, pooled_hammer, &h[i]) == 0);
+	}
+	for (int i = 0; i < 8; i++) {
+		pthread_join(t[i], NULL);
+		cr_assert(!h[i].bad, "thread %d copied another cache's bytes", i);
+	}
+	lru_pool_each(p, sum_use, use);
+	cr_assert(use[0] <= lru_pool_size(p));
+	lru_free(c[0]);
+	lru_free(c[1]);
+	lru_pool_free(p);
 }
