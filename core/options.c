@@ -11,7 +11,6 @@
 void sfs_opts_default(struct sfs_opts *o)
 {
 	memset(o, 0, sizeof(*o));
-	o->cache_bytes = 32u << 20;
 	o->stroke_len = 130;
 	o->seed = 42;
 	o->split[0] = 80;

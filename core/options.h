@@ -20,7 +20,6 @@ struct sfs_opts {
 	const char *index_dir;   /* NULL = $XDG_CACHE_HOME/samplefs or ~/.cache/samplefs */
 	const char *index;       /* -o index=PATH|URL: a prebuilt index (index/prebuilt.h) */
 	int      index_only;     /* -o index_only: never build an index, fail instead */
-	uint64_t cache_bytes;    /* LRU of inflated blocks, -o cache=SIZE (default 32 MiB) */
 	int      quiet;          /* no progress bar */
 
 	/* quickdraw */
@@ -41,9 +40,10 @@ struct sfs_opts {
 	uint32_t shard_seed;
 	uint32_t shuffle_seed;   /* -o shuffle_seed=N (default 0) */
 
-	/* remote sources (http, https): timeout=, retries=, cacert=, insecure,
-	 * cache_mem=, cache_dir=, cache_dir_size=; and compressed sources,
-	 * local or remote: span=, span_cache= (core/io/zsource.h) */
+	/* the mount's cache memory, cache_mem= (remote.cache_bytes: every
+	 * cache of the mount shares it); remote sources (http, https):
+	 * timeout=, retries=, cacert=, insecure, cache_dir=, cache_dir_size=;
+	 * and compressed sources, local or remote: span= (core/io/zsource.h) */
 	struct source_config remote;
 };
 

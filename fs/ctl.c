@@ -6,6 +6,7 @@
  */
 #include "ctl.h"
 #include "clock.h"
+#include "io/lru.h"
 #include "log.h"
 
 #include <errno.h>
@@ -128,6 +129,36 @@ static void put_escaped(FILE *f, const char *s, int json)
 	}
 }
 
+/* stats.json's "caches": the mount's one budget (cache_mem=) and each
+ * cache's share of it now. */
+struct cache_list {
+	FILE *f;
+	unsigned n;
+};
+
+static void json_cache(void *arg, const char *name, uint64_t bytes,
+		       uint64_t entries)
+{
+	struct cache_list *l = arg;
+
+	fprintf(l->f, "%s\"%s\": {\"bytes\": %llu, \"entries\": %llu}",
+		l->n++ ? ", " : "", name, (unsigned long long)bytes,
+		(unsigned long long)entries);
+}
+
+static void write_caches(struct ctl *c, FILE *f)
+{
+	struct lru_pool *p = c->layout->env ? source_env_cache(c->layout->env) : NULL;
+	struct cache_list l = { f, 0 };
+
+	if (!p)
+		return;
+	fprintf(f, ",\n  \"cache_mem\": %llu,\n  \"caches\": {",
+		(unsigned long long)lru_pool_size(p));
+	lru_pool_each(p, json_cache, &l);
+	fputs("}", f);
+}
+
 static void write_json(struct ctl *c, FILE *f, const struct totals *t,
 		       const struct source_stats *ss, double up)
 {
@@ -155,11 +186,13 @@ static void write_json(struct ctl *c, FILE *f, const struct totals *t,
 	put_escaped(f, c->opts->core.source ? c->opts->core.source : "", 1);
 	fprintf(f, "\", \"requests\": %llu, \"retries\": %llu, \"errors\": %llu, "
 		"\"mem_hits\": %llu, \"mem_misses\": %llu, \"disk_hits\": %llu, "
-		"\"disk_misses\": %llu}]\n}\n",
+		"\"disk_misses\": %llu}]",
 		(unsigned long long)ss->requests, (unsigned long long)ss->retries,
 		(unsigned long long)ss->errors, (unsigned long long)ss->mem_hits,
 		(unsigned long long)ss->mem_misses, (unsigned long long)ss->disk_hits,
 		(unsigned long long)ss->disk_misses);
+	write_caches(c, f);
+	fputs("\n}\n", f);
 }
 
 static void prom_head(FILE *f, const char *name, const char *type,

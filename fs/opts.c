@@ -52,7 +52,7 @@ struct opt_row {
 static const struct opt_row table[] = {
 	{"layout", T_STR, O(layout), S_ANY, "NAME", "one of the layouts below (default: detect from SOURCE)"},
 	{"index_dir", T_STR, O(index_dir), S_ANY, "DIR", "where indexes live (default ~/.cache/samplefs; npy has none)"},
-	{"cache", T_SIZE, O(cache_bytes), S_ANY, "SIZE", "inflated-stroke-block cache, e.g. 64M (default 32M)"},
+	{"cache_mem", T_POSSIZE, O(remote.cache_bytes), S_ANY, "SIZE", "memory for every cache of the mount: fetched blocks, inflated spans, stroke blocks, small zip members (default 64M)"},
 	{"quiet", T_FLAG, O(quiet), S_ANY, NULL, "no progress bar"},
 	{"classes", T_STR, O(classes_file), S_ANY, "FILE", "file listing the classes to serve, in label order"},
 	{"per_class", T_U64, O(per_class), S_ANY, "N", "samples per class (quickdraw), rows per array (npy); 0 = all"},
@@ -74,7 +74,6 @@ static const struct opt_row table[] = {
 	{"retries", T_POS, O(remote.retries), S_URL, "N", "retries (1 or more) of a failed request, with backoff, before EIO (default 5)"},
 	{"cacert", T_FILE, O(remote.cacert), S_URL, "FILE", "https: CA certificates to verify servers with (default: the system's)"},
 	{"insecure", T_FLAG, O(remote.insecure), S_URL, NULL, "https: do not verify servers' certificates"},
-	{"cache_mem", T_POSSIZE, O(remote.cache_bytes), S_URL, "SIZE", "memory for fetched blocks (default 32M)"},
 	{"cache_dir", T_STR, O(remote.cache_dir), S_URL, "DIR", "keep fetched blocks in DIR too, across mounts"},
 	{"cache_dir_size", T_POSSIZE, O(remote.cache_dir_bytes), S_URL, "SIZE", "bound of cache_dir (default 1G)"},
 	{"read_timeout", T_POS, O(remote.read_timeout_s), S_URL, "SECONDS", "one read, its retries and waits included, gives EIO after this long (default 2 x timeout)"},
@@ -92,7 +91,6 @@ static const struct opt_row table[] = {
 	{"build_timeout", T_POS, O(remote.build_timeout_s), S_URL, "SECONDS", "an index build retries a failing range with backoff this long before it fails (default 600)"},
 	/* compressed sources, local or remote (core/io/zsource.h) */
 	{"span", T_SPAN, O(remote.span_bytes), S_Z, "SIZE", "uncompressed bytes between access points, 64k to 64M (default 1M)"},
-	{"span_cache", T_POSSIZE, O(remote.span_cache_bytes), S_Z, "SIZE", "memory for inflated spans (default 32M)"},
 };
 #undef O
 #undef D
@@ -310,6 +308,35 @@ static int is_ignored(const char *arg)
 	return 0;
 }
 
+/*
+ * The old names of cache_mem= (each cache had a budget of its own until
+ * one pool held them all): still taken, with a warning, for one release.
+ * Sizes given under old names add up (they were separate budgets), unless
+ * cache_mem= itself is given.  1 if arg was one, -1 on a bad value.
+ */
+static int old_cache_name(struct fs_opts *o, const char *arg)
+{
+	static const char *const old[] = { "cache=", "span_cache=" };
+	uint64_t v;
+	size_t i;
+
+	for (i = 0; i < sizeof(old) / sizeof(*old); i++) {
+		if (strncmp(arg, old[i], strlen(old[i])))
+			continue;
+		if (sfs_parse_size(arg + strlen(old[i]), &v) < 0 || !v) {
+			sfs_err("bad value in -o %s: expected %sSIZE, e.g. 64M", arg,
+				old[i]);
+			return -1;
+		}
+		sfs_warn("-o %s: every cache of a mount now shares one budget, "
+			 "cache_mem=; taken as part of it (the old name goes in "
+			 "the next release)", arg);
+		o->old_cache_bytes += v;
+		return 1;
+	}
+	return 0;
+}
+
 static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
 {
 	struct fs_opts *o = data;
@@ -333,6 +360,8 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
 		sfs_err("-o %s: not supported (the kernel's read size is used)", arg);
 		return -1;
 	}
+	if (key == FUSE_OPT_KEY_OPT && (rc = old_cache_name(o, arg)) != 0)
+		return rc < 0 ? -1 : 0;
 	if (key == FUSE_OPT_KEY_OPT)
 		return is_ignored(arg) ? 0 : 1;
 	r = &table[key];
@@ -376,6 +405,8 @@ int sfs_opts_parse(struct fuse_args *args, struct fs_opts *o)
 	make_templates(&t);
 	if (fuse_opt_parse(args, o, t.opt, opt_proc))
 		return -1;
+	if (o->old_cache_bytes && !given(o, "cache_mem"))
+		o->core.remote.cache_bytes = o->old_cache_bytes;
 	/* a network read waits a round trip: more of them in flight */
 	if (o->core.source && source_is_url(o->core.source) && !given(o, "workers"))
 		o->workers = WORKERS_URL;
@@ -617,8 +648,8 @@ void sfs_opts_print(const struct fs_opts *o, const struct layout *layout, FILE *
 		now.core.remote = *source_env_config(env);
 	if (!now.core.remote.span_bytes)
 		now.core.remote.span_bytes = ZSOURCE_SPAN_DEFAULT;
-	if (!now.core.remote.span_cache_bytes)
-		now.core.remote.span_cache_bytes = ZSOURCE_CACHE_DEFAULT;
+	if (!now.core.remote.cache_bytes)
+		now.core.remote.cache_bytes = SOURCE_CACHE_DEFAULT;
 	if (!now.fsname)
 		now.fsname = (char *)o->core.source;
 	if (now.readdirplus == RDPLUS_BY_LAYOUT && layout && layout->ops)

@@ -24,6 +24,7 @@ struct fs_opts {
 	char *mountpoint;	/* MOUNTPOINT as given (libfuse parses it too) */
 	char *fsname;		/* -o fsname=NAME: /proc/mounts' first field (NULL = SOURCE) */
 	uint64_t given;		/* bit i: option row i was given */
+	uint64_t old_cache_bytes; /* -o cache=, span_cache=: cache_mem='s old names */
 };
 
 /* Default -o workers=: for local sources, and for URLs (reads that wait

@@ -305,14 +305,14 @@ struct zipread {
 	uint64_t nmem;
 };
 
-struct zipread *zipread_new(uint64_t cache_bytes, uint64_t nkeys,
+struct zipread *zipread_new(struct lru_pool *mem, uint64_t nkeys,
 			    zipread_open_fn open)
 {
 	struct zipread *zr = calloc(1, sizeof(*zr));
 
 	if (!zr)
 		return NULL;
-	zr->cache = lru_new(cache_bytes);
+	zr->cache = lru_new_in(mem, "zip members", ZIPREAD_CACHE);
 	zr->mem = nkeys ? calloc(nkeys, sizeof(*zr->mem)) : NULL;
 	zr->state = nkeys ? calloc(nkeys, 1) : NULL;
 	if (!zr->cache || (nkeys && (!zr->mem || !zr->state))) {

@@ -59,7 +59,7 @@ int zip_data_read(const struct zip_data *d, uint8_t **out);
  * larger deflated ones are read through access points (zipread_open_fn),
  * larger stored ones in place once checked. */
 #define ZIPREAD_WHOLE_MAX ((uint64_t)4 << 20)
-/* Bytes of small members a mount keeps. */
+/* Bytes of small members a zipread keeps without a mount's pool. */
 #define ZIPREAD_CACHE     ((uint64_t)64 << 20)
 
 struct zipread;
@@ -90,8 +90,11 @@ int zipread_member_open(const struct zip_data *d, const char *name,
 
 /* Members are named by keys below nkeys; a large deflated one (over
  * ZIPREAD_WHOLE_MAX) is opened by `open` at its first read and kept
- * (open NULL: such members give EIO, said). */
-struct zipread *zipread_new(uint64_t cache_bytes, uint64_t nkeys,
+ * (open NULL: such members give EIO, said).  Small members are cached in
+ * the mount's cache memory, mem (io/lru.h; NULL: ZIPREAD_CACHE bytes of
+ * their own). */
+struct lru_pool;
+struct zipread *zipread_new(struct lru_pool *mem, uint64_t nkeys,
 			    zipread_open_fn open);
 void zipread_free(struct zipread *zr);
 

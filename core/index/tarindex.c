@@ -255,7 +255,8 @@ int tarindex_open(struct tarindex *t, const struct index_map *m,
 	memset(t, 0, sizeof(*t));
 	rc = map_sections(t, m, tag_prefix_char);
 	if (rc == 0)
-		rc = tarindex_zip_open(t, m, tag_prefix_char);
+		rc = tarindex_zip_open(t, m, tag_prefix_char,
+				       nsrc ? source_cache(src[0].src) : NULL);
 	if (rc == 0 && t->ntop != nsrc)
 		rc = bad("number of sources differs", nsrc);
 	for (i = 0; rc == 0 && i < t->nnodes; i++)

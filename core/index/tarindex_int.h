@@ -68,7 +68,9 @@ void tarindex_derived_close(struct tarindex *t);
 
 /* tarindex_zip.c, for tarindex.c: maps and checks the zip section
  * (optional: none when no source is a zip) and sets up its reads. */
-int tarindex_zip_open(struct tarindex *t, const struct index_map *m, uint32_t c);
+struct lru_pool;
+int tarindex_zip_open(struct tarindex *t, const struct index_map *m, uint32_t c,
+		      struct lru_pool *mem);
 void tarindex_zip_close(struct tarindex *t);
 /* The zip entry of file node i (tarindex_zip.c), or NULL when its data
  * is a plain range of its source. */

@@ -174,7 +174,8 @@ static int member_open(const struct zip_data *d, struct source **out)
 	return rc;
 }
 
-int tarindex_zip_open(struct tarindex *t, const struct index_map *m, uint32_t c)
+int tarindex_zip_open(struct tarindex *t, const struct index_map *m, uint32_t c,
+		      struct lru_pool *mem)
 {
 	uint64_t len = 0, k;
 
@@ -198,7 +199,7 @@ int tarindex_zip_open(struct tarindex *t, const struct index_map *m, uint32_t c)
 		}
 	}
 	/* keys: an entry's number + 1 */
-	t->zr = t->nzips ? zipread_new(ZIPREAD_CACHE, t->nzips + 1, member_open) : NULL;
+	t->zr = t->nzips ? zipread_new(mem, t->nzips + 1, member_open) : NULL;
 	return t->nzips && !t->zr ? -ENOMEM : 0;
 }
 

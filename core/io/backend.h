@@ -49,6 +49,7 @@ struct source_env {
 	void *bucket;               /* the bucket backend's (bucket.c), or NULL */
 	void *z;                    /* decompressing sources' (zsource.c) */
 	struct source_counters ctr; /* source_env_stats */
+	struct lru_pool *mem;       /* cfg.cache_bytes, for every cache */
 };
 
 struct source_backend {

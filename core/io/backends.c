@@ -10,6 +10,7 @@
  * back.
  */
 #include "io/backend.h"
+#include "io/lru.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -82,7 +83,7 @@ int source_env_new(const struct source_config *cfg, struct source_env **out)
 	if (!env->cfg.build_timeout_s)
 		env->cfg.build_timeout_s = 600;
 	if (!env->cfg.cache_bytes)
-		env->cfg.cache_bytes = 32ull << 20;
+		env->cfg.cache_bytes = SOURCE_CACHE_DEFAULT;
 	if (!env->cfg.cache_dir_bytes)
 		env->cfg.cache_dir_bytes = 1ull << 30;
 	if (!env->cfg.max_redirects)
@@ -91,6 +92,8 @@ int source_env_new(const struct source_config *cfg, struct source_env **out)
 		env->cfg.max_keys = 1000;
 	if (!env->cfg.region)	/* bucket.c reads it; the control dir shows it */
 		env->cfg.region = source_default_region();
+	if (!(env->mem = lru_pool_new(env->cfg.cache_bytes)))
+		rc = -ENOMEM;
 	for (i = 0; i < NBACKENDS && !rc; i++)
 		if (backends[i]->env_init)
 			rc = backends[i]->env_init(env);
@@ -110,6 +113,11 @@ const struct source_config *source_env_config(const struct source_env *env)
 uint64_t source_env_decompressed(const struct source_env *env)
 {
 	return atomic_load_explicit(&env->ctr.decompressed, memory_order_relaxed);
+}
+
+struct lru_pool *source_env_cache(struct source_env *env)
+{
+	return env ? env->mem : NULL;
 }
 
 /* A source just opened, wrapped when compressed: counted if it was (the
@@ -153,6 +161,7 @@ void source_env_free(struct source_env *env)
 	for (i = 0; i < NBACKENDS; i++)
 		if (backends[i]->env_fini)
 			backends[i]->env_fini(env);
+	lru_pool_free(env->mem);	/* after every cache made in it */
 	free(env);
 }
 

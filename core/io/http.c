@@ -85,7 +85,7 @@ static int http_env_init(struct source_env *env)
 	if ((rc = httpreq_ctx_new(&env->cfg, &he->net)))
 		return rc;
 	httpreq_ctx_count(he->net, &env->ctr);
-	if (!(he->mem = lru_new(env->cfg.cache_bytes)))
+	if (!(he->mem = lru_new_in(env->mem, "blocks", env->cfg.cache_bytes)))
 		return -ENOMEM;
 	if (env->cfg.cache_dir &&
 	    (rc = diskcache_open(env->cfg.cache_dir, env->cfg.cache_dir_bytes,

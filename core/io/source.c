@@ -67,6 +67,11 @@ void source_close(struct source *s)
 	free(s);
 }
 
+struct lru_pool *source_cache(const struct source *s)
+{
+	return s->env ? s->env->mem : NULL;
+}
+
 const char *source_name(const struct source *s)
 {
 	return s->name;

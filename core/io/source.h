@@ -72,6 +72,9 @@ struct source_stamp {
 };
 
 /* Settings for remote sources (options of the mount); zero = default. */
+/* Default of cfg.cache_bytes (-o cache_mem=). */
+#define SOURCE_CACHE_DEFAULT (64ull << 20)
+
 struct source_config {
 	unsigned timeout_s;       /* connect, and no progress for this long; 30 */
 	unsigned retries;         /* retries of one read before EIO; 5 */
@@ -82,7 +85,10 @@ struct source_config {
 				   * started (source_build); 600 */
 	const char *cacert;       /* CA bundle for https; NULL = system's */
 	int insecure;             /* 1: do not verify TLS peers */
-	uint64_t cache_bytes;     /* in-memory block cache; 32 MiB */
+	uint64_t cache_bytes;     /* the mount's cache memory, one pool shared
+				   * by every cache (fetched blocks, inflated
+				   * spans and stroke blocks, small zip
+				   * members: io/lru.h); 64 MiB */
 	const char *cache_dir;    /* optional on-disk block cache */
 	uint64_t cache_dir_bytes; /* its bound; 1 GiB */
 	unsigned max_redirects;   /* 8 */
@@ -99,7 +105,6 @@ struct source_config {
 	unsigned max_keys;        /* keys per listing request; 1000 */
 	/* compressed sources (zsource.h), any backend */
 	uint64_t span_bytes;      /* output between access points; 1 MiB */
-	uint64_t span_cache_bytes;/* LRU of inflated spans, per mount; 32 MiB */
 };
 
 /* Per-mount state shared by its sources (connections, caches). */
@@ -124,7 +129,7 @@ void source_env_stats(const struct source_env *env, struct source_stats *out);
 
 /* The configuration in force: as given, defaults filled in (the region
  * too: region=, else AWS_REGION, AWS_DEFAULT_REGION, else us-east-1), but
- * span_bytes and span_cache_bytes, 0 for zsource.h's defaults. */
+ * span_bytes, 0 for zsource.h's default. */
 const struct source_config *source_env_config(const struct source_env *env);
 /* How many sources were opened through env as the uncompressed bytes of
  * a compressed file or member (zsource.h) so far. */
@@ -160,6 +165,13 @@ void source_env_on_change(struct source_env *env, source_change_fn fn,
  */
 int source_open(struct source_env *env, const char *uri, struct source **out);
 void source_close(struct source *s);
+
+/* The mount's cache memory (cfg.cache_bytes): every cache of the mount is
+ * made in it (lru_new_in, io/lru.h), whatever layer it is in.  Of a
+ * source: its environment's, NULL for a source opened without one. */
+struct lru_pool;
+struct lru_pool *source_env_cache(struct source_env *env);
+struct lru_pool *source_cache(const struct source *s);
 
 /* The name it was opened with, for messages. */
 const char *source_name(const struct source *s);

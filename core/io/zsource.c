@@ -547,7 +547,6 @@ static int z_env_init(struct source_env *env)
 {
 	struct zenv *ze = calloc(1, sizeof(*ze));
 	const char *e = getenv("SAMPLEFS_INFLATE");
-	uint64_t cache = env->cfg.span_cache_bytes;
 
 	if (!ze)
 		return -ENOMEM;
@@ -561,9 +560,10 @@ static int z_env_init(struct source_env *env)
 		return -EINVAL;
 	}
 	ze->eng = e && !strcmp(e, "zlib") ? ZENGINE_ZLIB : ZENGINE_FAST;
-	ze->cache_bytes = cache ? cache : ZSOURCE_CACHE_DEFAULT;
+	ze->cache_bytes = env->cfg.cache_bytes ? env->cfg.cache_bytes :
+			  SOURCE_CACHE_DEFAULT;
 	if (!(ze->pool = zpool_new(zspan_buf(ze->span), POOL_SPARE)) ||
-	    !(ze->cache = lru_new(ze->cache_bytes))) {
+	    !(ze->cache = lru_new_in(env->mem, "spans", ze->cache_bytes))) {
 		zpool_free(ze->pool);
 		free(ze);
 		return -ENOMEM;

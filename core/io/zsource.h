@@ -45,11 +45,10 @@
 
 #include "io/source.h"
 
-/* Defaults of -o span= and -o span_cache=. */
+/* Default and bounds of -o span=. */
 #define ZSOURCE_SPAN_DEFAULT  (1ull << 20)
 #define ZSOURCE_SPAN_MIN      (64ull << 10)
 #define ZSOURCE_SPAN_MAX      (64ull << 20)
-#define ZSOURCE_CACHE_DEFAULT (32ull << 20)
 
 /*
  * Where access-point tables are kept across mounts, keyed by the

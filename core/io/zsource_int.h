@@ -36,7 +36,8 @@ struct zenv {
 	void *store_arg;
 	enum zengine eng;
 	uint64_t span;
-	uint64_t cache_bytes;         /* the cache's size */
+	uint64_t cache_bytes;         /* the mount's cache memory, which the
+				       * span cache shares */
 	atomic_uint nseq;             /* decoders kept by its sources (zseq.c) */
 	zsource_decoded_fn decoded;   /* set before reads, then only read */
 	void *decoded_arg;

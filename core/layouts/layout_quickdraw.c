@@ -854,7 +854,8 @@ int layout_quickdraw_open(const struct sfs_opts *o, struct source_env *env,
 		rc = scan(q, o, env, key);
 	if (!rc)
 		rc = load_index(q, o, key);
-	if (!rc && !(q->cache = lru_new(o->cache_bytes)))
+	if (!rc && !(q->cache = lru_new_in(source_env_cache(env), "strokes",
+					   SOURCE_CACHE_DEFAULT)))
 		rc = -ENOMEM;
 	if (rc) {
 		qd_destroy(q);

@@ -125,7 +125,6 @@ static inline struct source *fuzz_source(int fd)
 static inline struct source_env *fuzz_env(void)
 {
 	static const struct source_config cfg = { .span_bytes = 64 << 10,
-						  .span_cache_bytes = 1 << 20,
 						  .cache_bytes = 1 << 20 };
 	static struct source_env *env;
 

@@ -78,7 +78,7 @@ static void read_at(struct source *s, uint64_t off, const unsigned char *want,
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct source_config cfg = { .span_bytes = 64u << 10,
-				     .span_cache_bytes = 1u << 20 };
+				     .cache_bytes = 1u << 20 };
 	struct source_env *env = NULL;
 	struct source *s = NULL;
 	unsigned char *want, *a = malloc(CHUNK), *b = malloc(CHUNK);

@@ -133,7 +133,7 @@ static void read_all(struct source_env *env, int fd, const unsigned char *want,
 static struct source_env *env_new(struct store *st)
 {
 	struct source_config cfg = { .span_bytes = 64 << 10,
-				     .span_cache_bytes = 1 << 20 };
+				     .cache_bytes = 1 << 20 };
 	struct source_env *env;
 
 	if (source_env_new(&cfg, &env) < 0)

@@ -73,7 +73,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fuzz_fd_path(fd, path, sizeof(path));
 	if (!fuzz_env() || source_open(fuzz_env(), path, &src))
 		src = NULL;
-	c.zr = zipread_new(1 << 20, KEYS, open_member);
+	c.zr = zipread_new(NULL, KEYS, open_member);
 	c.key = 0;
 	c.size = size;
 	if (src && c.zr)

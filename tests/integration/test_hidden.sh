@@ -176,7 +176,7 @@ fi
 
 # ---- options checked against the layout ----
 mkdir -p "$T/empty"
-for o in per_class=3 image=uint8 classes="$T/tab_classes.txt" recursive=2 cache=64M; do
+for o in per_class=3 image=uint8 classes="$T/tab_classes.txt" recursive=2; do
 	check "-o ${o%%=*} on imagenet: refused naming option and layout" mount_refused \
 		"-o ${o%%=*} does not apply to layout=imagenet" "$T/empty" "$M" -o layout=imagenet,$o
 done

@@ -27,8 +27,11 @@
 #     grow over the loop; with readdirplus=always (quickdraw's and npy's
 #     default) and the tar's default; config shows the options that
 #     apply (source kind, layout) with the values in force: a local tar's
-#     no URL option, a URL's timeout=30 retries=5 cache_mem=32M
-#     read_timeout=60, the given ones as given.
+#     no URL option, a URL's timeout=30 retries=5 cache_mem=64M
+#     read_timeout=60, the given ones as given;
+#   - one memory budget: stats.json's cache_mem and each cache's share
+#     (the fetched blocks', after reads over HTTP); cache= and
+#     span_cache=, the old names, warned about and summed into it.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/http_lib.sh"
 sfs_setup
@@ -113,9 +116,9 @@ check "config names the source" grep -qxF "source=$(realpath "$WEIRD")" "$M/.sam
 config_has() { local l; for l in "${@:2}"; do grep -qxF -- "$l" "$1" || { echo "    no '$l' in:"; sed 's/^/      /' "$1"; return 1; }; done; }
 config_lacks() { ! grep -q -- "$2" "$1" || { echo "    '$2' in:"; sed 's/^/      /' "$1"; return 1; }; }
 cp "$M/.samplefs/config" "$T/config.local"
-check "config (local tar): the values in force" config_has "$T/config.local" layout=tar workers=4 poll=50 readdirplus=adaptive recursive=1
+check "config (local tar): the values in force" config_has "$T/config.local" layout=tar workers=4 poll=50 readdirplus=adaptive recursive=1 cache_mem=64M
 check "config (local tar): no URL, bucket, compressed-data or other layout's option" \
-	config_lacks "$T/config.local" '^\(timeout\|retries\|cache_mem\|region\|profile\|span\|span_cache\|per_class\|shard_size\)='
+	config_lacks "$T/config.local" '^\(timeout\|retries\|region\|profile\|span\|per_class\|shard_size\)='
 check "config: no option shown twice" test "$(grep -o "^[a-z_]*=" "$T/config.local" | sort | uniq -d)" = ""
 check "version is samplefs --version's" \
 	test "samplefs version $(cat "$M/.samplefs/version")" = "$("$SAMPLEFS" --version | grep '^samplefs version')"
@@ -198,7 +201,7 @@ settled() {
 check "the mount's requests settle" settled
 cp "$M/.samplefs/config" "$T/config.http"
 check "config (URL): the URL options' values in force" \
-	config_has "$T/config.http" timeout=30 retries=5 cache_mem=32M read_timeout=60 build_timeout=600 workers=16
+	config_has "$T/config.http" timeout=30 retries=5 cache_mem=64M read_timeout=60 build_timeout=600 workers=16
 check "config (URL): no bucket option" config_lacks "$T/config.http" '^\(region\|profile\|endpoint\)='
 
 check "a member over HTTP" cmp "$M/z_big" "$T/files2/z_big"
@@ -228,6 +231,32 @@ mem_hit() {
 }
 check "... from the memory cache: mem_hits grew" mem_hit
 check "... and no request" delta "$T/h0.json" "$T/h1.json" sources.0.requests 0
+# one memory budget (cache_mem=): stats.json says it and each cache's
+# share; the fetched blocks are there, and all shares fit in it
+caches_ok() {
+	"$PY" - "$T/h1.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["cache_mem"] == 64 << 20, d.get("cache_mem")
+c = d["caches"]
+assert c["blocks"]["bytes"] > 70000 and c["blocks"]["entries"] >= 3, c
+assert sum(v["bytes"] for v in c.values()) <= d["cache_mem"], c
+PY
+}
+check "stats.json: cache_mem=64M and the fetched blocks' share of it" caches_ok
+check "unmount" sfs_umount "$M"
+
+# cache= and span_cache=, the old names: taken, with a warning each, as
+# one budget of their sum
+check "mount with cache=8M,span_cache=4M" \
+	sfs_mount "$(http_url a.tar)" "$M" -o index_dir=$T/idx-h,cache=8M,span_cache=4M
+check "config: cache_mem=12M" config_has "$M/.samplefs/config" cache_mem=12M
+check "stats.json: cache_mem of 12 MiB" \
+	test "$(js "$M/.samplefs/stats.json" cache_mem)" -eq $((12 << 20))
+for o in cache=8M span_cache=4M; do
+	check "-o $o: warned once, naming cache_mem=" \
+		test "$(grep -c -- "-o $o: every cache of a mount now shares one budget, cache_mem=" "$(sfs_log "$M")")" -eq 1
+done
 check "unmount" sfs_umount "$M"
 
 # ---- retries through the fault proxy ----

@@ -142,7 +142,7 @@ static void write_bz2(const unsigned char *d, size_t n, size_t stream)
 
 static struct source *open_z(struct source_env **env)
 {
-	struct source_config cfg = { .span_bytes = SPAN, .span_cache_bytes = MB };
+	struct source_config cfg = { .span_bytes = SPAN, .cache_bytes = MB };
 	struct source *s;
 
 	cr_assert_eq(source_env_new(&cfg, env), 0);
@@ -227,7 +227,7 @@ static void damaged(enum kind k, double at)
 	size_t n = 2 * MB, off;
 	unsigned char *d = data_of(n), buf[4096];
 	struct source_env *env;
-	struct source_config cfg = { .span_bytes = SPAN, .span_cache_bytes = MB };
+	struct source_config cfg = { .span_bytes = SPAN, .cache_bytes = MB };
 	struct source *s;
 	FILE *f;
 	long size;
@@ -341,7 +341,7 @@ static int in_one_block(const uint64_t *off, const uint64_t *len, size_t nb,
  * at least min_blocks blocks, and reads that decode one each. */
 static void one_block(const char *tool, size_t n, size_t min_blocks)
 {
-	struct source_config cfg = { .span_cache_bytes = MB };
+	struct source_config cfg = { .cache_bytes = MB };
 	unsigned char *d = data_of(n), *buf = malloc(RD);
 	struct decodes r = { .n = 0 };
 	struct source_env *env;
@@ -415,7 +415,7 @@ Test(zcodecs, block_per_read_bzip2)    { one_block("bzip2 -1 -c d >x.z", 4 * MB,
 Test(zcodecs, zstd_prefix_then_in_order)
 {
 	struct source_config cfg = { .span_bytes = 256u << 10,
-				     .span_cache_bytes = 4 * MB };
+				     .cache_bytes = 4 * MB };
 	size_t n = 3 * MB, rd = 16u << 10, off;
 	unsigned char *d = data_of(n), *buf = malloc(rd);
 	struct decodes r = { .n = 0 };

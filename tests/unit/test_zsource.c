@@ -147,7 +147,7 @@ static const struct zsource_store mem_ops = { ms_load, ms_release, ms_save };
 
 static struct source_env *env_with(struct memstore *m)
 {
-	struct source_config cfg = { .span_bytes = SPAN, .span_cache_bytes = 1 << 20 };
+	struct source_config cfg = { .span_bytes = SPAN, .cache_bytes = 1 << 20 };
 	struct source_env *env;
 
 	cr_assert_eq(source_env_new(&cfg, &env), 0);
@@ -380,7 +380,7 @@ Test(zsource, truncated)                 { damaged(0, 1, 1); }
  */
 static void damaged_after_table(size_t n, size_t at)
 {
-	struct source_config cfg = { .span_bytes = 1u << 20, .span_cache_bytes = 4u << 20 };
+	struct source_config cfg = { .span_bytes = 1u << 20, .cache_bytes = 4u << 20 };
 	unsigned char *d = malloc(n), *buf = malloc(n), *file, *hit;
 	struct memstore m = { 0 };
 	struct source_env *env;
@@ -493,7 +493,7 @@ static void *race(void *arg)
 static void racing(size_t n, size_t member, size_t cache)
 {
 	unsigned char *d = make_data(n, 21);
-	struct source_config cfg = { .span_bytes = SPAN, .span_cache_bytes = cache };
+	struct source_config cfg = { .span_bytes = SPAN, .cache_bytes = cache };
 	struct memstore m = { 0 };
 	struct racer r[4];
 	pthread_t t[4];
@@ -690,7 +690,7 @@ static void pool_recycles(size_t member, int level)
 {
 	size_t n = 8u << 20, zn;
 	unsigned char *d = make_data(n, 31), *z;
-	struct source_config cfg = { .span_bytes = SPAN, .span_cache_bytes = 4 * SPAN };
+	struct source_config cfg = { .span_bytes = SPAN, .cache_bytes = 4 * SPAN };
 	struct source_env *env;
 	struct source *s;
 	struct racer r;
