@@ -40,57 +40,55 @@ struct zip_archive {
 
 /* ---- central directory ---------------------------------------------- */
 
-/* Parses the entry at cd[*pos], stores its name at *names. */
+/* Parses the entry at cd[*pos] (zip_cd_entry), stores its name at *names. */
 static int parse_entry(struct zip_archive *za, const uint8_t *cd, size_t cdlen,
 		       size_t *pos, struct zip_member *m, char **names,
 		       uint64_t cd_off)
 {
-	const uint8_t *e = cd + *pos;
-	size_t nlen, xlen, clen;
+	struct zip_cd_entry e;
 	uint64_t at = cd_off + *pos;
+	size_t need;
+	enum zip_cd_bad bad = zip_cd_entry(cd + *pos, cdlen - *pos, za->shift,
+					   &e, &need);
 
-	if (cdlen - *pos < CENTRAL_LEN || le32(e) != SIG_CENTRAL) {
-		sfs_err("%s: offset %llu: expected a zip central directory entry",
-			za->path, (unsigned long long)at);
-		return -EINVAL;
-	}
-	nlen = le16(e + 28);
-	xlen = le16(e + 30);
-	clen = le16(e + 32);
-	if (cdlen - *pos - CENTRAL_LEN < nlen + xlen + clen) {
+	if (bad == ZIP_CD_NOT_ENTRY && need > CENTRAL_LEN) {
 		sfs_err("%s: offset %llu: zip central entry runs past the directory",
 			za->path, (unsigned long long)at);
 		return -EINVAL;
 	}
-	m->flags = le16(e + 8);
-	m->method = le16(e + 10);
-	m->crc32 = le32(e + 16);
-	m->csize = le32(e + 20);
-	m->usize = le32(e + 24);
-	m->header_off = le32(e + 42);
-	if (memchr(e + CENTRAL_LEN, 0, nlen)) {
+	if (bad == ZIP_CD_NOT_ENTRY) {
+		sfs_err("%s: offset %llu: expected a zip central directory entry",
+			za->path, (unsigned long long)at);
+		return -EINVAL;
+	}
+	if (bad == ZIP_CD_OK && memchr(e.name, 0, e.nlen)) {
 		sfs_err("%s: offset %llu: zip member name contains a NUL byte",
 			za->path, (unsigned long long)at);
 		return -EINVAL;
 	}
-	if (zip_apply_zip64(&m->usize, &m->csize, &m->header_off, e + CENTRAL_LEN + nlen, xlen)) {
+	if (bad == ZIP_CD_ZIP64) {
 		sfs_err("%s: offset %llu: zip central entry needs a zip64 extra field it lacks or truncates",
 			za->path, (unsigned long long)at);
 		return -EINVAL;
 	}
-	if (m->header_off > UINT64_MAX - za->shift ||
-	    (m->header_off += za->shift) > cd_off - LOCAL_LEN || m->csize > cd_off) {
+	if (bad == ZIP_CD_SHIFT || e.header > cd_off - LOCAL_LEN || e.csize > cd_off) {
 		sfs_err("%s: offset %llu: zip member's local header (at %llu) or size (%llu) lies past the directory at %llu",
 			za->path, (unsigned long long)at,
-			(unsigned long long)m->header_off,
-			(unsigned long long)m->csize, (unsigned long long)cd_off);
+			(unsigned long long)e.header,
+			(unsigned long long)e.csize, (unsigned long long)cd_off);
 		return -EINVAL;
 	}
-	memcpy(*names, e + CENTRAL_LEN, nlen);
-	(*names)[nlen] = '\0';
+	m->flags = e.flags;
+	m->method = e.method;
+	m->crc32 = e.crc32;
+	m->csize = e.csize;
+	m->usize = e.usize;
+	m->header_off = e.header;
+	memcpy(*names, e.name, e.nlen);
+	(*names)[e.nlen] = '\0';
 	m->name = *names;
-	*names += nlen + 1;
-	*pos += CENTRAL_LEN + nlen + xlen + clen;
+	*names += e.nlen + 1;
+	*pos += e.len;
 	return 0;
 }
 

@@ -184,6 +184,39 @@ bad:
 }
 
 
+enum zip_cd_bad zip_cd_entry(const uint8_t *e, size_t avail, uint64_t shift,
+			     struct zip_cd_entry *out, size_t *need)
+{
+	*need = CENTRAL_LEN;
+	if (avail < CENTRAL_LEN || le32(e) != SIG_CENTRAL)
+		return ZIP_CD_NOT_ENTRY;
+	out->nlen = le16(e + 28);
+	out->xlen = le16(e + 30);
+	out->len = CENTRAL_LEN + out->nlen + out->xlen + le16(e + 32);
+	*need = out->len;
+	if (avail < out->len)
+		return ZIP_CD_NOT_ENTRY;
+	out->name = e + CENTRAL_LEN;
+	out->extra = out->name + out->nlen;
+	out->host = e[5];
+	out->flags = le16(e + 8);
+	out->method = le16(e + 10);
+	out->dos_time = le16(e + 12);
+	out->dos_date = le16(e + 14);
+	out->crc32 = le32(e + 16);
+	out->csize = le32(e + 20);
+	out->usize = le32(e + 24);
+	out->ext_attr = le32(e + 38);
+	out->header = le32(e + 42);
+	if (zip_apply_zip64(&out->usize, &out->csize, &out->header, out->extra,
+			    out->xlen))
+		return ZIP_CD_ZIP64;
+	if (out->header > UINT64_MAX - shift)
+		return ZIP_CD_SHIFT;
+	out->header += shift;
+	return ZIP_CD_OK;
+}
+
 /* Replaces saturated 32-bit fields from a zip64 extra field (id 1), in
  * the order the format gives: usize, csize, header offset. */
 int zip_apply_zip64(uint64_t *usize, uint64_t *csize, uint64_t *header_off,

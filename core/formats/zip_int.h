@@ -1,7 +1,7 @@
 /*
- * zip_int.h - the zip record layouts and the end-record reading that
- * zip.c (.npz), zipwalk.c (archives for layout=tar) and zipread.c (member
- * data) share (zip_cd.c).  Private to core/formats/zip*.c; the contracts
+ * zip_int.h - the zip record layouts, the end-record reading and the one
+ * parser of central directory entries that zip.c (.npz), zipwalk.c
+ * (archives for layout=tar) and zipread.c (member data) share (zip_cd.c).  Private to core/formats/zip*.c; the contracts
  * are zip.h, zipwalk.h and zipread.h.  Numbers are little-endian on disk
  * (APPNOTE.TXT 4.3).
  */
@@ -58,5 +58,37 @@ int zip_locate_cd(const struct zip_file *za, struct zip_cd_loc *loc);
  * one stays saturated or the block is malformed. */
 int zip_apply_zip64(uint64_t *usize, uint64_t *csize, uint64_t *header_off,
 		    const uint8_t *ex, size_t exlen);
+
+/* One central directory entry, as both readers of the directory (zip.c,
+ * zipwalk.c) take it: its fields, zip64 applied, its local header's
+ * offset shifted by the bytes before the zip. */
+struct zip_cd_entry {
+	const uint8_t *name;      /* raw bytes in the entry, not terminated */
+	size_t nlen;
+	const uint8_t *extra;
+	size_t xlen;
+	size_t len;               /* the whole entry: fixed part, name,
+				   * extra and comment */
+	uint16_t flags, method, dos_time, dos_date;
+	uint8_t host;             /* "version made by"'s high byte */
+	uint32_t crc32;
+	uint32_t ext_attr;        /* external attributes (Unix mode << 16) */
+	uint64_t csize, usize, header;
+};
+
+/* How zip_cd_entry failed: the entry is unreadable where it is (a
+ * reader of the directory stops), or just this one is wrong. */
+enum zip_cd_bad {
+	ZIP_CD_OK,
+	ZIP_CD_NOT_ENTRY,   /* no central signature, or shorter than its lengths */
+	ZIP_CD_ZIP64,       /* needs a zip64 extra field it lacks or truncates */
+	ZIP_CD_SHIFT,       /* its local header offset plus the shift overflows */
+};
+
+/* Parses the entry at e, of which avail bytes are at hand (the caller
+ * reads on when the entry's len is more than it read: NOT_ENTRY with
+ * *need set then).  The one parser of central entries. */
+enum zip_cd_bad zip_cd_entry(const uint8_t *e, size_t avail, uint64_t shift,
+			     struct zip_cd_entry *out, size_t *need);
 
 #endif

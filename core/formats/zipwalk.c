@@ -319,15 +319,14 @@ static int link_target(struct zwalk *w, struct zip_entry *e)
 }
 
 /* Type and mode from the host's attributes and the name. */
-static void entry_type(struct zip_entry *e, const uint8_t *c, size_t nlen,
+static void entry_type(struct zip_entry *e, const struct zip_cd_entry *c,
 		       const char *raw)
 {
-	uint32_t unix_mode = le32(c + 38) >> 16;
-	int host = c[5];
+	uint32_t unix_mode = c->ext_attr >> 16;
 
-	e->type = nlen && raw[nlen - 1] == '/' ? TAR_DIR : TAR_FILE;
+	e->type = c->nlen && raw[c->nlen - 1] == '/' ? TAR_DIR : TAR_FILE;
 	e->mode = e->type == TAR_DIR ? 0755 : 0644;
-	if (host == HOST_UNIX && unix_mode) {
+	if (c->host == HOST_UNIX && unix_mode) {
 		e->mode = unix_mode & 07777;
 		if (S_ISDIR(unix_mode))
 			e->type = TAR_DIR;
@@ -336,30 +335,29 @@ static void entry_type(struct zip_entry *e, const uint8_t *c, size_t nlen,
 	}
 }
 
-/* Why entry e is skipped, or NULL; fills the rest of it. */
+/* Why entry e is skipped, or NULL; fills the rest of it from c. */
 static const char *entry_fill(struct zwalk *w, struct zip_entry *e,
-			      const uint8_t *c, size_t nlen, int *rc)
+			      const struct zip_cd_entry *c, enum zip_cd_bad bad,
+			      int *rc)
 {
-	size_t xlen = le16(c + 30);
+	size_t nlen = c->nlen;
 
 	if (nlen > TAR_PATH_MAX || memchr(w->raw, '\0', nlen))
 		return "has a name over 4096 bytes or with a NUL byte";
-	e->data.flags = le16(c + 8);
-	e->data.method = le16(c + 10);
-	e->data.crc32 = le32(c + 16);
-	e->data.csize = le32(c + 20);
-	e->data.usize = le32(c + 24);
-	e->header = le32(c + 42);
-	if (zip_apply_zip64(&e->data.usize, &e->data.csize, &e->header,
-			    c + CENTRAL_LEN + nlen, xlen))
+	if (bad == ZIP_CD_ZIP64)
 		return "needs a zip64 extra field it lacks or truncates";
-	if (e->header > UINT64_MAX - w->shift)
+	if (bad == ZIP_CD_SHIFT)
 		return "has a local header offset past any file";
-	e->header += w->shift;
-	if (!ut_mtime(c + CENTRAL_LEN + nlen, xlen, &e->mtime))
-		e->mtime = dos_time(le16(c + 12), le16(c + 14));
-	entry_type(e, c, nlen, w->raw);
-	if ((*rc = decode_name(w, nlen, c[5], e->data.flags)) < 0)
+	e->data.flags = c->flags;
+	e->data.method = c->method;
+	e->data.crc32 = c->crc32;
+	e->data.csize = c->csize;
+	e->data.usize = c->usize;
+	e->header = c->header;
+	if (!ut_mtime(c->extra, c->xlen, &e->mtime))
+		e->mtime = dos_time(c->dos_time, c->dos_date);
+	entry_type(e, c, w->raw);
+	if ((*rc = decode_name(w, nlen, c->host, e->data.flags)) < 0)
 		return *rc == -EILSEQ ? (*rc = 0, "has a name CP437 cannot decode") : "";
 	if (strlen(w->path) > TAR_PATH_MAX || tar_normalise(w->path) < 0)
 		return "has a name that is empty, escapes the root or has a component over 255 bytes";
@@ -380,18 +378,20 @@ static const char *entry_fill(struct zwalk *w, struct zip_entry *e,
 static int entry(struct zwalk *w, uint64_t *pos, zip_entry_fn fn, void *arg)
 {
 	struct zip_entry e = { .data = { .src = w->zf.src, .path = w->zf.path } };
-	const uint8_t *c;
+	struct zip_cd_entry c;
+	enum zip_cd_bad bad = ZIP_CD_NOT_ENTRY;
+	const uint8_t *p;
 	const char *why;
-	size_t nlen = 0, len = 0;
-	int rc = cd_get(w, *pos, CENTRAL_LEN, &c);
+	size_t need = CENTRAL_LEN, len;
+	int rc;
 
-	if (rc == 0 && le32(c) != SIG_CENTRAL)
+	/* the fixed part first, then the whole entry its lengths say */
+	while ((rc = cd_get(w, *pos, need, &p)) == 0 &&
+	       (bad = zip_cd_entry(p, need, w->shift, &c, &len)) == ZIP_CD_NOT_ENTRY &&
+	       len > need)
+		need = len;
+	if (rc == 0 && bad == ZIP_CD_NOT_ENTRY)
 		rc = -EINVAL;
-	if (rc == 0) {
-		nlen = le16(c + 28);
-		len = CENTRAL_LEN + nlen + le16(c + 30) + le16(c + 32);
-		rc = cd_get(w, *pos, len, &c);
-	}
 	if (rc < 0) {
 		if (rc == -EINVAL)
 			sfs_err("%s: offset %llu: expected a zip central directory entry "
@@ -400,15 +400,15 @@ static int entry(struct zwalk *w, uint64_t *pos, zip_entry_fn fn, void *arg)
 				(unsigned long long)w->cd_end);
 		return rc;
 	}
-	memcpy(w->raw, c + CENTRAL_LEN, nlen < TAR_PATH_MAX ? nlen : TAR_PATH_MAX);
-	w->raw[nlen < TAR_PATH_MAX ? nlen : TAR_PATH_MAX] = '\0';
-	why = entry_fill(w, &e, c, nlen, &rc);
-	*pos += len;
+	memcpy(w->raw, c.name, c.nlen < TAR_PATH_MAX ? c.nlen : TAR_PATH_MAX);
+	w->raw[c.nlen < TAR_PATH_MAX ? c.nlen : TAR_PATH_MAX] = '\0';
+	why = entry_fill(w, &e, &c, bad, &rc);
+	*pos += c.len;
 	if (rc < 0)
 		return rc;
 	if (why) {
 		sfs_warn("%s: member '%.200s' (central entry at offset %llu) %s: skipped",
-			 w->zf.path, w->raw, (unsigned long long)(*pos - len), why);
+			 w->zf.path, w->raw, (unsigned long long)(*pos - c.len), why);
 		return 0;
 	}
 	return fn(arg, &e);
