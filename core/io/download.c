@@ -304,7 +304,6 @@ static int attempt_setup(struct run *r, struct job *j)
 {
 	const struct source_config *cfg = r->cfg;
 	const struct httpauth *a = j->auth;
-	const char *const *l;
 	char range[32];
 	CURL *h;
 	CURLcode cc = CURLE_OK;
@@ -318,50 +317,24 @@ static int attempt_setup(struct run *r, struct job *j)
 		return -ENOMEM;
 	curl_slist_free_all(j->hdrs);
 	j->hdrs = NULL;
+	/* what every transfer of samplefs has (httpreq.c); a trickle ends
+	 * too, not only a stall (download.h) */
+	cc = httpreq_curl_common(h, cfg, "samplefs-download", (long)min_rate(r->o),
+				 (long)BUFFER);
 #define SET(opt, val) do { if (cc == CURLE_OK) cc = curl_easy_setopt(h, opt, val); } while (0)
 	SET(CURLOPT_URL, j->url);
 	SET(CURLOPT_PRIVATE, j);
-	SET(CURLOPT_NOSIGNAL, 1L);
-	SET(CURLOPT_PROTOCOLS_STR, "http,https");
-	SET(CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-	SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
-	SET(CURLOPT_CONNECTTIMEOUT, (long)cfg->timeout_s);
-	/* a trickle ends too, not only a stall (download.h) */
-	SET(CURLOPT_LOW_SPEED_LIMIT, (long)min_rate(r->o));
-	SET(CURLOPT_LOW_SPEED_TIME, (long)cfg->timeout_s);
-	SET(CURLOPT_FILETIME, 1L);
-	SET(CURLOPT_BUFFERSIZE, (long)BUFFER);
-	SET(CURLOPT_USERAGENT, "samplefs-download");
 	SET(CURLOPT_HEADERFUNCTION, on_header);
 	SET(CURLOPT_HEADERDATA, j);
 	SET(CURLOPT_WRITEFUNCTION, on_body);
 	SET(CURLOPT_WRITEDATA, j);
-	SET(CURLOPT_SSL_VERIFYPEER, cfg->insecure ? 0L : 1L);
-	SET(CURLOPT_SSL_VERIFYHOST, cfg->insecure ? 0L : 2L);
-	if (cfg->cacert)
-		SET(CURLOPT_CAINFO, cfg->cacert);
 	if (j->have) {
 		snprintf(range, sizeof(range), "%" PRIu64 "-", j->have);
 		SET(CURLOPT_RANGE, range);	/* copied by libcurl */
 	}
-	if (a) {	/* as httpreq.c signs: no redirect with credentials */
-		for (l = a->headers; l && *l; l++) {
-			struct curl_slist *nx = curl_slist_append(j->hdrs, *l);
-
-			if (!nx)
-				return -ENOMEM;
-			j->hdrs = nx;
-		}
-		SET(CURLOPT_HTTPHEADER, j->hdrs);
-		if (a->sigv4) {
-			SET(CURLOPT_USERNAME, a->user);
-			SET(CURLOPT_PASSWORD, a->password);
-			SET(CURLOPT_AWS_SIGV4, a->sigv4);
-		}
-	} else {
-		SET(CURLOPT_FOLLOWLOCATION, 1L);
-		SET(CURLOPT_MAXREDIRS, (long)cfg->max_redirects);
-	}
+	/* as the mount's requests: no redirect with credentials */
+	if (a && cc == CURLE_OK)
+		cc = httpreq_auth_set(h, a, &j->hdrs);
 #undef SET
 	return cc == CURLE_OK ? 0 : -ENOMEM;
 }

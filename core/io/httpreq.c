@@ -169,35 +169,47 @@ void httpreq_ctx_free(struct httpreq_ctx *c)
 
 static size_t on_body(char *p, size_t size, size_t nmemb, void *arg);
 
-/* The options every request of this mount has. */
-static int conn_setup(struct httpreq_ctx *c, struct conn *k)
+CURLcode httpreq_curl_common(CURL *h, const struct source_config *cfg,
+			     const char *agent, long low_speed, long buffer)
 {
-	const struct source_config *cfg = c->cfg;
-	CURL *h = k->h;
 	CURLcode rc = CURLE_OK;
 
 #define SET(opt, val) do { if (rc == CURLE_OK) rc = curl_easy_setopt(h, opt, val); } while (0)
-	SET(CURLOPT_SHARE, c->share);
 	SET(CURLOPT_NOSIGNAL, 1L);            /* threads: no SIGALRM timeouts */
-	SET(CURLOPT_ERRORBUFFER, k->err);
 	SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
 	SET(CURLOPT_FOLLOWLOCATION, 1L);
 	SET(CURLOPT_MAXREDIRS, (long)cfg->max_redirects);
 	SET(CURLOPT_PROTOCOLS_STR, "http,https");
 	SET(CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
 	SET(CURLOPT_CONNECTTIMEOUT, (long)cfg->timeout_s);
-	SET(CURLOPT_LOW_SPEED_LIMIT, (long)LOW_SPEED);
+	/* a stall ends a transfer, and a trickle below low_speed too */
+	SET(CURLOPT_LOW_SPEED_LIMIT, low_speed);
 	SET(CURLOPT_LOW_SPEED_TIME, (long)cfg->timeout_s);
 	SET(CURLOPT_FILETIME, 1L);
 	SET(CURLOPT_TCP_KEEPALIVE, 1L);
-	SET(CURLOPT_BUFFERSIZE, CURL_BUFFER);
-	SET(CURLOPT_USERAGENT, "samplefs");
-	SET(CURLOPT_WRITEFUNCTION, on_body);
+	SET(CURLOPT_BUFFERSIZE, buffer);
+	SET(CURLOPT_USERAGENT, agent);
 	SET(CURLOPT_SSL_VERIFYPEER, cfg->insecure ? 0L : 1L);
 	SET(CURLOPT_SSL_VERIFYHOST, cfg->insecure ? 0L : 2L);
 	if (cfg->cacert)
 		SET(CURLOPT_CAINFO, cfg->cacert);
 #undef SET
+	return rc;
+}
+
+/* The options every request of this mount has. */
+static int conn_setup(struct httpreq_ctx *c, struct conn *k)
+{
+	CURL *h = k->h;
+	CURLcode rc = httpreq_curl_common(h, c->cfg, "samplefs", (long)LOW_SPEED,
+					  CURL_BUFFER);
+
+	if (rc == CURLE_OK)
+		rc = curl_easy_setopt(h, CURLOPT_SHARE, c->share);
+	if (rc == CURLE_OK)
+		rc = curl_easy_setopt(h, CURLOPT_ERRORBUFFER, k->err);
+	if (rc == CURLE_OK)
+		rc = curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
 	return rc == CURLE_OK ? 0 : -EIO;
 }
 
@@ -594,8 +606,8 @@ static void give_up(const struct httpreq_ctx *c, struct httpresp *r, int why)
  * A bucket request's signing and headers on h, for one attempt; undone by
  * auth_clear, since h goes back to the pool and serves plain URLs next.
  */
-static CURLcode auth_set(CURL *h, const struct httpauth *a,
-			 struct curl_slist **hdrs)
+CURLcode httpreq_auth_set(CURL *h, const struct httpauth *a,
+			  struct curl_slist **hdrs)
 {
 	const char *const *l;
 	struct curl_slist *n;
@@ -675,7 +687,7 @@ static enum verdict attempt(struct httpreq_ctx *c, struct conn *k,
 	if ((int64_t)ms > left)
 		ms = left > 1 ? (uint64_t)left : 1;
 	curl_easy_setopt(k->h, CURLOPT_TIMEOUT_MS, (long)ms);
-	if (req->auth && (cc = auth_set(k->h, req->auth, &hdrs)) != CURLE_OK) {
+	if (req->auth && (cc = httpreq_auth_set(k->h, req->auth, &hdrs)) != CURLE_OK) {
 		auth_clear(k->h, hdrs);
 		r->fail = FAIL_NET;
 		snprintf(r->cause, sizeof(r->cause), "libcurl cannot sign or set "
@@ -837,7 +849,7 @@ static enum verdict put_attempt(struct httpreq_ctx *c, struct conn *k,
 	curl_easy_setopt(k->h, CURLOPT_WRITEDATA, &x);
 	curl_easy_setopt(k->h, CURLOPT_TIMEOUT_MS, (long)ms);
 	if (req->auth)
-		cc = auth_set(k->h, req->auth, &hdrs);
+		cc = httpreq_auth_set(k->h, req->auth, &hdrs);
 	if (cc == CURLE_OK)
 		cc = perform(k, req);
 	if (req->auth)

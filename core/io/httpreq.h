@@ -16,6 +16,7 @@
 #ifndef SFS_IO_HTTPREQ_H
 #define SFS_IO_HTTPREQ_H
 
+#include <curl/curl.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
@@ -38,6 +39,20 @@ struct httpauth {
 	const char *user, *password;
 	const char *const *headers;   /* NULL-terminated, or NULL */
 };
+
+/*
+ * The options every transfer of samplefs has, the mount's and
+ * samplefs-download's alike (download.c): HTTP/2 over TLS where offered,
+ * http and https only, redirects up to cfg->max_redirects, cfg's connect
+ * timeout and certificates, a transfer slower than low_speed bytes/s for
+ * cfg->timeout_s ended, no signals.  And the credentials of a request:
+ * a's header lines (appended to *hdrs, the caller's to free) and SigV4,
+ * with redirects off (tokens and signatures are for this host only).
+ */
+CURLcode httpreq_curl_common(CURL *h, const struct source_config *cfg,
+			     const char *agent, long low_speed, long buffer);
+CURLcode httpreq_auth_set(CURL *h, const struct httpauth *a,
+			  struct curl_slist **hdrs);
 
 /* cfg is the mount's (defaults filled in); kept, not copied: it must
  * outlive the context.  0 or -errno (with a message). */

@@ -494,8 +494,11 @@ static void bz2_dec_free(void *dec)
 	free(dec);
 }
 
+static const char *const bzip2_suffixes[] = { ".bz2", ".tbz2", ".tbz", NULL };
+
 const struct zcodec zcodec_bzip2 = {
 	.name = "bzip2",
+	.suffixes = bzip2_suffixes,
 	.id = 4,
 	.sniff = bz2_sniff,
 	.scan = bz2_scan,

@@ -14,7 +14,7 @@
  * buffers, and never sees the cache or the store.
  *
  * A codec is one file with one `struct zcodec` and one row in ztable.c's
- * table (and its suffixes in zsource.c's list, for URLs); zgzip.c holds
+ * table (its suffixes are in its row); zgzip.c holds
  * a second, raw deflate (a zip member's data: no magic, no suffix, the
  * expected size and CRC-32 given by zsource_wrap_deflate).  xz (zxz.c)
  * restarts at block starts, zstd (zzstd.c) at frame starts, bzip2 (zbz2.c) at block starts (a bit offset: `bits`):
@@ -148,6 +148,9 @@ enum zengine { ZENGINE_FAST, ZENGINE_ZLIB };
 struct zcodec {
 	const char *name;
 	uint8_t id;               /* stored in the blob: never reuse one */
+	/* the names its files end in, NULL-terminated (a URL whose first
+	 * bytes are not fetched yet is taken as compressed by them) */
+	const char *const *suffixes;
 	/* 1 if the source's first n bytes are this format */
 	int (*sniff)(const unsigned char *head, size_t n);
 	/* the pass over in (at offset 0): 0; damage is reported with

@@ -419,8 +419,11 @@ static int gz_span(struct zin *in, const struct zpoint *pt,
 	return span_inflate(in, pt, win, out, len, eng, 1);
 }
 
+static const char *const gzip_suffixes[] = { ".gz", ".tgz", ".bgz", ".gzip", NULL };
+
 const struct zcodec zcodec_gzip = {
 	.name = "gzip",
+	.suffixes = gzip_suffixes,
 	.id = 1,
 	.sniff = gz_sniff,
 	.scan = gz_scan,

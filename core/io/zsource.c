@@ -85,11 +85,6 @@
 #define SNIFF        16
 #define POOL_SPARE   4              /* span buffers kept unused, a mount */
 
-static const char *const suffixes[] = {
-	".gz", ".tgz", ".bgz", ".gzip", ".xz", ".txz", ".zst", ".tzst",
-	".bz2", ".tbz2", ".tbz",
-};
-
 _Static_assert(ZSPAN_HARD >= ZSOURCE_SPAN_MAX + (64ull << 20),
 	       "a span of span= bytes plus the last block fits");
 
@@ -715,17 +710,10 @@ int zsource_damage(struct source *s, uint64_t *from)
 	return 0;
 }
 
-/* 1 if the name ends in a compressed format's suffix. */
+/* 1 if the name ends in a compressed format's suffix (the codecs' rows). */
 static int named_compressed(const char *name)
 {
-	size_t nl = strlen(name), i, sl;
-
-	for (i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
-		sl = strlen(suffixes[i]);
-		if (nl > sl && !strcmp(name + nl - sl, suffixes[i]))
-			return 1;
-	}
-	return 0;
+	return zcodec_by_suffix(name) != NULL;
 }
 
 /* The codec whose magic the source starts with, or NULL. */

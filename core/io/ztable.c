@@ -50,6 +50,20 @@ const struct zcodec *zcodec_sniff(const unsigned char *head, size_t n)
 	return NULL;
 }
 
+const struct zcodec *zcodec_by_suffix(const char *name)
+{
+	size_t nl = strlen(name), i, sl;
+	const char *const *s;
+
+	for (i = 0; i < NCODECS; i++)
+		for (s = codecs[i]->suffixes; s && *s; s++) {
+			sl = strlen(*s);
+			if (nl > sl && !strcmp(name + nl - sl, *s))
+				return codecs[i];
+		}
+	return NULL;
+}
+
 const struct zcodec *zcodec_by_id(uint8_t id)
 {
 	size_t i;

@@ -38,6 +38,8 @@ struct zblob_hdr {
 const struct zcodec *zcodec_sniff(const unsigned char *head, size_t n);
 /* The codec a blob names, or NULL. */
 const struct zcodec *zcodec_by_id(uint8_t id);
+/* The codec whose suffixes name ends in (its row's), or NULL. */
+const struct zcodec *zcodec_by_suffix(const char *name);
 
 /* A reader over src, cap bytes at a time: 0 or -ENOMEM (free in->buf). */
 int zin_init(struct zin *in, struct source *src, size_t cap);

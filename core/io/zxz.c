@@ -404,8 +404,11 @@ static void xz_dec_free(void *dec)
 	free(d);
 }
 
+static const char *const xz_suffixes[] = { ".xz", ".txz", NULL };
+
 const struct zcodec zcodec_xz = {
 	.name = "xz",
+	.suffixes = xz_suffixes,
 	.id = 2,
 	.sniff = xz_sniff,
 	.scan = xz_scan,

@@ -327,8 +327,11 @@ static void zstd_dec_free(void *dec)
 	free(d);
 }
 
+static const char *const zstd_suffixes[] = { ".zst", ".tzst", NULL };
+
 const struct zcodec zcodec_zstd = {
 	.name = "zstd",
+	.suffixes = zstd_suffixes,
 	.id = 3,
 	.sniff = zstd_sniff,
 	.scan = zstd_scan,
