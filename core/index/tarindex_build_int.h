@@ -1,8 +1,12 @@
 /*
- * tarindex_build_int.h - what the three files of the tar index build
- * share: tarindex_build.c (the walk, the entry sort), tarindex_links.c
- * (nested tar renames, hard links), tarindex_tree.c (the tree, the
- * sections) and tarindex_znest.c (nested compressed tars).  Private to them; the contract is tarindex.h.
+ * tarindex_build_int.h - what the files of the tar index build share:
+ * tarindex_build.c (the walk, the driver), tarindex_links.c (nested tar
+ * renames, hard links), tarindex_tree.c (the tree, the sections),
+ * tarindex_zip.c (zip sources), tarindex_znest.c (nested compressed tars),
+ * all above tarindex_ents.c (entry records, sorts, arenas).  The driver
+ * calls down into the stages; the stages that feed the walk reach it
+ * through the builder's hooks (add_member, nest_walk).  Private to them;
+ * the contract is tarindex.h.
  */
 #ifndef SFS_INDEX_TARINDEX_BUILD_INT_H
 #define SFS_INDEX_TARINDEX_BUILD_INT_H
@@ -73,6 +77,8 @@ struct tb_derived {
 	char *what;                 /* its source name (tarindex_derived_name) */
 };
 
+struct walkctx;
+
 struct builder {
 	size_t budget;              /* bytes for each sort */
 	char *scratch;              /* prefix of the scratch files */
@@ -106,6 +112,17 @@ struct builder {
 				     * network (source_refetches): the
 				     * index is not saved (index.h) */
 	struct ckpt_resume resume;
+	/* the walk's own steps (tarindex_build.c), for the stages that feed
+	 * it: a zip's members (tarindex_zip.c) go through add_member, as
+	 * tar_walk's do; nest_walk expands member m as a nested tar named
+	 * with suffix sfx (its directory, then its members, walked from `in`,
+	 * source number inno: a derived source, from its start; or, in NULL,
+	 * from m's data in c's source or the checkpoint: 1 or -errno), for
+	 * nested compressed tars (tarindex_znest.c).  Called through these
+	 * pointers, so those files stand below the walk */
+	int (*add_member)(void *walkctx, const struct tar_member *m);
+	int (*nest_walk)(struct walkctx *c, const struct tar_member *m,
+			 const char *sfx, struct source *in, uint32_t inno);
 };
 
 /* What one tar_walk is walking: a source, or a nested tar inside one. */
@@ -123,9 +140,7 @@ struct walkctx {
 	uint64_t prog_at;
 };
 
-/* tarindex_build.c */
-/* tar_walk's callback: adds member m (expanding a nested tar). */
-int tb_walk_cb(void *arg, const struct tar_member *m);
+/* tarindex_ents.c: what every stage works on */
 int tb_grow(void **p, uint32_t *cap, uint32_t n, size_t elt);
 void *tb_slot(void **p, uint32_t *cap, uint32_t n, size_t elt);
 int tb_arena_put(struct tb_arena *ar, const char *a, const char *s, size_t slen,
@@ -143,14 +158,6 @@ int tb_symlink_inside(const char *prefix, const char *path, const char *target);
 uint32_t tb_nests_before(const struct builder *b, uint32_t seq);
 uint32_t tb_enclosing(const struct builder *b, uint32_t seq);
 
-/*
- * Expands member m as a nested tar named with suffix sfx: its directory,
- * then its members, walked from `in` (source number inno: a derived
- * source, from its start) or, in is NULL, from m's data in c's source (or
- * the checkpoint).  1, or -errno.
- */
-int tb_nest_walk(struct walkctx *c, const struct tar_member *m,
-		 const char *sfx, struct source *in, uint32_t inno);
 /* The name of source number src, for messages. */
 const char *tb_src_what(const struct builder *b, uint32_t src);
 

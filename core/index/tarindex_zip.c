@@ -119,7 +119,7 @@ static int zip_member(void *arg, const struct zip_entry *e)
 		/* only stored members may hold a nested tar */
 		c->deflated = e->data.method != 0 || (e->data.flags & 1);
 	}
-	rc = tb_walk_cb(c, &m);
+	rc = c->b->add_member(c, &m);
 	c->deflated = 0;
 	return rc;
 }

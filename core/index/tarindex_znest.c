@@ -125,7 +125,7 @@ int tb_znested(struct walkctx *c, const struct tar_member *m, const char *sfx)
 	}
 	/* the derived source is walked now and closed after: the mount
 	 * opens it again from its record (and stored access points) */
-	rc = tb_nest_walk(c, m, sfx, in, no);
+	rc = c->b->nest_walk(c, m, sfx, in, no);
 	source_close(in);
 	return rc;
 }
