@@ -71,13 +71,18 @@ int vtar_size(const struct vtar_shard *s, uint64_t *size)
 	return 0;
 }
 
+/* v in width - 1 octal digits, zero-filled, then NUL (v must fit).  By
+ * hand, not snprintf: a shard streamed in order makes three header blocks
+ * per sample, and printf's formatting was a fifth of the daemon's time. */
 static void put_octal(char *field, size_t width, uint64_t v)
 {
-	char tmp[32];
+	size_t i = width - 1;
 
-	snprintf(tmp, sizeof(tmp), "%0*llo", (int)width - 1, (unsigned long long)v);
-	memcpy(field, tmp, width - 1);
-	field[width - 1] = '\0';
+	field[i] = '\0';
+	while (i-- > 0) {
+		field[i] = (char)('0' + (v & 7));
+		v >>= 3;
+	}
 }
 
 /* size field: octal, or GNU/POSIX base-256 beyond 8 GiB */
@@ -115,7 +120,7 @@ static void ustar_header(char *h, const char *name, size_t name_len,
 	memset(h + 148, ' ', 8);
 	for (i = 0; i < VTAR_BLOCK; i++)
 		sum += (unsigned char)h[i];
-	snprintf(h + 148, 8, "%06o", sum);
+	put_octal(h + 148, 7, sum);	/* "%06o", NUL, then the space */
 	h[155] = ' ';
 }
 
@@ -212,8 +217,14 @@ static ssize_t read_record(const struct vtar_shard *s, uint64_t i, char *buf,
 	if (rel < a)
 		header_block(&e, ".cls", ndigits(e.label), s->mtime, rel / VTAR_BLOCK, blk);
 	else if (rel < b) {
+		unsigned k = ndigits(e.label);
+		uint32_t v = e.label;
+
 		memset(blk, 0, sizeof(blk));
-		snprintf(blk, sizeof(blk), "%u", e.label);
+		while (k-- > 0) {	/* "%u" */
+			blk[k] = (char)('0' + v % 10);
+			v /= 10;
+		}
 	} else
 		header_block(&e, ".jpg", e.size, s->mtime, (rel - b) / VTAR_BLOCK, blk);
 	n = VTAR_BLOCK - rel % VTAR_BLOCK;
