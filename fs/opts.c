@@ -11,6 +11,7 @@
 #include "io/zsource.h"
 #include "layouts/layouts.h"
 #include "log.h"
+#include "readahead.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -90,6 +91,7 @@ static const struct opt_row table[] = {
 	/* compressed sources, local or remote (core/io/zsource.h) */
 	{"span", T_SPAN, O(remote.span_bytes), S_Z, "SIZE", "uncompressed bytes between access points, 64k to 64M (default 1M)"},
 	{"span_cache", T_POSSIZE, O(remote.span_cache_bytes), S_Z, "SIZE", "memory for inflated spans (default 32M)"},
+	{"readahead", T_U32, D(readahead_kib), S_ANY, "KIB", "read ahead this many KiB of a file read in order (default 1024 as root, else the kernel's 128; 0 = the kernel's)"},
 };
 #undef O
 #undef D
@@ -129,6 +131,7 @@ static const struct fuse_opt templates[] = {
 	FUSE_OPT_KEY("images=", 36), FUSE_OPT_KEY("strokes=", 37),
 	FUSE_OPT_KEY("build_timeout=", 38),
 	FUSE_OPT_KEY("span=", 39), FUSE_OPT_KEY("span_cache=", 40),
+	FUSE_OPT_KEY("readahead=", 41),
 	FUSE_OPT_END
 };
 _Static_assert(sizeof(templates) / sizeof(templates[0]) == NROWS + 1,
@@ -372,6 +375,11 @@ static int given(const struct fs_opts *o, const char *name)
 	return 0;
 }
 
+int readahead_given(const struct fs_opts *o)
+{
+	return given(o, "readahead");
+}
+
 int sfs_opts_parse(struct fuse_args *args, struct fs_opts *o)
 {
 	defaults(o);
@@ -380,6 +388,9 @@ int sfs_opts_parse(struct fuse_args *args, struct fs_opts *o)
 	/* a network read waits a round trip: more of them in flight */
 	if (o->core.source && source_is_url(o->core.source) && !given(o, "workers"))
 		o->workers = WORKERS_URL;
+	/* only root may raise a mount's read-ahead (fs/readahead.h) */
+	if (!given(o, "readahead"))
+		o->readahead_kib = geteuid() == 0 ? READAHEAD_ROOT_KIB : 0;
 	return 0;
 }
 
