@@ -179,9 +179,10 @@ static int find_sample(const struct vtar_shard *s, uint64_t off, uint64_t *idx,
 	return s->offset(s->arg, lo, start);
 }
 
-/* Copies bytes [rel, rel + len) of sample i's record; returns bytes copied. */
+/* Copies bytes [rel, rel + len) of sample i's record; returns bytes copied
+ * (0 once rel is past the record, whose size is then in *size). */
 static ssize_t read_record(const struct vtar_shard *s, uint64_t i, char *buf,
-			   size_t len, uint64_t rel)
+			   size_t len, uint64_t rel, uint64_t *size)
 {
 	struct vtar_entry e;
 	uint64_t hl, a, b, c, d, end;
@@ -200,6 +201,7 @@ static ssize_t read_record(const struct vtar_shard *s, uint64_t i, char *buf,
 	c = b + hl;		/* .jpg data */
 	d = c + e.size;
 	end = c + PAD(e.size);
+	*size = end;
 	if (rel >= end)
 		return 0;
 	if (rel >= c && rel < d) {
@@ -236,7 +238,7 @@ static ssize_t read_record(const struct vtar_shard *s, uint64_t i, char *buf,
 
 ssize_t vtar_read(const struct vtar_shard *s, char *buf, size_t len, uint64_t off)
 {
-	uint64_t body, total, i = 0, start = 0, next;
+	uint64_t body, total, i = 0, start = 0, size = 0;
 	size_t done = 0;
 	ssize_t n;
 	int rc;
@@ -252,15 +254,15 @@ ssize_t vtar_read(const struct vtar_shard *s, char *buf, size_t len, uint64_t of
 	if (off < body && (rc = find_sample(s, off, &i, &start)))
 		return rc;
 	while (done < len && off < body) {
-		n = read_record(s, i, buf + done, len - done, off - start);
+		n = read_record(s, i, buf + done, len - done, off - start, &size);
 		if (n < 0)
 			return n;
-		if (n == 0) {	/* past this record: on to the next one */
-			if ((rc = s->offset(s->arg, ++i, &next)))
-				return rc;
-			if (next <= start || i > s->n)
+		if (n == 0) {	/* past this record: the next one starts at its
+				 * end (offset(i + 1), without asking: a
+				 * layout may sum sizes from far back for it) */
+			if (++i >= s->n)
 				return -EIO;
-			start = next;
+			start += size;
 			continue;
 		}
 		done += (size_t)n;
