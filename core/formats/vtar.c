@@ -118,7 +118,11 @@ static void ustar_header(char *h, const char *name, size_t name_len,
 	memcpy(h + 257, "ustar", 6);
 	memcpy(h + 263, "00", 2);
 	memset(h + 148, ' ', 8);
-	for (i = 0; i < VTAR_BLOCK; i++)
+	/* the checksum sums every byte: those past the type flag are zero but
+	 * for the magic and version (257..264) */
+	for (i = 0; i <= 156; i++)
+		sum += (unsigned char)h[i];
+	for (i = 257; i < 265; i++)
 		sum += (unsigned char)h[i];
 	put_octal(h + 148, 7, sum);	/* "%06o", NUL, then the space */
 	h[155] = ' ';
