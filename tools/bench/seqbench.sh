@@ -20,7 +20,9 @@
 #
 # Each run measures every contender once, their order rotating from run to
 # run (the machine is shared: ratios of neighbours, medians of SEQ_RUNS runs
-# with min-max, never one absolute figure).  Writes $SEQ_DIR/results.tsv and
+# with min-max, never one absolute figure), and each FUSE daemon's CPU
+# seconds per GB streamed (cpu.*: what it does per byte, less noisy than
+# GB/s when other work shares the CPUs).  Writes $SEQ_DIR/results.tsv and
 # prints a Markdown table (also $SEQ_DIR/results.md).
 #
 #   SEQ_DIR=DIR       data (default /var/tmp/samplefs-seqbench: ~3 GB with the
@@ -206,9 +208,25 @@ repeat() {
 
 # ---- measurements ----------------------------------------------------------
 
+# ticks: the daemon's CPU time so far (user + system, clock ticks)
+ticks() {
+	awk '{ print $14 + $15 }' "/proc/$FS_PID/stat"
+}
+# fuse_stream RUN KEY: a stream of $MNT/SUBDIR's shards (SUB, default
+# shards), recorded as GB/s and as the daemon's CPU seconds per GB (less
+# noisy than GB/s on a loaded machine: what the daemon does per byte)
+fuse_stream() {
+	local r=$1 k=$2 t0 v
+	t0=$(ticks)
+	v=$(stream "$MNT/${SUB:-shards}")
+	rec "$r" "$k" "$v"
+	rec "$r" "cpu.$k" "$(awk -v a="$t0" -v b="$(ticks)" -v n="$SHARD_BYTES" -v hz="$(getconf CLK_TCK)" \
+		'BEGIN { printf "%.3f", (b - a) / hz / (n / 1e9) }')"
+}
+
 # seq_one RUN WHO: one contender's cold and warm streams
 seq_one() {
-	local r=$1 who=$2 bin=$SAMPLEFS v
+	local r=$1 who=$2 bin=$SAMPLEFS
 	case $who in
 	files)
 		drop
@@ -219,18 +237,21 @@ seq_one() {
 	floor)
 		drop
 		mount_floor || return 1
-		rec "$r" seq.cold.floor "$(SHARDS=(d0/000000.tar); stream "$MNT")"
+		local all=("${SHARDS[@]}")
+		SHARDS=(000000.tar)
+		SUB=d0 fuse_stream "$r" seq.cold.floor
+		SHARDS=("${all[@]}")
 		down
 		;;
 	samplefs|before)
 		[ "$who" = before ] && bin=$BEFORE
 		drop
 		mount_in "$bin" || return 1
-		rec "$r" "seq.cold.$who" "$(stream "$MNT/shards")"
+		fuse_stream "$r" "seq.cold.$who"
 		down
 		cat "$D/imagenet/ILSVRC2012_img_train.tar" "$D"/idx/* >/dev/null
 		mount_in "$bin" || return 1
-		rec "$r" "seq.warm.$who" "$(stream "$MNT/shards")"
+		fuse_stream "$r" "seq.warm.$who"
 		rec "$r" "seq.again.$who" "$(stream "$MNT/shards")"
 		down
 		;;
@@ -292,7 +313,7 @@ def cell(k, unit):
     if not runs.get(k):
         return "-"
     v = list(runs[k].values())
-    return "%.2f %s (%.2f-%.2f, n=%d)" % (med(k), unit, min(v), max(v), len(v)) if unit == "GB/s" else \
+    return "%.2f %s (%.2f-%.2f, n=%d)" % (med(k), unit, min(v), max(v), len(v)) if unit in ("GB/s", "s/GB") else \
            "%.0f %s (%.0f-%.0f, n=%d)" % (med(k), unit, min(v), max(v), len(v))
 def ratio(a, b):
     if not runs.get(a) or not runs.get(b):
@@ -311,13 +332,17 @@ rows = [
     ("epoch.in.before", "files/s", "epoch.in.extracted"),
     ("epoch.qd.exploded", "files/s", None), ("epoch.qd.samplefs", "files/s", "epoch.qd.exploded"),
     ("epoch.qd.before", "files/s", "epoch.qd.exploded"),
+    ("cpu.seq.cold.floor", "s/GB", None), ("cpu.seq.cold.samplefs", "s/GB", "cpu.seq.cold.floor"),
+    ("cpu.seq.cold.before", "s/GB", "cpu.seq.cold.floor"),
+    ("cpu.seq.warm.samplefs", "s/GB", "cpu.seq.cold.floor"), ("cpu.seq.warm.before", "s/GB", "cpu.seq.cold.floor"),
 ]
 for k, unit, base in rows:
     if runs.get(k):
         print("| %s | %s | %s |" % (k, cell(k, unit), ratio(k, base) if base else ""))
 for k, base in [("seq.cold.samplefs", "seq.cold.floor"), ("seq.warm.samplefs", "seq.cold.floor"),
                 ("seq.cold.before", "seq.cold.floor"), ("seq.warm.before", "seq.cold.floor"),
-                ("seq.cold.samplefs", "seq.cold.before"), ("seq.warm.samplefs", "seq.warm.before")]:
+                ("seq.cold.samplefs", "seq.cold.before"), ("seq.warm.samplefs", "seq.warm.before"),
+                ("cpu.seq.cold.samplefs", "cpu.seq.cold.before"), ("cpu.seq.warm.samplefs", "cpu.seq.warm.before")]:
     if runs.get(k) and runs.get(base):
         print("| %s / %s | | %s |" % (k, base, ratio(k, base)))
 PY
