@@ -82,6 +82,8 @@ declare -A CALLS=(
 	["fs/main.c stop_pending read"]="the daemon's signalfd: stop signals pending with the child's byte"
 	["fs/main.c detach open"]="/dev/null, the daemon's stdio"
 	["fs/main.c main access"]="the mount point (fstab's 'mount point does not exist')"
+	["fs/readahead.c readahead_path fopen"]="/proc/self/mountinfo: the mount's device, for its read-ahead window"
+	["fs/readahead.c readahead_set open"]="/sys/class/bdi/MAJ:MIN/read_ahead_kb of the mount samplefs made (-o readahead)"
 )
 FUNCS='open|open64|openat|openat2|creat|pread|pread64|preadv|preadv2|read|readv|stat|stat64|fstat|fstat64|lstat|fstatat|statx|mmap|mmap64|opendir|fdopendir|readdir|readdir64|scandir|fopen|freopen|access|faccessat|realpath|readlink|readlinkat|posix_fadvise|sendfile|splice|gzopen|gzopen64|gzdopen|archive_read_open_filename|archive_read_open_filenames|archive_read_open_fd|archive_read_open_FILE|curl_[A-Za-z0-9_]+'
 
