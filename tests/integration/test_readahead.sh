@@ -10,8 +10,9 @@
 #    (Python's tarfile reads both the shard and the source's class tars);
 #  - a second pass over N files (an epoch with the page cache warm) sends
 #    no READ and no LOOKUP to the daemon, and gives the source's bytes.
-# Needs root for the first and the second (the cold reads drop nothing:
-# fresh mounts are cold for FUSE); skipped otherwise.
+# Needs root (only root may set the window; no caches are dropped: a
+# fresh mount has nothing in the kernel's caches); skipped otherwise.  The
+# not-root checks run as nobody where nobody may mount FUSE.
 . "$(dirname "$0")/lib.sh"
 sfs_setup
 T=$SFS_TMP
