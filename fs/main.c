@@ -652,6 +652,8 @@ int main(int argc, char *argv[])
 	if (serve_init(se, copts.mountpoint) || stop_sig)
 		goto out;
 	set_readahead(&fs.opts, copts.mountpoint);
+	if (stop_sig)	/* one that came meanwhile: as at serve_init */
+		goto out;
 	if (background) {
 		rc = detach(wfd, starter);
 		wfd = -1;
