@@ -157,7 +157,7 @@ static int run_loop(struct sfs_fs *fs, struct fuse_session *se,
 /*
  * The mount's read-ahead window (-o readahead, fs/readahead.h), once INIT is
  * answered (its reply may lower the window: set after it).  Not setting it
- * is not fatal: reads are then 128 KiB each, as on any FUSE mount.  The
+ * is not fatal: reads are then 128-512 KiB each, as on any FUSE mount.  The
  * default (root's) says nothing when it fails; a value given says why.
  */
 static void set_readahead(const struct fs_opts *o, const char *mnt)
@@ -170,7 +170,8 @@ static void set_readahead(const struct fs_opts *o, const char *mnt)
 	rc = readahead_set(mnt, o->readahead_kib, path, sizeof(path));
 	if (rc < 0 && readahead_given(o))
 		sfs_warn("-o readahead=%u: cannot write %s: %s%s; files read in "
-			 "order come in READs of 128 KiB", o->readahead_kib, path,
+			 "order come in READs of 128-512 KiB (the kernel's "
+			 "window)", o->readahead_kib, path,
 			 strerror(-rc), rc == -EACCES || rc == -EPERM ?
 			 " (only root may)" : "");
 }
