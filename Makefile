@@ -82,7 +82,7 @@ $(BUILD)/tests/test_download: tests/unit/test_download.c $(BUILD)/tools/download
 $(BUILD)/samplefs-stat: $(BUILD)/tools/stat/samplefs-stat.o $(BUILD)/tools/stat/statdoc.o
 	$(CC) $(CFLAGS) $(SANFLAGS) $(LDFLAGS) -o $@ $^
 
-$(BUILD)/samplefs-floorfs: $(BUILD)/tools/bench/floorfs.o $(BUILD)/fs/devpoll.o
+$(BUILD)/samplefs-floorfs: $(BUILD)/tools/bench/floorfs.o $(BUILD)/fs/devpoll.o $(BUILD)/fs/readahead.o
 	$(CC) $(CFLAGS) $(SANFLAGS) $(LDFLAGS) -o $@ $^ $(DEPLIBS)
 
 # zbench.sh's floor: the decompressors alone, a block per read (not installed)

@@ -19,6 +19,7 @@
 _Thread_local struct ctl_slot *ctl_my_slot;
 
 const uint64_t ctl_hist_us[CTL_HIST - 1] = { 100, 1000, 10000, 100000, 1000000 };
+const uint64_t ctl_rsize[CTL_RSIZE - 1] = { 4096, 65536, 131072, 524288, 1048576 };
 
 static const char *const op_names[CTL_NOPS] = {
 	"lookup", "forget", "getattr", "readlink", "open", "read", "readdir",
@@ -59,6 +60,17 @@ void ctl_read_done(struct ctl *c, uint64_t off, size_t n, int spliced, int err)
 		ctl_add(s, &s->files, 1);
 }
 
+void ctl_read_asked(struct ctl *c, size_t size)
+{
+	struct ctl_slot *s = ctl_slot(c);
+	unsigned b = 0;
+
+	while (b < CTL_RSIZE - 1 && size > ctl_rsize[b])
+		b++;
+	ctl_add(s, &s->rsize[b], 1);
+	ctl_add(s, &s->asked, size);
+}
+
 void ctl_waited(struct ctl *c, int64_t ns)
 {
 	struct ctl_slot *s = ctl_slot(c);
@@ -76,7 +88,7 @@ void ctl_waited(struct ctl *c, int64_t ns)
 struct totals {
 	uint64_t ops[CTL_NOPS];
 	uint64_t bytes, spliced, copied, files, read_errors;
-	uint64_t waits, wait_ns, hist[CTL_HIST];
+	uint64_t waits, wait_ns, hist[CTL_HIST], rsize[CTL_RSIZE], asked;
 };
 
 #define LD(f) atomic_load_explicit(&(f), memory_order_relaxed)
@@ -96,6 +108,9 @@ static void add_slot(struct totals *t, const struct ctl_slot *s)
 	t->wait_ns += LD(s->wait_ns);
 	for (i = 0; i < CTL_HIST; i++)
 		t->hist[i] += LD(s->hist[i]);
+	for (i = 0; i < CTL_RSIZE; i++)
+		t->rsize[i] += LD(s->rsize[i]);
+	t->asked += LD(s->asked);
 }
 
 static void sum(struct ctl *c, struct totals *t)
@@ -181,8 +196,13 @@ static void write_json(struct ctl *c, FILE *f, const struct totals *t,
 	for (i = 0; i < CTL_HIST - 1; i++)
 		fprintf(f, "\"%llu\": %llu, ", (unsigned long long)ctl_hist_us[i],
 			(unsigned long long)t->hist[i]);
-	fprintf(f, "\"+Inf\": %llu},\n  \"sources\": [{\"name\": \"",
+	fprintf(f, "\"+Inf\": %llu},\n  \"read_size_hist\": {",
 		(unsigned long long)t->hist[CTL_HIST - 1]);
+	for (i = 0; i < CTL_RSIZE - 1; i++)
+		fprintf(f, "\"%llu\": %llu, ", (unsigned long long)ctl_rsize[i],
+			(unsigned long long)t->rsize[i]);
+	fprintf(f, "\"+Inf\": %llu},\n  \"sources\": [{\"name\": \"",
+		(unsigned long long)t->rsize[CTL_RSIZE - 1]);
 	put_escaped(f, c->opts->core.source ? c->opts->core.source : "", 1);
 	fprintf(f, "\", \"requests\": %llu, \"retries\": %llu, \"errors\": %llu, "
 		"\"mem_hits\": %llu, \"mem_misses\": %llu, \"disk_hits\": %llu, "
@@ -252,6 +272,20 @@ static void write_metrics(struct ctl *c, FILE *f, const struct totals *t,
 	fprintf(f, "samplefs_read_wait_seconds_sum %.9f\n"
 		"samplefs_read_wait_seconds_count %llu\n",
 		(double)t->wait_ns / 1e9, (unsigned long long)t->waits);
+	prom_head(f, "read_request_bytes", "histogram",
+		  "sizes the kernel asked for in READ requests");
+	for (i = 0, cum = 0; i < CTL_RSIZE; i++) {
+		cum += t->rsize[i];
+		if (i < CTL_RSIZE - 1)
+			fprintf(f, "samplefs_read_request_bytes_bucket{le=\"%llu\"} %llu\n",
+				(unsigned long long)ctl_rsize[i], (unsigned long long)cum);
+		else
+			fprintf(f, "samplefs_read_request_bytes_bucket{le=\"+Inf\"} %llu\n",
+				(unsigned long long)cum);
+	}
+	fprintf(f, "samplefs_read_request_bytes_sum %llu\n"
+		"samplefs_read_request_bytes_count %llu\n",
+		(unsigned long long)t->asked, (unsigned long long)cum);
 	prom_source(f, src, "source_requests_total", "HTTP requests sent", ss->requests);
 	prom_source(f, src, "source_retries_total", "HTTP requests retried", ss->retries);
 	prom_source(f, src, "source_errors_total", "HTTP requests failed after retries",

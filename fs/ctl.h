@@ -3,8 +3,8 @@
  * since it started, and how it was mounted, as read-only files.
  *
  *     stats.json  counters: FUSE requests by op, bytes served, replies
- *                 spliced or copied, reads that waited and their latency
- *                 histogram, the sources' requests, retries, errors and
+ *                 spliced or copied, the sizes READs asked for, reads
+ *                 that waited and their latency histogram, the sources' requests, retries, errors and
  *                 cache hits (core/io: source_env_stats), index build time
  *     metrics     the same in Prometheus' text format
  *     config      the options in force (fs/opts.h: sfs_opts_print)
@@ -71,10 +71,17 @@ enum ctl_op {
 #define CTL_HIST 6
 extern const uint64_t ctl_hist_us[CTL_HIST - 1];
 
+/* Upper bounds of the buckets of READ request sizes (what the kernel
+ * asked, in bytes): 128 KiB is a FUSE mount's read-ahead window by default,
+ * 1 MiB libfuse 3.14's largest READ (fs/readahead.h). */
+#define CTL_RSIZE 6
+extern const uint64_t ctl_rsize[CTL_RSIZE - 1];
+
 struct ctl_slot {
 	_Atomic uint64_t ops[CTL_NOPS];
 	_Atomic uint64_t bytes, spliced, copied, files, read_errors;
 	_Atomic uint64_t waits, wait_ns, hist[CTL_HIST];
+	_Atomic uint64_t rsize[CTL_RSIZE], asked;	/* READs by size, their bytes */
 	int shared;		/* the overflow slot: atomic adds */
 } __attribute__((aligned(64)));
 
@@ -145,6 +152,8 @@ static inline void ctl_op(struct ctl *c, enum ctl_op op)
 	ctl_add(s, &s->ops[op], 1);
 }
 
+/* A READ asked for `size` bytes (counted by size: read_size_hist). */
+void ctl_read_asked(struct ctl *c, size_t size);
 /* A read answered: n bytes (0 with err), spliced or copied, from off. */
 void ctl_read_done(struct ctl *c, uint64_t off, size_t n, int spliced, int err);
 /* A read that waited (handed to a worker) took ns from its request. */

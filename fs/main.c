@@ -26,6 +26,7 @@
  */
 #include "ops.h"
 #include "opts.h"
+#include "readahead.h"
 #include "clock.h"
 #include "log.h"
 
@@ -151,6 +152,28 @@ static int run_loop(struct sfs_fs *fs, struct fuse_session *se,
 	rc = fuse_session_loop_mt(se, cfg);
 	fuse_loop_cfg_destroy(cfg);
 	return rc;
+}
+
+/*
+ * The mount's read-ahead window (-o readahead, fs/readahead.h), once INIT is
+ * answered (its reply may lower the window: set after it).  Not setting it
+ * is not fatal: reads are then 128-512 KiB each, as on any FUSE mount.  The
+ * default (root's) says nothing when it fails; a value given says why.
+ */
+static void set_readahead(const struct fs_opts *o, const char *mnt)
+{
+	char path[128] = "the mount's read_ahead_kb";
+	int rc;
+
+	if (!o->readahead_kib)
+		return;
+	rc = readahead_set(mnt, o->readahead_kib, path, sizeof(path));
+	if (rc < 0 && readahead_given(o))
+		sfs_warn("-o readahead=%u: cannot write %s: %s%s; files read in "
+			 "order come in READs of 128-512 KiB (the kernel's "
+			 "window)", o->readahead_kib, path,
+			 strerror(-rc), rc == -EACCES || rc == -EPERM ?
+			 " (only root may)" : "");
 }
 
 /* ---- checks before the build ---- */
@@ -571,6 +594,11 @@ int main(int argc, char *argv[])
 	/* before the layout, so its warnings reach -o log=FILE too */
 	if (sfs_log_open(copts.mountpoint, fs.opts.log_file))
 		goto out;
+	if (fs.opts.readahead_kib > READAHEAD_MAX_KIB) {
+		sfs_err("-o readahead=%u: at most %u KiB", fs.opts.readahead_kib,
+			READAHEAD_MAX_KIB);
+		goto out;
+	}
 	if (fs.opts.workers > WORKERS_MAX || fs.opts.poll_us > 1000000) {
 		sfs_err("-o workers=%u, poll=%u: at most %d threads and 1000000 us",
 			fs.opts.workers, fs.opts.poll_us, WORKERS_MAX);
@@ -623,6 +651,9 @@ int main(int argc, char *argv[])
 		goto out;
 	mounted = 1;
 	if (serve_init(se, copts.mountpoint) || stop_sig)
+		goto out;
+	set_readahead(&fs.opts, copts.mountpoint);
+	if (stop_sig)	/* one that came meanwhile: as at serve_init */
 		goto out;
 	if (background) {
 		rc = detach(wfd, starter);

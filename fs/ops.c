@@ -570,6 +570,7 @@ static void sfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		read_ctl(req, fs, ino, size, off);
 		return;
 	}
+	ctl_read_asked(&fs->ctl, size);
 	if (!fs->io) {
 		read_waiting(req, fs, ino, size, off, sfs_now_ns());
 		return;

@@ -14,6 +14,7 @@
 #include "io/zsource.h"
 #include "layouts/layouts.h"
 #include "log.h"
+#include "readahead.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -91,6 +92,7 @@ static const struct opt_row table[] = {
 	{"build_timeout", T_POS, O(remote.build_timeout_s), S_URL, "SECONDS", "an index build retries a failing range with backoff this long before it fails (default 600)"},
 	/* compressed sources, local or remote (core/io/zsource.h) */
 	{"span", T_SPAN, O(remote.span_bytes), S_Z, "SIZE", "uncompressed bytes between access points, 64k to 64M (default 1M)"},
+	{"readahead", T_U32, D(readahead_kib), S_ANY, "KIB", "read ahead this many KiB of a file read in order (default 1024 as root, else the kernel's 128; 0 = the kernel's)"},
 };
 #undef O
 #undef D
@@ -397,6 +399,11 @@ static int given(const struct fs_opts *o, const char *name)
 	return 0;
 }
 
+int readahead_given(const struct fs_opts *o)
+{
+	return given(o, "readahead");
+}
+
 int sfs_opts_parse(struct fuse_args *args, struct fs_opts *o)
 {
 	struct templates t;
@@ -410,6 +417,9 @@ int sfs_opts_parse(struct fuse_args *args, struct fs_opts *o)
 	/* a network read waits a round trip: more of them in flight */
 	if (o->core.source && source_is_url(o->core.source) && !given(o, "workers"))
 		o->workers = WORKERS_URL;
+	/* only root may raise a mount's read-ahead (fs/readahead.h) */
+	if (!given(o, "readahead"))
+		o->readahead_kib = geteuid() == 0 ? READAHEAD_ROOT_KIB : 0;
 	return 0;
 }
 

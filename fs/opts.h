@@ -23,6 +23,7 @@ struct fs_opts {
 	int stack;		/* -o stack: mount over an existing mount */
 	char *mountpoint;	/* MOUNTPOINT as given (libfuse parses it too) */
 	char *fsname;		/* -o fsname=NAME: /proc/mounts' first field (NULL = SOURCE) */
+	uint32_t readahead_kib;	/* -o readahead=KIB: the mount's read-ahead (fs/readahead.h); 0 = the kernel's */
 	uint64_t given;		/* bit i: option row i was given */
 	uint64_t old_cache_bytes; /* -o cache=, span_cache=: cache_mem='s old names */
 };
@@ -65,6 +66,9 @@ int sfs_opts_check_layout(struct fs_opts *o, const char *layout);
 /* Replaces o->source by its realpath (kept as is for http(s) URLs; other
  * "scheme://" names are refused, with a message); -errno. */
 int sfs_opts_absolute_source(struct sfs_opts *o);
+
+/* Whether -o readahead was given (not its default). */
+int readahead_given(const struct fs_opts *o);
 
 /* Frees the strings sfs_opts_parse allocated. */
 void sfs_opts_free(struct fs_opts *o);

@@ -89,6 +89,8 @@ declare -A CALLS=(
 	["fs/main.c stop_pending read"]="the daemon's signalfd: stop signals pending with the child's byte"
 	["fs/main.c detach open"]="/dev/null, the daemon's stdio"
 	["fs/main.c main access"]="the mount point (fstab's 'mount point does not exist')"
+	["fs/readahead.c readahead_path fopen"]="/proc/self/mountinfo: the mount's device, for its read-ahead window"
+	["fs/readahead.c readahead_set open"]="/sys/class/bdi/MAJ:MIN/read_ahead_kb of the mount samplefs made (-o readahead)"
 )
 # "FILE..." (globs) of core/ modules that still call each other -> why,
 # until cut

@@ -18,6 +18,11 @@
  *
  * Usage: samplefs-floorfs [-f] [-s] -o files=N,size=S,per_dir=K[,ext=npy] MNT
  *
+ * One big file (files=1,size=1000000000) is the floor of a sequential
+ * read, as of a shard: -o readahead=KIB sets the mount's read-ahead window
+ * as samplefs' option of that name does (fs/readahead.h; root only), so
+ * both are read in READs of the same size.
+ *
  * Threads: everything the request handlers read (struct floor and the data
  * buffer) is filled before the session starts and read-only afterwards.
  */
@@ -26,6 +31,7 @@
 #include <fuse_lowlevel.h>
 
 #include "../../fs/devpoll.h"
+#include "../../fs/readahead.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -48,6 +54,7 @@ struct floor_opts {
 	unsigned long per_dir;
 	char *ext;
 	unsigned long poll_us;
+	unsigned long readahead_kib;
 };
 
 struct floor {
@@ -56,6 +63,7 @@ struct floor {
 	time_t mtime;
 	char *data;	/* `size` bytes, the content of every file */
 	unsigned poll_us;	/* -o poll=N: as samplefs' option of that name */
+	unsigned readahead_kib;	/* -o readahead=KIB: likewise; 0 = the kernel's */
 	struct devpoll dp;
 };
 
@@ -65,6 +73,7 @@ static const struct fuse_opt floor_opt_spec[] = {
 	{ "per_dir=%lu", offsetof(struct floor_opts, per_dir), 0 },
 	{ "ext=%s", offsetof(struct floor_opts, ext), 0 },
 	{ "poll=%lu", offsetof(struct floor_opts, poll_us), 0 },
+	{ "readahead=%lu", offsetof(struct floor_opts, readahead_kib), 0 },
 	FUSE_OPT_END
 };
 
@@ -380,7 +389,9 @@ static void usage(const char *prog)
 	       "  -o files=N      number of files (default 1000)\n"
 	       "  -o size=S       bytes per file (default 3264)\n"
 	       "  -o per_dir=K    files per directory d<k> (default 3000)\n"
-	       "  -o ext=EXT      file name extension (default npy)\n\n",
+	       "  -o ext=EXT      file name extension (default npy)\n"
+	       "  -o poll=USEC    poll /dev/fuse as samplefs does (default 0: libfuse's loop)\n"
+	       "  -o readahead=KIB  the mount's read-ahead, as samplefs' option (default 0: the kernel's)\n\n",
 	       prog);
 	fuse_cmdline_help();
 	fuse_lowlevel_help();
@@ -403,6 +414,7 @@ static int floor_init(struct floor *f, const struct floor_opts *o)
 	f->ndirs = (f->files + f->per_dir - 1) / f->per_dir;
 	f->ext = o->ext;
 	f->poll_us = (unsigned)o->poll_us;
+	f->readahead_kib = (unsigned)o->readahead_kib;
 	f->mtime = time(NULL);
 	f->data = malloc(f->size ? f->size : 1);
 	if (!f->data) {
@@ -419,6 +431,29 @@ static int floor_init(struct floor *f, const struct floor_opts *o)
 static ssize_t floor_dev_read(int fd, void *buf, size_t len, void *userdata)
 {
 	return devpoll_read(&((struct floor *)userdata)->dp, fd, buf, len);
+}
+
+/* As samplefs' -o readahead: INIT answered here first (its reply may lower
+ * the window), then the window set.  0 or -1 (the session ended). */
+static int floor_readahead(struct fuse_session *se, const char *mnt,
+			   const struct floor *f)
+{
+	struct fuse_buf buf = { .mem = NULL };
+	char path[128] = "read_ahead_kb";
+	int rc;
+
+	do
+		rc = fuse_session_receive_buf(se, &buf);
+	while (rc == -EINTR && !fuse_session_exited(se));
+	if (rc > 0)
+		fuse_session_process_buf(se, &buf);
+	free(buf.mem);
+	if (rc <= 0 || fuse_session_exited(se))
+		return -1;
+	rc = readahead_set(mnt, f->readahead_kib, path, sizeof(path));
+	if (rc < 0)
+		fprintf(stderr, "floorfs: cannot write %s: %s\n", path, strerror(-rc));
+	return 0;
 }
 
 static int floor_serve(struct fuse_args *args, struct fuse_cmdline_opts *c,
@@ -438,6 +473,8 @@ static int floor_serve(struct fuse_args *args, struct fuse_cmdline_opts *c,
 	if (f->poll_us && devpoll_install(&f->dp, se, f->poll_us, floor_dev_read))
 		goto out_unmount;
 	fuse_daemonize(c->foreground);
+	if (f->readahead_kib && floor_readahead(se, c->mountpoint, f))
+		goto out_unmount;
 	if (c->singlethread || f->poll_us) {	/* polling: as samplefs does */
 		ret = fuse_session_loop(se);
 	} else {
@@ -467,7 +504,7 @@ int main(int argc, char *argv[])
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
 	struct fuse_cmdline_opts c;
-	struct floor_opts o = { 1000, 3264, 3000, NULL, 0 };
+	struct floor_opts o = { 1000, 3264, 3000, NULL, 0, 0 };
 	struct floor f;
 	int ret = 1;
 
