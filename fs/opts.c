@@ -90,6 +90,7 @@ static const struct opt_row table[] = {
 	/* compressed sources, local or remote (core/io/zsource.h) */
 	{"span", T_SPAN, O(remote.span_bytes), S_Z, "SIZE", "uncompressed bytes between access points, 64k to 64M (default 1M)"},
 	{"span_cache", T_POSSIZE, O(remote.span_cache_bytes), S_Z, "SIZE", "memory for inflated spans (default 32M)"},
+	{"shard_prefetch", T_SIZE, O(shard_prefetch), S_ANY, "SIZE", "bytes of a streamed shard's members fetched ahead of its reader (default 32M, 0 = off)"},
 };
 #undef O
 #undef D
@@ -129,6 +130,7 @@ static const struct fuse_opt templates[] = {
 	FUSE_OPT_KEY("images=", 36), FUSE_OPT_KEY("strokes=", 37),
 	FUSE_OPT_KEY("build_timeout=", 38),
 	FUSE_OPT_KEY("span=", 39), FUSE_OPT_KEY("span_cache=", 40),
+	FUSE_OPT_KEY("shard_prefetch=", 41),
 	FUSE_OPT_END
 };
 _Static_assert(sizeof(templates) / sizeof(templates[0]) == NROWS + 1,

@@ -45,6 +45,7 @@
  */
 #include "layouts/layout.h"
 #include "layouts/layout_imagenet.h"
+#include "layouts/imagenet_ahead.h"
 #include "layouts/imagenet_build.h"
 #include "layouts/imagenet_files.h"
 #include "layouts/imagenet_index.h"
@@ -593,7 +594,7 @@ static ssize_t shuffled_read(const struct in_layout *L, const struct in_split *s
 
 static ssize_t in_read(void *priv, uint64_t ino, char *buf, size_t size, uint64_t off)
 {
-	const struct in_layout *L = priv;
+	struct in_layout *L = priv;
 	uint64_t i = IDX(ino);
 	struct vtar_shard v;
 	struct sfs_attr a;
@@ -620,6 +621,10 @@ static ssize_t in_read(void *priv, uint64_t ino, char *buf, size_t size, uint64_
 	if ((s = split_of(ino, K_VTAR)) < 0)
 		return -ENOENT;
 	vtar_of(L, s, i, &v, &ctx);
+	/* before the read, which may wait for the disk: the advice goes
+	 * out first, and with it the members after this one */
+	imagenet_ahead(&L->ahead, &(struct in_shard){ ctx.sp, ctx.first, ctx.n, ctx.base },
+		       ino, off, size);
 	return vtar_read(&v, buf, size, off);
 }
 
@@ -684,6 +689,7 @@ static void in_destroy(void *priv)
 	index_map_close(&L->tars);
 	free(L->devkit);
 	pthread_mutex_destroy(&L->orders_lock);
+	imagenet_ahead_destroy(&L->ahead);
 	free(L);
 }
 
@@ -715,6 +721,18 @@ static const struct layout_ops imagenet_ops = {
 	.destroy = in_destroy,
 };
 
+/* -o shard_prefetch=, but for URL sources no more than half the block
+ * cache, which must keep what was fetched until the reader gets there */
+static uint64_t ahead_budget(const struct sfs_opts *o)
+{
+	/* 0: -o cache_mem= not given, source_env_new's 32 MiB */
+	uint64_t half = (o->remote.cache_bytes ? o->remote.cache_bytes : 32u << 20) / 2;
+
+	if (source_is_url(o->source) && o->shard_prefetch > half)
+		return half;
+	return o->shard_prefetch;
+}
+
 int layout_imagenet_open(const struct sfs_opts *o, struct source_env *env,
 			 struct layout *out)
 {
@@ -730,6 +748,8 @@ int layout_imagenet_open(const struct sfs_opts *o, struct source_env *env,
 	L->shard_seed = o->shard_seed;
 	L->shuffle_seed = o->shuffle_seed;
 	pthread_mutex_init(&L->orders_lock, NULL);
+	imagenet_ahead_init(&L->ahead, ahead_budget(o), source_is_url(o->source) ?
+			    SOURCE_WILLNEED_MAX : UINT64_MAX);
 	rc = imagenet_find_sources(L, env, o->source);
 	if (!rc && !L->sp[TRAIN].nsrc && !L->sp[VAL].nsrc) {
 		sfs_err("%s: no " IMAGENET_TRAIN_TAR ", " IMAGENET_VAL_TAR
