@@ -109,7 +109,7 @@ static int plan(const struct in_ahead *a, struct in_stream *s,
 		s->ahead_i = s->cur_i;
 		s->ahead_off = s->cur_off;
 	}
-	while (k < BATCH && s->ahead_i < sh->n && s->ahead_i < s->cur_i + a->depth &&
+	while (k < BATCH && s->ahead_i < sh->n && s->ahead_i - s->cur_i < a->depth &&
 	       s->ahead_off < s->next + a->budget) {
 		out[k++] = sh->first + s->ahead_i;
 		s->ahead_off += record_bytes(sh, s->ahead_i);
