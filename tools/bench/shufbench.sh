@@ -4,8 +4,8 @@
 #
 # An ImageNet-shaped release (gen_imagenet.py, SHUF_CLASSES x SHUF_PER_CLASS
 # members of SHUF_MEMBER_KB, default 64 x 300 of 60-160 KB, as the real
-# JPEGs: ~2.1 GB) and its train tree extracted beside it, in
-# $BENCH_DIR/shuf.  Each run, in turn, every cache dropped before each
+# JPEGs: ~2.1 GB; SHUF_MEMBER_KB= (empty): gen_imagenet's ~3 KB members)
+# and its train tree extracted beside it, in $BENCH_DIR/shuf-<KB>.  Each run, in turn, every cache dropped before each
 # (sync; echo 3 > /proc/sys/vm/drop_caches: root) and the mount made
 # before the clock starts:
 #   shuf     `cat` of one globally shuffled shard (-o shard_seed=1,
@@ -16,7 +16,7 @@
 #            (readfiles.c), the anchor of the target: shuf >= 2x tree4
 # The shard read is a different one each run (k = run mod shards).  The
 # order of the four rotates from run to run.  Prints samples/s per run and
-# medians with min-max, and writes them to $BENCH_DIR/shuf/results.tsv.
+# medians with min-max, and writes them to $BENCH_DIR/shuf-<KB>/results.tsv.
 #
 # SHUF_RUNS (default 5), SHUF_BUILD (build), SHUF_PREFETCH (-o
 # shard_prefetch= of `shuf`, default: samplefs' own).
@@ -25,8 +25,8 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${SHUF_BUILD:-build}
 SAMPLEFS=$ROOT/$BUILD/samplefs
 BENCH_DIR=${BENCH_DIR:-/var/tmp/samplefs-bench}
-D=$BENCH_DIR/shuf
-NCLS=${SHUF_CLASSES:-64} PER=${SHUF_PER_CLASS:-300} KB=${SHUF_MEMBER_KB:-60-160}
+NCLS=${SHUF_CLASSES:-64} PER=${SHUF_PER_CLASS:-300} KB=${SHUF_MEMBER_KB-60-160}
+D=$BENCH_DIR/shuf-${KB:-small}
 S=${SHUF_SHARD:-2000} RUNS=${SHUF_RUNS:-5} NFILES=${SHUF_FILES:-4000}
 PF=${SHUF_PREFETCH:+,shard_prefetch=$SHUF_PREFETCH}
 PY=/usr/bin/python3
