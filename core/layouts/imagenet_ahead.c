@@ -1,6 +1,13 @@
 /*
  * imagenet_ahead.c - prefetch in a shard's order (imagenet_ahead.h): the
- * readers' stream slots, and the advice for the members ahead of each.
+ * readers' stream slots, and the advisor thread that asks for the members
+ * ahead of each.
+ *
+ * A read only moves its stream's end on and wakes the advisor: the advice
+ * (a syscall per member locally, and the index pages that say where each
+ * member is, cold on a first pass) costs the request path nothing, and
+ * runs beside the reads on another core.  The advisor sleeps whenever every
+ * stream is advised as far as its budget allows.
  */
 #include "layouts/imagenet_ahead.h"
 
@@ -9,20 +16,28 @@
 #include "layouts/imagenet_samples.h"
 #include "io/source.h"
 
-/* members advised by one read at most: bounds the time a read spends
- * asking (the rest is asked for by the reads that follow) */
-#define BATCH 256
+/* members advised between two looks at the streams: bounds how long the
+ * lock waits, and how soon a new stream is served */
+#define BATCH 64
 
 void imagenet_ahead_init(struct in_ahead *a, uint64_t budget, uint64_t depth)
 {
 	memset(a, 0, sizeof(*a));
 	pthread_mutex_init(&a->lock, NULL);
+	pthread_cond_init(&a->more, NULL);
 	a->budget = budget;
 	a->depth = depth;
 }
 
 void imagenet_ahead_destroy(struct in_ahead *a)
 {
+	pthread_mutex_lock(&a->lock);
+	a->stopping = 1;
+	pthread_cond_broadcast(&a->more);
+	pthread_mutex_unlock(&a->lock);
+	if (a->started)
+		pthread_join(a->advisor, NULL);
+	pthread_cond_destroy(&a->more);
 	pthread_mutex_destroy(&a->lock);
 }
 
@@ -42,7 +57,8 @@ static struct in_stream *find_stream(struct in_ahead *a, uint64_t ino, uint64_t 
 }
 
 /* a slot for a new stream: a free one, else the least recently used */
-static void open_stream(struct in_ahead *a, uint64_t ino, uint64_t end)
+static void open_stream(struct in_ahead *a, const struct in_shard *sh, uint64_t ino,
+			uint64_t end)
 {
 	struct in_stream *s = &a->s[0];
 	int i;
@@ -50,19 +66,25 @@ static void open_stream(struct in_ahead *a, uint64_t ino, uint64_t end)
 	for (i = 1; i < IN_STREAMS && s->ino; i++)
 		if (!a->s[i].ino || a->s[i].used < s->used)
 			s = &a->s[i];
-	*s = (struct in_stream){ .ino = ino, .next = end, .cur_i = UINT64_MAX,
-				 .used = ++a->tick };
+	*s = (struct in_stream){ .ino = ino, .sp = sh->sp, .first = sh->first,
+				 .n = sh->n, .base = sh->base, .next = end,
+				 .cur_i = UINT64_MAX, .used = ++a->tick };
+}
+
+static uint64_t record_bytes(const struct in_stream *s, uint64_t i)
+{
+	return imagenet_record_bytes(s->sp, s->first + i);
 }
 
 /* the record whose bytes hold vtar offset off (past the body: the last) */
-static uint64_t record_at(const struct in_shard *sh, uint64_t off)
+static uint64_t record_at(const struct in_stream *s, uint64_t off)
 {
-	uint64_t lo = 0, hi = sh->n;
+	uint64_t lo = 0, hi = s->n;
 
 	while (hi - lo > 1) {	/* record lo starts at or before off */
 		uint64_t mid = lo + (hi - lo) / 2;
 
-		if (imagenet_cum_offset(sh->sp, sh->first + mid) - sh->base <= off)
+		if (imagenet_cum_offset(s->sp, s->first + mid) - s->base <= off)
 			lo = mid;
 		else
 			hi = mid;
@@ -70,25 +92,20 @@ static uint64_t record_at(const struct in_shard *sh, uint64_t off)
 	return lo;
 }
 
-static uint64_t record_bytes(const struct in_shard *sh, uint64_t i)
-{
-	return imagenet_record_bytes(sh->sp, sh->first + i);
-}
-
 /* s->cur_i/cur_off on to the record holding s->next: a step or two
  * forward for a reader going on, a search when new or gone back */
-static void follow(struct in_stream *s, const struct in_shard *sh)
+static void follow(struct in_stream *s)
 {
 	uint64_t rb;
 
 	if (s->cur_i == UINT64_MAX || s->next < s->cur_off) {
-		s->cur_i = record_at(sh, s->next);
-		s->cur_off = imagenet_cum_offset(sh->sp, sh->first + s->cur_i) - sh->base;
+		s->cur_i = record_at(s, s->next);
+		s->cur_off = imagenet_cum_offset(s->sp, s->first + s->cur_i) - s->base;
 		s->ahead_i = s->cur_i;
 		s->ahead_off = s->cur_off;
 		return;
 	}
-	while (s->cur_i + 1 < sh->n && s->cur_off + (rb = record_bytes(sh, s->cur_i)) <= s->next) {
+	while (s->cur_i + 1 < s->n && s->cur_off + (rb = record_bytes(s, s->cur_i)) <= s->next) {
 		s->cur_off += rb;
 		s->cur_i++;
 	}
@@ -97,24 +114,26 @@ static void follow(struct in_stream *s, const struct in_shard *sh)
 /*
  * Moves s's advice on to the records that start within the budget past
  * the reader (and within `depth` records of it); their positions in the
- * split go into out (BATCH at most).  Under the lock.
+ * split go into out (BATCH at most).  Clears s->dirty once caught up.
+ * Under the lock.
  */
-static int plan(const struct in_ahead *a, struct in_stream *s,
-		const struct in_shard *sh, uint64_t *out)
+static int plan(const struct in_ahead *a, struct in_stream *s, uint64_t *out)
 {
 	int k = 0;
 
-	follow(s, sh);
+	follow(s);
 	if (s->ahead_i < s->cur_i) {	/* the reader overtook the advice */
 		s->ahead_i = s->cur_i;
 		s->ahead_off = s->cur_off;
 	}
-	while (k < BATCH && s->ahead_i < sh->n && s->ahead_i - s->cur_i < a->depth &&
+	while (k < BATCH && s->ahead_i < s->n && s->ahead_i - s->cur_i < a->depth &&
 	       s->ahead_off < s->next + a->budget) {
-		out[k++] = sh->first + s->ahead_i;
-		s->ahead_off += record_bytes(sh, s->ahead_i);
+		out[k++] = s->first + s->ahead_i;
+		s->ahead_off += record_bytes(s, s->ahead_i);
 		s->ahead_i++;
 	}
+	if (k < BATCH)
+		s->dirty = 0;
 	return k;
 }
 
@@ -131,26 +150,71 @@ static void advise_position(const struct in_split *sp, uint64_t p)
 			      SOURCE_ADV_WILLNEED);
 }
 
+/* a dirty stream, the least recently advised first, or NULL (locked) */
+static struct in_stream *dirty_stream(struct in_ahead *a, unsigned *rr)
+{
+	unsigned i;
+
+	for (i = 0; i < IN_STREAMS; i++) {
+		struct in_stream *s = &a->s[(*rr + i) % IN_STREAMS];
+
+		if (s->ino && s->dirty) {
+			*rr = (*rr + i + 1) % IN_STREAMS;
+			return s;
+		}
+	}
+	return NULL;
+}
+
+/* The advisor: a batch of one dirty stream at a time, round robin.  A
+ * slot taken over while its batch is advised only costs that batch. */
+static void *advisor(void *arg)
+{
+	struct in_ahead *a = arg;
+	const struct in_split *sp;
+	uint64_t todo[BATCH];
+	struct in_stream *s;
+	unsigned rr = 0;
+	int k, i;
+
+	pthread_mutex_lock(&a->lock);
+	while (!a->stopping) {
+		if (!(s = dirty_stream(a, &rr))) {
+			pthread_cond_wait(&a->more, &a->lock);
+			continue;
+		}
+		sp = s->sp;
+		k = plan(a, s, todo);
+		pthread_mutex_unlock(&a->lock);
+		for (i = 0; i < k; i++)
+			advise_position(sp, todo[i]);
+		pthread_mutex_lock(&a->lock);
+	}
+	pthread_mutex_unlock(&a->lock);
+	return NULL;
+}
+
 void imagenet_ahead(struct in_ahead *a, const struct in_shard *sh, uint64_t ino,
 		    uint64_t off, size_t len)
 {
-	uint64_t todo[BATCH], end = off + len;
+	uint64_t end = off + len;
 	struct in_stream *s;
-	int k = 0, i;
 
 	if (!a->budget || !sh->n || !len)
 		return;
 	pthread_mutex_lock(&a->lock);
 	s = find_stream(a, ino, off);
 	if (!s) {
-		open_stream(a, ino, end);
+		open_stream(a, sh, ino, end);
 	} else {
 		s->used = ++a->tick;
 		if (end > s->next)
 			s->next = end;
-		k = plan(a, s, sh, todo);
+		s->dirty = 1;
+		if (!a->started && !a->stopping &&
+		    !pthread_create(&a->advisor, NULL, advisor, a))
+			a->started = 1;
+		pthread_cond_signal(&a->more);
 	}
 	pthread_mutex_unlock(&a->lock);
-	for (i = 0; i < k; i++)
-		advise_position(sh->sp, todo[i]);
 }

@@ -8,9 +8,11 @@
  * A read is part of a stream when it starts within IN_AHEAD_SLACK of where
  * the shard's last reads ended (the kernel's readahead may reorder them a
  * little); the first read of a stream only opens its slot, so one read
- * here and there never causes advice, and advice stops with the reads:
- * nothing runs in the background but the I/O already asked for, which is
- * at most `budget` bytes per stream, IN_STREAMS streams.
+ * here and there never causes advice.  The advice is asked by one thread
+ * per mount (started at the first stream), and stops with the reads: it
+ * never gets more than `budget` bytes past a reader's last read, so what
+ * is left in flight when a reader stops is at most that, per stream, for
+ * IN_STREAMS streams; then the thread sleeps.
  *
  * Not for: the shard's bytes (vtar.h, layout_imagenet.c), members that are
  * not one range of their source (compressed or sparse: no advice).
@@ -37,9 +39,9 @@ struct in_shard {
 	uint64_t first, n, base;
 };
 
-/* A read of [off, off + len) of the vtar `ino` (shard sh): advises what
- * comes next when the read continues a stream.  Never fails; never waits
- * for I/O (but for the advice calls themselves). */
+/* A read of [off, off + len) of the vtar `ino` (shard sh): when it
+ * continues a stream, wakes the advisor to ask for what comes next.  Never
+ * fails, never waits for I/O.  Stops and joins the advisor: destroy. */
 void imagenet_ahead(struct in_ahead *a, const struct in_shard *sh, uint64_t ino,
 		    uint64_t off, size_t len);
 

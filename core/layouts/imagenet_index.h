@@ -89,11 +89,17 @@ static inline uint32_t in_split_node(const struct in_split *sp, uint64_t c)
 /*
  * Where the readers of shards are (imagenet_ahead.c): one slot per shard
  * being streamed, the least recently used taken over by a new stream, so
- * the state is bounded whatever is read.  Under `lock`.
+ * the state is bounded whatever is read; and the thread that asks for
+ * what they read next.  Under `lock`.
  */
 #define IN_STREAMS 16
 struct in_stream {
 	uint64_t ino;		/* the vtar's inode; 0: free */
+	/* the shard: split sp's positions [first, first + n), whose records
+	 * start at byte `base` of the split's records */
+	const struct in_split *sp;
+	uint64_t first, n, base;
+	int dirty;		/* read since the advisor last caught up */
 	uint64_t next;		/* end of the furthest read in the stream */
 	uint64_t cur_i;		/* the record (index in the shard) holding next;
 				 * UINT64_MAX: not found yet */
@@ -108,6 +114,9 @@ struct in_ahead {
 	uint64_t depth;		/* records advised ahead of a reader, at most */
 	uint64_t tick;
 	struct in_stream s[IN_STREAMS];
+	pthread_cond_t more;	/* a stream is dirty, or stopping */
+	pthread_t advisor;
+	int started, stopping;
 };
 
 struct in_layout {
