@@ -3,10 +3,15 @@
  * readers' stream slots, and the advisor thread that asks for the members
  * ahead of each.
  *
- * A read only moves its stream's end on and wakes the advisor: the advice
+ * A read only moves its stream's end on and wakes an advisor: the advice
  * (a syscall per member locally, and the index pages that say where each
  * member is, cold on a first pass) costs the request path nothing, and
- * runs beside the reads on another core.  The advisor sleeps whenever every
+ * runs beside the reads.  IN_ADVISORS threads share it, each taking the
+ * next BATCH members of a stream: a WILLNEED of a 110 KB member costs the
+ * kernel ~90 us of CPU (pages allocated and queued for reading), so one
+ * thread asks for ~11k such members a second at best, and a fraction of
+ * that on a loaded machine; the disk under it reads 7-8k a second with
+ * many in flight (tools/bench/willneed.py).  Advisors sleep whenever every
  * stream is advised as far as its budget allows.
  */
 #include "layouts/imagenet_ahead.h"
@@ -16,9 +21,9 @@
 #include "layouts/imagenet_samples.h"
 #include "io/source.h"
 
-/* members advised between two looks at the streams: bounds how long the
- * lock waits, and how soon a new stream is served */
-#define BATCH 64
+/* members one advisor takes at once: small, so that the advisors share a
+ * stream's advice, and a new stream is served soon */
+#define BATCH 16
 
 void imagenet_ahead_init(struct in_ahead *a, uint64_t budget, uint64_t depth)
 {
@@ -35,8 +40,8 @@ void imagenet_ahead_destroy(struct in_ahead *a)
 	a->stopping = 1;
 	pthread_cond_broadcast(&a->more);
 	pthread_mutex_unlock(&a->lock);
-	if (a->started)
-		pthread_join(a->advisor, NULL);
+	while (a->started > 0)
+		pthread_join(a->advisor[--a->started], NULL);
 	pthread_cond_destroy(&a->more);
 	pthread_mutex_destroy(&a->lock);
 }
@@ -166,7 +171,7 @@ static struct in_stream *dirty_stream(struct in_ahead *a, unsigned *rr)
 	return NULL;
 }
 
-/* The advisor: a batch of one dirty stream at a time, round robin.  A
+/* An advisor: a batch of one dirty stream at a time, round robin.  A
  * slot taken over while its batch is advised only costs that batch. */
 static void *advisor(void *arg)
 {
@@ -185,6 +190,8 @@ static void *advisor(void *arg)
 		}
 		sp = s->sp;
 		k = plan(a, s, todo);
+		if (s->dirty)	/* more than a batch to ask: another advisor helps */
+			pthread_cond_signal(&a->more);
 		pthread_mutex_unlock(&a->lock);
 		for (i = 0; i < k; i++)
 			advise_position(sp, todo[i]);
@@ -211,9 +218,9 @@ void imagenet_ahead(struct in_ahead *a, const struct in_shard *sh, uint64_t ino,
 		if (end > s->next)
 			s->next = end;
 		s->dirty = 1;
-		if (!a->started && !a->stopping &&
-		    !pthread_create(&a->advisor, NULL, advisor, a))
-			a->started = 1;
+		while (!a->stopping && a->started < IN_ADVISORS &&
+		       !pthread_create(&a->advisor[a->started], NULL, advisor, a))
+			a->started++;
 		pthread_cond_signal(&a->more);
 	}
 	pthread_mutex_unlock(&a->lock);

@@ -93,6 +93,7 @@ static inline uint32_t in_split_node(const struct in_split *sp, uint64_t c)
  * what they read next.  Under `lock`.
  */
 #define IN_STREAMS 16
+#define IN_ADVISORS 4	/* threads asking for members, per mount */
 struct in_stream {
 	uint64_t ino;		/* the vtar's inode; 0: free */
 	/* the shard: split sp's positions [first, first + n), whose records
@@ -115,8 +116,8 @@ struct in_ahead {
 	uint64_t tick;
 	struct in_stream s[IN_STREAMS];
 	pthread_cond_t more;	/* a stream is dirty, or stopping */
-	pthread_t advisor;
-	int started, stopping;
+	pthread_t advisor[IN_ADVISORS];
+	int started, stopping;	/* advisors running; stop them */
 };
 
 struct in_layout {
