@@ -675,6 +675,8 @@ static void in_destroy(void *priv)
 
 	if (!L)
 		return;
+	/* first: the advisors read the indexes and advise the sources */
+	imagenet_ahead_destroy(&L->ahead);
 	for (s = 0; s < NSPLIT; s++) {
 		imagenet_free_orders(&L->sp[s]);
 		tarindex_close(&L->sp[s].t);
@@ -689,7 +691,6 @@ static void in_destroy(void *priv)
 	index_map_close(&L->tars);
 	free(L->devkit);
 	pthread_mutex_destroy(&L->orders_lock);
-	imagenet_ahead_destroy(&L->ahead);
 	free(L);
 }
 
