@@ -157,13 +157,16 @@ static void header_block(const struct vtar_entry *e, const char *ext,
 	}
 }
 
-/* index of the sample holding offset `off` (< body), by binary search */
+/* index of the sample holding offset `off` (< body): the caller's find,
+ * else a binary search over its offsets */
 static int find_sample(const struct vtar_shard *s, uint64_t off, uint64_t *idx,
 		       uint64_t *start)
 {
 	uint64_t lo = 0, hi = s->n, mid, o;
 	int rc;
 
+	if (s->find)
+		return s->find(s->arg, off, idx, start);
 	while (hi - lo > 1) {	/* invariant: offset(lo) <= off < offset(hi) */
 		mid = lo + (hi - lo) / 2;
 		rc = s->offset(s->arg, mid, &o);
@@ -178,21 +181,17 @@ static int find_sample(const struct vtar_shard *s, uint64_t off, uint64_t *idx,
 	return s->offset(s->arg, lo, start);
 }
 
-/* Copies bytes [rel, rel + len) of sample i's record; returns bytes copied. */
-static ssize_t read_record(const struct vtar_shard *s, uint64_t i, char *buf,
-			   size_t len, uint64_t rel)
+/* Copies bytes [rel, rel + len) of sample i's record (entry e); returns
+ * bytes copied, 0 past the record. */
+static ssize_t read_record(const struct vtar_shard *s, uint64_t i,
+			   const struct vtar_entry *ep, char *buf, size_t len,
+			   uint64_t rel)
 {
-	struct vtar_entry e;
+	struct vtar_entry e = *ep;
 	uint64_t hl, a, b, c, d, end;
 	char blk[VTAR_BLOCK];
 	size_t n;
-	int rc;
 
-	rc = s->entry(s->arg, i, &e);
-	if (rc)
-		return rc;
-	if (e.stem_len > VTAR_STEM_MAX)
-		return -ENAMETOOLONG;
 	hl = header_size(e.stem_len + 4);
 	a = hl;			/* .cls data */
 	b = a + VTAR_BLOCK;	/* .jpg header */
@@ -229,7 +228,8 @@ static ssize_t read_record(const struct vtar_shard *s, uint64_t i, char *buf,
 
 ssize_t vtar_read(const struct vtar_shard *s, char *buf, size_t len, uint64_t off)
 {
-	uint64_t body, total, i = 0, start = 0, next;
+	uint64_t body, total, i = 0, start = 0, have = UINT64_MAX;
+	struct vtar_entry e;
 	size_t done = 0;
 	ssize_t n;
 	int rc;
@@ -245,15 +245,23 @@ ssize_t vtar_read(const struct vtar_shard *s, char *buf, size_t len, uint64_t of
 	if (off < body && (rc = find_sample(s, off, &i, &start)))
 		return rc;
 	while (done < len && off < body) {
-		n = read_record(s, i, buf + done, len - done, off - start);
+		if (i >= s->n)
+			return -EIO;	/* offsets and entries disagree */
+		if (have != i) {	/* each record's entry once */
+			if ((rc = s->entry(s->arg, i, &e)))
+				return rc;
+			if (e.stem_len > VTAR_STEM_MAX)
+				return -ENAMETOOLONG;
+			have = i;
+		}
+		n = read_record(s, i, &e, buf + done, len - done, off - start);
 		if (n < 0)
 			return n;
-		if (n == 0) {	/* past this record: on to the next one */
-			if ((rc = s->offset(s->arg, ++i, &next)))
-				return rc;
-			if (next <= start || i > s->n)
-				return -EIO;
-			start = next;
+		if (n == 0) {	/* past this record: on to the next one, whose
+				 * offset is this one's plus its size (the
+				 * contract of `offset`), not another lookup */
+			start += vtar_sample_size(e.stem_len, e.size, e.label);
+			i++;
 			continue;
 		}
 		done += (size_t)n;

@@ -539,6 +539,40 @@ static ssize_t vt_pread(void *arg, uint64_t i, void *buf, size_t len, uint64_t o
 			      buf, len, off);
 }
 
+/*
+ * The record holding vtar offset off: a binary search over the split's
+ * kept offsets (every VOFF_STEP positions), then a walk of fewer than
+ * VOFF_STEP records; vtar_read's own search would sum up to VOFF_STEP
+ * record sizes at each of its steps.
+ */
+static int vt_find(void *arg, uint64_t off, uint64_t *i, uint64_t *start)
+{
+	const struct vt *v = arg;
+	const struct in_split *sp = v->sp;
+	uint64_t want = v->base + off, lo = v->first / VOFF_STEP;
+	uint64_t hi = (v->first + v->n - 1) / VOFF_STEP + 1, p, at, rb;
+
+	while (hi - lo > 1) {	/* voff[lo] <= want < voff[hi] */
+		uint64_t mid = lo + (hi - lo) / 2;
+
+		if (sp->voff[mid] <= want)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	p = lo * VOFF_STEP;
+	at = sp->voff[lo];
+	if (p < v->first) {
+		p = v->first;
+		at = v->base;
+	}
+	for (; p + 1 < v->first + v->n && at + (rb = imagenet_record_bytes(sp, p)) <= want; p++)
+		at += rb;
+	*i = p - v->first;
+	*start = at - v->base;
+	return 0;
+}
+
 static int vtar_of(const struct in_layout *L, int s, uint64_t k, struct vtar_shard *v,
 		   void *ctxp)
 {
@@ -549,7 +583,7 @@ static int vtar_of(const struct in_layout *L, int s, uint64_t k, struct vtar_sha
 	ctx->first = k * L->S;
 	ctx->n = shard_len(L, sp, k);
 	ctx->base = imagenet_cum_offset(sp, ctx->first);
-	*v = (struct vtar_shard){ ctx->n, L->mtime, ctx, vt_entry, vt_offset, vt_pread };
+	*v = (struct vtar_shard){ ctx->n, L->mtime, ctx, vt_entry, vt_offset, vt_pread, vt_find };
 	return 0;
 }
 
