@@ -18,6 +18,7 @@ void sfs_opts_default(struct sfs_opts *o)
 	o->split[2] = 10;
 	o->recursive = 1;
 	o->shard_size = 10000;
+	o->shard_prefetch = 32u << 20;
 }
 
 int sfs_parse_size(const char *s, uint64_t *out)

@@ -39,6 +39,8 @@ struct sfs_opts {
 	int      has_shard_seed; /* -o shard_seed=N given */
 	uint32_t shard_seed;
 	uint32_t shuffle_seed;   /* -o shuffle_seed=N (default 0) */
+	uint64_t shard_prefetch; /* -o shard_prefetch=SIZE: bytes read ahead of a
+				  * streamed shard's reader (default 32 MiB, 0 = off) */
 
 	/* the mount's cache memory, cache_mem= (remote.cache_bytes: every
 	 * cache of the mount shares it); remote sources (http, https):

@@ -93,6 +93,7 @@ static const struct opt_row table[] = {
 	/* compressed sources, local or remote (core/io/zsource.h) */
 	{"span", T_SPAN, O(remote.span_bytes), S_Z, "SIZE", "uncompressed bytes between access points, 64k to 64M (default 1M)"},
 	{"readahead", T_U32, D(readahead_kib), S_ANY, "KIB", "read ahead this many KiB of a file read in order (default 1024 as root, else the kernel's 128; 0 = the kernel's)"},
+	{"shard_prefetch", T_SIZE, O(shard_prefetch), S_ANY, "SIZE", "bytes of a streamed shard's members fetched ahead of its reader (default 32M, 0 = off)"},
 };
 #undef O
 #undef D

@@ -50,6 +50,10 @@ struct vtar_shard {
 	int (*entry)(void *arg, uint64_t i, struct vtar_entry *e);
 	int (*offset)(void *arg, uint64_t i, uint64_t *off);
 	ssize_t (*pread)(void *arg, uint64_t i, void *buf, size_t len, uint64_t off);
+	/* optional: the sample holding offset off (< the body) and its
+	 * offset, where the caller knows a quicker way than vtar_read's
+	 * binary search over offset() (NULL: that search) */
+	int (*find)(void *arg, uint64_t off, uint64_t *i, uint64_t *start);
 };
 
 /* Bytes that sample (stem_len, size, label) occupies in a shard. */

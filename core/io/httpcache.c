@@ -85,6 +85,11 @@
 #define RUN_MAX    64           /* missing blocks of a read in one request */
 #define WAITS_MAX  3            /* for others' fetches, in one read */
 #define AHEAD_JOBS 2            /* prefetches of one source at once */
+/* ... and with source_advise(WILLNEED) hints (SOURCE_WILLNEED_MAX): a
+ * layout asks for the members ahead of a shard's reader one range each
+ * (imagenet_ahead.h), and needs as many in flight as there are prefetch
+ * threads, and a few queued */
+_Static_assert(SOURCE_WILLNEED_MAX >= PREFETCHERS, "hints for every prefetcher");
 #define EXACT_MAX  BLOCK        /* reads alone in their region fetch only their bytes */
 #define POLL_MS    50           /* a waiting read looks at its cancel flag this often */
 /* Index builds (source_build).  A stall of 2 s: a healthy store answers
@@ -774,7 +779,7 @@ void httpcache_willneed(struct source *s, uint64_t off, uint64_t len)
 	if (hi - lo >= RUN_MAX)
 		hi = lo + RUN_MAX - 1;
 	pthread_mutex_lock(&h->lock);
-	if (h->jobs >= AHEAD_JOBS) {
+	if (h->jobs >= SOURCE_WILLNEED_MAX) {
 		pthread_mutex_unlock(&h->lock);
 		return;
 	}

@@ -316,6 +316,10 @@ enum source_advice {
 };
 /* A hint, as posix_fadvise: local files pass it to the kernel; a backend
  * may ignore it.  Never fails. */
+/* URL sources take SOURCE_WILLNEED_MAX WILLNEED hints at once (queued or
+ * being fetched) and drop the rest: a caller hinting many ranges in turn
+ * keeps no more than this many ahead of its reader. */
+#define SOURCE_WILLNEED_MAX 16
 void source_advise(struct source *s, uint64_t off, uint64_t len,
 		   enum source_advice adv);
 

@@ -15,7 +15,8 @@
  *
  * Threads: after layout_imagenet_open a struct in_layout is read-only, but
  * for the orders (orders, ord, pos, shuf of each split, and orders_done),
- * which layout_imagenet.c makes once under orders_lock.  Building runs in
+ * which layout_imagenet.c makes once under orders_lock, and the readers'
+ * streams (ahead), under their own lock.  Building runs in
  * the opening thread, before anything else can see the layout.
  *
  * Not the tree (inodes, names, attributes, reads): layout_imagenet.c.
@@ -85,6 +86,40 @@ static inline uint32_t in_split_node(const struct in_split *sp, uint64_t c)
 	return sp->samp ? sp->samp[c] : sp->h.samp_base + (uint32_t)c;
 }
 
+/*
+ * Where the readers of shards are (imagenet_ahead.c): one slot per shard
+ * being streamed, the least recently used taken over by a new stream, so
+ * the state is bounded whatever is read; and the thread that asks for
+ * what they read next.  Under `lock`.
+ */
+#define IN_STREAMS 16
+#define IN_ADVISORS 4	/* threads asking for members, per mount */
+struct in_stream {
+	uint64_t ino;		/* the vtar's inode; 0: free */
+	/* the shard: split sp's positions [first, first + n), whose records
+	 * start at byte `base` of the split's records */
+	const struct in_split *sp;
+	uint64_t first, n, base;
+	int dirty;		/* read since the advisor last caught up */
+	uint64_t next;		/* end of the furthest read in the stream */
+	uint64_t cur_i;		/* the record (index in the shard) holding next;
+				 * UINT64_MAX: not found yet */
+	uint64_t cur_off;	/* its offset in the vtar */
+	uint64_t ahead_i;	/* the first record not advised yet */
+	uint64_t ahead_off;	/* its offset in the vtar */
+	uint64_t used;		/* tick of the last read */
+};
+struct in_ahead {
+	pthread_mutex_t lock;
+	uint64_t budget;	/* bytes advised ahead of a reader; 0: off */
+	uint64_t depth;		/* records advised ahead of a reader, at most */
+	uint64_t tick;
+	struct in_stream s[IN_STREAMS];
+	pthread_cond_t more;	/* a stream is dirty, or stopping */
+	pthread_t advisor[IN_ADVISORS];
+	int started, stopping;	/* advisors running; stop them */
+};
+
 struct in_layout {
 	struct source_env *env;		/* the mount's (not owned) */
 	struct in_split sp[NSPLIT];
@@ -105,6 +140,7 @@ struct in_layout {
 	 * (with release order, read with acquire); made under the lock */
 	pthread_mutex_t orders_lock;
 	int orders_done;
+	struct in_ahead ahead;		/* its own lock */
 };
 
 /* Binds L to its mapped layout index (L->lay): every value a lookup or

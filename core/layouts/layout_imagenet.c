@@ -45,6 +45,7 @@
  */
 #include "layouts/layout.h"
 #include "layouts/layout_imagenet.h"
+#include "layouts/imagenet_ahead.h"
 #include "layouts/imagenet_build.h"
 #include "layouts/imagenet_files.h"
 #include "layouts/imagenet_index.h"
@@ -538,6 +539,40 @@ static ssize_t vt_pread(void *arg, uint64_t i, void *buf, size_t len, uint64_t o
 			      buf, len, off);
 }
 
+/*
+ * The record holding vtar offset off: a binary search over the split's
+ * kept offsets (every VOFF_STEP positions), then a walk of fewer than
+ * VOFF_STEP records; vtar_read's own search would sum up to VOFF_STEP
+ * record sizes at each of its steps.
+ */
+static int vt_find(void *arg, uint64_t off, uint64_t *i, uint64_t *start)
+{
+	const struct vt *v = arg;
+	const struct in_split *sp = v->sp;
+	uint64_t want = v->base + off, lo = v->first / VOFF_STEP;
+	uint64_t hi = (v->first + v->n - 1) / VOFF_STEP + 1, p, at, rb;
+
+	while (hi - lo > 1) {	/* voff[lo] <= want < voff[hi] */
+		uint64_t mid = lo + (hi - lo) / 2;
+
+		if (sp->voff[mid] <= want)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	p = lo * VOFF_STEP;
+	at = sp->voff[lo];
+	if (p < v->first) {
+		p = v->first;
+		at = v->base;
+	}
+	for (; p + 1 < v->first + v->n && at + (rb = imagenet_record_bytes(sp, p)) <= want; p++)
+		at += rb;
+	*i = p - v->first;
+	*start = at - v->base;
+	return 0;
+}
+
 static int vtar_of(const struct in_layout *L, int s, uint64_t k, struct vtar_shard *v,
 		   void *ctxp)
 {
@@ -548,7 +583,7 @@ static int vtar_of(const struct in_layout *L, int s, uint64_t k, struct vtar_sha
 	ctx->first = k * L->S;
 	ctx->n = shard_len(L, sp, k);
 	ctx->base = imagenet_cum_offset(sp, ctx->first);
-	*v = (struct vtar_shard){ ctx->n, L->mtime, ctx, vt_entry, vt_offset, vt_pread };
+	*v = (struct vtar_shard){ ctx->n, L->mtime, ctx, vt_entry, vt_offset, vt_pread, vt_find };
 	return 0;
 }
 
@@ -593,7 +628,7 @@ static ssize_t shuffled_read(const struct in_layout *L, const struct in_split *s
 
 static ssize_t in_read(void *priv, uint64_t ino, char *buf, size_t size, uint64_t off)
 {
-	const struct in_layout *L = priv;
+	struct in_layout *L = priv;
 	uint64_t i = IDX(ino);
 	struct vtar_shard v;
 	struct sfs_attr a;
@@ -620,6 +655,10 @@ static ssize_t in_read(void *priv, uint64_t ino, char *buf, size_t size, uint64_
 	if ((s = split_of(ino, K_VTAR)) < 0)
 		return -ENOENT;
 	vtar_of(L, s, i, &v, &ctx);
+	/* before the read, which may wait for the disk: the advice goes
+	 * out first, and with it the members after this one */
+	imagenet_ahead(&L->ahead, &(struct in_shard){ ctx.sp, ctx.first, ctx.n, ctx.base },
+		       ino, off, size);
 	return vtar_read(&v, buf, size, off);
 }
 
@@ -670,6 +709,8 @@ static void in_destroy(void *priv)
 
 	if (!L)
 		return;
+	/* first: the advisors read the indexes and advise the sources */
+	imagenet_ahead_destroy(&L->ahead);
 	for (s = 0; s < NSPLIT; s++) {
 		imagenet_free_orders(&L->sp[s]);
 		tarindex_close(&L->sp[s].t);
@@ -715,6 +756,18 @@ static const struct layout_ops imagenet_ops = {
 	.destroy = in_destroy,
 };
 
+/* -o shard_prefetch=, but for URL sources no more than half the block
+ * cache, which must keep what was fetched until the reader gets there */
+static uint64_t ahead_budget(const struct sfs_opts *o)
+{
+	/* 0: -o cache_mem= not given, source_env_new's 32 MiB */
+	uint64_t half = (o->remote.cache_bytes ? o->remote.cache_bytes : 32u << 20) / 2;
+
+	if (source_is_url(o->source) && o->shard_prefetch > half)
+		return half;
+	return o->shard_prefetch;
+}
+
 int layout_imagenet_open(const struct sfs_opts *o, struct source_env *env,
 			 struct layout *out)
 {
@@ -730,6 +783,8 @@ int layout_imagenet_open(const struct sfs_opts *o, struct source_env *env,
 	L->shard_seed = o->shard_seed;
 	L->shuffle_seed = o->shuffle_seed;
 	pthread_mutex_init(&L->orders_lock, NULL);
+	imagenet_ahead_init(&L->ahead, ahead_budget(o), source_is_url(o->source) ?
+			    SOURCE_WILLNEED_MAX : UINT64_MAX);
 	rc = imagenet_find_sources(L, env, o->source);
 	if (!rc && !L->sp[TRAIN].nsrc && !L->sp[VAL].nsrc) {
 		sfs_err("%s: no " IMAGENET_TRAIN_TAR ", " IMAGENET_VAL_TAR

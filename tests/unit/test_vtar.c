@@ -96,7 +96,7 @@ static void make_shard(struct shard *sh, struct vtar_shard *v, uint64_t n)
 		sh->s[i].label = (uint32_t)(i * 997 % 1000);
 	}
 	sh->s[n - 1].label = 4294967295u;
-	*v = (struct vtar_shard){ n, MTIME, sh, cb_entry, cb_offset, cb_pread };
+	*v = (struct vtar_shard){ n, MTIME, sh, cb_entry, cb_offset, cb_pread, NULL };
 }
 
 /* the whole shard, read in `chunk`-byte pieces */
@@ -251,7 +251,7 @@ Test(vtar, sizes_are_computed_without_data)
 	/* a shard whose one sample is 10 GiB: header uses base-256 size */
 	struct sample s = { "big", 10ull << 30, 3 };
 	struct shard sh = { &s, 1, -1, -1 };
-	struct vtar_shard v = { 1, MTIME, &sh, cb_entry, cb_offset, cb_pread };
+	struct vtar_shard v = { 1, MTIME, &sh, cb_entry, cb_offset, cb_pread, NULL };
 	uint64_t size;
 	char hdr[512];
 

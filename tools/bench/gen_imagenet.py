@@ -3,6 +3,11 @@
 
 Usage: gen_imagenet.py OUTDIR NCLASSES PER_CLASS NVAL FLAT_CLASSES [SEED]
 
+With GEN_IMAGENET_MEMBER_KB=LO-HI in the environment (e.g. 60-160, as the
+real release's JPEGs, which average 110 KB) every member is padded with
+more COM segments to a size drawn uniformly from LO to HI KB; without it
+members are a few KB.
+
 Writes into OUTDIR:
   ILSVRC2012_img_train.tar   NCLASSES members <wnid>.tar (in shuffled order),
                              each a tar of PER_CLASS <wnid>_<n>.JPEG
@@ -63,13 +68,24 @@ class Members:
         self.bases = base_jpegs(rng)
         self.noise = os.urandom(1 << 20)
         self.rng = rng
+        kb = os.environ.get("GEN_IMAGENET_MEMBER_KB")
+        self.size = tuple(int(x) * 1000 for x in kb.split("-")) if kb else None
+
+    def com(self, k):
+        """a COM segment of k random bytes (k <= 65533)"""
+        at = self.rng.randrange(len(self.noise) - k)
+        return b"\xff\xfe" + struct.pack(">H", k + 2) + self.noise[at:at + k]
 
     def make(self):
         b = self.bases[self.rng.randrange(NBASES)]
-        k = self.rng.randint(8, 512)
-        at = self.rng.randrange(len(self.noise) - k)
-        return (b[:2] + b"\xff\xfe" + struct.pack(">H", k + 2) +
-                self.noise[at:at + k] + b[2:])
+        segs = [self.com(self.rng.randint(8, 512))]
+        if self.size:
+            left = self.rng.randint(*self.size) - len(b) - len(segs[0])
+            while left > 4:
+                k = min(left - 4, 65533)
+                segs.append(self.com(k))
+                left -= k + 4
+        return b[:2] + b"".join(segs) + b[2:]
 
 
 def ustar_header(name, size, mtime=MTIME):

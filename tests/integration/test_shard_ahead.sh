@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Prefetch in a shard's order (core/layouts/imagenet_ahead.c): a globally
+# shuffled virtual shard (-o shard_seed) of an ImageNet-shaped release with
+# members of 24-56 KiB is read from its start through the mount, and the
+# members it holds next are fetched before the reader gets there: resident
+# in the page cache (mincore) locally, in nginx's access log over HTTP;
+# members past the budget are not, also a second after the reader stopped
+# (shard_ahead.py, against the oracle's model of the shard).  Without
+# prefetch (shard_prefetch=0) the same reads leave members ahead cold, so
+# what passes is the prefetch.  Every byte of the mount still equals the
+# oracle's (imagenet_oracle.py), read after the prefetch.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/http_lib.sh"
+sfs_setup
+ORACLE="$PY $SFS_ROOT/tests/integration/imagenet_oracle.py"
+AHEAD="$PY $SFS_ROOT/tests/integration/shard_ahead.py"
+D=$SFS_TMP/data
+M=$SFS_TMP/mnt
+
+# 12 classes x 80 members of 24-56 KiB (random bytes: the layout does not
+# decode images), class tars in shuffled order, no devkit and no val tar:
+# labels are the sorted class WNIDs.  ~38 MB, so that members past the
+# budget lie megabytes away from those read.
+mkdir -p "$D/r"
+$PY - "$D/r" <<'PYEOF' || { echo "fixture generation failed"; exit 1; }
+import io, os, random, sys, tarfile
+rng = random.Random(26)
+wnids = ["n%08d" % (1440764 + 17 * i) for i in range(12)]
+rng.shuffle(wnids)
+with tarfile.open(os.path.join(sys.argv[1], "ILSVRC2012_img_train.tar"), "w",
+                  format=tarfile.USTAR_FORMAT) as outer:
+    for w in wnids:
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as inner:
+            for n in rng.sample(range(1, 20000), 80):
+                data = rng.randbytes(rng.randint(24 << 10, 56 << 10))
+                ti = tarfile.TarInfo("%s_%d.JPEG" % (w, n))
+                ti.size, ti.mtime = len(data), 1331856000
+                inner.addfile(ti, io.BytesIO(data))
+        ti = tarfile.TarInfo(w + ".tar")
+        ti.size, ti.mtime = len(buf.getvalue()), 1331856000
+        outer.addfile(ti, io.BytesIO(buf.getvalue()))
+PYEOF
+
+opts=layout=imagenet,shard_size=200,shard_seed=7,index_dir=$SFS_TMP/idx
+args="--shard-size 200 --shard-seed 7 --shard 1 --read 131072"
+if check "local: mounts with shard_prefetch=512k" sfs_mount "$D/r" "$M" -o "$opts,shard_prefetch=512k"; then
+	check "local: the members ahead of the reader become resident, none past the budget" \
+		$AHEAD "$D/r" "$M" $args --budget 524288
+	check "local: every path and byte vs the oracle" \
+		$ORACLE "$D/r" "$M" --shard-size 200 --shard-seed 7 --preads 50
+	check "local: unmounts cleanly" sfs_umount "$M"
+fi
+if check "local: mounts with shard_prefetch=0" sfs_mount "$D/r" "$M" -o "$opts,shard_prefetch=0"; then
+	check "local, no prefetch: the same reads leave members ahead cold" \
+		$AHEAD "$D/r" "$M" $args --budget 524288 --expect none
+	check "local, no prefetch: unmounts cleanly" sfs_umount "$M"
+fi
+
+http_start "$D/r" || exit 1
+# the index is built first, in a mount of its own: the build's reads fill
+# the block cache, where the reads below would find the members instead
+check "http: the index is built" sfs_mount "$(http_url /)" "$M" -o "$opts" &&
+	check "http: ... and the mount unmounted" sfs_umount "$M"
+# over HTTP at most SOURCE_WILLNEED_MAX (16) members ahead
+if check "http: mounts with shard_prefetch=512k" \
+	sfs_mount "$(http_url /)" "$M" -o "$opts,shard_prefetch=512k"; then
+	check "http: ranged GETs for the members ahead, none past the budget" \
+		$AHEAD "$D/r" "$M" $args --budget 524288 --depth 16 --access-log "$HTTP_ACCESS_LOG"
+	check "http: every path and byte vs the oracle" \
+		$ORACLE "$D/r" "$M" --shard-size 200 --shard-seed 7 --preads 50
+	check "http: unmounts cleanly" sfs_umount "$M"
+fi
+sfs_done
