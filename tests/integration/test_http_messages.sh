@@ -79,7 +79,7 @@ check "connection refused: one line, the cause" \
 check "-o cacert= a missing file: refused at mount, naming it" \
 	one_line_fail "^samplefs: error: -o cacert=$T/no-ca.pem: No such file" \
 	-o layout=tar,cacert="$T/no-ca.pem" "$(http_url -s good.tar)"
-for o in cacert="$HTTP_CACERT" insecure timeout=5 retries=2 cache_mem=8M cache_dir="$T/cd" cache_dir_size=64M read_timeout=9; do
+for o in cacert="$HTTP_CACERT" insecure timeout=5 retries=2 cache_dir="$T/cd" cache_dir_size=64M read_timeout=9; do
 	check "-o ${o%%=*} on a local source: refused" expect_fail \
 		"o ${o%%=*} applies to URL sources only (http://, https://, s3://, gs://), not $W/good.tar" \
 		timeout 10 "$SAMPLEFS" -f -o "$o" "$W/good.tar" "$M"	# accepted: serves until killed
