@@ -5,13 +5,21 @@
  * fails the version check and is rebuilt):
  *
  *   header (64 bytes)  magic "SFSIDX\0\1", version, header size, fingerprint,
- *                      nsect, table offset, total length, crc32
+ *                      nsect, crc, table offset, total length, nblocks,
+ *                      block shift
  *   sections           each starting on a 64-byte boundary, zero padded
- *   section table      nsect x {tag, pad, offset, length}, at the end
+ *   section table      nsect x {tag, first block, offset, length}
+ *   block checksums    nblocks x crc32: each section cut in blocks of
+ *                      1 << block shift bytes from its start (the last one
+ *                      shorter), the sections' blocks in table order
  *
  * The table comes last because sections are streamed and their number is
- * known only at commit.  The crc32 covers every byte after the header and is
- * computed while writing, so committing never re-reads the file.
+ * known only at commit.  The header's crc covers the table and the block
+ * checksums, and is checked at every map; a block is checked the first time
+ * a caller uses bytes in it (index_map_check, or the whole section at
+ * index_map_section), so a mount reads and checks what it touches, not the
+ * whole file (a 20 M-member tar index is ~900 MB).  Checksums are computed
+ * while writing, so committing never re-reads the file.
  *
  * Not for: what sections mean, or deciding when to rebuild (load.c does,
  * from index_map_open's -ESTALE / -EBADMSG / -ENOENT).
@@ -31,16 +39,16 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
-
+#include "io/crc.h"
 #include "io/source.h"
 #include "log.h"
 
 #define INDEX_MAGIC "SFSIDX\0\1"
-#define INDEX_VERSION 1u
+#define INDEX_VERSION 2u	/* 2: block checksums, checked on first use */
 #define INDEX_ALIGN 64u
 #define INDEX_MAX_SECT 4096u
 #define WBUF_SIZE (256u << 10)
+#define INDEX_BLOCK_SHIFT 16u	/* 64 KiB: what one lookup checks, at most a few */
 
 #define FNV_OFFSET 0xcbf29ce484222325ull
 #define FNV_PRIME 0x100000001b3ull
@@ -51,18 +59,23 @@ struct index_hdr {
 	uint32_t hdr_size;
 	uint64_t fp;
 	uint32_t nsect;
-	uint32_t crc;       /* crc32 of bytes [hdr_size, total_len) */
+	uint32_t crc;       /* crc32 of bytes [table_off, total_len) */
 	uint64_t table_off;
 	uint64_t total_len;
-	uint8_t pad[16];
+	uint32_t nblocks;   /* block checksums after the table */
+	uint32_t block_shift;
+	uint8_t pad[8];
 };
 
 struct index_sect {
 	uint32_t tag;
-	uint32_t pad;
+	uint32_t block;     /* its first block's number among the checksums */
 	uint64_t off;
 	uint64_t len;
 };
+
+/* What index_map keeps of each block: checked yet, and how it went. */
+enum { BLOCK_UNSEEN, BLOCK_GOOD, BLOCK_BAD };
 
 _Static_assert(sizeof(struct index_hdr) == INDEX_ALIGN, "header is 64 bytes");
 _Static_assert(sizeof(struct index_sect) == 24, "section entry is 24 bytes");
@@ -333,7 +346,10 @@ struct index_writer {
 	int slot;              /* in pending[], or -1 */
 	char *path, *tmp;
 	uint64_t pos;          /* file offset of the next byte written */
-	uint32_t crc;
+	uint32_t bcrc;         /* crc of the open section's current block */
+	uint64_t bfill;        /* bytes in it */
+	uint32_t *blocks;      /* the block checksums so far */
+	uint32_t nblocks, bcap;
 	uint8_t *buf;          /* write buffer, WBUF_SIZE */
 	size_t buffered;
 	int open_sect;         /* a begin without its end */
@@ -376,7 +392,50 @@ static int wflush(struct index_writer *w)
 	return ret;
 }
 
-/* Appends bytes after the header, through the buffer and the crc. */
+/* Ends the open section's current block: its checksum joins the list. */
+static int block_end(struct index_writer *w)
+{
+	uint32_t *b;
+
+	if (!w->bfill)
+		return 0;
+	if (w->nblocks == UINT32_MAX)
+		return w->err = -E2BIG;
+	if (w->nblocks == w->bcap) {
+		uint32_t cap = w->bcap ? 2 * w->bcap : 256;
+
+		if (!(b = realloc(w->blocks, (size_t)cap * sizeof(*b))))
+			return w->err = -ENOMEM;
+		w->blocks = b;
+		w->bcap = cap;
+	}
+	w->blocks[w->nblocks++] = w->bcrc;
+	w->bcrc = 0;
+	w->bfill = 0;
+	return 0;
+}
+
+/* Section bytes into the checksums of their blocks. */
+static int block_feed(struct index_writer *w, const uint8_t *b, uint64_t n)
+{
+	const uint64_t bs = 1ull << INDEX_BLOCK_SHIFT;
+	uint64_t k;
+	int ret;
+
+	while (n) {
+		k = bs - w->bfill < n ? bs - w->bfill : n;
+		w->bcrc = zcrc32(w->bcrc, b, (size_t)k);
+		w->bfill += k;
+		b += k;
+		n -= k;
+		if (w->bfill == bs && (ret = block_end(w)) < 0)
+			return ret;
+	}
+	return 0;
+}
+
+/* Appends bytes after the header, through the buffer (and the block
+ * checksums, inside a section). */
 static int wput(struct index_writer *w, const void *p, uint64_t n)
 {
 	const uint8_t *b = p;
@@ -392,7 +451,8 @@ static int wput(struct index_writer *w, const void *p, uint64_t n)
 		if (k > n)
 			k = (size_t)n;
 		memcpy(w->buf + w->buffered, b, k);
-		w->crc = (uint32_t)crc32(w->crc, b, (uInt)k);
+		if (w->open_sect && (ret = block_feed(w, b, k)) < 0)
+			return ret;
 		w->buffered += k;
 		w->pos += k;
 		b += k;
@@ -529,7 +589,6 @@ int index_writer_open(struct index_writer **wp, const char *path)
 	if (ret < 0)
 		goto out;
 	w->pos = sizeof(zero);
-	w->crc = (uint32_t)crc32(0, NULL, 0);
 	*wp = w;
 	return 0;
 out:
@@ -592,8 +651,11 @@ int index_writer_begin(struct index_writer *w, uint32_t tag)
 	s = &w->sect[w->nsect++];
 	memset(s, 0, sizeof(*s));
 	s->tag = tag;
+	s->block = w->nblocks;
 	s->off = w->pos;
 	w->open_sect = 1;
+	w->bcrc = 0;
+	w->bfill = 0;
 	return 0;
 }
 
@@ -612,7 +674,7 @@ int index_writer_end(struct index_writer *w)
 		return w->err = -EINVAL;
 	w->sect[w->nsect - 1].len = w->pos - w->sect[w->nsect - 1].off;
 	w->open_sect = 0;
-	return 0;
+	return block_end(w);
 }
 
 int index_writer_add(struct index_writer *w, uint32_t tag, const void *data,
@@ -727,6 +789,8 @@ static int finish(struct index_writer *w, const struct index_fp *fp)
 	h.table_off = w->pos;
 	ret = wput(w, w->sect, (uint64_t)w->nsect * sizeof(*w->sect));
 	if (ret == 0)
+		ret = wput(w, w->blocks, (uint64_t)w->nblocks * sizeof(*w->blocks));
+	if (ret == 0)
 		ret = wflush(w);
 	if (ret < 0)
 		goto out;
@@ -735,8 +799,11 @@ static int finish(struct index_writer *w, const struct index_fp *fp)
 	h.hdr_size = sizeof(h);
 	h.fp = fp->h;
 	h.nsect = w->nsect;
-	h.crc = w->crc;
+	h.crc = zcrc32(zcrc32(0, w->sect, (size_t)w->nsect * sizeof(*w->sect)),
+		       w->blocks, (size_t)w->nblocks * sizeof(*w->blocks));
 	h.total_len = w->pos;
+	h.nblocks = w->nblocks;
+	h.block_shift = INDEX_BLOCK_SHIFT;
 	if (pwrite(w->fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h)) {
 		ret = errno ? -errno : -EIO;
 		sfs_err("%s: writing index header: %s", w->tmp, strerror(-ret));
@@ -792,6 +859,7 @@ void index_writer_abort(struct index_writer *w)
 	free(w->path);
 	free(w->buf);
 	free(w->sect);
+	free(w->blocks);
 	free(w);
 }
 
@@ -811,15 +879,21 @@ static int bad(char *why, size_t whylen, const char *fmt,
 	return -EBADMSG;
 }
 
-/* Every section inside [hdr_size, table_off), aligned, tags unique. */
+/* Every section inside [hdr_size, table_off), aligned, tags unique, its
+ * blocks among the checksums. */
 static int check_table(const struct index_hdr *h, const struct index_sect *t,
 		       char *why, size_t whylen)
 {
 	for (uint32_t i = 0; i < h->nsect; i++) {
+		uint64_t nb = (t[i].len + (1ull << h->block_shift) - 1) >> h->block_shift;
+
 		if (t[i].off < h->hdr_size || t[i].off % INDEX_ALIGN ||
 		    t[i].off > h->table_off || t[i].len > h->table_off - t[i].off)
 			return bad(why, whylen, "section %llu out of bounds (offset %llu)",
 				   i, (unsigned long long)t[i].off);
+		if (t[i].block > h->nblocks || nb > h->nblocks - t[i].block)
+			return bad(why, whylen, "section %llu has checksums past the %llu "
+				   "listed", i, h->nblocks);
 		for (uint32_t j = 0; j < i; j++)
 			if (t[j].tag == t[i].tag)
 				return bad(why, whylen, "sections %llu and %llu share a tag",
@@ -828,13 +902,15 @@ static int check_table(const struct index_hdr *h, const struct index_sect *t,
 	return 0;
 }
 
-/* crc chunk: a power of two, a multiple of the page size */
-#define CRC_CHUNK (1u << 20)
-
+/*
+ * The header, and the table and block checksums against the header's crc:
+ * what every map checks.  The sections' bytes are checked as they are used.
+ */
 static int check_map(const struct index_map *m, const struct index_fp *fp,
 		     char *why, size_t whylen)
 {
 	const struct index_hdr *h = (const void *)m->base;
+	uint64_t tlen;
 	uint32_t crc;
 
 	if (m->len < sizeof(*h))
@@ -848,33 +924,23 @@ static int check_map(const struct index_map *m, const struct index_fp *fp,
 	if (h->total_len != m->len)
 		return bad(why, whylen, "length %llu, header says %llu",
 			   m->len, h->total_len);
+	if (h->block_shift < 12 || h->block_shift > 30)
+		return bad(why, whylen, "checksum blocks of 2^%llu bytes (expected 2^%llu)",
+			   h->block_shift, INDEX_BLOCK_SHIFT);
+	tlen = (uint64_t)h->nsect * sizeof(struct index_sect) + (uint64_t)h->nblocks * 4;
 	if (h->nsect > INDEX_MAX_SECT || h->table_off % 8 || h->table_off < h->hdr_size ||
-	    h->table_off > m->len ||
-	    (m->len - h->table_off) != (uint64_t)h->nsect * sizeof(struct index_sect))
+	    h->table_off > m->len || m->len - h->table_off != tlen)
 		return bad(why, whylen, "section table at %llu does not fit %llu sections",
 			   h->table_off, h->nsect);
-	if (!fp)	/* a peek: the caller checks what it reads */
-		return check_table(h, (const void *)(m->base + h->table_off), why, whylen);
-	if (h->fp != fp->h) {
+	if (fp && h->fp != fp->h) {
 		if (why && whylen)
 			snprintf(why, whylen, "sources or options changed");
 		return -ESTALE;
 	}
-	/* The crc touches every page once.  Dropping each chunk from our page
-	 * tables right after keeps those pages out of the daemon's RSS (they
-	 * stay in the page cache; a later access just faults them back in). */
-	crc = (uint32_t)crc32(0, NULL, 0);
-	for (uint64_t c = 0; c < m->len; c += CRC_CHUNK) {
-		uint64_t from = c < h->hdr_size ? h->hdr_size : c;
-		uint64_t to = m->len - c < CRC_CHUNK ? m->len : c + CRC_CHUNK;
-
-		if (from < to)
-			crc = (uint32_t)crc32(crc, m->base + from, (uInt)(to - from));
-		/* base is page-aligned and CRC_CHUNK a multiple of the page */
-		madvise((void *)(m->base + c), (size_t)(to - c), MADV_DONTNEED);
-	}
+	crc = zcrc32(0, m->base + h->table_off, (size_t)tlen);
 	if (crc != h->crc)
-		return bad(why, whylen, "checksum %08llx, header says %08llx", crc, h->crc);
+		return bad(why, whylen, "checksum of the section table %08llx, header "
+			   "says %08llx", crc, h->crc);
 	return check_table(h, (const void *)(m->base + h->table_off), why, whylen);
 }
 
@@ -911,6 +977,9 @@ int index_map_open(struct index_map *m, const char *path,
 			strerror(errno));
 		goto out;
 	}
+	/* used at random, a lookup at a time: no readahead around a fault
+	 * (index_map_check asks for each block it checks) */
+	madvise(p, (size_t)st.st_size, MADV_RANDOM);
 	m->base = p;
 	m->len = (size_t)st.st_size;
 	ret = check_map(m, fp, why, whylen);
@@ -919,18 +988,120 @@ int index_map_open(struct index_map *m, const char *path,
 
 		m->nsect = h->nsect;
 		m->table = m->base + h->table_off;
+		m->crcs = (const uint32_t *)(m->base + h->table_off +
+					     (uint64_t)h->nsect * sizeof(struct index_sect));
+		m->block_shift = h->block_shift;
+		m->saved = fp != NULL;
+		/* calloc: pages of zeros the kernel hands out as they are used */
+		m->state = calloc((size_t)h->nblocks + 1, 1);
+		m->path = strdup(path);
+		if (!m->state || !m->path)
+			ret = -ENOMEM;
 	}
 out:
 	close(fd);   /* the mapping stays valid without the descriptor */
-	if (ret < 0 && p != MAP_FAILED)
+	if (ret < 0 && p != MAP_FAILED) {
+		free(m->state);
+		free(m->path);
 		munmap(p, (size_t)st.st_size);
+	}
 	if (ret < 0)
 		memset(m, 0, sizeof(*m));
 	return ret;
 }
 
-const void *index_map_section(const struct index_map *m, uint32_t tag,
-			      uint64_t *len)
+/* A tag as its four characters, or in hex when they are not printable. */
+static void tag_str(uint32_t tag, char *out, size_t len)
+{
+	char c[4];
+
+	for (int i = 0; i < 4; i++) {
+		c[i] = (char)(tag >> (8 * i));
+		if (c[i] < 0x20 || c[i] > 0x7e) {
+			snprintf(out, len, "0x%08x", tag);
+			return;
+		}
+	}
+	snprintf(out, len, "%.4s", c);
+}
+
+/*
+ * Checks block k (the section t's k-th) once: 0, or -EIO when its bytes
+ * fail their checksum, said once, naming the file, the section and the
+ * offset.  A damaged saved index is removed, so the next mount rebuilds
+ * it; this one keeps its mapping, and every use of the block fails.
+ */
+static int check_block(const struct index_map *m, const struct index_sect *t,
+		       uint64_t k)
+{
+	uint64_t bs = 1ull << m->block_shift, from = t->off + k * bs;
+	uint64_t n = t->len - k * bs < bs ? t->len - k * bs : bs;
+	uint8_t *st = &m->state[t->block + k];
+	uint8_t was = __atomic_load_n(st, __ATOMIC_ACQUIRE);
+	uint32_t crc, want = m->crcs[t->block + k];
+	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+	char tag[16];
+
+	if (was == BLOCK_GOOD)
+		return 0;
+	if (was == BLOCK_BAD)
+		return -EIO;
+	/* one read of the block, not a fault per page (MADV_RANDOM) */
+	madvise((void *)((uintptr_t)(m->base + from) & ~(pg - 1)),
+		(size_t)(n + ((uintptr_t)(m->base + from) & (pg - 1))), MADV_WILLNEED);
+	crc = zcrc32(0, m->base + from, (size_t)n);
+	if (crc == want) {
+		__atomic_store_n(st, BLOCK_GOOD, __ATOMIC_RELEASE);
+		return 0;
+	}
+	/* threads racing here say it once: the first to mark it */
+	if (__atomic_exchange_n(st, BLOCK_BAD, __ATOMIC_ACQ_REL) == BLOCK_BAD)
+		return -EIO;
+	tag_str(t->tag, tag, sizeof(tag));
+	sfs_err("%s: the index is damaged: section %s fails its checksum in bytes "
+		"%llu-%llu (crc32 %08x, expected %08x): what needs them gives EIO%s",
+		m->path, tag, (unsigned long long)from,
+		(unsigned long long)(from + n - 1), crc, want,
+		m->saved && unlink(m->path) == 0 ?
+		"; removed, so the next mount rebuilds it" : "");
+	return -EIO;
+}
+
+/* The section holding byte `off` of the file, or NULL. */
+static const struct index_sect *section_at(const struct index_map *m, uint64_t off)
+{
+	const struct index_sect *t = m->table;
+
+	for (uint32_t i = 0; i < m->nsect; i++)
+		if (off >= t[i].off && off - t[i].off < t[i].len)
+			return &t[i];
+	return NULL;
+}
+
+int index_map_check(const struct index_map *m, const void *p, uint64_t len)
+{
+	const uint8_t *b = p;
+	const struct index_sect *t;
+	uint64_t off, k, last;
+	int rc;
+
+	if (!len)
+		return 0;
+	if (b < m->base || b >= m->base + m->len)
+		return -EIO;
+	off = (uint64_t)(b - m->base);
+	/* callers ask for bytes of one section: anything else is theirs */
+	if (!(t = section_at(m, off)) || len > t->off + t->len - off)
+		return -EIO;
+	last = (off - t->off + len - 1) >> m->block_shift;
+	for (k = (off - t->off) >> m->block_shift; k <= last; k++)
+		if ((rc = check_block(m, t, k)) < 0)
+			return rc;
+	return 0;
+}
+
+const void *index_map_section_unchecked(const struct index_map *m, uint32_t tag,
+					uint64_t *len)
 {
 	const struct index_sect *t = m->table;
 
@@ -944,9 +1115,23 @@ const void *index_map_section(const struct index_map *m, uint32_t tag,
 	return NULL;
 }
 
+const void *index_map_section(const struct index_map *m, uint32_t tag,
+			      uint64_t *len)
+{
+	const void *p = index_map_section_unchecked(m, tag, len);
+
+	if (p && index_map_check(m, p, *len) < 0) {
+		*len = 0;
+		return NULL;
+	}
+	return p;
+}
+
 void index_map_close(struct index_map *m)
 {
 	if (m->base)
 		munmap((void *)m->base, m->len);
+	free(m->state);
+	free(m->path);
 	memset(m, 0, sizeof(*m));
 }
