@@ -991,7 +991,7 @@ int index_map_open(struct index_map *m, const char *path,
 		m->crcs = (const uint32_t *)(m->base + h->table_off +
 					     (uint64_t)h->nsect * sizeof(struct index_sect));
 		m->block_shift = h->block_shift;
-		m->saved = fp != NULL;
+		m->nblocks = h->nblocks;
 		/* calloc: pages of zeros the kernel hands out as they are used */
 		m->state = calloc((size_t)h->nblocks + 1, 1);
 		m->path = strdup(path);
@@ -1028,7 +1028,8 @@ static void tag_str(uint32_t tag, char *out, size_t len)
 /*
  * Checks block k (the section t's k-th) once: 0, or -EIO when its bytes
  * fail their checksum, said once, naming the file, the section and the
- * offset.  A damaged saved index is removed, so the next mount rebuilds
+ * offset (the caller says what that costs: a rebuild at load, EIO
+ * later).  A damaged saved index is removed, so the next mount rebuilds
  * it; this one keeps its mapping, and every use of the block fails.
  */
 static int check_block(const struct index_map *m, const struct index_sect *t,
@@ -1059,11 +1060,11 @@ static int check_block(const struct index_map *m, const struct index_sect *t,
 		return -EIO;
 	tag_str(t->tag, tag, sizeof(tag));
 	sfs_err("%s: the index is damaged: section %s fails its checksum in bytes "
-		"%llu-%llu (crc32 %08x, expected %08x): what needs them gives EIO%s",
+		"%llu-%llu (crc32 %08x, expected %08x)%s",
 		m->path, tag, (unsigned long long)from,
 		(unsigned long long)(from + n - 1), crc, want,
-		m->saved && unlink(m->path) == 0 ?
-		"; removed, so the next mount rebuilds it" : "");
+		m->unlink_damaged && unlink(m->path) == 0 ?
+		"; removed: the next mount rebuilds it" : "");
 	return -EIO;
 }
 
@@ -1097,6 +1098,14 @@ int index_map_check(const struct index_map *m, const void *p, uint64_t len)
 	for (k = (off - t->off) >> m->block_shift; k <= last; k++)
 		if ((rc = check_block(m, t, k)) < 0)
 			return rc;
+	return 0;
+}
+
+int index_map_damaged(const struct index_map *m)
+{
+	for (uint32_t k = 0; m->state && k < m->nblocks; k++)
+		if (__atomic_load_n(&m->state[k], __ATOMIC_ACQUIRE) == BLOCK_BAD)
+			return 1;
 	return 0;
 }
 

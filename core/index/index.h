@@ -152,8 +152,10 @@ struct index_map {
 	/* private */
 	const void *table;
 	const uint32_t *crcs;   /* the blocks' checksums */
-	uint32_t block_shift;
-	int saved;              /* mapped with a fingerprint: removed if damaged */
+	uint32_t block_shift, nblocks;
+	/* set by index_load once the index is bound: a block found damaged
+	 * after that removes the file (before, index_load rebuilds it) */
+	int unlink_damaged;
 	uint8_t *state;         /* by block: unseen, good, bad */
 	char *path;             /* for the messages */
 };
@@ -183,9 +185,11 @@ const void *index_map_section_unchecked(const struct index_map *m, uint32_t tag,
  * checksums, each block once per map (later calls cost a byte's load):
  * 0, or -EIO when a block is damaged, said once ("<index>: the index is
  * damaged: section <tag> fails its checksum in bytes A-B ..."); a damaged
- * saved index is removed then, so the next mount rebuilds it.
+ * index in use is removed then, so the next mount rebuilds it.
  */
 int index_map_check(const struct index_map *m, const void *p, uint64_t len);
+/* 1 if a block of m has failed its check, else 0. */
+int index_map_damaged(const struct index_map *m);
 void index_map_close(struct index_map *m);
 
 /* One index file of a layout, for index_load. */

@@ -149,7 +149,9 @@ static int map_sections(struct tarindex *t, const struct index_map *m,
 	    len[4] != ((uint64_t)h->nsrc + h->nderived) * sizeof(uint64_t))
 		return bad("section sizes disagree with the header", 0);
 	/* strings in the pool end at its last byte at the latest */
-	if (ok(t, t->pool + len[3] - 1, 1) < 0 || t->pool[len[3] - 1] != '\0')
+	if (ok(t, t->pool + len[3] - 1, 1) < 0)
+		return -EBADMSG;	/* said, and rebuilt */
+	if (t->pool[len[3] - 1] != '\0')
 		return bad("the names do not end with a NUL", 0);
 	t->nnodes = h->nnodes;
 	t->ndirs = h->ndirs;
@@ -179,10 +181,12 @@ static int check_dirs(const struct tarindex *t)
 	for (k = 1; k < t->ndirs; k++)
 		if (t->dirs[k] >= t->nnodes || t->dirs[k] <= t->dirs[k - 1])
 			return bad("directory list out of order", k);
-	if (ok(t, &t->nodes[0], sizeof(t->nodes[0])) < 0 ||
-	    tarindex_node_type(&t->nodes[0]) != TARINDEX_DIR ||
-	    tarindex_node_check(t, 0) < 0)
+	if (ok(t, &t->nodes[0], sizeof(t->nodes[0])) < 0)
+		return -EBADMSG;	/* said, and rebuilt */
+	if (tarindex_node_type(&t->nodes[0]) != TARINDEX_DIR)
 		return bad("the root is not a directory", 0);
+	if (tarindex_node_check(t, 0) < 0)
+		return -EBADMSG;
 	return 0;
 }
 
@@ -214,7 +218,7 @@ static int check_sparse(const struct tarindex *t, uint32_t k,
 		return bad("sparse list out of order", k);
 	n = &t->nodes[sp->node];
 	if (ok(t, n, sizeof(*n)) < 0)
-		return bad("sparse file's node damaged", sp->node);
+		return -EBADMSG;	/* said, and rebuilt */
 	if (tarindex_node_type(n) != TARINDEX_FILE || !tarindex_node_sparse(n) ||
 	    sp->map >= t->nchunks || sp->nchunks >= t->nchunks - sp->map)
 		return bad("sparse entry does not match its node", sp->node);
@@ -263,7 +267,7 @@ static int check_hardlinks(const struct tarindex *t)
 			return bad("hard link list out of order", k);
 		if (ok(t, &t->nodes[h->node], sizeof(t->nodes[0])) < 0 ||
 		    ok(t, &t->nodes[h->first], sizeof(t->nodes[0])) < 0)
-			return bad("hard link's node damaged", h->node);
+			return -EBADMSG;	/* said, and rebuilt */
 		f = tarindex_hardlink(t, h->first);
 		if (!f || f->first != h->first || f->nlink != h->nlink || h->nlink < 2 ||
 		    tarindex_node_type(&t->nodes[h->node]) != TARINDEX_FILE ||
