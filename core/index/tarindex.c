@@ -137,6 +137,8 @@ static int map_sections(struct tarindex *t, const struct index_map *m,
 	t->sparse = index_map_section(m, TAG(c, 'S', 'T'), &len[5]);
 	t->chunks = index_map_section(m, TAG(c, 'S', 'M'), &len[6]);
 	t->hardlinks = index_map_section(m, TAG(c, 'H', 'L'), &len[7]);
+	if (index_map_damaged(m))
+		return -EBADMSG;	/* said, and rebuilt */
 	if (!h || len[0] != sizeof(*h) || h->version != TARINDEX_VERSION)
 		return bad("missing header or other version", 0);
 	if (!t->nodes || !h->nnodes || len[1] != (uint64_t)h->nnodes * sizeof(*t->nodes) ||

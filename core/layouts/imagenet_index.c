@@ -96,5 +96,8 @@ int imagenet_bind_layout(struct in_layout *L)
 		bad = !memchr(L->wnid[i], '\0', WNID_LEN);	/* printed with %s */
 	for (s = 0; !bad && !rc && s < NSPLIT; s++)
 		rc = bind_split(L, s);
+	/* classes.txt may be absent, but not damaged (said: rebuilt) */
+	if (index_map_damaged(&L->lay))
+		bad = 1;
 	return bad ? -EBADMSG : rc;
 }
