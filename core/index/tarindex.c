@@ -50,24 +50,18 @@ static int pool_ok(const struct tarindex *t, uint64_t off)
 	return ok(t, t->pool + off, strlen(t->pool + off) + 1);
 }
 
-int tarindex_node_check(const struct tarindex *t, uint32_t i)
+/*
+ * Node i's fields against the counts and the pool's length (its block
+ * checked by the caller): what a lookup trusts.  Its name's and a
+ * symlink's target's bytes are strings_ok's.
+ */
+static int node_ok(const struct tarindex *t, uint32_t i)
 {
 	const struct tarindex_node *n = &t->nodes[i];
-	uint64_t size;
-	int rc;
+	uint64_t size = tarindex_node_size(n);
 
-	if (i >= t->nnodes)
-		return bad_late(t, "node number out of bounds", i);
-	if ((rc = ok(t, n, sizeof(*n))) < 0)
-		return rc;
-	size = tarindex_node_size(n);
 	if (n->name >= t->pool_len)
 		return bad_late(t, "name outside the pool", i);
-	if ((rc = pool_ok(t, n->name)) < 0)
-		return rc;
-	/* a name is one path component: readdir hands it to the kernel */
-	if (i && (!t->pool[n->name] || strchr(t->pool + n->name, '/')))
-		return bad_late(t, "empty name or one with a '/'", i);
 	switch (tarindex_node_type(n)) {
 	case TARINDEX_DIR:
 		/* children come after their directory, inside the table;
@@ -83,10 +77,6 @@ int tarindex_node_check(const struct tarindex *t, uint32_t i)
 	case TARINDEX_SYMLINK:
 		if (n->off >= t->pool_len || size >= t->pool_len - n->off)
 			return bad_late(t, "symlink target outside the pool", i);
-		if ((rc = ok(t, t->pool + n->off, size + 1)) < 0)
-			return rc;
-		if (t->pool[n->off + size] != '\0' || memchr(t->pool + n->off, '\0', size))
-			return bad_late(t, "symlink target outside the pool", i);
 		break;
 	default:
 		return bad_late(t, "unknown node type", i);
@@ -94,31 +84,78 @@ int tarindex_node_check(const struct tarindex *t, uint32_t i)
 	return 0;
 }
 
+/* Node i's name (one path component: readdir hands it to the kernel) and
+ * a symlink's target, checked; node_ok passed. */
+static int strings_ok(const struct tarindex *t, uint32_t i)
+{
+	const struct tarindex_node *n = &t->nodes[i];
+	uint64_t size = tarindex_node_size(n);
+	int rc;
+
+	if ((rc = pool_ok(t, n->name)) < 0)
+		return rc;
+	if (i && (!t->pool[n->name] || strchr(t->pool + n->name, '/')))
+		return bad_late(t, "empty name or one with a '/'", i);
+	if (tarindex_node_type(n) != TARINDEX_SYMLINK)
+		return 0;
+	if ((rc = ok(t, t->pool + n->off, size + 1)) < 0)
+		return rc;
+	if (t->pool[n->off + size] != '\0' || memchr(t->pool + n->off, '\0', size))
+		return bad_late(t, "symlink target outside the pool", i);
+	return 0;
+}
+
+int tarindex_node_check(const struct tarindex *t, uint32_t i)
+{
+	int rc;
+
+	if (i >= t->nnodes)
+		return bad_late(t, "node number out of bounds", i);
+	if ((rc = ok(t, &t->nodes[i], sizeof(t->nodes[i]))) < 0 ||
+	    (rc = node_ok(t, i)) < 0)
+		return rc;
+	return strings_ok(t, i);
+}
+
+#define CHECKED_NODES 1u	/* the children's nodes: enough for a lookup,
+				 * which checks the names it compares */
+#define CHECKED_NAMES 2u	/* and their names, targets and order: for
+				 * tarindex_children's callers (readdir) */
+
 /*
- * The children of directory d (checked itself), the first time they are
- * used: their nodes, names and targets, and the names' order (lookups
- * are binary searches).  Then d's bit is set, and later calls cost a
- * load.  Two threads may check one directory at once: both find the same.
+ * The children of directory d (checked itself) the first time they are
+ * used: their nodes, and with `what` CHECKED_NAMES their names, targets
+ * and order too (lookups are binary searches; a lookup alone reads a few
+ * names, wherever the pool holds them: a tar's order puts a directory's
+ * name far from its siblings').  Then d's bits are set, and later calls
+ * cost a load.  Two threads may check one directory at once: both find
+ * the same.
  */
-static int dir_check(const struct tarindex *t, uint32_t d)
+static int dir_check(const struct tarindex *t, uint32_t d, unsigned what)
 {
 	const struct tarindex_node *n = &t->nodes[d];
-	uint8_t bit = (uint8_t)(1u << (d & 7));
+	unsigned shift = (d & 3) * 2, done;
 	uint64_t first = n->off, count = tarindex_node_size(n), i;
 	int rc;
 
-	if (__atomic_load_n(&t->checked[d >> 3], __ATOMIC_ACQUIRE) & bit)
+	done = (__atomic_load_n(&t->checked[d >> 2], __ATOMIC_ACQUIRE) >> shift) & 3;
+	if ((done & what) == what)
 		return 0;
-	if (count && (rc = ok(t, &t->nodes[first], count * sizeof(*n))) < 0)
-		return rc;
-	for (i = first; i < first + count; i++) {
-		if ((rc = tarindex_node_check(t, (uint32_t)i)) < 0)
+	if (!(done & CHECKED_NODES)) {
+		if (count && (rc = ok(t, &t->nodes[first], count * sizeof(*n))) < 0)
+			return rc;
+		for (i = first; i < first + count; i++)
+			if ((rc = node_ok(t, (uint32_t)i)) < 0)
+				return rc;
+	}
+	for (i = first; what & CHECKED_NAMES && i < first + count; i++) {
+		if ((rc = strings_ok(t, (uint32_t)i)) < 0)
 			return rc;
 		if (i > first && strcmp(tarindex_name(t, (uint32_t)i - 1),
 					tarindex_name(t, (uint32_t)i)) >= 0)
 			return bad_late(t, "children not sorted", i);
 	}
-	__atomic_fetch_or(&t->checked[d >> 3], bit, __ATOMIC_RELEASE);
+	__atomic_fetch_or(&t->checked[d >> 2], (uint8_t)(what << shift), __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -303,7 +340,7 @@ int tarindex_open(struct tarindex *t, const struct index_map *m,
 	if (rc < 0)
 		goto out;
 	/* calloc: zero pages, taken as directories are checked */
-	t->checked = calloc((size_t)t->nnodes / 8 + 1, 1);
+	t->checked = calloc((size_t)t->nnodes / 4 + 1, 1);
 	t->srcs = calloc((size_t)t->nsrc + 1, sizeof(*t->srcs));
 	if (!t->srcs || !t->checked) {
 		rc = -ENOMEM;
@@ -368,33 +405,43 @@ void tarindex_sources_close(struct tarindex_source *src, size_t nsrc)
 	}
 }
 
-int tarindex_children(const struct tarindex *t, uint32_t dir, uint32_t *first,
-		      uint32_t *count)
+/* Children of dir, checked as `what` says (dir_check). */
+static int children(const struct tarindex *t, uint32_t dir, unsigned what,
+		    uint32_t *first, uint32_t *count)
 {
 	const struct tarindex_node *n = &t->nodes[dir];
 	int rc;
 
 	if (tarindex_node_type(n) != TARINDEX_DIR)
 		return -ENOTDIR;
-	if ((rc = dir_check(t, dir)) < 0)
+	if ((rc = dir_check(t, dir, what)) < 0)
 		return rc;
 	*first = (uint32_t)n->off;
 	*count = (uint32_t)tarindex_node_size(n);
 	return 0;
 }
 
+int tarindex_children(const struct tarindex *t, uint32_t dir, uint32_t *first,
+		      uint32_t *count)
+{
+	return children(t, dir, CHECKED_NODES | CHECKED_NAMES, first, count);
+}
+
 int64_t tarindex_lookup(const struct tarindex *t, uint32_t dir, const char *name)
 {
 	uint32_t lo, hi, count;
-	int rc = tarindex_children(t, dir, &lo, &count);
+	int rc = children(t, dir, CHECKED_NODES, &lo, &count);
 
 	if (rc < 0)
 		return rc;
 	hi = lo + count;
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
-		int r = strcmp(tarindex_name(t, mid), name);
+		int r;
 
+		if ((rc = pool_ok(t, t->nodes[mid].name)) < 0)
+			return rc;
+		r = strcmp(tarindex_name(t, mid), name);
 		if (r == 0)
 			return mid;
 		if (r < 0)
@@ -456,6 +503,9 @@ const char *tarindex_link(const struct tarindex *t, uint32_t i, uint64_t *len)
 
 	if (tarindex_node_type(n) != TARINDEX_SYMLINK)
 		return NULL;
+	/* reached by a lookup, which checked the node but not the target */
+	if (strings_ok(t, i) < 0)
+		return NULL;	/* said */
 	*len = tarindex_node_size(n);
 	return t->pool + n->off;
 }
