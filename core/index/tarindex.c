@@ -117,6 +117,14 @@ int tarindex_node_check(const struct tarindex *t, uint32_t i)
 	return strings_ok(t, i);
 }
 
+/* Whether directory node i is in the directory list. */
+static int listed(const struct tarindex *t, uint32_t i)
+{
+	uint32_t k = tarindex_count_below(t->dirs, t->ndirs, i);
+
+	return k < t->ndirs && t->dirs[k] == i;
+}
+
 #define CHECKED_NODES 1u	/* the children's nodes: enough for a lookup,
 				 * which checks the names it compares */
 #define CHECKED_NAMES 2u	/* and their names, targets and order: for
@@ -142,11 +150,20 @@ static int dir_check(const struct tarindex *t, uint32_t d, unsigned what)
 	if ((done & what) == what)
 		return 0;
 	if (!(done & CHECKED_NODES)) {
+		/* d itself first (its parent's check did, unless d came from
+		 * elsewhere: the directory list, a layout): its child range */
+		if ((rc = ok(t, n, sizeof(*n))) < 0 || (rc = node_ok(t, d)) < 0)
+			return rc;
 		if (count && (rc = ok(t, &t->nodes[first], count * sizeof(*n))) < 0)
 			return rc;
-		for (i = first; i < first + count; i++)
+		for (i = first; i < first + count; i++) {
 			if ((rc = node_ok(t, (uint32_t)i)) < 0)
 				return rc;
+			/* only listed directories were checked to tile */
+			if (tarindex_node_type(&t->nodes[i]) == TARINDEX_DIR &&
+			    !listed(t, (uint32_t)i))
+				return bad_late(t, "directory not in the directory list", i);
+		}
 	}
 	for (i = first; what & CHECKED_NAMES && i < first + count; i++) {
 		if ((rc = strings_ok(t, (uint32_t)i)) < 0)
@@ -207,23 +224,36 @@ static int map_sections(struct tarindex *t, const struct index_map *m,
 }
 
 /*
- * The directory list, increasing, inside the table (tarindex_parent and
- * the layouts' counts of directories search it), and the root, a
- * directory: what a mount uses before any lookup.
+ * The directories' child ranges must tile [1, nnodes) in node order, each
+ * after its directory (so the tree has no cycles, and tarindex_parent, a
+ * search of the list, finds each node's): what a mount uses before any
+ * lookup.  It reads the directory nodes only (their blocks checked); that
+ * every directory is listed is checked as their parents are (dir_check).
  */
 static int check_dirs(const struct tarindex *t)
 {
-	uint32_t k;
+	uint64_t cursor = 1;
+	uint32_t k, prev = 0;
 
 	if (!t->ndirs || t->dirs[0] != 0)
 		return bad("root is not the first directory", 0);
-	for (k = 1; k < t->ndirs; k++)
-		if (t->dirs[k] >= t->nnodes || t->dirs[k] <= t->dirs[k - 1])
+	for (k = 0; k < t->ndirs; k++) {
+		const struct tarindex_node *n;
+
+		if (t->dirs[k] >= t->nnodes || (k && t->dirs[k] <= prev))
 			return bad("directory list out of order", k);
-	if (ok(t, &t->nodes[0], sizeof(t->nodes[0])) < 0)
-		return -EBADMSG;	/* said, and rebuilt */
-	if (tarindex_node_type(&t->nodes[0]) != TARINDEX_DIR)
-		return bad("the root is not a directory", 0);
+		n = &t->nodes[t->dirs[k]];
+		if (ok(t, n, sizeof(*n)) < 0)
+			return -EBADMSG;	/* said, and rebuilt */
+		if (tarindex_node_type(n) != TARINDEX_DIR || n->off != cursor ||
+		    (tarindex_node_size(n) && n->off <= t->dirs[k]) ||
+		    t->nnodes - cursor < tarindex_node_size(n))
+			return bad("directory ranges do not tile", t->dirs[k]);
+		cursor += tarindex_node_size(n);
+		prev = t->dirs[k];
+	}
+	if (cursor != t->nnodes)
+		return bad("directory ranges do not tile", cursor);
 	if (tarindex_node_check(t, 0) < 0)
 		return -EBADMSG;
 	return 0;
@@ -412,6 +442,8 @@ static int children(const struct tarindex *t, uint32_t dir, unsigned what,
 	const struct tarindex_node *n = &t->nodes[dir];
 	int rc;
 
+	if (dir >= t->nnodes)
+		return -ENOTDIR;
 	if (tarindex_node_type(n) != TARINDEX_DIR)
 		return -ENOTDIR;
 	if ((rc = dir_check(t, dir, what)) < 0)
@@ -503,8 +535,9 @@ const char *tarindex_link(const struct tarindex *t, uint32_t i, uint64_t *len)
 
 	if (tarindex_node_type(n) != TARINDEX_SYMLINK)
 		return NULL;
-	/* reached by a lookup, which checked the node but not the target */
-	if (strings_ok(t, i) < 0)
+	/* a lookup checked the node, not the target; a caller may also
+	 * have the number from elsewhere (tarindex_escaping_links' scan) */
+	if (tarindex_node_check(t, i) < 0)
 		return NULL;	/* said */
 	*len = tarindex_node_size(n);
 	return t->pool + n->off;

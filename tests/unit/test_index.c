@@ -183,8 +183,8 @@ Test(index, flipped_table_is_ebadmsg)
 /*
  * A flip in a section's bytes: the map opens (nothing of the sections is
  * read then), the damaged block fails its check when first used (EIO, or
- * no section from index_map_section), the others pass, and the file is
- * removed so the next mount rebuilds it.  Before (INDEX_VERSION 1) the
+ * no section from index_map_section), the others pass; found once the
+ * index is in use, the file is removed so the next mount rebuilds it.  Before (INDEX_VERSION 1) the
  * whole file's crc failed the map itself.
  */
 Test(index, flipped_section_fails_on_first_use)
@@ -212,6 +212,16 @@ Test(index, flipped_section_fails_on_first_use)
 	cr_assert_eq(index_map_check(&m, b, 100), 0);
 	cr_assert_null(index_map_section(&m, TAG_B, &len));
 	cr_assert_eq(len, 0);
+	cr_assert_eq(index_map_damaged(&m), 1);
+	/* found while loading: index_load rebuilds it, nothing is removed */
+	cr_assert_eq(access(path, F_OK), 0, "the file is index_load's to rebuild");
+	index_map_close(&m);
+	/* found once in use (index_load sets the flag after the attach) */
+	cr_assert_eq(open_with(path, 5, &m), 0);
+	cr_assert_eq(index_map_damaged(&m), 0);
+	m.unlink_damaged = 1;
+	b = index_map_section_unchecked(&m, TAG_B, &len);
+	cr_assert_eq(index_map_check(&m, b + 70000, 1), -EIO);
 	cr_assert_eq(access(path, F_OK), -1, "the damaged index is removed");
 	index_map_close(&m);
 
