@@ -352,6 +352,8 @@ struct index_writer {
 	uint32_t nblocks, bcap;
 	uint8_t *buf;          /* write buffer, WBUF_SIZE */
 	size_t buffered;
+	size_t cfrom;          /* buf[cfrom, buffered): section bytes not yet
+				* in the block checksums */
 	int open_sect;         /* a begin without its end */
 	uint32_t nsect, cap;
 	struct index_sect *sect;
@@ -379,17 +381,6 @@ int index_write_all(int fd, const void *p, size_t n, const char *path)
 		n -= (size_t)k;
 	}
 	return 0;
-}
-
-static int wflush(struct index_writer *w)
-{
-	int ret;
-
-	if (!w->buffered)
-		return 0;
-	ret = index_write_all(w->fd, w->buf, w->buffered, w->tmp);
-	w->buffered = 0;
-	return ret;
 }
 
 /* Ends the open section's current block: its checksum joins the list. */
@@ -434,6 +425,33 @@ static int block_feed(struct index_writer *w, const uint8_t *b, uint64_t n)
 	return 0;
 }
 
+/* Feeds the open section's bytes buffered since the last call to the
+ * block checksums: in the buffer's large pieces, not the callers' many
+ * small appends (a crc call has a cost of its own). */
+static int crc_catch_up(struct index_writer *w)
+{
+	int ret = 0;
+
+	if (w->open_sect && w->buffered > w->cfrom)
+		ret = block_feed(w, w->buf + w->cfrom, w->buffered - w->cfrom);
+	w->cfrom = w->buffered;
+	return ret;
+}
+
+static int wflush(struct index_writer *w)
+{
+	int ret;
+
+	if (!w->buffered)
+		return 0;
+	ret = crc_catch_up(w);
+	if (ret == 0)
+		ret = index_write_all(w->fd, w->buf, w->buffered, w->tmp);
+	w->buffered = 0;
+	w->cfrom = 0;
+	return ret;
+}
+
 /* Appends bytes after the header, through the buffer (and the block
  * checksums, inside a section). */
 static int wput(struct index_writer *w, const void *p, uint64_t n)
@@ -451,8 +469,6 @@ static int wput(struct index_writer *w, const void *p, uint64_t n)
 		if (k > n)
 			k = (size_t)n;
 		memcpy(w->buf + w->buffered, b, k);
-		if (w->open_sect && (ret = block_feed(w, b, k)) < 0)
-			return ret;
 		w->buffered += k;
 		w->pos += k;
 		b += k;
@@ -648,6 +664,7 @@ int index_writer_begin(struct index_writer *w, uint32_t tag)
 	ret = wpad(w);
 	if (ret < 0)
 		return ret;
+	w->cfrom = w->buffered;	/* the section's bytes start here */
 	s = &w->sect[w->nsect++];
 	memset(s, 0, sizeof(*s));
 	s->tag = tag;
@@ -673,6 +690,8 @@ int index_writer_end(struct index_writer *w)
 	if (!w->open_sect)
 		return w->err = -EINVAL;
 	w->sect[w->nsect - 1].len = w->pos - w->sect[w->nsect - 1].off;
+	if (crc_catch_up(w) < 0)
+		return w->err;
 	w->open_sect = 0;
 	return block_end(w);
 }
