@@ -48,7 +48,10 @@
 #define INDEX_ALIGN 64u
 #define INDEX_MAX_SECT 4096u
 #define WBUF_SIZE (256u << 10)
-#define INDEX_BLOCK_SHIFT 16u	/* 64 KiB: what one lookup checks, at most a few */
+/* 4 KiB: a lookup checks a few; a directory's names may be spread over
+ * the pool (a tar's order), one block each; the checksums are a 1/1024 of
+ * the file, checked at every map */
+#define INDEX_BLOCK_SHIFT 12u
 
 #define FNV_OFFSET 0xcbf29ce484222325ull
 #define FNV_PRIME 0x100000001b3ull
@@ -1059,16 +1062,12 @@ static int check_block(const struct index_map *m, const struct index_sect *t,
 	uint8_t *st = &m->state[t->block + k];
 	uint8_t was = __atomic_load_n(st, __ATOMIC_ACQUIRE);
 	uint32_t crc, want = m->crcs[t->block + k];
-	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
 	char tag[16];
 
 	if (was == BLOCK_GOOD)
 		return 0;
 	if (was == BLOCK_BAD)
 		return -EIO;
-	/* one read of the block, not a fault per page (MADV_RANDOM) */
-	madvise((void *)((uintptr_t)(m->base + from) & ~(pg - 1)),
-		(size_t)(n + ((uintptr_t)(m->base + from) & (pg - 1))), MADV_WILLNEED);
 	crc = zcrc32(0, m->base + from, (size_t)n);
 	if (crc == want) {
 		__atomic_store_n(st, BLOCK_GOOD, __ATOMIC_RELEASE);
@@ -1087,6 +1086,19 @@ static int check_block(const struct index_map *m, const struct index_sect *t,
 	return -EIO;
 }
 
+/* Asks for bytes [off, off + n) of the map's file, in the background. */
+static void advise_need(const struct index_map *m, uint64_t off, uint64_t n)
+{
+	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t a = (uintptr_t)(m->base + off) & ~(pg - 1);
+
+	if (off >= m->len)
+		return;
+	if (n > m->len - off)
+		n = m->len - off;
+	madvise((void *)a, (size_t)((uintptr_t)(m->base + off + n) - a), MADV_WILLNEED);
+}
+
 /* The section holding byte `off` of the file, or NULL. */
 static const struct index_sect *section_at(const struct index_map *m, uint64_t off)
 {
@@ -1102,7 +1114,7 @@ int index_map_check(const struct index_map *m, const void *p, uint64_t len)
 {
 	const uint8_t *b = p;
 	const struct index_sect *t;
-	uint64_t off, k, last;
+	uint64_t off, k, first, last;
 	int rc;
 
 	if (!len)
@@ -1113,8 +1125,19 @@ int index_map_check(const struct index_map *m, const void *p, uint64_t len)
 	/* callers ask for bytes of one section: anything else is theirs */
 	if (!(t = section_at(m, off)) || len > t->off + t->len - off)
 		return -EIO;
+	first = (off - t->off) >> m->block_shift;
 	last = (off - t->off + len - 1) >> m->block_shift;
-	for (k = (off - t->off) >> m->block_shift; k <= last; k++)
+	/* blocks not checked yet: one read for them all, not a fault per
+	 * page (the map is MADV_RANDOM) */
+	for (k = first; k <= last; k++)
+		if (__atomic_load_n(&m->state[t->block + k], __ATOMIC_ACQUIRE) != BLOCK_GOOD)
+			break;
+	if (k > last)
+		return 0;
+	if (last > k)
+		advise_need(m, t->off + (k << m->block_shift),
+			    ((last - k + 1) << m->block_shift));
+	for (; k <= last; k++)
 		if ((rc = check_block(m, t, k)) < 0)
 			return rc;
 	return 0;

@@ -6,7 +6,7 @@
  * its arrays in place: no per-entry heap objects when mounted.  The header
  * records a fingerprint of the sources (path, size, mtime of each file, plus
  * the options that shape the index), so a stale index is rebuilt.  Each
- * section is checksummed in 64 KiB blocks (crc32), and a block is checked
+ * section is checksummed in 4 KiB blocks (crc32), and a block is checked
  * the first time it is used, so a mount costs what it touches: a damaged
  * header or table is rebuilt at once, a damaged block is said (naming the
  * file and section) when first used, what needs it gets EIO, and the file

@@ -18,7 +18,7 @@ sfs_setup
 T=$SFS_TMP
 IDX=$T/idx
 M=$T/m
-NDIRS=128 NFILES=1500	# 192k members: an index of ~7 MB, ~110 blocks of 64 KiB
+NDIRS=128 NFILES=1500	# 192k members: an index of ~7 MB
 
 "$PY" - "$T/big.tar" "$NDIRS" "$NFILES" <<'PY' || { echo "not ok - tar"; exit 1; }
 import io, random, sys, tarfile
