@@ -1,20 +1,11 @@
 /*
- * index.c - the persistent index file (see index.h for the contract).
+ * index.c - the persistent index file (see index.h for the contract, and
+ * index_int.h for its format on disk): the fingerprint, where indexes
+ * live, and the writer.
  *
- * On disk (native byte order: an index is a local cache, and a foreign one
- * fails the version check and is rebuilt):
- *
- *   header (64 bytes)  magic "SFSIDX\0\1", version, header size, fingerprint,
- *                      nsect, table offset, total length, crc32
- *   sections           each starting on a 64-byte boundary, zero padded
- *   section table      nsect x {tag, pad, offset, length}, at the end
- *
- * The table comes last because sections are streamed and their number is
- * known only at commit.  The crc32 covers every byte after the header and is
- * computed while writing, so committing never re-reads the file.
- *
- * Not for: what sections mean, or deciding when to rebuild (load.c does,
- * from index_map_open's -ESTALE / -EBADMSG / -ENOENT).
+ * Not for: mapping and checking an index (index_map.c), what sections
+ * mean, or deciding when to rebuild (load.c does, from index_map_open's
+ * -ESTALE / -EBADMSG / -ENOENT).
  */
 #include "index/index.h"
 
@@ -28,44 +19,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
+#include "io/crc.h"
 #include "io/source.h"
+#include "index/index_int.h"
 #include "log.h"
 
-#define INDEX_MAGIC "SFSIDX\0\1"
-#define INDEX_VERSION 1u
-#define INDEX_ALIGN 64u
-#define INDEX_MAX_SECT 4096u
 #define WBUF_SIZE (256u << 10)
-
 #define FNV_OFFSET 0xcbf29ce484222325ull
 #define FNV_PRIME 0x100000001b3ull
-
-struct index_hdr {
-	char magic[8];
-	uint32_t version;
-	uint32_t hdr_size;
-	uint64_t fp;
-	uint32_t nsect;
-	uint32_t crc;       /* crc32 of bytes [hdr_size, total_len) */
-	uint64_t table_off;
-	uint64_t total_len;
-	uint8_t pad[16];
-};
-
-struct index_sect {
-	uint32_t tag;
-	uint32_t pad;
-	uint64_t off;
-	uint64_t len;
-};
-
-_Static_assert(sizeof(struct index_hdr) == INDEX_ALIGN, "header is 64 bytes");
-_Static_assert(sizeof(struct index_sect) == 24, "section entry is 24 bytes");
 
 /* ---- fingerprint ---- */
 
@@ -333,9 +297,14 @@ struct index_writer {
 	int slot;              /* in pending[], or -1 */
 	char *path, *tmp;
 	uint64_t pos;          /* file offset of the next byte written */
-	uint32_t crc;
+	uint32_t bcrc;         /* crc of the open section's current block */
+	uint64_t bfill;        /* bytes in it */
+	uint32_t *blocks;      /* the block checksums so far */
+	uint32_t nblocks, bcap;
 	uint8_t *buf;          /* write buffer, WBUF_SIZE */
 	size_t buffered;
+	size_t cfrom;          /* buf[cfrom, buffered): section bytes not yet
+				* in the block checksums */
 	int open_sect;         /* a begin without its end */
 	uint32_t nsect, cap;
 	struct index_sect *sect;
@@ -365,18 +334,77 @@ int index_write_all(int fd, const void *p, size_t n, const char *path)
 	return 0;
 }
 
+/* Ends the open section's current block: its checksum joins the list. */
+static int block_end(struct index_writer *w)
+{
+	uint32_t *b;
+
+	if (!w->bfill)
+		return 0;
+	if (w->nblocks == UINT32_MAX)
+		return w->err = -E2BIG;
+	if (w->nblocks == w->bcap) {
+		uint32_t cap = w->bcap ? 2 * w->bcap : 256;
+
+		if (!(b = realloc(w->blocks, (size_t)cap * sizeof(*b))))
+			return w->err = -ENOMEM;
+		w->blocks = b;
+		w->bcap = cap;
+	}
+	w->blocks[w->nblocks++] = w->bcrc;
+	w->bcrc = 0;
+	w->bfill = 0;
+	return 0;
+}
+
+/* Section bytes into the checksums of their blocks. */
+static int block_feed(struct index_writer *w, const uint8_t *b, uint64_t n)
+{
+	const uint64_t bs = 1ull << INDEX_BLOCK_SHIFT;
+	uint64_t k;
+	int ret;
+
+	while (n) {
+		k = bs - w->bfill < n ? bs - w->bfill : n;
+		w->bcrc = zcrc32(w->bcrc, b, (size_t)k);
+		w->bfill += k;
+		b += k;
+		n -= k;
+		if (w->bfill == bs && (ret = block_end(w)) < 0)
+			return ret;
+	}
+	return 0;
+}
+
+/* Feeds the open section's bytes buffered since the last call to the
+ * block checksums: in the buffer's large pieces, not the callers' many
+ * small appends (a crc call has a cost of its own). */
+static int crc_catch_up(struct index_writer *w)
+{
+	int ret = 0;
+
+	if (w->open_sect && w->buffered > w->cfrom)
+		ret = block_feed(w, w->buf + w->cfrom, w->buffered - w->cfrom);
+	w->cfrom = w->buffered;
+	return ret;
+}
+
 static int wflush(struct index_writer *w)
 {
 	int ret;
 
 	if (!w->buffered)
 		return 0;
-	ret = index_write_all(w->fd, w->buf, w->buffered, w->tmp);
+	ret = crc_catch_up(w);
+	if (ret == 0)
+		ret = index_write_all(w->fd, w->buf, w->buffered, w->tmp);
 	w->buffered = 0;
+	w->cfrom = 0;
 	return ret;
 }
 
-/* Appends bytes after the header, through the buffer and the crc. */
+/* Appends bytes after the header, through the buffer (and the block
+ * checksums, inside a section). */
 static int wput(struct index_writer *w, const void *p, uint64_t n)
 {
 	const uint8_t *b = p;
@@ -392,7 +420,6 @@ static int wput(struct index_writer *w, const void *p, uint64_t n)
 		if (k > n)
 			k = (size_t)n;
 		memcpy(w->buf + w->buffered, b, k);
-		w->crc = (uint32_t)crc32(w->crc, b, (uInt)k);
 		w->buffered += k;
 		w->pos += k;
 		b += k;
@@ -529,7 +556,6 @@ int index_writer_open(struct index_writer **wp, const char *path)
 	if (ret < 0)
 		goto out;
 	w->pos = sizeof(zero);
-	w->crc = (uint32_t)crc32(0, NULL, 0);
 	*wp = w;
 	return 0;
 out:
@@ -589,11 +615,15 @@ int index_writer_begin(struct index_writer *w, uint32_t tag)
 	ret = wpad(w);
 	if (ret < 0)
 		return ret;
+	w->cfrom = w->buffered;	/* the section's bytes start here */
 	s = &w->sect[w->nsect++];
 	memset(s, 0, sizeof(*s));
 	s->tag = tag;
+	s->block = w->nblocks;
 	s->off = w->pos;
 	w->open_sect = 1;
+	w->bcrc = 0;
+	w->bfill = 0;
 	return 0;
 }
 
@@ -611,8 +641,10 @@ int index_writer_end(struct index_writer *w)
 	if (!w->open_sect)
 		return w->err = -EINVAL;
 	w->sect[w->nsect - 1].len = w->pos - w->sect[w->nsect - 1].off;
+	if (crc_catch_up(w) < 0)
+		return w->err;
 	w->open_sect = 0;
-	return 0;
+	return block_end(w);
 }
 
 int index_writer_add(struct index_writer *w, uint32_t tag, const void *data,
@@ -727,6 +759,8 @@ static int finish(struct index_writer *w, const struct index_fp *fp)
 	h.table_off = w->pos;
 	ret = wput(w, w->sect, (uint64_t)w->nsect * sizeof(*w->sect));
 	if (ret == 0)
+		ret = wput(w, w->blocks, (uint64_t)w->nblocks * sizeof(*w->blocks));
+	if (ret == 0)
 		ret = wflush(w);
 	if (ret < 0)
 		goto out;
@@ -735,8 +769,11 @@ static int finish(struct index_writer *w, const struct index_fp *fp)
 	h.hdr_size = sizeof(h);
 	h.fp = fp->h;
 	h.nsect = w->nsect;
-	h.crc = w->crc;
+	h.crc = zcrc32(zcrc32(0, w->sect, (size_t)w->nsect * sizeof(*w->sect)),
+		       w->blocks, (size_t)w->nblocks * sizeof(*w->blocks));
 	h.total_len = w->pos;
+	h.nblocks = w->nblocks;
+	h.block_shift = INDEX_BLOCK_SHIFT;
 	if (pwrite(w->fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h)) {
 		ret = errno ? -errno : -EIO;
 		sfs_err("%s: writing index header: %s", w->tmp, strerror(-ret));
@@ -792,161 +829,11 @@ void index_writer_abort(struct index_writer *w)
 	free(w->path);
 	free(w->buf);
 	free(w->sect);
+	free(w->blocks);
 	free(w);
 }
 
 const char *index_writer_path(const struct index_writer *w)
 {
 	return w->path;
-}
-
-/* ---- reader ---- */
-
-/* `why` leaves the path out: every caller's message names it already. */
-static int bad(char *why, size_t whylen, const char *fmt,
-	       unsigned long long a, unsigned long long b)
-{
-	if (why && whylen)
-		snprintf(why, whylen, fmt, a, b);
-	return -EBADMSG;
-}
-
-/* Every section inside [hdr_size, table_off), aligned, tags unique. */
-static int check_table(const struct index_hdr *h, const struct index_sect *t,
-		       char *why, size_t whylen)
-{
-	for (uint32_t i = 0; i < h->nsect; i++) {
-		if (t[i].off < h->hdr_size || t[i].off % INDEX_ALIGN ||
-		    t[i].off > h->table_off || t[i].len > h->table_off - t[i].off)
-			return bad(why, whylen, "section %llu out of bounds (offset %llu)",
-				   i, (unsigned long long)t[i].off);
-		for (uint32_t j = 0; j < i; j++)
-			if (t[j].tag == t[i].tag)
-				return bad(why, whylen, "sections %llu and %llu share a tag",
-					   j, i);
-	}
-	return 0;
-}
-
-/* crc chunk: a power of two, a multiple of the page size */
-#define CRC_CHUNK (1u << 20)
-
-static int check_map(const struct index_map *m, const struct index_fp *fp,
-		     char *why, size_t whylen)
-{
-	const struct index_hdr *h = (const void *)m->base;
-	uint32_t crc;
-
-	if (m->len < sizeof(*h))
-		return bad(why, whylen, "%llu bytes, shorter than the %llu-byte header",
-			   m->len, sizeof(*h));
-	if (memcmp(h->magic, INDEX_MAGIC, 8))
-		return bad(why, whylen, "bad magic at offset %llu (%llu bytes)", 0, 8);
-	if (h->version != INDEX_VERSION || h->hdr_size != sizeof(*h))
-		return bad(why, whylen, "index version %llu, expected %llu",
-			   h->version, INDEX_VERSION);
-	if (h->total_len != m->len)
-		return bad(why, whylen, "length %llu, header says %llu",
-			   m->len, h->total_len);
-	if (h->nsect > INDEX_MAX_SECT || h->table_off % 8 || h->table_off < h->hdr_size ||
-	    h->table_off > m->len ||
-	    (m->len - h->table_off) != (uint64_t)h->nsect * sizeof(struct index_sect))
-		return bad(why, whylen, "section table at %llu does not fit %llu sections",
-			   h->table_off, h->nsect);
-	if (!fp)	/* a peek: the caller checks what it reads */
-		return check_table(h, (const void *)(m->base + h->table_off), why, whylen);
-	if (h->fp != fp->h) {
-		if (why && whylen)
-			snprintf(why, whylen, "sources or options changed");
-		return -ESTALE;
-	}
-	/* The crc touches every page once.  Dropping each chunk from our page
-	 * tables right after keeps those pages out of the daemon's RSS (they
-	 * stay in the page cache; a later access just faults them back in). */
-	crc = (uint32_t)crc32(0, NULL, 0);
-	for (uint64_t c = 0; c < m->len; c += CRC_CHUNK) {
-		uint64_t from = c < h->hdr_size ? h->hdr_size : c;
-		uint64_t to = m->len - c < CRC_CHUNK ? m->len : c + CRC_CHUNK;
-
-		if (from < to)
-			crc = (uint32_t)crc32(crc, m->base + from, (uInt)(to - from));
-		/* base is page-aligned and CRC_CHUNK a multiple of the page */
-		madvise((void *)(m->base + c), (size_t)(to - c), MADV_DONTNEED);
-	}
-	if (crc != h->crc)
-		return bad(why, whylen, "checksum %08llx, header says %08llx", crc, h->crc);
-	return check_table(h, (const void *)(m->base + h->table_off), why, whylen);
-}
-
-int index_map_open(struct index_map *m, const char *path,
-		   const struct index_fp *fp, char *why, size_t whylen)
-{
-	struct stat st;
-	void *p = MAP_FAILED;
-	int fd, ret;
-
-	memset(m, 0, sizeof(*m));
-	if (why && whylen)
-		why[0] = '\0';
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		ret = -errno;
-		if (why && whylen)
-			snprintf(why, whylen, "%s", strerror(errno));
-		return ret;
-	}
-	if (fstat(fd, &st) < 0) {
-		ret = -errno;
-		goto out;
-	}
-	if ((uint64_t)st.st_size < sizeof(struct index_hdr) || (uint64_t)st.st_size > SIZE_MAX) {
-		ret = bad(why, whylen, "%llu bytes, not an index (header is %llu)",
-			  (unsigned long long)st.st_size, sizeof(struct index_hdr));
-		goto out;
-	}
-	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	if (p == MAP_FAILED) {
-		ret = -errno;
-		sfs_err("%s: mmap of %lld bytes: %s", path, (long long)st.st_size,
-			strerror(errno));
-		goto out;
-	}
-	m->base = p;
-	m->len = (size_t)st.st_size;
-	ret = check_map(m, fp, why, whylen);
-	if (ret == 0) {
-		const struct index_hdr *h = p;
-
-		m->nsect = h->nsect;
-		m->table = m->base + h->table_off;
-	}
-out:
-	close(fd);   /* the mapping stays valid without the descriptor */
-	if (ret < 0 && p != MAP_FAILED)
-		munmap(p, (size_t)st.st_size);
-	if (ret < 0)
-		memset(m, 0, sizeof(*m));
-	return ret;
-}
-
-const void *index_map_section(const struct index_map *m, uint32_t tag,
-			      uint64_t *len)
-{
-	const struct index_sect *t = m->table;
-
-	for (uint32_t i = 0; i < m->nsect; i++) {
-		if (t[i].tag == tag) {
-			*len = t[i].len;
-			return m->base + t[i].off;
-		}
-	}
-	*len = 0;
-	return NULL;
-}
-
-void index_map_close(struct index_map *m)
-{
-	if (m->base)
-		munmap((void *)m->base, m->len);
-	memset(m, 0, sizeof(*m));
 }

@@ -5,8 +5,12 @@
  * sections themselves (each 64-byte aligned), so a layout can mmap it and use
  * its arrays in place: no per-entry heap objects when mounted.  The header
  * records a fingerprint of the sources (path, size, mtime of each file, plus
- * the options that shape the index) and a checksum (crc32 of everything
- * after the header), so a stale or corrupt index is detected and rebuilt.
+ * the options that shape the index), so a stale index is rebuilt.  Each
+ * section is checksummed in 4 KiB blocks (crc32), and a block is checked
+ * the first time it is used, so a mount costs what it touches: a damaged
+ * header or table is rebuilt at once, a damaged block is said (naming the
+ * file and section) when first used, what needs it gets EIO, and the file
+ * is removed so the next mount rebuilds it.
  *
  * Writing goes to "<path>.tmp.<random>", locked (flock) while it is
  * written, and is renamed into place, so readers never see a half-written
@@ -139,28 +143,53 @@ void index_unfinished_drop(int slot);
 #define INDEX_TAG(a, b, c, d) \
 	((uint32_t)(a) | (uint32_t)(b) << 8 | (uint32_t)(c) << 16 | (uint32_t)(d) << 24)
 
-/* A mapped, validated index.  Read-only, shared by all threads. */
+/* A mapped index, its header and table checked.  Shared by all threads:
+ * only the blocks' checked states change, atomically. */
 struct index_map {
 	const uint8_t *base;
 	size_t len;
 	uint32_t nsect;
-	const void *table; /* private */
+	/* private */
+	const void *table;
+	const uint32_t *crcs;   /* the blocks' checksums */
+	uint32_t block_shift, nblocks;
+	/* set by index_load once the index is bound: a block found damaged
+	 * after that removes the file (before, index_load rebuilds it) */
+	int unlink_damaged;
+	uint8_t *state;         /* by block: unseen, good, bad */
+	char *path;             /* for the messages */
 };
 /*
  * Maps and validates `path` against `fp`.  Returns 0, -ENOENT when there is
  * no index, -ESTALE when the fingerprint differs, -EBADMSG when it is corrupt
- * (bad magic, version, checksum or section bounds); `why` then says which,
- * for the "rebuilding index" message (without the path: callers name it).
+ * (bad magic, version, table checksum or section bounds); `why` then says
+ * which, for the "rebuilding index" message (without the path: callers
+ * name it).  The sections' bytes are not read here: see index_map_check.
  * fp NULL: a peek at a saved index before its sources are known (the
- * fingerprint needs them): neither the fingerprint nor the checksum is
- * checked (the header, length and section bounds are), so the caller
- * checks what it reads, and a full load follows.
+ * fingerprint needs them): the fingerprint is not checked, and a full load
+ * follows.
  */
 int index_map_open(struct index_map *m, const char *path,
 		   const struct index_fp *fp, char *why, size_t whylen);
-/* The section `tag`, or NULL (and *len = 0) if absent.  64-byte aligned. */
+/* The section `tag`, its every block checked (once per map), or NULL (and
+ * *len = 0) if absent or damaged (said: index_map_check).  64-byte
+ * aligned. */
 const void *index_map_section(const struct index_map *m, uint32_t tag,
 			      uint64_t *len);
+/* The same, nothing checked: for a large section whose user checks the
+ * bytes it uses with index_map_check before it trusts them. */
+const void *index_map_section_unchecked(const struct index_map *m, uint32_t tag,
+					uint64_t *len);
+/*
+ * Checks bytes [p, p + len) of one section of m against their blocks'
+ * checksums, each block once per map (later calls cost a byte's load):
+ * 0, or -EIO when a block is damaged, said once ("<index>: the index is
+ * damaged: section <tag> fails its checksum in bytes A-B ..."); a damaged
+ * index in use is removed then, so the next mount rebuilds it.
+ */
+int index_map_check(const struct index_map *m, const void *p, uint64_t len);
+/* 1 if a block of m has failed its check, else 0. */
+int index_map_damaged(const struct index_map *m);
 void index_map_close(struct index_map *m);
 
 /* One index file of a layout, for index_load. */

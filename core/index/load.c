@@ -110,13 +110,18 @@ static int map_attach(const struct index_job *job, const char *path,
 	if (rc < 0)
 		return rc;
 	rc = job->attach(job->arg, m, path);
-	if (rc == 0)
+	if (rc == 0) {
+		/* in use: damage found from now on cannot be rebuilt here */
+		m->unlink_damaged = 1;
 		return 0;
-	index_map_close(m);
-	memset(m, 0, sizeof(*m));
-	if (rc == -EBADMSG)
+	}
+	if (rc == -EBADMSG && index_map_damaged(m))
+		snprintf(why, whylen, "a section fails its checksum");
+	else if (rc == -EBADMSG)
 		snprintf(why, whylen, "its sections do not fit the sources or this "
 			 "version of samplefs");
+	index_map_close(m);
+	memset(m, 0, sizeof(*m));
 	return rc;
 }
 

@@ -31,7 +31,8 @@
 #define SUFFIX ".sfsidx"
 
 /* Every prebuilt index has this fingerprint: it depends on nothing, so
- * mapping it checks the version and the whole file's checksum. */
+ * mapping it checks the version and the table; the members' blocks are
+ * checked as each is taken out (index_map_section). */
 static void prebuilt_fp(struct index_fp *fp)
 {
 	index_fp_init(fp, "samplefs-prebuilt");

@@ -5,12 +5,14 @@
  * any number of mounts with -o index=PATH|URL.
  *
  * The file is itself an index file (index.h) with a fixed fingerprint, so
- * mapping it checks its format version and a crc32 over the whole file.
+ * mapping it checks its format version and table, and a member's blocks'
+ * crc32s are checked as it is taken out (index_map_section).
  * Its sections: 'PNAM', the members' file names, each NUL-terminated, in
  * order; then member i in section INDEX_TAG('P','F', i & 255, i >> 8): a
  * whole index file, as saved in an index directory under that name.  A
  * member is checked again when its mount maps it (index_load): its own
- * checksum, version and fingerprint (the sources' stamps, the options).
+ * checksums (its blocks as they are used), version and fingerprint (the
+ * sources' stamps, the options).
  *
  * Not for: deciding when to use one (load.c does), nor how a bucket is
  * written or read (core/io: source_upload, source_pread).

@@ -1,8 +1,9 @@
 /*
  * tarindex.c - the mounted half of the tar index described in tarindex.h:
- * validates a mapped index once at open (so lookups need no bounds
- * checks), then answers lookups, listings, symlink walks and reads in
- * place in the mmap'ed index file.
+ * checks the small sections of a mapped index at open and each directory's
+ * children the first time it is used (so lookups need no bounds checks,
+ * and a mount reads what it touches), then answers lookups, listings,
+ * symlink walks and reads in place in the mmap'ed index file.
  *
  * Not for: building the index (tarindex_build.c), layout decisions (names
  * of the mount's top level, inodes).
@@ -25,56 +26,209 @@ static int bad(const char *what, uint64_t i)
 	return -EBADMSG;
 }
 
-/* Checks one node against the pool and node counts. */
-static int check_node(const struct tarindex *t, uint32_t i)
+/* Found after the mount began (a directory checked as it is first used):
+ * too late to rebuild, so what needs it gives EIO.  Blocks that pass
+ * their checksums and still do not fit come from a bug, or an index made
+ * elsewhere. */
+static int bad_late(const struct tarindex *t, const char *what, uint64_t i)
+{
+	sfs_err("%s: tar index: %s (node %llu): what needs it gives EIO; remove "
+		"the file to rebuild it", t->map->path, what, (unsigned long long)i);
+	return -EIO;
+}
+
+/* Bytes [p, p + len) of a section of t's map, checked: 0 or -EIO. */
+static int ok(const struct tarindex *t, const void *p, uint64_t len)
+{
+	return index_map_check(t->map, p, len);
+}
+
+/* A NUL-terminated string at `off` in the pool, checked with its NUL
+ * (the pool's last byte is one, checked at open, so strlen stops). */
+static int pool_ok(const struct tarindex *t, uint64_t off)
+{
+	return ok(t, t->pool + off, strlen(t->pool + off) + 1);
+}
+
+/*
+ * Node i's fields against the counts and the pool's length (its block
+ * checked by the caller): what a lookup trusts.  Its name's and a
+ * symlink's target's bytes are strings_ok's.
+ */
+static int node_ok(const struct tarindex *t, uint32_t i)
 {
 	const struct tarindex_node *n = &t->nodes[i];
 	uint64_t size = tarindex_node_size(n);
 
 	if (n->name >= t->pool_len)
-		return bad("name outside the pool", i);
-	/* a name is one path component: readdir hands it to the kernel */
-	if (i && (!t->pool[n->name] || strchr(t->pool + n->name, '/')))
-		return bad("empty name or one with a '/'", i);
+		return bad_late(t, "name outside the pool", i);
 	switch (tarindex_node_type(n)) {
 	case TARINDEX_DIR:
 		/* children come after their directory, inside the table;
 		 * no sum, as off is any 64-bit value and off + size can wrap */
 		if (size && (n->off <= i || n->off >= t->nnodes ||
 			     size > t->nnodes - n->off))
-			return bad("child range out of bounds", i);
+			return bad_late(t, "child range out of bounds", i);
 		break;
 	case TARINDEX_FILE:
 		if (tarindex_node_src(n) >= t->nsrc || n->off + size < n->off)
-			return bad("bad source or extent", i);
+			return bad_late(t, "bad source or extent", i);
 		break;
 	case TARINDEX_SYMLINK:
-		if (n->off >= t->pool_len || size >= t->pool_len - n->off ||
-		    t->pool[n->off + size] != '\0' ||
-		    memchr(t->pool + n->off, '\0', size))
-			return bad("symlink target outside the pool", i);
+		if (n->off >= t->pool_len || size >= t->pool_len - n->off)
+			return bad_late(t, "symlink target outside the pool", i);
 		break;
 	default:
-		return bad("unknown node type", i);
+		return bad_late(t, "unknown node type", i);
 	}
 	return 0;
 }
 
-/* Lookups are binary searches: names in a directory must be increasing. */
-static int check_sorted(const struct tarindex *t, uint64_t first, uint64_t n)
+/* Node i's name (one path component: readdir hands it to the kernel) and
+ * a symlink's target, checked; node_ok passed. */
+static int strings_ok(const struct tarindex *t, uint32_t i)
 {
-	uint64_t i;
+	const struct tarindex_node *n = &t->nodes[i];
+	uint64_t size = tarindex_node_size(n);
+	int rc;
 
-	for (i = first + 1; i < first + n; i++)
-		if (strcmp(tarindex_name(t, (uint32_t)i - 1),
-			   tarindex_name(t, (uint32_t)i)) >= 0)
-			return bad("children not sorted", i);
+	if ((rc = pool_ok(t, n->name)) < 0)
+		return rc;
+	if (i && (!t->pool[n->name] || strchr(t->pool + n->name, '/')))
+		return bad_late(t, "empty name or one with a '/'", i);
+	if (tarindex_node_type(n) != TARINDEX_SYMLINK)
+		return 0;
+	if ((rc = ok(t, t->pool + n->off, size + 1)) < 0)
+		return rc;
+	if (t->pool[n->off + size] != '\0' || memchr(t->pool + n->off, '\0', size))
+		return bad_late(t, "symlink target outside the pool", i);
+	return 0;
+}
+
+int tarindex_node_check(const struct tarindex *t, uint32_t i)
+{
+	int rc;
+
+	if (i >= t->nnodes)
+		return bad_late(t, "node number out of bounds", i);
+	if ((rc = ok(t, &t->nodes[i], sizeof(t->nodes[i]))) < 0 ||
+	    (rc = node_ok(t, i)) < 0)
+		return rc;
+	return strings_ok(t, i);
+}
+
+/* Whether directory node i is in the directory list. */
+static int listed(const struct tarindex *t, uint32_t i)
+{
+	uint32_t k = tarindex_count_below(t->dirs, t->ndirs, i);
+
+	return k < t->ndirs && t->dirs[k] == i;
+}
+
+#define CHECKED_NODES 1u	/* the children's nodes: enough for a lookup,
+				 * which checks the names it compares */
+#define CHECKED_NAMES 2u	/* and their names, targets and order: for
+				 * tarindex_children's callers (readdir) */
+
+/*
+ * The children of directory d (checked itself) the first time they are
+ * used: their nodes, and with `what` CHECKED_NAMES their names, targets
+ * and order too (lookups are binary searches; a lookup alone reads a few
+ * names, wherever the pool holds them: a tar's order puts a directory's
+ * name far from its siblings').  Then d's bits are set, and later calls
+ * cost a load.  Two threads may check one directory at once: both find
+ * the same.
+ */
+static int dir_check(const struct tarindex *t, uint32_t d, unsigned what)
+{
+	const struct tarindex_node *n = &t->nodes[d];
+	unsigned shift = (d & 3) * 2, done;
+	uint64_t first = n->off, count = tarindex_node_size(n), i;
+	int rc;
+
+	done = (__atomic_load_n(&t->checked[d >> 2], __ATOMIC_ACQUIRE) >> shift) & 3;
+	if ((done & what) == what)
+		return 0;
+	if (!(done & CHECKED_NODES)) {
+		/* d itself first (its parent's check did, unless d came from
+		 * elsewhere: the directory list, a layout): its child range */
+		if ((rc = ok(t, n, sizeof(*n))) < 0 || (rc = node_ok(t, d)) < 0)
+			return rc;
+		if (count && (rc = ok(t, &t->nodes[first], count * sizeof(*n))) < 0)
+			return rc;
+		for (i = first; i < first + count; i++) {
+			if ((rc = node_ok(t, (uint32_t)i)) < 0)
+				return rc;
+			/* only listed directories were checked to tile */
+			if (tarindex_node_type(&t->nodes[i]) == TARINDEX_DIR &&
+			    !listed(t, (uint32_t)i))
+				return bad_late(t, "directory not in the directory list", i);
+		}
+	}
+	for (i = first; what & CHECKED_NAMES && i < first + count; i++) {
+		if ((rc = strings_ok(t, (uint32_t)i)) < 0)
+			return rc;
+		if (i > first && strcmp(tarindex_name(t, (uint32_t)i - 1),
+					tarindex_name(t, (uint32_t)i)) >= 0)
+			return bad_late(t, "children not sorted", i);
+	}
+	__atomic_fetch_or(&t->checked[d >> 2], (uint8_t)(what << shift), __ATOMIC_RELEASE);
+	return 0;
+}
+
+static int map_sections(struct tarindex *t, const struct index_map *m,
+			uint32_t c)
+{
+	const struct tarindex_hdr *h;
+	uint64_t len[8];
+
+	h = index_map_section(m, TAG(c, 'H', 'D'), &len[0]);
+	/* the large ones, checked as they are used */
+	t->nodes = index_map_section_unchecked(m, TAG(c, 'N', 'D'), &len[1]);
+	t->pool = index_map_section_unchecked(m, TAG(c, 'N', 'M'), &len[3]);
+	t->dirs = index_map_section(m, TAG(c, 'D', 'R'), &len[2]);
+	t->src_sizes = index_map_section(m, TAG(c, 'S', 'R'), &len[4]);
+	t->sparse = index_map_section(m, TAG(c, 'S', 'T'), &len[5]);
+	t->chunks = index_map_section(m, TAG(c, 'S', 'M'), &len[6]);
+	t->hardlinks = index_map_section(m, TAG(c, 'H', 'L'), &len[7]);
+	if (index_map_damaged(m))
+		return -EBADMSG;	/* said, and rebuilt */
+	if (!h || len[0] != sizeof(*h) || h->version != TARINDEX_VERSION)
+		return bad("missing header or other version", 0);
+	if (!t->nodes || !h->nnodes || len[1] != (uint64_t)h->nnodes * sizeof(*t->nodes) ||
+	    len[2] != (uint64_t)h->ndirs * sizeof(*t->dirs) ||
+	    !t->pool || len[3] != h->pool_len ||
+	    len[5] != (uint64_t)h->nsparse * sizeof(*t->sparse) ||
+	    len[6] != h->nchunks * sizeof(*t->chunks) || h->nchunks > len[6] ||
+	    len[7] != (uint64_t)h->nhardlinks * sizeof(*t->hardlinks) ||
+	    (uint64_t)h->nsrc + h->nderived > TARINDEX_MAX_SOURCES ||
+	    len[4] != ((uint64_t)h->nsrc + h->nderived) * sizeof(uint64_t))
+		return bad("section sizes disagree with the header", 0);
+	/* strings in the pool end at its last byte at the latest */
+	if (ok(t, t->pool + len[3] - 1, 1) < 0)
+		return -EBADMSG;	/* said, and rebuilt */
+	if (t->pool[len[3] - 1] != '\0')
+		return bad("the names do not end with a NUL", 0);
+	t->nnodes = h->nnodes;
+	t->ndirs = h->ndirs;
+	t->pool_len = h->pool_len;
+	t->ntop = h->nsrc;
+	t->nsrc = h->nsrc + h->nderived;
+	t->nfiles = h->nfiles;
+	t->total_bytes = h->total_bytes;
+	t->nsparse = h->nsparse;
+	t->nchunks = h->nchunks;
+	t->nhardlinks = h->nhardlinks;
+	t->nsymlinks = h->nsymlinks;
 	return 0;
 }
 
 /*
  * The directories' child ranges must tile [1, nnodes) in node order, each
- * after its directory (so the tree has no cycles), names sorted.
+ * after its directory (so the tree has no cycles, and tarindex_parent, a
+ * search of the list, finds each node's): what a mount uses before any
+ * lookup.  It reads the directory nodes only (their blocks checked); that
+ * every directory is listed is checked as their parents are (dir_check).
  */
 static int check_dirs(const struct tarindex *t)
 {
@@ -89,73 +243,19 @@ static int check_dirs(const struct tarindex *t)
 		if (t->dirs[k] >= t->nnodes || (k && t->dirs[k] <= prev))
 			return bad("directory list out of order", k);
 		n = &t->nodes[t->dirs[k]];
+		if (ok(t, n, sizeof(*n)) < 0)
+			return -EBADMSG;	/* said, and rebuilt */
 		if (tarindex_node_type(n) != TARINDEX_DIR || n->off != cursor ||
 		    (tarindex_node_size(n) && n->off <= t->dirs[k]) ||
 		    t->nnodes - cursor < tarindex_node_size(n))
 			return bad("directory ranges do not tile", t->dirs[k]);
-		if (check_sorted(t, cursor, tarindex_node_size(n)) < 0)
-			return -EBADMSG;
 		cursor += tarindex_node_size(n);
 		prev = t->dirs[k];
 	}
-	return cursor == t->nnodes ? 0 : bad("directory ranges do not tile", cursor);
-}
-
-/*
- * Every directory node must be in dirs[]: only those are checked to tile
- * the table, and a lookup trusts the child range of any directory it
- * meets.  check_dirs has made dirs[] increasing and all directories, so
- * walking both in step finds the first directory missing from it.
- */
-static int check_listed(const struct tarindex *t)
-{
-	uint32_t i, k = 0;
-
-	for (i = 0; i < t->nnodes; i++) {
-		if (tarindex_node_type(&t->nodes[i]) != TARINDEX_DIR)
-			continue;
-		if (k == t->ndirs || t->dirs[k] != i)
-			return bad("directory not in the directory list", i);
-		k++;
-	}
-	return 0;
-}
-
-static int map_sections(struct tarindex *t, const struct index_map *m,
-			uint32_t c)
-{
-	const struct tarindex_hdr *h;
-	uint64_t len[8];
-
-	h = index_map_section(m, TAG(c, 'H', 'D'), &len[0]);
-	t->nodes = index_map_section(m, TAG(c, 'N', 'D'), &len[1]);
-	t->dirs = index_map_section(m, TAG(c, 'D', 'R'), &len[2]);
-	t->pool = index_map_section(m, TAG(c, 'N', 'M'), &len[3]);
-	t->src_sizes = index_map_section(m, TAG(c, 'S', 'R'), &len[4]);
-	t->sparse = index_map_section(m, TAG(c, 'S', 'T'), &len[5]);
-	t->chunks = index_map_section(m, TAG(c, 'S', 'M'), &len[6]);
-	t->hardlinks = index_map_section(m, TAG(c, 'H', 'L'), &len[7]);
-	if (!h || len[0] != sizeof(*h) || h->version != TARINDEX_VERSION)
-		return bad("missing header or other version", 0);
-	if (!t->nodes || !h->nnodes || len[1] != (uint64_t)h->nnodes * sizeof(*t->nodes) ||
-	    len[2] != (uint64_t)h->ndirs * sizeof(*t->dirs) ||
-	    !t->pool || len[3] != h->pool_len || t->pool[len[3] - 1] != '\0' ||
-	    len[5] != (uint64_t)h->nsparse * sizeof(*t->sparse) ||
-	    len[6] != h->nchunks * sizeof(*t->chunks) || h->nchunks > len[6] ||
-	    len[7] != (uint64_t)h->nhardlinks * sizeof(*t->hardlinks) ||
-	    (uint64_t)h->nsrc + h->nderived > TARINDEX_MAX_SOURCES ||
-	    len[4] != ((uint64_t)h->nsrc + h->nderived) * sizeof(uint64_t))
-		return bad("section sizes disagree with the header", 0);
-	t->nnodes = h->nnodes;
-	t->ndirs = h->ndirs;
-	t->pool_len = h->pool_len;
-	t->ntop = h->nsrc;
-	t->nsrc = h->nsrc + h->nderived;
-	t->nfiles = h->nfiles;
-	t->total_bytes = h->total_bytes;
-	t->nsparse = h->nsparse;
-	t->nchunks = h->nchunks;
-	t->nhardlinks = h->nhardlinks;
+	if (cursor != t->nnodes)
+		return bad("directory ranges do not tile", cursor);
+	if (tarindex_node_check(t, 0) < 0)
+		return -EBADMSG;
 	return 0;
 }
 
@@ -186,6 +286,8 @@ static int check_sparse(const struct tarindex *t, uint32_t k,
 	if (sp->node >= t->nnodes || (k && sp->node <= t->sparse[k - 1].node))
 		return bad("sparse list out of order", k);
 	n = &t->nodes[sp->node];
+	if (ok(t, n, sizeof(*n)) < 0)
+		return -EBADMSG;	/* said, and rebuilt */
 	if (tarindex_node_type(n) != TARINDEX_FILE || !tarindex_node_sparse(n) ||
 	    sp->map >= t->nchunks || sp->nchunks >= t->nchunks - sp->map)
 		return bad("sparse entry does not match its node", sp->node);
@@ -199,17 +301,14 @@ static int check_sparse(const struct tarindex *t, uint32_t k,
 	return 0;
 }
 
-/* Every sparse file node has its entry, and every entry is valid. */
+/* Every sparse entry is valid.  (A sparse node without one reads EIO:
+ * sparse_read.) */
 static int check_sparse_all(const struct tarindex *t)
 {
 	uint64_t *unordered, j;
-	uint32_t i, k, n = 0;
+	uint32_t k;
 	int rc = 0;
 
-	for (i = 0; i < t->nnodes; i++)
-		n += tarindex_node_sparse(&t->nodes[i]);
-	if (n != t->nsparse)
-		return bad("sparse files and sparse list disagree", n);
 	if (!t->nsparse)
 		return 0;
 	unordered = malloc((t->nchunks + 1) * sizeof(*unordered));
@@ -235,6 +334,9 @@ static int check_hardlinks(const struct tarindex *t)
 		if (h->node >= t->nnodes || h->first >= t->nnodes ||
 		    (k && h->node <= t->hardlinks[k - 1].node))
 			return bad("hard link list out of order", k);
+		if (ok(t, &t->nodes[h->node], sizeof(t->nodes[0])) < 0 ||
+		    ok(t, &t->nodes[h->first], sizeof(t->nodes[0])) < 0)
+			return -EBADMSG;	/* said, and rebuilt */
 		f = tarindex_hardlink(t, h->first);
 		if (!f || f->first != h->first || f->nlink != h->nlink || h->nlink < 2 ||
 		    tarindex_node_type(&t->nodes[h->node]) != TARINDEX_FILE ||
@@ -253,26 +355,25 @@ int tarindex_open(struct tarindex *t, const struct index_map *m,
 	int rc;
 
 	memset(t, 0, sizeof(*t));
+	t->map = m;
 	rc = map_sections(t, m, tag_prefix_char);
 	if (rc == 0)
 		rc = tarindex_zip_open(t, m, tag_prefix_char,
 				       nsrc ? source_cache(src[0].src) : NULL);
 	if (rc == 0 && t->ntop != nsrc)
 		rc = bad("number of sources differs", nsrc);
-	for (i = 0; rc == 0 && i < t->nnodes; i++)
-		rc = check_node(t, i);
 	if (rc == 0)
 		rc = check_dirs(t);
-	if (rc == 0)
-		rc = check_listed(t);
 	if (rc == 0)
 		rc = check_sparse_all(t);
 	if (rc == 0)
 		rc = check_hardlinks(t);
 	if (rc < 0)
 		goto out;
+	/* calloc: zero pages, taken as directories are checked */
+	t->checked = calloc((size_t)t->nnodes / 4 + 1, 1);
 	t->srcs = calloc((size_t)t->nsrc + 1, sizeof(*t->srcs));
-	if (!t->srcs) {
+	if (!t->srcs || !t->checked) {
 		rc = -ENOMEM;
 		goto out;
 	}
@@ -303,6 +404,7 @@ void tarindex_close(struct tarindex *t)
 	tarindex_zip_close(t);
 	tarindex_derived_close(t);
 	free(t->srcs);
+	free(t->checked);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -334,30 +436,45 @@ void tarindex_sources_close(struct tarindex_source *src, size_t nsrc)
 	}
 }
 
-int tarindex_children(const struct tarindex *t, uint32_t dir, uint32_t *first,
-		      uint32_t *count)
+/* Children of dir, checked as `what` says (dir_check). */
+static int children(const struct tarindex *t, uint32_t dir, unsigned what,
+		    uint32_t *first, uint32_t *count)
 {
 	const struct tarindex_node *n = &t->nodes[dir];
+	int rc;
 
+	if (dir >= t->nnodes)
+		return -ENOTDIR;
 	if (tarindex_node_type(n) != TARINDEX_DIR)
 		return -ENOTDIR;
+	if ((rc = dir_check(t, dir, what)) < 0)
+		return rc;
 	*first = (uint32_t)n->off;
 	*count = (uint32_t)tarindex_node_size(n);
 	return 0;
 }
 
+int tarindex_children(const struct tarindex *t, uint32_t dir, uint32_t *first,
+		      uint32_t *count)
+{
+	return children(t, dir, CHECKED_NODES | CHECKED_NAMES, first, count);
+}
+
 int64_t tarindex_lookup(const struct tarindex *t, uint32_t dir, const char *name)
 {
 	uint32_t lo, hi, count;
-	int rc = tarindex_children(t, dir, &lo, &count);
+	int rc = children(t, dir, CHECKED_NODES, &lo, &count);
 
 	if (rc < 0)
 		return rc;
 	hi = lo + count;
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
-		int r = strcmp(tarindex_name(t, mid), name);
+		int r;
 
+		if ((rc = pool_ok(t, t->nodes[mid].name)) < 0)
+			return rc;
+		r = strcmp(tarindex_name(t, mid), name);
 		if (r == 0)
 			return mid;
 		if (r < 0)
@@ -403,6 +520,8 @@ uint32_t tarindex_parent(const struct tarindex *t, uint32_t i)
 		uint32_t mid = lo + (hi - lo) / 2;
 		const struct tarindex_node *d = &t->nodes[t->dirs[mid]];
 
+		if (ok(t, d, sizeof(*d)) < 0)	/* said */
+			return TARINDEX_ROOT;
 		if (d->off + tarindex_node_size(d) <= i)
 			lo = mid + 1;
 		else
@@ -417,6 +536,10 @@ const char *tarindex_link(const struct tarindex *t, uint32_t i, uint64_t *len)
 
 	if (tarindex_node_type(n) != TARINDEX_SYMLINK)
 		return NULL;
+	/* a lookup checked the node, not the target; a caller may also
+	 * have the number from elsewhere (tarindex_escaping_links' scan) */
+	if (tarindex_node_check(t, i) < 0)
+		return NULL;	/* said */
 	*len = tarindex_node_size(n);
 	return t->pool + n->off;
 }
@@ -613,6 +736,12 @@ int tarindex_escaping_links(const struct tarindex *t, uint32_t **out,
 
 	*out = NULL;
 	*nout = 0;
+	if (!t->nsymlinks)	/* the usual case: no node is read */
+		return 0;
+	/* every node is read to find the links: checked first (a damaged
+	 * block fails the mount, said) */
+	if ((rc = ok(t, t->nodes, (uint64_t)t->nnodes * sizeof(*t->nodes))) < 0)
+		return rc;
 	for (i = 0; i < t->nnodes; i++)
 		w.nlinks += tarindex_node_type(&t->nodes[i]) == TARINDEX_SYMLINK;
 	if (!w.nlinks)
@@ -765,16 +894,24 @@ ssize_t tarindex_pread(const struct tarindex *t, uint32_t i, void *buf,
 		       size_t size, uint64_t off)
 {
 	const struct tarindex_node *n = &t->nodes[i];
-	uint64_t fsize = tarindex_node_size(n);
-	uint32_t src = tarindex_node_src(n);
 	const struct tarindex_zip *z;
+	uint64_t fsize;
+	uint32_t src;
 	ssize_t got;
 	int rc;
 
+	/* node i came from a lookup, which checked it, or from a layout's
+	 * own section: its block is checked again (a byte's load) */
+	if (i >= t->nnodes || ok(t, n, sizeof(*n)) < 0)
+		return -EIO;	/* said */
+	fsize = tarindex_node_size(n);
+	src = tarindex_node_src(n);
 	if (tarindex_node_type(n) == TARINDEX_DIR)
 		return -EISDIR;
 	if (tarindex_node_type(n) != TARINDEX_FILE)
 		return -EINVAL;
+	if (src >= t->nsrc)
+		return -EIO;
 	if (off >= fsize)
 		return 0;
 	if (size > fsize - off)

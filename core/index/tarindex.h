@@ -54,8 +54,18 @@
  * 24 bytes per node + the name and its NUL: 44.8 bytes per member measured
  * on 1.28 M ImageNet-named members in 1000 nested class tars.
  *
- * Threads: after tarindex_open a struct tarindex is read-only and may be
- * used from any number of threads (source_pread on shared sources).
+ * Mounted, the index is used in place and checked as it is used: a
+ * directory's child nodes, their names and targets are checked (block
+ * checksums, index_map_check, then bounds and order) the first time the
+ * directory is listed or looked up in; the root, the small sections
+ * (header, directory list, sources, sparse maps, hard links, zips) at
+ * tarindex_open.  So a remount reads what its lookups touch, whatever the
+ * member count; a damaged block gives EIO to what needs it (said once,
+ * naming the index file and section).
+ *
+ * Threads: after tarindex_open a struct tarindex may be used from any
+ * number of threads (source_pread on shared sources); the only state
+ * that changes is which directories are checked, set atomically.
  *
  * Zip sources (tarindex_zip.c) become trees the same way: their members
  * are walked from the central directory (formats/zipwalk.h); every file
@@ -255,13 +265,16 @@ struct tarindex {
 	struct source **srcs;
 	uint64_t nfiles;         /* regular files */
 	uint64_t total_bytes;    /* sum of regular file sizes */
+	uint32_t nsymlinks;      /* symlink nodes */
+	const struct index_map *map;	/* for index_map_check */
+	uint8_t *checked;        /* by node number, one bit: a directory whose
+				  * children have been checked */
 };
 
 /*
- * Validates the sections with prefix `tag_prefix_char` in `m` (bounds of
- * every node, name and child range, and that the directory list holds
- * every directory, are checked here, so lookups need not)
- * and takes the open sources, which must be the same list, in the same
+ * Maps the sections with prefix `tag_prefix_char` in `m`, checking the
+ * small ones (the nodes and names are checked a directory at a time, as
+ * they are used: see above), and takes the open sources, which must be the same list, in the same
  * order, as at build time, and opens the derived ones (nested compressed
  * tars) on them.  -EBADMSG when the sections are missing or
  * inconsistent, or a source's size is not the one indexed (rebuild).
@@ -306,11 +319,18 @@ static inline struct source *tarindex_src(const struct tarindex *t, uint32_t src
 
 #define TARINDEX_ROOT 0u
 
+/* Node i, as it is: checked when its directory was first listed or looked
+ * up in (tarindex_children); a caller that has node numbers from
+ * elsewhere (its own sections) checks them with tarindex_node_check. */
 static inline const struct tarindex_node *tarindex_node(const struct tarindex *t,
 							uint32_t i)
 {
 	return &t->nodes[i];
 }
+/* Checks node i (i < nnodes), its name and a symlink's target: 0, -EIO
+ * when their index blocks are damaged (said), -EBADMSG when they are out
+ * of bounds (said). */
+int tarindex_node_check(const struct tarindex *t, uint32_t i);
 static inline const char *tarindex_name(const struct tarindex *t, uint32_t i)
 {
 	return t->pool + t->nodes[i].name;
@@ -318,11 +338,13 @@ static inline const char *tarindex_name(const struct tarindex *t, uint32_t i)
 
 /*
  * Children of directory `dir`: node numbers *first .. *first + *count - 1,
- * in name order.  0, or -ENOTDIR.
+ * in name order, checked (the first call for a directory checks them).
+ * 0, -ENOTDIR, or -EIO when the index is damaged there (said).
  */
 int tarindex_children(const struct tarindex *t, uint32_t dir, uint32_t *first,
 		      uint32_t *count);
-/* Child `name` of `dir`: its node number (>= 0), -ENOENT or -ENOTDIR. */
+/* Child `name` of `dir`: its node number (>= 0), -ENOENT, -ENOTDIR or
+ * -EIO (tarindex_children). */
 int64_t tarindex_lookup(const struct tarindex *t, uint32_t dir, const char *name);
 /* Node at "a/b/c" ("" = root; no leading '/'), or -ENOENT / -ENOTDIR. */
 int64_t tarindex_find(const struct tarindex *t, const char *path);

@@ -13,10 +13,12 @@
 #include "index/index.h"
 #include "index/tarindex.h"
 
-#define TARINDEX_VERSION 7      /* 4: hard link groups, a link's mtime its target's;
+#define TARINDEX_VERSION 8      /* 4: hard link groups, a link's mtime its target's;
 				 * 5: zip sources, section ZP;
 				 * 6: derived sources, sections DV and DN;
-				 * 7: stored zip members in ZP too (CRC-checked) */
+				 * 7: stored zip members in ZP too (CRC-checked);
+				 * 8: nsymlinks in the header (a mount with none
+				 *    walks no nodes) */
 #define TAG(c, x, y) INDEX_TAG((c), 'T', (x), (y))
 #define NONE UINT32_MAX
 
@@ -33,7 +35,7 @@ struct tarindex_hdr {
 	uint32_t nhardlinks;    /* linked files: TAG(c, 'H', 'L') */
 	uint64_t nchunks;       /* their map entries: TAG(c, 'S', 'M') */
 	uint32_t nderived;      /* derived sources: TAG(c, 'D', 'V') */
-	uint32_t pad;
+	uint32_t nsymlinks;     /* symlink nodes */
 };
 
 /*

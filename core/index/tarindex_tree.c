@@ -435,6 +435,7 @@ static int make_node(const struct builder *b, struct tarindex_hdr *h,
 	} else if (it->type == TARINDEX_SYMLINK) {
 		n->off = it->off;
 		size = it->size;
+		h->nsymlinks++;
 	} else {
 		n->off = *cursor;
 		*cursor += count;

@@ -41,8 +41,10 @@ static int check_split(const struct in_split *sp, uint32_t nclasses)
 
 	if (sp->h.samp_dense && (uint64_t)sp->h.samp_base + n > sp->t.nnodes)
 		return -EBADMSG;
+	/* the nodes are reached by number, not through a lookup: checked
+	 * here (tarindex_node_check: their index blocks and bounds) */
 	for (i = 0; i < n; i++)
-		if (in_split_node(sp, i) >= sp->t.nnodes ||
+		if (tarindex_node_check(&sp->t, in_split_node(sp, i)) < 0 ||
 		    tarindex_node_type(tarindex_node(&sp->t, in_split_node(sp, i))) != TARINDEX_FILE)
 			return -EBADMSG;
 	if (!sp->h.labelled)
@@ -94,5 +96,8 @@ int imagenet_bind_layout(struct in_layout *L)
 		bad = !memchr(L->wnid[i], '\0', WNID_LEN);	/* printed with %s */
 	for (s = 0; !bad && !rc && s < NSPLIT; s++)
 		rc = bind_split(L, s);
+	/* classes.txt may be absent, but not damaged (said: rebuilt) */
+	if (index_map_damaged(&L->lay))
+		bad = 1;
 	return bad ? -EBADMSG : rc;
 }

@@ -680,7 +680,9 @@ static int attach(struct qd *q)
 	q->perm = section(q, QD_TAG_PERM, hd->total * 4, 0, NULL);
 	q->ckpt = section(q, QD_TAG_CKPT, UINT64_MAX, 8, &q->nckpt);
 	q->xl = section(q, QD_TAG_XL, UINT64_MAX, 0, &q->xl_len);
-	if (!q->cls || !q->names || !q->sorted || !q->perm || !q->ckpt)
+	/* XL may be absent, not damaged (said: rebuilt) */
+	if (!q->cls || !q->names || !q->sorted || !q->perm || !q->ckpt ||
+	    index_map_damaged(&q->map))
 		return -EBADMSG;
 	q->nckpt /= 8;
 	if (hd->nsplit[0] > hd->total || hd->nsplit[1] > hd->total ||

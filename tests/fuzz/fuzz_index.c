@@ -19,8 +19,8 @@
  *          section's offset or length, copy one section's bytes over
  *          another's (see edit() for the encoding);
  *   bit 1  set: afterwards make the header agree with the result (total
- *          length, crc32 of everything after it), so the edits reach the
- *          section checks instead of stopping at the checksum;
+ *          length, the blocks' crc32s and the table's), so the edits reach
+ *          the section checks instead of stopping at the checksums;
  *   bit 2  set: block store reads go through pread on the file
  *          (blockstore_read_from), as the Quick, Draw! layout does, instead
  *          of the mapping.
@@ -282,16 +282,40 @@ static void edit(uint8_t *buf, size_t *len, const uint8_t *e)
 	}
 }
 
-/* total length and crc32 as index_writer_commit would write them */
+/* total length and checksums as index_writer_commit would write them:
+ * each section's blocks' crc32s (where the table and the checksum list
+ * are inside the file), then the crc32 of the table and list */
 static void fix_header(uint8_t *buf, size_t len)
 {
-	uint64_t total = len;
-	uint32_t crc;
+	uint64_t total = len, toff, off, n, k;
+	uint32_t nsect, nblk, shift, blk, crc;
 
 	if (len < HDR)
 		return;
 	memcpy(buf + 40, &total, 8);
-	crc = (uint32_t)crc32(crc32(0, NULL, 0), buf + HDR, (uInt)(len - HDR));
+	memcpy(&nsect, buf + 24, 4);
+	memcpy(&toff, buf + 32, 8);
+	memcpy(&nblk, buf + 48, 4);
+	memcpy(&shift, buf + 52, 4);
+	if (toff > len || shift < 12 || shift > 30 || nsect > 4096 ||
+	    (len - toff) / 24 < nsect || (len - toff - 24ull * nsect) / 4 < nblk)
+		return;
+	for (uint32_t i = 0; i < nsect; i++) {
+		const uint8_t *e = buf + toff + 24ull * i;
+
+		memcpy(&blk, e + 4, 4);
+		memcpy(&off, e + 8, 8);
+		memcpy(&n, e + 16, 8);
+		if (off > len || n > len - off)
+			continue;
+		for (k = 0; k < n && blk + (k >> shift) < nblk; k += 1ull << shift) {
+			uint64_t m = n - k < (1ull << shift) ? n - k : 1ull << shift;
+
+			crc = (uint32_t)crc32(0, buf + off + k, (uInt)m);
+			memcpy(buf + toff + 24ull * nsect + 4ull * (blk + (k >> shift)), &crc, 4);
+		}
+	}
+	crc = (uint32_t)crc32(0, buf + toff, (uInt)(len - toff));
 	memcpy(buf + 28, &crc, 4);
 }
 

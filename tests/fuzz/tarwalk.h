@@ -12,10 +12,11 @@
  * sorted, tarindex_lookup finding each by name, tarindex_parent leading
  * back, tarindex_find of its full path finding it, no node reached twice,
  * no NUL inside a symlink target.
- * Without it (an index edited after its build: tarindex_open checks names,
- * order and child ranges, but a crafted index may still hold paths deeper
- * than any build makes) the same calls are made, for the sanitizers, and
- * the shape is not judged.
+ * Without it (an index edited after its build: tarindex_children checks
+ * names, order and child ranges, but a crafted index may still hold paths
+ * deeper than any build makes) the same calls are made, for the
+ * sanitizers, and the shape is not judged; a directory whose block fails
+ * its checksum (-EIO) is not walked.
  *
  * A sparse file (possibly terabytes of holes) is read at its start, its
  * end and the edges of its first chunks, and each byte must be what its
@@ -154,6 +155,9 @@ static void tw_dir(const struct tarindex *t, uint32_t dir, char *path, size_t le
 	const char *prev = NULL;
 
 	FUZZ_CHECK(depth <= TAR_PATH_MAX);
+	/* -EIO: a block of the index fails its checksum, found on first use */
+	if (!strict && tarindex_children(t, dir, &first, &count) == -EIO)
+		return;
 	FUZZ_CHECK(tarindex_children(t, dir, &first, &count) == 0);
 	/* tarindex_open checks child ranges against nnodes */
 	FUZZ_CHECK(count == 0 || (uint64_t)first + count <= t->nnodes);
@@ -264,11 +268,17 @@ static int tw_walk_link(const struct tarindex *t, uint32_t *cur, const char *pat
 
 /* tarindex_escaping_links names exactly the links the reference finds
  * leaving, in order. */
-static void tw_escaping(const struct tarindex *t)
+static void tw_escaping(const struct tarindex *t, int strict)
 {
 	uint32_t *out = NULL, n = 0, i, k = 0;
+	int rc = tarindex_escaping_links(t, &out, &n);
 
-	FUZZ_CHECK(tarindex_escaping_links(t, &out, &n) == 0);
+	/* a damaged block (-EIO); or a header that says there are no
+	 * symlinks, which the walk then does not look for (it reads no node
+	 * when there are none): an index just built says right */
+	if (!strict && (rc == -EIO || !t->nsymlinks))
+		return;
+	FUZZ_CHECK(rc == 0);
 	for (i = 0; i < t->nnodes; i++) {
 		uint32_t cur = tarindex_parent(t, i);
 		uint64_t len = 0;
@@ -303,7 +313,7 @@ static void tarwalk(const struct tarindex *t, const uint8_t *src, size_t srclen,
 	path[0] = '\0';
 	FUZZ_CHECK(tarindex_find(t, "") == TARINDEX_ROOT);
 	tw_dir(t, TARINDEX_ROOT, path, 0, src, srclen, buf, 0, &visits, strict);
-	tw_escaping(t);
+	tw_escaping(t, strict);
 	free(path);
 	free(buf);
 }

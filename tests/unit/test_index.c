@@ -162,13 +162,14 @@ static void flip_byte(const char *path, long off)
 	close(fd);
 }
 
-Test(index, flipped_byte_is_ebadmsg)
+/* A flip in the header or the table: the map fails, to be rebuilt. */
+Test(index, flipped_table_is_ebadmsg)
 {
 	char path[128];
 	struct index_map m;
 	struct stat st;
-	/* in section A, deep in B, in the table (last bytes), in the magic */
-	long offs[] = { 64 + 10, 64 + 1024 + 50000, -1, 0, 3 };
+	/* the block checksums (last bytes), the table, the magic */
+	long offs[] = { -1, -40, 0, 3 };
 
 	path_in_dir(path, sizeof(path), "x.sfsidx");
 	for (size_t i = 0; i < sizeof(offs) / sizeof(offs[0]); i++) {
@@ -177,6 +178,61 @@ Test(index, flipped_byte_is_ebadmsg)
 		flip_byte(path, offs[i] < 0 ? st.st_size + offs[i] : offs[i]);
 		cr_assert_eq(open_with(path, 5, &m), -EBADMSG, "flip at %ld", offs[i]);
 	}
+}
+
+/*
+ * A flip in a section's bytes: the map opens (nothing of the sections is
+ * read then), the damaged block fails its check when first used (EIO, or
+ * no section from index_map_section), the others pass; found once the
+ * index is in use, the file is removed so the next mount rebuilds it.  Before (INDEX_VERSION 1) the
+ * whole file's crc failed the map itself.
+ */
+Test(index, flipped_section_fails_on_first_use)
+{
+	char path[128];
+	struct index_map m;
+	const uint8_t *b;
+	uint64_t len;
+	/* section B starts at 64 + 1024 (A's 1000 bytes, padded); its byte
+	 * 70000 is in its block of 4 KiB from 69632 (index.c's blocks) */
+	long at = 64 + 1024 + 70000;
+
+	path_in_dir(path, sizeof(path), "x.sfsidx");
+	write_index(path, 5);
+	flip_byte(path, at);
+	cr_assert_eq(open_with(path, 5, &m), 0);
+	cr_assert_not_null(index_map_section(&m, TAG_A, &len));
+	b = index_map_section_unchecked(&m, TAG_B, &len);
+	cr_assert_not_null(b);
+	cr_assert_eq(len, 100003);
+	cr_assert_eq(index_map_check(&m, b, 69632), 0, "the blocks before are whole");
+	cr_assert_eq(index_map_check(&m, b + 73728, len - 73728), 0, "and after");
+	cr_assert_eq(index_map_check(&m, b + 70000, 1), -EIO);
+	cr_assert_eq(index_map_check(&m, b + 69632, 10), -EIO, "the same block");
+	cr_assert_eq(index_map_check(&m, b + 10, 69632), -EIO, "spanning it");
+	cr_assert_eq(index_map_check(&m, b, 100), 0);
+	cr_assert_null(index_map_section(&m, TAG_B, &len));
+	cr_assert_eq(len, 0);
+	cr_assert_eq(index_map_damaged(&m), 1);
+	/* found while loading: index_load rebuilds it, nothing is removed */
+	cr_assert_eq(access(path, F_OK), 0, "the file is index_load's to rebuild");
+	index_map_close(&m);
+	/* found once in use (index_load sets the flag after the attach) */
+	cr_assert_eq(open_with(path, 5, &m), 0);
+	cr_assert_eq(index_map_damaged(&m), 0);
+	m.unlink_damaged = 1;
+	b = index_map_section_unchecked(&m, TAG_B, &len);
+	cr_assert_eq(index_map_check(&m, b + 70000, 1), -EIO);
+	cr_assert_eq(access(path, F_OK), -1, "the damaged index is removed");
+	index_map_close(&m);
+
+	/* out of the section: refused */
+	write_index(path, 5);
+	cr_assert_eq(open_with(path, 5, &m), 0);
+	b = index_map_section_unchecked(&m, TAG_B, &len);
+	cr_assert_eq(index_map_check(&m, b, len + 1), -EIO);
+	cr_assert_eq(index_map_check(&m, b, len), 0);
+	index_map_close(&m);
 }
 
 Test(index, truncated_is_ebadmsg)
