@@ -102,7 +102,7 @@ static void http_env_fini(struct source_env *env)
 
 	if (!he)
 		return;
-	httpcache_stop(he);
+	httpahead_stop(he);
 	httpreq_ctx_free(he->net);
 	lru_free(he->mem);
 	diskcache_close(he->disk);
@@ -381,7 +381,7 @@ int http_attach(struct source *s, const char *url, const struct httpauth *auth)
 	pthread_cond_init(&h->landed, &ca);
 	pthread_condattr_destroy(&ca);
 	s->priv = h;
-	httpcache_start(he);
+	httpahead_start(he);
 	return 0;
 }
 
@@ -391,7 +391,7 @@ void http_close(struct source *s)
 
 	if (!h)
 		return;
-	httpcache_forget(s);
+	httpahead_forget(s);
 	pthread_mutex_destroy(&h->lock);
 	pthread_cond_destroy(&h->landed);
 	free(h->url);
@@ -472,7 +472,7 @@ void http_advise(struct source *s, uint64_t off, uint64_t len,
 			enum source_advice adv)
 {
 	if (adv == SOURCE_ADV_WILLNEED)
-		httpcache_willneed(s, off, len);
+		httpahead_willneed(s, off, len);
 }
 
 const struct source_backend source_http_backend = {

@@ -288,7 +288,7 @@ void source_cancel(struct source_cancel *c);
  * served read's: a read that fails (read_timeout_s, retries spent) is sent
  * again with growing backoff until build_timeout_s after source_build(1)
  * (a source that changed still fails at once); each attempt gives up after
- * a shorter stall (BUILD_STALL_S in httpcache.c), a read waiting for a
+ * a shorter stall (BUILD_STALL_S in httpfetch.c), a read waiting for a
  * slow request of another thread sends its own after HEDGE_MS, and more
  * readahead requests are kept in flight.  A build is expensive to redo and
  * nobody is waiting on one of its pages, so it waits out a flaky store
