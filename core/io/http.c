@@ -467,12 +467,15 @@ static int http_list(struct source_env *env, const char *uri, source_list_fn fn,
 	return rc;
 }
 
-/* Only WILLNEED means anything here: the block cache decides the rest. */
+/* WILLNEED prefetches; WALK starts a walk, NORMAL and RANDOM end it
+ * (httpahead.c); the block cache decides the rest. */
 void http_advise(struct source *s, uint64_t off, uint64_t len,
 			enum source_advice adv)
 {
 	if (adv == SOURCE_ADV_WILLNEED)
 		httpahead_willneed(s, off, len);
+	else
+		httpahead_walk(s, adv == SOURCE_ADV_WALK);
 }
 
 const struct source_backend source_http_backend = {

@@ -65,6 +65,12 @@ struct http_env {
 	pthread_t threads[PREFETCHERS];
 	unsigned nthreads;
 	int stopping;
+	/* the link, as the fetches found it (httpfetch.c: hf_link_bdp):
+	 * moving averages of the time to a response's first byte and of the
+	 * rate of the large ones, summed over the fetches running together */
+	_Atomic int64_t lat_ns;
+	_Atomic uint64_t rate;          /* bytes/s; 0: none measured yet */
+	atomic_uint running;            /* fetches in flight, mount-wide */
 };
 
 /*
@@ -107,6 +113,11 @@ struct http_src {
 	uint64_t regions[REGIONS];      /* of recent random reads, + 1 (0: none) */
 	unsigned region_next;
 	unsigned jobs;                  /* prefetches queued or running */
+	/* a walk (SOURCE_ADV_WALK: httpahead.c) */
+	int walk;
+	uint64_t w_end;                 /* where its last read ended; 0: none */
+	unsigned w_short;               /* the last 8 gaps, bit set: short */
+	unsigned w_gaps;                /* gaps noted (counts to 8) */
 };
 
 /* http.c, for the bucket backend (bucket.c), whose objects are URLs
@@ -173,6 +184,12 @@ void httpahead_stop(struct http_env *he);
 void httpahead_forget(struct source *s);
 /* source_advise(WILLNEED) for HTTP sources: prefetch, never wait. */
 void httpahead_willneed(struct source *s, uint64_t off, uint64_t len);
+/* source_advise(WALK) (on 1) and the advice that ends a walk (on 0). */
+void httpahead_walk(struct source *s, int on);
+/* Before a walk's read (h->walk) of blocks b0..b1 fetches: when the walk
+ * streams, queues the windows ahead of it and returns 1 (the read then
+ * fetches its own blocks only); 0 when it hops (the read is as any). */
+int ha_walk_ahead(const struct rd *r, uint64_t b0, uint64_t b1);
 /* Notes a read of blocks b0..b1 (from byte off) for readahead: the window
  * to read ahead with; *lone: the read starts no stream and is alone in
  * its region, so it fetches only its bytes. */
@@ -211,5 +228,8 @@ void hf_release(const struct rd *r, int slot, uint64_t hi, int rc, int hold);
 int hf_fetch(const struct rd *r, uint64_t lo, uint64_t hi, int quiet);
 /* Only r's bytes from block b on, into its buffer, nothing cached. */
 int hf_fetch_exact(const struct rd *r, uint64_t b);
+/* What the link delivers in one round trip (latency x rate, both as the
+ * fetches so far found them), in bytes; a guess before any was timed. */
+uint64_t hf_link_bdp(const struct http_env *he);
 
 #endif

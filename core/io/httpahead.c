@@ -38,6 +38,12 @@
 #define RA_START   2            /* blocks read ahead once reads go forward */
 #define AHEAD_JOBS 2            /* prefetches of one source at once */
 #define BUILD_JOBS 6            /* an index build's readahead windows in flight */
+/* walks (walk_note, walk_shape) */
+#define WALK_GAPS      8            /* the last gaps that decide: stream or hop */
+#define WALK_JOBS      6            /* windows in flight at most */
+#define WALK_WIN_MIN   4            /* blocks in a window at least */
+#define WALK_WIN_MAX   (RUN_MAX + RA_MAX) /* and at most: one hf_fetch */
+#define WALK_DEPTH_MIN (1u << 20)   /* bytes in flight at least */
 
 /*
  * Whether a read that starts no stream lands in a region (REGION_SHIFT)
@@ -93,29 +99,39 @@ unsigned ha_note_read(struct http_src *h, uint64_t b0, uint64_t b1,
 
 /* ---- prefetch ---- */
 
-/* A prefetch thread's job: blocks lo..hi of s, unless others have them. */
+/* A prefetch thread's job: blocks lo..hi of s but those cached or on
+ * their way, as few requests as others' fetches in the window leave (a
+ * walk's reader may have sent for its header's block while the window
+ * waited for a thread: the rest of the window is still wanted).  Stops
+ * at the first failure, quietly: its reader asks again, and says why. */
 static void prefetch_run(const struct prefetch *p)
 {
 	struct http_src *h = p->s->priv;
 	struct rd r = { p->s, h, NULL, 0, 0, p->s->stamp.size,
 			sfs_now_ns() + h->he->read_timeout_ns, NULL, p->build, NULL,
 			sfs_now_ns(), 0, NULL, 0 };
-	uint64_t lo = p->lo, hi = p->hi;
-	int slot;
+	uint64_t lo = p->lo, hi;
+	int slot, i, rc = 0;
 
-	while (lo <= hi && (hf_from_memory(&r, lo) || hf_from_disk(&r, lo)))
-		lo++;
-	if (lo > hi || atomic_load(&r.s->changed))
-		return;
-	pthread_mutex_lock(&r.h->lock);
-	slot = hf_flight_over(&r, lo, lo) >= 0 ? -2 : hf_record(r.h, lo, lo, &hi);
-	pthread_mutex_unlock(&r.h->lock);
-	if (slot == -2)
-		return;
-	/* quiet, and its failure not kept: the reader that needs the blocks
-	 * asks again, and says why */
-	hf_fetch(&r, lo, hi, 1);
-	hf_release(&r, slot, 0, 0, 0);
+	while (rc == 0 && lo <= p->hi) {
+		while (lo <= p->hi && (hf_from_memory(&r, lo) || hf_from_disk(&r, lo)))
+			lo++;
+		if (lo > p->hi || atomic_load(&r.s->changed))
+			return;
+		pthread_mutex_lock(&r.h->lock);
+		if ((i = hf_flight_over(&r, lo, lo)) >= 0) {
+			lo = r.h->flight[i].hi + 1;	/* past another's fetch */
+			pthread_mutex_unlock(&r.h->lock);
+			continue;
+		}
+		hi = p->hi;
+		slot = hf_record(r.h, lo, lo, &hi);	/* up to the next such */
+		pthread_mutex_unlock(&r.h->lock);
+		/* its failure is not kept for others: quiet */
+		rc = hf_fetch(&r, lo, hi, 1);
+		hf_release(&r, slot, 0, 0, 0);
+		lo = hi + 1;
+	}
 }
 
 static void *prefetcher(void *arg)
@@ -212,19 +228,19 @@ static void queue_prefetch(struct source *s, uint64_t lo, uint64_t hi, int build
 }
 
 /*
- * After a sequential read ending in block b1 with window win: queues
- * prefetches of the windows after the last block the stream has fetched or
- * queued (h->ahead), while they end within jobs + 1 windows of the reader
- * and fewer than jobs of the source's are queued or running (jobs:
- * AHEAD_JOBS, BUILD_JOBS for a build's read).  Never waits (no-wait mode
- * calls it).
+ * After a read ending in block b1: queues prefetches of windows of win
+ * blocks after the last block the stream has fetched or queued (h->ahead),
+ * while they end within jobs + 1 windows of the reader and fewer than jobs
+ * of the source's are queued or running.  Never waits (no-wait mode calls
+ * it).  For sequential reads jobs is AHEAD_JOBS, BUILD_JOBS for a build's
+ * read (ha_prefetch_after); a walk's are shaped by the link (walk_shape).
  */
-void ha_prefetch_after(const struct rd *r, uint64_t b1, unsigned win)
+static void queue_windows(const struct rd *r, uint64_t b1, unsigned win,
+			  unsigned jobs)
 {
 	uint64_t last = (r->size - 1) / BLOCK, lo, hi;
-	unsigned jobs = r->build ? BUILD_JOBS : AHEAD_JOBS;
 
-	if (win < RA_START * 2 || b1 >= last)
+	if (b1 >= last)
 		return;
 	for (;;) {
 		pthread_mutex_lock(&r->h->lock);
@@ -241,6 +257,12 @@ void ha_prefetch_after(const struct rd *r, uint64_t b1, unsigned win)
 		pthread_mutex_unlock(&r->h->lock);
 		queue_prefetch(r->s, lo, hi, r->build);
 	}
+}
+
+void ha_prefetch_after(const struct rd *r, uint64_t b1, unsigned win)
+{
+	if (win >= RA_START * 2)
+		queue_windows(r, b1, win, r->build ? BUILD_JOBS : AHEAD_JOBS);
 }
 
 /*
@@ -271,4 +293,85 @@ void httpahead_willneed(struct source *s, uint64_t off, uint64_t len)
 	h->jobs++;
 	pthread_mutex_unlock(&h->lock);
 	queue_prefetch(s, lo, hi, source_build_since() != 0);
+}
+
+/* ---- walks (SOURCE_ADV_WALK) ---- */
+
+void httpahead_walk(struct source *s, int on)
+{
+	struct http_src *h = s->priv;
+
+	pthread_mutex_lock(&h->lock);
+	h->walk = on;
+	h->w_end = 0;
+	h->w_short = h->w_gaps = 0;
+	pthread_mutex_unlock(&h->lock);
+}
+
+/*
+ * Notes the gap between the walk's last read and this one, [off, end),
+ * and says whether the walk streams (h->lock held): when at least half of
+ * its last WALK_GAPS gaps were short, within what the link delivers in a
+ * round trip (hf_link_bdp), reading through the next one costs less than
+ * the round trip a hop over it would.  A walk streams from its start (its
+ * windows time the link) until its gaps say otherwise.  A read at or
+ * before the last one's end (a nested tar's first header, read to see
+ * whether it is one, then walked) is no gap.
+ */
+static int walk_note(struct http_src *h, uint64_t off, uint64_t end)
+{
+	uint64_t bdp = hf_link_bdp(h->he);
+	unsigned n;
+
+	if (h->w_end && off >= h->w_end) {
+		h->w_short = (h->w_short << 1 | (off - h->w_end <= bdp)) &
+			     ((1u << WALK_GAPS) - 1);
+		if (h->w_gaps < WALK_GAPS)
+			h->w_gaps++;
+	}
+	if (end > h->w_end)
+		h->w_end = end;
+	n = h->w_gaps;
+	return n < 2 || 2 * (unsigned)__builtin_popcount(h->w_short & ((1u << n) - 1)) >= n;
+}
+
+/*
+ * A streaming walk's windows: twice what the link delivers in a round
+ * trip in flight (so the pipe stays full while each window waits for its
+ * first byte), at least WALK_DEPTH_MIN, at most half the memory cache
+ * (landed windows wait there for the walk, and must not push each other
+ * out), cut into up to WALK_JOBS windows of WALK_WIN_MIN to ra_max blocks.
+ */
+static void walk_shape(const struct http_env *he, unsigned *win, unsigned *jobs)
+{
+	uint64_t depth = 2 * hf_link_bdp(he), cap = he->cache_bytes / 2, w;
+
+	if (depth < WALK_DEPTH_MIN)
+		depth = WALK_DEPTH_MIN;
+	if (depth > cap)
+		depth = cap;
+	w = depth / WALK_JOBS / BLOCK;
+	if (w > WALK_WIN_MAX)
+		w = WALK_WIN_MAX;
+	if (w < WALK_WIN_MIN)
+		w = WALK_WIN_MIN;
+	*win = (unsigned)w;
+	w = depth / (w * BLOCK);
+	*jobs = w < 1 ? 1 : w > WALK_JOBS ? WALK_JOBS : (unsigned)w;
+}
+
+int ha_walk_ahead(const struct rd *r, uint64_t b0, uint64_t b1)
+{
+	unsigned win, jobs;
+	int stream;
+
+	(void)b0;
+	pthread_mutex_lock(&r->h->lock);
+	stream = r->h->walk && walk_note(r->h, r->off, r->end);
+	pthread_mutex_unlock(&r->h->lock);
+	if (!stream)
+		return 0;
+	walk_shape(r->h->he, &win, &jobs);
+	queue_windows(r, b1, win, jobs);
+	return 1;
 }

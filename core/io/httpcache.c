@@ -253,8 +253,8 @@ ssize_t httpcache_pread(struct source *s, void *buf, size_t n, uint64_t off)
 	struct rd r;
 	ssize_t got;
 	uint64_t b0, b1, b;
-	int rc, lone;
-	unsigned win;
+	int rc, lone = 0, walking;
+	unsigned win = 0;
 
 	if ((got = rd_start(&r, s, buf, &n, off)) != 1)
 		return got;
@@ -269,14 +269,18 @@ ssize_t httpcache_pread(struct source *s, void *buf, size_t n, uint64_t off)
 		ha_prefetch_after(&r, b1, ha_note_read(r.h, b0, b1, off, &lone));
 		return (ssize_t)n;
 	}
-	win = ha_note_read(r.h, b0, b1, off, &lone);
+	/* a walk that streams has queued the windows after this read, which
+	 * then fetches its own blocks only */
+	walking = ha_walk_ahead(&r, b0, b1);
+	if (!walking)
+		win = ha_note_read(r.h, b0, b1, off, &lone);
 	/* blocks when they may be read again: with a disk cache (the next
 	 * epoch), or when the whole source fits in the memory cache */
 	lone = lone && n <= EXACT_MAX && !r.h->disk && r.size > r.h->he->cache_bytes;
 	rc = r.build ? build_read(&r, win, lone) : read_round(&r, win, lone);
 	if (rc)
 		return rc;
-	if (!lone)
+	if (!lone && !walking)
 		ha_prefetch_after(&r, b1, win);
 	return (ssize_t)n;
 }

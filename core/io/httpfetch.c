@@ -64,6 +64,16 @@
  * never the build. */
 #define BUILD_STALL_S     2
 #define HEDGE_MS          1000   /* a wait for another's fetch, then our own */
+/* The link (link_note): bodies this large time its rate; a latency
+ * sample is capped (a 2 s delay of a flaky store is no link's); until a
+ * fetch was timed, a round trip is guessed to deliver LINK_GUESS_BDP, and
+ * until a large one was, the rate is guessed high: a walk then streams,
+ * and its windows measure the rate (a guess too low would hop, and hops
+ * time no rate). */
+#define LINK_BODY       (256u << 10)
+#define LINK_LAT_MAX    (1000 * 1000000LL)
+#define LINK_GUESS_BDP  (1u << 20)
+#define LINK_GUESS_RATE (1000ull << 20)
 
 static uint64_t key_of(const struct http_src *h, uint64_t b)
 {
@@ -192,12 +202,12 @@ int hf_flight_over(const struct rd *r, uint64_t lo, uint64_t hi)
 }
 
 /* Whether a fetch runs over block b (h->lock held). */
-static int running_over(const struct http_src *h, uint64_t b)
+static int running_over(const struct http_src *h, uint64_t b, int skip)
 {
 	int i;
 
 	for (i = 0; i < NFLIGHT; i++)
-		if (h->flight[i].state == FL_RUNNING && h->flight[i].lo <= b &&
+		if (i != skip && h->flight[i].state == FL_RUNNING && h->flight[i].lo <= b &&
 		    b <= h->flight[i].hi)
 			return 1;
 	return 0;
@@ -224,20 +234,28 @@ static int free_slot(struct http_src *h, int64_t now)
 
 /* Trims *hi before others' fetches after `need` and records lo..*hi; its
  * slot, or -1 when all are taken (h->lock held). */
-int hf_record(struct http_src *h, uint64_t lo, uint64_t need, uint64_t *hi)
+/* hf_record, but the fetch in slot skip (one a walk's read hedges) does
+ * not trim *hi. */
+static int record_but(struct http_src *h, uint64_t lo, uint64_t need,
+		      uint64_t *hi, int skip)
 {
 	int64_t now = sfs_now_ns();
 	uint64_t b;
 	int i;
 
 	for (b = need + 1; b <= *hi; b++)
-		if (running_over(h, b))
+		if (running_over(h, b, skip))
 			break;
 	*hi = b - 1;
 	if ((i = free_slot(h, now)) >= 0)
 		h->flight[i] = (struct flight){ lo, *hi, FL_RUNNING, 0, 0, 0, 0,
 						h->flight[i].gen + 1, now };
 	return i;
+}
+
+int hf_record(struct http_src *h, uint64_t lo, uint64_t need, uint64_t *hi)
+{
+	return record_but(h, lo, need, hi, -1);
 }
 
 /* Whether the read is out of time or cancelled: -EIO or -EINTR, else 0. */
@@ -292,8 +310,8 @@ int hf_claim(const struct rd *r, uint64_t lo, uint64_t need, uint64_t *hi,
 		 int *waits, int *slot)
 {
 	struct http_src *h = r->h;
-	struct flight *f;
-	int i, rc = 0, wait;
+	struct flight *f = NULL;
+	int i, rc = 0, wait, skip = -1;
 	unsigned gen;
 
 	pthread_mutex_lock(&h->lock);
@@ -313,8 +331,14 @@ int hf_claim(const struct rd *r, uint64_t lo, uint64_t need, uint64_t *hi,
 			f->end = r->end > f->end ? r->end : f->end;
 		}
 	}
+	if (rc == 2 && h->walk && f->hi > *hi) {
+		/* a walk's window is slow: the hedge takes the rest of it, or
+		 * each header in it would send one of its own */
+		*hi = f->hi - lo < RUN_MAX + RA_MAX ? f->hi : lo + RUN_MAX + RA_MAX - 1;
+		skip = i;
+	}
 	if (!wait || rc == 2) {
-		*slot = hf_record(h, lo, need, hi);	/* ours (a hedge: a second one) */
+		*slot = record_but(h, lo, need, hi, skip);	/* ours (a hedge: a second one) */
 		rc = 0;
 	}
 	pthread_mutex_unlock(&h->lock);
@@ -409,6 +433,43 @@ static int read_failed(const struct rd *r, const struct httpreq *req,
 
 /* Fetches blocks lo..hi with one request: the pieces the read wants into
  * its buffer, every block into the caches.  0 or -EIO (-ENOMEM). */
+/*
+ * The link, from a fetch of `bytes` that ended (resp): a moving average
+ * (1/4 new) of the time to the first byte, and of the rate of bodies of
+ * LINK_BODY or more, times the fetches that ran alongside (which shared
+ * the link: its rate is their sum).  Failed fetches say nothing of the
+ * link's rate, only of its latency when they got an answer.  Lock-free:
+ * a racing update loses a sample, nothing else.
+ */
+static void link_note(struct http_env *he, const struct httpresp *resp,
+		      uint64_t bytes)
+{
+	int64_t lat = atomic_load(&he->lat_ns), t = resp->ttfb_ns;
+	uint64_t rate = atomic_load(&he->rate), v;
+	unsigned along = atomic_load(&he->running);
+
+	if (t <= 0 || !resp->status)
+		return;
+	if (t > LINK_LAT_MAX)
+		t = LINK_LAT_MAX;
+	atomic_store(&he->lat_ns, lat ? (3 * lat + t) / 4 : t);
+	if (resp->status != 206 || bytes < LINK_BODY || resp->total_ns <= resp->ttfb_ns)
+		return;
+	v = (uint64_t)((double)bytes * 1e9 / (double)(resp->total_ns - resp->ttfb_ns));
+	v *= along ? along : 1;
+	atomic_store(&he->rate, rate ? (3 * rate + v) / 4 : v);
+}
+
+uint64_t hf_link_bdp(const struct http_env *he)
+{
+	int64_t lat = atomic_load(&he->lat_ns);
+	uint64_t rate = atomic_load(&he->rate);
+
+	if (!lat)
+		return LINK_GUESS_BDP;
+	return (uint64_t)((double)(rate ? rate : LINK_GUESS_RATE) * (double)lat / 1e9);
+}
+
 int hf_fetch(const struct rd *r, uint64_t lo, uint64_t hi, int quiet)
 {
 	struct iovec iov[RUN_MAX + RA_MAX];
@@ -430,7 +491,11 @@ int hf_fetch(const struct rd *r, uint64_t lo, uint64_t hi, int quiet)
 	req.niov = (int)n;
 	req.from = lo * BLOCK;
 	req.to = (hi + 1) * BLOCK < r->size ? (hi + 1) * BLOCK - 1 : r->size - 1;
-	if (httpreq_do(r->h->he->net, &req, &resp)) {
+	atomic_fetch_add(&r->h->he->running, 1);
+	rc = httpreq_do(r->h->he->net, &req, &resp);
+	link_note(r->h->he, &resp, req.to - req.from + 1);
+	atomic_fetch_sub(&r->h->he->running, 1);
+	if (rc) {
 		rc = read_failed(r, &req, &resp, quiet);
 		goto out;
 	}

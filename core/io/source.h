@@ -301,6 +301,12 @@ enum source_advice {
 	SOURCE_ADV_NORMAL,    /* the default again */
 	SOURCE_ADV_RANDOM,    /* small reads here and there: no readahead */
 	SOURCE_ADV_WILLNEED,  /* these bytes soon: fetch them in the background */
+	/* forward reads with gaps, to the end (a walk of a tar's headers,
+	 * which skips the members' data): a remote source reads through
+	 * the gaps its link delivers within a round trip, with windows in
+	 * flight ahead of the reader, and hops over the others (httpahead.c);
+	 * a local file takes it as RANDOM */
+	SOURCE_ADV_WALK,
 };
 /* A hint, as posix_fadvise: local files pass it to the kernel; a backend
  * may ignore it.  Never fails. */
