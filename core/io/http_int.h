@@ -118,6 +118,7 @@ struct http_src {
 	uint64_t w_end;                 /* where its last read ended; 0: none */
 	unsigned w_short;               /* the last 8 gaps, bit set: short */
 	unsigned w_gaps;                /* gaps noted (counts to 8) */
+	uint64_t w_lo, w_hi;            /* the blocks it streamed (w_hi 0: none) */
 };
 
 /* http.c, for the bucket backend (bucket.c), whose objects are URLs
@@ -228,6 +229,8 @@ void hf_release(const struct rd *r, int slot, uint64_t hi, int rc, int hold);
 int hf_fetch(const struct rd *r, uint64_t lo, uint64_t hi, int quiet);
 /* Only r's bytes from block b on, into its buffer, nothing cached. */
 int hf_fetch_exact(const struct rd *r, uint64_t b);
+/* Drops blocks lo..hi of h's source from the memory cache. */
+void hf_drop(struct http_src *h, uint64_t lo, uint64_t hi);
 /* What the link delivers in one round trip (latency x rate, both as the
  * fetches so far found them), in bytes; a guess before any was timed. */
 uint64_t hf_link_bdp(const struct http_env *he);

@@ -184,21 +184,28 @@ void httpahead_stop(struct http_env *he)
 	he->nthreads = 0;
 }
 
-void httpahead_forget(struct source *s)
+/* Drops s's prefetches still queued (h->lock held). */
+static void unqueue(struct source *s)
 {
 	struct http_src *h = s->priv;
 	struct http_env *he = h->he;
-	unsigned i, kept = 0, dropped;
+	unsigned i, kept = 0;
 
 	pthread_mutex_lock(&he->q_lock);
 	for (i = 0; i < he->q_len; i++)
 		if (he->queue[i].s != s)
 			he->queue[kept++] = he->queue[i];
-	dropped = he->q_len - kept;
+	h->jobs -= he->q_len - kept;
 	he->q_len = kept;
 	pthread_mutex_unlock(&he->q_lock);
+}
+
+void httpahead_forget(struct source *s)
+{
+	struct http_src *h = s->priv;
+
 	pthread_mutex_lock(&h->lock);
-	h->jobs -= dropped;
+	unqueue(s);
 	while (h->jobs)
 		pthread_cond_wait(&h->landed, &h->lock);
 	pthread_mutex_unlock(&h->lock);
@@ -297,15 +304,34 @@ void httpahead_willneed(struct source *s, uint64_t off, uint64_t len)
 
 /* ---- walks (SOURCE_ADV_WALK) ---- */
 
+/*
+ * A walk that ends (on 0) leaves none of the blocks it streamed in the
+ * memory cache: it read through members' data only to reach their
+ * headers, so the mount's first reads of the members go to the store, as
+ * after a walk that hopped (and a fault or a change of the source is seen
+ * there), and the cache is not left full of an arbitrary stretch of the
+ * source.  Its windows still queued are dropped; none should be running
+ * (the walk waited for each window holding a header, in order, up to the
+ * archive's end), and one that is is not waited for: advice never waits.
+ */
 void httpahead_walk(struct source *s, int on)
 {
 	struct http_src *h = s->priv;
+	uint64_t lo, hi;
 
 	pthread_mutex_lock(&h->lock);
+	lo = h->w_lo;
+	hi = h->w_hi;
 	h->walk = on;
-	h->w_end = 0;
+	h->w_end = h->w_lo = h->w_hi = 0;
 	h->w_short = h->w_gaps = 0;
 	pthread_mutex_unlock(&h->lock);
+	if (on || !hi)
+		return;
+	pthread_mutex_lock(&h->lock);
+	unqueue(s);
+	pthread_mutex_unlock(&h->lock);
+	hf_drop(h, lo, hi);
 }
 
 /*
@@ -363,15 +389,25 @@ static void walk_shape(const struct http_env *he, unsigned *win, unsigned *jobs)
 int ha_walk_ahead(const struct rd *r, uint64_t b0, uint64_t b1)
 {
 	unsigned win, jobs;
-	int stream;
+	int stream, first;
 
-	(void)b0;
 	pthread_mutex_lock(&r->h->lock);
-	stream = r->h->walk && walk_note(r->h, r->off, r->end);
+	/* the walk's first read (the archive's first header, which says
+	 * whether it is a tar at all) is a read like any other */
+	first = !r->h->w_end;
+	stream = r->h->walk && walk_note(r->h, r->off, r->end) && !first;
 	pthread_mutex_unlock(&r->h->lock);
 	if (!stream)
 		return 0;
 	walk_shape(r->h->he, &win, &jobs);
 	queue_windows(r, b1, win, jobs);
+	pthread_mutex_lock(&r->h->lock);
+	if (!r->h->w_hi || b0 < r->h->w_lo)
+		r->h->w_lo = b0;
+	if (r->h->ahead > r->h->w_hi)
+		r->h->w_hi = r->h->ahead;
+	if (b1 > r->h->w_hi)
+		r->h->w_hi = b1;
+	pthread_mutex_unlock(&r->h->lock);
 	return 1;
 }
