@@ -337,9 +337,12 @@ void httpahead_walk(struct source *s, int on)
 /*
  * Notes the gap between the walk's last read and this one, [off, end),
  * and says whether the walk streams (h->lock held): when at least half of
- * its last WALK_GAPS gaps were short, within what the link delivers in a
- * round trip (hf_link_bdp), reading through the next one costs less than
- * the round trip a hop over it would.  A walk streams from its start (its
+ * its last WALK_GAPS gaps were short, within what the link delivers in
+ * half a round trip (hf_link_bdp / 2), reading through the next one costs
+ * less than the round trip a hop over it would, by a margin for the rate,
+ * which is a sum of concurrent requests' rates (an estimate: one of
+ * 25 MB members at 20 ms streamed 4 times the bytes it hopped with at
+ * the full round trip, and took longer).  A walk streams from its start (its
  * windows time the link) until its gaps say otherwise.  A read at or
  * before the last one's end (a nested tar's first header, read to see
  * whether it is one, then walked) is no gap.
@@ -350,7 +353,7 @@ static int walk_note(struct http_src *h, uint64_t off, uint64_t end)
 	unsigned n;
 
 	if (h->w_end && off >= h->w_end) {
-		h->w_short = (h->w_short << 1 | (off - h->w_end <= bdp)) &
+		h->w_short = (h->w_short << 1 | (off - h->w_end <= bdp / 2)) &
 			     ((1u << WALK_GAPS) - 1);
 		if (h->w_gaps < WALK_GAPS)
 			h->w_gaps++;
