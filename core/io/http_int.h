@@ -67,8 +67,9 @@ struct http_env {
 	int stopping;
 	/* the link, as the fetches found it (httpfetch.c: hf_link_bdp):
 	 * moving averages of the time to a response's first byte and of the
-	 * rate of the large ones, summed over the fetches running together */
-	_Atomic int64_t lat_ns;
+	 * rate of the large ones, summed over the fetches running together,
+	 * and the least time to a first byte lately (a decaying minimum) */
+	_Atomic int64_t lat_ns, lat_min_ns;
 	_Atomic uint64_t rate;          /* bytes/s; 0: none measured yet */
 	atomic_uint running;            /* fetches in flight, mount-wide */
 };
@@ -232,7 +233,10 @@ int hf_fetch_exact(const struct rd *r, uint64_t b);
 /* Drops blocks lo..hi of h's source from the memory cache. */
 void hf_drop(struct http_src *h, uint64_t lo, uint64_t hi);
 /* What the link delivers in one round trip (latency x rate, both as the
- * fetches so far found them), in bytes; a guess before any was timed. */
-uint64_t hf_link_bdp(const struct http_env *he);
+ * fetches so far found them), in bytes; a guess before any was timed.
+ * bare 1: the round trip of a request alone (the least latency lately:
+ * what a hop costs); 0: as requests see it, queued behind each other
+ * (what the windows in flight must cover). */
+uint64_t hf_link_bdp(const struct http_env *he, int bare);
 
 #endif

@@ -338,18 +338,21 @@ void httpahead_walk(struct source *s, int on)
  * Notes the gap between the walk's last read and this one, [off, end),
  * and says whether the walk streams (h->lock held): when at least half of
  * its last WALK_GAPS gaps were short, within what the link delivers in
- * half a round trip (hf_link_bdp / 2), reading through the next one costs
+ * half the round trip of a request alone (hf_link_bdp / 2: the cost of a
+ * hop, not that of a request queued behind the windows), reading through the next one costs
  * less than the round trip a hop over it would, by a margin for the rate,
  * which is a sum of concurrent requests' rates (an estimate: one of
  * 25 MB members at 20 ms streamed 4 times the bytes it hopped with at
- * the full round trip, and took longer).  A walk streams from its start (its
- * windows time the link) until its gaps say otherwise.  A read at or
+ * the full round trip, and took longer).  A walk streams from its first
+ * gap on when that is short (the first request timed the latency; until
+ * a window times the rate, it is guessed high, see hf_link_bdp), until
+ * its gaps say otherwise.  A read at or
  * before the last one's end (a nested tar's first header, read to see
  * whether it is one, then walked) is no gap.
  */
 static int walk_note(struct http_src *h, uint64_t off, uint64_t end)
 {
-	uint64_t bdp = hf_link_bdp(h->he);
+	uint64_t bdp = hf_link_bdp(h->he, 1);
 	unsigned n;
 
 	if (h->w_end && off >= h->w_end) {
@@ -361,19 +364,19 @@ static int walk_note(struct http_src *h, uint64_t off, uint64_t end)
 	if (end > h->w_end)
 		h->w_end = end;
 	n = h->w_gaps;
-	return n < 2 || 2 * (unsigned)__builtin_popcount(h->w_short & ((1u << n) - 1)) >= n;
+	return n && 2 * (unsigned)__builtin_popcount(h->w_short & ((1u << n) - 1)) >= n;
 }
 
 /*
  * A streaming walk's windows: twice what the link delivers in a round
- * trip in flight (so the pipe stays full while each window waits for its
- * first byte), at least WALK_DEPTH_MIN, at most half the memory cache
+ * trip as the windows see it in flight (so the pipe stays full while each
+ * window waits for its first byte), at least WALK_DEPTH_MIN, at most half the memory cache
  * (landed windows wait there for the walk, and must not push each other
  * out), cut into up to WALK_JOBS windows of WALK_WIN_MIN to ra_max blocks.
  */
 static void walk_shape(const struct http_env *he, unsigned *win, unsigned *jobs)
 {
-	uint64_t depth = 2 * hf_link_bdp(he), cap = he->cache_bytes / 2, w;
+	uint64_t depth = 2 * hf_link_bdp(he, 0), cap = he->cache_bytes / 2, w;
 
 	if (depth < WALK_DEPTH_MIN)
 		depth = WALK_DEPTH_MIN;

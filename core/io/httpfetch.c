@@ -435,7 +435,9 @@ static int read_failed(const struct rd *r, const struct httpreq *req,
  * its buffer, every block into the caches.  0 or -EIO (-ENOMEM). */
 /*
  * The link, from a fetch of `bytes` that ended (resp): a moving average
- * (1/4 new) of the time to the first byte, and of the rate of bodies of
+ * (1/4 new) of the time to the first byte and a decaying minimum of it
+ * (a request queued behind others, in the store or a proxy, waits
+ * longer for its first byte than one alone), and of the rate of bodies of
  * LINK_BODY or more, times the fetches that ran alongside (which shared
  * the link: its rate is their sum).  Failed fetches say nothing of the
  * link's rate, only of its latency when they got an answer.  Lock-free:
@@ -445,6 +447,7 @@ static void link_note(struct http_env *he, const struct httpresp *resp,
 		      uint64_t bytes)
 {
 	int64_t lat = atomic_load(&he->lat_ns), t = resp->ttfb_ns;
+	int64_t least = atomic_load(&he->lat_min_ns);
 	uint64_t rate = atomic_load(&he->rate), v;
 	unsigned along = atomic_load(&he->running);
 
@@ -453,6 +456,7 @@ static void link_note(struct http_env *he, const struct httpresp *resp,
 	if (t > LINK_LAT_MAX)
 		t = LINK_LAT_MAX;
 	atomic_store(&he->lat_ns, lat ? (3 * lat + t) / 4 : t);
+	atomic_store(&he->lat_min_ns, !least || t < least ? t : (15 * least + t) / 16);
 	if (resp->status != 206 || bytes < LINK_BODY || resp->total_ns <= resp->ttfb_ns)
 		return;
 	v = (uint64_t)((double)bytes * 1e9 / (double)(resp->total_ns - resp->ttfb_ns));
@@ -468,9 +472,9 @@ void hf_drop(struct http_src *h, uint64_t lo, uint64_t hi)
 		lru_drop(h->he->mem, key_of(h, b));
 }
 
-uint64_t hf_link_bdp(const struct http_env *he)
+uint64_t hf_link_bdp(const struct http_env *he, int bare)
 {
-	int64_t lat = atomic_load(&he->lat_ns);
+	int64_t lat = atomic_load(bare ? &he->lat_min_ns : &he->lat_ns);
 	uint64_t rate = atomic_load(&he->rate);
 
 	if (!lat)

@@ -11,7 +11,10 @@
 #     expanded into directories);
 #   - through /__chaos faulting half of the GETs (5xx, resets, bodies cut
 #     with and without Content-Length, trickles, stops, delays): the build
-#     completes, its tree is tarfile's and it logged no error.
+#     completes, its tree is tarfile's and it logged no error;
+#   - a tar of 10 members of 8 MB, no delay (a round trip of loopback
+#     delivers far less): the build hops over them, fetching less than a
+#     quarter of the tar's bytes, and its tree is tarfile's.
 # No timing is asserted: the delay only makes hops costly, and the request
 # count is what says whether the build streamed.
 . "$(dirname "$0")/lib.sh"
@@ -38,6 +41,9 @@ with tarfile.open(sys.argv[1] + "/train.tar", "w") as out:
             for i in range(50):
                 add(inner, "n%08d_%d.JPEG" % (c, i), jpeg())
         add(out, "n%08d.tar" % c, buf.getvalue())
+with tarfile.open(sys.argv[1] + "/large.tar", "w") as out:
+    for i in range(10):
+        add(out, "large%d.bin" % i, rng.randbytes(8 << 20))
 PY
 # ORACLE TAR: "path size" of every file of the tree the tar mounts as
 # (nested tars expanded into directories named without .tar), then
@@ -73,7 +79,7 @@ for r, p in out:
 for r, p in out[::10]:
     print(r, hashlib.sha1(open(p, "rb").read()).hexdigest())' "$1"
 }
-for t in flat train; do
+for t in flat train large; do
 	"$PY" -c "$ORACLE" "$W/$t.tar" >"$T/$t.oracle" || { echo "not ok - oracle of $t.tar"; exit 1; }
 done
 
@@ -114,4 +120,14 @@ proxy_ctl "chaos?rate=0" >/dev/null
 check "its tree is tarfile's" cmp <(tree "$T/m3") "$T/train.oracle"
 check "the build that completed logged no error" eval '! grep "error: " "$(sfs_log "$T/m3")"'
 check "unmount" sfs_umount "$T/m3"
+
+# 4. members far larger than what a round trip delivers: hopped over
+proxy_ctl "stats?reset=1" >/dev/null
+check "large.tar: the build through the proxy completes" \
+	sfs_mount "$(proxy_url /large.tar)" "$T/m4" -o "layout=tar,quiet,index_dir=$T/i4"
+got=$(proxy_stat data_bytes) size=$(stat -c %s "$W/large.tar")
+echo "    large.tar: $got bytes fetched of $size, $(proxy_stat method.GET) GETs"
+check "large.tar: less than a quarter of its bytes fetched ($got of $size)" eval "[ $got -lt $((size / 4)) ]"
+check "large.tar: its tree is tarfile's" cmp <(tree "$T/m4") "$T/large.oracle"
+check "unmount" sfs_umount "$T/m4"
 sfs_done
