@@ -337,17 +337,16 @@ void httpahead_walk(struct source *s, int on)
 /*
  * Notes the gap between the walk's last read and this one, [off, end),
  * and says whether the walk streams (h->lock held): when at least half of
- * its last WALK_GAPS gaps were short, within what the link delivers in
- * half the round trip of a request alone (hf_link_bdp / 2: the cost of a
- * hop, not that of a request queued behind the windows), reading through the next one costs
- * less than the round trip a hop over it would, by a margin for the rate,
- * which is a sum of concurrent requests' rates (an estimate: one of
- * 25 MB members at 20 ms streamed 4 times the bytes it hopped with at
- * the full round trip, and took longer).  A walk streams from its first
- * gap on when that is short (the first request timed the latency; until
- * a window times the rate, it is guessed high, see hf_link_bdp), until
- * its gaps say otherwise.  A read at or
- * before the last one's end (a nested tar's first header, read to see
+ * its last WALK_GAPS gaps were short.  A gap is short within what the link
+ * delivers in half the round trip of a request alone (hf_link_bdp(, 1)
+ * / 2): reading through it costs less than the hop over it would, with a
+ * margin for the rate, an estimate summed over concurrent requests (at a
+ * whole round trip, a tar of 25 MB members at 20 ms streamed 4 times the
+ * bytes it hops with, and took longer).  So a walk streams from its first
+ * gap on when that is short (the first request timed the latency; until a
+ * window times the rate it is guessed high: hf_link_bdp), until its gaps
+ * say otherwise.  A read at or before the last one's end (the archive's
+ * first header read again, a nested tar's first header read to see
  * whether it is one, then walked) is no gap.
  */
 static int walk_note(struct http_src *h, uint64_t off, uint64_t end)
@@ -370,9 +369,11 @@ static int walk_note(struct http_src *h, uint64_t off, uint64_t end)
 /*
  * A streaming walk's windows: twice what the link delivers in a round
  * trip as the windows see it in flight (so the pipe stays full while each
- * window waits for its first byte), at least WALK_DEPTH_MIN, at most half the memory cache
- * (landed windows wait there for the walk, and must not push each other
- * out), cut into up to WALK_JOBS windows of WALK_WIN_MIN to ra_max blocks.
+ * window waits for its first byte), at least WALK_DEPTH_MIN, at most
+ * half the memory cache (landed windows wait there for the walk, and must
+ * not push each other out; the build's memory stays within 1.5 times
+ * cache_mem), cut into up to WALK_JOBS windows of WALK_WIN_MIN to
+ * WALK_WIN_MAX blocks.
  */
 static void walk_shape(const struct http_env *he, unsigned *win, unsigned *jobs)
 {
@@ -395,13 +396,13 @@ static void walk_shape(const struct http_env *he, unsigned *win, unsigned *jobs)
 int ha_walk_ahead(const struct rd *r, uint64_t b0, uint64_t b1)
 {
 	unsigned win, jobs;
-	int stream, first;
+	int stream;
 
+	/* the walk's first reads (the archive's first header, which says
+	 * whether it is a tar at all) have no gap before them: reads like
+	 * any other */
 	pthread_mutex_lock(&r->h->lock);
-	/* the walk's first read (the archive's first header, which says
-	 * whether it is a tar at all) is a read like any other */
-	first = !r->h->w_end;
-	stream = r->h->walk && walk_note(r->h, r->off, r->end) && !first;
+	stream = r->h->walk && walk_note(r->h, r->off, r->end);
 	pthread_mutex_unlock(&r->h->lock);
 	if (!stream)
 		return 0;
