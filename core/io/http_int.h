@@ -119,7 +119,6 @@ struct http_src {
 	uint64_t w_end;                 /* where its last read ended; 0: none */
 	unsigned w_short;               /* the last 8 gaps, bit set: short */
 	unsigned w_gaps;                /* gaps noted (counts to 8) */
-	uint64_t w_lo, w_hi;            /* the blocks it streamed (w_hi 0: none) */
 };
 
 /* http.c, for the bucket backend (bucket.c), whose objects are URLs
@@ -188,10 +187,11 @@ void httpahead_forget(struct source *s);
 void httpahead_willneed(struct source *s, uint64_t off, uint64_t len);
 /* source_advise(WALK) (on 1) and the advice that ends a walk (on 0). */
 void httpahead_walk(struct source *s, int on);
-/* Before a walk's read (h->walk) of blocks b0..b1 fetches: when the walk
- * streams, queues the windows ahead of it and returns 1 (the read then
- * fetches its own blocks only); 0 when it hops (the read is as any). */
-int ha_walk_ahead(const struct rd *r, uint64_t b0, uint64_t b1);
+/* Before a read r ending in block b1 fetches: when it is a walk's
+ * (h->walk) and the walk streams, queues the windows ahead of it and
+ * returns 1 (the read then fetches its own blocks only); else 0 (the read
+ * is as any). */
+int ha_walk_ahead(const struct rd *r, uint64_t b1);
 /* Notes a read of blocks b0..b1 (from byte off) for readahead: the window
  * to read ahead with; *lone: the read starts no stream and is alone in
  * its region, so it fetches only its bytes. */
@@ -230,8 +230,6 @@ void hf_release(const struct rd *r, int slot, uint64_t hi, int rc, int hold);
 int hf_fetch(const struct rd *r, uint64_t lo, uint64_t hi, int quiet);
 /* Only r's bytes from block b on, into its buffer, nothing cached. */
 int hf_fetch_exact(const struct rd *r, uint64_t b);
-/* Drops blocks lo..hi of h's source from the memory cache. */
-void hf_drop(struct http_src *h, uint64_t lo, uint64_t hi);
 /* What the link delivers in one round trip (latency x rate, both as the
  * fetches so far found them), in bytes; a guess before any was timed.
  * bare 1: the round trip of a request alone (the least latency lately:

@@ -305,33 +305,23 @@ void httpahead_willneed(struct source *s, uint64_t off, uint64_t len)
 /* ---- walks (SOURCE_ADV_WALK) ---- */
 
 /*
- * A walk that ends (on 0) leaves none of the blocks it streamed in the
- * memory cache: it read through members' data only to reach their
- * headers, so the mount's first reads of the members go to the store, as
- * after a walk that hopped (and a fault or a change of the source is seen
- * there), and the cache is not left full of an arbitrary stretch of the
- * source.  Its windows still queued are dropped; none should be running
- * (the walk waited for each window holding a header, in order, up to the
- * archive's end), and one that is is not waited for: advice never waits.
+ * A walk that ends (on 0) drops its windows still queued (none should be:
+ * the walk waited for each window holding a header, in order, up to the
+ * archive's end).  The blocks it streamed stay in the memory cache, as a
+ * sequential reader's do: a tar smaller than the cache is then read from
+ * memory, a larger one's last stretch.
  */
 void httpahead_walk(struct source *s, int on)
 {
 	struct http_src *h = s->priv;
-	uint64_t lo, hi;
 
 	pthread_mutex_lock(&h->lock);
-	lo = h->w_lo;
-	hi = h->w_hi;
 	h->walk = on;
-	h->w_end = h->w_lo = h->w_hi = 0;
+	h->w_end = 0;
 	h->w_short = h->w_gaps = 0;
+	if (!on)
+		unqueue(s);
 	pthread_mutex_unlock(&h->lock);
-	if (on || !hi)
-		return;
-	pthread_mutex_lock(&h->lock);
-	unqueue(s);
-	pthread_mutex_unlock(&h->lock);
-	hf_drop(h, lo, hi);
 }
 
 /*
@@ -393,7 +383,7 @@ static void walk_shape(const struct http_env *he, unsigned *win, unsigned *jobs)
 	*jobs = w < 1 ? 1 : w > WALK_JOBS ? WALK_JOBS : (unsigned)w;
 }
 
-int ha_walk_ahead(const struct rd *r, uint64_t b0, uint64_t b1)
+int ha_walk_ahead(const struct rd *r, uint64_t b1)
 {
 	unsigned win, jobs;
 	int stream;
@@ -408,13 +398,5 @@ int ha_walk_ahead(const struct rd *r, uint64_t b0, uint64_t b1)
 		return 0;
 	walk_shape(r->h->he, &win, &jobs);
 	queue_windows(r, b1, win, jobs);
-	pthread_mutex_lock(&r->h->lock);
-	if (!r->h->w_hi || b0 < r->h->w_lo)
-		r->h->w_lo = b0;
-	if (r->h->ahead > r->h->w_hi)
-		r->h->w_hi = r->h->ahead;
-	if (b1 > r->h->w_hi)
-		r->h->w_hi = b1;
-	pthread_mutex_unlock(&r->h->lock);
 	return 1;
 }

@@ -271,7 +271,7 @@ ssize_t httpcache_pread(struct source *s, void *buf, size_t n, uint64_t off)
 	}
 	/* a walk that streams has queued the windows after this read, which
 	 * then fetches its own blocks only */
-	walking = ha_walk_ahead(&r, b0, b1);
+	walking = ha_walk_ahead(&r, b1);
 	if (!walking)
 		win = ha_note_read(r.h, b0, b1, off, &lone);
 	/* blocks when they may be read again: with a disk cache (the next

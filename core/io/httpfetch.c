@@ -464,14 +464,6 @@ static void link_note(struct http_env *he, const struct httpresp *resp,
 	atomic_store(&he->rate, rate ? (3 * rate + v) / 4 : v);
 }
 
-void hf_drop(struct http_src *h, uint64_t lo, uint64_t hi)
-{
-	uint64_t b;
-
-	for (b = lo; b <= hi; b++)
-		lru_drop(h->he->mem, key_of(h, b));
-}
-
 uint64_t hf_link_bdp(const struct http_env *he, int bare)
 {
 	int64_t lat = atomic_load(bare ? &he->lat_min_ns : &he->lat_ns);
