@@ -496,9 +496,11 @@ static int walk_source(struct builder *b, const struct tarindex_source *s,
 	grow = source_extent(s->src, 0, size) == 0;
 	source_identity(s->src, &id);
 	*mtime = source_stamp_sec(&id);
-	/* we read one header per member and skip the data: readahead would
-	 * read the data we skip */
-	source_advise(s->src, 0, 0, SOURCE_ADV_RANDOM);
+	/* we read one header per member and skip the data: a local file's
+	 * readahead would read the data we skip; a remote source reads
+	 * through the gaps its link delivers within a round trip rather than
+	 * paying one per header (source.h) */
+	source_advise(s->src, 0, 0, SOURCE_ADV_WALK);
 	rc = zip_sniff(s->src);
 	if (rc == 1)
 		rc = walk_zip(b, &c);

@@ -124,6 +124,8 @@ static void file_advise(struct source *s, uint64_t off, uint64_t len,
 		[SOURCE_ADV_NORMAL] = POSIX_FADV_NORMAL,
 		[SOURCE_ADV_RANDOM] = POSIX_FADV_RANDOM,
 		[SOURCE_ADV_WILLNEED] = POSIX_FADV_WILLNEED,
+		/* a walk skips the data between headers: no readahead */
+		[SOURCE_ADV_WALK] = POSIX_FADV_RANDOM,
 	};
 
 	(void)posix_fadvise(((struct file_src *)s->priv)->fd, (off_t)off,

@@ -102,7 +102,7 @@ static void http_env_fini(struct source_env *env)
 
 	if (!he)
 		return;
-	httpcache_stop(he);
+	httpahead_stop(he);
 	httpreq_ctx_free(he->net);
 	lru_free(he->mem);
 	diskcache_close(he->disk);
@@ -381,7 +381,7 @@ int http_attach(struct source *s, const char *url, const struct httpauth *auth)
 	pthread_cond_init(&h->landed, &ca);
 	pthread_condattr_destroy(&ca);
 	s->priv = h;
-	httpcache_start(he);
+	httpahead_start(he);
 	return 0;
 }
 
@@ -391,7 +391,7 @@ void http_close(struct source *s)
 
 	if (!h)
 		return;
-	httpcache_forget(s);
+	httpahead_forget(s);
 	pthread_mutex_destroy(&h->lock);
 	pthread_cond_destroy(&h->landed);
 	free(h->url);
@@ -467,12 +467,15 @@ static int http_list(struct source_env *env, const char *uri, source_list_fn fn,
 	return rc;
 }
 
-/* Only WILLNEED means anything here: the block cache decides the rest. */
+/* WILLNEED prefetches; WALK starts a walk, NORMAL and RANDOM end it
+ * (httpahead.c); the block cache decides the rest. */
 void http_advise(struct source *s, uint64_t off, uint64_t len,
 			enum source_advice adv)
 {
 	if (adv == SOURCE_ADV_WILLNEED)
-		httpcache_willneed(s, off, len);
+		httpahead_willneed(s, off, len);
+	else
+		httpahead_walk(s, adv == SOURCE_ADV_WALK);
 }
 
 const struct source_backend source_http_backend = {

@@ -1,9 +1,10 @@
 /*
- * http_int.h - what the two halves of the HTTP backend share: http.c
- * (opening, stamps, names, listings, the mount's state) and httpcache.c
- * (reading through the block caches, readahead, prefetch threads).
- * Private to those two files, and to bucket.c, whose objects are read as
- * URLs (http_attach).
+ * http_int.h - what the parts of the HTTP backend share: http.c (opening,
+ * stamps, names, listings, the mount's state), httpcache.c (reads through
+ * the block caches), httpahead.c (readahead, walks, prefetch threads) and
+ * httpfetch.c (blocks, shared fetches, requests); calls go down that list
+ * only.  Private to those files, and to bucket.c, whose objects are read
+ * as URLs (http_attach).
  */
 #ifndef SFS_IO_HTTP_INT_H
 #define SFS_IO_HTTP_INT_H
@@ -64,10 +65,17 @@ struct http_env {
 	pthread_t threads[PREFETCHERS];
 	unsigned nthreads;
 	int stopping;
+	/* the link, as the fetches found it (httpfetch.c: hf_link_bdp):
+	 * moving averages of the time to a response's first byte and of the
+	 * rate of the large ones, summed over the fetches running together,
+	 * and the least time to a first byte lately (a decaying minimum) */
+	_Atomic int64_t lat_ns, lat_min_ns;
+	_Atomic uint64_t rate;          /* bytes/s; 0: none measured yet */
+	atomic_uint running;            /* fetches in flight, mount-wide */
 };
 
 /*
- * A fetch of blocks lo..hi of a source (httpcache.c), which reads needing
+ * A fetch of blocks lo..hi of a source (httpfetch.c), which reads needing
  * any of them wait for rather than asking again: RUNNING, or FAILED (its
  * error is that of every read of the same bytes [off, end) arriving before
  * `until`: the kernel asks again for a page right after its readahead
@@ -106,6 +114,11 @@ struct http_src {
 	uint64_t regions[REGIONS];      /* of recent random reads, + 1 (0: none) */
 	unsigned region_next;
 	unsigned jobs;                  /* prefetches queued or running */
+	/* a walk (SOURCE_ADV_WALK: httpahead.c) */
+	int walk;
+	uint64_t w_end;                 /* where its last read ended; 0: none */
+	unsigned w_short;               /* the last 8 gaps, bit set: short */
+	unsigned w_gaps;                /* gaps noted (counts to 8) */
 };
 
 /* http.c, for the bucket backend (bucket.c), whose objects are URLs
@@ -130,20 +143,98 @@ int http_know(struct http_env *he, const char *name,
 int http_known_stamp(struct http_env *he, const char *name,
 		     struct source_stamp *st);
 
-/* httpcache.c */
+#define RUN_MAX    64           /* missing blocks of a read in one request */
+#define PLURAL(n) ((n) == 1 ? "" : "s")
+
+/* One read: [off, end) of a source of `size` bytes, into buf; a prefetch
+ * is a read of nothing (buf NULL, off = end = 0).  It gives up at deadline
+ * (sfs_now_ns) or when cancel is set. */
+struct rd {
+	struct source *s;
+	struct http_src *h;
+	char *buf;
+	uint64_t off, end, size;
+	int64_t deadline;
+	const struct source_cancel *cancel;
+	int build;              /* an index build's read (source_build) */
+	int *hard;              /* set when a failure is not worth sending
+				 * again (httpresp.retryable); may be NULL */
+	int64_t since;          /* when its request arrived (sfs_now_ns) */
+	int fresh;              /* source_refetch: no cached copy is taken,
+				 * and the caches' are replaced */
+	char *why;              /* a build's read: its failures are said
+				 * here (whylen bytes), for build_read to
+				 * say once, instead of logged */
+	size_t whylen;
+};
+
+/* httpcache.c: the backends' pread and refetch */
 ssize_t httpcache_pread(struct source *s, void *buf, size_t n, uint64_t off);
 /* source_refetch: the blocks of [off, off + n) fetched again, replacing
  * the caches' copies. */
 ssize_t httpcache_refetch(struct source *s, void *buf, size_t n, uint64_t off);
+
+/* httpahead.c */
 /* Starts the prefetch threads if they are not running (the first open of
  * a mount: a daemon forks before it, threads would not survive that). */
-void httpcache_start(struct http_env *he);
+void httpahead_start(struct http_env *he);
 /* Stops them (all sources closed). */
-void httpcache_stop(struct http_env *he);
+void httpahead_stop(struct http_env *he);
 /* Drops s's queued prefetches and waits for its running ones: before
  * close. */
-void httpcache_forget(struct source *s);
+void httpahead_forget(struct source *s);
 /* source_advise(WILLNEED) for HTTP sources: prefetch, never wait. */
-void httpcache_willneed(struct source *s, uint64_t off, uint64_t len);
+void httpahead_willneed(struct source *s, uint64_t off, uint64_t len);
+/* source_advise(WALK) (on 1) and the advice that ends a walk (on 0). */
+void httpahead_walk(struct source *s, int on);
+/* Before a read r ending in block b1 fetches: when it is a walk's
+ * (h->walk) and the walk streams, queues the windows ahead of it and
+ * returns 1 (the read then fetches its own blocks only); else 0 (the read
+ * is as any). */
+int ha_walk_ahead(const struct rd *r, uint64_t b1);
+/* Notes a read of blocks b0..b1 (from byte off) for readahead: the window
+ * to read ahead with; *lone: the read starts no stream and is alone in
+ * its region, so it fetches only its bytes. */
+unsigned ha_note_read(struct http_src *h, uint64_t b0, uint64_t b1,
+		      uint64_t off, int *lone);
+/* After a sequential read ending in block b1 with window win: queues the
+ * windows that run ahead of it.  Never waits. */
+void ha_prefetch_after(const struct rd *r, uint64_t b1, unsigned win);
+
+/* httpfetch.c */
+/* Block b's piece (the part read r wants) from memory, or from the disk
+ * cache into memory too: 1, or 0 when it is not there. */
+int hf_from_memory(const struct rd *r, uint64_t b);
+int hf_from_disk(const struct rd *r, uint64_t b);
+/* Either, counted (source_env_stats). */
+int hf_cached(const struct rd *r, uint64_t b);
+/* The fetch running over any of blocks lo..hi, or failed for r's bytes
+ * there, or -1 (h->lock held). */
+int hf_flight_over(const struct rd *r, uint64_t lo, uint64_t hi);
+/* Trims *hi before others' fetches after `need` and records lo..*hi; its
+ * slot, or -1 when all are taken (h->lock held). */
+int hf_record(struct http_src *h, uint64_t lo, uint64_t need, uint64_t *hi);
+/* Whether the read is out of time or cancelled: -ETIMEDOUT or -EINTR,
+ * else 0. */
+int hf_read_over(const struct rd *r);
+/* Before fetching blocks lo..need (readahead up to *hi): waits for
+ * another's fetch of them (1: look in the cache again; its error), or
+ * records this one in *slot (0). */
+int hf_claim(const struct rd *r, uint64_t lo, uint64_t need, uint64_t *hi,
+	     int *waits, int *slot);
+/* Ends read r's fetch (slot) that took blocks up to hi with rc; hold: a
+ * failure is kept for FAIL_HOLD_MS. */
+void hf_release(const struct rd *r, int slot, uint64_t hi, int rc, int hold);
+/* Fetches blocks lo..hi with one request into r's buffer and the caches;
+ * quiet: a failure is not said.  0 or -EIO (-ENOMEM, -EINTR). */
+int hf_fetch(const struct rd *r, uint64_t lo, uint64_t hi, int quiet);
+/* Only r's bytes from block b on, into its buffer, nothing cached. */
+int hf_fetch_exact(const struct rd *r, uint64_t b);
+/* What the link delivers in one round trip (latency x rate, both as the
+ * fetches so far found them), in bytes; a guess before any was timed.
+ * bare 1: the round trip of a request alone (the least latency lately:
+ * what a hop costs); 0: as requests see it, queued behind each other
+ * (what the windows in flight must cover). */
+uint64_t hf_link_bdp(const struct http_env *he, int bare);
 
 #endif

@@ -362,6 +362,10 @@ static void gather(CURL *h, const struct httpreq *req, struct httpresp *r)
 	r->length = -1;
 	if (curl_easy_getinfo(h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &v) == CURLE_OK)
 		r->length = v;
+	if (curl_easy_getinfo(h, CURLINFO_STARTTRANSFER_TIME_T, &v) == CURLE_OK)
+		r->ttfb_ns = (int64_t)v * 1000;
+	if (curl_easy_getinfo(h, CURLINFO_TOTAL_TIME_T, &v) == CURLE_OK)
+		r->total_ns = (int64_t)v * 1000;
 	if (curl_easy_getinfo(h, CURLINFO_EFFECTIVE_URL, &eff) == CURLE_OK && eff) {
 		el = strlen(eff);
 		r->to_dir = el && eff[el - 1] == '/' && ul && req->url[ul - 1] != '/';

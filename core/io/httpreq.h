@@ -112,6 +112,9 @@ struct httpresp {
 	char *body;               /* see httpreq.iov */
 	int changed;              /* expect failed: another size or ETag */
 	unsigned attempts;
+	/* the last attempt's time to its first byte and in all (ns): the
+	 * link's latency and rate, for the walks of index builds */
+	int64_t ttfb_ns, total_ns;
 	int retryable;            /* failed for what may pass (a 5xx, a reset,
 				   * the deadline), not for what another
 				   * attempt would meet again (a 4xx, a 200 to

@@ -300,7 +300,7 @@ void source_cancel(struct source_cancel *c);
  * served read's: a read that fails (read_timeout_s, retries spent) is sent
  * again with growing backoff until build_timeout_s after source_build(1)
  * (a source that changed still fails at once); each attempt gives up after
- * a shorter stall (BUILD_STALL_S in httpcache.c), a read waiting for a
+ * a shorter stall (BUILD_STALL_S in httpfetch.c), a read waiting for a
  * slow request of another thread sends its own after HEDGE_MS, and more
  * readahead requests are kept in flight.  A build is expensive to redo and
  * nobody is waiting on one of its pages, so it waits out a flaky store
@@ -313,6 +313,12 @@ enum source_advice {
 	SOURCE_ADV_NORMAL,    /* the default again */
 	SOURCE_ADV_RANDOM,    /* small reads here and there: no readahead */
 	SOURCE_ADV_WILLNEED,  /* these bytes soon: fetch them in the background */
+	/* forward reads with gaps, to the end (a walk of a tar's headers,
+	 * which skips the members' data): a remote source reads through
+	 * the gaps its link delivers within a round trip, with windows in
+	 * flight ahead of the reader, and hops over the others (httpahead.c);
+	 * a local file takes it as RANDOM */
+	SOURCE_ADV_WALK,
 };
 /* A hint, as posix_fadvise: local files pass it to the kernel; a backend
  * may ignore it.  Never fails. */

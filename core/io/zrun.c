@@ -22,6 +22,9 @@
  * with EIO, so a build that read them fails as it would have had it read
  * them after the pass (EIO).  A span evicted before its reader got to it
  * makes that reader wait for the end and inflate it from the table.
+ * A pass started by an index build's thread reads as the build does
+ * (source_build: a failing read is sent again until build_timeout, a slow
+ * request hedged), so a flaky store costs it retries, not the build.
  *
  * Threads: the pass thread and the readers share struct zrun under its
  * mutex; the table, the size and the pass's result are written by the
@@ -63,6 +66,11 @@ struct zrun {
 	int streamed;                 /* a reader called source_extent: reads
 				       * are served at the frontier */
 	const struct zrun_hooks *hooks; /* zsource.c's, for the pass */
+	int build;                    /* started by an index build's thread:
+				       * the pass reads as the build would
+				       * (source_build: retried until
+				       * build_timeout, hedged), set before
+				       * the thread starts */
 };
 
 /* The span holding off among those ended (off < frontier); mu held. */
@@ -92,6 +100,7 @@ static void run_start(struct zsrc *z)
 	if (r->started)
 		return;
 	r->started = 1;
+	r->build = source_build_since() != 0;
 	pthread_attr_init(&at);
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
 	rc = pthread_create(&r->tid, &at, pass_main, z);
@@ -259,8 +268,12 @@ static void *pass_main(void *arg)
 	struct zspans out = { pass_keep, r->hooks->span_buf, z };
 	const uint8_t *blob = NULL;
 	size_t len = 0;
-	int rc = ztable_build(z->in, z->codec, z->ze->span, z->want, &out,
-			      &blob, &len);
+	int rc;
+
+	/* a build's source: a flaky store costs the pass retries, as it
+	 * would the build's own reads, not the build */
+	source_build(r->build);
+	rc = ztable_build(z->in, z->codec, z->ze->span, z->want, &out, &blob, &len);
 
 	if (rc == 0) {
 		z->blob = blob;

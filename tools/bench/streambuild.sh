@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# streambuild.sh - first tar index builds over a slow or flaky link,
+# measured (issue 26): nginx on loopback behind
+# tests/integration/fault_proxy.py, with
+#   1. 20 ms added to every request (/__delay: an object store's time to
+#      first byte): the build (a mount with a fresh index_dir, which returns
+#      once the index is built and the mount serves) against `curl` fetching
+#      the whole tar through the same proxy, runs alternating (curl, build,
+#      curl, build, ...), for a tar of 2000 members of 60-160 KB (~220 MB,
+#      ImageNet's JPEG sizes) and for the ImageNet shape (an outer tar of 20
+#      class tars of 100 such members); medians, min and max, and the median
+#      of the per-pair ratios build / curl;
+#   2. /__chaos faulting a fraction of the GETs (a seeded mix of 500, 503,
+#      429, resets, bodies cut with and without Content-Length, trickles,
+#      stops, 2 s delays), no delay otherwise: builds of the flat tar, each
+#      capped at STREAM_CAP seconds; how many completed, median, min, max.
+# The tars are generated once with Python's tarfile into $STREAM_DIR.
+#
+#   tools/bench/streambuild.sh [RUNS [RATES]]        (RATES like "0.2 0.6")
+#
+# Environment: SAMPLEFS_BUILD=DIR (build), STREAM_DIR (the tars,
+# /var/tmp/samplefs-streambuild), STREAM_CAP (seconds a build may take,
+# 300), STREAM_OPTS (more -o options, e.g. cache_mem=128M), STREAM_DELAY
+# (ms, 20).  Not a test: no assertion; speed only.  Kills only what it
+# started (lib.sh's cleanup).  Prints Markdown table rows.
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+. "$ROOT/tests/integration/lib.sh"
+. "$ROOT/tests/integration/http_lib.sh"
+RUNS=${1:-5}
+RATES=${2:-0.2 0.6}
+DIR=${STREAM_DIR:-/var/tmp/samplefs-streambuild}
+CAP=${STREAM_CAP:-300}
+DELAY=${STREAM_DELAY:-20}
+sfs_setup
+mkdir -p "$DIR"
+gen() {	# gen FILE NESTED
+	[ -s "$1" ] && return 0
+	"$PY" - "$1.part" "$2" <<'PY' && mv "$1.part" "$1"
+import io, random, sys, tarfile
+rng = random.Random(26)
+def add(t, name, data):
+    ti = tarfile.TarInfo(name); ti.size = len(data); ti.mtime = 1700000000
+    t.addfile(ti, io.BytesIO(data))
+def jpeg():
+    return rng.randbytes(rng.randrange(60000, 160000))
+with tarfile.open(sys.argv[1], "w") as out:
+    if sys.argv[2] == "0":
+        for i in range(2000):
+            add(out, "d%02d/s%06d.jpg" % (i % 10, i), jpeg())
+    else:
+        for c in range(20):
+            buf = io.BytesIO()
+            with tarfile.open(fileobj=buf, mode="w") as inner:
+                for i in range(100):
+                    add(inner, "n%08d_%d.JPEG" % (c, i), jpeg())
+            add(out, "n%08d.tar" % c, buf.getvalue())
+PY
+}
+gen "$DIR/flat.tar" 0 || exit 1
+gen "$DIR/nested.tar" 1 || exit 1
+http_start "$DIR" || exit 1
+proxy_start "$(http_url /)" || exit 1
+MNT=$SFS_TMP/mnt
+mkdir -p "$MNT"
+
+# ms COMMAND...: runs it, prints its wall time in ms and returns its status
+ms() {
+	local t0=${EPOCHREALTIME/./} rc
+	"$@"
+	rc=$?
+	echo $(((${EPOCHREALTIME/./} - t0) / 1000))
+	return $rc
+}
+build() {	# build URL: one build with a fresh index, then unmount
+	rm -rf "$SFS_TMP/idx"
+	timeout -k 5 "$CAP" "$SAMPLEFS" -o "layout=tar,quiet,index_dir=$SFS_TMP/idx${STREAM_OPTS:+,$STREAM_OPTS}" \
+		"$1" "$MNT" 2>"$SFS_TMP/run.log" && sfs_mounted "$MNT" && fusermount3 -u "$MNT"
+}
+fetch() { curl -sf -o /dev/null "$1"; }
+# stats N...: "median min max" of the numbers
+stats() {
+	printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END {
+		m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+		printf "%s %s %s\n", m, v[1], v[NR] }'
+}
+
+echo "# $SAMPLEFS ($(git -C "$ROOT" rev-parse --short HEAD)), $RUNS runs each, options: layout=tar${STREAM_OPTS:+,$STREAM_OPTS}"
+echo
+echo "| tar, ${DELAY} ms a request | curl ms: median (min-max) | build ms: median (min-max) | build / curl: median of pairs (min-max) | GETs a build |"
+echo "|---|---|---|---|---|"
+proxy_ctl "delay?ms=$DELAY" >/dev/null
+for t in flat nested; do
+	url=$(proxy_url "/$t.tar")
+	cs=() bs=() rs=() gets=
+	for ((i = 0; i < RUNS; i++)); do
+		c=$(ms fetch "$url") || { echo "curl failed" >&2; exit 1; }
+		proxy_ctl "stats?reset=1" >/dev/null
+		b=$(ms build "$url") || { echo "build failed: $(tail -1 "$SFS_TMP/run.log")" >&2; exit 1; }
+		gets=$(proxy_stat method.GET)
+		cs+=("$c") bs+=("$b") rs+=("$(awk -v a="$b" -v b="$c" 'BEGIN { printf "%.2f", a / b }')")
+		echo "  $t run $i: curl $c ms, build $b ms, $gets GETs" >&2
+	done
+	read -r cm cmin cmax < <(stats "${cs[@]}")
+	read -r bm bmin bmax < <(stats "${bs[@]}")
+	read -r rm rmin rmax < <(stats "${rs[@]}")
+	echo "| $t ($(du -m "$DIR/$t.tar" | cut -f1) MB) | $cm ($cmin-$cmax) | $bm ($bmin-$bmax) | ${rm}x ($rmin-$rmax) | $gets |"
+done
+proxy_ctl "delay?ms=0" >/dev/null
+
+echo
+echo "| flat tar, GETs faulted | builds ok | median s | min s | max s |"
+echo "|---|---|---|---|---|"
+url=$(proxy_url /flat.tar)
+for rate in $RATES; do
+	times=() ok=0
+	for ((i = 0; i < RUNS; i++)); do
+		proxy_ctl "chaos?rate=$rate&seed=$((i + 1))" >/dev/null
+		proxy_ctl "stats?reset=1" >/dev/null
+		if b=$(ms build "$url"); then
+			ok=$((ok + 1)); times+=("$(awk -v a="$b" 'BEGIN { printf "%.1f", a / 1000 }')")
+		else
+			echo "  rate $rate run $i: failed after $b ms: $(tail -1 "$SFS_TMP/run.log")" >&2
+		fi
+		echo "  rate $rate run $i: $b ms, $(proxy_stat faults) faults of $(proxy_stat requests) requests" >&2
+	done
+	med=- min=- max=-
+	[ ${#times[@]} -gt 0 ] && read -r med min max < <(stats "${times[@]}")
+	echo "| $(awk -v r="$rate" 'BEGIN { printf "%d %%", r * 100 }') | $ok of $RUNS | $med | $min | $max |"
+done
+proxy_ctl "chaos?rate=0" >/dev/null
