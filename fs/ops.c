@@ -25,6 +25,7 @@
 #include "clock.h"
 #include "log.h"
 #include "io/source.h"
+#include "io/zpool.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -474,7 +475,10 @@ static int read_copy(fuse_req_t req, struct sfs_fs *fs, fuse_ino_t ino,
 		fuse_reply_buf(req, NULL, 0);
 		return 0;
 	}
-	if (size > sizeof(stack) && !(buf = malloc(size))) {
+	/* a big reply's buffer is one the mount keeps (zpool): 1 MiB READs
+	 * (-o readahead) malloc'ed and freed in turn by every thread grew
+	 * glibc's arenas by tens of MiB in the soak */
+	if (size > sizeof(stack) && !(buf = zpool_get(fs->replies, size))) {
 		fuse_reply_err(req, ENOMEM);
 		return 0;
 	}
@@ -499,7 +503,7 @@ static int read_copy(fuse_req_t req, struct sfs_fs *fs, fuse_ino_t ino,
 	ctl_read_done(&fs->ctl, (uint64_t)off, n < 0 ? 0 : (size_t)n, 0, n < 0);
 out:
 	if (buf != stack)
-		free(buf);
+		zpool_put(fs->replies, buf, size);
 	return rc;
 }
 

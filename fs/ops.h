@@ -19,6 +19,8 @@
 
 /* The session's userdata.  Filled before mounting, read-only afterwards
  * but for io, rdp, inval and ctl, which lock themselves. */
+struct zpool;
+
 struct sfs_fs {
 	struct fs_opts opts;	/* opts.core is what the layout was opened with */
 	struct layout layout;
@@ -32,6 +34,8 @@ struct sfs_fs {
 	struct inval inval;	/* locks itself */
 	struct ctl ctl;		/* the control directory; counts lock-free,
 				 * locks its documents */
+	struct zpool *replies;	/* buffers of copied read replies over
+				 * STACK_READ (ops.c), reused; locks itself */
 };
 
 extern const struct fuse_lowlevel_ops sfs_ll_ops;
