@@ -6,12 +6,16 @@
 # BENCH_RUNS runs, cold and warm caches.  Writes tools/bench/results.md and
 # its charts, docs/bench/*.png (tools/bench/charts.py).
 #
-#   tools/bench/bench.sh [A] [B] [http] [scale] [stats] [tools] [cold]
+#   tools/bench/bench.sh [A] [B] [http] [scale] [stats] [stream] [seq] [shuf] [tools] [cold]
 #                   parts: A Quick, Draw!, B ImageNet, http mounts over
 #                   HTTP, scale mount time, index and RSS against dataset
-#                   size, stats the cost of reading stats.json (default
-#                   those five); tools: du, ls -lR, find over ImageNet
-#                   only; cold: cold ImageNet reads only
+#                   size, stats the cost of reading stats.json; issue 26's
+#                   read path: stream index builds over a 20 ms link and a
+#                   faulty store (streambuild.sh), seq shards streamed and
+#                   warm epochs (seqbench.sh), shuf shuffled shards with
+#                   prefetch (shufbench.sh) (default those eight); tools:
+#                   du, ls -lR, find over ImageNet only; cold: cold ImageNet
+#                   reads only
 #   BENCH_QUICK=1   small data and one run, for debugging; the table goes to
 #                   $BENCH_DIR/quick/results.md and the charts to
 #                   $BENCH_DIR/quick/charts/, not into the repository
@@ -42,7 +46,7 @@ READER=$BUILD/bench-readfiles
 QUICK=${BENCH_QUICK:-0}
 POLL=${BENCH_POLL:-50}	# samplefs' default -o poll, given to the floor too
 BASE=${BENCH_DIR:-/var/tmp/samplefs-bench}
-PARTS=${*:-A B http scale stats}
+PARTS=${*:-A B http scale stats stream seq shuf}
 if [ "$QUICK" = 1 ]; then
 	DATA=$BASE/quick
 	RUNS=${BENCH_RUNS:-1}
@@ -1074,6 +1078,21 @@ part_stats() {
 	note "stats: tools/bench/statsbench.sh on part B's release: $STATS_RUNS pairs of fresh mounts (saved index, sources warm), without and with a bash loop reading MOUNT/.samplefs/stats.json every 0.1 s, the order alternating; each reads the $(wc -l <"$LISTS/in_random.txt") random train JPEGs of part B with 4 threads."
 }
 
+# Issue 26's parts: each script measures its own anchors side by side
+# (curl through the same proxy, the same shards as files and the FUSE
+# floor, the extracted tree), alternating, and writes its own table; the
+# bench's log keeps their output and results.md points at it.
+part_script() {	# NAME SCRIPT ARGS...: runs SCRIPT with this bench's build
+	local name=$1 script=$2 log=$BASE/$1.log; shift 2
+	say "== $name: tools/bench/$script $*"
+	if ! SAMPLEFS_BUILD=$BUILD SEQ_BUILD=$BUILD SHUF_BUILD=$BUILD \
+		bash "$HERE/$script" "$@" >"$log" 2>&1; then
+		fail "$name" "$script failed (see $log)"
+		return 1
+	fi
+	note "$name: tools/bench/$script $* (its table: $log; docs/benchmarks.md has the numbers with their commit)"
+}
+
 setup
 case " $PARTS " in *" A "*) part_a ;; esac
 case " $PARTS " in *" B "*) part_b ;; esac
@@ -1082,6 +1101,9 @@ case " $PARTS " in *" scale "*) part_scale ;; esac
 case " $PARTS " in *" stats "*) part_stats ;; esac
 case " $PARTS " in *" tools "*) part_tools ;; esac
 case " $PARTS " in *" cold "*) part_cold ;; esac
+case " $PARTS " in *" stream "*) part_script stream streambuild.sh "$RUNS" "0.2 0.6" ;; esac
+case " $PARTS " in *" seq "*) part_script seq seqbench.sh ;; esac
+case " $PARTS " in *" shuf "*) part_script shuf shufbench.sh ;; esac
 "$PY" "$HERE/table.py" "$RES" "$OUT" && say "results in $OUT"
 mkdir -p "$CHARTS" && "$PY" "$HERE/charts.py" "$RES" "$CHARTS" && say "charts in $CHARTS"
 empty_trash
