@@ -94,8 +94,10 @@ declare -A CALLS=(
 )
 # "FILE..." (globs) of core/ modules that still call each other -> why,
 # until cut
-# (none now: the last, the tar index's build stages calling back into
-# tarindex_build.c, was cut by tarindex_ents.c and the builder's hooks)
+# (none now: the last ones, the tar index's build stages calling back
+# into tarindex_build.c and its zip reads calling back into tarindex.c,
+# were cut by tarindex_ents.c, the builder's hooks, and the zip section's
+# reads moving into tarindex.c)
 declare -A CIRCLES=()
 FUNCS='open|open64|openat|openat2|creat|pread|pread64|preadv|preadv2|read|readv|stat|stat64|fstat|fstat64|lstat|fstatat|statx|mmap|mmap64|opendir|fdopendir|readdir|readdir64|scandir|fopen|freopen|access|faccessat|realpath|readlink|readlinkat|posix_fadvise|sendfile|splice|gzopen|gzopen64|gzdopen|archive_read_open_filename|archive_read_open_filenames|archive_read_open_fd|archive_read_open_FILE|curl_[A-Za-z0-9_]+'
 

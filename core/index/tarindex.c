@@ -3,10 +3,13 @@
  * checks the small sections of a mapped index at open and each directory's
  * children the first time it is used (so lookups need no bounds checks,
  * and a mount reads what it touches), then answers lookups, listings,
- * symlink walks and reads in place in the mmap'ed index file.
+ * a link's target and reads in place in the mmap'ed index file, zip
+ * members' reads included (the section tarindex_zip.c builds: small ones
+ * inflated whole by zipread.c, large ones through derived sources).
  *
- * Not for: building the index (tarindex_build.c), layout decisions (names
- * of the mount's top level, inodes).
+ * Not for: building the index (tarindex_build.c), which links leave the
+ * mount (tarindex_escape.c), layout decisions (names of the mount's top
+ * level, inodes).
  */
 #include "index/tarindex.h"
 
@@ -16,9 +19,16 @@
 
 #include "log.h"
 #include "io/source.h"
+#include "formats/zipread.h"
 #include "index/tarindex_int.h"
 
 /* ---------------------------------------------------------------- mounted */
+
+/* The zip section (below: sources that are zips, built by tarindex_zip.c). */
+struct lru_pool;
+static int zip_open(struct tarindex *t, const struct index_map *m, uint32_t c,
+		    struct lru_pool *mem);
+static void zip_close(struct tarindex *t);
 
 static int bad(const char *what, uint64_t i)
 {
@@ -358,7 +368,7 @@ int tarindex_open(struct tarindex *t, const struct index_map *m,
 	t->map = m;
 	rc = map_sections(t, m, tag_prefix_char);
 	if (rc == 0)
-		rc = tarindex_zip_open(t, m, tag_prefix_char,
+		rc = zip_open(t, m, tag_prefix_char,
 				       nsrc ? source_cache(src[0].src) : NULL);
 	if (rc == 0 && t->ntop != nsrc)
 		rc = bad("number of sources differs", nsrc);
@@ -401,7 +411,7 @@ out:
 
 void tarindex_close(struct tarindex *t)
 {
-	tarindex_zip_close(t);
+	zip_close(t);
 	tarindex_derived_close(t);
 	free(t->srcs);
 	free(t->checked);
@@ -544,245 +554,120 @@ const char *tarindex_link(const struct tarindex *t, uint32_t i, uint64_t *len)
 	return t->pool + n->off;
 }
 
-#define LINK_HOPS_MAX 40	/* the kernel's limit on links in one walk */
+/* Zip entries in (source, offset) order: the section's and its search's. */
+int tarindex_zip_cmp(const void *pa, const void *pb)
+{
+	const struct tarindex_zip *a = pa, *b = pb;
+
+	if (a->src != b->src)
+		return a->src < b->src ? -1 : 1;
+	return (a->off > b->off) - (a->off < b->off);
+}
+
+/* ---- zip members (sources that are zips: tarindex_zip.c builds) ---- */
 
 /*
- * Following symlinks as path lookup does, each link's target walked once
- * for the whole tree: a link met on the way is followed from its own
- * directory, as it would be on its own, and what that came to is kept
- * for every other walk that meets it.  That is exact: following a link
- * goes the same way wherever the walk comes from, and a walk that has
- * followed H links fails where following this one would take it past
- * LINK_HOPS_MAX, i.e. iff H + its hops > LINK_HOPS_MAX.  A link met while
- * it is being followed goes round for ever (ELOOP, as over 40 links).
- * So the work is the targets' length, not 40 x 2048 components per link,
- * and the links being followed are a stack on the heap, not recursion.
+ * Large member d as a derived source (zipread_member_open), named as a
+ * nested compressed tar is, after the zip, the data's offset and the
+ * member ("x.zip@1234:big.bin"): its access points are stored under that
+ * name and the zip's stamp, so a remount finds them without a pass, and
+ * the pass's messages name all three.
  */
-struct link_outcome {
-	uint32_t end;       /* where it led, when r is 0 */
-	int8_t r;           /* 1: above the root; 0: ended at end; -1: nowhere */
-	uint8_t hops;       /* links followed, itself included (at most
-			     * LINK_HOPS_MAX + 1: too many, or a loop) */
-	uint8_t state;      /* 0: not yet followed; 1: being followed; 2: known */
-};
-
-/* A link being followed: number k among the links, the walk of its
- * target at byte `at` in directory `cur`, links followed so far, and the
- * link it waits for (NONE). */
-struct link_frame {
-	uint64_t at;
-	uint32_t k, cur, hops, wait;
-};
-
-struct link_walk {
-	const struct tarindex *t;
-	uint32_t *links;                /* the symlink nodes, increasing */
-	uint32_t *same;                 /* by link number: the first link of
-					 * its directory with its target */
-	uint32_t nlinks, depth;
-	struct link_outcome *o;         /* by link number */
-	struct link_frame *st;          /* each link on it once at most */
-};
-
-/* The link followed for symlink node `node`: the first of its set. */
-static uint32_t link_number(const struct link_walk *w, uint32_t node)
+static int member_open(const struct zip_data *d, struct source **out)
 {
-	return w->same[tarindex_count_below(w->links, w->nlinks, node)];
-}
+	char *name = tarindex_derived_name(d->path, d->off, d->name);
+	int rc;
 
-static void follow(struct link_walk *w, uint32_t k, uint32_t dir)
-{
-	w->st[w->depth++] = (struct link_frame){ 0, k, dir, 1, NONE };
-	w->o[k].state = 1;
-}
-
-/* The top link's walk came to r (at node end): known from now on. */
-static void settle(struct link_walk *w, int r, uint32_t end)
-{
-	const struct link_frame *f = &w->st[--w->depth];
-
-	w->o[f->k] = (struct link_outcome){ end, (int8_t)r,
-		(uint8_t)(f->hops > LINK_HOPS_MAX ? LINK_HOPS_MAX + 1 : f->hops), 2 };
-}
-
-#define GO_ON 2  /* from take and step: the top link's walk goes on */
-
-/*
- * The top link met link j, now known or being followed (a loop): GO_ON,
- * or what the top link's walk came to (as walk_link).
- */
-static int take(struct link_walk *w, uint32_t j)
-{
-	struct link_frame *f = &w->st[w->depth - 1];
-	const struct link_outcome *o = &w->o[j];
-
-	f->hops += o->state == 2 ? o->hops : LINK_HOPS_MAX + 1;
-	if (f->hops > LINK_HOPS_MAX)
-		return -1;
-	if (o->r)
-		return o->r;
-	f->cur = o->end;
-	return GO_ON;
-}
-
-/*
- * One component of the top link's target (".", "..", a name), or the
- * outcome of the link it waited for: GO_ON, or what its walk came to
- * (1: above the root; 0: ended at *end; -1: nowhere).
- */
-static int step(struct link_walk *w, uint32_t *end)
-{
-	const struct tarindex *t = w->t;
-	struct link_frame *f = &w->st[w->depth - 1];
-	uint64_t len = 0;
-	const char *path = tarindex_link(t, w->links[f->k], &len);
-	char comp[256];
-	size_t a = f->at, b, n;
-	uint32_t j;
-	int64_t c;
-
-	if (f->wait != NONE) {
-		j = f->wait;
-		f->wait = NONE;
-		return take(w, j);
-	}
-	if (a == 0 && len && path[0] == '/')
-		return 1;
-	while (a < len && path[a] == '/')
-		a++;
-	*end = f->cur;
-	if (a >= len)
-		return 0;
-	for (b = a; b < len && path[b] != '/'; b++)
-		;
-	f->at = b;
-	n = b - a;
-	if (n == 1 && path[a] == '.')
-		return GO_ON;
-	if (tarindex_node_type(&t->nodes[f->cur]) != TARINDEX_DIR)
-		return -1;
-	if (n == 2 && path[a] == '.' && path[a + 1] == '.') {
-		if (f->cur == TARINDEX_ROOT)
-			return 1;
-		f->cur = tarindex_parent(t, f->cur);
-		return GO_ON;
-	}
-	if (n >= sizeof(comp))
-		return -1;
-	memcpy(comp, path + a, n);
-	comp[n] = '\0';
-	if ((c = tarindex_lookup(t, f->cur, comp)) < 0)
-		return -1;
-	if (tarindex_node_type(&t->nodes[c]) != TARINDEX_SYMLINK) {
-		f->cur = (uint32_t)c;
-		return GO_ON;
-	}
-	/* followed from its own directory, f->cur */
-	j = link_number(w, (uint32_t)c);
-	if (w->o[j].state != 0)
-		return take(w, j);
-	f->wait = j;
-	follow(w, j, f->cur);
-	return GO_ON;
-}
-
-/* A link's directory and target, and its number (for sorting). */
-struct link_key {
-	uint64_t target;
-	uint32_t dir, k;
-};
-
-static int link_key_cmp(const void *pa, const void *pb)
-{
-	const struct link_key *x = pa, *y = pb;
-
-	if (x->dir != y->dir)
-		return x->dir < y->dir ? -1 : 1;
-	if (x->target != y->target)
-		return x->target < y->target ? -1 : 1;
-	return x->k < y->k ? -1 : x->k > y->k;
-}
-
-/*
- * Links of one directory with one target go the same way: w->same names
- * the first of each such set, followed for all.  Targets are compared by
- * their place in the pool, where the build stores equal ones once
- * (pool_put_target); an index that does not only follows more.
- */
-static int same_links(struct link_walk *w)
-{
-	struct link_key *key = malloc((size_t)w->nlinks * sizeof(*key));
-	uint32_t k;
-
-	if (!key)
+	if (!name)
 		return -ENOMEM;
-	for (k = 0; k < w->nlinks; k++)
-		key[k] = (struct link_key){ w->t->nodes[w->links[k]].off,
-					    tarindex_parent(w->t, w->links[k]), k };
-	qsort(key, w->nlinks, sizeof(*key), link_key_cmp);
-	for (k = 0; k < w->nlinks; k++)
-		w->same[key[k].k] = k && key[k].dir == key[k - 1].dir &&
-			key[k].target == key[k - 1].target ? w->same[key[k - 1].k] : key[k].k;
-	free(key);
-	return 0;
+	rc = zipread_member_open(d, name, out);
+	free(name);
+	return rc;
 }
 
-int tarindex_escaping_links(const struct tarindex *t, uint32_t **out,
-			    uint32_t *nout)
+static int zip_open(struct tarindex *t, const struct index_map *m, uint32_t c,
+		      struct lru_pool *mem)
 {
-	struct link_walk w = { .t = t };
-	uint32_t i, k, n = 0;
-	int rc = -ENOMEM;
+	uint64_t len = 0, k;
 
-	*out = NULL;
-	*nout = 0;
-	if (!t->nsymlinks)	/* the usual case: no node is read */
+	t->zips = index_map_section(m, TAG(c, 'Z', 'P'), &len);
+	if (!t->zips)
 		return 0;
-	/* every node is read to find the links: checked first (a damaged
-	 * block fails the mount, said) */
-	if ((rc = ok(t, t->nodes, (uint64_t)t->nnodes * sizeof(*t->nodes))) < 0)
-		return rc;
-	for (i = 0; i < t->nnodes; i++)
-		w.nlinks += tarindex_node_type(&t->nodes[i]) == TARINDEX_SYMLINK;
-	if (!w.nlinks)
-		return 0;
-	w.links = malloc((size_t)w.nlinks * sizeof(*w.links));
-	w.same = malloc((size_t)w.nlinks * sizeof(*w.same));
-	w.o = calloc(w.nlinks, sizeof(*w.o));
-	w.st = malloc((size_t)w.nlinks * sizeof(*w.st));
-	if (!w.links || !w.same || !w.o || !w.st)
-		goto out;
-	for (i = 0, k = 0; i < t->nnodes; i++)
-		if (tarindex_node_type(&t->nodes[i]) == TARINDEX_SYMLINK)
-			w.links[k++] = i;
-	if (same_links(&w) < 0)
-		goto out;
-	for (k = 0; k < w.nlinks; k++) {
-		uint32_t j = w.same[k];
-
-		if (w.o[j].state == 0)
-			follow(&w, j, tarindex_parent(t, w.links[j]));
-		while (w.depth) {
-			uint32_t end = 0;
-			int r = step(&w, &end);
-
-			if (r != GO_ON)
-				settle(&w, r, end);
-		}
-		n += w.o[j].r == 1;
+	if (len % sizeof(*t->zips)) {
+		sfs_warn("tar index: zip section of %llu bytes: rebuilding",
+			 (unsigned long long)len);
+		return -EBADMSG;
 	}
-	rc = 0;
-	if (n && !(*out = malloc((size_t)n * sizeof(**out))))
-		rc = -ENOMEM;
-	for (k = 0; rc == 0 && k < w.nlinks; k++)
-		if (w.o[w.same[k]].r == 1)
-			(*out)[(*nout)++] = w.links[k];
-out:
-	free(w.links);
-	free(w.same);
-	free(w.o);
-	free(w.st);
-	return rc;
+	t->nzips = len / sizeof(*t->zips);
+	for (k = 0; k < t->nzips; k++) {
+		if (t->zips[k].src >= t->nsrc ||
+		    (k && tarindex_zip_cmp(&t->zips[k - 1], &t->zips[k]) >= 0) ||
+		    t->zips[k].off > t->src_sizes[t->zips[k].src] ||
+		    t->zips[k].csize > t->src_sizes[t->zips[k].src] - t->zips[k].off) {
+			sfs_warn("tar index: zip entry %llu out of order or past its "
+				 "source: rebuilding", (unsigned long long)k);
+			return -EBADMSG;
+		}
+	}
+	/* keys: an entry's number + 1 */
+	t->zr = t->nzips ? zipread_new(mem, t->nzips + 1, member_open) : NULL;
+	return t->nzips && !t->zr ? -ENOMEM : 0;
+}
+
+static void zip_close(struct tarindex *t)
+{
+	zipread_free(t->zr);
+	t->zr = NULL;
+}
+
+/* The zip entry of file node i, or NULL when its data is a plain range. */
+static const struct tarindex_zip *zip_of(const struct tarindex *t, uint32_t i)
+{
+	const struct tarindex_node *n = &t->nodes[i];
+	struct tarindex_zip key = { .off = n->off, .src = tarindex_node_src(n) };
+
+	if (!t->nzips || tarindex_node_type(n) != TARINDEX_FILE)
+		return NULL;
+	return bsearch(&key, t->zips, t->nzips, sizeof(*t->zips), tarindex_zip_cmp);
+}
+
+/* Entry z of file node i as zipread reads it. */
+static struct zip_data data_of(const struct tarindex *t, uint32_t i,
+			       const struct tarindex_zip *z)
+{
+	return (struct zip_data){
+		.src = t->srcs[z->src], .path = source_name(t->srcs[z->src]),
+		.name = tarindex_name(t, i), .off = z->off, .csize = z->csize,
+		.usize = tarindex_node_size(&t->nodes[i]), .crc32 = z->crc32,
+		.method = z->method, .flags = z->flags,
+	};
+}
+
+int tarindex_in_place(const struct tarindex *t, uint32_t i)
+{
+	const struct tarindex_zip *z;
+
+	if (tarindex_node_type(&t->nodes[i]) != TARINDEX_FILE ||
+	    tarindex_node_sparse(&t->nodes[i]))
+		return 0;
+	if (!(z = zip_of(t, i)))
+		return 1;
+	return zipread_in_place(t->zr, (uint64_t)(z - t->zips) + 1);
+}
+
+int tarindex_zipped(const struct tarindex *t, uint32_t i)
+{
+	return zip_of(t, i) != NULL;
+}
+
+static ssize_t zip_pread(const struct tarindex *t, uint32_t i,
+			   const struct tarindex_zip *z, void *buf, size_t size,
+			   uint64_t off)
+{
+	struct zip_data d = data_of(t, i, z);
+
+	/* the entry's number names the member in the cache */
+	return zipread_pread(t->zr, (uint64_t)(z - t->zips) + 1, &d, buf, size, off);
 }
 
 /*
@@ -917,8 +802,8 @@ ssize_t tarindex_pread(const struct tarindex *t, uint32_t i, void *buf,
 	if (size > fsize - off)
 		size = (size_t)(fsize - off);
 	/* a zip member's bytes go through zipread, which checks them */
-	if ((z = t->nzips ? tarindex_zip_of(t, i) : NULL)) {
-		got = tarindex_zip_pread(t, i, z, buf, size, off);
+	if ((z = t->nzips ? zip_of(t, i) : NULL)) {
+		got = zip_pread(t, i, z, buf, size, off);
 		if (got < 0)
 			return got;
 		rc = got == (ssize_t)size ? 0 : -EIO;

@@ -67,7 +67,7 @@
  * number of threads (source_pread on shared sources); the only state
  * that changes is which directories are checked, set atomically.
  *
- * Zip sources (tarindex_zip.c) become trees the same way: their members
+ * Zip sources (built by tarindex_zip.c, read by tarindex.c) become trees the same way: their members
  * are walked from the central directory (formats/zipwalk.h); every file
  * member is a file node listed in the zip section and read through
  * formats/zipread.h, which checks its CRC-32 before any byte is served:

@@ -68,19 +68,9 @@ int tarindex_derived_open(struct tarindex *t, const struct index_map *m,
 			  uint32_t c, uint32_t nderived);
 void tarindex_derived_close(struct tarindex *t);
 
-/* tarindex_zip.c, for tarindex.c: maps and checks the zip section
- * (optional: none when no source is a zip) and sets up its reads. */
-struct lru_pool;
-int tarindex_zip_open(struct tarindex *t, const struct index_map *m, uint32_t c,
-		      struct lru_pool *mem);
-void tarindex_zip_close(struct tarindex *t);
-/* The zip entry of file node i (tarindex_zip.c), or NULL when its data
- * is a plain range of its source. */
-const struct tarindex_zip *tarindex_zip_of(const struct tarindex *t, uint32_t i);
-/* Reads of file node i, zip member z (see tarindex_pread). */
-ssize_t tarindex_zip_pread(const struct tarindex *t, uint32_t i,
-			   const struct tarindex_zip *z, void *buf, size_t size,
-			   uint64_t off);
+/* Zip entries in (source, offset) order: how tarindex_zip.c writes the
+ * section and tarindex.c searches it (tarindex.c). */
+int tarindex_zip_cmp(const void *pa, const void *pb);
 
 /* Hard link entries by node number: sorted so at build, searched so at mount. */
 static inline int hardlink_cmp(const void *pa, const void *pb)
