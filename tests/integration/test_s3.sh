@@ -205,7 +205,9 @@ check "AWS_SESSION_TOKEN: the token is in no index file" no_secret_of "$TOKEN" -
 # ---- an object overwritten while mounted ----
 BIG="s3://$B/big one.tar"
 check "big one.tar uploaded" swift_put "$B" "big one.tar" "$T/big1.tar"
-check "big one.tar: mount" sfs_mount "$BIG" "$M" -o "layout=tar,$EP,index_dir=$T/idx-b"
+# cache_mem=1M: the build streams through the tar and keeps its blocks in
+# memory, and the reads after the overwrite must reach the store
+check "big one.tar: mount" sfs_mount "$BIG" "$M" -o "layout=tar,$EP,index_dir=$T/idx-b,cache_mem=1M"
 read_as() {	# MEMBER TAR: the bytes tarfile gives for it
 	cmp -s "$M/$1" <(tar -xOf "$2" "$1")
 }

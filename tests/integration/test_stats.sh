@@ -27,7 +27,7 @@
 #     grow over the loop; with readdirplus=always (quickdraw's and npy's
 #     default) and the tar's default; config shows the options that
 #     apply (source kind, layout) with the values in force: a local tar's
-#     no URL option, a URL's timeout=30 retries=5 cache_mem=64M
+#     no URL option, a URL's timeout=30 retries=5 (cache_mem=64M on the local one)
 #     read_timeout=60, the given ones as given;
 #   - one memory budget: stats.json's cache_mem and each cache's share
 #     (the fetched blocks', after reads over HTTP); cache= and
@@ -183,7 +183,10 @@ check "unmount" sfs_umount "$M"
 
 # ---- over nginx ----
 check "nginx up" http_start "$T/web"
-check "mount over HTTP" sfs_mount "$(http_url a.tar)" "$M" -o index_dir=$T/idx-h
+# cache_mem=1M: a build over a link streams through the tar and its
+# blocks stay in the memory cache (64M by default would hold all of
+# a.tar), and the reads below must reach nginx
+check "mount over HTTP" sfs_mount "$(http_url a.tar)" "$M" -o index_dir=$T/idx-h,cache_mem=1M
 # settled: the build's read-ahead requests have landed (nginx's log and
 # the daemon's count both unchanged over 0.3 s); sets mark and base
 settled() {
@@ -201,7 +204,7 @@ settled() {
 check "the mount's requests settle" settled
 cp "$M/.samplefs/config" "$T/config.http"
 check "config (URL): the URL options' values in force" \
-	config_has "$T/config.http" timeout=30 retries=5 cache_mem=64M read_timeout=60 build_timeout=600 workers=16
+	config_has "$T/config.http" timeout=30 retries=5 cache_mem=1M read_timeout=60 build_timeout=600 workers=16
 check "config (URL): no bucket option" config_lacks "$T/config.http" '^\(region\|profile\|endpoint\)='
 
 check "a member over HTTP" cmp "$M/z_big" "$T/files2/z_big"
@@ -220,6 +223,8 @@ requests_match() {
 	return 1
 }
 check "requests since: as many as nginx logged" requests_match
+# its blocks into the (1M) memory cache, after z_big's 8 MB went through it
+check "a member read once" cmp "$M/f_70000" "$T/files/f_70000"
 snap "$M" "$T/h0.json"
 check "drop the member's pages" sfs_evict "$M/f_70000"
 check "read again" cmp "$M/f_70000" "$T/files/f_70000"
@@ -237,13 +242,13 @@ caches_ok() {
 	"$PY" - "$T/h1.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
-assert d["cache_mem"] == 64 << 20, d.get("cache_mem")
+assert d["cache_mem"] == 1 << 20, d.get("cache_mem")
 c = d["caches"]
 assert c["blocks"]["bytes"] > 70000 and c["blocks"]["entries"] >= 3, c
 assert sum(v["bytes"] for v in c.values()) <= d["cache_mem"], c
 PY
 }
-check "stats.json: cache_mem=64M and the fetched blocks' share of it" caches_ok
+check "stats.json: cache_mem (1M here) and the fetched blocks' share of it" caches_ok
 check "unmount" sfs_umount "$M"
 
 # cache= and span_cache=, the old names: taken, with a warning each, as
@@ -262,7 +267,7 @@ check "unmount" sfs_umount "$M"
 # ---- retries through the fault proxy ----
 check "fault proxy up" proxy_start "$(http_url /)"
 check "mount through the proxy (retries=3)" \
-	sfs_mount "$(proxy_url a.tar)" "$M" -o index_dir=$T/idx-p,retries=3,timeout=5
+	sfs_mount "$(proxy_url a.tar)" "$M" -o index_dir=$T/idx-p,retries=3,timeout=5,cache_mem=1M
 check "config: retries=3, timeout=5 as given, read_timeout=10 (2 x timeout)" \
 	config_has "$M/.samplefs/config" retries=3 timeout=5 read_timeout=10
 snap "$M" "$T/p0.json"
