@@ -10,10 +10,10 @@ CC       ?= cc
 CFLAGS   ?= -O2 -g
 WARN     := -Wall -Wextra -Wno-unused-parameter -Wshadow -Wstrict-prototypes
 PKGS     := fuse3 zlib libarchive libcurl expat libcrypto
-# compressed sources besides gzip (core/io/zxz.c, zzstd.c, zbz2.c); Debian's
+# compressed sources besides gzip (core/io/codecs/zxz.c, zzstd.c, zbz2.c); Debian's
 # libbz2-dev has no .pc file, hence -lbz2 below
 PKGS     += liblzma libzstd
-# ISA-L's igzip inflates gzip spans 2-3x faster than zlib (core/io/zgzip.c);
+# ISA-L's igzip inflates gzip spans 2-3x faster than zlib (core/io/codecs/zgzip.c);
 # without it zlib does (the same bytes)
 ifeq ($(shell pkg-config --exists libisal 2>/dev/null && echo y),y)
 PKGS     += libisal
@@ -39,7 +39,7 @@ SANFLAGS :=
 endif
 ALLCFLAGS = $(CFLAGS) $(SANFLAGS) $(WARN) $(CPPFLAGS) $(DEPCFLAGS) -MMD -MP
 
-CORE_SRC  := $(wildcard core/*.c core/*/*.c)
+CORE_SRC  := $(wildcard core/*.c core/*/*.c core/*/*/*.c)
 FS_SRC    := $(wildcard fs/*.c)
 UNIT_SRC  := $(wildcard tests/unit/test_*.c)
 CORE_OBJ  := $(CORE_SRC:%.c=$(BUILD)/%.o)

@@ -45,7 +45,7 @@ struct sfs_opts {
 	/* the mount's cache memory, cache_mem= (remote.cache_bytes: every
 	 * cache of the mount shares it); remote sources (http, https):
 	 * timeout=, retries=, cacert=, insecure, cache_dir=, cache_dir_size=;
-	 * and compressed sources, local or remote: span= (core/io/zsource.h) */
+	 * and compressed sources, local or remote: span= (core/io/codecs/zsource.h) */
 	struct source_config remote;
 };
 

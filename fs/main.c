@@ -31,7 +31,7 @@
 #include "log.h"
 
 #include "index/index.h"
-#include "io/zpool.h"
+#include "io/codecs/zpool.h"
 
 #include <errno.h>
 #include <fcntl.h>

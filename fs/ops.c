@@ -25,7 +25,7 @@
 #include "clock.h"
 #include "log.h"
 #include "io/source.h"
-#include "io/zpool.h"
+#include "io/codecs/zpool.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -11,7 +11,7 @@
  * those it does not know either.
  */
 #include "opts.h"
-#include "io/zsource.h"
+#include "io/codecs/zsource.h"
 #include "layouts/layouts.h"
 #include "log.h"
 #include "readahead.h"
@@ -90,7 +90,7 @@ static const struct opt_row table[] = {
 	{"images", T_FILE_URL, O(images_dir), S_ANY, "DIR", "the class .npy files' directory, prefix or URL (default SOURCE/numpy_bitmap)"},
 	{"strokes", T_FILE_URL, O(strokes_dir), S_ANY, "DIR", "the class .npz files' directory, prefix or URL (default SOURCE/sketchrnn)"},
 	{"build_timeout", T_POS, O(remote.build_timeout_s), S_URL, "SECONDS", "an index build retries a failing range with backoff this long before it fails (default 600)"},
-	/* compressed sources, local or remote (core/io/zsource.h) */
+	/* compressed sources, local or remote (core/io/codecs/zsource.h) */
 	{"span", T_SPAN, O(remote.span_bytes), S_Z, "SIZE", "uncompressed bytes between access points, 64k to 64M (default 1M)"},
 	{"readahead", T_U32, D(readahead_kib), S_ANY, "KIB", "read ahead this many KiB of a file read in order (default 1024 as root, else the kernel's 128; 0 = the kernel's)"},
 	{"shard_prefetch", T_SIZE, O(shard_prefetch), S_ANY, "SIZE", "bytes of a streamed shard's members fetched ahead of its reader (default 32M, 0 = off)"},

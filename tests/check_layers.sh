@@ -454,7 +454,7 @@ PLANTS=(
 	"an include upwards|core/io/lru.c|$RULE2|#include \"formats/npy.h\""
 	"an include circle|core/layouts/imagenet_index.c|$RULE6|#include \"layouts/imagenet_build.h\""
 	"a call circle|core/io/source.c|$RULE7|int planted(void);\nint planted(void)\n{\n\treturn zsource_damage(0, 0);\n}"
-	"a call circle far round|core/io/zrun.c|$RULE7|int planted(void);\nint planted(void)\n{\n\treturn zsource_damage(0, 0);\n}"
+	"a call circle far round|core/io/codecs/zrun.c|$RULE7|int planted(void);\nint planted(void)\n{\n\treturn zsource_damage(0, 0);\n}"
 )
 
 self_test() {

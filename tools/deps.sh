@@ -8,10 +8,10 @@ pkgs=(build-essential pkg-config libfuse3-dev fuse3 zlib1g-dev libarchive-dev
       util-linux-extra	# fincore: the tests check that evicted pages are gone
       rsync	# test_messages.sh: rsync -aX from a mount
       zip unzip	# test_zip.sh: Info-ZIP makes zips, and unzip's extraction is the oracle
-      libexpat1-dev	# bucket listings (core/io/bucketlist.c)
+      libexpat1-dev	# bucket listings (core/io/http/bucketlist.c)
       libssl-dev	# samplefs-download's MD5 and base64 (core/io/download.c, dlnames.c):
 			# OpenSSL's libcrypto, loaded anyway by Debian's libcurl (OpenSSL flavour)
-      libisal-dev	# ISA-L's igzip inflates gzip sources' spans (core/io/zgzip.c)
+      libisal-dev	# ISA-L's igzip inflates gzip sources' spans (core/io/codecs/zgzip.c)
       isal pigz tabix python3-indexed-gzip
       python3-matplotlib	# tools/bench/charts.py: `make bench` draws docs/bench/*.png
 				# (tests/integration/test_charts.sh checks them)
@@ -23,7 +23,7 @@ pkgs=(build-essential pkg-config libfuse3-dev fuse3 zlib1g-dev libarchive-dev
 			# bench's anchor), pigz and bgzip (tabix) make the fixtures,
 			# indexed_gzip is the bench's zran-based reader to compare with
       liblzma-dev libzstd-dev libbz2-dev
-			# xz, zstd and bzip2 sources (core/io/zxz.c, zzstd.c, zbz2.c)
+			# xz, zstd and bzip2 sources (core/io/codecs/zxz.c, zzstd.c, zbz2.c)
       xz-utils zstd bzip2 pbzip2 pixz
 			# tests/integration/test_zcodecs.sh and test_zcodecs.c compress
 			# with the real tools (Debian's zstd package has pzstd too)

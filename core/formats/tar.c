@@ -111,7 +111,7 @@ static size_t field_str(char *dst, const unsigned char *f, size_t n)
 }
 
 /* Archive names by suffix: a new compressed form is one line here (and a
- * codec in core/io/ztable.c reading it). */
+ * codec in core/io/codecs/ztable.c reading it). */
 static const char *const archive_suffixes[] = {
 	".tar", ".tar.gz", ".tgz", ".tar.xz", ".txz", ".tar.zst", ".tzst",
 	".tar.bz2", ".tbz2",

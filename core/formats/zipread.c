@@ -24,7 +24,7 @@
 #include "io/crc.h"
 #include "io/slice.h"
 #include "io/source.h"
-#include "io/zsource.h"
+#include "io/codecs/zsource.h"
 #include "log.h"
 
 #include <errno.h>

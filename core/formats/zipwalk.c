@@ -16,7 +16,7 @@
 #include "formats/zip_int.h"
 #include "io/crc.h"
 #include "io/source.h"
-#include "io/zsource.h"
+#include "io/codecs/zsource.h"
 #include "log.h"
 
 #include <errno.h>

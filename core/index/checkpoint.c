@@ -30,7 +30,7 @@
 #include "clock.h"
 #include "log.h"
 #include "index/index.h"
-#include "index/tarindex.h"
+#include "index/tarindex/tarindex.h"
 
 #define MAGIC    "SFSCKPT1"
 #define VERSION  2

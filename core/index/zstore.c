@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "index/index.h"
-#include "io/zsource.h"
+#include "io/codecs/zsource.h"
 #include "log.h"
 
 #define ZTAG INDEX_TAG('Z', 'P', 'T', 'S')

@@ -1,6 +1,6 @@
 /*
  * zstore.h - keeps the access-point tables of compressed sources
- * (core/io/zsource.h) as index files of their own, next to the layouts'
+ * (core/io/codecs/zsource.h) as index files of their own, next to the layouts'
  * indexes: one per compressed file, <index_dir>/gz-<hash>.sfsidx, mapped
  * in place at later mounts, fingerprinted by the compressed file's name
  * and stamp and the span, and checksummed like every index (index.h).  A

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "io/bucket.h"
+#include "io/http/bucket.h"
 #include "io/source.h"
 #include "log.h"
 

@@ -29,9 +29,9 @@
 
 #include "clock.h"
 #include "io/backend.h"
-#include "io/bucket.h"
+#include "io/http/bucket.h"
 #include "io/dlnames.h"
-#include "io/httpreq.h"
+#include "io/http/httpreq.h"
 #include "log.h"
 
 #define POLL_MS      50             /* the stop flag is looked at this often */

@@ -31,7 +31,7 @@
 #include "formats/devkit.h"
 #include "index/index.h"
 #include "options.h"
-#include "index/tarindex.h"
+#include "index/tarindex/tarindex.h"
 
 enum { TRAIN, VAL, NSPLIT };
 extern const char *const imagenet_split_name[NSPLIT];	/* "train", "val" */

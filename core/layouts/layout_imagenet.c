@@ -53,7 +53,7 @@
 #include "layouts/imagenet_samples.h"
 #include "layouts/imagenet_tars.h"
 #include "log.h"
-#include "index/tarindex.h"
+#include "index/tarindex/tarindex.h"
 #include "formats/vtar.h"
 
 #include <errno.h>

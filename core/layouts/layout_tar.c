@@ -29,7 +29,7 @@
 #include <sys/stat.h>
 
 #include "index/index.h"
-#include "index/tarindex.h"
+#include "index/tarindex/tarindex.h"
 #include "formats/tar.h"
 #include "io/source.h"
 #include "log.h"
@@ -57,7 +57,7 @@ struct tar_layout {
  * under a directory named like the shard minus the suffix ("shard-000000"
  * for "shard-000000.tar"), as WebDataset names a sample by its key and
  * the shard by its basename: the tar archives' names (tar_archive_suffix,
- * compressed ones read as the tar inside by core/io/zsource.c) and zips.
+ * compressed ones read as the tar inside by core/io/codecs/zsource.c) and zips.
  */
 size_t layout_tar_shard_suffix(const char *name)
 {

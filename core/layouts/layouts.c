@@ -8,7 +8,7 @@
 #include "layouts/layouts.h"
 #include "layouts/imagenet_files.h"
 #include "index/zstore.h"
-#include "io/zsource.h"
+#include "io/codecs/zsource.h"
 #include "log.h"
 
 #include <errno.h>

@@ -1,5 +1,5 @@
 /*
- * fuzz_autoindex.c - libFuzzer target for core/io/autoindex.c, the reader
+ * fuzz_autoindex.c - libFuzzer target for core/io/http/autoindex.c, the reader
  * of nginx's JSON directory listings (what an HTTP server sends us).
  *
  * Feeds: the input as a listing.  Every name handed out must be one a
@@ -10,7 +10,7 @@
  * writes them, with escapes and surrogate pairs).
  */
 #include "fuzz.h"
-#include "io/autoindex.h"
+#include "io/http/autoindex.h"
 
 struct seen {
 	unsigned n;

@@ -1,5 +1,5 @@
 /*
- * fuzz_awscred.c - libFuzzer target for core/io/awscred.c's reading of an
+ * fuzz_awscred.c - libFuzzer target for core/io/http/awscred.c's reading of an
  * AWS shared credentials file (~/.aws/credentials: ini sections, key
  * lines, comments), which a user or a tool writes.
  *
@@ -11,7 +11,7 @@
  * text; two parses agree.  Seeds: tests/fuzz/seeds.py.
  */
 #include "fuzz.h"
-#include "io/awscred.h"
+#include "io/http/awscred.h"
 
 static void value_ok(const char *v, size_t max)
 {

@@ -1,5 +1,5 @@
 /*
- * fuzz_bucketlist.c - libFuzzer target for core/io/bucketlist.c, the
+ * fuzz_bucketlist.c - libFuzzer target for core/io/http/bucketlist.c, the
  * reader of S3 and GCS bucket listings and <Error> documents (what a store
  * sends us), through libexpat, and for bucket.c's key encoding.
  *
@@ -13,8 +13,8 @@
  * them: many pages, prefixes, entities, errors).
  */
 #include "fuzz.h"
-#include "io/bucket.h"
-#include "io/bucketlist.h"
+#include "io/http/bucket.h"
+#include "io/http/bucketlist.h"
 
 struct seen {
 	unsigned n;

@@ -1,5 +1,5 @@
 /*
- * fuzz_httphdr.c - libFuzzer target for core/io/httphdr.c: the HTTP
+ * fuzz_httphdr.c - libFuzzer target for core/io/http/httphdr.c: the HTTP
  * response header values a server sends (Content-Range, ETag,
  * Retry-After), which samplefs acts on.
  *
@@ -17,7 +17,7 @@
  * Seeds: tests/fuzz/seeds.py.
  */
 #include "fuzz.h"
-#include "io/httphdr.h"
+#include "io/http/httphdr.h"
 
 #define SENTINEL 0x5a5a5a5a5a5a5a5aull
 

@@ -43,7 +43,7 @@
 #include "fuzz.h"
 #include "index/index.h"
 #include "formats/strokepack.h"
-#include "index/tarindex.h"
+#include "index/tarindex/tarindex.h"
 #include "index/zstore.h"
 #include "io/source.h"
 #include "tarwalk.h"

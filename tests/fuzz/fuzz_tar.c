@@ -14,7 +14,7 @@
  */
 #include "fuzz.h"
 #include "formats/tar.h"
-#include "index/tarindex.h"
+#include "index/tarindex/tarindex.h"
 
 struct ctx {
 	struct source *src;

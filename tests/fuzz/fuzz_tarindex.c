@@ -1,5 +1,5 @@
 /*
- * fuzz_tarindex.c - libFuzzer target for core/index/tarindex_build.c and
+ * fuzz_tarindex.c - libFuzzer target for core/index/tarindex/tarindex_build.c and
  * tarindex.c: build, then use.
  *
  * Feeds: the input as a tar file (memfd, by its /proc/self/fd path) placed
@@ -17,7 +17,7 @@
  */
 #include "fuzz.h"
 #include "index/index.h"
-#include "index/tarindex.h"
+#include "index/tarindex/tarindex.h"
 #include "tarwalk.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -1,6 +1,6 @@
 /*
  * fuzz_zfind.c - libFuzzer target for the frame and block finders of
- * core/io/zxz.c, zzstd.c and zbz2.c (and ztable.c's table, zsource.c's
+ * core/io/codecs/zxz.c, zzstd.c and zbz2.c (and ztable.c's table, zsource.c's
  * and zseq.c's reads around them).
  *
  * Feeds: the input as a file (memfd), opened through a source_env with
@@ -18,7 +18,7 @@
  * multi-stream).
  */
 #include "fuzz.h"
-#include "io/zsource.h"
+#include "io/codecs/zsource.h"
 
 #include <bzlib.h>
 #include <lzma.h>

@@ -1,5 +1,5 @@
 /*
- * fuzz_zindex.c - libFuzzer target for core/io/zsource.c and zgzip.c: the
+ * fuzz_zindex.c - libFuzzer target for core/io/codecs/zsource.c and zgzip.c: the
  * gzip pass that builds a table of access points, the table's checker,
  * and span reads from a table that was tampered with.
  *
@@ -21,7 +21,7 @@
 #include <zlib.h>
 
 #include "fuzz.h"
-#include "io/zsource.h"
+#include "io/codecs/zsource.h"
 
 #define READ (64u << 10)
 

@@ -27,7 +27,7 @@
 #define SFS_FUZZ_TARWALK_H
 
 #include "fuzz.h"
-#include "index/tarindex.h"
+#include "index/tarindex/tarindex.h"
 
 #define TW_CHUNK (64u << 10)
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Compressed tars (core/io/zsource.c, zgzip.c) end to end: one tar made by
+# Compressed tars (core/io/codecs/zsource.c, zgzip.c) end to end: one tar made by
 # GNU tar, compressed by the real tools (gzip -6 and -1, gzip members
 # concatenated, pigz, bgzip), mounted with layout=tar and compared file by
 # file with what `tar -x` extracts (tree_compare.py), ISA-L's inflater and

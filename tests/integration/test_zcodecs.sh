@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# xz, zstd and bzip2 tars (core/io/zxz.c, zzstd.c, zbz2.c) end to end: one
+# xz, zstd and bzip2 tars (core/io/codecs/zxz.c, zzstd.c, zbz2.c) end to end: one
 # tar made by GNU tar, compressed by the real tools (xz, xz -T0 with several
 # blocks, zstd, pzstd, bzip2, pbzip2), mounted with layout=tar and compared
 # file by file with what `tar -x` extracts (tree_compare.py), with reads at

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Compressed tars at their edges (core/io/zsource.c, zrun.c, the codecs,
-# core/index/tarindex_build.c): an empty archive (a 0-byte .tar, an empty
+# Compressed tars at their edges (core/io/codecs/zsource.c, zrun.c, the codecs,
+# core/index/tarindex/tarindex_build.c): an empty archive (a 0-byte .tar, an empty
 # gzip, xz, zstd or bzip2 stream) mounts as an empty tree, as bsdtar lists
 # nothing; a tar in a compression samplefs does not read (compress's .Z,
 # lz4, lzip, lzma, lzop, made by their tools) is refused naming it and a

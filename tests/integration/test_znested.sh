@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Nested compressed tars (core/index/tarindex_znest.c, core/io/slice.c): a
+# Nested compressed tars (core/index/tarindex/tarindex_znest.c, core/io/slice.c): a
 # tar holding .tar.gz, .tgz, .tar.xz, .tar.zst and .tar.bz2 members made by
 # the real tools, one of them two levels deep (a .tar.xz inside a
 # .tar.gz), mounted with layout=tar,recursive=2 and compared file by file

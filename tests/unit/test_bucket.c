@@ -10,9 +10,9 @@
  */
 #include <criterion/criterion.h>
 
-#include "io/awscred.h"
-#include "io/bucket.h"
-#include "io/bucketlist.h"
+#include "io/http/awscred.h"
+#include "io/http/bucket.h"
+#include "io/http/bucketlist.h"
 #include "io/source.h"
 
 #include <errno.h>

@@ -13,7 +13,7 @@
  */
 #include <criterion/criterion.h>
 
-#include "io/autoindex.h"
+#include "io/http/autoindex.h"
 #include "io/source.h"
 #include "capture.h"
 

@@ -1,5 +1,5 @@
 /*
- * test_httphdr.c - HTTP response header values (core/io/httphdr.c):
+ * test_httphdr.c - HTTP response header values (core/io/http/httphdr.c):
  * Content-Range, ETag and Retry-After as servers send them and as they
  * must not be read.  Oracles: RFC 9110's grammar and examples (14.4's
  * "bytes 42-1233/1234", "bytes 42-1233/\*", "bytes \*\/1234"; 10.2.3's
@@ -9,7 +9,7 @@
  */
 #include <criterion/criterion.h>
 
-#include "io/httphdr.h"
+#include "io/http/httphdr.h"
 
 #include <stdint.h>
 #include <string.h>

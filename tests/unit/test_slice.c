@@ -15,7 +15,7 @@
 #include <zlib.h>
 
 #include "io/slice.h"
-#include "io/zsource.h"
+#include "io/codecs/zsource.h"
 #include "opensrc.h"
 
 static char path[] = "/tmp/sfs-slice-XXXXXX";

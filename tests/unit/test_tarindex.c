@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include "index/index.h"
-#include "index/tarindex.h"
+#include "index/tarindex/tarindex.h"
 
 #define FIXTURE_SUBDIR "tars"
 #include "fixture.h"

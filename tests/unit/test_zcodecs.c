@@ -1,5 +1,5 @@
 /*
- * test_zcodecs.c - core/io/zxz.c, zzstd.c, zbz2.c through zsource.c: files
+ * test_zcodecs.c - core/io/codecs/zxz.c, zzstd.c, zbz2.c through zsource.c: files
  * made here with liblzma (one block, several blocks, two streams), libzstd
  * (one frame, frames with skippable ones between) and libbz2 (one stream,
  * streams concatenated as pbzip2 writes them) open as their uncompressed
@@ -21,7 +21,7 @@
 #include <zstd.h>
 
 #include "io/source.h"
-#include "io/zsource.h"
+#include "io/codecs/zsource.h"
 
 #define SPAN (64u << 10)
 #define MB   (1u << 20)

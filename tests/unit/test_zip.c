@@ -471,7 +471,7 @@ Test(zip, hostile_impossible_ratio)
 #include <zlib.h>
 
 #include "io/slice.h"
-#include "io/zsource.h"
+#include "io/codecs/zsource.h"
 
 #define RAW_PLAIN (6u << 20)   /* past ZIPREAD_WHOLE_MAX: six 1 MiB spans */
 #define RAW_PAD   1000u        /* bytes before the stream, as a header is */

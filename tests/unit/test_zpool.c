@@ -1,5 +1,5 @@
 /*
- * test_zpool.c - core/io/zpool.c, the span buffer pool: a buffer given
+ * test_zpool.c - core/io/codecs/zpool.c, the span buffer pool: a buffer given
  * back is the next one got (no fresh memory), at most max_free are kept
  * (the rest freed: leaks and double frees show under ASan), a buffer for
  * more than cap bytes or for 3/4 of it or less is never pooled (and
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/zpool.h"
+#include "io/codecs/zpool.h"
 
 #define CAP 4096
 

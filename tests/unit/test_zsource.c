@@ -1,5 +1,5 @@
 /*
- * test_zsource.c - core/io/zsource.c and zgzip.c: gzip files made here with
+ * test_zsource.c - core/io/codecs/zsource.c and zgzip.c: gzip files made here with
  * zlib's deflate (one member, many members, BGZF-sized members, stored
  * blocks) open as their uncompressed bytes, compared with the bytes they
  * were made from (the oracle) at random offsets and lengths, with ISA-L
@@ -28,7 +28,7 @@
 #include <zlib.h>
 
 #include "io/source.h"
-#include "io/zsource.h"
+#include "io/codecs/zsource.h"
 
 #define SPAN (64u << 10)
 

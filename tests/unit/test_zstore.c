@@ -20,7 +20,7 @@
 #include "index/prebuilt.h"
 #include "index/zstore.h"
 #include "io/source.h"
-#include "io/zsource.h"
+#include "io/codecs/zsource.h"
 #include "options.h"
 
 #define N (700u << 10)

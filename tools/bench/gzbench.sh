@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gzbench.sh - gzip sources (core/io/zsource.c): an ImageNet-shaped train
+# gzbench.sh - gzip sources (core/io/codecs/zsource.c): an ImageNet-shaped train
 # tar (gen_imagenet.py, as bench.sh's part B) compressed with `gzip -6`,
 # mounted with layout=tar (its class tars expanded), against ISA-L's
 # `igzip -dc` and python3-indexed-gzip on the same file in the same run.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Compressed tars (core/io/zxz.c, zzstd.c, zbz2.c): random reads through
+# Compressed tars (core/io/codecs/zxz.c, zzstd.c, zbz2.c): random reads through
 # samplefs against the decompressor alone (tools/bench/zblocks.c: per read,
 # the block or frame holding it decoded from its start to the read's end,
 # no FUSE, no cache) on the same offsets, in the same run, rounds

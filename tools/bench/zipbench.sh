@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # zipbench.sh - random reads into one large deflated zip member
-# (layout=tar over a zip: core/formats/zipread.c, core/io/zsource.c's
+# (layout=tar over a zip: core/formats/zipread.c, core/io/codecs/zsource.c's
 # raw-deflate row), side by side in one run, alternating:
 #   before  a samplefs built elsewhere (BENCH_BEFORE: main's binary, whose
 #           inflate cursors start every read behind them at the member's

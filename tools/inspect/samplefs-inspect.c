@@ -39,7 +39,7 @@
 #include "formats/tar.h"
 #include "index/index.h"
 #include "index/prebuilt.h"
-#include "index/tarindex.h"
+#include "index/tarindex/tarindex.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,0 +1,84 @@
+/*
+ * tarindex_int.h - what the two halves of the tar index share: the
+ * version, the section tags and the header section that tarindex_build.c
+ * writes and tarindex.c checks when it maps them.  Private to those two
+ * files; the contract is tarindex.h.
+ */
+#ifndef SFS_INDEX_TARINDEX_INT_H
+#define SFS_INDEX_TARINDEX_INT_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "index/index.h"
+#include "index/tarindex/tarindex.h"
+
+#define TARINDEX_VERSION 8      /* 4: hard link groups, a link's mtime its target's;
+				 * 5: zip sources, section ZP;
+				 * 6: derived sources, sections DV and DN;
+				 * 7: stored zip members in ZP too (CRC-checked);
+				 * 8: nsymlinks in the header (a mount with none
+				 *    walks no nodes) */
+#define TAG(c, x, y) INDEX_TAG((c), 'T', (x), (y))
+#define NONE UINT32_MAX
+
+/* Section header, stored as section TAG(c, 'H', 'D'). */
+struct tarindex_hdr {
+	uint32_t version;
+	uint32_t nnodes;
+	uint32_t ndirs;
+	uint32_t nsrc;
+	uint64_t pool_len;
+	uint64_t nfiles;
+	uint64_t total_bytes;
+	uint32_t nsparse;       /* sparse files: section TAG(c, 'S', 'T') */
+	uint32_t nhardlinks;    /* linked files: TAG(c, 'H', 'L') */
+	uint64_t nchunks;       /* their map entries: TAG(c, 'S', 'M') */
+	uint32_t nderived;      /* derived sources: TAG(c, 'D', 'V') */
+	uint32_t nsymlinks;     /* symlink nodes */
+};
+
+/*
+ * A derived source: the uncompressed bytes of a nested compressed tar,
+ * a member of source `parent` (a number below its own: a source or an
+ * earlier derived one).  Derived source k is source number nsrc + k; the
+ * sizes section holds its uncompressed size after the sources'.
+ * Opened at tarindex_open as a slice of the parent (io/slice.h), named
+ * tarindex_derived_name.
+ */
+struct tarindex_derived {
+	uint64_t off, len;      /* the member's bytes in the parent */
+	uint32_t parent;
+	uint32_t name;          /* the member's path: offset in TAG(c, 'D', 'N') */
+};
+
+/*
+ * The source name of a derived source, "<parent's name>@<off>:<member
+ * path>": malloc'ed or NULL.  Messages name the archive, the offset and
+ * the member with it, and the stored access-point table is keyed by it
+ * (with the parent's stamp).  It ends in the member's compressed suffix,
+ * which is how zsource knows to look for one.
+ */
+char *tarindex_derived_name(const char *parent, uint64_t off, const char *path);
+
+/* tarindex_znest.c, for tarindex.c: maps, checks and opens the derived
+ * sources into t->srcs[t->ntop ...] (t->srcs holds the sources); the
+ * close closes them. */
+int tarindex_derived_open(struct tarindex *t, const struct index_map *m,
+			  uint32_t c, uint32_t nderived);
+void tarindex_derived_close(struct tarindex *t);
+
+/* Zip entries in (source, offset) order: how tarindex_zip.c writes the
+ * section and tarindex.c searches it (tarindex.c). */
+int tarindex_zip_cmp(const void *pa, const void *pb);
+
+/* Hard link entries by node number: sorted so at build, searched so at mount. */
+static inline int hardlink_cmp(const void *pa, const void *pb)
+{
+	uint32_t i = ((const struct tarindex_hardlink *)pa)->node;
+	uint32_t j = ((const struct tarindex_hardlink *)pb)->node;
+
+	return (i > j) - (i < j);
+}
+
+#endif
