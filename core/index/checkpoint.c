@@ -5,8 +5,8 @@
  * File: a header (struct hdr: magic, version, part, the sources'
  * fingerprint, its own CRC-32), then records, each a struct rec_head
  * (payload length, CRC-32 of the payload) and the payload: a member
- * (struct mrec, then path NUL link NUL, then the sparse chunks) or a mark
- * (struct krec).  Native byte order, as the index file: a checkpoint is
+ * (struct member_rec, then path NUL link NUL, then the sparse chunks) or a mark
+ * (struct mark_rec).  Native byte order, as the index file: a checkpoint is
  * read by the machine that wrote it.
  *
  * Reading is two passes over the file: ckpt_open's scan checks every
@@ -37,7 +37,7 @@
 #define BUF_MAX  (1u << 20)     /* records buffered before a write */
 #define CHUNK_SZ sizeof(struct tar_sparse_chunk)
 /* the largest record: a sparse member with every chunk it may have */
-#define REC_MAX  (sizeof(struct mrec) + 2 * (TAR_PATH_MAX + 1) + \
+#define REC_MAX  (sizeof(struct member_rec) + 2 * (TAR_PATH_MAX + 1) + \
 		  (size_t)TAR_SPARSE_MAX_CHUNKS * CHUNK_SZ)
 
 struct hdr {
@@ -56,7 +56,7 @@ struct rec_head {
 
 enum { K_MEMBER = 'M', K_MARK = 'K' };
 
-struct mrec {
+struct member_rec {
 	uint8_t kind, type, nested, sparse;
 	uint32_t src, depth, mode;
 	int64_t mtime;
@@ -65,7 +65,7 @@ struct mrec {
 	/* path NUL link NUL, then nchunks struct tar_sparse_chunk */
 };
 
-struct krec {
+struct mark_rec {
 	uint8_t kind, zero[3];
 	uint32_t src;
 	uint64_t off, members;
@@ -124,7 +124,7 @@ static int path_ok(const char *p, uint32_t n)
 static int member_ok(struct scan *sc, const uint8_t *p, size_t len,
 		     struct ckpt_member *out)
 {
-	struct mrec r;
+	struct member_rec r;
 	const char *path, *link;
 
 	if (len < sizeof(r))
@@ -172,7 +172,7 @@ static int member_ok(struct scan *sc, const uint8_t *p, size_t len,
 static int mark_ok(const struct scan *sc, const uint8_t *p, size_t len,
 		   struct ckpt_resume *out)
 {
-	struct krec k;
+	struct mark_rec k;
 
 	if (len != sizeof(k))
 		return 0;
@@ -312,8 +312,8 @@ int ckpt_add(struct ckpt *c, const struct ckpt_member *cm)
 	const struct tar_member *m = &cm->m;
 	size_t plen = strlen(m->path), llen = strlen(m->link);
 	size_t clen = m->sparse ? (size_t)m->nchunks * CHUNK_SZ : 0;
-	size_t n = sizeof(struct mrec) + plen + 1 + llen + 1;
-	struct mrec r = { K_MEMBER, (uint8_t)m->type, (uint8_t)!!cm->nested,
+	size_t n = sizeof(struct member_rec) + plen + 1 + llen + 1;
+	struct member_rec r = { K_MEMBER, (uint8_t)m->type, (uint8_t)!!cm->nested,
 			  (uint8_t)!!m->sparse, cm->src, cm->depth, m->mode,
 			  m->mtime, m->size, m->offset, m->stored, m->header,
 			  m->sparse ? m->nchunks : 0, (uint32_t)plen, (uint32_t)llen, 0 };
@@ -336,7 +336,7 @@ int ckpt_add(struct ckpt *c, const struct ckpt_member *cm)
 /* Writes a mark at the last boundary, everything before it on disk. */
 static void mark(struct ckpt *c)
 {
-	struct krec k = { K_MARK, { 0 }, c->b_src, c->b_off, c->b_members };
+	struct mark_rec k = { K_MARK, { 0 }, c->b_src, c->b_off, c->b_members };
 
 	if (c->fd < 0 || !c->have_boundary)
 		return;

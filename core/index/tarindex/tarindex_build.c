@@ -93,11 +93,11 @@ static int add_sparse(struct builder *b, const struct tar_member *m, uint32_t *i
 }
 
 /* Keeps hard link r (path and target) aside for tarindex_links.c. */
-static int keep_link(struct builder *b, const struct erec *r)
+static int keep_link(struct builder *b, const struct entry_rec *r)
 {
 	struct hlink *l = tb_slot((void **)&b->links, &b->links_cap, b->nlinks,
 				  sizeof(*l));
-	int rc = l ? tb_erec_strings(&b->side, r, &l->path, &l->link) : -ENOMEM;
+	int rc = l ? tb_entry_strings(&b->side, r, &l->path, &l->link) : -ENOMEM;
 
 	if (rc == 0) {
 		l->seq = r->seq;
@@ -110,7 +110,7 @@ static int add_ent(struct walkctx *c, const struct tar_member *m,
 		   const char *path, uint8_t type, uint64_t *path_at)
 {
 	struct builder *b = c->b;
-	struct erec *r = b->rec;
+	struct entry_rec *r = b->rec;
 	char link[2 * TAR_PATH_MAX + 2];
 	const char *lk = "";
 	size_t plen, len;
@@ -121,7 +121,7 @@ static int add_ent(struct walkctx *c, const struct tar_member *m,
 			c->what, TARINDEX_MAX_NODES / 2);
 		return -E2BIG;
 	}
-	memset(r, 0, offsetof(struct erec, s));
+	memset(r, 0, offsetof(struct entry_rec, s));
 	if (m->link[0] && type != TAR_DIR) {
 		lk = m->link;
 		if (type == TAR_HARDLINK && c->prefix[0]) {
@@ -132,7 +132,7 @@ static int add_ent(struct walkctx *c, const struct tar_member *m,
 	plen = (c->prefix[0] ? strlen(c->prefix) + 1 : 0) + strlen(path);
 	snprintf(b->path, sizeof(b->path), "%s%s%s", c->prefix,
 		 c->prefix[0] ? "/" : "", path);
-	len = tb_erec_set(r, b->path, plen, lk, strlen(lk));
+	len = tb_entry_set(r, b->path, plen, lk, strlen(lk));
 	r->off = m->offset;
 	r->size = m->size;
 	r->mtime = m->mtime;

@@ -22,7 +22,7 @@
 #include "formats/tar.h"
 
 /* One member (or nested tar directory) as sorted: by path, then seq. */
-struct erec {
+struct entry_rec {
 	uint64_t off, size;
 	int64_t mtime;
 	uint32_t seq;       /* archive order */
@@ -82,9 +82,9 @@ struct walkctx;
 struct builder {
 	size_t budget;              /* bytes for each sort */
 	char *scratch;              /* prefix of the scratch files */
-	struct spill *ents;         /* the entry records (struct erec) */
+	struct spill *ents;         /* the entry records (struct entry_rec) */
 	uint32_t nents;
-	struct erec *rec;           /* SPILL_MAX_REC bytes to build one in */
+	struct entry_rec *rec;           /* SPILL_MAX_REC bytes to build one in */
 	char path[TAR_PATH_MAX + 1];
 	struct tb_arena side;       /* strings kept aside */
 	struct nest *nests;         /* in archive order */
@@ -93,7 +93,7 @@ struct builder {
 	uint32_t nlinks, links_cap;
 	struct tar_sparse_chunk *chunks;
 	uint64_t nchunks, chunks_cap;
-	struct sparse_map *sparse;  /* [0] unused: erec.sparse 0 is none */
+	struct sparse_map *sparse;  /* [0] unused: entry_rec.sparse 0 is none */
 	uint32_t nsparse, sparse_cap;
 	struct tb_links *res;       /* NULL: no hard links */
 	struct tarindex_zip *zips;  /* deflated zip members, in walk order */
@@ -146,14 +146,14 @@ void *tb_slot(void **p, uint32_t *cap, uint32_t n, size_t elt);
 int tb_arena_put(struct tb_arena *ar, const char *a, const char *s, size_t slen,
 		 uint64_t *out);
 int tb_pathcmp(const char *a, const char *b);
-size_t tb_erec_set(struct erec *r, const char *path, size_t plen,
+size_t tb_entry_set(struct entry_rec *r, const char *path, size_t plen,
 		   const char *link, size_t llen);
-int tb_erec_strings(struct tb_arena *ar, const struct erec *r, uint64_t *path,
+int tb_entry_strings(struct tb_arena *ar, const struct entry_rec *r, uint64_t *path,
 		    uint64_t *link);
 int tb_sort_open(struct builder *b, struct spill **s, size_t budget,
 		 spill_cmp_fn cmp);
 int tb_ents_open(struct builder *b, struct spill **s);
-int tb_next(struct spill *s, const struct erec **r);
+int tb_next(struct spill *s, const struct entry_rec **r);
 int tb_symlink_inside(const char *prefix, const char *path, const char *target);
 uint32_t tb_nests_before(const struct builder *b, uint32_t seq);
 uint32_t tb_enclosing(const struct builder *b, uint32_t seq);
@@ -187,7 +187,7 @@ int tb_resolve_links(struct builder *b);
  * (a copy of r with its target's type, data and mtime; *link the symlink
  * target).  r must be a hard link of the sorted entries.
  */
-int tb_link_of(const struct builder *b, const struct erec *r, struct erec *out,
+int tb_link_of(const struct builder *b, const struct entry_rec *r, struct entry_rec *out,
 	       const char **link);
 /* Whether a resolved hard link shares file data at (src, off). */
 int tb_link_data(const struct builder *b, uint32_t src, uint64_t off);

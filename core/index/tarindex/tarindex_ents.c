@@ -107,9 +107,9 @@ int tb_pathcmp(const char *a, const char *b)
 	return (int)cx - (int)cy;
 }
 
-static int erec_cmp(const void *pa, const void *pb, void *arg)
+static int entry_rec_cmp(const void *pa, const void *pb, void *arg)
 {
-	const struct erec *x = pa, *y = pb;
+	const struct entry_rec *x = pa, *y = pb;
 	int r = tb_pathcmp(x->s, y->s);
 
 	(void)arg;
@@ -119,7 +119,7 @@ static int erec_cmp(const void *pa, const void *pb, void *arg)
 }
 
 /* Fills record r with the strings path and link; its length. */
-size_t tb_erec_set(struct erec *r, const char *path, size_t plen,
+size_t tb_entry_set(struct entry_rec *r, const char *path, size_t plen,
 		   const char *link, size_t llen)
 {
 	r->path_len = (uint32_t)plen;
@@ -129,11 +129,11 @@ size_t tb_erec_set(struct erec *r, const char *path, size_t plen,
 	memcpy(r->s + plen + 1, link, llen);
 	/* the link's NUL and the 8 bytes tb_pathcmp may read past the path */
 	memset(r->s + plen + 1 + llen, 0, 9);
-	return offsetof(struct erec, s) + plen + llen + 10;
+	return offsetof(struct entry_rec, s) + plen + llen + 10;
 }
 
 /* Copies r's path and link into ar (a link of 0 bytes: offset 0, ""). */
-int tb_erec_strings(struct tb_arena *ar, const struct erec *r, uint64_t *path,
+int tb_entry_strings(struct tb_arena *ar, const struct entry_rec *r, uint64_t *path,
 		    uint64_t *link)
 {
 	int rc = tb_arena_put(ar, NULL, r->s, r->path_len, path);
@@ -152,11 +152,11 @@ int tb_sort_open(struct builder *b, struct spill **s, size_t budget,
 
 int tb_ents_open(struct builder *b, struct spill **s)
 {
-	return tb_sort_open(b, s, b->budget, erec_cmp);
+	return tb_sort_open(b, s, b->budget, entry_rec_cmp);
 }
 
 /* The next entry record of s: 1, 0 at the end, -errno. */
-int tb_next(struct spill *s, const struct erec **r)
+int tb_next(struct spill *s, const struct entry_rec **r)
 {
 	const void *p;
 	size_t len;

@@ -58,7 +58,7 @@ static uint32_t find_path(const struct builder *b, const uint32_t *byp,
  * whose members merge) added it.  The walks around r have prefixes of
  * its path, so the length tells the path.
  */
-static int brought(const struct builder *b, const struct erec *r, size_t len)
+static int brought(const struct builder *b, const struct entry_rec *r, size_t len)
 {
 	uint32_t i;
 
@@ -72,7 +72,7 @@ static int brought(const struct builder *b, const struct erec *r, size_t len)
 
 /* Marks the nests of path byp[j] (and those after it of that path) clashing with r. */
 static int mark_clash(struct builder *b, const uint32_t *byp, uint32_t n,
-		      uint32_t j, const struct erec *r)
+		      uint32_t j, const struct entry_rec *r)
 {
 	uint64_t at;
 	int rc = tb_arena_put(&b->side, NULL, r->s, r->path_len, &at);
@@ -93,7 +93,7 @@ static int mark_clash(struct builder *b, const uint32_t *byp, uint32_t n,
  */
 static int find_clashes(struct builder *b, const uint32_t *byp)
 {
-	const struct erec *r;
+	const struct entry_rec *r;
 	int rc = spill_rewind(b->ents);
 
 	while (rc == 0 && (rc = tb_next(b->ents, &r)) > 0) {
@@ -126,7 +126,7 @@ static uint32_t nest_at(const struct builder *b, uint32_t seq)
  * included when it is one), increasing, in ins, and their suffixes in
  * sfx; how many.
  */
-static uint32_t renamed_around(const struct builder *b, const struct erec *r,
+static uint32_t renamed_around(const struct builder *b, const struct entry_rec *r,
 			       uint32_t *ins, const char **sfx)
 {
 	uint32_t chain[TARINDEX_MAX_NEST + 2], n = 0, k = 0, i;
@@ -182,7 +182,7 @@ static int hlink_cmp(const void *pk, const void *pe)
  * (hard link targets inside those tars too, as they name their tar's
  * members; the link kept aside follows).
  */
-static int rename_one(struct builder *b, struct spill *s, const struct erec *r)
+static int rename_one(struct builder *b, struct spill *s, const struct entry_rec *r)
 {
 	static char path[RENAMED_MAX], link[RENAMED_MAX];
 	const char *sfx[TARINDEX_MAX_NEST + 2];
@@ -193,15 +193,15 @@ static int rename_one(struct builder *b, struct spill *s, const struct erec *r)
 	int rc;
 
 	if (!n)         /* as it is: its strings, NULs and 8 zero bytes */
-		return spill_add(s, r, offsetof(struct erec, s) + r->path_len +
+		return spill_add(s, r, offsetof(struct entry_rec, s) + r->path_len +
 				 r->link_len + 10);
 	if (r->type == TAR_HARDLINK && !strncmp(lk, r->s, ins[n - 1]) && lk[ins[n - 1]] == '/') {
 		llen = reinsert_tar(lk, llen, ins, sfx, n, link);
 		lk = link;
 	}
 	plen = reinsert_tar(r->s, r->path_len, ins, sfx, n, path);
-	memcpy(b->rec, r, offsetof(struct erec, s));
-	rc = spill_add(s, b->rec, tb_erec_set(b->rec, path, plen, lk, llen));
+	memcpy(b->rec, r, offsetof(struct entry_rec, s));
+	rc = spill_add(s, b->rec, tb_entry_set(b->rec, path, plen, lk, llen));
 	if (rc < 0 || r->type != TAR_HARDLINK)
 		return rc;
 	h = bsearch(&r->seq, b->links, b->nlinks, sizeof(*h), hlink_cmp);
@@ -217,7 +217,7 @@ static int rename_one(struct builder *b, struct spill *s, const struct erec *r)
 static int apply_renames(struct builder *b)
 {
 	struct spill *s;
-	const struct erec *r;
+	const struct entry_rec *r;
 	int rc = tb_ents_open(b, &s);
 
 	if (rc == 0)
@@ -323,7 +323,7 @@ static int in_set(const struct builder *b, const uint64_t *set, uint32_t n,
 	return 0;
 }
 
-static int keep_rent(struct tb_links *L, const struct erec *r)
+static int keep_rent(struct tb_links *L, const struct entry_rec *r)
 {
 	struct rent *e = tb_slot((void **)&L->e, &L->cap, L->n, sizeof(*e));
 	int rc;
@@ -331,7 +331,7 @@ static int keep_rent(struct tb_links *L, const struct erec *r)
 	if (!e)
 		return -ENOMEM;
 	memset(e, 0, sizeof(*e));
-	rc = tb_erec_strings(&L->ar, r, &e->path, &e->link);
+	rc = tb_entry_strings(&L->ar, r, &e->path, &e->link);
 	if (rc < 0)
 		return rc;
 	e->off = r->off;
@@ -349,7 +349,7 @@ static int keep_rent(struct tb_links *L, const struct erec *r)
 static int gather(struct builder *b, struct tb_links *L)
 {
 	uint64_t *set = malloc(2 * (size_t)b->nlinks * sizeof(*set));
-	const struct erec *r;
+	const struct entry_rec *r;
 	uint32_t i, n = 0;
 	uint64_t at;
 	int rc;
@@ -535,7 +535,7 @@ int tb_resolve_links(struct builder *b)
 	return rc;
 }
 
-int tb_link_of(const struct builder *b, const struct erec *r, struct erec *out,
+int tb_link_of(const struct builder *b, const struct entry_rec *r, struct entry_rec *out,
 	       const char **link)
 {
 	const struct tb_links *L = b->res;
@@ -555,7 +555,7 @@ int tb_link_of(const struct builder *b, const struct erec *r, struct erec *out,
 	e = &L->e[L->lk[lo]];
 	if (e->dropped)
 		return 0;
-	memcpy(out, r, offsetof(struct erec, s));
+	memcpy(out, r, offsetof(struct entry_rec, s));
 	out->type = e->type;
 	out->mtime = e->mtime;
 	out->off = e->off;

@@ -196,7 +196,7 @@ static uint8_t item_type(uint8_t tar_type)
 /* A new item `name` (len bytes) of type `type` for entry e (NULL: the
  * root) under the deepest open directory. */
 static int add_item(struct tree *t, const char *name, uint32_t len,
-		    uint8_t type, const struct erec *e)
+		    uint8_t type, const struct entry_rec *e)
 {
 	int rc;
 
@@ -274,7 +274,7 @@ static int under(const struct tree *t, uint32_t k, const char *p)
  * previous entry placed and that is not a directory, the file gives way
  * to the directory (warned).
  */
-static int tree_entry(struct tree *t, const struct erec *e)
+static int tree_entry(struct tree *t, const struct entry_rec *e)
 {
 	const char *p = e->s;
 	uint32_t start, end;
@@ -323,17 +323,17 @@ static int tree_entry(struct tree *t, const struct erec *e)
  * Entry r as placed, into buffer `into`: a hard link as resolved (0 when
  * it was dropped), anything else as it is.  1 or 0.
  */
-static int take(const struct builder *b, const struct erec *r, struct erec *into)
+static int take(const struct builder *b, const struct entry_rec *r, struct entry_rec *into)
 {
 	const char *link;
 
 	if (r->type != TAR_HARDLINK) {
-		memcpy(into, r, offsetof(struct erec, s) + r->path_len + r->link_len + 10);
+		memcpy(into, r, offsetof(struct entry_rec, s) + r->path_len + r->link_len + 10);
 		return 1;
 	}
 	if (!tb_link_of(b, r, into, &link))
 		return 0;
-	tb_erec_set(into, r->s, r->path_len, link, strlen(link));
+	tb_entry_set(into, r->s, r->path_len, link, strlen(link));
 	return 1;
 }
 
@@ -344,8 +344,8 @@ static int take(const struct builder *b, const struct erec *r, struct erec *into
 static int tree_pass(struct tree *t, int64_t root_mtime)
 {
 	struct builder *b = t->b;
-	struct erec *hold = malloc(SPILL_MAX_REC), *next = malloc(SPILL_MAX_REC), *x;
-	const struct erec *r;
+	struct entry_rec *hold = malloc(SPILL_MAX_REC), *next = malloc(SPILL_MAX_REC), *x;
+	const struct entry_rec *r;
 	int rc = -ENOMEM, held = 0;
 
 	if (!hold || !next)

@@ -90,12 +90,12 @@ static int keep_byte(struct bzd *d, unsigned char c)
 }
 
 /* The next bit: 0 or 1, -ENODATA at the end of the file, -errno. */
-static inline int next_bit(struct bzd *d, struct zin *in)
+static inline int next_bit(struct bzd *d, struct zreader *in)
 {
 	int rc;
 
 	if (!d->left) {
-		if (in->pos == in->len && (rc = zin_fill(in)) <= 0)
+		if (in->pos == in->len && (rc = zreader_fill(in)) <= 0)
 			return rc < 0 ? rc : -ENODATA;
 		d->cur = in->buf[in->pos++];
 		d->left = 8;
@@ -121,7 +121,7 @@ static const uint32_t magic_mid[8] = {
 };
 
 /* Scans whole bytes to the end of the next magic (scan_magic's). */
-static int scan_bytes(struct bzd *d, struct zin *in)
+static int scan_bytes(struct bzd *d, struct zreader *in)
 {
 	uint64_t m;
 	unsigned char c;
@@ -129,7 +129,7 @@ static int scan_bytes(struct bzd *d, struct zin *in)
 	int k, rc;
 
 	for (;;) {
-		if (in->pos == in->len && (rc = zin_fill(in)) <= 0)
+		if (in->pos == in->len && (rc = zreader_fill(in)) <= 0)
 			return rc;
 		c = in->buf[in->pos++];
 		if ((rc = keep_byte(d, c)) < 0)
@@ -154,7 +154,7 @@ static int scan_bytes(struct bzd *d, struct zin *in)
 
 /* Scans to the end of the next magic: 1 a block's, 2 an end of stream,
  * 0 the end of the file, -E2BIG a block too long, -errno. */
-static int scan_magic(struct bzd *d, struct zin *in)
+static int scan_magic(struct bzd *d, struct zreader *in)
 {
 	int rc;
 
@@ -174,7 +174,7 @@ static int scan_magic(struct bzd *d, struct zin *in)
 }
 
 /* The 32 bits after an end-of-stream magic (the stream's CRC). */
-static int stream_crc(struct bzd *d, struct zin *in, uint32_t *crc)
+static int stream_crc(struct bzd *d, struct zreader *in, uint32_t *crc)
 {
 	int i, rc;
 
@@ -256,7 +256,7 @@ static int realign(struct bzd *d, uint64_t e)
 
 /* Takes the bytes to the next magic into the block: 0, 1 no more
  * (the file ends, the block is too long), -errno. */
-static int block_extend(struct bzd *d, struct zin *in)
+static int block_extend(struct bzd *d, struct zreader *in)
 {
 	int rc = scan_magic(d, in);
 
@@ -270,7 +270,7 @@ static int block_extend(struct bzd *d, struct zin *in)
 
 /* Starts the block whose magic was just scanned: 0, 1 when it has no end
  * (truncated, too long), -errno. */
-static int block_open(struct bzd *d, struct zin *in)
+static int block_open(struct bzd *d, struct zreader *in)
 {
 	size_t k;
 
@@ -298,7 +298,7 @@ static void block_close(struct bzd *d)
  * closed), -errno; *got bytes written.  A block that gives nothing and
  * does not decode is taken on to the next magic (one inside its data).
  */
-static int block_out(struct bzd *d, struct zin *in, unsigned char *out,
+static int block_out(struct bzd *d, struct zreader *in, unsigned char *out,
 		     size_t cap, size_t *got, const char **why)
 {
 	int r, rc;
@@ -341,8 +341,8 @@ static void bzd_free(struct bzd *d)
 
 struct bzscan {
 	struct bzd d;
-	struct zin *in;
-	struct zpass *p;
+	struct zreader *in;
+	struct zrecorder *p;
 	unsigned char *out;
 	uint64_t total;        /* output so far */
 	uint64_t sfrom;        /* where the stream's output began */
@@ -352,7 +352,7 @@ struct bzscan {
 
 static int damaged(struct bzscan *x, uint64_t from, const char *why, uint64_t bit)
 {
-	zpass_damaged(x->p, from, why, bit / 8);
+	zrecorder_damaged(x->p, from, why, bit / 8);
 	return 1;
 }
 
@@ -366,7 +366,7 @@ static int scan_block(struct bzscan *x)
 	size_t got;
 	int rc, end;
 
-	if ((rc = zpass_block(x->p, (b0 + 7) / 8, (8 - b0 % 8) % 8)) < 0 ||
+	if ((rc = zrecorder_block(x->p, (b0 + 7) / 8, (8 - b0 % 8) % 8)) < 0 ||
 	    (rc = block_open(d, x->in)) < 0)
 		return rc;
 	if (rc)
@@ -377,7 +377,7 @@ static int scan_block(struct bzscan *x)
 		end = block_out(d, x->in, x->out, OUTCHUNK, &got, &why);
 		if (end < 0)
 			return end;
-		if (got && (rc = zpass_output(x->p, x->out, got, &crc)) < 0)
+		if (got && (rc = zrecorder_output(x->p, x->out, got, &crc)) < 0)
 			return rc;
 		x->total += got;
 	} while (end == 0);
@@ -404,7 +404,7 @@ static int scan_end(struct bzscan *x)
 	return 0;
 }
 
-static int bz2_scan(struct zin *in, struct zpass *p)
+static int bz2_scan(struct zreader *in, struct zrecorder *p)
 {
 	struct bzscan x = { .in = in, .p = p };
 	int rc = -ENOMEM;
@@ -433,7 +433,7 @@ out:
 
 /* ---- reads ---- */
 
-static int bz2_dec_open(struct zin *in, const struct zpoint *pt, void **dec)
+static int bz2_dec_open(struct zreader *in, const struct zpoint *pt, void **dec)
 {
 	struct bzd *d = calloc(1, sizeof(*d));
 	unsigned char c;
@@ -443,12 +443,12 @@ static int bz2_dec_open(struct zin *in, const struct zpoint *pt, void **dec)
 		return -ENOMEM;
 	d->bit = pt->in * 8;
 	d->blk_off = pt->in;
-	zin_seek(in, pt->in);
+	zreader_seek(in, pt->in);
 	if (pt->bits) {
 		d->bit -= pt->bits;
 		d->blk_off--;
-		zin_seek(in, pt->in - 1);
-		if ((rc = zin_read(in, &c, 1)) < 0 || (rc = keep_byte(d, c)) < 0) {
+		zreader_seek(in, pt->in - 1);
+		if ((rc = zreader_read(in, &c, 1)) < 0 || (rc = keep_byte(d, c)) < 0) {
 			bzd_free(d);
 			free(d);
 			return rc == -EBADMSG ? -EIO : rc;
@@ -460,7 +460,7 @@ static int bz2_dec_open(struct zin *in, const struct zpoint *pt, void **dec)
 	return 0;
 }
 
-static int bz2_dec_read(void *dec, struct zin *in, unsigned char *out,
+static int bz2_dec_read(void *dec, struct zreader *in, unsigned char *out,
 			size_t len)
 {
 	struct bzd *d = dec;

@@ -20,7 +20,7 @@
  * restarts at block starts, zstd (zzstd.c) at frame starts, bzip2 (zbz2.c) at block starts (a bit offset: `bits`):
  * none needs a window (win_len 0, the points are `member` ones).  xz
  * blocks and zstd frames can be as long as the file, so those codecs
- * also mark points they cannot restart from (zpass_seq_point, ZP_SEQ)
+ * also mark points they cannot restart from (zrecorder_seq_point, ZP_SEQ)
  * and read through a decoder (dec_*) that zseq.c keeps between reads.
  */
 #ifndef SFS_IO_ZCODEC_H
@@ -37,7 +37,7 @@
 #define ZWINDOW (32u << 10)   /* deflate's history: the most a window holds */
 
 /* A buffered sequential reader of the compressed bytes. */
-struct zin {
+struct zreader {
 	struct source *src;
 	uint64_t size;          /* the compressed source's size */
 	uint64_t boff;          /* source offset of buf[0] */
@@ -47,17 +47,17 @@ struct zin {
 };
 /* Reads more after buf[len]: 1 if some came, 0 at the end, -errno. Keeps
  * the unread bytes [pos, len). */
-int zin_fill(struct zin *in);
+int zreader_fill(struct zreader *in);
 /* Source offset of the next unread byte. */
-static inline uint64_t zin_tell(const struct zin *in)
+static inline uint64_t zreader_tell(const struct zreader *in)
 {
 	return in->boff + in->pos;
 }
 /* Reads exactly n bytes into out (NULL: skips them): 0, -EBADMSG at the
  * end of the source, -errno. */
-int zin_read(struct zin *in, void *out, size_t n);
+int zreader_read(struct zreader *in, void *out, size_t n);
 /* Repositions at off (drops the buffer). */
-void zin_seek(struct zin *in, uint64_t off);
+void zreader_seek(struct zreader *in, uint64_t off);
 
 /* An access point, as stored in the blob (little-endian, 48 bytes). */
 struct zpoint {
@@ -84,23 +84,23 @@ _Static_assert(sizeof(struct zpoint) == 48, "the blob's point layout");
 		       * xz block or zstd frame) */
 
 /* The recorder of the pass (zsource.c). */
-struct zpass;
+struct zrecorder;
 /* Every uncompressed byte, in order; *crc gets the chunk's CRC-32 (for
  * the codec's own checks, with crc32_combine).  0 or -errno (-EFBIG: too
  * long without a point, see zsource.c). */
-int zpass_output(struct zpass *p, const void *data, size_t n, uint32_t *crc);
+int zrecorder_output(struct zrecorder *p, const void *data, size_t n, uint32_t *crc);
 /* Where the codec may put its next output: *avail bytes (> 0) there,
- * inside the buffer of the span being kept (so zpass_output of them, at
+ * inside the buffer of the span being kept (so zrecorder_output of them, at
  * that address, copies nothing) or else a scratch buffer of the
- * recorder's; valid until the next zpass_* call but zpass_output.  NULL
+ * recorder's; valid until the next zrecorder_* call but zrecorder_output.  NULL
  * on ENOMEM.  A codec may as well output from its own buffers. */
-unsigned char *zpass_outbuf(struct zpass *p, size_t *avail);
+unsigned char *zrecorder_outbuf(struct zrecorder *p, size_t *avail);
 /* 1 if a point here would be kept (span bytes since the last one). */
-int zpass_want(const struct zpass *p);
+int zrecorder_want(const struct zrecorder *p);
 /* A place the codec can restart from: compressed byte `in`, `bits` of
  * the byte before it unread, `member`: a new member starts here (its
  * window is empty).  0 or -errno. */
-int zpass_point(struct zpass *p, uint64_t in, unsigned bits, int member);
+int zrecorder_point(struct zrecorder *p, uint64_t in, unsigned bits, int member);
 /* A block or frame start (xz, zstd, bzip2): a restart point, however
  * short of `span` the output since the last one is, so that a span holds
  * one block and a random read decodes only the block holding it (the
@@ -109,23 +109,23 @@ int zpass_point(struct zpass *p, uint64_t in, unsigned bits, int member);
  * (a file of tiny frames) share a span, until it holds ZBLOCK_MIN: the
  * table has at most two points per ZBLOCK_MIN of output.  0 or -errno. */
 #define ZBLOCK_MIN ZCHUNK
-int zpass_block(struct zpass *p, uint64_t in, unsigned bits);
+int zrecorder_block(struct zrecorder *p, uint64_t in, unsigned bits);
 /* n bytes of a damaged block whose size is known (xz and zstd headers say
  * it), counted as zeros so that the offsets after it stay right (the
- * codec then says zpass_damaged; the bytes are never read).  0, -EFBIG
+ * codec then says zrecorder_damaged; the bytes are never read).  0, -EFBIG
  * past ZFILL_MAX, -errno. */
 #define ZFILL_MAX (1ull << 30)
-int zpass_fill(struct zpass *p, uint64_t n);
+int zrecorder_fill(struct zrecorder *p, uint64_t n);
 /* The codec's byte (struct zpoint cx) of the points made from now on. */
-void zpass_codec_byte(struct zpass *p, uint8_t cx);
+void zrecorder_codec_byte(struct zrecorder *p, uint8_t cx);
 /* A point the codec cannot restart from (inside a long block or frame;
- * `in`: about where the codec is), only when zpass_want: its span is
+ * `in`: about where the codec is), only when zrecorder_want: its span is
  * read by decoding on from the last restart point (zseq.c keeps a
  * decoder per source for sequential readers).  0 or -errno. */
-int zpass_seq_point(struct zpass *p, uint64_t in);
+int zrecorder_seq_point(struct zrecorder *p, uint64_t in);
 /* The member whose output began at uncompressed offset `from` is damaged
  * (`why`, said with the offset): reads of its bytes give EIO. */
-void zpass_damaged(struct zpass *p, uint64_t from, const char *why,
+void zrecorder_damaged(struct zrecorder *p, uint64_t from, const char *why,
 		   uint64_t at);
 
 /*
@@ -140,7 +140,7 @@ struct zexpect {
 	uint32_t crc32;
 };
 /* The expectations the pass was given (ztable_build), or NULL. */
-const struct zexpect *zpass_expect(const struct zpass *p);
+const struct zexpect *zrecorder_expect(const struct zrecorder *p);
 
 /* Which inflater a span read uses (SAMPLEFS_INFLATE=zlib forces zlib). */
 enum zengine { ZENGINE_FAST, ZENGINE_ZLIB };
@@ -154,12 +154,12 @@ struct zcodec {
 	/* 1 if the source's first n bytes are this format */
 	int (*sniff)(const unsigned char *head, size_t n);
 	/* the pass over in (at offset 0): 0; damage is reported with
-	 * zpass_damaged and ends the pass with 0 (the bytes before it stay
+	 * zrecorder_damaged and ends the pass with 0 (the bytes before it stay
 	 * readable); -errno for failures of the source itself */
-	int (*scan)(struct zin *in, struct zpass *p);
+	int (*scan)(struct zreader *in, struct zrecorder *p);
 	/* inflates exactly len bytes from point pt (its window win, raw)
 	 * into out: 0, or -EIO (said, with the source's name and offset) */
-	int (*span)(struct zin *in, const struct zpoint *pt,
+	int (*span)(struct zreader *in, const struct zpoint *pt,
 		    const unsigned char *win, unsigned char *out, size_t len,
 		    enum zengine eng);
 	/*
@@ -169,8 +169,8 @@ struct zcodec {
 	 * sequential read.  dec_open: 0 or -errno; dec_read: exactly len
 	 * more bytes, 0 or -EIO (said, with the source's name and offset).
 	 */
-	int (*dec_open)(struct zin *in, const struct zpoint *pt, void **dec);
-	int (*dec_read)(void *dec, struct zin *in, unsigned char *out,
+	int (*dec_open)(struct zreader *in, const struct zpoint *pt, void **dec);
+	int (*dec_read)(void *dec, struct zreader *in, unsigned char *out,
 			size_t len);
 	void (*dec_free)(void *dec);
 	/* said at mount when a restart point is far behind a read: how to

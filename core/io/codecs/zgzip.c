@@ -54,13 +54,13 @@ static int gz_sniff(const unsigned char *h, size_t n)
 }
 
 /* Reads n header bytes (out NULL: skips them), adding them to *crc. */
-static int hdr_read(struct zin *in, void *out, size_t n, uLong *crc)
+static int hdr_read(struct zreader *in, void *out, size_t n, uLong *crc)
 {
 	unsigned char b;
 	int rc;
 
 	while (n--) {
-		if ((rc = zin_read(in, &b, 1)) < 0)
+		if ((rc = zreader_read(in, &b, 1)) < 0)
 			return rc;
 		*crc = crc32(*crc, &b, 1);
 		if (out)
@@ -70,7 +70,7 @@ static int hdr_read(struct zin *in, void *out, size_t n, uLong *crc)
 }
 
 /* Skips a NUL-terminated header field. */
-static int skip_cstr(struct zin *in, uLong *crc)
+static int skip_cstr(struct zreader *in, uLong *crc)
 {
 	unsigned char c;
 	int rc;
@@ -84,13 +84,13 @@ static int skip_cstr(struct zin *in, uLong *crc)
 
 /* Only zero bytes up to the end of the source (padding): 1, or
  * -EBADMSG at the first other byte, -errno. */
-static int zero_padding(struct zin *in)
+static int zero_padding(struct zreader *in)
 {
 	unsigned char c;
 	int rc;
 
 	do {
-		if ((rc = zin_read(in, &c, 1)) == -EBADMSG)
+		if ((rc = zreader_read(in, &c, 1)) == -EBADMSG)
 			return 1;
 	} while (rc == 0 && c == 0);
 	return rc < 0 ? rc : -EBADMSG;
@@ -102,13 +102,13 @@ static int zero_padding(struct zin *in)
  * leave), -EBADMSG when the bytes there are not a header (or its FHCRC
  * does not match, as gzip checks it), -errno.
  */
-static int member_header(struct zin *in)
+static int member_header(struct zreader *in)
 {
 	unsigned char h[10], x[2], c[2];
 	uLong crc = crc32(0, NULL, 0);
 	int rc;
 
-	if (in->pos == in->len && (rc = zin_fill(in)) <= 0)
+	if (in->pos == in->len && (rc = zreader_fill(in)) <= 0)
 		return rc < 0 ? rc : 1;
 	if (in->buf[in->pos] == 0)
 		return zero_padding(in);
@@ -123,7 +123,7 @@ static int member_header(struct zin *in)
 		return rc;
 	if ((h[3] & F_COMMENT) && (rc = skip_cstr(in, &crc)) < 0)
 		return rc;
-	if ((h[3] & F_HCRC) && (rc = zin_read(in, c, 2)) < 0)
+	if ((h[3] & F_HCRC) && (rc = zreader_read(in, c, 2)) < 0)
 		return rc;
 	if ((h[3] & F_HCRC) && (uLong)(c[0] | c[1] << 8) != (crc & 0xffff))
 		return -EBADMSG;
@@ -132,11 +132,11 @@ static int member_header(struct zin *in)
 
 /* Points zlib at the reader's unread bytes, reading more when none are
  * left: 1, 0 at the end of the source (none given), -errno. */
-static int feed(struct zin *in, z_stream *zs)
+static int feed(struct zreader *in, z_stream *zs)
 {
 	int rc = 1;
 
-	if (in->pos == in->len && (rc = zin_fill(in)) <= 0) {
+	if (in->pos == in->len && (rc = zreader_fill(in)) <= 0) {
 		zs->next_in = in->buf + in->pos;	/* the buffer moved */
 		zs->avail_in = 0;
 		return rc;
@@ -149,13 +149,13 @@ static int feed(struct zin *in, z_stream *zs)
 /*
  * One member's deflate data, in the pass: 0 at its end (*crc, *isize
  * of what it gave), 1 when it is damaged (said), -errno.  zlib inflates
- * straight into the buffer of the span being kept (zpass_outbuf).  It
+ * straight into the buffer of the span being kept (zrecorder_outbuf).  It
  * gives at most `limit` bytes: with one more to come (inflate is offered
  * a byte past the limit, never handed on) the stream is damaged, so a raw
  * stream never gives more than its directory declares (a bomb costs no
  * more than the declared size).  `cut`: what a truncated one is called.
  */
-static int scan_member(struct zin *in, struct zpass *p, z_stream *zs,
+static int scan_member(struct zreader *in, struct zrecorder *p, z_stream *zs,
 		       uint64_t mstart, uLong *crc, uint64_t *isize,
 		       uint64_t limit, const char *cut)
 {
@@ -170,7 +170,7 @@ static int scan_member(struct zin *in, struct zpass *p, z_stream *zs,
 		 * last block ends with its last byte (gzip's trailer follows) */
 		if (!zs->avail_in && (rc = feed(in, zs)) < 0)
 			return rc;
-		if (!(out = zpass_outbuf(p, &room)))
+		if (!(out = zrecorder_outbuf(p, &room)))
 			return -ENOMEM;
 		left = limit - *isize;
 		if (room > left)	/* room for one byte past the limit */
@@ -182,15 +182,15 @@ static int scan_member(struct zin *in, struct zpass *p, z_stream *zs,
 		in->pos = (size_t)(zs->next_in - in->buf);
 		got = room - zs->avail_out;
 		if (got > left) {	/* the declared bytes, then the damage */
-			if (left && (rc = zpass_output(p, out, (size_t)left, &c)) < 0)
+			if (left && (rc = zrecorder_output(p, out, (size_t)left, &c)) < 0)
 				return rc;
 			*isize += left;
-			zpass_damaged(p, mstart, "inflates past its declared size",
-				      zin_tell(in));
+			zrecorder_damaged(p, mstart, "inflates past its declared size",
+				      zreader_tell(in));
 			return 1;
 		}
 		if (got) {
-			if ((rc = zpass_output(p, out, got, &c)) < 0)
+			if ((rc = zrecorder_output(p, out, got, &c)) < 0)
 				return rc;
 			*crc = crc32_combine(*crc, c, (z_off_t)got);
 			*isize += got;
@@ -198,47 +198,47 @@ static int scan_member(struct zin *in, struct zpass *p, z_stream *zs,
 		if (ret == Z_STREAM_END)
 			return 0;
 		if (ret == Z_BUF_ERROR && !zs->avail_in && in->pos == in->len &&
-		    zin_tell(in) >= in->size) {
-			zpass_damaged(p, mstart, cut, zin_tell(in));
+		    zreader_tell(in) >= in->size) {
+			zrecorder_damaged(p, mstart, cut, zreader_tell(in));
 			return 1;
 		}
 		if (ret != Z_OK && !(ret == Z_BUF_ERROR && !zs->avail_in)) {
-			zpass_damaged(p, mstart, zs->msg ? zs->msg : "inflate error",
-				      zin_tell(in));
+			zrecorder_damaged(p, mstart, zs->msg ? zs->msg : "inflate error",
+				      zreader_tell(in));
 			return 1;
 		}
 		/* a block boundary other than after the last block: zran's test */
-		if ((zs->data_type & 128) && !(zs->data_type & 64) && zpass_want(p) &&
-		    (rc = zpass_point(p, zin_tell(in), zs->data_type & 7, 0)) < 0)
+		if ((zs->data_type & 128) && !(zs->data_type & 64) && zrecorder_want(p) &&
+		    (rc = zrecorder_point(p, zreader_tell(in), zs->data_type & 7, 0)) < 0)
 			return rc;
 	}
 }
 
 /* The member trailer: CRC-32 and ISIZE of what the member gave. 0, 1
  * damaged (said), -errno. */
-static int check_trailer(struct zin *in, struct zpass *p, uint64_t mstart,
+static int check_trailer(struct zreader *in, struct zrecorder *p, uint64_t mstart,
 			 uLong crc, uint64_t isize)
 {
 	unsigned char t[8];
-	uint64_t at = zin_tell(in);
-	int rc = zin_read(in, t, sizeof(t));
+	uint64_t at = zreader_tell(in);
+	int rc = zreader_read(in, t, sizeof(t));
 
 	if (rc == -EBADMSG) {
-		zpass_damaged(p, mstart, "truncated gzip trailer", at);
+		zrecorder_damaged(p, mstart, "truncated gzip trailer", at);
 		return 1;
 	}
 	if (rc < 0)
 		return rc;
 	if (le32(t) != (uint32_t)crc) {
-		zpass_damaged(p, mstart, "gzip member CRC-32 mismatch", at);
+		zrecorder_damaged(p, mstart, "gzip member CRC-32 mismatch", at);
 		return 0;	/* its extent is sound: the next member follows */
 	}
 	if (le32(t + 4) != (uint32_t)isize)
-		zpass_damaged(p, mstart, "gzip member ISIZE mismatch", at + 4);
+		zrecorder_damaged(p, mstart, "gzip member ISIZE mismatch", at + 4);
 	return 0;
 }
 
-static int gz_scan(struct zin *in, struct zpass *p)
+static int gz_scan(struct zreader *in, struct zrecorder *p)
 {
 	z_stream zs;
 	uint64_t total = 0, isize, hoff;
@@ -249,20 +249,20 @@ static int gz_scan(struct zin *in, struct zpass *p)
 	if (inflateInit2(&zs, -15) != Z_OK)
 		goto out;
 	for (;;) {
-		hoff = zin_tell(in);
+		hoff = zreader_tell(in);
 		rc = member_header(in);
 		if (rc == 1) {
 			rc = 0;
 			break;
 		}
 		if (rc == -EBADMSG) {
-			zpass_damaged(p, total, total ? "bytes after the last gzip "
+			zrecorder_damaged(p, total, total ? "bytes after the last gzip "
 				      "member are not a gzip header" :
 				      "bad gzip header", hoff);
 			rc = 0;
 			break;
 		}
-		if (rc < 0 || (rc = zpass_point(p, hoff, 0, 1)) < 0)
+		if (rc < 0 || (rc = zrecorder_point(p, hoff, 0, 1)) < 0)
 			break;
 		inflateReset(&zs);
 		zs.avail_in = 0;
@@ -285,9 +285,9 @@ out:
 
 /* After a member's deflate data ends inside a span: its trailer and the
  * next member's header.  0, or -EIO when the stream does not go on. */
-static int next_member(struct zin *in)
+static int next_member(struct zreader *in)
 {
-	int rc = zin_read(in, NULL, 8);
+	int rc = zreader_read(in, NULL, 8);
 
 	if (rc == 0)
 		rc = member_header(in);
@@ -297,7 +297,7 @@ static int next_member(struct zin *in)
 /* The span readers: `members` 1 when another gzip member may follow the
  * end of a deflate stream inside the span (gzip), 0 when that end is the
  * source's (raw deflate: more to inflate is -EIO). */
-static int span_zlib(struct zin *in, const struct zpoint *pt,
+static int span_zlib(struct zreader *in, const struct zpoint *pt,
 		     const unsigned char *win, unsigned char *out, size_t len,
 		     int members)
 {
@@ -308,7 +308,7 @@ static int span_zlib(struct zin *in, const struct zpoint *pt,
 	memset(&zs, 0, sizeof(zs));
 	if (inflateInit2(&zs, -15) != Z_OK)
 		return -ENOMEM;
-	if (pt->bits && (rc = zin_read(in, &b, 1)) == 0)
+	if (pt->bits && (rc = zreader_read(in, &b, 1)) == 0)
 		inflatePrime(&zs, pt->bits, b >> (8 - pt->bits));
 	if (rc == 0 && pt->win_len &&
 	    inflateSetDictionary(&zs, win, pt->win_len) != Z_OK)
@@ -341,12 +341,12 @@ static int span_zlib(struct zin *in, const struct zpoint *pt,
 #ifdef HAVE_ISAL
 /* isal_inflate buffers up to 64 bits ahead: at a member's end the whole
  * bytes of it are the trailer's, given back to the reader. */
-static void isal_unread(struct zin *in, const struct inflate_state *st)
+static void isal_unread(struct zreader *in, const struct inflate_state *st)
 {
-	zin_seek(in, zin_tell(in) - (uint64_t)(st->read_in_length / 8));
+	zreader_seek(in, zreader_tell(in) - (uint64_t)(st->read_in_length / 8));
 }
 
-static int span_isal(struct zin *in, const struct zpoint *pt,
+static int span_isal(struct zreader *in, const struct zpoint *pt,
 		     const unsigned char *win, unsigned char *out, size_t len,
 		     int members)
 {
@@ -359,7 +359,7 @@ static int span_isal(struct zin *in, const struct zpoint *pt,
 		return -ENOMEM;
 	isal_inflate_init(st);
 	st->crc_flag = ISAL_DEFLATE;
-	if (pt->bits && (rc = zin_read(in, &b, 1)) == 0) {
+	if (pt->bits && (rc = zreader_read(in, &b, 1)) == 0) {
 		st->read_in = b >> (8 - pt->bits);
 		st->read_in_length = pt->bits;
 	}
@@ -368,7 +368,7 @@ static int span_isal(struct zin *in, const struct zpoint *pt,
 		rc = -EIO;
 	while (rc == 0 && done < len) {
 		if (in->pos == in->len && st->block_state != ISAL_BLOCK_FINISH &&
-		    (rc = zin_fill(in)) <= 0) {
+		    (rc = zreader_fill(in)) <= 0) {
 			rc = -EIO;
 			break;
 		}
@@ -398,7 +398,7 @@ static int span_isal(struct zin *in, const struct zpoint *pt,
 #endif
 
 /* A span from point pt, the reader at it, with the engine asked for. */
-static int span_inflate(struct zin *in, const struct zpoint *pt,
+static int span_inflate(struct zreader *in, const struct zpoint *pt,
 			const unsigned char *win, unsigned char *out, size_t len,
 			enum zengine eng, int members)
 {
@@ -409,11 +409,11 @@ static int span_inflate(struct zin *in, const struct zpoint *pt,
 	return span_zlib(in, pt, win, out, len, members);
 }
 
-static int gz_span(struct zin *in, const struct zpoint *pt,
+static int gz_span(struct zreader *in, const struct zpoint *pt,
 		   const unsigned char *win, unsigned char *out, size_t len,
 		   enum zengine eng)
 {
-	zin_seek(in, pt->bits ? pt->in - 1 : pt->in);
+	zreader_seek(in, pt->bits ? pt->in - 1 : pt->in);
 	if ((pt->flags & ZP_MEMBER) && member_header(in) != 0)
 		return -EIO;
 	return span_inflate(in, pt, win, out, len, eng, 1);
@@ -440,7 +440,7 @@ static int raw_sniff(const unsigned char *h, size_t n)
 }
 
 /* The end of a raw stream against its directory (damage said). */
-static void raw_check(struct zin *in, struct zpass *p,
+static void raw_check(struct zreader *in, struct zrecorder *p,
 		      const struct zexpect *want, uLong crc, uint64_t isize)
 {
 	char why[160];
@@ -449,24 +449,24 @@ static void raw_check(struct zin *in, struct zpass *p,
 		snprintf(why, sizeof(why), "deflate stream ends after %llu bytes, "
 			 "the zip declares %llu", (unsigned long long)isize,
 			 (unsigned long long)want->usize);
-		zpass_damaged(p, 0, why, zin_tell(in));
+		zrecorder_damaged(p, 0, why, zreader_tell(in));
 	} else if ((uint32_t)crc != want->crc32) {
 		snprintf(why, sizeof(why), "CRC-32 mismatch (the zip says %08x, "
 			 "the data gives %08x)", want->crc32, (unsigned)crc);
-		zpass_damaged(p, 0, why, zin_tell(in));
-	} else if (zin_tell(in) != in->size) {
+		zrecorder_damaged(p, 0, why, zreader_tell(in));
+	} else if (zreader_tell(in) != in->size) {
 		snprintf(why, sizeof(why), "compressed size is %llu bytes larger "
 			 "than its deflate stream",
-			 (unsigned long long)(in->size - zin_tell(in)));
-		zpass_damaged(p, 0, why, zin_tell(in));
+			 (unsigned long long)(in->size - zreader_tell(in)));
+		zrecorder_damaged(p, 0, why, zreader_tell(in));
 	}
 }
 
 /* The pass over one raw deflate stream: the gzip member's, with the
  * directory's sizes and CRC-32 for a header and trailer. */
-static int raw_scan(struct zin *in, struct zpass *p)
+static int raw_scan(struct zreader *in, struct zrecorder *p)
 {
-	const struct zexpect *want = zpass_expect(p);
+	const struct zexpect *want = zrecorder_expect(p);
 	uint64_t isize = 0;
 	uLong crc = crc32(0, NULL, 0);
 	z_stream zs;
@@ -479,7 +479,7 @@ static int raw_scan(struct zin *in, struct zpass *p)
 	}
 	if (inflateInit2(&zs, -15) != Z_OK)
 		goto out;
-	if ((rc = zpass_point(p, 0, 0, 1)) < 0)
+	if ((rc = zrecorder_point(p, 0, 0, 1)) < 0)
 		goto out;
 	rc = scan_member(in, p, &zs, 0, &crc, &isize, want->usize,
 			 "truncated deflate stream");
@@ -493,11 +493,11 @@ out:
 
 /* A span of a raw stream: its first point is at the stream's start
  * (flagged a member: no window), with no header to read there. */
-static int raw_span(struct zin *in, const struct zpoint *pt,
+static int raw_span(struct zreader *in, const struct zpoint *pt,
 		    const unsigned char *win, unsigned char *out, size_t len,
 		    enum zengine eng)
 {
-	zin_seek(in, pt->bits ? pt->in - 1 : pt->in);
+	zreader_seek(in, pt->bits ? pt->in - 1 : pt->in);
 	return span_inflate(in, pt, win, out, len, eng, 0);
 }
 

@@ -22,12 +22,12 @@
 
 /* A codec's decoder (dec_*) where the last read left it. */
 struct zseq {
-	struct zin in;
+	struct zreader in;
 	void *dec;
 	uint64_t j;                   /* the span it is at the start of */
 };
 
-void zkeep_init(struct zkeep *k, atomic_uint *nkept)
+void zdecoder_cache_init(struct zdecoder_cache *k, atomic_uint *nkept)
 {
 	pthread_mutex_init(&k->lock, NULL);
 	pthread_mutex_init(&k->run, NULL);
@@ -45,7 +45,7 @@ static void seq_free(const struct zcodec *c, struct zseq *q)
 	free(q);
 }
 
-void zkeep_fini(struct zkeep *k, const struct zcodec *c)
+void zdecoder_cache_fini(struct zdecoder_cache *k, const struct zcodec *c)
 {
 	if (k->kept) {
 		seq_free(c, k->kept);
@@ -65,7 +65,7 @@ static uint64_t restart_of(const struct zseq_view *v, uint64_t i)
 
 /* A decoder at or before span i and not before its restart point: the
  * one kept, when it is, else a new one at the restart point. */
-static int seq_take(struct zkeep *k, const struct zseq_view *v, uint64_t i,
+static int seq_take(struct zdecoder_cache *k, const struct zseq_view *v, uint64_t i,
 		    struct zseq **qp)
 {
 	uint64_t r = restart_of(v, i);
@@ -86,7 +86,7 @@ static int seq_take(struct zkeep *k, const struct zseq_view *v, uint64_t i,
 		return 0;
 	}
 	if (!(q = calloc(1, sizeof(*q))) ||
-	    zin_init(&q->in, v->in, SEQ_READ) < 0) {
+	    zreader_init(&q->in, v->in, SEQ_READ) < 0) {
 		free(q);
 		return -ENOMEM;
 	}
@@ -101,7 +101,7 @@ static int seq_take(struct zkeep *k, const struct zseq_view *v, uint64_t i,
 
 /* Keeps q for the next read (in place of an older one), unless the
  * mount keeps ZSEQ_KEPT already. */
-static void seq_keep(struct zkeep *k, const struct zcodec *c, struct zseq *q)
+static void seq_keep(struct zdecoder_cache *k, const struct zcodec *c, struct zseq *q)
 {
 	struct zseq *old;
 
@@ -144,7 +144,7 @@ static int seq_pass_span(const struct zseq_view *v, struct zseq *q,
 	return rc;
 }
 
-int zseq_span(struct zkeep *k, const struct zseq_view *v, uint64_t i,
+int zseq_span(struct zdecoder_cache *k, const struct zseq_view *v, uint64_t i,
 	      unsigned char *buf, size_t len, uint64_t *failed)
 {
 	int whole = len == span_end(v->pts, v->npts, i, v->usize) - v->pts[i].out;

@@ -45,22 +45,22 @@ struct zseq_view {
  * finds its span cached or the decoder just before it.  `nkept` counts
  * the mount's kept decoders (a dictionary's memory each: at most 8).
  */
-struct zkeep {
+struct zdecoder_cache {
 	pthread_mutex_t lock;
 	pthread_mutex_t run;
 	struct zseq *kept;
 	atomic_uint *nkept;
 };
 
-void zkeep_init(struct zkeep *k, atomic_uint *nkept);
+void zdecoder_cache_init(struct zdecoder_cache *k, atomic_uint *nkept);
 /* Frees the kept decoder (codec c's). */
-void zkeep_fini(struct zkeep *k, const struct zcodec *c);
+void zdecoder_cache_fini(struct zdecoder_cache *k, const struct zcodec *c);
 
 /* Decodes the whole of span i (len bytes) into buf, through the kept
  * decoder when it is at or before the span and not before its restart
  * point: 0 or -errno (the codec says why; *failed: the span the decoder
  * was in, i or one before it on the way). */
-int zseq_span(struct zkeep *k, const struct zseq_view *v, uint64_t i,
+int zseq_span(struct zdecoder_cache *k, const struct zseq_view *v, uint64_t i,
 	      unsigned char *buf, size_t len, uint64_t *failed);
 
 /* Says at open when a read may decode far (a restart point more than

@@ -262,7 +262,7 @@ static struct zseq_view view_of(struct zsrc *z)
 
 /* The codec's span function, or zseq's decoder: 0 or -errno (*failed:
  * the span the decoder was in, i or one of its block before it). */
-static int decode_span(struct zsrc *z, uint64_t i, struct zin *in,
+static int decode_span(struct zsrc *z, uint64_t i, struct zreader *in,
 		       const unsigned char *win, unsigned char *buf, size_t len,
 		       uint64_t *failed)
 {
@@ -332,10 +332,10 @@ static int inflate_span(struct zsrc *z, uint64_t i, size_t len,
 	const struct zpoint *pt = &z->pts[i];
 	unsigned char *buf = zpool_get(z->ze->pool, len ? len : 1);
 	unsigned char *win = malloc(ZWINDOW);
-	struct zin in;
+	struct zreader in;
 	const char *why = NULL;
 	uint64_t failed = i;
-	int kept, rc = zin_init(&in, z->in, SPAN_READ);
+	int kept, rc = zreader_init(&in, z->in, SPAN_READ);
 
 	if (!buf || !win || rc < 0) {
 		rc = -ENOMEM;
@@ -490,7 +490,7 @@ static void zsrc_free(struct zsrc *z)
 	if (!z)
 		return;
 	zrun_stop(z->run);
-	zkeep_fini(&z->keep, z->codec);
+	zdecoder_cache_fini(&z->keep, z->codec);
 	free(z->failed);
 	if (z->blob)
 		unbind_blob(z);
@@ -827,7 +827,7 @@ static int wrap(struct source *in, const struct zexpect *want,
 		free(z);
 		return 0;
 	}
-	zkeep_init(&z->keep, &z->ze->nseq);
+	zdecoder_cache_init(&z->keep, &z->ze->nseq);
 	if (!(s = calloc(1, sizeof(*s))) || !(s->name = strdup(in->name)))
 		goto fail;
 	z->id = atomic_fetch_add(&z->ze->next_id, 1);

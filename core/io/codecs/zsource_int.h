@@ -20,7 +20,7 @@ struct zrun;
 
 /*
  * Per-mount state (env->z).  Span buffers: every span in the cache was
- * inflated into a buffer of the pool (by the pass, zpass_outbuf, or by a
+ * inflated into a buffer of the pool (by the pass, zrecorder_outbuf, or by a
  * read miss), and the cache gives each one it evicts or refuses back to
  * the pool (lru_set_release), which keeps POOL_SPARE of them: once the
  * cache is full, a span is inflated into memory an evicted one held, not
@@ -56,7 +56,7 @@ struct zsrc {
 	void *hold;                   /* the store's mapping, or NULL */
 	int own_map;                  /* 1: blob is our own mmap */
 	int no_pass;                  /* the store forbids a pass (-EPERM) */
-	struct zkeep keep;            /* xz, zstd: the decoder kept (zseq.h) */
+	struct zdecoder_cache keep;            /* xz, zstd: the decoder kept (zseq.h) */
 	atomic_int refused;           /* 1: the last read that failed did so
 				       * for damage (zsource_damage) */
 	atomic_uchar *failed;         /* per span, 1: a read found it damaged

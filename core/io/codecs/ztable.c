@@ -9,7 +9,7 @@
  * unlinked scratch file ($TMPDIR) as they come, so the pass's memory is
  * bounded whatever the stream's size (plus the current span's bytes,
  * when the caller takes them: struct zspans; a codec that asks for
- * zpass_outbuf inflates them there, into the buffer the span is kept in,
+ * zrecorder_outbuf inflates them there, into the buffer the span is kept in,
  * so the span is never copied).  Then the points and the header are
  * written and the file mapped: the blob.
  *
@@ -76,7 +76,7 @@ const struct zcodec *zcodec_by_id(uint8_t id)
 
 /* ---- the buffered reader lent to codecs ---- */
 
-int zin_fill(struct zin *in)
+int zreader_fill(struct zreader *in)
 {
 	ssize_t got;
 	size_t keep = in->len - in->pos;
@@ -95,13 +95,13 @@ int zin_fill(struct zin *in)
 	return got > 0;
 }
 
-int zin_read(struct zin *in, void *out, size_t n)
+int zreader_read(struct zreader *in, void *out, size_t n)
 {
 	size_t k;
 	int rc;
 
 	while (n) {
-		if (in->pos == in->len && (rc = zin_fill(in)) <= 0)
+		if (in->pos == in->len && (rc = zreader_fill(in)) <= 0)
 			return rc < 0 ? rc : -EBADMSG;
 		k = in->len - in->pos < n ? in->len - in->pos : n;
 		if (out) {
@@ -114,7 +114,7 @@ int zin_read(struct zin *in, void *out, size_t n)
 	return 0;
 }
 
-void zin_seek(struct zin *in, uint64_t off)
+void zreader_seek(struct zreader *in, uint64_t off)
 {
 	if (off >= in->boff && off <= in->boff + in->len) {
 		in->pos = (size_t)(off - in->boff);
@@ -124,7 +124,7 @@ void zin_seek(struct zin *in, uint64_t off)
 	in->pos = in->len = 0;
 }
 
-int zin_init(struct zin *in, struct source *src, size_t cap)
+int zreader_init(struct zreader *in, struct source *src, size_t cap)
 {
 	memset(in, 0, sizeof(*in));
 	in->src = src;
@@ -136,7 +136,7 @@ int zin_init(struct zin *in, struct source *src, size_t cap)
 
 /* ---- the pass's recorder ---- */
 
-struct zpass {
+struct zrecorder {
 	struct source *in;            /* for messages */
 	const struct zcodec *codec;
 	const struct zexpect *want;   /* raw deflate's sizes and CRC, or NULL */
@@ -150,7 +150,7 @@ struct zpass {
 	size_t rpos, rfill;
 	struct zpoint *pts;
 	uint64_t npts, cap;
-	uint8_t cx;                   /* zpass_codec_byte */
+	uint8_t cx;                   /* zrecorder_codec_byte */
 	int fd;                       /* the scratch file */
 	uint64_t woff;                /* its end */
 	struct { uint64_t from, to; } *bad;
@@ -159,7 +159,7 @@ struct zpass {
 	unsigned char *kbuf;          /* the current span's bytes, for keep
 				       * (keep->get's, grown by realloc) */
 	size_t klen, kcap;
-	unsigned char *obuf;          /* zpass_outbuf's when not keeping */
+	unsigned char *obuf;          /* zrecorder_outbuf's when not keeping */
 	int kskip;                    /* the current span's bytes are not
 				       * kept (keep said so, or ENOMEM) */
 };
@@ -168,7 +168,7 @@ struct zpass {
  * uncompressed offset pos: each seeded with its chunk's offset
  * (zchunk_seed), so a table whose offsets were altered fails the check
  * even where the bytes inflate the same. */
-static void chunk_crcs(struct zpass *p, const unsigned char *d, size_t n,
+static void chunk_crcs(struct zrecorder *p, const unsigned char *d, size_t n,
 		       uint64_t pos)
 {
 	size_t k;
@@ -190,7 +190,7 @@ static void chunk_crcs(struct zpass *p, const unsigned char *d, size_t n,
 }
 
 /* The last ZWINDOW bytes of output, for the next point's window. */
-static void ring_put(struct zpass *p, const unsigned char *d, size_t n)
+static void ring_put(struct zrecorder *p, const unsigned char *d, size_t n)
 {
 	size_t k;
 
@@ -213,7 +213,7 @@ static void ring_put(struct zpass *p, const unsigned char *d, size_t n)
 /* Room for n more bytes in the kept span's buffer (got from keep->get at
  * the span's first byte, doubled by realloc when full): 0, or -ENOMEM,
  * and the span is not kept (only a saving lost). */
-static int keep_room(struct zpass *p, size_t n)
+static int keep_room(struct zrecorder *p, size_t n)
 {
 	size_t c = p->kcap ? p->kcap : zspan_buf(p->span);
 	void *q;
@@ -236,8 +236,8 @@ static int keep_room(struct zpass *p, size_t n)
 }
 
 /* The current span's bytes, for keep: already there when the codec
- * inflated them in place (zpass_outbuf), else copied. */
-static void keep_put(struct zpass *p, const void *d, size_t n)
+ * inflated them in place (zrecorder_outbuf), else copied. */
+static void keep_put(struct zrecorder *p, const void *d, size_t n)
 {
 	if (!p->keep || p->kskip)
 		return;
@@ -251,7 +251,7 @@ static void keep_put(struct zpass *p, const void *d, size_t n)
 	p->klen += n;
 }
 
-unsigned char *zpass_outbuf(struct zpass *p, size_t *avail)
+unsigned char *zrecorder_outbuf(struct zrecorder *p, size_t *avail)
 {
 	if (p->keep && !p->kskip && keep_room(p, 1) == 0) {
 		*avail = p->kcap - p->klen;
@@ -268,7 +268,7 @@ unsigned char *zpass_outbuf(struct zpass *p, size_t *avail)
  * right: one got whole for a short span (the last, a short stream) or
  * grown past it is cut to the span's length (in place: realloc shrinks
  * without copying); NULL when that fails, the span not kept. */
-static void *keep_fit(struct zpass *p)
+static void *keep_fit(struct zrecorder *p)
 {
 	void *q;
 
@@ -281,7 +281,7 @@ static void *keep_fit(struct zpass *p)
 
 /* Span i (len bytes) has ended: its bytes go to keep, which says whether
  * it wants the next span's.  0 or keep's -errno. */
-static int keep_span(struct zpass *p, uint64_t i, size_t len)
+static int keep_span(struct zrecorder *p, uint64_t i, size_t len)
 {
 	void *buf;
 	int rc;
@@ -298,7 +298,7 @@ static int keep_span(struct zpass *p, uint64_t i, size_t len)
 	return rc < 0 ? rc : 0;
 }
 
-int zpass_output(struct zpass *p, const void *data, size_t n, uint32_t *crc)
+int zrecorder_output(struct zrecorder *p, const void *data, size_t n, uint32_t *crc)
 {
 	*crc = zcrc32(0, data, n);
 	p->out += n;
@@ -316,19 +316,19 @@ int zpass_output(struct zpass *p, const void *data, size_t n, uint32_t *crc)
 	return 0;
 }
 
-int zpass_seq_point(struct zpass *p, uint64_t in)
+int zrecorder_seq_point(struct zrecorder *p, uint64_t in)
 {
 	int rc;
 
-	if (!zpass_want(p))
+	if (!zrecorder_want(p))
 		return 0;
-	if ((rc = zpass_point(p, in, 0, 1)) < 0)
+	if ((rc = zrecorder_point(p, in, 0, 1)) < 0)
 		return rc;
 	p->pts[p->npts - 1].flags = ZP_SEQ;
 	return 0;
 }
 
-int zpass_fill(struct zpass *p, uint64_t n)
+int zrecorder_fill(struct zrecorder *p, uint64_t n)
 {
 	static const unsigned char zeros[64 << 10];
 	uint32_t crc;
@@ -337,23 +337,23 @@ int zpass_fill(struct zpass *p, uint64_t n)
 
 	for (; rc == 0 && n; n -= k) {
 		k = n < sizeof(zeros) ? (size_t)n : sizeof(zeros);
-		rc = zpass_output(p, zeros, k, &crc);
+		rc = zrecorder_output(p, zeros, k, &crc);
 	}
 	return rc;
 }
 
-void zpass_codec_byte(struct zpass *p, uint8_t cx)
+void zrecorder_codec_byte(struct zrecorder *p, uint8_t cx)
 {
 	p->cx = cx;
 }
 
-int zpass_want(const struct zpass *p)
+int zrecorder_want(const struct zrecorder *p)
 {
 	return !p->npts || p->out - p->pts[p->npts - 1].out >= p->span;
 }
 
 /* The window, oldest byte first, into w: its length. */
-static size_t ring_linear(const struct zpass *p, unsigned char *w)
+static size_t ring_linear(const struct zrecorder *p, unsigned char *w)
 {
 	size_t start = (p->rpos + ZWINDOW - p->rfill) % ZWINDOW;
 	size_t first = ZWINDOW - start < p->rfill ? ZWINDOW - start : p->rfill;
@@ -381,7 +381,7 @@ static int write_all(int fd, const void *data, size_t n, uint64_t off)
 }
 
 /* Appends the window (deflated when that is smaller) to the scratch file. */
-static int put_window(struct zpass *p, struct zpoint *pt)
+static int put_window(struct zrecorder *p, struct zpoint *pt)
 {
 	unsigned char raw[ZWINDOW], packed[ZWINDOW];
 	uLongf plen = sizeof(packed);
@@ -406,7 +406,7 @@ static int put_window(struct zpass *p, struct zpoint *pt)
 
 /* Ends the span of the last point: its chunks' CRC-32s go to the
  * scratch file after the windows before them. */
-static int close_span(struct zpass *p)
+static int close_span(struct zrecorder *p)
 {
 	int rc;
 
@@ -426,15 +426,15 @@ static int close_span(struct zpass *p)
 	return 0;
 }
 
-/* 1 if the last point is a ZP_SEQ one (zpass_seq_point). */
-static int after_seq(const struct zpass *p)
+/* 1 if the last point is a ZP_SEQ one (zrecorder_seq_point). */
+static int after_seq(const struct zrecorder *p)
 {
 	return p->npts && (p->pts[p->npts - 1].flags & ZP_SEQ);
 }
 
 /* A ZP_SEQ point with no output after it yet gives its place to the
  * restart point made there (1): its span is empty, its CRC-32s unwritten. */
-static int drop_empty_seq(struct zpass *p)
+static int drop_empty_seq(struct zrecorder *p)
 {
 	if (!after_seq(p) || p->pts[p->npts - 1].out != p->out)
 		return 0;
@@ -443,7 +443,7 @@ static int drop_empty_seq(struct zpass *p)
 }
 
 /* Records a point at in (the filters are the callers'). */
-static int add_point(struct zpass *p, uint64_t in, unsigned bits, int member)
+static int add_point(struct zrecorder *p, uint64_t in, unsigned bits, int member)
 {
 	struct zpoint *pt;
 	int rc;
@@ -472,25 +472,25 @@ static int add_point(struct zpass *p, uint64_t in, unsigned bits, int member)
 	return 0;
 }
 
-int zpass_point(struct zpass *p, uint64_t in, unsigned bits, int member)
+int zrecorder_point(struct zrecorder *p, uint64_t in, unsigned bits, int member)
 {
 	/* a block or frame start after a ZP_SEQ point is always kept (a
 	 * short span), so that damage never spills into the next frame */
 	if (member) {
 		p->rfill = p->rpos = 0;	/* no history crosses members */
-		if (!zpass_want(p) && !after_seq(p))
+		if (!zrecorder_want(p) && !after_seq(p))
 			return 0;
 	}
 	return add_point(p, in, bits, member);
 }
 
 /* Span j's length so far (j < npts). */
-static uint64_t span_len(const struct zpass *p, uint64_t j)
+static uint64_t span_len(const struct zrecorder *p, uint64_t j)
 {
 	return (j + 1 < p->npts ? p->pts[j + 1].out : p->out) - p->pts[j].out;
 }
 
-int zpass_block(struct zpass *p, uint64_t in, unsigned bits)
+int zrecorder_block(struct zrecorder *p, uint64_t in, unsigned bits)
 {
 	uint64_t n = p->npts;
 
@@ -512,7 +512,7 @@ int zpass_block(struct zpass *p, uint64_t in, unsigned bits)
 	return add_point(p, in, bits, 1);
 }
 
-void zpass_damaged(struct zpass *p, uint64_t from, const char *why, uint64_t at)
+void zrecorder_damaged(struct zrecorder *p, uint64_t from, const char *why, uint64_t at)
 {
 	sfs_warn("%s: %s at compressed offset %llu (uncompressed bytes from "
 		 "%llu): reads of them give EIO", source_name(p->in), why,
@@ -540,7 +540,7 @@ void zpass_damaged(struct zpass *p, uint64_t from, const char *why, uint64_t at)
 
 /* Flags the spans that hold damaged bytes (the ranges are in order and
  * merged; an empty one damages nothing). */
-static void mark_bad(struct zpass *p)
+static void mark_bad(struct zrecorder *p)
 {
 	uint64_t i, lo, hi;
 	size_t b = 0;
@@ -565,7 +565,7 @@ static int scratch_open(void)
 
 /* Finishes the blob in the scratch file (points after the windows,
  * header at 0) and maps it. */
-static int pass_finish(struct zpass *p, const uint8_t **blob, size_t *blob_len)
+static int pass_finish(struct zrecorder *p, const uint8_t **blob, size_t *blob_len)
 {
 	struct zblob_hdr h;
 	uint64_t len;
@@ -597,7 +597,7 @@ static int pass_finish(struct zpass *p, const uint8_t **blob, size_t *blob_len)
 	return 0;
 }
 
-const struct zexpect *zpass_expect(const struct zpass *p)
+const struct zexpect *zrecorder_expect(const struct zrecorder *p)
 {
 	return p->want;
 }
@@ -606,12 +606,12 @@ int ztable_build(struct source *src, const struct zcodec *c, uint64_t span,
 		 const struct zexpect *want, const struct zspans *keep,
 		 const uint8_t **blob, size_t *len)
 {
-	struct zpass *p = calloc(1, sizeof(*p));
-	struct zin in = { 0 };
+	struct zrecorder *p = calloc(1, sizeof(*p));
+	struct zreader in = { 0 };
 	double t0 = sfs_now_s();
 	int rc = -ENOMEM;
 
-	if (!p || (rc = zin_init(&in, src, PASS_READ)) < 0)
+	if (!p || (rc = zreader_init(&in, src, PASS_READ)) < 0)
 		goto out;
 	p->in = src;
 	p->codec = c;

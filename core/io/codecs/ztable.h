@@ -21,7 +21,7 @@
 #define ZSPAN_HARD   (128ull << 20)   /* span= at most 64 MiB, + 64 MiB */
 
 #define ZBLOB_MAGIC   "SFSZIDX\1"
-#define ZBLOB_VERSION 4   /* 4: xz, zstd, bzip2 spans of one block (zpass_block) */
+#define ZBLOB_VERSION 4   /* 4: xz, zstd, bzip2 spans of one block (zrecorder_block) */
 struct zblob_hdr {
 	char magic[8];
 	uint32_t version;
@@ -42,7 +42,7 @@ const struct zcodec *zcodec_by_id(uint8_t id);
 const struct zcodec *zcodec_by_suffix(const char *name);
 
 /* A reader over src, cap bytes at a time: 0 or -ENOMEM (free in->buf). */
-int zin_init(struct zin *in, struct source *src, size_t cap);
+int zreader_init(struct zreader *in, struct source *src, size_t cap);
 
 /*
  * Where the pass's output also goes, span by span: keep(arg, i, buf, len)
@@ -55,7 +55,7 @@ int zin_init(struct zin *in, struct source *src, size_t cap);
  * span's bytes, 0 for its length only (nobody is reading in order: no
  * copy), or -errno, which ends the pass (the source was closed).  The
  * first span's bytes are always given.  get(arg, len) gives the buffer a
- * kept span is inflated into (zpass_outbuf: no copy), of at least len
+ * kept span is inflated into (zrecorder_outbuf: no copy), of at least len
  * bytes (zspan_buf: a buffer of zsource's pool, zpool.h); one a span
  * outgrows is grown by realloc, and keep gets a buffer holding what the
  * pool's rule says one of its length holds (cut to it when not).

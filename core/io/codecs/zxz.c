@@ -17,7 +17,7 @@
  * Damage (a block that does not decode or whose check fails, a truncated
  * file, bytes after the last stream that are not one): the block's bytes
  * give EIO; when its header gives its sizes (xz -T0 writes them) the pass
- * goes on after it (the missing bytes counted as zeros, zpass_fill), else
+ * goes on after it (the missing bytes counted as zeros, zrecorder_fill), else
  * it ends there and the rest is not there.  An index or footer that does not match the blocks
  * is said, but the blocks, each verified, stay readable.
  *
@@ -70,10 +70,10 @@ static const char *lzma_why(int ret)
 }
 
 /* Reads a stream header into d->head: 0, -EBADMSG, -errno. */
-static int stream_header(struct xzd *d, struct zin *in)
+static int stream_header(struct xzd *d, struct zreader *in)
 {
 	unsigned char h[LZMA_STREAM_HEADER_SIZE];
-	int rc = zin_read(in, h, sizeof(h));
+	int rc = zreader_read(in, h, sizeof(h));
 
 	if (rc < 0)
 		return rc;
@@ -84,17 +84,17 @@ static int stream_header(struct xzd *d, struct zin *in)
  * Skips stream padding and reads the next stream's header: 0, 1 at the
  * end of the file, -EBADMSG when what follows is not a stream, -errno.
  */
-static int next_stream(struct xzd *d, struct zin *in)
+static int next_stream(struct xzd *d, struct zreader *in)
 {
 	unsigned char z[4];
 	int rc;
 
 	for (;;) {
-		if (in->pos == in->len && (rc = zin_fill(in)) <= 0)
+		if (in->pos == in->len && (rc = zreader_fill(in)) <= 0)
 			return rc < 0 ? rc : 1;
 		if (in->buf[in->pos] != 0)
 			return stream_header(d, in);
-		if ((rc = zin_read(in, z, sizeof(z))) < 0 ||
+		if ((rc = zreader_read(in, z, sizeof(z))) < 0 ||
 		    (z[1] | z[2] | z[3]))
 			return rc < 0 && rc != -EBADMSG ? rc : -EBADMSG;
 	}
@@ -105,17 +105,17 @@ static int next_stream(struct xzd *d, struct zin *in)
  * index is there instead (not read), an lzma_ret > 1 when the
  * header is bad, -errno.
  */
-static int block_start(struct xzd *d, struct zin *in)
+static int block_start(struct xzd *d, struct zreader *in)
 {
 	unsigned char h[LZMA_BLOCK_HEADER_SIZE_MAX];
 	uint64_t need;
 	int rc, ret;
 
-	d->at = zin_tell(in);
-	if ((rc = zin_read(in, h, 1)) < 0)
+	d->at = zreader_tell(in);
+	if ((rc = zreader_read(in, h, 1)) < 0)
 		return rc == -EBADMSG ? LZMA_BUF_ERROR : rc;
 	if (h[0] == 0) {
-		zin_seek(in, d->at);
+		zreader_seek(in, d->at);
 		return 1;
 	}
 	memset(&d->block, 0, sizeof(d->block));
@@ -123,7 +123,7 @@ static int block_start(struct xzd *d, struct zin *in)
 	d->block.check = d->head.check;
 	d->block.filters = d->filters;
 	d->block.header_size = lzma_block_header_size_decode(h[0]);
-	if ((rc = zin_read(in, h + 1, d->block.header_size - 1)) < 0)
+	if ((rc = zreader_read(in, h + 1, d->block.header_size - 1)) < 0)
 		return rc == -EBADMSG ? LZMA_BUF_ERROR : rc;
 	if ((ret = lzma_block_header_decode(&d->block, NULL, h)) != LZMA_OK)
 		return ret;
@@ -143,7 +143,7 @@ static int block_start(struct xzd *d, struct zin *in)
  * the block ends: its lzma_ret (LZMA_OK: out is full; LZMA_BUF_ERROR: the
  * file ended), *got bytes written; -errno for the source's failures.
  */
-static int block_code(struct xzd *d, struct zin *in, unsigned char *out,
+static int block_code(struct xzd *d, struct zreader *in, unsigned char *out,
 		      size_t cap, size_t *got)
 {
 	int ret = LZMA_OK, rc;
@@ -151,7 +151,7 @@ static int block_code(struct xzd *d, struct zin *in, unsigned char *out,
 	d->strm.next_out = out;
 	d->strm.avail_out = cap;
 	while (ret == LZMA_OK && d->strm.avail_out) {
-		if (in->pos == in->len && (rc = zin_fill(in)) <= 0) {
+		if (in->pos == in->len && (rc = zreader_fill(in)) <= 0) {
 			ret = rc < 0 ? rc : LZMA_BUF_ERROR;
 			break;
 		}
@@ -171,7 +171,7 @@ static int block_code(struct xzd *d, struct zin *in, unsigned char *out,
  * index in *idx (NULL: not wanted), an lzma_ret > 1 when they are bad,
  * -errno.
  */
-static int stream_tail(struct zin *in, lzma_index **idx, lzma_stream_flags *foot)
+static int stream_tail(struct zreader *in, lzma_index **idx, lzma_stream_flags *foot)
 {
 	lzma_stream s = LZMA_STREAM_INIT;
 	lzma_index *i = NULL;
@@ -181,7 +181,7 @@ static int stream_tail(struct zin *in, lzma_index **idx, lzma_stream_flags *foot
 	if ((ret = lzma_index_decoder(&s, &i, XZ_MEMLIMIT)) != LZMA_OK)
 		return ret;
 	do {
-		if (in->pos == in->len && (rc = zin_fill(in)) <= 0)
+		if (in->pos == in->len && (rc = zreader_fill(in)) <= 0)
 			break;
 		s.next_in = in->buf + in->pos;
 		s.avail_in = in->len - in->pos;
@@ -193,7 +193,7 @@ static int stream_tail(struct zin *in, lzma_index **idx, lzma_stream_flags *foot
 		lzma_index_end(i, NULL);
 		return rc < 0 ? rc : ret == LZMA_OK ? LZMA_BUF_ERROR : ret;
 	}
-	if ((rc = zin_read(in, f, sizeof(f))) < 0 ||
+	if ((rc = zreader_read(in, f, sizeof(f))) < 0 ||
 	    lzma_stream_footer_decode(foot, f) != LZMA_OK) {
 		lzma_index_end(i, NULL);
 		return rc < 0 && rc != -EBADMSG ? rc : LZMA_DATA_ERROR;
@@ -209,8 +209,8 @@ static int stream_tail(struct zin *in, lzma_index **idx, lzma_stream_flags *foot
 
 struct xzscan {
 	struct xzd d;
-	struct zin *in;
-	struct zpass *p;
+	struct zreader *in;
+	struct zrecorder *p;
 	unsigned char *out;
 	uint64_t total;       /* output so far */
 	uint64_t blocks, sout;  /* this stream's blocks and output */
@@ -219,13 +219,13 @@ struct xzscan {
 /* Says the damage (from uncompressed offset `from`) and ends the pass. */
 static int damaged(struct xzscan *x, uint64_t from, const char *why, uint64_t at)
 {
-	zpass_damaged(x->p, from, why, at);
+	zrecorder_damaged(x->p, from, why, at);
 	return 1;
 }
 
 /*
  * A damaged block whose header gives its sizes: the rest of its bytes
- * counted as zeros (zpass_fill), the reader after it: 0 (the pass goes
+ * counted as zeros (zrecorder_fill), the reader after it: 0 (the pass goes
  * on), 1 when that cannot be, -errno.
  */
 static int block_recover(struct xzscan *x, uint64_t got)
@@ -234,12 +234,12 @@ static int block_recover(struct xzscan *x, uint64_t got)
 
 	if (!x->d.total || x->d.usize == LZMA_VLI_UNKNOWN || x->d.usize < got)
 		return 1;
-	if ((rc = zpass_fill(x->p, x->d.usize - got)) < 0)
+	if ((rc = zrecorder_fill(x->p, x->d.usize - got)) < 0)
 		return rc == -EFBIG ? 1 : rc;
 	x->total += x->d.usize - got;
 	x->sout += x->d.usize - got;
 	x->d.in_block = 0;
-	zin_seek(x->in, x->d.at + x->d.total);
+	zreader_seek(x->in, x->d.at + x->d.total);
 	return 0;
 }
 
@@ -256,7 +256,7 @@ static int scan_block(struct xzscan *x)
 		ret = block_code(&x->d, x->in, x->out, OUTCHUNK, &got);
 		if (ret < 0)
 			return ret;
-		if (got && (rc = zpass_output(x->p, x->out, got, &crc)) < 0)
+		if (got && (rc = zrecorder_output(x->p, x->out, got, &crc)) < 0)
 			return rc;
 		x->total += got;
 		x->sout += got;
@@ -265,10 +265,10 @@ static int scan_block(struct xzscan *x)
 		if (ret != LZMA_OK) {
 			rc = block_recover(x, x->total - from);
 			if (rc >= 0)
-				zpass_damaged(x->p, from, lzma_why(ret), x->d.at);
+				zrecorder_damaged(x->p, from, lzma_why(ret), x->d.at);
 			return rc;
 		}
-		if ((rc = zpass_seq_point(x->p, zin_tell(x->in))) < 0)
+		if ((rc = zrecorder_seq_point(x->p, zreader_tell(x->in))) < 0)
 			return rc;
 	}
 }
@@ -278,7 +278,7 @@ static int scan_tail(struct xzscan *x)
 {
 	lzma_stream_flags foot;
 	lzma_index *idx = NULL;
-	uint64_t at = zin_tell(x->in);
+	uint64_t at = zreader_tell(x->in);
 	int rc = stream_tail(x->in, &idx, &foot);
 
 	if (rc < 0)
@@ -304,7 +304,7 @@ static int scan_stream(struct xzscan *x)
 {
 	int rc;
 
-	zpass_codec_byte(x->p, (uint8_t)x->d.head.check);
+	zrecorder_codec_byte(x->p, (uint8_t)x->d.head.check);
 	x->blocks = x->sout = 0;
 	for (;;) {
 		rc = block_start(&x->d, x->in);
@@ -314,14 +314,14 @@ static int scan_stream(struct xzscan *x)
 			return scan_tail(x);
 		if (rc > 1)
 			return damaged(x, x->total, lzma_why(rc), x->d.at);
-		if ((rc = zpass_block(x->p, x->d.at, 0)) < 0 ||
+		if ((rc = zrecorder_block(x->p, x->d.at, 0)) < 0 ||
 		    (rc = scan_block(x)) != 0)
 			return rc;
 		x->blocks++;
 	}
 }
 
-static int xz_scan(struct zin *in, struct zpass *p)
+static int xz_scan(struct zreader *in, struct zrecorder *p)
 {
 	struct xzscan x = { .d.strm = LZMA_STREAM_INIT, .in = in, .p = p };
 	uint64_t at = 0;
@@ -331,7 +331,7 @@ static int xz_scan(struct zin *in, struct zpass *p)
 		goto out;
 	rc = stream_header(&x.d, in);
 	while (rc == 0 && (rc = scan_stream(&x)) == 0) {
-		at = zin_tell(in);
+		at = zreader_tell(in);
 		rc = next_stream(&x.d, in);
 	}
 	if (rc == -EBADMSG)
@@ -346,7 +346,7 @@ out:
 
 /* ---- reads ---- */
 
-static int xz_dec_open(struct zin *in, const struct zpoint *pt, void **dec)
+static int xz_dec_open(struct zreader *in, const struct zpoint *pt, void **dec)
 {
 	struct xzd *d = calloc(1, sizeof(*d));
 
@@ -354,14 +354,14 @@ static int xz_dec_open(struct zin *in, const struct zpoint *pt, void **dec)
 		return -ENOMEM;
 	d->strm = (lzma_stream)LZMA_STREAM_INIT;
 	d->head.check = (lzma_check)pt->cx;
-	zin_seek(in, pt->in);
+	zreader_seek(in, pt->in);
 	*dec = d;
 	return 0;
 }
 
 /* Moves to the next block, across the end of a stream: 0 or -errno/-EIO
  * (an lzma_ret > 1 as -EIO). */
-static int dec_next_block(struct xzd *d, struct zin *in)
+static int dec_next_block(struct xzd *d, struct zreader *in)
 {
 	lzma_stream_flags foot;
 	int rc;
@@ -374,7 +374,7 @@ static int dec_next_block(struct xzd *d, struct zin *in)
 	return rc == 0 ? 0 : rc < 0 && rc != -EBADMSG ? rc : -EIO;
 }
 
-static int xz_dec_read(void *dec, struct zin *in, unsigned char *out, size_t len)
+static int xz_dec_read(void *dec, struct zreader *in, unsigned char *out, size_t len)
 {
 	struct xzd *d = dec;
 	size_t got;

@@ -20,7 +20,7 @@
  * content size (zstd's does for files; pzstd's do not, but a failed
  * checksum means the whole frame was decoded) and its block headers lead
  * to its end, the pass goes on after it (the missing bytes counted as zeros,
- * zpass_fill), else it ends there and the rest is not there.  Bombs: a frame
+ * zrecorder_fill), else it ends there and the rest is not there.  Bombs: a frame
  * may ask for at most libzstd's default window limit (128 MiB); the
  * output is zsource's to bound.
  *
@@ -68,7 +68,7 @@ struct zd {
  * the frame's end, 1 when out is full, 2 when the frame is damaged or
  * truncated (*why), -errno; *got bytes written.
  */
-static int frame_code(struct zd *d, struct zin *in, unsigned char *out,
+static int frame_code(struct zd *d, struct zreader *in, unsigned char *out,
 		      size_t cap, size_t *got, const char **why)
 {
 	ZSTD_outBuffer ob = { out, cap, 0 };
@@ -78,7 +78,7 @@ static int frame_code(struct zd *d, struct zin *in, unsigned char *out,
 
 	for (;;) {
 		if (in->pos == in->len && !d->flushing &&
-		    (rc = zin_fill(in)) <= 0) {
+		    (rc = zreader_fill(in)) <= 0) {
 			*got = ob.pos;
 			*why = "truncated zstd frame";
 			return rc < 0 ? rc : 2;
@@ -105,21 +105,21 @@ static int frame_code(struct zd *d, struct zin *in, unsigned char *out,
  * starts at the reader's position, 1 at the end of the file, -EBADMSG
  * when a skippable frame is cut short, -errno.
  */
-static int skip_skippable(struct zin *in)
+static int skip_skippable(struct zreader *in)
 {
 	unsigned char h[8];
 	int rc;
 
 	for (;;) {
-		if (in->pos == in->len && (rc = zin_fill(in)) <= 0)
+		if (in->pos == in->len && (rc = zreader_fill(in)) <= 0)
 			return rc < 0 ? rc : 1;
-		if (in->len - in->pos < 4 && (rc = zin_fill(in)) < 0)
+		if (in->len - in->pos < 4 && (rc = zreader_fill(in)) < 0)
 			return rc;
 		if (in->len - in->pos < 4 ||
 		    (le32(in->buf + in->pos) & ~15u) != SKIP_MAGIC)
 			return 0;
-		if ((rc = zin_read(in, h, sizeof(h))) < 0 ||
-		    (rc = zin_read(in, NULL, le32(h + 4))) < 0)
+		if ((rc = zreader_read(in, h, sizeof(h))) < 0 ||
+		    (rc = zreader_read(in, NULL, le32(h + 4))) < 0)
 			return rc;
 	}
 }
@@ -134,30 +134,30 @@ static int zd_init(struct zd *d)
 /* ---- the pass ---- */
 
 /* The frame header at the reader's position, when it is one: 0 or -1. */
-static int frame_header(struct zin *in, ZSTD_frameHeader *fh)
+static int frame_header(struct zreader *in, ZSTD_frameHeader *fh)
 {
-	if (in->len - in->pos < ZSTD_FRAMEHEADERSIZE_MAX && zin_fill(in) < 0)
+	if (in->len - in->pos < ZSTD_FRAMEHEADERSIZE_MAX && zreader_fill(in) < 0)
 		return -1;
 	return ZSTD_getFrameHeader(fh, in->buf + in->pos, in->len - in->pos) ? -1 : 0;
 }
 
 /* Steps over the frame at `at` by its block headers (the data may be
  * damaged, its framing not): 0, or -1 when the framing is bad too. */
-static int frame_skip(struct zin *in, uint64_t at, const ZSTD_frameHeader *fh)
+static int frame_skip(struct zreader *in, uint64_t at, const ZSTD_frameHeader *fh)
 {
 	unsigned char h[3];
 	uint32_t b;
 
-	zin_seek(in, at + fh->headerSize);
+	zreader_seek(in, at + fh->headerSize);
 	do {
-		if (zin_read(in, h, sizeof(h)) < 0)
+		if (zreader_read(in, h, sizeof(h)) < 0)
 			return -1;
 		b = h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16;
 		if ((b >> 1 & 3) == 3 ||
-		    zin_read(in, NULL, (b >> 1 & 3) == 1 ? 1 : b >> 3) < 0)
+		    zreader_read(in, NULL, (b >> 1 & 3) == 1 ? 1 : b >> 3) < 0)
 			return -1;
 	} while (!(b & 1));
-	return fh->checksumFlag && zin_read(in, NULL, 4) < 0 ? -1 : 0;
+	return fh->checksumFlag && zreader_read(in, NULL, 4) < 0 ? -1 : 0;
 }
 
 /*
@@ -165,7 +165,7 @@ static int frame_skip(struct zin *in, uint64_t at, const ZSTD_frameHeader *fh)
  * its checksum (the error may come before its last bytes are given), or
  * ZSTD_CONTENTSIZE_UNKNOWN.  The bytes are not kept: the frame is damaged.
  */
-static uint64_t frame_size(struct zin *in, uint64_t at)
+static uint64_t frame_size(struct zreader *in, uint64_t at)
 {
 	struct zd d;
 	unsigned char *out = malloc(OUTCHUNK);
@@ -180,7 +180,7 @@ static uint64_t frame_size(struct zin *in, uint64_t at)
 	}
 	ZSTD_DCtx_setParameter(d.dc, ZSTD_d_forceIgnoreChecksum,
 			       ZSTD_d_ignoreChecksum);
-	zin_seek(in, at);
+	zreader_seek(in, at);
 	while (end == 1) {
 		end = frame_code(&d, in, out, OUTCHUNK, &got, &why);
 		size += got;
@@ -193,11 +193,11 @@ static uint64_t frame_size(struct zin *in, uint64_t at)
 /*
  * A damaged frame whose content size is known: its header gives it, or
  * (pzstd's frames do not) its checksum failed, so every byte of it was
- * decoded.  The rest of its bytes counted as zeros (zpass_fill), the
+ * decoded.  The rest of its bytes counted as zeros (zrecorder_fill), the
  * reader after it, the decoder reset: 0 (the pass goes on), 1 when that
  * cannot be, -errno.
  */
-static int frame_recover(struct zd *d, struct zin *in, struct zpass *p,
+static int frame_recover(struct zd *d, struct zreader *in, struct zrecorder *p,
 			 const ZSTD_frameHeader *fh, uint64_t got, uint64_t *total)
 {
 	uint64_t size = fh->frameContentSize;
@@ -209,7 +209,7 @@ static int frame_recover(struct zd *d, struct zin *in, struct zpass *p,
 	if (fh->frameType != ZSTD_frame || size == ZSTD_CONTENTSIZE_UNKNOWN ||
 	    size < got || frame_skip(in, d->at, fh) < 0)
 		return 1;
-	if ((rc = zpass_fill(p, size - got)) < 0)
+	if ((rc = zrecorder_fill(p, size - got)) < 0)
 		return rc == -EFBIG ? 1 : rc;
 	*total += size - got;
 	ZSTD_DCtx_reset(d->dc, ZSTD_reset_session_only);
@@ -219,7 +219,7 @@ static int frame_recover(struct zd *d, struct zin *in, struct zpass *p,
 
 /* One frame at the reader's position: 0, 1 damaged (said) and the pass
  * ends, -errno. */
-static int scan_frame(struct zd *d, struct zin *in, struct zpass *p,
+static int scan_frame(struct zd *d, struct zreader *in, struct zrecorder *p,
 		      unsigned char *out, uint64_t *total)
 {
 	uint64_t from = *total;
@@ -229,31 +229,31 @@ static int scan_frame(struct zd *d, struct zin *in, struct zpass *p,
 	uint32_t crc;   /* unused: zstd checks its own */
 	size_t got;
 
-	d->at = zin_tell(in);
-	if ((rc = zpass_block(p, d->at, 0)) < 0)
+	d->at = zreader_tell(in);
+	if ((rc = zrecorder_block(p, d->at, 0)) < 0)
 		return rc;
 	hdr = frame_header(in, &fh);
 	do {
 		end = frame_code(d, in, out, OUTCHUNK, &got, &why);
 		if (end < 0)
 			return end;
-		if (got && (rc = zpass_output(p, out, got, &crc)) < 0)
+		if (got && (rc = zrecorder_output(p, out, got, &crc)) < 0)
 			return rc;
 		*total += got;
 		if (end == 2) {
 			rc = hdr < 0 ? 1 : frame_recover(d, in, p, &fh,
 							 *total - from, total);
 			if (rc >= 0)
-				zpass_damaged(p, from, why, d->at);
+				zrecorder_damaged(p, from, why, d->at);
 			return rc;
 		}
-		if (end == 1 && (rc = zpass_seq_point(p, zin_tell(in))) < 0)
+		if (end == 1 && (rc = zrecorder_seq_point(p, zreader_tell(in))) < 0)
 			return rc;
 	} while (end);
 	return 0;
 }
 
-static int zstd_scan(struct zin *in, struct zpass *p)
+static int zstd_scan(struct zreader *in, struct zrecorder *p)
 {
 	unsigned char *out = malloc(OUTCHUNK);
 	struct zd d;
@@ -265,10 +265,10 @@ static int zstd_scan(struct zin *in, struct zpass *p)
 		goto out;
 	}
 	for (;;) {
-		at = zin_tell(in);
+		at = zreader_tell(in);
 		rc = skip_skippable(in);
 		if (rc == -EBADMSG)
-			zpass_damaged(p, total, "truncated skippable zstd frame", at);
+			zrecorder_damaged(p, total, "truncated skippable zstd frame", at);
 		if (rc || (rc = scan_frame(&d, in, p, out, &total)))
 			break;
 	}
@@ -281,7 +281,7 @@ out:
 
 /* ---- reads ---- */
 
-static int zstd_dec_open(struct zin *in, const struct zpoint *pt, void **dec)
+static int zstd_dec_open(struct zreader *in, const struct zpoint *pt, void **dec)
 {
 	struct zd *d = malloc(sizeof(*d));
 
@@ -290,12 +290,12 @@ static int zstd_dec_open(struct zin *in, const struct zpoint *pt, void **dec)
 		return -ENOMEM;
 	}
 	d->at = pt->in;
-	zin_seek(in, pt->in);
+	zreader_seek(in, pt->in);
 	*dec = d;
 	return 0;
 }
 
-static int zstd_dec_read(void *dec, struct zin *in, unsigned char *out,
+static int zstd_dec_read(void *dec, struct zreader *in, unsigned char *out,
 			 size_t len)
 {
 	struct zd *d = dec;
@@ -314,7 +314,7 @@ static int zstd_dec_read(void *dec, struct zin *in, unsigned char *out,
 			return -EIO;
 		}
 		if (end == 0)
-			d->at = zin_tell(in);
+			d->at = zreader_tell(in);
 	}
 	return 0;
 }
