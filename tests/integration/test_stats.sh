@@ -163,9 +163,21 @@ while True:
 		LOADERS+=($!)
 	done
 }
+# loading: the readers have begun (files_read > 0), within 60 s: on a
+# loaded machine the three interpreters can take longer to start than
+# ctl_fresh.py takes for its 60 rounds
+loading() {
+	local i
+	for i in $(seq 1 600); do
+		[ "$(js "$1/.samplefs/stats.json" files_read 2>/dev/null || echo 0)" -gt 0 ] && return 0
+		sfs_nap 0.1
+	done
+	return 1
+}
 for rdp in always adaptive; do
 	check "mount (readdirplus=$rdp)" sfs_mount "$WEIRD" "$M" -o index_dir=$T/idx,readdirplus=$rdp
 	load "$M"
+	check "readdirplus=$rdp: the readers have begun" loading "$M"
 	check "readdirplus=$rdp, under load: each open of stats.json and metrics is a fresh whole snapshot" \
 		"$PY" "$SFS_ROOT/tests/integration/ctl_fresh.py" "$M/.samplefs" 60 grow
 	stop_loaders
