@@ -12,6 +12,7 @@
 #include "formats/mat5.h"
 #include "io/source.h"
 #include "log.h"
+#include "search.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -540,18 +541,8 @@ void devkit_free(struct devkit *dk)
 
 int64_t devkit_label(const struct devkit *dk, const char *wnid)
 {
-	uint32_t lo = 0, hi = dk->nclasses;
+	uint32_t i = SFS_PARTITION_POINT(uint32_t, 0, dk->nclasses, m,
+					 strcmp(dk->wnid[m], wnid) < 0);
 
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		int c = strcmp(dk->wnid[mid], wnid);
-
-		if (!c)
-			return mid;
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return -1;
+	return i < dk->nclasses && !strcmp(dk->wnid[i], wnid) ? (int64_t)i : -1;
 }

@@ -9,6 +9,7 @@
  * the caller.  Not for: reading real tars (tar.c).
  */
 #include "formats/vtar.h"
+#include "search.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -166,23 +167,16 @@ static void header_block(const struct vtar_entry *e, const char *ext,
 static int find_sample(const struct vtar_shard *s, uint64_t off, uint64_t *idx,
 		       uint64_t *start)
 {
-	uint64_t lo = 0, hi = s->n, mid, o;
-	int rc;
+	uint64_t o;
+	int rc = 0;
 
 	if (s->find)
 		return s->find(s->arg, off, idx, start);
-	while (hi - lo > 1) {	/* invariant: offset(lo) <= off < offset(hi) */
-		mid = lo + (hi - lo) / 2;
-		rc = s->offset(s->arg, mid, &o);
-		if (rc)
-			return rc;
-		if (o <= off)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	*idx = lo;
-	return s->offset(s->arg, lo, start);
+	/* the last sample starting at or before off; a failed offset (rc)
+	 * stops the search */
+	*idx = SFS_PARTITION_POINT(uint64_t, 1, s->n, i, rc == 0 &&
+			(rc = s->offset(s->arg, i, &o)) == 0 && o <= off) - 1;
+	return rc ? rc : s->offset(s->arg, *idx, start);
 }
 
 /* Copies bytes [rel, rel + len) of sample i's record (entry e); returns

@@ -38,6 +38,7 @@
 
 #include "log.h"
 #include "io/source.h"
+#include "search.h"
 
 /*
  * Huffman coding only, no string matching: deflating the blocks is most of
@@ -461,17 +462,8 @@ uint64_t blockstore_count(const struct blockstore *bs)
 /* The block holding record id (id < nrec): the last with first <= id. */
 static uint64_t find_block(const struct blockstore *bs, uint64_t id)
 {
-	uint64_t lo = 0, hi = bs->nblk;   /* blk[lo].first <= id < blk[hi].first */
-
-	while (hi - lo > 1) {
-		uint64_t mid = lo + (hi - lo) / 2;
-
-		if (blk_at(bs, mid)->first <= id)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return lo;
+	return SFS_PARTITION_POINT(uint64_t, 1, bs->nblk, i,
+				   blk_at(bs, i)->first <= id) - 1;
 }
 
 /* Where record id lies in its block; -ENOENT or -EIO (bad offsets). */

@@ -20,6 +20,7 @@
 
 #include "layouts/imagenet_samples.h"
 #include "io/source.h"
+#include "search.h"
 
 /* members one advisor takes at once: small, so that the advisors share a
  * stream's advice, and a new stream is served soon */
@@ -84,17 +85,8 @@ static uint64_t record_bytes(const struct in_stream *s, uint64_t i)
 /* the record whose bytes hold vtar offset off (past the body: the last) */
 static uint64_t record_at(const struct in_stream *s, uint64_t off)
 {
-	uint64_t lo = 0, hi = s->n;
-
-	while (hi - lo > 1) {	/* record lo starts at or before off */
-		uint64_t mid = lo + (hi - lo) / 2;
-
-		if (imagenet_cum_offset(s->sp, s->first + mid) - s->base <= off)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return lo;
+	return SFS_PARTITION_POINT(uint64_t, 1, s->n, i,
+			imagenet_cum_offset(s->sp, s->first + i) - s->base <= off) - 1;
 }
 
 /* s->cur_i/cur_off on to the record holding s->next: a step or two

@@ -10,21 +10,12 @@
 #include <string.h>
 
 #include "formats/vtar.h"
+#include "search.h"
 
 /* the label of canonical sample c: the last class starting at or before c */
 uint32_t imagenet_label_of(const struct in_split *sp, uint64_t c)
 {
-	uint32_t lo = 0, hi = sp->ncls;
-
-	while (hi - lo > 1) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (sp->cstart[mid] <= c)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return lo;
+	return SFS_PARTITION_POINT(uint32_t, 1, sp->ncls, i, sp->cstart[i] <= c) - 1;
 }
 
 /* a member's WebDataset key: its name up to the last dot */
@@ -86,18 +77,8 @@ uint64_t imagenet_shuffled_len(const struct in_split *sp, uint64_t S, uint64_t j
 /* class `name` in a sorted WNID table, or -ENOENT */
 int64_t imagenet_find_class_in(const char (*wnid)[WNID_LEN], uint32_t n, const char *name)
 {
-	uint32_t lo = 0, hi = n;
+	uint32_t i = SFS_PARTITION_POINT(uint32_t, 0, n, m,
+					 strncmp(wnid[m], name, WNID_LEN) < 0);
 
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		int r = strncmp(wnid[mid], name, WNID_LEN);
-
-		if (r == 0)
-			return mid;
-		if (r < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return -ENOENT;
+	return i < n && !strncmp(wnid[i], name, WNID_LEN) ? (int64_t)i : -ENOENT;
 }

@@ -55,6 +55,7 @@
 #include "log.h"
 #include "index/tarindex/tarindex.h"
 #include "formats/vtar.h"
+#include "search.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -402,18 +403,11 @@ static int in_readdir(void *priv, uint64_t dir, uint64_t off, sfs_fill_fn fill,
 static int64_t find_member(const struct in_split *sp, uint64_t lo, uint64_t hi,
 			   const char *name)
 {
-	while (lo < hi) {
-		uint64_t mid = lo + (hi - lo) / 2;
-		int r = strcmp(tarindex_name(&sp->t, in_split_node(sp, mid)), name);
+	uint64_t i = SFS_PARTITION_POINT(uint64_t, lo, hi, m,
+		strcmp(tarindex_name(&sp->t, in_split_node(sp, m)), name) < 0);
 
-		if (r == 0)
-			return (int64_t)mid;
-		if (r < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return -ENOENT;
+	return i < hi && !strcmp(tarindex_name(&sp->t, in_split_node(sp, i)), name) ?
+	       (int64_t)i : -ENOENT;
 }
 
 /* "123" -> 123; no sign, no leading zeros, no overflow */
@@ -552,14 +546,8 @@ static int vt_find(void *arg, uint64_t off, uint64_t *i, uint64_t *start)
 	uint64_t want = v->base + off, lo = v->first / VOFF_STEP;
 	uint64_t hi = (v->first + v->n - 1) / VOFF_STEP + 1, p, at, rb;
 
-	while (hi - lo > 1) {	/* voff[lo] <= want < voff[hi] */
-		uint64_t mid = lo + (hi - lo) / 2;
-
-		if (sp->voff[mid] <= want)
-			lo = mid;
-		else
-			hi = mid;
-	}
+	/* the last kept offset at or before want (voff[lo] <= want) */
+	lo = SFS_PARTITION_POINT(uint64_t, lo + 1, hi, m, sp->voff[m] <= want) - 1;
 	p = lo * VOFF_STEP;
 	at = sp->voff[lo];
 	if (p < v->first) {
@@ -591,7 +579,7 @@ static int vtar_of(const struct in_layout *L, int s, uint64_t k, struct vtar_sha
 static ssize_t shuffled_read(const struct in_layout *L, const struct in_split *sp,
 			     char *buf, size_t size, uint64_t off)
 {
-	uint64_t lo = 0, hi = sp->h.n / SOFF_STEP + 1, j, at;
+	uint64_t lo, j, at;
 	size_t done = 0;
 	char line[NAME_MAX_];
 
@@ -599,14 +587,9 @@ static ssize_t shuffled_read(const struct in_layout *L, const struct in_split *s
 		return 0;
 	if (size > sp->h.txt_size - off)
 		size = (size_t)(sp->h.txt_size - off);
-	while (hi - lo > 1) {	/* the last block starting at or before off */
-		uint64_t mid = lo + (hi - lo) / 2;
-
-		if (sp->soff[mid] <= off)
-			lo = mid;
-		else
-			hi = mid;
-	}
+	/* the last block starting at or before off */
+	lo = SFS_PARTITION_POINT(uint64_t, 1, sp->h.n / SOFF_STEP + 1, m,
+				 sp->soff[m] <= off) - 1;
 	for (j = lo * SOFF_STEP, at = sp->soff[lo]; done < size && j < sp->h.n; j++) {
 		int n = imagenet_shuffled_line(sp, L->S, j, line, sizeof(line));
 		uint64_t cur = off + done;

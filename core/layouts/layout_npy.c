@@ -33,6 +33,7 @@
 #include "log.h"
 #include "io/source.h"
 #include "formats/npy.h"
+#include "search.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -401,8 +402,6 @@ enum kind { K_ROOT, K_DIR, K_ROW, K_NONE };
 static enum kind classify(const struct npy_layout *L, uint64_t ino,
 			  size_t *k, uint64_t *row)
 {
-	size_t lo, hi, mid;
-
 	if (ino == SFS_ROOT_INO)
 		return K_ROOT;
 	if (SFS_INO_KIND(ino) == K_DIR && SFS_INO_IDX(ino) < L->n) {
@@ -413,17 +412,8 @@ static enum kind classify(const struct npy_layout *L, uint64_t ino,
 		return K_NONE;
 	ino = SFS_INO_IDX(ino);
 	/* the last k with first_row[k] <= ino (skipping empty arrays) */
-	lo = 0;
-	hi = L->n;
-	while (hi - lo > 1) {
-		mid = lo + (hi - lo) / 2;
-		if (L->first_row[mid] <= ino)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	*k = lo;
-	*row = ino - L->first_row[lo];
+	*k = SFS_PARTITION_POINT(size_t, 1, L->n, m, L->first_row[m] <= ino) - 1;
+	*row = ino - L->first_row[*k];
 	return K_ROW;
 }
 
@@ -471,22 +461,13 @@ static int npy_getattr(void *priv, uint64_t ino, struct sfs_attr *out)
 
 static int find_array(const struct npy_layout *L, const char *name, size_t *k)
 {
-	size_t lo = 0, hi = L->n, mid;
-	int c;
+	size_t i = SFS_PARTITION_POINT(size_t, 0, L->n, m,
+				       strcmp(L->a[m].name, name) < 0);
 
-	while (lo < hi) {
-		mid = lo + (hi - lo) / 2;
-		c = strcmp(name, L->a[mid].name);
-		if (!c) {
-			*k = mid;
-			return 0;
-		}
-		if (c < 0)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
-	return -ENOENT;
+	if (i == L->n || strcmp(L->a[i].name, name))
+		return -ENOENT;
+	*k = i;
+	return 0;
 }
 
 /* "000042.npy" -> 42; only the exact "%06d.npy" spelling is accepted. */

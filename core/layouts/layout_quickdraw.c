@@ -63,6 +63,7 @@
 #include "layouts/quickdraw_index.h"
 #include "formats/strokepack.h"
 #include "formats/strokes.h"
+#include "search.h"
 
 #define MAX_STROKE_LEN (1u << 20)
 #define LINE_MAX_LEN   (2 * QD_MAX_NAME + 80)
@@ -200,22 +201,14 @@ static int cmp_class(const struct qd *q, const char *name, uint32_t c)
 
 static int find_class(const struct qd *q, const char *name, uint32_t *c)
 {
-	uint32_t lo = 0, hi = q->hd->nclass, mid;
-	int r;
+	uint32_t n = q->hd->nclass;
+	uint32_t i = SFS_PARTITION_POINT(uint32_t, 0, n, m,
+					 cmp_class(q, name, q->sorted[m]) > 0);
 
-	while (lo < hi) {
-		mid = lo + (hi - lo) / 2;
-		r = cmp_class(q, name, q->sorted[mid]);
-		if (!r) {
-			*c = q->sorted[mid];
-			return 0;
-		}
-		if (r < 0)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
-	return -ENOENT;
+	if (i == n || cmp_class(q, name, q->sorted[i]))
+		return -ENOENT;
+	*c = q->sorted[i];
+	return 0;
 }
 
 static int lookup_root(const struct qd *q, const char *name, struct sfs_attr *a)
@@ -553,7 +546,7 @@ static ssize_t read_split(const struct qd *q, int s, char *buf, size_t size, uin
 {
 	const struct qd_head *hd = q->hd;
 	const uint64_t *ck = q->ckpt + hd->ckpt_base[s];
-	uint64_t nck = (hd->nsplit[s] + QD_CKPT - 1) / QD_CKPT, lo = 0, hi = nck, mid;
+	uint64_t nck = (hd->nsplit[s] + QD_CKPT - 1) / QD_CKPT, lo;
 	uint64_t first = 0, j, pos, g, skip;
 	const struct qd_class *c;
 	char line[LINE_MAX_LEN];
@@ -565,13 +558,8 @@ static ssize_t read_split(const struct qd *q, int s, char *buf, size_t size, uin
 		return 0;
 	for (i = 0; i < s; i++)
 		first += hd->nsplit[i];
-	while (hi - lo > 1) { /* last checkpoint at or before off */
-		mid = lo + (hi - lo) / 2;
-		if (ck[mid] <= off)
-			lo = mid;
-		else
-			hi = mid;
-	}
+	/* the last checkpoint at or before off */
+	lo = SFS_PARTITION_POINT(uint64_t, 1, nck, m, ck[m] <= off) - 1;
 	for (j = lo * QD_CKPT, pos = ck[lo]; j < hd->nsplit[s] && n < size; j++) {
 		g = q->perm[first + j];
 		if (g >= hd->total)

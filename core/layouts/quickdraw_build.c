@@ -24,6 +24,7 @@
 #include "index/progress.h"
 #include "formats/strokepack.h"
 #include "formats/zip.h"
+#include "search.h"
 
 /* An .npz member is inflated whole before its pickle is read.  Real
  * sketchrnn members (70,000 / 2,500 / 2,500 drawings) are 6 to 80 MB;
@@ -303,15 +304,10 @@ static int build_classes(struct build *b, char **names, uint64_t *names_len)
 const struct qd_class *qd_class_of(const struct qd_class *cls, uint32_t ncls,
 				   uint64_t gidx, uint32_t *label)
 {
-	uint32_t lo = 0, hi = ncls, mid;
+	/* the last class with gidx_base <= gidx */
+	uint32_t lo = SFS_PARTITION_POINT(uint32_t, 1, ncls, i,
+					  cls[i].gidx_base <= gidx) - 1;
 
-	while (hi - lo > 1) { /* last class with gidx_base <= gidx */
-		mid = lo + (hi - lo) / 2;
-		if (cls[mid].gidx_base <= gidx)
-			lo = mid;
-		else
-			hi = mid;
-	}
 	/* skip empty classes that share the base */
 	while (lo + 1 < ncls && cls[lo].gidx_base + cls[lo].n <= gidx)
 		lo++;

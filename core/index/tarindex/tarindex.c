@@ -21,6 +21,7 @@
 #include "io/source.h"
 #include "formats/zipread.h"
 #include "index/tarindex/tarindex_int.h"
+#include "search.h"
 
 /* ---------------------------------------------------------------- mounted */
 
@@ -472,27 +473,21 @@ int tarindex_children(const struct tarindex *t, uint32_t dir, uint32_t *first,
 
 int64_t tarindex_lookup(const struct tarindex *t, uint32_t dir, const char *name)
 {
-	uint32_t lo, hi, count;
-	int rc = children(t, dir, CHECKED_NODES, &lo, &count);
+	uint32_t first, count, i;
+	int rc = children(t, dir, CHECKED_NODES, &first, &count);
 
 	if (rc < 0)
 		return rc;
-	hi = lo + count;
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		int r;
-
-		if ((rc = pool_ok(t, t->nodes[mid].name)) < 0)
-			return rc;
-		r = strcmp(tarindex_name(t, mid), name);
-		if (r == 0)
-			return mid;
-		if (r < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return -ENOENT;
+	/* a name whose pool block is damaged stops the search (rc, said) */
+	rc = 0;
+	i = SFS_PARTITION_POINT(uint32_t, first, first + count, m, rc == 0 &&
+				(rc = pool_ok(t, t->nodes[m].name)) == 0 &&
+				strcmp(tarindex_name(t, m), name) < 0);
+	if (rc < 0)
+		return rc;
+	if (i == first + count || (rc = pool_ok(t, t->nodes[i].name)) < 0)
+		return i == first + count ? -ENOENT : rc;
+	return strcmp(tarindex_name(t, i), name) ? -ENOENT : (int64_t)i;
 }
 
 int64_t tarindex_find(const struct tarindex *t, const char *path)
@@ -522,22 +517,17 @@ int64_t tarindex_find(const struct tarindex *t, const char *path)
 /* The directory whose child range holds i: the first one ending after i. */
 uint32_t tarindex_parent(const struct tarindex *t, uint32_t i)
 {
-	uint32_t lo = 0, hi = t->ndirs;
+	const struct tarindex_node *d;
+	uint32_t k;
+	int bad = 0;
 
 	if (i == TARINDEX_ROOT || i >= t->nnodes)
 		return TARINDEX_ROOT;
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		const struct tarindex_node *d = &t->nodes[t->dirs[mid]];
-
-		if (ok(t, d, sizeof(*d)) < 0)	/* said */
-			return TARINDEX_ROOT;
-		if (d->off + tarindex_node_size(d) <= i)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < t->ndirs ? t->dirs[lo] : TARINDEX_ROOT;
+	/* a directory's node in a damaged block (said) ends at the root */
+	k = SFS_PARTITION_POINT(uint32_t, 0, t->ndirs, m,
+		!bad && (d = &t->nodes[t->dirs[m]], !(bad = ok(t, d, sizeof(*d)) < 0)) &&
+		d->off + tarindex_node_size(d) <= i);
+	return !bad && k < t->ndirs ? t->dirs[k] : TARINDEX_ROOT;
 }
 
 const char *tarindex_link(const struct tarindex *t, uint32_t i, uint64_t *len)
@@ -693,19 +683,10 @@ static int read_source(const struct tarindex *t, uint32_t src, char *buf,
 static const struct tarindex_sparse *sparse_entry(const struct tarindex *t,
 						  uint32_t i)
 {
-	uint32_t lo = 0, hi = t->nsparse;
+	uint32_t k = SFS_PARTITION_POINT(uint32_t, 0, t->nsparse, m,
+					 t->sparse[m].node < i);
 
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (t->sparse[mid].node == i)
-			return &t->sparse[mid];
-		if (t->sparse[mid].node < i)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
+	return k < t->nsparse && t->sparse[k].node == i ? &t->sparse[k] : NULL;
 }
 
 const struct tarindex_hardlink *tarindex_hardlink(const struct tarindex *t,
@@ -739,21 +720,14 @@ static int sparse_read(const struct tarindex *t, uint32_t i, char *buf,
 	const struct tarindex_node *n = &t->nodes[i];
 	const struct tarindex_sparse *sp = sparse_entry(t, i);
 	const struct tarindex_chunk *c;
-	uint32_t lo = 0, hi;
+	uint32_t lo;
 	size_t done = 0, run;
 	int rc;
 
 	if (!sp)
 		return -EIO;    /* tarindex_open checked that there is one */
 	c = &t->chunks[sp->map];
-	for (hi = sp->nchunks; lo < hi; ) {     /* first chunk after off */
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (c[mid].off <= off)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = SFS_PARTITION_POINT(uint32_t, 0, sp->nchunks, m, c[m].off <= off); /* the first chunk after off */
 	while (done < size) {
 		uint64_t pos = off + done, in = lo ? pos - c[lo - 1].off : 0;
 

@@ -106,6 +106,7 @@
 #include "index/index.h"
 #include "formats/tar.h"
 #include "io/source.h"
+#include "search.h"
 
 enum tarindex_type {
 	TARINDEX_DIR = 1,
@@ -299,17 +300,7 @@ void tarindex_close(struct tarindex *t);
 static inline uint32_t tarindex_count_below(const uint32_t *a, uint32_t n,
 					    uint64_t x)
 {
-	uint32_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (a[mid] < x)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return SFS_PARTITION_POINT(uint32_t, 0, n, i, a[i] < x);
 }
 
 static inline struct source *tarindex_src(const struct tarindex *t, uint32_t src)

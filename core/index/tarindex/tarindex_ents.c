@@ -19,6 +19,7 @@
 #include "index/tarindex/tarindex_int.h"
 #include "index/tarindex/tarindex_build_int.h"
 #include "formats/tar.h"
+#include "search.h"
 
 /* Room for element n of *p (elt bytes each, *cap of them), doubling:
  * 0 or -ENOMEM. */
@@ -191,17 +192,7 @@ const char *tb_src_what(const struct builder *b, uint32_t src)
 /* How many nested directories come before archive position seq. */
 uint32_t tb_nests_before(const struct builder *b, uint32_t seq)
 {
-	uint32_t lo = 0, hi = b->nnests;
-
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (b->nests[mid].seq < seq)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return SFS_PARTITION_POINT(uint32_t, 0, b->nnests, i, b->nests[i].seq < seq);
 }
 
 /*

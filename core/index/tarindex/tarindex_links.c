@@ -14,6 +14,7 @@
 #include "log.h"
 #include "index/tarindex/tarindex_int.h"
 #include "index/tarindex/tarindex_build_int.h"
+#include "search.h"
 
 /* ------------------------------------------------------ nested renames */
 
@@ -33,20 +34,10 @@ static int byp_cmp(const void *pa, const void *pb, void *arg)
 static uint32_t find_path(const struct builder *b, const uint32_t *byp,
 			  uint32_t n, const char *p, size_t len)
 {
-	uint32_t lo = 0, hi = n;
+	/* the first path not below p[0 .. len) (a longer one is above) */
+	uint32_t lo = SFS_PARTITION_POINT(uint32_t, 0, n, i,
+				strncmp(b->side.p + b->nests[byp[i]].path, p, len) < 0);
 
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		const char *q = b->side.p + b->nests[byp[mid]].path;
-		int r = strncmp(q, p, len);
-
-		if (r == 0 && q[len])
-			r = 1;
-		if (r < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	return lo < n && b->nests[byp[lo]].len == len &&
 	       !strncmp(b->side.p + b->nests[byp[lo]].path, p, len) ? lo : NONE;
 }
@@ -307,20 +298,10 @@ static int str_cmp(const void *pa, const void *pb, void *arg)
 static int in_set(const struct builder *b, const uint64_t *set, uint32_t n,
 		  const char *path)
 {
-	uint32_t lo = 0, hi = n;
+	uint32_t i = SFS_PARTITION_POINT(uint32_t, 0, n, m,
+					 strcmp(b->side.p + set[m], path) < 0);
 
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		int r = strcmp(b->side.p + set[mid], path);
-
-		if (r == 0)
-			return 1;
-		if (r < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return 0;
+	return i < n && !strcmp(b->side.p + set[i], path);
 }
 
 static int keep_rent(struct tb_links *L, const struct entry_rec *r)
@@ -396,18 +377,13 @@ static uint32_t alive_at_or_before(uint32_t *skip, uint32_t j)
 static struct rent *ent_before(struct tb_links *L, uint32_t *skip,
 			       const char *path, uint32_t seq)
 {
-	uint32_t lo = 0, hi = L->n;
+	const struct rent *e;
+	int r;
+	/* the first entry at or after (path, seq) */
+	uint32_t lo = SFS_PARTITION_POINT(uint32_t, 0, L->n, i,
+		(e = &L->e[i], r = tb_pathcmp(L->ar.p + e->path, path)) < 0 ||
+		(r == 0 && e->seq < seq));
 
-	while (lo < hi) {       /* the first entry at or after (path, seq) */
-		uint32_t mid = lo + (hi - lo) / 2;
-		const struct rent *e = &L->e[mid];
-		int r = tb_pathcmp(L->ar.p + e->path, path);
-
-		if (r < 0 || (r == 0 && e->seq < seq))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	if (!lo || strcmp(L->ar.p + L->e[lo - 1].path, path))
 		return NULL;
 	lo = alive_at_or_before(skip, lo - 1);
@@ -539,17 +515,10 @@ int tb_link_of(const struct builder *b, const struct entry_rec *r, struct entry_
 	       const char **link)
 {
 	const struct tb_links *L = b->res;
-	uint32_t lo = 0, hi = L ? L->nlk : 0;
+	uint32_t lo = SFS_PARTITION_POINT(uint32_t, 0, L ? L->nlk : 0, i,
+					  L->e[L->lk[i]].seq < r->seq);
 	const struct rent *e;
 
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (L->e[L->lk[mid]].seq < r->seq)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	if (!L || lo == L->nlk || L->e[L->lk[lo]].seq != r->seq)
 		return 0;
 	e = &L->e[L->lk[lo]];

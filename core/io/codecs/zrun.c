@@ -48,6 +48,7 @@
 
 #include "io/lru.h"
 #include "log.h"
+#include "search.h"
 
 static void *pass_main(void *arg);
 
@@ -76,17 +77,7 @@ struct zrun {
 /* The span holding off among those ended (off < frontier); mu held. */
 static uint64_t run_span(const struct zrun *r, uint64_t off)
 {
-	uint64_t lo = 0, hi = r->nspans;
-
-	while (hi - lo > 1) {
-		uint64_t mid = lo + (hi - lo) / 2;
-
-		if (r->starts[mid] <= off)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return lo;
+	return SFS_PARTITION_POINT(uint64_t, 1, r->nspans, i, r->starts[i] <= off) - 1;
 }
 
 /* Starts the pass on the first demand; mu held.  A thread that cannot be

@@ -80,6 +80,7 @@
 #include "io/lru.h"
 #include "io/codecs/zpool.h"
 #include "log.h"
+#include "search.h"
 
 #define SPAN_READ    (256u << 10)   /* a span read's reads */
 #define SNIFF        16
@@ -165,17 +166,7 @@ static void zsrc_save_table(struct zsrc *z)
 /* The span holding uncompressed offset off (off < usize). */
 static uint64_t find_span(const struct zsrc *z, uint64_t off)
 {
-	uint64_t lo = 0, hi = z->npts;
-
-	while (hi - lo > 1) {
-		uint64_t mid = lo + (hi - lo) / 2;
-
-		if (z->pts[mid].out <= off)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return lo;
+	return SFS_PARTITION_POINT(uint64_t, 1, z->npts, i, z->pts[i].out <= off) - 1;
 }
 
 /* The raw window of pt into w (ZWINDOW bytes). */
