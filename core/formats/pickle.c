@@ -75,11 +75,12 @@ enum pk_type { T_OBJ = 1, T_ELEM };
 #define PF_BIG     4   /* dtype state said big-endian */
 
 /*
- * One value.  Strings (BYTES, TEXT, LATIN1) point into the input: for
- * LATIN1, p/ulen are the UTF-8 text and len the decoded length.  Element
- * arrays (ELEM, ELEM_STATE, FROMBUF_ARGS) keep the same p/ulen and n rows.
+ * One value on the unpickler's stack or in its memo.  Strings (BYTES,
+ * TEXT, LATIN1) point into the input: for LATIN1, p/ulen are the UTF-8
+ * text and len the decoded length.  Element arrays (ELEM, ELEM_STATE,
+ * FROMBUF_ARGS) keep the same p/ulen and n rows.
  */
-struct pv {
+struct pickle_value {
 	uint8_t kind;
 	uint8_t sub;            /* GLOBAL: pk_global; DTYPE*: pk_type; SHAPE: ndim */
 	uint8_t flags;          /* PF_* */
@@ -97,13 +98,13 @@ struct pstate {
 	const char *what;
 	pickle_stroke_fn fn;
 	void *arg;
-	struct pv *stack;       /* grown on demand up to PK_STACK_MAX: a */
+	struct pickle_value *stack;       /* grown on demand up to PK_STACK_MAX: a */
 	size_t sp, stack_cap;   /* 128 KiB calloc per parse cost ASan dearly */
 	size_t marks[PK_MARKS_MAX];
 	size_t nmarks;
-	struct pv *memo;
+	struct pickle_value *memo;
 	size_t nmemo, memo_cap;
-	struct pv *objs;        /* arrays and dtypes, one per REDUCE */
+	struct pickle_value *objs;        /* arrays and dtypes, one per REDUCE */
 	size_t nobjs, objs_cap;
 	uint8_t *scratch;
 	size_t scratch_cap;
@@ -162,9 +163,9 @@ static size_t stack_floor(const struct pstate *st)
 	return st->nmarks ? st->marks[st->nmarks - 1] : 0;
 }
 
-static int push(struct pstate *st, const struct pv *v)
+static int push(struct pstate *st, const struct pickle_value *v)
 {
-	struct pv *n;
+	struct pickle_value *n;
 	size_t cap;
 
 	if (st->sp == st->stack_cap) {
@@ -182,7 +183,7 @@ static int push(struct pstate *st, const struct pv *v)
 	return 0;
 }
 
-static int pop(struct pstate *st, struct pv *v)
+static int pop(struct pstate *st, struct pickle_value *v)
 {
 	size_t floor = stack_floor(st);
 
@@ -205,11 +206,11 @@ static int pop_mark(struct pstate *st, size_t *first)
  * Grows a table of pv (memo or objects) to hold index idx: doubling, but
  * never past the bound for a pickle of this size.  -EINVAL past it.
  */
-static int table_grow(struct pstate *st, struct pv **t, size_t *cap, uint64_t idx,
+static int table_grow(struct pstate *st, struct pickle_value **t, size_t *cap, uint64_t idx,
 		      const char *what)
 {
 	size_t max = st->len / PK_PER_ENTRY + PK_ENTRIES_MIN, ncap;
-	struct pv *p;
+	struct pickle_value *p;
 
 	if (idx < *cap)
 		return 0;
@@ -263,9 +264,9 @@ static int memo_get(struct pstate *st, uint64_t idx)
 }
 
 /* Puts v in the object table and pushes a reference to it. */
-static int push_object(struct pstate *st, const struct pv *v)
+static int push_object(struct pstate *st, const struct pickle_value *v)
 {
-	struct pv ref = { .kind = PV_REF };
+	struct pickle_value ref = { .kind = PV_REF };
 	int rc = table_grow(st, &st->objs, &st->objs_cap, st->nobjs, "object table");
 
 	if (rc)
@@ -276,21 +277,21 @@ static int push_object(struct pstate *st, const struct pv *v)
 }
 
 /* The value itself, or the object a reference names. */
-static struct pv *deref(struct pstate *st, struct pv *v)
+static struct pickle_value *deref(struct pstate *st, struct pickle_value *v)
 {
 	return v->kind == PV_REF ? &st->objs[v->u.num] : v;
 }
 
 /* ---- recognising values --------------------------------------------- */
 
-static int is_str(const struct pv *v)
+static int is_str(const struct pickle_value *v)
 {
 	return v->kind == PV_BYTES || v->kind == PV_TEXT || v->kind == PV_LATIN1;
 }
 
 /* Compares an ASCII literal with a string value of any kind (ASCII is the
  * same in UTF-8 and latin-1). */
-static int str_eq(const struct pv *v, const char *lit)
+static int str_eq(const struct pickle_value *v, const char *lit)
 {
 	size_t n = strlen(lit);
 	uint64_t vlen = v->kind == PV_LATIN1 ? v->u.s.ulen : v->u.s.len;
@@ -298,7 +299,7 @@ static int str_eq(const struct pv *v, const char *lit)
 	return is_str(v) && vlen == n && memcmp(v->u.s.p, lit, n) == 0;
 }
 
-static int is_int(const struct pv *v, int64_t want)
+static int is_int(const struct pickle_value *v, int64_t want)
 {
 	return v->kind == PV_INT && v->u.num == want;
 }
@@ -348,7 +349,7 @@ static void latin1_decode(const uint8_t *p, uint64_t n, uint8_t *out)
 	}
 }
 
-static uint64_t str_len(const struct pv *v)
+static uint64_t str_len(const struct pickle_value *v)
 {
 	return v->u.s.len;
 }
@@ -357,9 +358,9 @@ static uint64_t str_len(const struct pv *v)
  * Checks an element's shape, dtype and data and fills out (ELEM_STATE or
  * FROMBUF_ARGS).  Data must be exactly n*3 values: (n, 3) of a stroke dtype.
  */
-static int elem_check(struct pstate *st, const struct pv *shape,
-		      const struct pv *dtype, const struct pv *data,
-		      int fortran, struct pv *out)
+static int elem_check(struct pstate *st, const struct pickle_value *shape,
+		      const struct pickle_value *dtype, const struct pickle_value *data,
+		      int fortran, struct pickle_value *out)
 {
 	uint64_t n, size;
 
@@ -389,10 +390,10 @@ static int elem_check(struct pstate *st, const struct pv *shape,
 }
 
 /* (1, shape, dtype, fortran, data): an ndarray's __setstate__ argument. */
-static int classify_array_state(struct pstate *st, const struct pv *it,
-				struct pv *out)
+static int classify_array_state(struct pstate *st, const struct pickle_value *it,
+				struct pickle_value *out)
 {
-	const struct pv *dt = &it[2];
+	const struct pickle_value *dt = &it[2];
 
 	if (!is_int(&it[0], 1) || it[1].kind != PV_SHAPE ||
 	    dt->kind != PV_DTYPE || it[3].kind != PV_INT)
@@ -413,10 +414,10 @@ static int classify_array_state(struct pstate *st, const struct pv *it,
 }
 
 /* (3, endian, None, None, None, elsize, alignment, flags) */
-static int classify_dtype_state(struct pstate *st, const struct pv *it,
-				struct pv *out)
+static int classify_dtype_state(struct pstate *st, const struct pickle_value *it,
+				struct pickle_value *out)
 {
-	const struct pv *e = &it[1];
+	const struct pickle_value *e = &it[1];
 
 	if (!is_int(&it[0], 3) || !is_str(e) || str_len(e) != 1 ||
 	    it[2].kind != PV_NONE || it[3].kind != PV_NONE ||
@@ -431,8 +432,8 @@ static int classify_dtype_state(struct pstate *st, const struct pv *it,
 }
 
 /* ('i1' | 'i2' | 'i4' | 'i8' | 'f2' | 'f4' | 'f8' | 'O8' | 'O4', align, copy) */
-static int classify_dtype_args(struct pstate *st, const struct pv *it,
-			       struct pv *out)
+static int classify_dtype_args(struct pstate *st, const struct pickle_value *it,
+			       struct pickle_value *out)
 {
 	int t;
 
@@ -456,8 +457,8 @@ static int classify_dtype_args(struct pstate *st, const struct pv *it,
 	return FAIL(st, "dtype is not object nor a stroke dtype (int8/16/32/64, float16/32/64)");
 }
 
-static int classify_shape(struct pstate *st, const struct pv *it, size_t k,
-			  struct pv *out)
+static int classify_shape(struct pstate *st, const struct pickle_value *it, size_t k,
+			  struct pickle_value *out)
 {
 	size_t i;
 
@@ -476,8 +477,8 @@ static int classify_shape(struct pstate *st, const struct pv *it, size_t k,
  * Turns the k items it[0..k) into the one kind of tuple they can be, or
  * fails.  These are all the tuples numpy's ndarray and dtype pickles use.
  */
-static int classify_tuple(struct pstate *st, const struct pv *it, size_t k,
-			  struct pv *out)
+static int classify_tuple(struct pstate *st, const struct pickle_value *it, size_t k,
+			  struct pickle_value *out)
 {
 	memset(out, 0, sizeof(*out));
 	if (k == 0) {
@@ -518,7 +519,7 @@ static int classify_tuple(struct pstate *st, const struct pv *it, size_t k,
 
 static int op_tuple(struct pstate *st, size_t k)
 {
-	struct pv t, items[8];
+	struct pickle_value t, items[8];
 	size_t first = 0, i;
 	int rc;
 
@@ -560,7 +561,7 @@ static int lookup_global(struct pstate *st, const uint8_t *mod, size_t ml,
 		{ "numpy.core.numeric", "_frombuffer", G_FROMBUFFER },
 		{ "numpy._core.numeric", "_frombuffer", G_FROMBUFFER },
 	};
-	struct pv v = { .kind = PV_GLOBAL };
+	struct pickle_value v = { .kind = PV_GLOBAL };
 	size_t i;
 
 	for (i = 0; i < sizeof(allow) / sizeof(allow[0]); i++) {
@@ -596,7 +597,7 @@ static int op_global(struct pstate *st)
 
 static int op_stack_global(struct pstate *st)
 {
-	struct pv mod, name;
+	struct pickle_value mod, name;
 	int rc;
 
 	if ((rc = pop(st, &name)) || (rc = pop(st, &mod)))
@@ -610,7 +611,7 @@ static int op_stack_global(struct pstate *st)
 /* Any string or bytes push: a length of `width` bytes, then the data. */
 static int op_string(struct pstate *st, unsigned width, enum pk_kind kind)
 {
-	struct pv v = { .kind = (uint8_t)kind };
+	struct pickle_value v = { .kind = (uint8_t)kind };
 	uint64_t n;
 	int rc = take_le(st, width, &n);
 
@@ -628,7 +629,7 @@ static int op_string(struct pstate *st, unsigned width, enum pk_kind kind)
 
 static int op_int(struct pstate *st, unsigned width, int is_signed)
 {
-	struct pv v = { .kind = PV_INT };
+	struct pickle_value v = { .kind = PV_INT };
 	uint64_t u;
 	int rc = take_le(st, width, &u);
 
@@ -641,7 +642,7 @@ static int op_int(struct pstate *st, unsigned width, int is_signed)
 /* LONG1: n bytes of little-endian two's complement; we need at most 8. */
 static int op_long1(struct pstate *st)
 {
-	struct pv v = { .kind = PV_INT };
+	struct pickle_value v = { .kind = PV_INT };
 	const uint8_t *p;
 	uint64_t n, i, u = 0;
 	int rc;
@@ -661,7 +662,7 @@ static int op_long1(struct pstate *st)
 
 static int op_reduce(struct pstate *st)
 {
-	struct pv args, fn, out;
+	struct pickle_value args, fn, out;
 	int64_t l1;
 	int rc;
 
@@ -709,7 +710,7 @@ static int op_reduce(struct pstate *st)
 
 static int op_build(struct pstate *st)
 {
-	struct pv state, *obj;
+	struct pickle_value state, *obj;
 	int rc = pop(st, &state);
 
 	if (rc)
@@ -732,7 +733,7 @@ static int op_build(struct pstate *st)
 }
 
 /* Makes the element contiguous little-endian C-order and calls fn. */
-static int emit(struct pstate *st, const struct pv *e)
+static int emit(struct pstate *st, const struct pickle_value *e)
 {
 	enum stroke_dtype t = (enum stroke_dtype)e->sub;
 	uint64_t n = e->u.arr.n, size = stroke_dtype_size(t), bytes = n * 3 * size,
@@ -789,7 +790,7 @@ static int op_append(struct pstate *st, int many)
 	if (first == 0 || st->stack[first - 1].kind != PV_LIST)
 		return FAIL(st, "APPEND to something that is not a list");
 	for (i = first; i < st->sp; i++) {
-		const struct pv *e = deref(st, &st->stack[i]);
+		const struct pickle_value *e = deref(st, &st->stack[i]);
 
 		if (e->kind != PV_ELEM)
 			return FAIL(st, "list item %llu is not an (n, 3) array of numbers",
@@ -813,7 +814,7 @@ static int op_mark(struct pstate *st)
 
 static int op_empty_list(struct pstate *st)
 {
-	struct pv v = { .kind = PV_LIST };
+	struct pickle_value v = { .kind = PV_LIST };
 
 	if (st->have_list)
 		return FAIL(st, "a second list (only the object array's data list is expected)");
@@ -823,7 +824,7 @@ static int op_empty_list(struct pstate *st)
 
 static int op_const(struct pstate *st, enum pk_kind kind, int64_t num)
 {
-	struct pv v = { .kind = (uint8_t)kind };
+	struct pickle_value v = { .kind = (uint8_t)kind };
 
 	v.u.num = num;
 	return push(st, &v);
@@ -858,7 +859,7 @@ static int op_proto_frame(struct pstate *st, int frame)
 /* STOP: the whole pickle must have reduced to one built object array. */
 static long op_stop(struct pstate *st)
 {
-	const struct pv *top = st->sp ? deref(st, &st->stack[0]) : NULL;
+	const struct pickle_value *top = st->sp ? deref(st, &st->stack[0]) : NULL;
 
 	if (st->nmarks || st->sp != 1 || top->kind != PV_OBJARRAY)
 		return FAIL(st, "STOP without exactly one object array on the stack");
