@@ -743,8 +743,9 @@ static const struct layout_ops imagenet_ops = {
  * cache, which must keep what was fetched until the reader gets there */
 static uint64_t ahead_budget(const struct sfs_opts *o)
 {
-	/* 0: -o cache_mem= not given, source_env_new's 32 MiB */
-	uint64_t half = (o->remote.cache_bytes ? o->remote.cache_bytes : 32u << 20) / 2;
+	/* 0: -o cache_mem= not given, the default of source_env_new */
+	uint64_t half = (o->remote.cache_bytes ? o->remote.cache_bytes :
+			 SOURCE_CACHE_DEFAULT) / 2;
 
 	if (source_is_url(o->source) && o->shard_prefetch > half)
 		return half;
