@@ -64,6 +64,29 @@ int imagenet_shuffled_line(const struct in_split *sp, uint64_t S, uint64_t j,
 			tarindex_name(&sp->t, in_split_node(sp, c)));
 }
 
+/*
+ * The sparse prefix sums of split sp in its orders (n = sp->h.n): voff,
+ * n / VOFF_STEP + 1 vtar record offsets, and soff, n / SOFF_STEP + 1
+ * shuffled.txt line offsets.  Returns the shuffled.txt size.  The build
+ * stores them; an epoch's view (imagenet_epochs.c) makes its own.
+ */
+uint64_t imagenet_make_offsets(const struct in_split *sp, uint64_t S, uint64_t *voff,
+			       uint64_t *soff)
+{
+	uint64_t n = sp->h.n, p, off = 0;
+
+	for (p = 0; p <= n; off += p < n ? imagenet_record_bytes(sp, p) : 0, p++)
+		if (p % VOFF_STEP == 0)
+			voff[p / VOFF_STEP] = off;
+	for (p = 0, off = 0; p <= n; p++) {
+		if (p % SOFF_STEP == 0)
+			soff[p / SOFF_STEP] = off;
+		if (p < n)
+			off += imagenet_shuffled_len(sp, S, p);
+	}
+	return off;
+}
+
 static unsigned digits(uint64_t v)
 {
 	unsigned d = 1;

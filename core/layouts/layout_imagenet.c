@@ -47,6 +47,7 @@
 #include "layouts/layout_imagenet.h"
 #include "layouts/imagenet_ahead.h"
 #include "layouts/imagenet_build.h"
+#include "layouts/imagenet_epochs.h"
 #include "layouts/imagenet_files.h"
 #include "layouts/imagenet_index.h"
 #include "layouts/imagenet_orders.h"
@@ -68,10 +69,17 @@
 enum {
 	INO_CLASSES = 2, INO_SPLIT = 3 /* + split */, INO_SHARDS = 5,
 	INO_SHUFFLED = 6, INO_SHARDS_SPLIT = 7 /* + split */,
-	INO_SHUF_TXT = 9 /* + split */,
+	INO_SHUF_TXT = 9 /* + split */, INO_EPOCHS = 11,
 };
 /* computed inodes: SFS_INO(kind + split, index) */
 enum { K_CLASSDIR = 1, K_FILE = 3, K_SHARDDIR = 5, K_VTAR = 9 };	/* 7: unused */
+/* under /epochs/<e>: SFS_INO(kind [+ split], e), and for a shard
+ * SFS_INO(K_EPOCH_VTAR + split, e << EPOCH_K_BITS | k): 31 + 25 bits */
+enum { K_EPOCH = 11, K_EPOCH_SHARDS = 12, K_EPOCH_SHUFFLED = 13, K_EPOCH_TXT = 14,
+       K_EPOCH_VTAR = 16 };
+#define EPOCH_MAX 2147483647u
+#define EPOCH_K_BITS 25
+#define EPOCH_K_MAX (UINT64_C(1) << EPOCH_K_BITS)	/* shards a split, at most */
 #define INO(kind, idx) SFS_INO(kind, idx)
 #define KIND(ino) SFS_INO_KIND(ino)
 #define IDX(ino) SFS_INO_IDX(ino)
@@ -131,8 +139,9 @@ static void sample_attr(const struct in_split *sp, uint64_t c, uint64_t ino,
 	a->nlink = sp->h.labelled ? 2 : 1;
 }
 
-static int vtar_of(const struct in_layout *L, int s, uint64_t k, struct vtar_shard *v,
-		   void *ctx);
+static int vtar_of(const struct in_layout *L, const struct in_split *sp, uint64_t k,
+		   struct vtar_shard *v, void *ctx);
+static int epoch_attr(const struct in_layout *L, uint64_t ino, struct sfs_attr *a);
 
 static int fixed_attr(const struct in_layout *L, uint64_t ino, struct sfs_attr *a)
 {
@@ -140,7 +149,8 @@ static int fixed_attr(const struct in_layout *L, uint64_t ino, struct sfs_attr *
 
 	switch (ino) {
 	case SFS_ROOT_INO:
-		n = L->sp[TRAIN].h.present + L->sp[VAL].h.present + 2 * any_labelled(L);
+		n = L->sp[TRAIN].h.present + L->sp[VAL].h.present + 2 * any_labelled(L) +
+		    (L->epochs != NULL);
 		dir_attr(L, ino, (uint64_t)n, a);
 		return 0;
 	case INO_CLASSES:
@@ -152,6 +162,11 @@ static int fixed_attr(const struct in_layout *L, uint64_t ino, struct sfs_attr *
 			return -ENOENT;
 		n = ino == INO_SHARDS ? labelled(L, TRAIN) + labelled(L, VAL) : 0;
 		dir_attr(L, ino, (uint64_t)n, a);
+		return 0;
+	case INO_EPOCHS:	/* lists none of its epochs: see epochs_child */
+		if (!L->epochs)
+			return -ENOENT;
+		dir_attr(L, ino, 0, a);
 		return 0;
 	}
 	s = (int)(ino & 1) ^ 1;	/* 3, 7, 9 are train; 4, 8, 10 are val */
@@ -198,8 +213,98 @@ static int attr_of(const struct in_layout *L, uint64_t ino, struct sfs_attr *a)
 	}
 	if ((s = split_of(ino, K_VTAR)) >= 0 && labelled(L, s) && i < L->sp[s].h.nshards) {
 		file_attr(L->mtime, ino, 0, a);
-		vtar_of(L, s, i, &v, &ctx);
+		vtar_of(L, &L->sp[s], i, &v, &ctx);
 		return vtar_size(&v, &a->size);
+	}
+	if (KIND(ino) >= K_EPOCH)
+		return epoch_attr(L, ino, a);
+	return -ENOENT;
+}
+
+/* ---- /epochs/<e> -------------------------------------------------------- */
+
+/* epoch e of an /epochs inode, and for a shard its split and index k;
+ * -ENOENT when ino is none of them */
+static int epoch_of(const struct in_layout *L, uint64_t ino, uint64_t *e, int *s,
+		    uint64_t *k)
+{
+	uint32_t kind = KIND(ino);
+
+	*e = IDX(ino), *k = 0, *s = -1;
+	if (!L->epochs || kind < K_EPOCH || kind > K_EPOCH_VTAR + 1)
+		return -ENOENT;
+	if ((*s = split_of(ino, K_EPOCH_VTAR)) >= 0) {
+		*k = *e & (EPOCH_K_MAX - 1);
+		*e >>= EPOCH_K_BITS;
+		if (*k >= L->sp[*s].h.nshards)
+			return -ENOENT;
+	} else if ((*s = split_of(ino, K_EPOCH_TXT)) < 0 && kind > K_EPOCH_SHUFFLED) {
+		return -ENOENT;
+	}
+	if (*e > EPOCH_MAX || (*s >= 0 && !labelled(L, *s)))
+		return -ENOENT;
+	return 0;
+}
+
+static int epoch_attr(const struct in_layout *L, uint64_t ino, struct sfs_attr *a)
+{
+	struct in_epoch *ep;
+	struct vtar_shard v;
+	struct vt ctx;
+	uint64_t e, k;
+	int s, rc = epoch_of(L, ino, &e, &s, &k);
+
+	if (rc)
+		return rc;
+	if (s < 0) {	/* <e>, <e>/shards, <e>/shuffled */
+		dir_attr(L, ino, KIND(ino) == K_EPOCH ? 2 : 0, a);
+		return 0;
+	}
+	if ((rc = imagenet_epoch_get(L->epochs, (uint32_t)e, &ep)))
+		return rc;
+	if (KIND(ino) >= K_EPOCH_VTAR) {
+		file_attr(L->mtime, ino, 0, a);
+		vtar_of(L, &ep->sp[s], k, &v, &ctx);
+		rc = vtar_size(&v, &a->size);
+	} else {
+		file_attr(L->mtime, ino, ep->sp[s].h.txt_size, a);
+	}
+	imagenet_epoch_put(L->epochs, ep);
+	return rc;
+}
+
+/* /epochs lists nothing: each of its 2^31 epochs is there when named */
+static int epoch_child(const struct in_layout *L, uint64_t dir, uint64_t i, char *name,
+		       size_t len, uint64_t *ino)
+{
+	uint64_t e = IDX(dir);
+	int s;
+
+	if (KIND(dir) == K_EPOCH) {
+		if (i > 1)
+			return -ENOENT;
+		snprintf(name, len, "%s", i ? "shuffled" : "shards");
+		*ino = INO(i ? K_EPOCH_SHUFFLED : K_EPOCH_SHARDS, e);
+		return 0;
+	}
+	for (s = 0; s < NSPLIT; s++) {
+		uint64_t n = KIND(dir) == K_EPOCH_SHARDS ? L->sp[s].h.nshards : 1;
+
+		if (!labelled(L, s))
+			continue;
+		if (i >= n) {
+			i -= n;
+			continue;
+		}
+		if (KIND(dir) == K_EPOCH_SHUFFLED) {
+			snprintf(name, len, "%s.txt", imagenet_split_name[s]);
+			*ino = INO(K_EPOCH_TXT + s, e);
+		} else {
+			snprintf(name, len, "%s-%06llu.tar", imagenet_split_name[s],
+				 (unsigned long long)i);
+			*ino = INO(K_EPOCH_VTAR + s, e << EPOCH_K_BITS | i);
+		}
+		return 0;
 	}
 	return -ENOENT;
 }
@@ -242,14 +347,15 @@ static int need_orders(struct in_layout *L, uint64_t ino)
 static int root_child(const struct in_layout *L, uint64_t i, char *name,
 		      size_t len, uint64_t *ino)
 {
-	static const char *const names[] = { "classes.txt", "train", "val", "shards", "shuffled" };
+	static const char *const names[] = { "classes.txt", "train", "val", "shards", "shuffled",
+					     "epochs" };
 	static const uint64_t inos[] = { INO_CLASSES, INO_SPLIT, INO_SPLIT + 1, INO_SHARDS,
-					 INO_SHUFFLED };
+					 INO_SHUFFLED, INO_EPOCHS };
 	int present[] = { 1, (int)L->sp[TRAIN].h.present, (int)L->sp[VAL].h.present,
-			  any_labelled(L), any_labelled(L) };
+			  any_labelled(L), any_labelled(L), L->epochs != NULL };
 	size_t k;
 
-	for (k = 0; k < 5; k++) {
+	for (k = 0; k < 6; k++) {
 		if (!present[k] || i--)
 			continue;
 		snprintf(name, len, "%s", names[k]);
@@ -366,7 +472,11 @@ static int child_at(const struct in_layout *L, uint64_t dir, uint64_t i,
 		return shards_child(L, i, name, len, ino);
 	case INO_SHUFFLED:
 		return shuffled_child(L, i, name, len, ino);
+	case INO_EPOCHS:
+		return -ENOENT;
 	default:
+		if (KIND(dir) >= K_EPOCH)
+			return epoch_child(L, dir, i, name, len, ino);
 		return split_child(L, dir, i, name, len, ino);
 	}
 }
@@ -453,6 +563,30 @@ static int64_t find_shard_file(const struct in_layout *L, int s, uint64_t k,
 	return (int64_t)INO(K_FILE + s, c);
 }
 
+/* "<split>-<k:06d>.tar" of /epochs/<e>/shards, exactly as listed */
+static int64_t find_epoch_vtar(const struct in_layout *L, uint64_t e, const char *name)
+{
+	size_t len = strlen(name), pl;
+	char buf[NAME_MAX_];
+	uint64_t k;
+	int s;
+
+	for (s = 0; s < NSPLIT; s++) {
+		pl = strlen(imagenet_split_name[s]);
+		if (!labelled(L, s) || len < pl + 6 || len > pl + 5 + 15 ||
+		    strncmp(name, imagenet_split_name[s], pl) || name[pl] != '-' ||
+		    strcmp(name + len - 4, ".tar") ||
+		    strspn(name + pl + 1, "0123456789") != len - pl - 5)
+			continue;
+		k = strtoull(name + pl + 1, NULL, 10);
+		snprintf(buf, sizeof(buf), "%s-%06llu.tar", imagenet_split_name[s],
+			 (unsigned long long)k);
+		if (!strcmp(buf, name) && k < L->sp[s].h.nshards)
+			return (int64_t)INO(K_EPOCH_VTAR + s, e << EPOCH_K_BITS | k);
+	}
+	return -ENOENT;
+}
+
 /* the big directories: binary searches; the small ones: a scan */
 static int64_t find_child(const struct in_layout *L, uint64_t dir, const char *name)
 {
@@ -477,6 +611,11 @@ static int64_t find_child(const struct in_layout *L, uint64_t dir, const char *n
 	if ((s = fixed_split(dir, INO_SHARDS_SPLIT)) >= 0)
 		return parse_u64(name, name + strlen(name), &i) || i >= L->sp[s].h.nshards ?
 			-ENOENT : (int64_t)INO(K_SHARDDIR + s, i);
+	if (dir == INO_EPOCHS)	/* "<e>": no sign, no leading zero, e < 2^31 */
+		return parse_u64(name, name + strlen(name), &i) || i > EPOCH_MAX ?
+			-ENOENT : (int64_t)INO(K_EPOCH, i);
+	if (KIND(dir) == K_EPOCH_SHARDS)
+		return find_epoch_vtar(L, IDX(dir), name);
 	for (i = 0; child_at(L, dir, i, buf, sizeof(buf), &ino) == 0; i++)
 		if (!strcmp(buf, name))
 			return (int64_t)ino;
@@ -573,11 +712,11 @@ static int vt_find(void *arg, uint64_t off, uint64_t *i, uint64_t *start)
 	return 0;
 }
 
-static int vtar_of(const struct in_layout *L, int s, uint64_t k, struct vtar_shard *v,
-		   void *ctxp)
+/* shard k of split view sp: a split's, or an epoch's (imagenet_epochs.h) */
+static int vtar_of(const struct in_layout *L, const struct in_split *sp, uint64_t k,
+		   struct vtar_shard *v, void *ctxp)
 {
 	struct vt *ctx = ctxp;
-	const struct in_split *sp = &L->sp[s];
 
 	ctx->sp = sp;
 	ctx->first = k * L->S;
@@ -626,13 +765,47 @@ static ssize_t shuffled_read(const struct in_layout *L, const struct in_split *s
 	return done == size ? (ssize_t)done : -EIO;
 }
 
+/* bytes of shard k of split view sp, the vtar `ino` */
+static ssize_t shard_read(struct in_layout *L, const struct in_split *sp, uint64_t k,
+			  uint64_t ino, char *buf, size_t size, uint64_t off)
+{
+	struct vtar_shard v;
+	struct vt ctx;
+
+	vtar_of(L, sp, k, &v, &ctx);
+	/* before the read, which may wait for the disk: the advice goes
+	 * out first, and with it the members after this one */
+	imagenet_ahead(&L->ahead, &(struct in_shard){ ctx.sp, ctx.first, ctx.n, ctx.base },
+		       ino, off, size);
+	return vtar_read(&v, buf, size, off);
+}
+
+/* a shard or shuffled file of /epochs/<e>, from the epoch's views */
+static ssize_t epoch_read(struct in_layout *L, uint64_t ino, char *buf, size_t size,
+			  uint64_t off)
+{
+	struct in_epoch *ep;
+	uint64_t e, k;
+	ssize_t r;
+	int s, rc = epoch_of(L, ino, &e, &s, &k);
+
+	if (rc || s < 0)
+		return rc ? rc : -EISDIR;
+	if ((rc = imagenet_epoch_get(L->epochs, (uint32_t)e, &ep)))
+		return rc;
+	if (KIND(ino) >= K_EPOCH_VTAR)
+		r = shard_read(L, &ep->sp[s], k, ino, buf, size, off);
+	else
+		r = shuffled_read(L, &ep->sp[s], buf, size, off);
+	imagenet_epoch_put(L->epochs, ep);
+	return r;
+}
+
 static ssize_t in_read(void *priv, uint64_t ino, char *buf, size_t size, uint64_t off)
 {
 	struct in_layout *L = priv;
 	uint64_t i = IDX(ino);
-	struct vtar_shard v;
 	struct sfs_attr a;
-	struct vt ctx;
 	int s, rc = need_orders(priv, ino);
 
 	if (!rc)
@@ -652,14 +825,9 @@ static ssize_t in_read(void *priv, uint64_t ino, char *buf, size_t size, uint64_
 		return shuffled_read(L, &L->sp[s], buf, size, off);
 	if ((s = split_of(ino, K_FILE)) >= 0)
 		return tarindex_pread(&L->sp[s].t, in_split_node(&L->sp[s], i), buf, size, off);
-	if ((s = split_of(ino, K_VTAR)) < 0)
-		return -ENOENT;
-	vtar_of(L, s, i, &v, &ctx);
-	/* before the read, which may wait for the disk: the advice goes
-	 * out first, and with it the members after this one */
-	imagenet_ahead(&L->ahead, &(struct in_shard){ ctx.sp, ctx.first, ctx.n, ctx.base },
-		       ino, off, size);
-	return vtar_read(&v, buf, size, off);
+	if ((s = split_of(ino, K_VTAR)) >= 0)
+		return shard_read(L, &L->sp[s], i, ino, buf, size, off);
+	return epoch_read(L, ino, buf, size, off);
 }
 
 static int in_extent(void *priv, uint64_t ino, struct source **src, uint64_t *base)
@@ -711,6 +879,7 @@ static void in_destroy(void *priv)
 		return;
 	/* first: the advisors read the indexes and advise the sources */
 	imagenet_ahead_destroy(&L->ahead);
+	imagenet_epochs_free(L->epochs);
 	for (s = 0; s < NSPLIT; s++) {
 		imagenet_free_orders(&L->sp[s]);
 		tarindex_close(&L->sp[s].t);
@@ -768,6 +937,26 @@ static uint64_t ahead_budget(const struct sfs_opts *o)
 	return o->shard_prefetch;
 }
 
+/* /epochs, when a split has shards and its shard inodes fit (EPOCH_K_BITS) */
+static int open_epochs(struct in_layout *L, const struct sfs_opts *o)
+{
+	int s;
+
+	L->epoch_seed = o->has_shard_seed ? o->shard_seed : 0;
+	if (!any_labelled(L))
+		return 0;
+	for (s = 0; s < NSPLIT; s++)
+		if (labelled(L, s) && L->sp[s].h.nshards > EPOCH_K_MAX) {
+			sfs_warn("%s: no /epochs: %s has %llu shards, more than %llu "
+				 "(a larger shard_size= gives fewer)", o->source,
+				 imagenet_split_name[s], (unsigned long long)L->sp[s].h.nshards,
+				 (unsigned long long)EPOCH_K_MAX);
+			return 0;
+		}
+	L->epochs = imagenet_epochs_new(L, &L->ahead);
+	return L->epochs ? 0 : -ENOMEM;
+}
+
 int layout_imagenet_open(const struct sfs_opts *o, struct source_env *env,
 			 struct layout *out)
 {
@@ -799,6 +988,8 @@ int layout_imagenet_open(const struct sfs_opts *o, struct source_env *env,
 		rc = imagenet_open_tars(o, L, &fph);
 	if (!rc)
 		rc = imagenet_open_layout_index(o, L, fph);
+	if (!rc)
+		rc = open_epochs(L, o);
 	if (rc) {
 		in_destroy(L);
 		return rc;
