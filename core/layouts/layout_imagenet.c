@@ -12,6 +12,8 @@
  *   /shards/<split>/<k>/<label>.<member>  a hard link to the file in /<split>
  *   /shards/<split>-<k:06d>.tar        the same shard as a WebDataset tar
  *   /shuffled/<split>.txt              "<k>/<label>.<member>\n" per sample
+ *   /epochs/<e>/shards/<split>-<k:06d>.tar, /epochs/<e>/shuffled/<split>.txt
+ *                                      the same, in epoch e's own shuffle
  * Labels are indices into the sorted WNIDs (the devkit's leaf classes, or
  * without it the train class directories).  A split's samples in
  * ImageFolder order (class, then name) are its "canonical" order; shard k
@@ -19,7 +21,11 @@
  * the source tar, or np.random.seed(shard_seed); np.random.shuffle(arange(n))
  * of the canonical order with -o shard_seed.  shuffled/<split>.txt lists the
  * canonical samples in np.random.seed(shuffle_seed) shuffle order.  Shards
- * and shuffled files exist only for labelled splits.
+ * and shuffled files exist only for labelled splits.  /epochs/<e> (any e
+ * below 2^31, written without leading zeros; /epochs lists none) holds
+ * shards and a shuffled file whose order is np.random.seed([seed, e]);
+ * np.random.shuffle(arange(n)) (seed: shard_seed, or 0), served from
+ * per-epoch views (imagenet_epochs.h) by the code that serves /shards.
  *
  * Every node is computed from the two mmap'ed indexes (imagenet_index.h)
  * and the orders, used in place: nothing is allocated per sample.  The
@@ -30,7 +36,9 @@
  *
  * Inodes (layout.h's scheme): 1..10 are the fixed files and directories
  * (kind 0); the rest are SFS_INO(kind, index), kind saying what (class
- * dir, file, shard dir, vtar) and of which split.  A labelled split's
+ * dir, file, shard dir, vtar) and of which split.
+ * The /epochs inodes are kinds 11 and up, their index the epoch (and for
+ * a shard e << 25 | k): nothing is allocated per epoch.  A labelled split's
  * sample has one inode and two names, /<split>/<wnid>/<member> and its
  * shard file (nlink 2): `du` counts it once, and a walk of the whole tree
  * makes one kernel inode per sample, not two.
@@ -40,8 +48,9 @@
  * need_orders); reads are source_preads on shared sources.
  *
  * Not for: finding the sources (imagenet_files.c), building or binding
- * the indexes (imagenet_tars.c, imagenet_build.c, imagenet_index.c),
- * decoding images, other datasets.
+ * the indexes (imagenet_tars.c, imagenet_build.c, imagenet_index.c), the
+ * shards' and shuffled files' bytes (imagenet_shards.c), the epochs'
+ * views (imagenet_epochs.c), decoding images, other datasets.
  */
 #include "layouts/layout.h"
 #include "layouts/layout_imagenet.h"
@@ -52,10 +61,10 @@
 #include "layouts/imagenet_index.h"
 #include "layouts/imagenet_orders.h"
 #include "layouts/imagenet_samples.h"
+#include "layouts/imagenet_shards.h"
 #include "layouts/imagenet_tars.h"
 #include "log.h"
 #include "index/tarindex/tarindex.h"
-#include "formats/vtar.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -110,14 +119,6 @@ static int fixed_split(uint64_t ino, uint64_t base)
 	return ino == base || ino == base + 1 ? (int)(ino - base) : -1;
 }
 
-static uint64_t shard_len(const struct in_layout *L, const struct in_split *sp,
-			  uint64_t k)
-{
-	uint64_t first = k * L->S;
-
-	return sp->h.n - first < L->S ? sp->h.n - first : L->S;
-}
-
 static void dir_attr(const struct in_layout *L, uint64_t ino, uint64_t subdirs,
 		     struct sfs_attr *a)
 {
@@ -139,8 +140,6 @@ static void sample_attr(const struct in_split *sp, uint64_t c, uint64_t ino,
 	a->nlink = sp->h.labelled ? 2 : 1;
 }
 
-static int vtar_of(const struct in_layout *L, const struct in_split *sp, uint64_t k,
-		   struct vtar_shard *v, void *ctx);
 static int epoch_attr(const struct in_layout *L, uint64_t ino, struct sfs_attr *a);
 
 static int fixed_attr(const struct in_layout *L, uint64_t ino, struct sfs_attr *a)
@@ -185,16 +184,9 @@ static int fixed_attr(const struct in_layout *L, uint64_t ino, struct sfs_attr *
 	return -ENOENT;
 }
 
-struct vt {
-	const struct in_split *sp;
-	uint64_t first, n, base;
-};
-
 static int attr_of(const struct in_layout *L, uint64_t ino, struct sfs_attr *a)
 {
 	uint64_t i = IDX(ino);
-	struct vtar_shard v;
-	struct vt ctx;
 	int s;
 
 	if (KIND(ino) == 0)
@@ -213,8 +205,7 @@ static int attr_of(const struct in_layout *L, uint64_t ino, struct sfs_attr *a)
 	}
 	if ((s = split_of(ino, K_VTAR)) >= 0 && labelled(L, s) && i < L->sp[s].h.nshards) {
 		file_attr(L->mtime, ino, 0, a);
-		vtar_of(L, &L->sp[s], i, &v, &ctx);
-		return vtar_size(&v, &a->size);
+		return imagenet_shard_size(L, &L->sp[s], i, &a->size);
 	}
 	if (KIND(ino) >= K_EPOCH)
 		return epoch_attr(L, ino, a);
@@ -249,8 +240,6 @@ static int epoch_of(const struct in_layout *L, uint64_t ino, uint64_t *e, int *s
 static int epoch_attr(const struct in_layout *L, uint64_t ino, struct sfs_attr *a)
 {
 	struct in_epoch *ep;
-	struct vtar_shard v;
-	struct vt ctx;
 	uint64_t e, k;
 	int s, rc = epoch_of(L, ino, &e, &s, &k);
 
@@ -264,8 +253,7 @@ static int epoch_attr(const struct in_layout *L, uint64_t ino, struct sfs_attr *
 		return rc;
 	if (KIND(ino) >= K_EPOCH_VTAR) {
 		file_attr(L->mtime, ino, 0, a);
-		vtar_of(L, &ep->sp[s], k, &v, &ctx);
-		rc = vtar_size(&v, &a->size);
+		rc = imagenet_shard_size(L, &ep->sp[s], k, &a->size);
 	} else {
 		file_attr(L->mtime, ino, ep->sp[s].h.txt_size, a);
 	}
@@ -453,7 +441,7 @@ static int split_child(const struct in_layout *L, uint64_t dir, uint64_t i,
 		return -ENOENT;
 	sp = &L->sp[s];
 	k = IDX(dir) * L->S + i;
-	if (i >= shard_len(L, sp, IDX(dir)))
+	if (i >= imagenet_shard_len(L, sp, IDX(dir)))
 		return -ENOENT;
 	snprintf(name, len, "%u.%s", imagenet_label_of(sp, sp->ord[k]),
 		 tarindex_name(&sp->t, in_split_node(sp, sp->ord[k])));
@@ -649,137 +637,6 @@ static int in_getattr(void *priv, uint64_t ino, struct sfs_attr *out)
 
 /* ---- reads ------------------------------------------------------------- */
 
-static int vt_entry(void *arg, uint64_t i, struct vtar_entry *e)
-{
-	const struct vt *v = arg;
-	uint32_t c = v->sp->ord[v->first + i], node = in_split_node(v->sp, c);
-	const char *name = tarindex_name(&v->sp->t, node);
-
-	e->stem = name;
-	e->stem_len = imagenet_stem_len(name);
-	e->size = tarindex_node_size(tarindex_node(&v->sp->t, node));
-	e->label = imagenet_label_of(v->sp, c);
-	return 0;
-}
-
-static int vt_offset(void *arg, uint64_t i, uint64_t *off)
-{
-	const struct vt *v = arg;
-
-	*off = imagenet_cum_offset(v->sp, v->first + i) - v->base;
-	return 0;
-}
-
-static ssize_t vt_pread(void *arg, uint64_t i, void *buf, size_t len, uint64_t off)
-{
-	const struct vt *v = arg;
-
-	return tarindex_pread(&v->sp->t, in_split_node(v->sp, v->sp->ord[v->first + i]),
-			      buf, len, off);
-}
-
-/*
- * The record holding vtar offset off: a binary search over the split's
- * kept offsets (every VOFF_STEP positions), then a walk of fewer than
- * VOFF_STEP records; vtar_read's own search would sum up to VOFF_STEP
- * record sizes at each of its steps.
- */
-static int vt_find(void *arg, uint64_t off, uint64_t *i, uint64_t *start)
-{
-	const struct vt *v = arg;
-	const struct in_split *sp = v->sp;
-	uint64_t want = v->base + off, lo = v->first / VOFF_STEP;
-	uint64_t hi = (v->first + v->n - 1) / VOFF_STEP + 1, p, at, rb;
-
-	while (hi - lo > 1) {	/* voff[lo] <= want < voff[hi] */
-		uint64_t mid = lo + (hi - lo) / 2;
-
-		if (sp->voff[mid] <= want)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	p = lo * VOFF_STEP;
-	at = sp->voff[lo];
-	if (p < v->first) {
-		p = v->first;
-		at = v->base;
-	}
-	for (; p + 1 < v->first + v->n && at + (rb = imagenet_record_bytes(sp, p)) <= want; p++)
-		at += rb;
-	*i = p - v->first;
-	*start = at - v->base;
-	return 0;
-}
-
-/* shard k of split view sp: a split's, or an epoch's (imagenet_epochs.h) */
-static int vtar_of(const struct in_layout *L, const struct in_split *sp, uint64_t k,
-		   struct vtar_shard *v, void *ctxp)
-{
-	struct vt *ctx = ctxp;
-
-	ctx->sp = sp;
-	ctx->first = k * L->S;
-	ctx->n = shard_len(L, sp, k);
-	ctx->base = imagenet_cum_offset(sp, ctx->first);
-	*v = (struct vtar_shard){ ctx->n, L->mtime, ctx, vt_entry, vt_offset, vt_pread, vt_find };
-	return 0;
-}
-
-/* bytes of shuffled/<split>.txt, regenerated from the nearest kept offset */
-static ssize_t shuffled_read(const struct in_layout *L, const struct in_split *sp,
-			     char *buf, size_t size, uint64_t off)
-{
-	uint64_t lo = 0, hi = sp->h.n / SOFF_STEP + 1, j, at;
-	size_t done = 0;
-	char line[NAME_MAX_];
-
-	if (off >= sp->h.txt_size)
-		return 0;
-	if (size > sp->h.txt_size - off)
-		size = (size_t)(sp->h.txt_size - off);
-	while (hi - lo > 1) {	/* the last block starting at or before off */
-		uint64_t mid = lo + (hi - lo) / 2;
-
-		if (sp->soff[mid] <= off)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	for (j = lo * SOFF_STEP, at = sp->soff[lo]; done < size && j < sp->h.n; j++) {
-		int n = imagenet_shuffled_line(sp, L->S, j, line, sizeof(line));
-		uint64_t cur = off + done;
-
-		if (n <= 0 || (size_t)n >= sizeof(line) || cur < at)
-			return -EIO;	/* cur < at: offsets not the lines' */
-		if (cur < at + (uint64_t)n) {
-			size_t from = (size_t)(cur - at), k = (size_t)n - from;
-
-			if (k > size - done)
-				k = size - done;
-			memcpy(buf + done, line + from, k);
-			done += k;
-		}
-		at += (uint64_t)n;
-	}
-	return done == size ? (ssize_t)done : -EIO;
-}
-
-/* bytes of shard k of split view sp, the vtar `ino` */
-static ssize_t shard_read(struct in_layout *L, const struct in_split *sp, uint64_t k,
-			  uint64_t ino, char *buf, size_t size, uint64_t off)
-{
-	struct vtar_shard v;
-	struct vt ctx;
-
-	vtar_of(L, sp, k, &v, &ctx);
-	/* before the read, which may wait for the disk: the advice goes
-	 * out first, and with it the members after this one */
-	imagenet_ahead(&L->ahead, &(struct in_shard){ ctx.sp, ctx.first, ctx.n, ctx.base },
-		       ino, off, size);
-	return vtar_read(&v, buf, size, off);
-}
-
 /* a shard or shuffled file of /epochs/<e>, from the epoch's views */
 static ssize_t epoch_read(struct in_layout *L, uint64_t ino, char *buf, size_t size,
 			  uint64_t off)
@@ -794,9 +651,9 @@ static ssize_t epoch_read(struct in_layout *L, uint64_t ino, char *buf, size_t s
 	if ((rc = imagenet_epoch_get(L->epochs, (uint32_t)e, &ep)))
 		return rc;
 	if (KIND(ino) >= K_EPOCH_VTAR)
-		r = shard_read(L, &ep->sp[s], k, ino, buf, size, off);
+		r = imagenet_shard_read(L, &ep->sp[s], k, ino, buf, size, off);
 	else
-		r = shuffled_read(L, &ep->sp[s], buf, size, off);
+		r = imagenet_shuffled_read(L, &ep->sp[s], buf, size, off);
 	imagenet_epoch_put(L->epochs, ep);
 	return r;
 }
@@ -822,11 +679,11 @@ static ssize_t in_read(void *priv, uint64_t ino, char *buf, size_t size, uint64_
 		return (ssize_t)size;
 	}
 	if ((s = fixed_split(ino, INO_SHUF_TXT)) >= 0)
-		return shuffled_read(L, &L->sp[s], buf, size, off);
+		return imagenet_shuffled_read(L, &L->sp[s], buf, size, off);
 	if ((s = split_of(ino, K_FILE)) >= 0)
 		return tarindex_pread(&L->sp[s].t, in_split_node(&L->sp[s], i), buf, size, off);
 	if ((s = split_of(ino, K_VTAR)) >= 0)
-		return shard_read(L, &L->sp[s], i, ino, buf, size, off);
+		return imagenet_shard_read(L, &L->sp[s], i, ino, buf, size, off);
 	return epoch_read(L, ino, buf, size, off);
 }
 
