@@ -217,9 +217,8 @@ static int make_offsets(struct lbuild *b, int s)
 	b->soff[s] = malloc((n / SOFF_STEP + 1) * sizeof(uint64_t));
 	if (!b->voff[s] || !b->soff[s])
 		return -ENOMEM;
-	b->head.split[s].txt_size = imagenet_make_offsets(&b->L->sp[s], b->L->S,
-							  b->voff[s], b->soff[s]);
-	return 0;
+	return imagenet_make_offsets(&b->L->sp[s], b->L->S, b->voff[s], b->soff[s],
+				     &b->head.split[s].txt_size);
 }
 
 static int write_split(struct index_writer *w, const struct lbuild *b, int s)

@@ -77,16 +77,14 @@ static int make_split(struct in_epochs *E, struct in_epoch *ep, int s, uint32_t 
 	offs = malloc((n / VOFF_STEP + 1 + n / SOFF_STEP + 1) * sizeof(uint64_t));
 	if (!offs)
 		return -ENOMEM;
+	ep->offs[s] = offs;	/* freed by drop, even on failure */
 	rc = imagenet_make_epoch_orders(sp, E->L->epoch_seed, e);
-	if (rc) {
-		free(offs);
-		return rc;
-	}
-	ep->offs[s] = offs;
+	if (!rc)
+		rc = imagenet_make_offsets(sp, E->L->S, offs, offs + n / VOFF_STEP + 1,
+					   &sp->h.txt_size);
 	sp->voff = offs;
 	sp->soff = offs + n / VOFF_STEP + 1;
-	sp->h.txt_size = imagenet_make_offsets(sp, E->L->S, offs, offs + n / VOFF_STEP + 1);
-	return 0;
+	return rc;
 }
 
 /* the slot to take over for a new epoch, waiting while all are held */
