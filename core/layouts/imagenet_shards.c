@@ -49,7 +49,8 @@ static int vt_offset(void *arg, uint64_t i, uint64_t *off)
 	return 0;
 }
 
-static ssize_t vt_pread(void *arg, uint64_t i, void *buf, size_t len, uint64_t off)
+static ssize_t vt_pread(void *arg, uint64_t i, unsigned part, void *buf, size_t len,
+			uint64_t off)
 {
 	const struct vt *v = arg;
 
