@@ -86,7 +86,6 @@ enum { K_CLASSDIR = 1, K_FILE = 3, K_SHARDDIR = 5, K_VTAR = 9 };	/* 7: unused */
  * SFS_INO(K_EPOCH_VTAR + split, e << EPOCH_K_BITS | k): 31 + 25 bits */
 enum { K_EPOCH = 11, K_EPOCH_SHARDS = 12, K_EPOCH_SHUFFLED = 13, K_EPOCH_TXT = 14,
        K_EPOCH_VTAR = 16 };
-#define EPOCH_MAX 2147483647u
 #define EPOCH_K_BITS 25
 #define EPOCH_K_MAX (UINT64_C(1) << EPOCH_K_BITS)	/* shards a split, at most */
 #define INO(kind, idx) SFS_INO(kind, idx)
@@ -239,7 +238,8 @@ static int epoch_of(const struct in_layout *L, uint64_t ino, uint64_t *e, int *s
 
 static int epoch_attr(const struct in_layout *L, uint64_t ino, struct sfs_attr *a)
 {
-	struct in_epoch *ep;
+	const struct in_split *ep;
+	unsigned slot;
 	uint64_t e, k;
 	int s, rc = epoch_of(L, ino, &e, &s, &k);
 
@@ -249,15 +249,15 @@ static int epoch_attr(const struct in_layout *L, uint64_t ino, struct sfs_attr *
 		dir_attr(L, ino, KIND(ino) == K_EPOCH ? 2 : 0, a);
 		return 0;
 	}
-	if ((rc = imagenet_epoch_get(L->epochs, (uint32_t)e, &ep)))
+	if ((rc = imagenet_epoch_get(L->epochs, (uint32_t)e, &ep, &slot)))
 		return rc;
 	if (KIND(ino) >= K_EPOCH_VTAR) {
 		file_attr(L->mtime, ino, 0, a);
-		rc = imagenet_shard_size(L, &ep->sp[s], k, &a->size);
+		rc = imagenet_shard_size(L, &ep[s], k, &a->size);
 	} else {
-		file_attr(L->mtime, ino, ep->sp[s].h.txt_size, a);
+		file_attr(L->mtime, ino, ep[s].h.txt_size, a);
 	}
-	imagenet_epoch_put(L->epochs, ep);
+	imagenet_epoch_put(L->epochs, slot);
 	return rc;
 }
 
@@ -554,24 +554,13 @@ static int64_t find_shard_file(const struct in_layout *L, int s, uint64_t k,
 /* "<split>-<k:06d>.tar" of /epochs/<e>/shards, exactly as listed */
 static int64_t find_epoch_vtar(const struct in_layout *L, uint64_t e, const char *name)
 {
-	size_t len = strlen(name), pl;
-	char buf[NAME_MAX_];
 	uint64_t k;
 	int s;
 
-	for (s = 0; s < NSPLIT; s++) {
-		pl = strlen(imagenet_split_name[s]);
-		if (!labelled(L, s) || len < pl + 6 || len > pl + 5 + 15 ||
-		    strncmp(name, imagenet_split_name[s], pl) || name[pl] != '-' ||
-		    strcmp(name + len - 4, ".tar") ||
-		    strspn(name + pl + 1, "0123456789") != len - pl - 5)
-			continue;
-		k = strtoull(name + pl + 1, NULL, 10);
-		snprintf(buf, sizeof(buf), "%s-%06llu.tar", imagenet_split_name[s],
-			 (unsigned long long)k);
-		if (!strcmp(buf, name) && k < L->sp[s].h.nshards)
+	for (s = 0; s < NSPLIT; s++)
+		if (labelled(L, s) && !epochs_parse_shard(name, imagenet_split_name[s], &k) &&
+		    k < L->sp[s].h.nshards)
 			return (int64_t)INO(K_EPOCH_VTAR + s, e << EPOCH_K_BITS | k);
-	}
 	return -ENOENT;
 }
 
@@ -580,6 +569,7 @@ static int64_t find_child(const struct in_layout *L, uint64_t dir, const char *n
 {
 	char buf[NAME_MAX_];
 	uint64_t lo, hi, ino, i;
+	uint32_t e;
 	int64_t r;
 	int s;
 
@@ -599,9 +589,8 @@ static int64_t find_child(const struct in_layout *L, uint64_t dir, const char *n
 	if ((s = fixed_split(dir, INO_SHARDS_SPLIT)) >= 0)
 		return parse_u64(name, name + strlen(name), &i) || i >= L->sp[s].h.nshards ?
 			-ENOENT : (int64_t)INO(K_SHARDDIR + s, i);
-	if (dir == INO_EPOCHS)	/* "<e>": no sign, no leading zero, e < 2^31 */
-		return parse_u64(name, name + strlen(name), &i) || i > EPOCH_MAX ?
-			-ENOENT : (int64_t)INO(K_EPOCH, i);
+	if (dir == INO_EPOCHS)
+		return epochs_parse(name, &e) ? -ENOENT : (int64_t)INO(K_EPOCH, e);
 	if (KIND(dir) == K_EPOCH_SHARDS)
 		return find_epoch_vtar(L, IDX(dir), name);
 	for (i = 0; child_at(L, dir, i, buf, sizeof(buf), &ino) == 0; i++)
@@ -641,20 +630,21 @@ static int in_getattr(void *priv, uint64_t ino, struct sfs_attr *out)
 static ssize_t epoch_read(struct in_layout *L, uint64_t ino, char *buf, size_t size,
 			  uint64_t off)
 {
-	struct in_epoch *ep;
+	const struct in_split *ep;
+	unsigned slot;
 	uint64_t e, k;
 	ssize_t r;
 	int s, rc = epoch_of(L, ino, &e, &s, &k);
 
 	if (rc || s < 0)
 		return rc ? rc : -EISDIR;
-	if ((rc = imagenet_epoch_get(L->epochs, (uint32_t)e, &ep)))
+	if ((rc = imagenet_epoch_get(L->epochs, (uint32_t)e, &ep, &slot)))
 		return rc;
 	if (KIND(ino) >= K_EPOCH_VTAR)
-		r = imagenet_shard_read(L, &ep->sp[s], k, ino, buf, size, off);
+		r = imagenet_shard_read(L, &ep[s], k, ino, buf, size, off);
 	else
-		r = imagenet_shuffled_read(L, &ep->sp[s], buf, size, off);
-	imagenet_epoch_put(L->epochs, ep);
+		r = imagenet_shuffled_read(L, &ep[s], buf, size, off);
+	imagenet_epoch_put(L->epochs, slot);
 	return r;
 }
 
