@@ -59,6 +59,7 @@
 #include "formats/npy.h"
 #include "layouts/quickdraw_index.h"
 #include "layouts/quickdraw_tree.h"
+#include "layouts/quickdraw_epochs.h"
 
 #define MAX_STROKE_LEN (1u << 20)
 #define LINE_MAX_LEN   (2 * QD_MAX_NAME + 80)
@@ -67,6 +68,8 @@
  * others are SFS_INO(kind, class or gidx). */
 enum { INO_CLASSES = 2, INO_IMAGES, INO_STROKES, INO_SPLITS, INO_TRAIN, INO_VAL, INO_TEST };
 enum { K_FIXED, K_IMGDIR, K_STKDIR, K_IMG, K_STK };
+_Static_assert(QD_INO_EPOCHS == INO_TEST + 1 && QD_K_EPOCH == K_STK + 1,
+	       "/epochs numbers its nodes after these (quickdraw_epochs.h)");
 #define INO(kind, v) SFS_INO(kind, v)
 #define INO_KIND(ino) ((int)SFS_INO_KIND(ino))
 #define INO_VAL_OF(ino) SFS_INO_IDX(ino)
@@ -81,7 +84,7 @@ static int fixed_attr(const struct qd *q, uint64_t ino, struct sfs_attr *a)
 
 	switch (ino) {
 	case SFS_ROOT_INO:
-		attr_dir(a, ino, 1 + !!hd->has_images + !!hd->has_strokes, t);
+		attr_dir(a, ino, 1 + !!hd->has_images + !!hd->has_strokes + !!q->epochs, t);
 		return 0;
 	case INO_CLASSES:
 		attr_file(a, ino, hd->names_len, t);
@@ -110,6 +113,8 @@ static int qd_getattr(void *priv, uint64_t ino, struct sfs_attr *a)
 	uint64_t v = INO_VAL_OF(ino);
 	uint32_t label;
 
+	if (qd_epochs_owns(ino))
+		return qd_epochs_getattr(q, ino, a);
 	switch (INO_KIND(ino)) {
 	case K_FIXED:
 		return fixed_attr(q, ino, a);
@@ -175,6 +180,8 @@ static int lookup_root(const struct qd *q, const char *name, struct sfs_attr *a)
 	static const char *const names[] = { "classes.txt", "images", "strokes", "splits" };
 	int i;
 
+	if (!strcmp(name, "epochs"))
+		return qd_epochs_getattr(q, QD_INO_EPOCHS, a);
 	for (i = 0; i < 4; i++)
 		if (!strcmp(name, names[i]))
 			return fixed_attr(q, INO_CLASSES + (uint64_t)i, a);
@@ -191,6 +198,8 @@ static int qd_lookup(void *priv, uint64_t parent, const char *name, struct sfs_a
 
 	if (parent == SFS_ROOT_INO)
 		return lookup_root(q, name, a);
+	if (qd_epochs_owns(parent))
+		return qd_epochs_lookup(q, parent, name, a);
 	if (parent == INO_IMAGES || parent == INO_STROKES) {
 		if (qd_getattr(priv, parent, a) || find_class(q, name, &id))
 			return -ENOENT;
@@ -219,13 +228,15 @@ static int qd_lookup(void *priv, uint64_t parent, const char *name, struct sfs_a
 static int readdir_root(const struct qd *q, uint64_t off, sfs_fill_fn fill, void *arg)
 {
 	/* bytewise order */
-	static const char *const names[] = { "classes.txt", "images", "splits", "strokes" };
-	static const uint64_t inos[] = { INO_CLASSES, INO_IMAGES, INO_SPLITS, INO_STROKES };
+	static const char *const names[] = { "classes.txt", "epochs", "images", "splits",
+					     "strokes" };
+	static const uint64_t inos[] = { INO_CLASSES, QD_INO_EPOCHS, INO_IMAGES, INO_SPLITS,
+					 INO_STROKES };
 	struct sfs_attr a;
 	uint64_t i;
 
-	for (i = off; i < 4; i++) {
-		if (fixed_attr(q, inos[i], &a))
+	for (i = off; i < 5; i++) {
+		if (qd_getattr((void *)q, inos[i], &a))
 			continue;
 		if (fill(arg, names[i], &a, i + 1))
 			break;
@@ -283,6 +294,8 @@ static int qd_readdir(void *priv, uint64_t dir, uint64_t off, sfs_fill_fn fill, 
 		return rc;
 	if (!S_ISDIR(a.mode))
 		return -ENOTDIR;
+	if (qd_epochs_owns(dir))
+		return qd_epochs_readdir(q, dir, off, fill, arg);
 	if (dir == SFS_ROOT_INO)
 		return readdir_root(q, off, fill, arg);
 	if (dir == INO_IMAGES)
@@ -352,6 +365,8 @@ static ssize_t qd_read(void *priv, uint64_t ino, char *buf, size_t size, uint64_
 		return rc;
 	if (S_ISDIR(a.mode))
 		return -EISDIR;
+	if (qd_epochs_owns(ino))
+		return qd_epochs_read(q, ino, buf, size, off);
 	switch (INO_KIND(ino)) {
 	case K_IMG:
 		return qd_read_image(q, INO_VAL_OF(ino), buf, size, off);
@@ -381,6 +396,7 @@ static void qd_destroy(void *priv)
 
 	if (!q)
 		return;
+	qd_epochs_close(q);
 	if (q->cache)
 		lru_free(q->cache);
 	if (q->map.base)
@@ -611,6 +627,8 @@ int layout_quickdraw_open(const struct sfs_opts *o, struct source_env *env,
 	if (!rc && !(q->cache = lru_new_in(source_env_cache(env), "strokes",
 					   SOURCE_CACHE_DEFAULT)))
 		rc = -ENOMEM;
+	if (!rc)
+		rc = qd_epochs_open(q, o);
 	if (rc) {
 		qd_destroy(q);
 		return rc;

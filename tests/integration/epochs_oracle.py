@@ -1,12 +1,16 @@
 #!/usr/bin/python3
-"""/epochs/<e> of an ImageNet mount against a physical sharder: for each
-epoch asked, numpy's permutation np.random.seed([seed, e]);
-np.random.shuffle(np.arange(n)) of the split's ImageFolder order (class,
-then name; docs/layouts.md), cut into shards of S samples, each written by
-Python's tarfile (<key>.cls then <key>.jpg, mode 0444, uid/gid 0, no
-user or group names, the release's mtime), and compared byte for byte.
+"""/epochs/<e> of an ImageNet or Quick, Draw! mount against a physical
+sharder: for each epoch asked, numpy's permutation np.random.seed([seed, e]);
+np.random.shuffle(np.arange(n)) of the split's base order (ImageNet: its
+ImageFolder order, class then name; Quick, Draw!: the lines of
+splits/<split>.txt; docs/layouts.md), cut into shards of S samples, each
+written by Python's tarfile (ImageNet: <key>.cls then <key>.jpg; Quick,
+Draw!: <gidx>.cls, <gidx>.npy, <gidx>.strokes.npy with qd_oracle.py's
+bytes; mode 0444, uid/gid 0, no user or group names, the release's mtime),
+and compared byte for byte.
 
     epochs_oracle.py SOURCE MOUNT --shard-size S [--seed N] --epochs E ...
+                     [--quickdraw]
 
 Also: shuffled/<split>.txt of each epoch, every sample once per epoch
 (read back with tarfile), the epochs differing, random preads, many epochs
@@ -60,6 +64,28 @@ def splits(src):
     return out
 
 
+def qd_splits(src):
+    """{split: [(label, key, [(ext, bytes)...])] in splits/<split>.txt order}"""
+    from qd_oracle import Dataset, npy_bytes
+    ds = Dataset(src)
+    out = {}
+    for s in ("train", "val", "test"):
+        samples = []
+        for g in ds.splits[s + ".txt"]:
+            g = int(g)
+            c = ds.label_of(g)
+            i = g - ds.base[c]
+            parts = []
+            if ds.has_images:
+                parts.append((".npy", ds.image_bytes(c, i)))
+            if ds.has_strokes:
+                parts.append((".strokes.npy", npy_bytes(ds.stroke_array(c, i))))
+            samples.append((c, "%06d" % g, parts))
+        if samples:
+            out[s] = samples
+    return out
+
+
 def release_mtime(src):
     paths = [os.path.join(src, p) for p in (TRAIN_TAR, VAL_TAR)]
     if os.path.isdir(os.path.join(src, "train")):
@@ -75,13 +101,21 @@ def permutation(seed, e, n):
     return [int(c) for c in perm]
 
 
+def members(sample):
+    """[(member, bytes)] of a sample, keys in sorted order as webdataset writes"""
+    label, name, data = sample
+    if isinstance(data, list):    # Quick, Draw!: the key and its files
+        return [(name + ".cls", str(label).encode())] + [(name + x, b) for x, b in data]
+    key = name.rsplit(".", 1)[0] if "." in name[1:] else name
+    return [(key + ".cls", str(label).encode()), (key + ".jpg", data)]
+
+
 def shard_bytes(samples, mtime):
     """A physical shard: tarfile writing each sample as webdataset does."""
     out = io.BytesIO()
     with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tf:
-        for label, name, data in samples:
-            key = name.rsplit(".", 1)[0] if "." in name[1:] else name
-            for member, body in ((key + ".cls", str(label).encode()), (key + ".jpg", data)):
+        for sample in samples:
+            for member, body in members(sample):
                 ti = tarfile.TarInfo(member)
                 ti.size, ti.mode, ti.mtime = len(body), 0o444, mtime
                 ti.uid = ti.gid = 0
@@ -108,13 +142,13 @@ def read(path):
         return f.read()
 
 
-def check_epoch(mnt, sp, seed, e, S, mtime, rng):
+def check_epoch(mnt, sp, seed, e, S, mtime, rng, qd):
     shards, txt, perms = expected(sp, seed, e, S, mtime)
     d = os.path.join(mnt, "epochs", str(e))
     got = sorted(os.listdir(os.path.join(d, "shards")))
     if got != sorted(shards):
         fail("epoch %d: shards %s, want %s" % (e, got[:4], sorted(shards)[:4]))
-    if sorted(os.listdir(d)) != ["shards", "shuffled"]:
+    if sorted(os.listdir(d)) != (["shards"] if qd else ["shards", "shuffled"]):
         fail("epoch %d: lists %s" % (e, sorted(os.listdir(d))))
     for name, want in sorted(shards.items()):
         path = os.path.join(d, "shards", name)
@@ -129,6 +163,8 @@ def check_epoch(mnt, sp, seed, e, S, mtime, rng):
                 if f.read(n) != want[off:off + n]:
                     fail("epoch %d: %s: pread(%d at %d) differs" % (e, name, n, off))
     for s, want in txt.items():
+        if qd:
+            break   # no shuffled/ for Quick, Draw!: splits/ has the names
         if read(os.path.join(d, "shuffled", s + ".txt")) != want:
             fail("epoch %d: shuffled/%s.txt differs" % (e, s))
     # every sample once: the mounted shards read back by tarfile
@@ -137,8 +173,8 @@ def check_epoch(mnt, sp, seed, e, S, mtime, rng):
         for name in got:
             if name.startswith(s + "-"):
                 with tarfile.open(os.path.join(d, "shards", name)) as tf:
-                    seen.update(m.name for m in tf if m.name.endswith(".jpg"))
-        want = collections.Counter(n.rsplit(".", 1)[0] + ".jpg" for _, n, _ in samples)
+                    seen.update(m.name for m in tf if m.name.endswith(".cls"))
+        want = collections.Counter(members(x)[0][0] for x in samples)
         if seen != want or max(seen.values(), default=1) != 1:
             fail("epoch %d: %s: samples not each once (%d read, %d distinct, %d in the split)"
                  % (e, s, sum(seen.values()), len(seen), len(samples)))
@@ -153,7 +189,8 @@ def check_names(mnt, sp, S):
     bad = ["-1", "2147483648", "4294967296", "abc", "007", "00", "+1", "1 ", "0x1",
            "99999999999999999999", "0/shards/train-1.tar", "0/shards/train-0000001.tar",
            "0/shards/train-%06d.tar" % nshards["train"] if "train" in sp else "0/x",
-           "0/shards/test-000000.tar", "0/shards/train-000000.tar/x", "0/shards/train",
+           "0/shards/tests-000000.tar", "0/shards/train-000000.tar/x", "0/shards/train",
+           "0/shards/train-000000.tar.gz", "0/shards/-000000.tar", "0/shards/train-.tar",
            "0/shuffled/test.txt", "0/other", "1/shards/train-00000a.tar"]
     for b in bad:
         try:
@@ -171,15 +208,17 @@ def main():
     ap.add_argument("--shard-size", type=int, required=True)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--epochs", type=int, nargs="+", required=True)
+    ap.add_argument("--quickdraw", action="store_true")
     a = ap.parse_args()
-    sp = splits(a.source)
+    sp = qd_splits(a.source) if a.quickdraw else splits(a.source)
     if not sp:
         fail("the oracle found no labelled split in %s" % a.source)
-    mtime = release_mtime(a.source)
+    mtime = int(os.stat(a.source).st_mtime) if a.quickdraw else release_mtime(a.source)
     rng = random.Random(1)
     perms, bytes_of = {}, {}
     for e in a.epochs:
-        perms[e], bytes_of[e] = check_epoch(a.mount, sp, a.seed, e, a.shard_size, mtime, rng)
+        perms[e], bytes_of[e] = check_epoch(a.mount, sp, a.seed, e, a.shard_size, mtime, rng,
+                                            a.quickdraw)
     for e in a.epochs[1:]:
         if perms[e] == perms[a.epochs[0]]:
             fail("epochs %d and %d have one permutation" % (a.epochs[0], e))
