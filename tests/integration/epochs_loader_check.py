@@ -1,11 +1,12 @@
 #!/usr/bin/python3
 """mount-examples/imagenet/epochs.py against the oracle: its DataLoader over
-epoch e of a mount, with W workers splitting the shards, yields every
-sample of the split once, each shard's samples in the order a physical
-sharder writes them (epochs_oracle.py's permutation), each shard read by
-one worker and every worker given shards; its main() prints the counts.
+epoch e of a mount (ImageNet, or Quick, Draw! with --quickdraw), with W
+workers splitting the shards, yields every sample of the train split once,
+each shard's samples in the order a physical sharder writes them
+(epochs_oracle.py's permutation), each shard read by one worker and every
+worker given shards; its main() prints the counts.
 
-    epochs_loader_check.py SOURCE MOUNT SHARD_SIZE SEED EPOCH WORKERS
+    epochs_loader_check.py SOURCE MOUNT SHARD_SIZE SEED EPOCH WORKERS [--quickdraw]
 """
 import collections
 import contextlib
@@ -16,26 +17,30 @@ import sys
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from epochs_oracle import permutation, splits  # noqa: E402
+from epochs_oracle import members, permutation, qd_splits, splits  # noqa: E402
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 
 
-def main(src, mnt, S, seed, e, workers):
+def main(src, mnt, S, seed, e, workers, qd=False):
     warnings.filterwarnings("ignore", "This DataLoader will create")   # more workers than CPUs
     spec = importlib.util.spec_from_file_location(
         "epochs_example", os.path.join(ROOT, "mount-examples", "imagenet", "epochs.py"))
     ex = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(ex)
-    samples = splits(src)["train"]
+    samples = (qd_splits(src) if qd else splits(src))["train"]
     perm = permutation(seed, e, len(samples))
     want = collections.defaultdict(list)
-    for p, c in enumerate(perm):
-        l, name, data = samples[c]
-        want["train-%06d.tar" % (p // S)].append((name.rsplit(".", 1)[0], l, data))
+    for p, c in enumerate(perm):    # (key, {ext: bytes}) as the sharder writes them
+        m = members(samples[c])
+        key = m[0][0][:-len(".cls")]
+        want["train-%06d.tar" % (p // S)].append(
+            (key, {name[len(key) + 1:]: b for name, b in m}))
     got, by = collections.defaultdict(list), collections.defaultdict(set)
     for s in ex.loader(mnt, e, workers):
-        got[s["__shard__"]].append((s["__key__"], s["cls"], s["jpg"]))
+        data = {k: (str(v).encode() if k == "cls" else v) for k, v in s.items()
+                if not k.startswith("__")}
+        got[s["__shard__"]].append((s["__key__"], data))
         by[s["__shard__"]].add(s["__worker__"])
     bad = []
     if dict(got) != dict(want):
@@ -62,4 +67,4 @@ def main(src, mnt, S, seed, e, workers):
 
 if __name__ == "__main__":
     a = sys.argv[1:]
-    sys.exit(main(a[0], a[1], int(a[2]), int(a[3]), int(a[4]), int(a[5])))
+    sys.exit(main(a[0], a[1], int(a[2]), int(a[3]), int(a[4]), int(a[5]), "--quickdraw" in a[6:]))

@@ -59,6 +59,8 @@ check "unmount, no sanitizer report" sfs_umount "$M"
 if check "mount" sfs_mount "$D/qd" "$M" -o shard_size=7,shard_seed=5; then
 	check "Quick, Draw!: epochs 0, 1, 2^31-1 vs tarfile's shards" \
 		$ORACLE "$D/qd" "$M" --quickdraw --shard-size 7 --seed 5 --epochs 0 1 2147483647
+	check "mount-examples/imagenet/epochs.py on Quick, Draw!: 2 workers, epoch 4" \
+		$PY "$SFS_ROOT/tests/integration/epochs_loader_check.py" "$D/qd" "$M" 7 5 4 2 --quickdraw
 fi
 check "unmount, no sanitizer report" sfs_umount "$M"
 if check "mount" sfs_mount "$D/qd" "$M"; then
