@@ -5,6 +5,8 @@
  *   /images/<class>/<gidx:06d>.npy    float32 (28, 28, 1) = uint8 / 255.0, or raw uint8
  *   /strokes/<class>/<gidx:06d>.npy   float32 (stroke_len, 3)
  *   /splits/{train,val,test}.txt      one shuffled line per sample
+ *   /epochs/<e>/shards/<split>-<k>.tar  WebDataset shards, a shuffle per epoch
+ *                                      (quickdraw_epochs.c answers for /epochs)
  *
  * Every node is computed from the mmap'ed index (quickdraw_index.h) and the
  * open class .npy sources: inode numbers encode (kind, class or gidx), names
@@ -42,7 +44,8 @@
  *   centring and scaling use every point.
  * - sketchrnn's <class>.full.npz files are not classes (ignored).
  *
- * Not the index build or the source scan (quickdraw_build.c, quickdraw_scan.c).
+ * Not the index build or the source scan (quickdraw_build.c, quickdraw_scan.c),
+ * the sample files' bytes (quickdraw_read.c), /epochs (quickdraw_epochs.c).
  */
 #include "layouts/layout.h"
 
