@@ -28,13 +28,13 @@ void epochs_destroy(struct epochs *E)
 	pthread_mutex_destroy(&E->lock);
 }
 
-/* the slot holding e, or -1 (locked) */
+/* the slot holding e or making it, or -1 (locked) */
 static int find(const struct epochs *E, uint32_t e)
 {
 	int i;
 
 	for (i = 0; i < EPOCH_SLOTS; i++)
-		if (E->slot[i].valid && E->slot[i].e == e)
+		if ((E->slot[i].valid || E->slot[i].making) && E->slot[i].e == e)
 			return i;
 	return -1;
 }
@@ -57,26 +57,49 @@ static int victim(struct epochs *E)
 	}
 }
 
+/* slot i (held, marked making) made for epoch e outside the lock; the
+ * lock is held on entry and on return.  0 or make's -errno. */
+static int make_slot(struct epochs *E, int i, uint32_t e)
+{
+	int rc;
+
+	pthread_mutex_unlock(&E->lock);
+	E->ops->drop(E->arg, (unsigned)i, 1);
+	rc = E->ops->make(E->arg, (unsigned)i, e);
+	if (rc)
+		E->ops->drop(E->arg, (unsigned)i, 1);
+	pthread_mutex_lock(&E->lock);
+	E->slot[i].making = 0;
+	E->slot[i].valid = !rc;
+	pthread_cond_broadcast(&E->freed);
+	return rc;
+}
+
 int epochs_get(struct epochs *E, uint32_t e, unsigned *slot)
 {
-	int i, rc;
+	int i, rc = 0;
 
 	pthread_mutex_lock(&E->lock);
-	if ((i = find(E, e)) < 0) {
-		i = victim(E);
-		if (find(E, e) >= 0)	/* made while we waited */
-			i = find(E, e);
-	}
-	if (!E->slot[i].valid || E->slot[i].e != e) {
-		E->ops->drop(E->arg, (unsigned)i, 1);
+	for (;;) {
+		if ((i = find(E, e)) >= 0 && E->slot[i].making) {
+			pthread_cond_wait(&E->freed, &E->lock);	/* being made */
+			continue;
+		}
+		if (i >= 0)
+			break;
+		i = victim(E);		/* may wait: look for e again */
+		if (find(E, e) >= 0)
+			continue;
+		E->slot[i].e = e;
 		E->slot[i].valid = 0;
-		if ((rc = E->ops->make(E->arg, (unsigned)i, e))) {
-			E->ops->drop(E->arg, (unsigned)i, 1);
+		E->slot[i].making = 1;
+		E->slot[i].refs++;	/* nobody takes it over meanwhile */
+		rc = make_slot(E, i, e);
+		E->slot[i].refs--;
+		if (rc) {
 			pthread_mutex_unlock(&E->lock);
 			return rc;
 		}
-		E->slot[i].e = e;
-		E->slot[i].valid = 1;
 	}
 	E->slot[i].refs++;
 	E->slot[i].used = ++E->tick;

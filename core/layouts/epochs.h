@@ -11,10 +11,11 @@
  * np.random.seed([seed, e]); np.random.shuffle(np.arange(n)) (mt19937.h's
  * mt19937_seed_array) of a base order the layout documents.
  *
- * Threads: get and put under the cache's lock, make and drop too (a view
- * is made once, and the other epochs wait meanwhile); a held slot's view is
- * read-only and never dropped.  A caller holds one slot at a time (get
- * waits for a slot while all are held).
+ * Threads: get and put under the cache's lock; make and drop outside it,
+ * on a slot its maker holds (other epochs are served meanwhile; a reader
+ * of the epoch being made waits for it).  A held slot's view is read-only
+ * and never dropped.  A caller holds one slot at a time (get waits for a
+ * slot while all are held).
  *
  * Not for: the trees' names and inodes (the layouts).
  */
@@ -38,13 +39,14 @@ struct epoch_ops {
 
 struct epochs {
 	pthread_mutex_t lock;
-	pthread_cond_t freed;		/* a slot's refs went to 0 */
+	pthread_cond_t freed;		/* a slot's refs went to 0, or made */
 	uint64_t tick;
 	const struct epoch_ops *ops;
 	void *arg;
 	struct {
 		uint32_t e;
 		int valid, refs;
+		int making;		/* e's view is being made (refs held) */
 		uint64_t used;
 	} slot[EPOCH_SLOTS];
 };
