@@ -207,9 +207,38 @@ static void write_expected(const struct shard *sh, const char *dir)
 	fclose(man);
 }
 
+/* The shard in dir (made by mkdtemp) with the expected members beside it,
+ * checked by Python's tarfile (with `bytes`: and written again by it, the
+ * same bytes); returns the shard's bytes and size. */
+static char *python_checks(const struct shard *sh, const struct vtar_shard *v, char *dir,
+			   const char *bytes, uint64_t *size)
+{
+	char path[4096], cmd[8192];
+	char *buf = read_all(v, size, 1 << 20);
+
+	cr_assert(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/shard.tar", dir);
+	write_file(path, buf, *size);
+	write_expected(sh, dir);
+	snprintf(path, sizeof(path), "%s/check.py", dir);
+	write_file(path, checker, strlen(checker));
+	snprintf(cmd, sizeof(cmd), "/usr/bin/python3 %s/check.py %s %s", dir, dir, bytes);
+	cr_assert_eq(system(cmd), 0, "python tarfile rejected the shard%s",
+		     *bytes ? " or wrote other bytes" : "");
+	return buf;
+}
+
+static void remove_dir(const char *dir)
+{
+	char cmd[4096];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
 Test(vtar, python_tarfile_and_gnu_tar_read_it)
 {
-	char dir[] = "/tmp/sfs-vtar.XXXXXX", path[4096], cmd[8192];
+	char dir[] = "/tmp/sfs-vtar.XXXXXX", cmd[8192];
 	struct shard sh;
 	struct vtar_shard v;
 	uint64_t size;
@@ -218,23 +247,14 @@ Test(vtar, python_tarfile_and_gnu_tar_read_it)
 	int lines = 0, c;
 
 	make_shard(&sh, &v, 23);
-	buf = read_all(&v, &size, 1 << 20);
-	cr_assert(mkdtemp(dir));
-	snprintf(path, sizeof(path), "%s/shard.tar", dir);
-	write_file(path, buf, size);
-	write_expected(&sh, dir);
-	snprintf(path, sizeof(path), "%s/check.py", dir);
-	write_file(path, checker, strlen(checker));
-	snprintf(cmd, sizeof(cmd), "/usr/bin/python3 %s/check.py %s", dir, dir);
-	cr_assert_eq(system(cmd), 0, "python tarfile rejected the shard");
+	buf = python_checks(&sh, &v, dir, "", &size);
 	snprintf(cmd, sizeof(cmd), "tar -tvf %s/shard.tar", dir);
 	p = popen(cmd, "r");
 	while ((c = fgetc(p)) != EOF)
 		lines += c == '\n';
 	cr_assert_eq(pclose(p), 0, "tar -tvf failed");
 	cr_assert_eq(lines, 46);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	cr_assert_eq(system(cmd), 0);
+	remove_dir(dir);
 	free(buf);
 	free(sh.s);
 }
@@ -242,7 +262,7 @@ Test(vtar, python_tarfile_and_gnu_tar_read_it)
 /* two data members a sample, short names: byte for byte tarfile's */
 Test(vtar, two_members_are_what_tarfile_writes)
 {
-	char dir[] = "/tmp/sfs-vtar.XXXXXX", path[4096], cmd[8192];
+	char dir[] = "/tmp/sfs-vtar.XXXXXX";
 	struct shard sh;
 	struct vtar_shard v;
 	uint64_t size, i, off = 0;
@@ -252,15 +272,7 @@ Test(vtar, two_members_are_what_tarfile_writes)
 	sh.two = 1;
 	for (i = 0; i < sh.n; i++)	/* names tarfile writes as plain ustar */
 		snprintf(sh.s[i].stem, 300, "%06llu", (unsigned long long)(i * 4099));
-	buf = read_all(&v, &size, 1 << 20);
-	cr_assert(mkdtemp(dir));
-	snprintf(path, sizeof(path), "%s/shard.tar", dir);
-	write_file(path, buf, size);
-	write_expected(&sh, dir);
-	snprintf(path, sizeof(path), "%s/check.py", dir);
-	write_file(path, checker, strlen(checker));
-	snprintf(cmd, sizeof(cmd), "/usr/bin/python3 %s/check.py %s bytes", dir, dir);
-	cr_assert_eq(system(cmd), 0, "python tarfile rejected the shard or wrote other bytes");
+	buf = python_checks(&sh, &v, dir, "bytes", &size);
 	piece = malloc(size);	/* any piece is the sequential pass's */
 	for (i = 1; i < size; i = i * 3 + 7) {
 		ssize_t n = vtar_read(&v, piece, (size_t)(size - off < i ? size - off : i), off);
@@ -269,8 +281,7 @@ Test(vtar, two_members_are_what_tarfile_writes)
 		cr_assert_eq(memcmp(piece, buf + off, (size_t)n), 0, "at %llu", (unsigned long long)off);
 		off = (off + (uint64_t)n * 5 + 1) % size;
 	}
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	cr_assert_eq(system(cmd), 0);
+	remove_dir(dir);
 	free(piece);
 	free(buf);
 	free(sh.s);
