@@ -63,7 +63,7 @@ static const struct opt_row table[] = {
 	{"split", T_SPLIT, O(split), S_ANY, "A/B/C", "train/valid/test percent (default 80/10/10)"},
 	{"recursive", T_U32, O(recursive), S_ANY, "N", "nested tar levels to expand (default 1)"},
 	{"shard_size", T_U64, O(shard_size), S_ANY, "N", "samples per shard (default 10000)"},
-	{"shard_seed", T_SEED, O(shard_seed), S_ANY, "N", "shuffle samples into shards with this seed"},
+	{"shard_seed", T_SEED, O(shard_seed), S_ANY, "N", "shuffle samples into shards with this seed; seeds /epochs (default 0)"},
 	{"shuffle_seed", T_U32, O(shuffle_seed), S_ANY, "N", "order of shuffled/<split>.txt (default 0)"},
 	{"poll", T_U32, D(poll_us), S_ANY, "USEC", "poll /dev/fuse this long before sleeping (default 50, 0 = libfuse's loop)"},
 	{"workers", T_U32, D(workers), S_ANY, "N", "with poll: threads for reads that wait for the disk or network (default 4, 16 for URLs)"},

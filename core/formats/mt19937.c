@@ -1,5 +1,6 @@
 /*
- * mt19937.c - numpy's legacy RandomState: MT19937 seeded with init_genrand,
+ * mt19937.c - numpy's legacy RandomState: MT19937 seeded with init_genrand
+ * (an integer seed) or init_by_array (an array of them),
  * bounded integers by masked rejection (random_interval) and the
  * Fisher-Yates shuffle of RandomState.shuffle.  Bit-for-bit what
  * `np.random.seed(s); np.random.shuffle(a)` does to a 1-D array, so the
@@ -25,6 +26,37 @@ void mt19937_seed(struct mt19937 *mt, uint32_t seed)
 		mt->key[i] = seed;
 		seed = 1812433253u * (seed ^ (seed >> 30)) + (uint32_t)i + 1;
 	}
+	mt->pos = MT_N;
+}
+
+/*
+ * init_by_array(): what np.random.seed([k0, k1, ...]) does (each key in
+ * [0, 2**32), an array of them seeds from all its bits, where a single
+ * integer seed has only 32).
+ */
+void mt19937_seed_array(struct mt19937 *mt, const uint32_t *key, size_t n)
+{
+	uint32_t *m = mt->key;
+	size_t i = 1, j = 0, k;
+
+	mt19937_seed(mt, 19650218u);
+	for (k = MT_N > n ? MT_N : n; k; k--) {
+		m[i] = (m[i] ^ ((m[i - 1] ^ (m[i - 1] >> 30)) * 1664525u)) + key[j] + (uint32_t)j;
+		if (++i >= MT_N) {
+			m[0] = m[MT_N - 1];
+			i = 1;
+		}
+		if (++j >= n)
+			j = 0;
+	}
+	for (k = MT_N - 1; k; k--) {
+		m[i] = (m[i] ^ ((m[i - 1] ^ (m[i - 1] >> 30)) * 1566083941u)) - (uint32_t)i;
+		if (++i >= MT_N) {
+			m[0] = m[MT_N - 1];
+			i = 1;
+		}
+	}
+	m[0] = 0x80000000u;
 	mt->pos = MT_N;
 }
 

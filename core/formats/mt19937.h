@@ -16,6 +16,8 @@ struct mt19937 {
 
 /* np.random.seed(seed) for an integer seed in [0, 2**32). */
 void mt19937_seed(struct mt19937 *mt, uint32_t seed);
+/* np.random.seed([key[0], ..., key[n-1]]) (init_by_array), n >= 1. */
+void mt19937_seed_array(struct mt19937 *mt, const uint32_t *key, size_t n);
 uint32_t mt19937_next32(struct mt19937 *mt);
 /* numpy's random_interval(max): uniform in [0, max] by masked rejection. */
 uint64_t mt19937_interval(struct mt19937 *mt, uint64_t max);

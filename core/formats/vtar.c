@@ -48,10 +48,27 @@ static uint64_t header_size(size_t name_len)
 	return 2 * VTAR_BLOCK + PAD(pax_len(name_len));
 }
 
+static const char *ext_of(const struct vtar_entry *e)
+{
+	return e->ext ? e->ext : ".jpg";
+}
+
+uint64_t vtar_entry_size(const struct vtar_entry *e)
+{
+	/* the label has at most 10 digits: always one data block */
+	uint64_t n = header_size(e->stem_len + 4) + VTAR_BLOCK +
+		     header_size(e->stem_len + strlen(ext_of(e))) + PAD(e->size);
+
+	if (e->ext2)
+		n += header_size(e->stem_len + strlen(e->ext2)) + PAD(e->size2);
+	return n;
+}
+
 uint64_t vtar_sample_size(size_t stem_len, uint64_t size, uint32_t label)
 {
-	(void)label;	/* at most 10 digits: always one data block */
-	return 2 * header_size(stem_len + 4) + VTAR_BLOCK + PAD(size);
+	struct vtar_entry e = { .stem_len = stem_len, .size = size, .label = label };
+
+	return vtar_entry_size(&e);
 }
 
 uint64_t vtar_archive_size(uint64_t body)
@@ -136,13 +153,13 @@ static void ustar_header(char *h, const char *name, size_t name_len,
 static void header_block(const struct vtar_entry *e, const char *ext,
 			 uint64_t size, int64_t mtime, uint64_t blk, char *out)
 {
-	char name[VTAR_STEM_MAX + 8];
-	size_t nl = e->stem_len + 4;
+	char name[VTAR_STEM_MAX + VTAR_EXT_MAX + 1];
+	size_t xl = strlen(ext), nl = e->stem_len + xl;
 	uint64_t plen, pblocks, k;
-	char rec[VTAR_STEM_MAX + 32];
+	char rec[VTAR_STEM_MAX + VTAR_EXT_MAX + 32];
 
 	memcpy(name, e->stem, e->stem_len);
-	memcpy(name + e->stem_len, ext, 5);
+	memcpy(name + e->stem_len, ext, xl + 1);
 	if (nl <= USTAR_NAME) {
 		ustar_header(out, name, nl, size, mtime, '0');
 		return;
@@ -179,30 +196,25 @@ static int find_sample(const struct vtar_shard *s, uint64_t off, uint64_t *idx,
 	return rc ? rc : s->offset(s->arg, *idx, start);
 }
 
-/* Copies bytes [rel, rel + len) of sample i's record (entry e); returns
- * bytes copied, 0 past the record. */
-static ssize_t read_record(const struct vtar_shard *s, uint64_t i,
-			   const struct vtar_entry *ep, char *buf, size_t len,
-			   uint64_t rel)
+/* Copies bytes [rel, rel + len) of data member `part` (ext, data `size`
+ * bytes, its header at record offset `at`) of sample i; returns bytes
+ * copied, 0 past the member. */
+static ssize_t read_member(const struct vtar_shard *s, uint64_t i, const struct vtar_entry *e,
+			   unsigned part, const char *ext, uint64_t size, uint64_t at,
+			   char *buf, size_t len, uint64_t rel)
 {
-	struct vtar_entry e = *ep;
-	uint64_t hl, a, b, c, d, end;
+	uint64_t c = at + header_size(e->stem_len + strlen(ext)), d = c + size;
+	uint64_t end = c + PAD(size);
 	char blk[VTAR_BLOCK];
 	size_t n;
 
-	hl = header_size(e.stem_len + 4);
-	a = hl;			/* .cls data */
-	b = a + VTAR_BLOCK;	/* .jpg header */
-	c = b + hl;		/* .jpg data */
-	d = c + e.size;
-	end = c + PAD(e.size);
 	if (rel >= end)
 		return 0;
 	if (rel >= c && rel < d) {
 		ssize_t r;
 
 		n = len < d - rel ? len : (size_t)(d - rel);
-		r = s->pread(s->arg, i, buf, n, rel - c);
+		r = s->pread(s->arg, i, part, buf, n, rel - c);
 		return r == 0 ? -EIO : r;	/* the source ended early */
 	}
 	if (rel >= d) {
@@ -210,9 +222,39 @@ static ssize_t read_record(const struct vtar_shard *s, uint64_t i,
 		memset(buf, 0, n);
 		return (ssize_t)n;
 	}
+	header_block(e, ext, size, s->mtime, (rel - at) / VTAR_BLOCK, blk);
+	n = VTAR_BLOCK - rel % VTAR_BLOCK;
+	if (n > len)
+		n = len;
+	memcpy(buf, blk + rel % VTAR_BLOCK, n);
+	return (ssize_t)n;
+}
+
+/* Copies bytes [rel, rel + len) of sample i's record (entry e); returns
+ * bytes copied, 0 past the record. */
+static ssize_t read_record(const struct vtar_shard *s, uint64_t i,
+			   const struct vtar_entry *ep, char *buf, size_t len,
+			   uint64_t rel)
+{
+	struct vtar_entry e = *ep;
+	uint64_t hl, a, b, c;
+	char blk[VTAR_BLOCK];
+	ssize_t r;
+	size_t n;
+
+	hl = header_size(e.stem_len + 4);
+	a = hl;			/* .cls data */
+	b = a + VTAR_BLOCK;	/* the data member's header */
+	if (rel >= b) {
+		r = read_member(s, i, &e, 0, ext_of(&e), e.size, b, buf, len, rel);
+		if (r || !e.ext2)
+			return r;
+		c = b + header_size(e.stem_len + strlen(ext_of(&e))) + PAD(e.size);
+		return read_member(s, i, &e, 1, e.ext2, e.size2, c, buf, len, rel);
+	}
 	if (rel < a)
 		header_block(&e, ".cls", ndigits(e.label), s->mtime, rel / VTAR_BLOCK, blk);
-	else if (rel < b) {
+	else {
 		unsigned k = ndigits(e.label);
 		uint32_t v = e.label;
 
@@ -221,8 +263,7 @@ static ssize_t read_record(const struct vtar_shard *s, uint64_t i,
 			blk[k] = (char)('0' + v % 10);
 			v /= 10;
 		}
-	} else
-		header_block(&e, ".jpg", e.size, s->mtime, (rel - b) / VTAR_BLOCK, blk);
+	}
 	n = VTAR_BLOCK - rel % VTAR_BLOCK;
 	if (n > len)
 		n = len;
@@ -252,9 +293,11 @@ ssize_t vtar_read(const struct vtar_shard *s, char *buf, size_t len, uint64_t of
 		if (i >= s->n)
 			return -EIO;	/* offsets and entries disagree */
 		if (have != i) {	/* each record's entry once */
+			memset(&e, 0, sizeof(e));	/* ext, ext2: unless the callback says */
 			if ((rc = s->entry(s->arg, i, &e)))
 				return rc;
-			if (e.stem_len > VTAR_STEM_MAX)
+			if (e.stem_len > VTAR_STEM_MAX || strlen(ext_of(&e)) > VTAR_EXT_MAX ||
+			    (e.ext2 && strlen(e.ext2) > VTAR_EXT_MAX))
 				return -ENAMETOOLONG;
 			have = i;
 		}
@@ -264,7 +307,7 @@ ssize_t vtar_read(const struct vtar_shard *s, char *buf, size_t len, uint64_t of
 		if (n == 0) {	/* past this record: on to the next one, whose
 				 * offset is this one's plus its size (the
 				 * contract of `offset`), not another lookup */
-			start += vtar_sample_size(e.stem_len, e.size, e.label);
+			start += vtar_entry_size(&e);
 			i++;
 			continue;
 		}

@@ -5,6 +5,8 @@
  * way webdataset's TarWriter writes them (keys in sorted order):
  *   <stem>.cls   the label in decimal ASCII, no newline (str(label))
  *   <stem>.jpg   the sample's bytes, as they are
+ * or, where the entry names them, another extension than .jpg and a second
+ * data member after it (Quick, Draw!'s <gidx>.npy and <gidx>.strokes.npy).
  * Headers are POSIX ustar: mode 0444, uid/gid 0, empty uname/gname, the
  * shard's fixed mtime, typeflag '0'.  Member names longer than 100 bytes
  * get a pax 'x' header with a path record (the ustar prefix field only
@@ -33,9 +35,17 @@
 struct vtar_entry {
 	const char *stem;	/* key, without extension; no '\0' inside */
 	size_t stem_len;
-	uint64_t size;		/* bytes of <stem>.jpg */
+	uint64_t size;		/* bytes of <stem><ext> */
 	uint32_t label;
+	/* the data member's extension, dot included (at most VTAR_EXT_MAX
+	 * bytes); NULL: ".jpg" */
+	const char *ext;
+	/* a second data member <stem><ext2> of size2 bytes, after the
+	 * first (its extension sorting after ext); NULL: none */
+	const char *ext2;
+	uint64_t size2;
 };
+#define VTAR_EXT_MAX 16
 
 /*
  * The caller's view of one shard.  Callbacks return 0 / a byte count or a
@@ -49,7 +59,9 @@ struct vtar_shard {
 	void *arg;
 	int (*entry)(void *arg, uint64_t i, struct vtar_entry *e);
 	int (*offset)(void *arg, uint64_t i, uint64_t *off);
-	ssize_t (*pread)(void *arg, uint64_t i, void *buf, size_t len, uint64_t off);
+	/* bytes of sample i's data member `part` (0: <ext>, 1: <ext2>) */
+	ssize_t (*pread)(void *arg, uint64_t i, unsigned part, void *buf, size_t len,
+			 uint64_t off);
 	/* optional: the sample holding offset off (< the body) and its
 	 * offset, where the caller knows a quicker way than vtar_read's
 	 * binary search over offset() (NULL: that search) */
@@ -58,6 +70,8 @@ struct vtar_shard {
 
 /* Bytes that sample (stem_len, size, label) occupies in a shard. */
 uint64_t vtar_sample_size(size_t stem_len, uint64_t size, uint32_t label);
+/* The same for any entry (its extensions, a second member). */
+uint64_t vtar_entry_size(const struct vtar_entry *e);
 /* Archive size for `body` bytes of samples: end blocks and record padding. */
 uint64_t vtar_archive_size(uint64_t body);
 /* Exact size of the shard, or -errno from the offset callback. */

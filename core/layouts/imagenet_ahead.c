@@ -134,11 +134,11 @@ static int plan(const struct in_ahead *a, struct in_stream *s, uint64_t *out)
 	return k;
 }
 
-/* WILLNEED for the data of the sample at split position p, when it is
- * one range of its source */
-static void advise_position(const struct in_split *sp, uint64_t p)
+/* WILLNEED for the data of tarindex node `node` of split sp, when it is
+ * one range of its source.  Reads sp->t only: an epoch's orders may be
+ * freed meanwhile (imagenet_ahead_forget), its tarindex never is. */
+static void advise_node(const struct in_split *sp, uint32_t node)
 {
-	uint32_t node = in_split_node(sp, sp->ord[p]);
 	const struct tarindex_node *n = tarindex_node(&sp->t, node);
 	uint64_t size = tarindex_node_size(n);
 
@@ -182,15 +182,28 @@ static void *advisor(void *arg)
 		}
 		sp = s->sp;
 		k = plan(a, s, todo);
+		for (i = 0; i < k; i++)	/* the orders are only read locked */
+			todo[i] = in_split_node(sp, sp->ord[todo[i]]);
 		if (s->dirty)	/* more than a batch to ask: another advisor helps */
 			pthread_cond_signal(&a->more);
 		pthread_mutex_unlock(&a->lock);
 		for (i = 0; i < k; i++)
-			advise_position(sp, todo[i]);
+			advise_node(sp, (uint32_t)todo[i]);
 		pthread_mutex_lock(&a->lock);
 	}
 	pthread_mutex_unlock(&a->lock);
 	return NULL;
+}
+
+void imagenet_ahead_forget(struct in_ahead *a, const struct in_split *sp)
+{
+	int i;
+
+	pthread_mutex_lock(&a->lock);
+	for (i = 0; i < IN_STREAMS; i++)
+		if (a->s[i].ino && a->s[i].sp == sp)
+			memset(&a->s[i], 0, sizeof(a->s[i]));
+	pthread_mutex_unlock(&a->lock);
 }
 
 void imagenet_ahead(struct in_ahead *a, const struct in_shard *sh, uint64_t ino,

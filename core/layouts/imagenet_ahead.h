@@ -45,4 +45,9 @@ struct in_shard {
 void imagenet_ahead(struct in_ahead *a, const struct in_shard *sh, uint64_t ino,
 		    uint64_t off, size_t len);
 
+/* Ends the streams of split view sp, whose orders are about to be freed
+ * (an epoch's, imagenet_epochs.c): the advisors read a view's orders only
+ * under the lock, so none is used after this returns. */
+void imagenet_ahead_forget(struct in_ahead *a, const struct in_split *sp);
+
 #endif

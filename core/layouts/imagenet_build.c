@@ -211,24 +211,14 @@ static int collect_val(struct lbuild *b)
 /* sparse prefix sums: vtar record offsets and shuffled.txt line offsets */
 static int make_offsets(struct lbuild *b, int s)
 {
-	struct in_split *sp = &b->L->sp[s];
-	uint64_t n = b->head.split[s].n, p, off = 0;
+	uint64_t n = b->head.split[s].n;
 
 	b->voff[s] = malloc((n / VOFF_STEP + 1) * sizeof(uint64_t));
 	b->soff[s] = malloc((n / SOFF_STEP + 1) * sizeof(uint64_t));
 	if (!b->voff[s] || !b->soff[s])
 		return -ENOMEM;
-	for (p = 0; p <= n; off += p < n ? imagenet_record_bytes(sp, p) : 0, p++)
-		if (p % VOFF_STEP == 0)
-			b->voff[s][p / VOFF_STEP] = off;
-	for (p = 0, off = 0; p <= n; p++) {
-		if (p % SOFF_STEP == 0)
-			b->soff[s][p / SOFF_STEP] = off;
-		if (p < n)
-			off += imagenet_shuffled_len(sp, b->L->S, p);
-	}
-	b->head.split[s].txt_size = off;
-	return 0;
+	return imagenet_make_offsets(&b->L->sp[s], b->L->S, b->voff[s], b->soff[s],
+				     &b->head.split[s].txt_size);
 }
 
 static int write_split(struct index_writer *w, const struct lbuild *b, int s)

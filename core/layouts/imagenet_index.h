@@ -34,6 +34,7 @@
 #include "index/tarindex/tarindex.h"
 
 enum { TRAIN, VAL, NSPLIT };
+struct in_epochs;
 extern const char *const imagenet_split_name[NSPLIT];	/* "train", "val" */
 
 /* The layout index: its version and section tags (IN_TAG: of the whole
@@ -141,6 +142,10 @@ struct in_layout {
 	pthread_mutex_t orders_lock;
 	int orders_done;
 	struct in_ahead ahead;		/* its own lock */
+	/* /epochs (imagenet_epochs.h; its own lock): NULL when not served;
+	 * epoch e's permutation is seeded by (epoch_seed, e) */
+	struct in_epochs *epochs;
+	uint32_t epoch_seed;
 };
 
 /* Binds L to its mapped layout index (L->lay): every value a lookup or

@@ -1,7 +1,8 @@
 /*
  * imagenet_orders.c - the shard and shuffle orders of an ImageNet split
  * (imagenet_orders.h): the tar order is a radix sort of the samples' data
- * offsets; the seeded ones are numpy's shuffle (mt19937.h).
+ * offsets; the seeded ones are numpy's shuffle (mt19937.h), an epoch's
+ * seeded by (seed, e).
  */
 #include "layouts/imagenet_orders.h"
 
@@ -137,6 +138,32 @@ int imagenet_make_orders(struct in_split *sp, int has_shard_seed,
 	mt19937_seed(&mt, shuffle_seed);
 	mt19937_shuffle_u32(&mt, shuf, n);
 	sp->ord = ord, sp->pos = pos, sp->shuf = shuf;
+	return 0;
+}
+
+/*
+ * Epoch e's orders (imagenet_epochs.h): ord is np.random.seed([seed, e]);
+ * np.random.shuffle(arange(n)) of the canonical order, and shuf is ord
+ * itself (the epoch's shuffled.txt lists its shards' samples in their
+ * order), so only ord and pos are made: 8 bytes a sample.
+ */
+int imagenet_make_epoch_orders(struct in_split *sp, uint32_t seed, uint32_t e)
+{
+	uint64_t n = sp->h.n, i;
+	uint32_t key[2] = { seed, e }, *ord, *pos;
+	struct mt19937 mt;
+
+	sp->orders = malloc((2 * n + 1) * sizeof(uint32_t));
+	if (!sp->orders)
+		return -ENOMEM;
+	ord = sp->orders, pos = ord + n;
+	for (i = 0; i < n; i++)
+		ord[i] = (uint32_t)i;
+	mt19937_seed_array(&mt, key, 2);
+	mt19937_shuffle_u32(&mt, ord, n);
+	for (i = 0; i < n; i++)
+		pos[ord[i]] = (uint32_t)i;
+	sp->ord = sp->shuf = ord, sp->pos = pos;
 	return 0;
 }
 

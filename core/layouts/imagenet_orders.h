@@ -20,6 +20,9 @@
 /* Fills sp->orders and the ord/pos/shuf views.  0 or -ENOMEM. */
 int imagenet_make_orders(struct in_split *sp, int has_shard_seed,
 			 uint32_t shard_seed, uint32_t shuffle_seed);
+/* Epoch e's: ord = np.random.seed([seed, e]) shuffle, pos its inverse,
+ * shuf = ord.  0 or -ENOMEM. */
+int imagenet_make_epoch_orders(struct in_split *sp, uint32_t seed, uint32_t e);
 void imagenet_free_orders(struct in_split *sp);
 
 #endif

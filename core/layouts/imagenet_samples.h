@@ -26,8 +26,10 @@ uint64_t imagenet_cum_offset(const struct in_split *sp, uint64_t p);
 /* line j of shuffled/<split>.txt into buf; returns its length */
 int imagenet_shuffled_line(const struct in_split *sp, uint64_t S, uint64_t j,
 			   char *buf, size_t len);
-/* its length, computed without printing it */
-uint64_t imagenet_shuffled_len(const struct in_split *sp, uint64_t S, uint64_t j);
+/* the sparse offsets of sp's orders (voff: n / VOFF_STEP + 1 of them,
+ * soff: n / SOFF_STEP + 1) and the shuffled.txt size.  0 or -ENOMEM. */
+int imagenet_make_offsets(const struct in_split *sp, uint64_t S, uint64_t *voff,
+			  uint64_t *soff, uint64_t *txt_size);
 
 /* class `name` in a sorted WNID table, or -ENOENT */
 int64_t imagenet_find_class_in(const char (*wnid)[WNID_LEN], uint32_t n, const char *name);

@@ -12,6 +12,8 @@
  *   /shards/<split>/<k>/<label>.<member>  a hard link to the file in /<split>
  *   /shards/<split>-<k:06d>.tar        the same shard as a WebDataset tar
  *   /shuffled/<split>.txt              "<k>/<label>.<member>\n" per sample
+ *   /epochs/<e>/shards/<split>-<k:06d>.tar, /epochs/<e>/shuffled/<split>.txt
+ *                                      the same, in epoch e's own shuffle
  * Labels are indices into the sorted WNIDs (the devkit's leaf classes, or
  * without it the train class directories).  A split's samples in
  * ImageFolder order (class, then name) are its "canonical" order; shard k
@@ -19,7 +21,11 @@
  * the source tar, or np.random.seed(shard_seed); np.random.shuffle(arange(n))
  * of the canonical order with -o shard_seed.  shuffled/<split>.txt lists the
  * canonical samples in np.random.seed(shuffle_seed) shuffle order.  Shards
- * and shuffled files exist only for labelled splits.
+ * and shuffled files exist only for labelled splits.  /epochs/<e> (any e
+ * below 2^31, written without leading zeros; /epochs lists none) holds
+ * shards and a shuffled file whose order is np.random.seed([seed, e]);
+ * np.random.shuffle(arange(n)) (seed: shard_seed, or 0), served from
+ * per-epoch views (imagenet_epochs.h) by the code that serves /shards.
  *
  * Every node is computed from the two mmap'ed indexes (imagenet_index.h)
  * and the orders, used in place: nothing is allocated per sample.  The
@@ -30,7 +36,9 @@
  *
  * Inodes (layout.h's scheme): 1..10 are the fixed files and directories
  * (kind 0); the rest are SFS_INO(kind, index), kind saying what (class
- * dir, file, shard dir, vtar) and of which split.  A labelled split's
+ * dir, file, shard dir, vtar) and of which split.
+ * The /epochs inodes are kinds 11 and up, their index the epoch (and for
+ * a shard e << 25 | k): nothing is allocated per epoch.  A labelled split's
  * sample has one inode and two names, /<split>/<wnid>/<member> and its
  * shard file (nlink 2): `du` counts it once, and a walk of the whole tree
  * makes one kernel inode per sample, not two.
@@ -40,21 +48,23 @@
  * need_orders); reads are source_preads on shared sources.
  *
  * Not for: finding the sources (imagenet_files.c), building or binding
- * the indexes (imagenet_tars.c, imagenet_build.c, imagenet_index.c),
- * decoding images, other datasets.
+ * the indexes (imagenet_tars.c, imagenet_build.c, imagenet_index.c), the
+ * shards' and shuffled files' bytes (imagenet_shards.c), the epochs'
+ * views (imagenet_epochs.c), decoding images, other datasets.
  */
 #include "layouts/layout.h"
 #include "layouts/layout_imagenet.h"
 #include "layouts/imagenet_ahead.h"
 #include "layouts/imagenet_build.h"
+#include "layouts/imagenet_epochs.h"
 #include "layouts/imagenet_files.h"
 #include "layouts/imagenet_index.h"
 #include "layouts/imagenet_orders.h"
 #include "layouts/imagenet_samples.h"
+#include "layouts/imagenet_shards.h"
 #include "layouts/imagenet_tars.h"
 #include "log.h"
 #include "index/tarindex/tarindex.h"
-#include "formats/vtar.h"
 #include "search.h"
 
 #include <errno.h>
@@ -69,10 +79,16 @@
 enum {
 	INO_CLASSES = 2, INO_SPLIT = 3 /* + split */, INO_SHARDS = 5,
 	INO_SHUFFLED = 6, INO_SHARDS_SPLIT = 7 /* + split */,
-	INO_SHUF_TXT = 9 /* + split */,
+	INO_SHUF_TXT = 9 /* + split */, INO_EPOCHS = 11,
 };
 /* computed inodes: SFS_INO(kind + split, index) */
 enum { K_CLASSDIR = 1, K_FILE = 3, K_SHARDDIR = 5, K_VTAR = 9 };	/* 7: unused */
+/* under /epochs/<e>: SFS_INO(kind [+ split], e), and for a shard
+ * SFS_INO(K_EPOCH_VTAR + split, e << EPOCH_K_BITS | k): 31 + 25 bits */
+enum { K_EPOCH = 11, K_EPOCH_SHARDS = 12, K_EPOCH_SHUFFLED = 13, K_EPOCH_TXT = 14,
+       K_EPOCH_VTAR = 16 };
+#define EPOCH_K_BITS 25
+#define EPOCH_K_MAX (UINT64_C(1) << EPOCH_K_BITS)	/* shards a split, at most */
 #define INO(kind, idx) SFS_INO(kind, idx)
 #define KIND(ino) SFS_INO_KIND(ino)
 #define IDX(ino) SFS_INO_IDX(ino)
@@ -103,14 +119,6 @@ static int fixed_split(uint64_t ino, uint64_t base)
 	return ino == base || ino == base + 1 ? (int)(ino - base) : -1;
 }
 
-static uint64_t shard_len(const struct in_layout *L, const struct in_split *sp,
-			  uint64_t k)
-{
-	uint64_t first = k * L->S;
-
-	return sp->h.n - first < L->S ? sp->h.n - first : L->S;
-}
-
 static void dir_attr(const struct in_layout *L, uint64_t ino, uint64_t subdirs,
 		     struct sfs_attr *a)
 {
@@ -132,8 +140,7 @@ static void sample_attr(const struct in_split *sp, uint64_t c, uint64_t ino,
 	a->nlink = sp->h.labelled ? 2 : 1;
 }
 
-static int vtar_of(const struct in_layout *L, int s, uint64_t k, struct vtar_shard *v,
-		   void *ctx);
+static int epoch_attr(const struct in_layout *L, uint64_t ino, struct sfs_attr *a);
 
 static int fixed_attr(const struct in_layout *L, uint64_t ino, struct sfs_attr *a)
 {
@@ -141,7 +148,8 @@ static int fixed_attr(const struct in_layout *L, uint64_t ino, struct sfs_attr *
 
 	switch (ino) {
 	case SFS_ROOT_INO:
-		n = L->sp[TRAIN].h.present + L->sp[VAL].h.present + 2 * any_labelled(L);
+		n = L->sp[TRAIN].h.present + L->sp[VAL].h.present + 2 * any_labelled(L) +
+		    (L->epochs != NULL);
 		dir_attr(L, ino, (uint64_t)n, a);
 		return 0;
 	case INO_CLASSES:
@@ -153,6 +161,11 @@ static int fixed_attr(const struct in_layout *L, uint64_t ino, struct sfs_attr *
 			return -ENOENT;
 		n = ino == INO_SHARDS ? labelled(L, TRAIN) + labelled(L, VAL) : 0;
 		dir_attr(L, ino, (uint64_t)n, a);
+		return 0;
+	case INO_EPOCHS:	/* lists none of its epochs: see epochs_child */
+		if (!L->epochs)
+			return -ENOENT;
+		dir_attr(L, ino, 0, a);
 		return 0;
 	}
 	s = (int)(ino & 1) ^ 1;	/* 3, 7, 9 are train; 4, 8, 10 are val */
@@ -171,16 +184,9 @@ static int fixed_attr(const struct in_layout *L, uint64_t ino, struct sfs_attr *
 	return -ENOENT;
 }
 
-struct vt {
-	const struct in_split *sp;
-	uint64_t first, n, base;
-};
-
 static int attr_of(const struct in_layout *L, uint64_t ino, struct sfs_attr *a)
 {
 	uint64_t i = IDX(ino);
-	struct vtar_shard v;
-	struct vt ctx;
 	int s;
 
 	if (KIND(ino) == 0)
@@ -199,8 +205,95 @@ static int attr_of(const struct in_layout *L, uint64_t ino, struct sfs_attr *a)
 	}
 	if ((s = split_of(ino, K_VTAR)) >= 0 && labelled(L, s) && i < L->sp[s].h.nshards) {
 		file_attr(L->mtime, ino, 0, a);
-		vtar_of(L, s, i, &v, &ctx);
-		return vtar_size(&v, &a->size);
+		return imagenet_shard_size(L, &L->sp[s], i, &a->size);
+	}
+	if (KIND(ino) >= K_EPOCH)
+		return epoch_attr(L, ino, a);
+	return -ENOENT;
+}
+
+/* ---- /epochs/<e> -------------------------------------------------------- */
+
+/* epoch e of an /epochs inode, and for a shard its split and index k;
+ * -ENOENT when ino is none of them */
+static int epoch_of(const struct in_layout *L, uint64_t ino, uint64_t *e, int *s,
+		    uint64_t *k)
+{
+	uint32_t kind = KIND(ino);
+
+	*e = IDX(ino), *k = 0, *s = -1;
+	if (!L->epochs || kind < K_EPOCH || kind > K_EPOCH_VTAR + 1)
+		return -ENOENT;
+	if ((*s = split_of(ino, K_EPOCH_VTAR)) >= 0) {
+		*k = *e & (EPOCH_K_MAX - 1);
+		*e >>= EPOCH_K_BITS;
+		if (*k >= L->sp[*s].h.nshards)
+			return -ENOENT;
+	} else if ((*s = split_of(ino, K_EPOCH_TXT)) < 0 && kind > K_EPOCH_SHUFFLED) {
+		return -ENOENT;
+	}
+	if (*e > EPOCH_MAX || (*s >= 0 && !labelled(L, *s)))
+		return -ENOENT;
+	return 0;
+}
+
+static int epoch_attr(const struct in_layout *L, uint64_t ino, struct sfs_attr *a)
+{
+	const struct in_split *ep;
+	unsigned slot;
+	uint64_t e, k;
+	int s, rc = epoch_of(L, ino, &e, &s, &k);
+
+	if (rc)
+		return rc;
+	if (s < 0) {	/* <e>, <e>/shards, <e>/shuffled */
+		dir_attr(L, ino, KIND(ino) == K_EPOCH ? 2 : 0, a);
+		return 0;
+	}
+	if ((rc = imagenet_epoch_get(L->epochs, (uint32_t)e, &ep, &slot)))
+		return rc;
+	if (KIND(ino) >= K_EPOCH_VTAR) {
+		file_attr(L->mtime, ino, 0, a);
+		rc = imagenet_shard_size(L, &ep[s], k, &a->size);
+	} else {
+		file_attr(L->mtime, ino, ep[s].h.txt_size, a);
+	}
+	imagenet_epoch_put(L->epochs, slot);
+	return rc;
+}
+
+/* /epochs lists nothing: each of its 2^31 epochs is there when named */
+static int epoch_child(const struct in_layout *L, uint64_t dir, uint64_t i, char *name,
+		       size_t len, uint64_t *ino)
+{
+	uint64_t e = IDX(dir);
+	int s;
+
+	if (KIND(dir) == K_EPOCH) {
+		if (i > 1)
+			return -ENOENT;
+		snprintf(name, len, "%s", i ? "shuffled" : "shards");
+		*ino = INO(i ? K_EPOCH_SHUFFLED : K_EPOCH_SHARDS, e);
+		return 0;
+	}
+	for (s = 0; s < NSPLIT; s++) {
+		uint64_t n = KIND(dir) == K_EPOCH_SHARDS ? L->sp[s].h.nshards : 1;
+
+		if (!labelled(L, s))
+			continue;
+		if (i >= n) {
+			i -= n;
+			continue;
+		}
+		if (KIND(dir) == K_EPOCH_SHUFFLED) {
+			snprintf(name, len, "%s.txt", imagenet_split_name[s]);
+			*ino = INO(K_EPOCH_TXT + s, e);
+		} else {
+			snprintf(name, len, "%s-%06llu.tar", imagenet_split_name[s],
+				 (unsigned long long)i);
+			*ino = INO(K_EPOCH_VTAR + s, e << EPOCH_K_BITS | i);
+		}
+		return 0;
 	}
 	return -ENOENT;
 }
@@ -243,14 +336,15 @@ static int need_orders(struct in_layout *L, uint64_t ino)
 static int root_child(const struct in_layout *L, uint64_t i, char *name,
 		      size_t len, uint64_t *ino)
 {
-	static const char *const names[] = { "classes.txt", "train", "val", "shards", "shuffled" };
+	static const char *const names[] = { "classes.txt", "train", "val", "shards", "shuffled",
+					     "epochs" };
 	static const uint64_t inos[] = { INO_CLASSES, INO_SPLIT, INO_SPLIT + 1, INO_SHARDS,
-					 INO_SHUFFLED };
+					 INO_SHUFFLED, INO_EPOCHS };
 	int present[] = { 1, (int)L->sp[TRAIN].h.present, (int)L->sp[VAL].h.present,
-			  any_labelled(L), any_labelled(L) };
+			  any_labelled(L), any_labelled(L), L->epochs != NULL };
 	size_t k;
 
-	for (k = 0; k < 5; k++) {
+	for (k = 0; k < 6; k++) {
 		if (!present[k] || i--)
 			continue;
 		snprintf(name, len, "%s", names[k]);
@@ -348,7 +442,7 @@ static int split_child(const struct in_layout *L, uint64_t dir, uint64_t i,
 		return -ENOENT;
 	sp = &L->sp[s];
 	k = IDX(dir) * L->S + i;
-	if (i >= shard_len(L, sp, IDX(dir)))
+	if (i >= imagenet_shard_len(L, sp, IDX(dir)))
 		return -ENOENT;
 	snprintf(name, len, "%u.%s", imagenet_label_of(sp, sp->ord[k]),
 		 tarindex_name(&sp->t, in_split_node(sp, sp->ord[k])));
@@ -367,7 +461,11 @@ static int child_at(const struct in_layout *L, uint64_t dir, uint64_t i,
 		return shards_child(L, i, name, len, ino);
 	case INO_SHUFFLED:
 		return shuffled_child(L, i, name, len, ino);
+	case INO_EPOCHS:
+		return -ENOENT;
 	default:
+		if (KIND(dir) >= K_EPOCH)
+			return epoch_child(L, dir, i, name, len, ino);
 		return split_child(L, dir, i, name, len, ino);
 	}
 }
@@ -447,11 +545,25 @@ static int64_t find_shard_file(const struct in_layout *L, int s, uint64_t k,
 	return (int64_t)INO(K_FILE + s, c);
 }
 
+/* "<split>-<k:06d>.tar" of /epochs/<e>/shards, exactly as listed */
+static int64_t find_epoch_vtar(const struct in_layout *L, uint64_t e, const char *name)
+{
+	uint64_t k;
+	int s;
+
+	for (s = 0; s < NSPLIT; s++)
+		if (labelled(L, s) && !epochs_parse_shard(name, imagenet_split_name[s], &k) &&
+		    k < L->sp[s].h.nshards)
+			return (int64_t)INO(K_EPOCH_VTAR + s, e << EPOCH_K_BITS | k);
+	return -ENOENT;
+}
+
 /* the big directories: binary searches; the small ones: a scan */
 static int64_t find_child(const struct in_layout *L, uint64_t dir, const char *name)
 {
 	char buf[NAME_MAX_];
 	uint64_t lo, hi, ino, i;
+	uint32_t e;
 	int64_t r;
 	int s;
 
@@ -471,6 +583,10 @@ static int64_t find_child(const struct in_layout *L, uint64_t dir, const char *n
 	if ((s = fixed_split(dir, INO_SHARDS_SPLIT)) >= 0)
 		return parse_u64(name, name + strlen(name), &i) || i >= L->sp[s].h.nshards ?
 			-ENOENT : (int64_t)INO(K_SHARDDIR + s, i);
+	if (dir == INO_EPOCHS)
+		return epochs_parse(name, &e) ? -ENOENT : (int64_t)INO(K_EPOCH, e);
+	if (KIND(dir) == K_EPOCH_SHARDS)
+		return find_epoch_vtar(L, IDX(dir), name);
 	for (i = 0; child_at(L, dir, i, buf, sizeof(buf), &ino) == 0; i++)
 		if (!strcmp(buf, name))
 			return (int64_t)ino;
@@ -504,118 +620,33 @@ static int in_getattr(void *priv, uint64_t ino, struct sfs_attr *out)
 
 /* ---- reads ------------------------------------------------------------- */
 
-static int vt_entry(void *arg, uint64_t i, struct vtar_entry *e)
+/* a shard or shuffled file of /epochs/<e>, from the epoch's views */
+static ssize_t epoch_read(struct in_layout *L, uint64_t ino, char *buf, size_t size,
+			  uint64_t off)
 {
-	const struct vt *v = arg;
-	uint32_t c = v->sp->ord[v->first + i], node = in_split_node(v->sp, c);
-	const char *name = tarindex_name(&v->sp->t, node);
+	const struct in_split *ep;
+	unsigned slot;
+	uint64_t e, k;
+	ssize_t r;
+	int s, rc = epoch_of(L, ino, &e, &s, &k);
 
-	e->stem = name;
-	e->stem_len = imagenet_stem_len(name);
-	e->size = tarindex_node_size(tarindex_node(&v->sp->t, node));
-	e->label = imagenet_label_of(v->sp, c);
-	return 0;
-}
-
-static int vt_offset(void *arg, uint64_t i, uint64_t *off)
-{
-	const struct vt *v = arg;
-
-	*off = imagenet_cum_offset(v->sp, v->first + i) - v->base;
-	return 0;
-}
-
-static ssize_t vt_pread(void *arg, uint64_t i, void *buf, size_t len, uint64_t off)
-{
-	const struct vt *v = arg;
-
-	return tarindex_pread(&v->sp->t, in_split_node(v->sp, v->sp->ord[v->first + i]),
-			      buf, len, off);
-}
-
-/*
- * The record holding vtar offset off: a binary search over the split's
- * kept offsets (every VOFF_STEP positions), then a walk of fewer than
- * VOFF_STEP records; vtar_read's own search would sum up to VOFF_STEP
- * record sizes at each of its steps.
- */
-static int vt_find(void *arg, uint64_t off, uint64_t *i, uint64_t *start)
-{
-	const struct vt *v = arg;
-	const struct in_split *sp = v->sp;
-	uint64_t want = v->base + off, lo = v->first / VOFF_STEP;
-	uint64_t hi = (v->first + v->n - 1) / VOFF_STEP + 1, p, at, rb;
-
-	/* the last kept offset at or before want (voff[lo] <= want) */
-	lo = SFS_PARTITION_POINT(uint64_t, lo + 1, hi, m, sp->voff[m] <= want) - 1;
-	p = lo * VOFF_STEP;
-	at = sp->voff[lo];
-	if (p < v->first) {
-		p = v->first;
-		at = v->base;
-	}
-	for (; p + 1 < v->first + v->n && at + (rb = imagenet_record_bytes(sp, p)) <= want; p++)
-		at += rb;
-	*i = p - v->first;
-	*start = at - v->base;
-	return 0;
-}
-
-static int vtar_of(const struct in_layout *L, int s, uint64_t k, struct vtar_shard *v,
-		   void *ctxp)
-{
-	struct vt *ctx = ctxp;
-	const struct in_split *sp = &L->sp[s];
-
-	ctx->sp = sp;
-	ctx->first = k * L->S;
-	ctx->n = shard_len(L, sp, k);
-	ctx->base = imagenet_cum_offset(sp, ctx->first);
-	*v = (struct vtar_shard){ ctx->n, L->mtime, ctx, vt_entry, vt_offset, vt_pread, vt_find };
-	return 0;
-}
-
-/* bytes of shuffled/<split>.txt, regenerated from the nearest kept offset */
-static ssize_t shuffled_read(const struct in_layout *L, const struct in_split *sp,
-			     char *buf, size_t size, uint64_t off)
-{
-	uint64_t lo, j, at;
-	size_t done = 0;
-	char line[NAME_MAX_];
-
-	if (off >= sp->h.txt_size)
-		return 0;
-	if (size > sp->h.txt_size - off)
-		size = (size_t)(sp->h.txt_size - off);
-	/* the last block starting at or before off */
-	lo = SFS_PARTITION_POINT(uint64_t, 1, sp->h.n / SOFF_STEP + 1, m,
-				 sp->soff[m] <= off) - 1;
-	for (j = lo * SOFF_STEP, at = sp->soff[lo]; done < size && j < sp->h.n; j++) {
-		int n = imagenet_shuffled_line(sp, L->S, j, line, sizeof(line));
-		uint64_t cur = off + done;
-
-		if (n <= 0 || (size_t)n >= sizeof(line) || cur < at)
-			return -EIO;	/* cur < at: offsets not the lines' */
-		if (cur < at + (uint64_t)n) {
-			size_t from = (size_t)(cur - at), k = (size_t)n - from;
-
-			if (k > size - done)
-				k = size - done;
-			memcpy(buf + done, line + from, k);
-			done += k;
-		}
-		at += (uint64_t)n;
-	}
-	return done == size ? (ssize_t)done : -EIO;
+	if (rc || s < 0)
+		return rc ? rc : -EISDIR;
+	if ((rc = imagenet_epoch_get(L->epochs, (uint32_t)e, &ep, &slot)))
+		return rc;
+	if (KIND(ino) >= K_EPOCH_VTAR)
+		r = imagenet_shard_read(L, &ep[s], k, ino, buf, size, off);
+	else
+		r = imagenet_shuffled_read(L, &ep[s], buf, size, off);
+	imagenet_epoch_put(L->epochs, slot);
+	return r;
 }
 
 static ssize_t in_read(void *priv, uint64_t ino, char *buf, size_t size, uint64_t off)
 {
 	struct in_layout *L = priv;
 	uint64_t i = IDX(ino);
-	struct vtar_shard v;
 	struct sfs_attr a;
-	struct vt ctx;
 	int s, rc = need_orders(priv, ino);
 
 	if (!rc)
@@ -632,17 +663,12 @@ static ssize_t in_read(void *priv, uint64_t ino, char *buf, size_t size, uint64_
 		return (ssize_t)size;
 	}
 	if ((s = fixed_split(ino, INO_SHUF_TXT)) >= 0)
-		return shuffled_read(L, &L->sp[s], buf, size, off);
+		return imagenet_shuffled_read(L, &L->sp[s], buf, size, off);
 	if ((s = split_of(ino, K_FILE)) >= 0)
 		return tarindex_pread(&L->sp[s].t, in_split_node(&L->sp[s], i), buf, size, off);
-	if ((s = split_of(ino, K_VTAR)) < 0)
-		return -ENOENT;
-	vtar_of(L, s, i, &v, &ctx);
-	/* before the read, which may wait for the disk: the advice goes
-	 * out first, and with it the members after this one */
-	imagenet_ahead(&L->ahead, &(struct in_shard){ ctx.sp, ctx.first, ctx.n, ctx.base },
-		       ino, off, size);
-	return vtar_read(&v, buf, size, off);
+	if ((s = split_of(ino, K_VTAR)) >= 0)
+		return imagenet_shard_read(L, &L->sp[s], i, ino, buf, size, off);
+	return epoch_read(L, ino, buf, size, off);
 }
 
 static int in_extent(void *priv, uint64_t ino, struct source **src, uint64_t *base)
@@ -694,6 +720,7 @@ static void in_destroy(void *priv)
 		return;
 	/* first: the advisors read the indexes and advise the sources */
 	imagenet_ahead_destroy(&L->ahead);
+	imagenet_epochs_free(L->epochs);
 	for (s = 0; s < NSPLIT; s++) {
 		imagenet_free_orders(&L->sp[s]);
 		tarindex_close(&L->sp[s].t);
@@ -752,6 +779,26 @@ static uint64_t ahead_budget(const struct sfs_opts *o)
 	return o->shard_prefetch;
 }
 
+/* /epochs, when a split has shards and its shard inodes fit (EPOCH_K_BITS) */
+static int open_epochs(struct in_layout *L, const struct sfs_opts *o)
+{
+	int s;
+
+	L->epoch_seed = o->has_shard_seed ? o->shard_seed : 0;
+	if (!any_labelled(L))
+		return 0;
+	for (s = 0; s < NSPLIT; s++)
+		if (labelled(L, s) && L->sp[s].h.nshards > EPOCH_K_MAX) {
+			sfs_warn("%s: no /epochs: %s has %llu shards, more than %llu "
+				 "(a larger shard_size= gives fewer)", o->source,
+				 imagenet_split_name[s], (unsigned long long)L->sp[s].h.nshards,
+				 (unsigned long long)EPOCH_K_MAX);
+			return 0;
+		}
+	L->epochs = imagenet_epochs_new(L, &L->ahead);
+	return L->epochs ? 0 : -ENOMEM;
+}
+
 int layout_imagenet_open(const struct sfs_opts *o, struct source_env *env,
 			 struct layout *out)
 {
@@ -783,6 +830,8 @@ int layout_imagenet_open(const struct sfs_opts *o, struct source_env *env,
 		rc = imagenet_open_tars(o, L, &fph);
 	if (!rc)
 		rc = imagenet_open_layout_index(o, L, fph);
+	if (!rc)
+		rc = open_epochs(L, o);
 	if (rc) {
 		in_destroy(L);
 		return rc;

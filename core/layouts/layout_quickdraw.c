@@ -5,6 +5,8 @@
  *   /images/<class>/<gidx:06d>.npy    float32 (28, 28, 1) = uint8 / 255.0, or raw uint8
  *   /strokes/<class>/<gidx:06d>.npy   float32 (stroke_len, 3)
  *   /splits/{train,val,test}.txt      one shuffled line per sample
+ *   /epochs/<e>/shards/<split>-<k>.tar  WebDataset shards, a shuffle per epoch
+ *                                      (quickdraw_epochs.c answers for /epochs)
  *
  * Every node is computed from the mmap'ed index (quickdraw_index.h) and the
  * open class .npy sources: inode numbers encode (kind, class or gidx), names
@@ -42,7 +44,8 @@
  *   centring and scaling use every point.
  * - sketchrnn's <class>.full.npz files are not classes (ignored).
  *
- * Not the index build or the source scan (quickdraw_build.c, quickdraw_scan.c).
+ * Not the index build or the source scan (quickdraw_build.c, quickdraw_scan.c),
+ * the sample files' bytes (quickdraw_read.c), /epochs (quickdraw_epochs.c).
  */
 #include "layouts/layout.h"
 
@@ -52,17 +55,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <zlib.h>
 
-#include "index/blockstore.h"
 #include "index/index.h"
 #include "log.h"
 #include "io/source.h"
-#include "io/lru.h"
 #include "formats/npy.h"
 #include "layouts/quickdraw_index.h"
-#include "formats/strokepack.h"
-#include "formats/strokes.h"
+#include "layouts/quickdraw_tree.h"
+#include "layouts/quickdraw_epochs.h"
 #include "search.h"
 
 #define MAX_STROKE_LEN (1u << 20)
@@ -72,56 +72,14 @@
  * others are SFS_INO(kind, class or gidx). */
 enum { INO_CLASSES = 2, INO_IMAGES, INO_STROKES, INO_SPLITS, INO_TRAIN, INO_VAL, INO_TEST };
 enum { K_FIXED, K_IMGDIR, K_STKDIR, K_IMG, K_STK };
+_Static_assert(QD_INO_EPOCHS == INO_TEST + 1 && QD_K_EPOCH == K_STK + 1,
+	       "/epochs numbers its nodes after these (quickdraw_epochs.h)");
 #define INO(kind, v) SFS_INO(kind, v)
 #define INO_KIND(ino) ((int)SFS_INO_KIND(ino))
 #define INO_VAL_OF(ino) SFS_INO_IDX(ino)
 
 static const char *const split_names[3] = { "train.txt", "val.txt", "test.txt" };
 
-struct qd {
-	struct qd_scan scan;          /* class files: sources, stamps at mount */
-	struct index_map map;
-	const struct qd_head *hd;
-	const struct qd_class *cls;
-	const char *names;            /* classes.txt bytes */
-	const uint32_t *sorted;       /* class ids in bytewise name order */
-	const uint32_t *perm;         /* shuffled gidx: train, val, test */
-	const uint64_t *ckpt;
-	uint64_t nckpt;
-	const uint8_t *xl;            /* long drawings, zlib streams */
-	uint64_t xl_len;
-	struct blockstore bs;
-	struct source *idx;           /* the index again, for the blockstore's reads */
-	struct lru *cache;
-	int image_uint8;
-	uint32_t stroke_len;
-	char img_hdr[128], stk_hdr[256];
-	uint32_t img_hdr_len, stk_hdr_len;
-	uint64_t img_size, stk_size;  /* whole per-sample files */
-	float lut[256];               /* uint8 -> float32 / 255.0 */
-};
-
-/* ---- attributes ---- */
-
-static void attr_dir(struct sfs_attr *a, uint64_t ino, uint32_t nsub, int64_t mtime)
-{
-	a->ino = ino;
-	a->mode = S_IFDIR | 0555;
-	a->nlink = 2 + nsub;
-	a->size = 0;
-	a->mtime = mtime;
-	a->hole = 0;
-}
-
-static void attr_file(struct sfs_attr *a, uint64_t ino, uint64_t size, int64_t mtime)
-{
-	a->ino = ino;
-	a->mode = S_IFREG | 0444;
-	a->nlink = 1;
-	a->size = size;
-	a->mtime = mtime;
-	a->hole = 0;
-}
 
 static int fixed_attr(const struct qd *q, uint64_t ino, struct sfs_attr *a)
 {
@@ -130,7 +88,7 @@ static int fixed_attr(const struct qd *q, uint64_t ino, struct sfs_attr *a)
 
 	switch (ino) {
 	case SFS_ROOT_INO:
-		attr_dir(a, ino, 1 + !!hd->has_images + !!hd->has_strokes, t);
+		attr_dir(a, ino, 1 + !!hd->has_images + !!hd->has_strokes + !!q->epochs, t);
 		return 0;
 	case INO_CLASSES:
 		attr_file(a, ino, hd->names_len, t);
@@ -159,6 +117,8 @@ static int qd_getattr(void *priv, uint64_t ino, struct sfs_attr *a)
 	uint64_t v = INO_VAL_OF(ino);
 	uint32_t label;
 
+	if (qd_epochs_owns(ino))
+		return qd_epochs_getattr(q, ino, a);
 	switch (INO_KIND(ino)) {
 	case K_FIXED:
 		return fixed_attr(q, ino, a);
@@ -216,6 +176,8 @@ static int lookup_root(const struct qd *q, const char *name, struct sfs_attr *a)
 	static const char *const names[] = { "classes.txt", "images", "strokes", "splits" };
 	int i;
 
+	if (!strcmp(name, "epochs"))
+		return qd_epochs_getattr(q, QD_INO_EPOCHS, a);
 	for (i = 0; i < 4; i++)
 		if (!strcmp(name, names[i]))
 			return fixed_attr(q, INO_CLASSES + (uint64_t)i, a);
@@ -232,6 +194,8 @@ static int qd_lookup(void *priv, uint64_t parent, const char *name, struct sfs_a
 
 	if (parent == SFS_ROOT_INO)
 		return lookup_root(q, name, a);
+	if (qd_epochs_owns(parent))
+		return qd_epochs_lookup(q, parent, name, a);
 	if (parent == INO_IMAGES || parent == INO_STROKES) {
 		if (qd_getattr(priv, parent, a) || find_class(q, name, &id))
 			return -ENOENT;
@@ -260,13 +224,15 @@ static int qd_lookup(void *priv, uint64_t parent, const char *name, struct sfs_a
 static int readdir_root(const struct qd *q, uint64_t off, sfs_fill_fn fill, void *arg)
 {
 	/* bytewise order */
-	static const char *const names[] = { "classes.txt", "images", "splits", "strokes" };
-	static const uint64_t inos[] = { INO_CLASSES, INO_IMAGES, INO_SPLITS, INO_STROKES };
+	static const char *const names[] = { "classes.txt", "epochs", "images", "splits",
+					     "strokes" };
+	static const uint64_t inos[] = { INO_CLASSES, QD_INO_EPOCHS, INO_IMAGES, INO_SPLITS,
+					 INO_STROKES };
 	struct sfs_attr a;
 	uint64_t i;
 
-	for (i = off; i < 4; i++) {
-		if (fixed_attr(q, inos[i], &a))
+	for (i = off; i < 5; i++) {
+		if (qd_getattr((void *)q, inos[i], &a))
 			continue;
 		if (fill(arg, names[i], &a, i + 1))
 			break;
@@ -324,6 +290,8 @@ static int qd_readdir(void *priv, uint64_t dir, uint64_t off, sfs_fill_fn fill, 
 		return rc;
 	if (!S_ISDIR(a.mode))
 		return -ENOTDIR;
+	if (qd_epochs_owns(dir))
+		return qd_epochs_readdir(q, dir, off, fill, arg);
 	if (dir == SFS_ROOT_INO)
 		return readdir_root(q, off, fill, arg);
 	if (dir == INO_IMAGES)
@@ -339,206 +307,6 @@ static int qd_readdir(void *priv, uint64_t dir, uint64_t off, sfs_fill_fn fill, 
 		return 0;
 	}
 	return readdir_samples(q, dir, off, fill, arg);
-}
-
-/* ---- read ---- */
-
-/* Copies [off, off + size) of the file hdr ++ body into dst. */
-static ssize_t copy_range(char *dst, size_t size, uint64_t off, const void *hdr,
-			  size_t hlen, const void *body, size_t blen)
-{
-	size_t n = 0, k;
-
-	if (off < hlen) {
-		k = hlen - off < size ? hlen - (size_t)off : size;
-		memcpy(dst, (const char *)hdr + off, k);
-		n = k;
-		off = hlen;
-	}
-	if (off - hlen < blen && n < size) {
-		k = blen - (off - hlen);
-		if (k > size - n)
-			k = size - n;
-		memcpy(dst + n, (const char *)body + (off - hlen), k);
-		n += k;
-	}
-	return (ssize_t)n;
-}
-
-/*
- * An epoch in gidx order reads class after class, each from its own file.
- * Readahead within a file keeps the reader fed, but the next class's file
- * would start cold: over HTTP, round trips before its first bytes come.  So
- * when a reader reaches the row NEXT_CLASS_AHEAD bytes before the end of
- * its class, the first NEXT_CLASS_AHEAD bytes of the next class are asked
- * for (a hint: fetched in the background, or fadvise'd locally).  Only that
- * one row triggers it, so random readers almost never do.
- */
-#define NEXT_CLASS_AHEAD (1u << 20)
-
-static void hint_next_class(const struct qd *q, const struct qd_class *c,
-			    uint32_t label, uint64_t row)
-{
-	uint64_t rows = NEXT_CLASS_AHEAD / QD_ROW;
-	const struct qd_src *next;
-	uint64_t len;
-
-	if (row != (c->n > rows ? c->n - rows : 0) || label + 1 >= q->hd->nclass)
-		return;
-	next = &q->scan.cls[label + 1];
-	len = next->img_rows * QD_ROW;
-	if (next->img && len)
-		source_advise(next->img, next->img_off,
-			      len < NEXT_CLASS_AHEAD ? len : NEXT_CLASS_AHEAD,
-			      SOURCE_ADV_WILLNEED);
-}
-
-static ssize_t read_image(const struct qd *q, uint64_t gidx, char *buf, size_t size,
-			  uint64_t off)
-{
-	const struct qd_src *s;
-	const struct qd_class *c;
-	uint8_t row[QD_ROW];
-	float f[QD_ROW];
-	uint64_t at;
-	uint32_t label, i;
-	ssize_t got;
-
-	if (off >= q->img_size)
-		return 0;
-	c = qd_class_of(q->cls, q->hd->nclass, gidx, &label);
-	s = &q->scan.cls[label];
-	at = s->img_off + (gidx - c->gidx_base) * QD_ROW;
-	if (off == 0)
-		hint_next_class(q, c, label, gidx - c->gidx_base);
-	got = source_pread(s->img, row, QD_ROW, at);
-	if (got == -EAGAIN)
-		return -EAGAIN;
-	/* checked after the read, so bytes of a file changed meanwhile are
-	 * never served; a changed file is the usual cause of a short read.
-	 * The class file must still be what was scanned: same size and mtime. */
-	if (source_check(s->img) < 0)
-		return -EIO;
-	if (got != QD_ROW) {
-		sfs_err("%s: offset %" PRIu64 ": expected %u bytes, got %zd",
-			s->img_path, at, QD_ROW, got);
-		return -EIO;
-	}
-	if (q->image_uint8)
-		return copy_range(buf, size, off, q->img_hdr, q->img_hdr_len, row, QD_ROW);
-	for (i = 0; i < QD_ROW; i++)
-		f[i] = q->lut[row[i]];
-	return copy_range(buf, size, off, q->img_hdr, q->img_hdr_len, f, sizeof(f));
-}
-
-/* A long drawing's points, inflated from the XL section into *owned;
- * *f4 says they are float32. */
-static int long_points(const struct qd *q, uint64_t gidx, const uint8_t *rec,
-		       uint8_t **owned, uint32_t *n, int *f4)
-{
-	uint32_t magic, npts, zlen;
-	uint64_t off;
-	uLongf len, want;
-
-	memcpy(&magic, rec, 4);
-	memcpy(&npts, rec + 4, 4);
-	memcpy(&zlen, rec + 8, 4);
-	memcpy(&off, rec + 12, 8);
-	if ((magic != QD_XL_MAGIC && magic != QD_XF_MAGIC) || npts > QD_XL_MAX_PTS ||
-	    off > q->xl_len || zlen > q->xl_len - off)
-		goto bad;
-	*f4 = magic == QD_XF_MAGIC;
-	want = len = (uLongf)npts * (*f4 ? 12 : 6);
-	*owned = malloc(len ? len : 1);
-	if (!*owned)
-		return -ENOMEM;
-	if (uncompress(*owned, &len, q->xl + off, zlen) != Z_OK || len != want) {
-		free(*owned);
-		*owned = NULL;
-		goto bad;
-	}
-	*n = npts;
-	return 0;
-bad:
-	sfs_err("stroke record %" PRIu64 ": corrupt long-drawing entry in the index", gidx);
-	return -EIO;
-}
-
-/* The points of sample gidx (int16, or float32 when *f4): in rec (its
- * record), unpacked into `unpacked` (QD_PACKED_MAX_PTS * 6 bytes), or
- * inflated into *owned (long drawings; the caller frees). */
-static int stroke_points(const struct qd *q, uint64_t gidx, uint8_t *rec,
-			 uint8_t *unpacked, const uint8_t **pts, uint32_t *n,
-			 uint8_t **owned, int *f4)
-{
-	int64_t len = blockstore_get(&q->bs, q->cache, gidx, rec, BLOCKSTORE_BLOCK);
-	long k;
-	int rc;
-
-	*owned = NULL;
-	*f4 = 0;
-	if (len < 0)
-		return len == -EAGAIN ? -EAGAIN : -EIO;
-	if (len >= 1 && rec[0] == QD_REC_PACKED) {
-		k = strokepack_unpack(rec + 1, (size_t)len - 1, unpacked, QD_PACKED_MAX_PTS);
-		if (k < 0)
-			goto bad;
-		*pts = unpacked;
-		*n = (uint32_t)k;
-		return 0;
-	}
-	if (len >= 1 && rec[0] == QD_REC_RAW && (len - 1) % 6 == 0) {
-		*pts = rec + 1;
-		*n = (uint32_t)((len - 1) / 6);
-		return 0;
-	}
-	if (len >= 1 && rec[0] == QD_REC_F32 && (len - 1) % 12 == 0) {
-		*pts = rec + 1;
-		*n = (uint32_t)((len - 1) / 12);
-		*f4 = 1;
-		return 0;
-	}
-	if (len != QD_XL_LEN)
-		goto bad;
-	rc = long_points(q, gidx, rec, owned, n, f4);
-	*pts = *owned;
-	return rc;
-bad:
-	sfs_err("stroke record %" PRIu64 ": %" PRId64 " bytes that are not a "
-		"drawing's points", gidx, len);
-	return -EIO;
-}
-
-static ssize_t read_stroke(const struct qd *q, uint64_t gidx, char *buf, size_t size,
-			   uint64_t off)
-{
-	uint8_t rec[BLOCKSTORE_BLOCK], *owned;
-	uint8_t unpacked[QD_PACKED_MAX_PTS * 6];
-	float small[130 * 3], *f = small;
-	size_t flen = (size_t)q->stroke_len * 3 * sizeof(float);
-	const uint8_t *pts;
-	uint32_t n;
-	ssize_t rc;
-	int f4;
-
-	if (off >= q->stk_size)
-		return 0;
-	rc = stroke_points(q, gidx, rec, unpacked, &pts, &n, &owned, &f4);
-	if (rc)
-		return rc;
-	if (flen > sizeof(small) && !(f = malloc(flen))) {
-		free(owned);
-		return -ENOMEM;
-	}
-	if (f4)
-		stroke_transform_f4(pts, n, q->stroke_len, f);
-	else
-		stroke_transform(pts, n, q->stroke_len, f);
-	rc = copy_range(buf, size, off, q->stk_hdr, q->stk_hdr_len, f, flen);
-	if (f != small)
-		free(f);
-	free(owned);
-	return rc;
 }
 
 /* Lines of split s from byte off: the checkpoint before off, then walk. */
@@ -588,14 +356,16 @@ static ssize_t qd_read(void *priv, uint64_t ino, char *buf, size_t size, uint64_
 		return rc;
 	if (S_ISDIR(a.mode))
 		return -EISDIR;
+	if (qd_epochs_owns(ino))
+		return qd_epochs_read(q, ino, buf, size, off);
 	switch (INO_KIND(ino)) {
 	case K_IMG:
-		return read_image(q, INO_VAL_OF(ino), buf, size, off);
+		return qd_read_image(q, INO_VAL_OF(ino), buf, size, off);
 	case K_STK:
-		return read_stroke(q, INO_VAL_OF(ino), buf, size, off);
+		return qd_read_stroke(q, INO_VAL_OF(ino), buf, size, off);
 	}
 	if (ino == INO_CLASSES)
-		return copy_range(buf, size, off, "", 0, q->names, q->hd->names_len);
+		return qd_copy_range(buf, size, off, "", 0, q->names, q->hd->names_len);
 	return read_split(q, (int)(ino - INO_TRAIN), buf, size, off);
 }
 
@@ -617,6 +387,7 @@ static void qd_destroy(void *priv)
 
 	if (!q)
 		return;
+	qd_epochs_close(q);
 	if (q->cache)
 		lru_free(q->cache);
 	if (q->map.base)
@@ -847,6 +618,8 @@ int layout_quickdraw_open(const struct sfs_opts *o, struct source_env *env,
 	if (!rc && !(q->cache = lru_new_in(source_env_cache(env), "strokes",
 					   SOURCE_CACHE_DEFAULT)))
 		rc = -ENOMEM;
+	if (!rc)
+		rc = qd_epochs_open(q, o);
 	if (rc) {
 		qd_destroy(q);
 		return rc;

@@ -62,7 +62,7 @@ static int tar_detect(struct source_env *env, const char *source,
  * ImageNet directory holds tars too). */
 const struct layout_kind layout_kinds[] = {
 	{ "quickdraw", "Quick, Draw!", layout_quickdraw_detect, layout_quickdraw_open,
-	  "classes per_class image stroke_len seed split images strokes" },
+	  "classes per_class image stroke_len seed split images strokes shard_size shard_seed" },
 	{ "imagenet", "ImageNet", imagenet_detect, layout_imagenet_open,
 	  "shard_size shard_seed shuffle_seed shard_prefetch" },
 	{ "npy", "arrays", npy_detect, layout_npy_open, "per_class" },

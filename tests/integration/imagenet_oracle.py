@@ -178,6 +178,7 @@ def add_shards(tree, links, wnids, splits, S, shard_seed, shuffle_seed):
         return
     tree["shards/"] = None
     tree["shuffled/"] = None
+    tree["epochs/"] = None      # lists no epoch (epochs_oracle.py reads them)
     for s, tar_order in labelled.items():
         canon = sorted(range(len(tar_order)), key=lambda i: (tar_order[i][0], tar_order[i][1]))
         samples = [tar_order[i] for i in canon]   # ImageFolder order

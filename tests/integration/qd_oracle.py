@@ -192,7 +192,7 @@ class Checker:
 
     def check_tree(self):
         ds, m = self.ds, self.mnt
-        want_root = ['classes.txt', 'splits'] + (['images'] if ds.has_images else []) + \
+        want_root = ['classes.txt', 'splits', 'epochs'] + (['images'] if ds.has_images else []) + \
             (['strokes'] if ds.has_strokes else [])
         if sorted(os.listdir(m)) != sorted(want_root):
             self.fail('root lists %s, expected %s' % (sorted(os.listdir(m)), sorted(want_root)))

@@ -193,7 +193,9 @@ help_section() { # OPTION: the titles of the sections that list it
 		/^[A-Za-z]/ { sec = $0 } index($0, o) == 5 { print sec }' | tr '\n' '|'
 }
 check "--help: recursive only under tars" test "$(help_section recursive=)" = "tars (layout=tar):|"
-check "--help: shard_size only under ImageNet" test "$(help_section shard_size=)" = "ImageNet (layout=imagenet):|"
+check "--help: shard_size under quickdraw (its /epochs) and ImageNet" test "$(help_section shard_size=)" = \
+	"Quick, Draw! (layout=quickdraw):|ImageNet (layout=imagenet):|"
+check "--help: shuffle_seed only under ImageNet" test "$(help_section shuffle_seed=)" = "ImageNet (layout=imagenet):|"
 check "--help: per_class under quickdraw and npy" test "$(help_section per_class=)" = \
 	"Quick, Draw! (layout=quickdraw):|arrays (layout=npy):|"
 check "--help: classes only under quickdraw" test "$(help_section classes=)" = "Quick, Draw! (layout=quickdraw):|"

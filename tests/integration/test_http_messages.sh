@@ -105,7 +105,7 @@ check "the train tar is not among the unserved" sh -c "! grep -q 'img_train.tar:
 check "the two index lines say what each index holds" bash -c \
 	"grep -q '^samplefs: $url: indexed the members of the tars in .*, into ' '$log' &&
 	 grep -q '^samplefs: $url: indexed the classes, shards and splits in .*, into ' '$log'"
-check "/train is served, /val is not" test "$(ls "$M" | tr '\n' ' ')" = "classes.txt shards shuffled train "
+check "/train is served, /val is not" test "$(ls "$M" | tr '\n' ' ')" = "classes.txt epochs shards shuffled train "
 check "unmount" sfs_umount "$M"
 
 # ---- samplefs-inspect --verify of a URL ----

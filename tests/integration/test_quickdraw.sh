@@ -68,7 +68,7 @@ build_ms=$(( ($(date +%s%N) - start) / 1000000 ))
 check "index built (log says so)" grep -q "indexed in" "$(log_of "$M")"
 check "every file equals the numpy oracle" oracle "$SRC" "$M"
 check "inodes distinct, none in the reserved range" inodes_in_scheme "$M"
-check "ls of the root" test "$(ls "$M" | tr '\n' ' ')" = "classes.txt images splits strokes "
+check "ls of the root" test "$(ls "$M" | tr '\n' ' ')" = "classes.txt epochs images splits strokes "
 check "names with spaces, capitals, hyphens" \
 	test -f "$M/images/The Eiffel Tower/000020.npy" -a -f "$M/strokes/t-shirt/000120.npy"
 check "cat classes.txt" test "$(cat "$M/classes.txt" | tr '\n' '|')" = \
@@ -77,8 +77,8 @@ check "file modes 0444, directories 0555" \
 	test "$(find "$M" -printf '%y%m\n' | sort -u | tr '\n' ' ')" = "d555 f444 "
 check "st_size of an image is 3264, of a stroke file 1688" \
 	test "$(stat -c %s "$M/images/cat/000070.npy") $(stat -c %s "$M/strokes/cat/000070.npy")" = "3264 1688"
-check "nlink: root 5, images/ 2 + 9 classes, class dir 2" \
-	test "$(stat -c %h "$M" "$M/images" "$M/images/cat" | tr '\n' ' ')" = "5 11 2 "
+check "nlink: root 6, images/ 2 + 9 classes, class dir 2" \
+	test "$(stat -c %h "$M" "$M/images" "$M/images/cat" | tr '\n' ' ')" = "6 11 2 "
 check "mtime is the class file's" \
 	test "$(stat -c %Y "$M/images/cat/000070.npy")" = "$(stat -c %Y "$SRC/cat.npy")"
 total=$(cat "$M/splits/"*.txt | wc -l)

@@ -65,7 +65,8 @@ Test(layout, options_are_whole_words)
 	cr_expect(!layout_kind_takes(in, "seed"), "shard_seed is not seed");
 	cr_expect(layout_kind_takes(in, "shard_seed"));
 	cr_expect(layout_kind_takes(in, "shuffle_seed"));
-	cr_expect(!layout_kind_takes(qd, "shard_seed"));
+	cr_expect(layout_kind_takes(qd, "shard_seed"), "it seeds /epochs");
+	cr_expect(!layout_kind_takes(qd, "shuffle_seed"));
 	cr_expect(layout_kind_takes(qd, "per_class") && layout_kind_takes(npy, "per_class"));
 	cr_expect(!layout_kind_takes(tar, "per_class"));
 	cr_expect(layout_kind_takes(tar, "recursive"));

@@ -92,6 +92,30 @@ Test(mt19937, shuffle_matches_numpy)
 			check_shuffle(seeds[s], sizes[k]);
 }
 
+/* np.random.seed([seed, e]): the permutation of epochs/<e> */
+Test(mt19937, array_seed_matches_numpy)
+{
+	static const uint32_t keys[][2] = { { 0, 0 }, { 0, 1 }, { 3, 2147483647u },
+					    { 4294967295u, 7 } };
+
+	for (size_t s = 0; s < sizeof(keys) / sizeof(keys[0]); s++) {
+		char name[64];
+		size_t len;
+		uint32_t *want, a[1000];
+		struct mt19937 mt;
+
+		snprintf(name, sizeof(name), "epoch_%u_%u.u32", keys[s][0], keys[s][1]);
+		want = (void *)slurp(name, &len);
+		cr_assert_eq(len, sizeof(a), "%s: %zu bytes", name, len);
+		for (size_t i = 0; i < 1000; i++)
+			a[i] = (uint32_t)i;
+		mt19937_seed_array(&mt, keys[s], 2);
+		mt19937_shuffle_u32(&mt, a, 1000);
+		cr_assert_arr_eq(a, want, sizeof(a), "%s differs", name);
+		free(want);
+	}
+}
+
 /* A reseed restarts the stream: the split files depend on it. */
 Test(mt19937, reseed_restarts)
 {

@@ -4,7 +4,9 @@
  * tarfile (names, order, sizes, mode/uid/mtime, contents compared with the
  * expected member files written directly by this test) and by `tar -tvf`;
  * then every chunking and random pread into the middle must give the same
- * bytes as one sequential pass.
+ * bytes as one sequential pass.  Samples of two data members (Quick,
+ * Draw!'s <key>.npy and <key>.strokes.npy) are compared byte for byte with
+ * the tar Python's tarfile writes of the same members.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -22,18 +24,20 @@ struct sample {
 	char stem[300];
 	uint64_t size;
 	uint32_t label;
+	uint64_t size2;
 };
 
 struct shard {
 	struct sample *s;
 	uint64_t n;
+	int two;	/* <stem>.npy of size, then <stem>.strokes.npy of size2 */
 	int fail_at;	/* pread of this sample fails (or -1) */
 	int short_at;	/* pread of this sample returns 0 (or -1) */
 };
 
-static uint8_t byte_of(uint64_t i, uint64_t j)
+static uint8_t byte_of(uint64_t i, unsigned part, uint64_t j)
 {
-	return (uint8_t)(i * 31 + j * 7 + (j >> 8));
+	return (uint8_t)(i * 31 + j * 7 + (j >> 8) + part * 101);
 }
 
 static int cb_entry(void *arg, uint64_t i, struct vtar_entry *e)
@@ -44,22 +48,31 @@ static int cb_entry(void *arg, uint64_t i, struct vtar_entry *e)
 	e->stem_len = strlen(sh->s[i].stem);
 	e->size = sh->s[i].size;
 	e->label = sh->s[i].label;
+	if (sh->two) {
+		e->ext = ".npy";
+		e->ext2 = ".strokes.npy";
+		e->size2 = sh->s[i].size2;
+	}
 	return 0;
 }
 
 /* prefix sums recomputed each time: the test favours obviousness */
 static int cb_offset(void *arg, uint64_t i, uint64_t *off)
 {
-	struct shard *sh = arg;
 	uint64_t k;
 
 	*off = 0;
-	for (k = 0; k < i; k++)
-		*off += vtar_sample_size(strlen(sh->s[k].stem), sh->s[k].size, sh->s[k].label);
+	for (k = 0; k < i; k++) {
+		struct vtar_entry e = { 0 };
+
+		cb_entry(arg, k, &e);
+		*off += vtar_entry_size(&e);
+	}
 	return 0;
 }
 
-static ssize_t cb_pread(void *arg, uint64_t i, void *buf, size_t len, uint64_t off)
+static ssize_t cb_pread(void *arg, uint64_t i, unsigned part, void *buf, size_t len,
+			uint64_t off)
 {
 	struct shard *sh = arg;
 	uint8_t *b = buf;
@@ -69,8 +82,9 @@ static ssize_t cb_pread(void *arg, uint64_t i, void *buf, size_t len, uint64_t o
 		return -EIO;
 	if ((int)i == sh->short_at)
 		return 0;
+	cr_assert(part == 0 || sh->two);
 	for (k = 0; k < len; k++)
-		b[k] = byte_of(i, off + k);
+		b[k] = byte_of(i, part, off + k);
 	return (ssize_t)len;
 }
 
@@ -82,6 +96,7 @@ static void make_shard(struct shard *sh, struct vtar_shard *v, uint64_t n)
 
 	sh->s = calloc(n, sizeof(*sh->s));
 	sh->n = n;
+	sh->two = 0;
 	sh->fail_at = sh->short_at = -1;
 	for (i = 0; i < n; i++) {
 		if (i == 3)	/* 96 + ".jpg" = exactly 100 bytes */
@@ -94,6 +109,7 @@ static void make_shard(struct shard *sh, struct vtar_shard *v, uint64_t n)
 			snprintf(sh->s[i].stem, 300, "n%08llu_%llu", (unsigned long long)(1440764 + i), (unsigned long long)(i * 37));
 		sh->s[i].size = sizes[i % (sizeof(sizes) / sizeof(sizes[0]))];
 		sh->s[i].label = (uint32_t)(i * 997 % 1000);
+		sh->s[i].size2 = sizes[(i + 3) % (sizeof(sizes) / sizeof(sizes[0]))];
 	}
 	sh->s[n - 1].label = 4294967295u;
 	*v = (struct vtar_shard){ n, MTIME, sh, cb_entry, cb_offset, cb_pread, NULL };
@@ -133,6 +149,16 @@ static const char *checker =
 	"        got.append(m.name)\n"
 	"assert got == want, (got[:4], want[:4])\n"
 	"assert os.path.getsize(d + '/shard.tar') % 10240 == 0\n"
+	"if len(sys.argv) > 2:  # the same members written by tarfile: the same bytes\n"
+	"    import io\n"
+	"    out = io.BytesIO()\n"
+	"    with tarfile.open(fileobj=out, mode='w', format=tarfile.PAX_FORMAT) as tw:\n"
+	"        for k, name in enumerate(want):\n"
+	"            data = open(os.path.join(d, 'want', str(k)), 'rb').read()\n"
+	"            ti = tarfile.TarInfo(name)\n"
+	"            ti.size, ti.mode, ti.mtime, ti.uname, ti.gname = len(data), 0o444, 1331856000, '', ''\n"
+	"            tw.addfile(ti, io.BytesIO(data))\n"
+	"    assert out.getvalue() == open(d + '/shard.tar', 'rb').read(), 'differs from tarfile'\n"
 	"print('tarfile ok', len(got))\n";
 
 static void write_file(const char *path, const void *data, size_t len)
@@ -156,24 +182,63 @@ static void write_expected(const struct shard *sh, const char *dir)
 	snprintf(path, sizeof(path), "%s/manifest", dir);
 	man = fopen(path, "w");
 	for (i = 0; i < sh->n; i++) {
-		uint8_t *d = malloc(sh->s[i].size + 1);
+		uint64_t big = sh->s[i].size > sh->s[i].size2 ? sh->s[i].size : sh->s[i].size2;
+		uint8_t *d = malloc(big + 1);
 
-		fprintf(man, "%s.cls\n%s.jpg\n", sh->s[i].stem, sh->s[i].stem);
+		if (sh->two)
+			fprintf(man, "%s.cls\n%s.npy\n%s.strokes.npy\n", sh->s[i].stem,
+				sh->s[i].stem, sh->s[i].stem);
+		else
+			fprintf(man, "%s.cls\n%s.jpg\n", sh->s[i].stem, sh->s[i].stem);
 		snprintf(txt, sizeof(txt), "%u", sh->s[i].label);
 		snprintf(path, sizeof(path), "%s/want/%llu", dir, (unsigned long long)k++);
 		write_file(path, txt, strlen(txt));
 		for (j = 0; j < sh->s[i].size; j++)
-			d[j] = byte_of(i, j);
+			d[j] = byte_of(i, 0, j);
 		snprintf(path, sizeof(path), "%s/want/%llu", dir, (unsigned long long)k++);
 		write_file(path, d, sh->s[i].size);
+		for (j = 0; sh->two && j < sh->s[i].size2; j++)
+			d[j] = byte_of(i, 1, j);
+		snprintf(path, sizeof(path), "%s/want/%llu", dir, (unsigned long long)k);
+		if (sh->two)
+			write_file(path, d, sh->s[i].size2), k++;
 		free(d);
 	}
 	fclose(man);
 }
 
+/* The shard in dir (made by mkdtemp) with the expected members beside it,
+ * checked by Python's tarfile (with `bytes`: and written again by it, the
+ * same bytes); returns the shard's bytes and size. */
+static char *python_checks(const struct shard *sh, const struct vtar_shard *v, char *dir,
+			   const char *bytes, uint64_t *size)
+{
+	char path[4096], cmd[8192];
+	char *buf = read_all(v, size, 1 << 20);
+
+	cr_assert(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/shard.tar", dir);
+	write_file(path, buf, *size);
+	write_expected(sh, dir);
+	snprintf(path, sizeof(path), "%s/check.py", dir);
+	write_file(path, checker, strlen(checker));
+	snprintf(cmd, sizeof(cmd), "/usr/bin/python3 %s/check.py %s %s", dir, dir, bytes);
+	cr_assert_eq(system(cmd), 0, "python tarfile rejected the shard%s",
+		     *bytes ? " or wrote other bytes" : "");
+	return buf;
+}
+
+static void remove_dir(const char *dir)
+{
+	char cmd[4096];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
 Test(vtar, python_tarfile_and_gnu_tar_read_it)
 {
-	char dir[] = "/tmp/sfs-vtar.XXXXXX", path[4096], cmd[8192];
+	char dir[] = "/tmp/sfs-vtar.XXXXXX", cmd[8192];
 	struct shard sh;
 	struct vtar_shard v;
 	uint64_t size;
@@ -182,23 +247,42 @@ Test(vtar, python_tarfile_and_gnu_tar_read_it)
 	int lines = 0, c;
 
 	make_shard(&sh, &v, 23);
-	buf = read_all(&v, &size, 1 << 20);
-	cr_assert(mkdtemp(dir));
-	snprintf(path, sizeof(path), "%s/shard.tar", dir);
-	write_file(path, buf, size);
-	write_expected(&sh, dir);
-	snprintf(path, sizeof(path), "%s/check.py", dir);
-	write_file(path, checker, strlen(checker));
-	snprintf(cmd, sizeof(cmd), "/usr/bin/python3 %s/check.py %s", dir, dir);
-	cr_assert_eq(system(cmd), 0, "python tarfile rejected the shard");
+	buf = python_checks(&sh, &v, dir, "", &size);
 	snprintf(cmd, sizeof(cmd), "tar -tvf %s/shard.tar", dir);
 	p = popen(cmd, "r");
 	while ((c = fgetc(p)) != EOF)
 		lines += c == '\n';
 	cr_assert_eq(pclose(p), 0, "tar -tvf failed");
 	cr_assert_eq(lines, 46);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	cr_assert_eq(system(cmd), 0);
+	remove_dir(dir);
+	free(buf);
+	free(sh.s);
+}
+
+/* two data members a sample, short names: byte for byte tarfile's */
+Test(vtar, two_members_are_what_tarfile_writes)
+{
+	char dir[] = "/tmp/sfs-vtar.XXXXXX";
+	struct shard sh;
+	struct vtar_shard v;
+	uint64_t size, i, off = 0;
+	char *buf, *piece;
+
+	make_shard(&sh, &v, 23);
+	sh.two = 1;
+	for (i = 0; i < sh.n; i++)	/* names tarfile writes as plain ustar */
+		snprintf(sh.s[i].stem, 300, "%06llu", (unsigned long long)(i * 4099));
+	buf = python_checks(&sh, &v, dir, "bytes", &size);
+	piece = malloc(size);	/* any piece is the sequential pass's */
+	for (i = 1; i < size; i = i * 3 + 7) {
+		ssize_t n = vtar_read(&v, piece, (size_t)(size - off < i ? size - off : i), off);
+
+		cr_assert_gt(n, 0);
+		cr_assert_eq(memcmp(piece, buf + off, (size_t)n), 0, "at %llu", (unsigned long long)off);
+		off = (off + (uint64_t)n * 5 + 1) % size;
+	}
+	remove_dir(dir);
+	free(piece);
 	free(buf);
 	free(sh.s);
 }
@@ -249,8 +333,8 @@ Test(vtar, every_chunking_and_random_preads_agree)
 Test(vtar, sizes_are_computed_without_data)
 {
 	/* a shard whose one sample is 10 GiB: header uses base-256 size */
-	struct sample s = { "big", 10ull << 30, 3 };
-	struct shard sh = { &s, 1, -1, -1 };
+	struct sample s = { "big", 10ull << 30, 3, 0 };
+	struct shard sh = { &s, 1, 0, -1, -1 };
 	struct vtar_shard v = { 1, MTIME, &sh, cb_entry, cb_offset, cb_pread, NULL };
 	uint64_t size;
 	char hdr[512];

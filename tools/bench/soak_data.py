@@ -98,6 +98,7 @@ def make_quickdraw(out, nclasses, per_class):
     write(os.path.join(want, "classes.txt"), "".join(n + "\n" for n in ds.names).encode())
     for s in ("train.txt", "val.txt", "test.txt"):
         write(os.path.join(want, "splits", s), ds.split_text(s))
+    os.makedirs(os.path.join(want, "epochs"), exist_ok=True)   # lists no epoch
     return "quickdraw\tsrc/quickdraw\tlayout=quickdraw,poll=0\n"
 
 
