@@ -15,9 +15,10 @@
 
 #define NAME_MAX_ 512	/* "<k>/<label>.<member>\n": member names are <= 255 */
 
-/* what the vtar callbacks are given: shard positions [first, first + n)
- * of split view sp, whose records start at byte `base` of its records */
-struct vt {
+/* One shard as vtar sees it (the argument of its callbacks): positions
+ * [first, first + n) of split view sp, whose records start at byte `base`
+ * of the split's records */
+struct shard_span {
 	const struct in_split *sp;
 	uint64_t first, n, base;
 };
@@ -29,9 +30,9 @@ uint64_t imagenet_shard_len(const struct in_layout *L, const struct in_split *sp
 	return sp->h.n - first < L->S ? sp->h.n - first : L->S;
 }
 
-static int vt_entry(void *arg, uint64_t i, struct vtar_entry *e)
+static int shard_entry(void *arg, uint64_t i, struct vtar_entry *e)
 {
-	const struct vt *v = arg;
+	const struct shard_span *v = arg;
 	uint32_t c = v->sp->ord[v->first + i], node = in_split_node(v->sp, c);
 	const char *name = tarindex_name(&v->sp->t, node);
 
@@ -42,18 +43,18 @@ static int vt_entry(void *arg, uint64_t i, struct vtar_entry *e)
 	return 0;
 }
 
-static int vt_offset(void *arg, uint64_t i, uint64_t *off)
+static int shard_offset(void *arg, uint64_t i, uint64_t *off)
 {
-	const struct vt *v = arg;
+	const struct shard_span *v = arg;
 
 	*off = imagenet_cum_offset(v->sp, v->first + i) - v->base;
 	return 0;
 }
 
-static ssize_t vt_pread(void *arg, uint64_t i, unsigned part, void *buf, size_t len,
+static ssize_t shard_pread(void *arg, uint64_t i, unsigned part, void *buf, size_t len,
 			uint64_t off)
 {
-	const struct vt *v = arg;
+	const struct shard_span *v = arg;
 
 	return tarindex_pread(&v->sp->t, in_split_node(v->sp, v->sp->ord[v->first + i]),
 			      buf, len, off);
@@ -65,9 +66,9 @@ static ssize_t vt_pread(void *arg, uint64_t i, unsigned part, void *buf, size_t 
  * VOFF_STEP records; vtar_read's own search would sum up to VOFF_STEP
  * record sizes at each of its steps.
  */
-static int vt_find(void *arg, uint64_t off, uint64_t *i, uint64_t *start)
+static int shard_find(void *arg, uint64_t off, uint64_t *i, uint64_t *start)
 {
-	const struct vt *v = arg;
+	const struct shard_span *v = arg;
 	const struct in_split *sp = v->sp;
 	uint64_t want = v->base + off, lo = v->first / VOFF_STEP;
 	uint64_t hi = (v->first + v->n - 1) / VOFF_STEP + 1, p, at, rb;
@@ -89,20 +90,20 @@ static int vt_find(void *arg, uint64_t off, uint64_t *i, uint64_t *start)
 
 /* shard k of split view sp: a split's, or an epoch's (imagenet_epochs.h) */
 static void vtar_of(const struct in_layout *L, const struct in_split *sp, uint64_t k,
-		    struct vtar_shard *v, struct vt *ctx)
+		    struct vtar_shard *v, struct shard_span *ctx)
 {
 	ctx->sp = sp;
 	ctx->first = k * L->S;
 	ctx->n = imagenet_shard_len(L, sp, k);
 	ctx->base = imagenet_cum_offset(sp, ctx->first);
-	*v = (struct vtar_shard){ ctx->n, L->mtime, ctx, vt_entry, vt_offset, vt_pread, vt_find };
+	*v = (struct vtar_shard){ ctx->n, L->mtime, ctx, shard_entry, shard_offset, shard_pread, shard_find };
 }
 
 int imagenet_shard_size(const struct in_layout *L, const struct in_split *sp, uint64_t k,
 			uint64_t *size)
 {
 	struct vtar_shard v;
-	struct vt ctx;
+	struct shard_span ctx;
 
 	vtar_of(L, sp, k, &v, &ctx);
 	return vtar_size(&v, size);
@@ -147,7 +148,7 @@ ssize_t imagenet_shard_read(struct in_layout *L, const struct in_split *sp, uint
 			  uint64_t ino, char *buf, size_t size, uint64_t off)
 {
 	struct vtar_shard v;
-	struct vt ctx;
+	struct shard_span ctx;
 
 	vtar_of(L, sp, k, &v, &ctx);
 	/* before the read, which may wait for the disk: the advice goes
