@@ -29,10 +29,12 @@ struct source {
 };
 
 /* source_stats' counters, added to (relaxed) by the threads reading and
- * read by source_env_stats: none is on a local file's read path. */
+ * read by source_env_stats: none is on a local file's read path but the
+ * checksum ones, counted on failures only. */
 struct source_counters {
 	_Atomic uint64_t requests, retries, errors;
 	_Atomic uint64_t mem_hits, mem_misses, disk_hits, disk_misses;
+	_Atomic uint64_t checksum_failures, checksum_refetches;
 	_Atomic uint64_t decompressed;  /* sources opened as their uncompressed
 					 * bytes (source_env_decompressed) */
 };

@@ -199,6 +199,7 @@ static int build_index(void *arg, struct index_writer *w)
 	struct tar_layout *l = arg;
 	struct tarindex_build_opts bo = {
 		.recursive = l->o->recursive, .quiet = l->o->quiet, .what = "indexing tar",
+		.checksums = l->o->checksums,
 	};
 
 	return tarindex_build(w, TAG_PREFIX, l->src, l->nsrc, &bo);
@@ -207,8 +208,17 @@ static int build_index(void *arg, struct index_writer *w)
 static int attach_index(void *arg, const struct index_map *m, const char *path)
 {
 	struct tar_layout *l = arg;
+	int rc = tarindex_open(&l->t, m, TAG_PREFIX, l->src, l->nsrc);
 
-	return tarindex_open(&l->t, m, TAG_PREFIX, l->src, l->nsrc);
+	/* -o checksums wants them: an index without is rebuilt (with them,
+	 * an index is used by every mount, which then checks its reads) */
+	if (rc == 0 && l->o->checksums && !l->t.sums) {
+		sfs_info("%s: the index has no checksums, which -o checksums asks for",
+			 path);
+		tarindex_close(&l->t);
+		rc = -EBADMSG;
+	}
+	return rc;
 }
 
 /* Maps the index, building it first when missing, stale or corrupt. */
@@ -453,6 +463,11 @@ static size_t tar_tars(void *priv, const char **names, uint32_t *depth,
 	return l->nsrc;
 }
 
+static uint64_t tar_checksummed(void *priv)
+{
+	return tarindex_nsummed(&((struct tar_layout *)priv)->t);
+}
+
 static const struct layout_ops tar_ops = {
 	.name = "tar",
 	.getattr = tar_getattr,
@@ -462,6 +477,7 @@ static const struct layout_ops tar_ops = {
 	.extent = tar_extent,
 	.readlink = tar_readlink,
 	.tars = tar_tars,
+	.checksummed = tar_checksummed,
 	.statfs = tar_statfs,
 	.destroy = tar_destroy,
 };

@@ -68,6 +68,37 @@ int tarindex_derived_open(struct tarindex *t, const struct index_map *m,
 			  uint32_t c, uint32_t nderived);
 void tarindex_derived_close(struct tarindex *t);
 
+/*
+ * The members' checksums (-o checksums: tarindex_sums.c), optional
+ * sections, so an index built without them is byte for byte what it was
+ * before they existed (and TARINDEX_VERSION did not change):
+ *   TAG(c, 'C', 'H'): struct tarindex_sums_hdr, present when they are;
+ *   TAG(c, 'C', 'K'): uint32_t[nnodes], the CRC32C of each file node's
+ *       bytes when it is checksummed (tarindex_summed), else 0;
+ *   TAG(c, 'P', 'X'): struct tarindex_pieced[], sorted by node: the file
+ *       nodes over TARINDEX_PIECED bytes, whose CRC32C per
+ *       TARINDEX_PIECE bytes (the last piece shorter) are
+ *   TAG(c, 'P', 'C'): uint32_t[], at `first` on.
+ */
+struct tarindex_sums_hdr {   /* TAG(c, 'C', 'H') */
+	uint32_t piece, pieced;  /* TARINDEX_PIECE, TARINDEX_PIECED */
+	uint64_t nsummed;        /* file nodes checksummed */
+	uint64_t npieces;        /* CRCs in PC */
+};
+struct tarindex_pieced {
+	uint32_t node, pad;
+	uint64_t first;
+};
+
+/* tarindex_sums.c, for tarindex.c: maps the sections (none: t->sums
+ * stays NULL); 0 or -EBADMSG (said) when they do not fit. */
+int tarindex_sums_open(struct tarindex *t, const struct index_map *m, uint32_t c);
+/* Reads [off, off + size) of checksummed file node i (a plain range of
+ * source src at `at` = its data offset) into buf, checked (tarindex.h);
+ * 0 or -errno. */
+int tarindex_sums_read(const struct tarindex *t, uint32_t i, uint32_t src,
+		       uint64_t at, char *buf, size_t size, uint64_t off);
+
 /* Zip entries in (source, offset) order: how tarindex_zip.c writes the
  * section and tarindex.c searches it (tarindex.c). */
 int tarindex_zip_cmp(const void *pa, const void *pb);
