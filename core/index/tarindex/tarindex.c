@@ -825,7 +825,8 @@ ssize_t tarindex_pread(const struct tarindex *t, uint32_t i, void *buf,
 			return got;
 		rc = got == (ssize_t)size ? 0 : -EIO;
 	} else if (tarindex_summed(t, i))
-		rc = tarindex_sums_read(t, i, src, n->off, buf, size, off);
+		rc = tarindex_sums_read(t, i, tarindex_name(t, i), src, n->off,
+					fsize, buf, size, off);
 	else
 		rc = tarindex_node_sparse(n) ? sparse_read(t, i, buf, size, off) :
 		     read_source(t, src, buf, size, n->off + off);

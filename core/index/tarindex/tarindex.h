@@ -96,8 +96,8 @@
  * every byte of the members that are one plain range of a source given
  * (not sparse, not zip members, whose CRC-32 zipread checks, nor members
  * of nested compressed tars, whose streams check their own) and keeps
- * their CRC32C, 4 bytes a node, and for members over TARINDEX_PIECED
- * bytes one per TARINDEX_PIECE bytes too (4 bytes per 64 KiB).  Mounted
+ * their CRC32C, 4 bytes a node, and for members over 1 MiB one per
+ * 64 KiB piece too (4 bytes per 64 KiB).  Mounted
  * with them, tarindex_pread checks what it serves of such a member before
  * it answers: a read of a member up to 1 MiB reads the whole member and
  * checks it; of a larger one, the 64 KiB pieces the read touches.  A
@@ -403,9 +403,6 @@ const struct tarindex_hardlink *tarindex_hardlink(const struct tarindex *t,
  * data chunks (the holes are stored nowhere). */
 uint64_t tarindex_stored(const struct tarindex *t, uint32_t i);
 
-/* The sizes of the checksums' pieces (see "Checksums" above). */
-#define TARINDEX_PIECE  (64u << 10)
-#define TARINDEX_PIECED (1u << 20)
 /* 1 if file node i has a checksum that its reads are checked against
  * (the index has them, and i is a plain range of a source given). */
 int tarindex_summed(const struct tarindex *t, uint32_t i);

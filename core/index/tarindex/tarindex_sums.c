@@ -26,13 +26,13 @@
 #include "index/tarindex/tarindex_int.h"
 #include "index/tarindex/tarindex_build_int.h"
 
-#define CHUNK (1u << 20)   /* a multiple of TARINDEX_PIECE */
-_Static_assert(CHUNK % TARINDEX_PIECE == 0, "whole pieces per chunk");
-_Static_assert(TARINDEX_PIECED <= CHUNK, "a member read whole fits a chunk");
+#define CHUNK (1u << 20)   /* a multiple of SUMS_PIECE */
+_Static_assert(CHUNK % SUMS_PIECE == 0, "whole pieces per chunk");
+_Static_assert(SUMS_PIECED <= CHUNK, "a member read whole fits a chunk");
 
 static uint64_t npieces(uint64_t size)
 {
-	return (size + TARINDEX_PIECE - 1) / TARINDEX_PIECE;
+	return (size + SUMS_PIECE - 1) / SUMS_PIECE;
 }
 
 /* ------------------------------------------------------------ build */
@@ -80,9 +80,9 @@ static int sum_member(const struct builder *b, const struct tb_sum *e,
 			return -EIO;
 		}
 		crc = crc32c(crc, buf, want);
-		for (k = 0; e->first != UINT64_MAX && k < want; k += TARINDEX_PIECE)
-			pcs[e->first + j++] = crc32c(0, buf + k, want - k < TARINDEX_PIECE ?
-						     want - k : TARINDEX_PIECE);
+		for (k = 0; e->first != UINT64_MAX && k < want; k += SUMS_PIECE)
+			pcs[e->first + j++] = crc32c(0, buf + k, want - k < SUMS_PIECE ?
+						     want - k : SUMS_PIECE);
 		done += want;
 	}
 	sums[e->node] = crc;
@@ -95,7 +95,7 @@ static int sums_sections(struct index_writer *w, uint32_t c,
 			 const struct tb_sum *e, uint32_t n, const uint32_t *sums,
 			 uint32_t nnodes, const uint32_t *pcs, uint64_t npcs)
 {
-	struct tarindex_sums_hdr h = { TARINDEX_PIECE, TARINDEX_PIECED, n, npcs };
+	struct tarindex_sums_hdr h = { SUMS_PIECE, SUMS_PIECED, n, npcs };
 	struct tarindex_pieced *px;
 	uint32_t k, np = 0;
 	int rc;
@@ -140,8 +140,8 @@ int tb_sums_write(struct builder *b, struct index_writer *w, uint32_t c,
 		if (e[i].src >= b->nsrc || zipped[e[i].src])
 			continue;
 		e[m] = e[i];
-		e[m].first = e[m].size > TARINDEX_PIECED ? npcs : UINT64_MAX;
-		if (e[m].size > TARINDEX_PIECED)
+		e[m].first = e[m].size > SUMS_PIECED ? npcs : UINT64_MAX;
+		if (e[m].size > SUMS_PIECED)
 			npcs += npieces(e[m].size);
 		m++;
 	}
@@ -201,8 +201,8 @@ int tarindex_sums_open(struct tarindex *t, const struct index_map *m, uint32_t c
 	t->piece_sums = index_map_section_unchecked(m, TAG(c, 'P', 'C'), &len[3]);
 	if (index_map_damaged(m))
 		return -EBADMSG;	/* said, and rebuilt */
-	if (len[0] != sizeof(*h) || h->piece != TARINDEX_PIECE ||
-	    h->pieced != TARINDEX_PIECED || !t->sums ||
+	if (len[0] != sizeof(*h) || h->piece != SUMS_PIECE ||
+	    h->pieced != SUMS_PIECED || !t->sums ||
 	    len[1] != (uint64_t)t->nnodes * sizeof(*t->sums) ||
 	    len[2] % sizeof(*t->pieced) || len[3] != h->npieces * sizeof(uint32_t))
 		return bad_sums(t, "do not fit the index");
@@ -248,8 +248,8 @@ static int64_t first_bad(const struct span *sp, const char *buf)
 
 	if (!sp->pieces)
 		return crc32c(0, buf, sp->hi - sp->lo) == sp->want[0] ? -1 : 0;
-	for (j = 0, at = sp->lo; at < sp->hi; j++, at += TARINDEX_PIECE) {
-		uint64_t n = sp->hi - at < TARINDEX_PIECE ? sp->hi - at : TARINDEX_PIECE;
+	for (j = 0, at = sp->lo; at < sp->hi; j++, at += SUMS_PIECE) {
+		uint64_t n = sp->hi - at < SUMS_PIECE ? sp->hi - at : SUMS_PIECE;
 
 		if (crc32c(0, buf + (at - sp->lo), n) != sp->want[j])
 			return (int64_t)j;
@@ -279,9 +279,9 @@ static int read_span(struct source *s, const struct span *sp, uint64_t at,
 static int span_of(const struct tarindex *t, uint32_t i, uint64_t fsize,
 		   uint64_t off, size_t size, struct span *sp)
 {
-	const struct tarindex_pieced *p = fsize > TARINDEX_PIECED ? pieced_of(t, i) : NULL;
+	const struct tarindex_pieced *p = fsize > SUMS_PIECED ? pieced_of(t, i) : NULL;
 
-	if (fsize > TARINDEX_PIECED && !p)
+	if (fsize > SUMS_PIECED && !p)
 		return bad_sums(t, "miss a large member's pieces");
 	sp->pieces = p != NULL;
 	if (!p) {
@@ -290,14 +290,14 @@ static int span_of(const struct tarindex *t, uint32_t i, uint64_t fsize,
 		sp->want = &t->sums[i];
 		sp->nwant = 1;
 	} else {
-		sp->lo = off / TARINDEX_PIECE * TARINDEX_PIECE;
-		sp->hi = (off + size + TARINDEX_PIECE - 1) / TARINDEX_PIECE * TARINDEX_PIECE;
+		sp->lo = off / SUMS_PIECE * SUMS_PIECE;
+		sp->hi = (off + size + SUMS_PIECE - 1) / SUMS_PIECE * SUMS_PIECE;
 		if (sp->hi > fsize)
 			sp->hi = fsize;
 		sp->nwant = npieces(sp->hi - sp->lo);
 		if (p->first + npieces(fsize) > t->npiece_sums)
 			return bad_sums(t, "miss a large member's pieces");
-		sp->want = t->piece_sums + p->first + sp->lo / TARINDEX_PIECE;
+		sp->want = t->piece_sums + p->first + sp->lo / SUMS_PIECE;
 	}
 	/* the index's blocks holding them: checked once per map */
 	return index_map_check(t->map, sp->want, sp->nwant * sizeof(uint32_t));
@@ -305,28 +305,28 @@ static int span_of(const struct tarindex *t, uint32_t i, uint64_t fsize,
 
 /* Says that piece j of sp (or its whole span) of member i failed, with
  * what happens next. */
-static void say_bad(const struct tarindex *t, uint32_t i, struct source *s,
+static void say_bad(const char *name, struct source *s,
 		    uint64_t at, const struct span *sp, int64_t j, const char *next,
 		    int err)
 {
 	uint64_t lo = sp->lo, hi = sp->hi;
 
 	if (sp->pieces) {
-		lo = sp->lo + (uint64_t)j * TARINDEX_PIECE;
-		if (hi > lo + TARINDEX_PIECE)
-			hi = lo + TARINDEX_PIECE;
+		lo = sp->lo + (uint64_t)j * SUMS_PIECE;
+		if (hi > lo + SUMS_PIECE)
+			hi = lo + SUMS_PIECE;
 	}
 	(err ? sfs_err : sfs_warn)("%s: member '%s' (data at offset %llu of the "
 		"source): bytes %llu-%llu fail their checksum (CRC32C)%s",
-		source_name(s), tarindex_name(t, i), (unsigned long long)at,
+		source_name(s), name, (unsigned long long)at,
 		(unsigned long long)lo, (unsigned long long)hi - 1, next);
 }
 
-int tarindex_sums_read(const struct tarindex *t, uint32_t i, uint32_t src,
-		       uint64_t at, char *buf, size_t size, uint64_t off)
+int tarindex_sums_read(const struct tarindex *t, uint32_t i, const char *name,
+		       uint32_t src, uint64_t at, uint64_t fsize, char *buf,
+		       size_t size, uint64_t off)
 {
 	struct source *s = t->srcs[src];
-	uint64_t fsize = tarindex_node_size(&t->nodes[i]);
 	struct span sp;
 	char *tmp = buf;
 	int64_t j;
@@ -347,15 +347,15 @@ int tarindex_sums_read(const struct tarindex *t, uint32_t i, uint32_t src,
 	source_count_checksum(s, 0);
 	rc = read_span(s, &sp, at, tmp, 1);
 	if (rc == 0) {
-		say_bad(t, i, s, at, &sp, j, ": read again past every cache", 0);
+		say_bad(name, s, at, &sp, j, ": read again past every cache", 0);
 		source_count_checksum(s, 1);
 		if ((j = first_bad(&sp, tmp)) < 0)
 			goto out;	/* damaged on its way only */
 		source_count_checksum(s, 0);
-		say_bad(t, i, s, at, &sp, j, " again: EIO", 1);
+		say_bad(name, s, at, &sp, j, " again: EIO", 1);
 		rc = -EIO;
 	} else if (rc == -ENOTSUP) {
-		say_bad(t, i, s, at, &sp, j, ": the file holds other bytes than "
+		say_bad(name, s, at, &sp, j, ": the file holds other bytes than "
 			"when it was indexed: EIO", 1);
 		rc = -EIO;
 	}
