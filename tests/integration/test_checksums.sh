@@ -14,7 +14,10 @@
 #      response bodies: with checksums every file reads tarfile's bytes or
 #      EIO, never others, most of them right (one refetch each), and
 #      stats.json counts failures and refetches; without checksums some
-#      file reads wrong bytes (the proxy's damage reaches readers);
+#      file reads wrong bytes (the proxy's damage reaches readers); a
+#      byte damaged on the first fetch only is read right by the refetch,
+#      which replaces the bad block in cache_dir too; damaged on every
+#      fetch, EIO, said;
 #   3. samplefs-inspect --save-index --checksums, before the change, makes
 #      a prebuilt index that a mount takes (-o index=) and checks with.
 # Oracle: Python's tarfile on the tar as written (www/t.tar, which nginx
@@ -178,6 +181,35 @@ check "checksums: over HTTP without them some file reads wrong bytes" \
 	"$PY" -c "$CHECK" "$M" wrong "$T/www/t.tar"
 sfs_umount "$M"
 proxy_ctl 'chaos?rate=0' >/dev/null
+# one byte of c/f10.bin damaged on its first fetch only: the refetch
+# reads it right, and replaces the bad block in cache_dir too (a later
+# mount on that cache_dir finds no failure); damaged on every fetch: EIO
+read -r F10_AT F20_AT < <("$PY" -c 'import sys, tarfile
+t = tarfile.open(sys.argv[1])
+print(*(t.getmember(n).offset_data + t.getmember(n).size // 2 for n in ("c/f10.bin", "c/f20.bin")))' "$T/www/t.tar")
+member_is() {	# MNT NAME: reads tarfile's bytes
+	"$PY" -c 'import sys, tarfile
+want = tarfile.open(sys.argv[2]).extractfile(sys.argv[3]).read()
+sys.exit(open(sys.argv[1] + "/" + sys.argv[3], "rb").read() != want)' "$1" "$T/www/t.tar" "$2"
+}
+sfs_mount "$URL" "$M" -o checksums,index_dir="$T/hidx",cache_mem=1M,cache_dir="$T/blocks" ||
+	{ echo "not ok - http cache_dir mount"; exit 1; }
+proxy_ctl "fault?mode=flip&at=$F10_AT&n=1" >/dev/null
+check "checksums: a byte damaged once on its way: read again, right" member_is "$M" c/f10.bin
+check "checksums: ... one failure, one refetch" \
+	test "$(stat_of "$M" checksum_failures) $(stat_of "$M" checksum_refetches)" = "1 1"
+proxy_ctl "fault?mode=flip&at=$F20_AT&n=-1" >/dev/null
+check "checksums: a byte damaged on every fetch: EIO" expect_fail "" cat "$M/c/f20.bin"
+check "checksums: ... said, naming the member" \
+	grep -q "error: $URL: member 'f20.bin' .* fail their checksum (CRC32C) again: EIO" "$(sfs_log "$M")"
+proxy_ctl 'fault?mode=off' >/dev/null
+sfs_umount "$M"
+sfs_mount "$URL" "$M" -o checksums,index_dir="$T/hidx",cache_mem=1M,cache_dir="$T/blocks" ||
+	{ echo "not ok - http cache_dir remount"; exit 1; }
+check "checksums: cache_dir kept the refetched block, not the damaged one" \
+	member_is "$M" c/f10.bin
+check "checksums: ... with no failure" test "$(stat_of "$M" checksum_failures)" = 0
+sfs_umount "$M"
 
 # ---- 3. a prebuilt index with checksums, made before the change
 M=$T/m3
