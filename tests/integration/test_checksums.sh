@@ -19,7 +19,12 @@
 #      which replaces the bad block in cache_dir too; damaged on every
 #      fetch, EIO, said;
 #   3. samplefs-inspect --save-index --checksums, before the change, makes
-#      a prebuilt index that a mount takes (-o index=) and checks with.
+#      a prebuilt index that a mount takes (-o index=) and checks with;
+#   4. an object read whole (a tar under 32 KiB) served with GCS's
+#      x-goog-hash: a byte damaged on its way once fails the store's
+#      CRC32C and is fetched again (counted), the mount reads it right; a
+#      CRC32C that never matches fails the reads (here the index build:
+#      no mount, said).
 # Oracle: Python's tarfile on the tar as written (www/t.tar, which nginx
 # serves; t.tar is the copy changed in place).
 . "$(dirname "$0")/lib.sh"
@@ -41,7 +46,28 @@ with tarfile.open(sys.argv[1] + "/t.tar", "w") as t:
     add(t, "b/empty", b"")
     for i in range(40):
         add(t, "c/f%02d.bin" % i, rng.randbytes(rng.randrange(100, 200000)))
+# small.tar (whole in one request) and bad.tar (its copy), served with a
+# right and a wrong x-goog-hash: their CRC32C, base64 of 4 bytes
+with tarfile.open(sys.argv[1] + "/small.tar", "w") as t:
+    add(t, "x.bin", rng.randbytes(3000))
+    add(t, "y.bin", rng.randbytes(2000))
+data = open(sys.argv[1] + "/small.tar", "rb").read()
+open(sys.argv[1] + "/bad.tar", "wb").write(data)
+crc = 0xffffffff
+for b in data:
+    crc ^= b
+    for _ in range(8):
+        crc = (crc >> 1) ^ (0x82f63b78 if crc & 1 else 0)
+import base64
+good = base64.b64encode((crc ^ 0xffffffff).to_bytes(4, "big")).decode()
+bad = base64.b64encode((crc ^ 0xffffffff ^ 1).to_bytes(4, "big")).decode()
+open(sys.argv[1] + "/../crc.txt", "w").write("%s %s %d\n" % (good, bad, len(data) // 2))
 PY
+read -r GOOD_CRC BAD_CRC SMALL_MID <"$T/crc.txt"
+# as GCS answers: one x-goog-hash per hash
+HTTP_EXTRA="
+		location = /small.tar { add_header x-goog-hash \"crc32c=$GOOD_CRC\"; add_header x-goog-hash \"md5=AAAAAAAAAAAAAAAAAAAAAA==\"; }
+		location = /bad.tar { add_header x-goog-hash \"md5=AAAAAAAAAAAAAAAAAAAAAA==,crc32c=$BAD_CRC\"; }"
 cp "$T/www/t.tar" "$T/t.tar"
 # check_tree MNT MODE: every file of t.tar read through MNT; MODE exact:
 # all tarfile's bytes; eio_only NAMES: those EIO, the rest exact; never:
@@ -210,6 +236,28 @@ check "checksums: cache_dir kept the refetched block, not the damaged one" \
 	member_is "$M" c/f10.bin
 check "checksums: ... with no failure" test "$(stat_of "$M" checksum_failures)" = 0
 sfs_umount "$M"
+
+# ---- 4. the store's CRC32C of an object read whole (x-goog-hash)
+M=$T/m4
+proxy_ctl 'reset' >/dev/null
+proxy_ctl "fault?mode=flip&at=$SMALL_MID&n=1" >/dev/null
+sfs_mount "$(proxy_url small.tar)" "$M" -o index_dir="$T/gidx" || { echo "not ok - small.tar mount"; exit 1; }
+small_right() {
+	"$PY" -c 'import sys, tarfile
+t = tarfile.open(sys.argv[2])
+for m in t.getmembers():
+    if open(sys.argv[1] + "/" + m.name, "rb").read() != t.extractfile(m).read():
+        sys.exit("    %s differs" % m.name)' "$M" "$T/www/small.tar"
+}
+check "checksums: an object damaged on its way once: fails x-goog-hash's CRC32C, fetched again" \
+	test "$(proxy_stat faults) $(stat_of "$M" checksum_failures)" = "1 1"
+check "checksums: ... and read right" small_right
+sfs_umount "$M"
+mkdir -p "$T/m5"
+SFS_MOUNTS+=("$T/m5")	# unmounted on exit should it mount after all
+check "checksums: an object whose x-goog-hash never matches: no mount, said" \
+	expect_fail "fails the store's CRC32C of the object" \
+	timeout 60 "$SAMPLEFS" -f "$(http_url bad.tar)" "$T/m5" -o index_dir="$T/gidx",retries=1,build_timeout=1
 
 # ---- 3. a prebuilt index with checksums, made before the change
 M=$T/m3

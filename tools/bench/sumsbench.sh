@@ -4,13 +4,16 @@
 #
 #   tools/bench/sumsbench.sh            # SUMS_FILES=2000 members
 #   SUMS_FILES=N SUMS_RUNS=R SUMS_THREADS=T tools/bench/sumsbench.sh
+#   SUMS_COLD=1 tools/bench/sumsbench.sh   # the host's caches dropped
+#                                          # before each run (root)
 #
 # One tar of N members of 3-250 KB (uniform: ImageNet JPEGs' sizes, a
 # mean of ~125 KB; a few go past one 128 KiB FUSE read, so a member is
 # then read, and checked, whole for each of its reads), in a temporary
 # directory, read in one random order, all of it.  The tar's pages are
 # warm in the host's cache, so the FUSE path, where the checks are, is
-# all that is measured.  Two indexes, built once: without checksums and
+# all that is measured (SUMS_COLD=1: dropped before each run, so the
+# disk's reads are in it too).  Two indexes, built once: without checksums and
 # with (-o checksums).  R alternating pairs of runs (the order swapped
 # every other pair), each a fresh mount (empty FUSE page cache) read by
 # readfiles.c with T threads (4).  Prints each run's files/s, the medians
@@ -20,7 +23,8 @@
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-BUILD=${BUILD:-$ROOT/build}
+BUILD=${BUILD:-${SAMPLEFS_BUILD:-$ROOT/build}}
+COLD=${SUMS_COLD:-0}
 N=${SUMS_FILES:-2000} RUNS=${SUMS_RUNS:-5} THREADS=${SUMS_THREADS:-4}
 W=$(mktemp -d /tmp/sfs-sumsbench.XXXXXX)
 M=$W/m
@@ -52,6 +56,7 @@ mkdir -p "$M"
 run() {
 	local r opts=quiet,index_dir=$W/idx-plain
 	[ "$1" = 1 ] && opts=quiet,checksums,index_dir=$W/idx-sums
+	[ "$COLD" = 1 ] && { sync; echo 3 >/proc/sys/vm/drop_caches; }
 	"$BUILD/samplefs" "$SRC" "$M" -o "$opts" 2>>"$W/daemon.log"
 	r=$("$W/readfiles" -t "$THREADS" -p "$M" "$LIST")
 	if [ "$1" = 1 ] && ! grep -q '"checksum_failures": 0' "$M/.samplefs/stats.json"; then
@@ -82,4 +87,4 @@ done
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 a=$(median "${without[@]}") b=$(median "${with[@]}")
 lo=$(printf '%s\n' "${ratios[@]}" | sort -g | head -1) hi=$(printf '%s\n' "${ratios[@]}" | sort -g | tail -1)
-echo "files=$N bytes=$(stat -c %s "$SRC") threads=$THREADS runs=$RUNS median without=$a with=$b change=$(awk -v a="$a" -v b="$b" 'BEGIN {printf "%+.2f %%", (b - a) / a * 100}') pair ratios $(median "${ratios[@]}") ($lo-$hi)"
+echo "$([ "$COLD" = 1 ] && echo cold || echo warm) files=$N bytes=$(stat -c %s "$SRC") threads=$THREADS runs=$RUNS median without=$a with=$b change=$(awk -v a="$a" -v b="$b" 'BEGIN {printf "%+.2f %%", (b - a) / a * 100}') pair ratios $(median "${ratios[@]}") ($lo-$hi)"
