@@ -65,6 +65,8 @@ struct source_backend {
 	/* optional, for sources whose bytes travel a network (no checksum
 	 * guards them on the way): as source_refetch */
 	ssize_t (*refetch)(struct source *s, void *buf, size_t n, uint64_t off);
+	/* optional: as source_forget */
+	void (*forget)(struct source *s, uint64_t off, uint64_t n);
 	/* 1 if the source no longer matches s->stamp, 0 if it does, -errno;
 	 * source_check remembers a 1 (s->changed) */
 	int (*changed)(struct source *s);

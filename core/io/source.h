@@ -244,6 +244,11 @@ ssize_t source_pread(struct source *s, void *buf, size_t n, uint64_t off);
  * own).  Bounded as source_pread; in an index build retried as its reads.
  */
 ssize_t source_refetch(struct source *s, void *buf, size_t n, uint64_t off);
+/* Drops every cached copy of the bytes [off, off + n) of s (the blocks
+ * holding them, in memory and in cache_dir): they failed a checksum the
+ * caller holds, after a refetch too, so the next read fetches them
+ * again.  Nothing for sources with no cache of their own (local files). */
+void source_forget(struct source *s, uint64_t off, uint64_t n);
 /* Counts, in s's environment (none: nothing), a read of s whose bytes
  * failed a checksum the caller holds for them (refetch 0), or a refetch
  * made after one (1): source_stats. */

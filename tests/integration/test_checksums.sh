@@ -17,7 +17,8 @@
 #      file reads wrong bytes (the proxy's damage reaches readers); a
 #      byte damaged on the first fetch only is read right by the refetch,
 #      which replaces the bad block in cache_dir too; damaged on every
-#      fetch, EIO, said;
+#      fetch, EIO, said, and the bad copy leaves the caches (read again
+#      once the damage stops, no failure);
 #   3. samplefs-inspect --save-index --checksums, before the change, makes
 #      a prebuilt index that a mount takes (-o index=) and checks with;
 #   4. an object read whole (a tar under 32 KiB) served with GCS's
@@ -229,6 +230,10 @@ check "checksums: a byte damaged on every fetch: EIO" expect_fail "" cat "$M/c/f
 check "checksums: ... said, naming the member" \
 	grep -q "error: $URL: member 'f20.bin' .* fail their checksum (CRC32C) again: EIO" "$(sfs_log "$M")"
 proxy_ctl 'fault?mode=off' >/dev/null
+fails=$(stat_of "$M" checksum_failures)
+check "checksums: once the damage stops, the member reads right" member_is "$M" c/f20.bin
+check "checksums: ... fetched anew: the bad copy left the caches (no failure more)" \
+	test "$(stat_of "$M" checksum_failures)" = "$fails"
 sfs_umount "$M"
 sfs_mount "$URL" "$M" -o checksums,index_dir="$T/hidx",cache_mem=1M,cache_dir="$T/blocks" ||
 	{ echo "not ok - http cache_dir remount"; exit 1; }

@@ -104,8 +104,9 @@
  * mismatch reads the bytes again once past every cache (source_refetch:
  * the bad copies are replaced), and if they still fail (or the source
  * is a local file, which has no other copy to read) the read gives EIO,
- * said naming the member, the source and the offset; both are counted
- * (source_stats).  Such members are never read in place (spliced).
+ * said naming the member, the source and the offset, and the copies the
+ * refetch left in the caches are dropped (source_forget: the next read
+ * fetches anew); both are counted (source_stats).  Such members are never read in place (spliced).
  *
  * Not for: compressed tars as sources (core/io reads them as tars),
  * writing tars, deciding inode numbers (layouts do that, typically node

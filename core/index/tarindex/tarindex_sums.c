@@ -353,6 +353,8 @@ int tarindex_sums_read(const struct tarindex *t, uint32_t i, const char *name,
 			goto out;	/* damaged on its way only */
 		source_count_checksum(s, 0);
 		say_bad(name, s, at, &sp, j, " again: EIO", 1);
+		/* the caches hold the bad copy: the next read fetches anew */
+		source_forget(s, at + sp.lo, sp.hi - sp.lo);
 		rc = -EIO;
 	} else if (rc == -ENOTSUP) {
 		say_bad(name, s, at, &sp, j, ": the file holds other bytes than "
