@@ -25,11 +25,16 @@
 #      x-goog-hash: a byte damaged on its way once fails the store's
 #      CRC32C and is fetched again (counted), the mount reads it right; a
 #      CRC32C that never matches fails the reads (here the index build:
-#      no mount, said).
+#      no mount, said);
+#   5. S3 (Swift's S3 API on loopback): a byte of the object flipped on
+#      the store's disk (same size, ETag and dates): that member EIO after
+#      a refetch, said, the others right.  (Swift 2.30's S3 API sends no
+#      x-amz-checksum-crc32c: the store's own checksum is not tried here.)
 # Oracle: Python's tarfile on the tar as written (www/t.tar, which nginx
 # serves; t.tar is the copy changed in place).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/http_lib.sh"
+. "$(dirname "$0")/swift_lib.sh"
 sfs_setup
 T=$SFS_TMP
 INSPECT=$SFS_ROOT/$SAMPLEFS_BUILD/samplefs-inspect
@@ -263,6 +268,37 @@ SFS_MOUNTS+=("$T/m5")	# unmounted on exit should it mount after all
 check "checksums: an object whose x-goog-hash never matches: no mount, said" \
 	expect_fail "fails the store's CRC32C of the object" \
 	timeout 60 "$SAMPLEFS" -f "$(http_url bad.tar)" "$T/m5" -o index_dir="$T/gidx",retries=1,build_timeout=1
+
+# ---- 5. S3 (Swift's S3 API): the object changed on the store's disk,
+# same size, its ETag and dates kept (a bit flipped under the server)
+check "checksums: Swift starts" swift_start || { sfs_done; exit 1; }
+check "checksums: t.tar uploaded" swift_mkbucket sums
+check "checksums: ... into the bucket" swift_put sums t.tar "$T/www/t.tar"
+export AWS_ACCESS_KEY_ID=$SWIFT_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$SWIFT_SECRET_KEY
+unset AWS_SESSION_TOKEN AWS_PROFILE AWS_ENDPOINT_URL AWS_REGION AWS_DEFAULT_REGION
+M=$T/m6
+S3OPTS="checksums,index_dir=$T/sidx,cache_mem=1M,endpoint=$SWIFT_S3"
+sfs_mount s3://sums/t.tar "$M" -o "$S3OPTS" || { echo "not ok - s3 mount"; exit 1; }
+check "checksums: over S3 every member reads tarfile's bytes" "$PY" -c "$CHECK" "$M" exact "$T/www/t.tar"
+sfs_umount "$M"
+DATA=$(find "$SWIFT_DIR/srv" -name '*.data' -size "$(stat -c %s "$T/www/t.tar")c" | head -1)
+F05_AT=$("$PY" -c 'import sys, tarfile
+m = tarfile.open(sys.argv[1]).getmember("c/f05.bin")
+print(m.offset_data + m.size // 2)' "$T/www/t.tar")
+check "checksums: the object's file on the store's disk found" test -n "$DATA"
+"$PY" -c 'import os, sys
+p, at = sys.argv[1], int(sys.argv[2])
+st = os.stat(p)
+with open(p, "r+b") as f:
+    f.seek(at); b = f.read(1); f.seek(at); f.write(bytes([b[0] ^ 0xff]))
+os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))' "$DATA" "$F05_AT"
+sfs_mount s3://sums/t.tar "$M" -o "$S3OPTS" || { echo "not ok - s3 remount"; exit 1; }
+check "checksums: over S3 the changed member gives EIO, the others tarfile's bytes" \
+	"$PY" -c "$CHECK" "$M" eio_only "$T/www/t.tar" c/f05.bin
+check "checksums: ... read again past the caches first, then said" \
+	grep -q "error: s3://sums/t.tar: member 'f05.bin' .* fail their checksum (CRC32C) again: EIO" "$(sfs_log "$M")"
+check "checksums: ... counted" test "$(stat_of "$M" checksum_refetches)" -ge 1
+sfs_umount "$M"
 
 # ---- 3. a prebuilt index with checksums, made before the change
 M=$T/m3
