@@ -275,6 +275,15 @@ static int read_span(struct source *s, const struct span *sp, uint64_t at,
 	return 0;
 }
 
+/* At a read: the index's pieces do not fit its nodes (a damaged index
+ * that passed its block checksums, or a bug): EIO, said. */
+static int bad_pieces(const struct tarindex *t, uint32_t i)
+{
+	sfs_err("%s: the tar index's checksums miss the pieces of node %u: EIO "
+		"(remove the index to rebuild it)", t->map->path, i);
+	return -EIO;
+}
+
 /* Fills *sp for a read of [off, off + size) of node i (size fsize). */
 static int span_of(const struct tarindex *t, uint32_t i, uint64_t fsize,
 		   uint64_t off, size_t size, struct span *sp)
@@ -282,7 +291,7 @@ static int span_of(const struct tarindex *t, uint32_t i, uint64_t fsize,
 	const struct tarindex_pieced *p = fsize > SUMS_PIECED ? pieced_of(t, i) : NULL;
 
 	if (fsize > SUMS_PIECED && !p)
-		return bad_sums(t, "miss a large member's pieces");
+		return bad_pieces(t, i);
 	sp->pieces = p != NULL;
 	if (!p) {
 		sp->lo = 0;
@@ -296,7 +305,7 @@ static int span_of(const struct tarindex *t, uint32_t i, uint64_t fsize,
 			sp->hi = fsize;
 		sp->nwant = npieces(sp->hi - sp->lo);
 		if (p->first + npieces(fsize) > t->npiece_sums)
-			return bad_sums(t, "miss a large member's pieces");
+			return bad_pieces(t, i);
 		sp->want = t->piece_sums + p->first + sp->lo / SUMS_PIECE;
 	}
 	/* the index's blocks holding them: checked once per map */
