@@ -147,7 +147,8 @@ int tb_sums_write(struct builder *b, struct index_writer *w, uint32_t c,
 	}
 	if (!(pcs = malloc((npcs + 1) * sizeof(*pcs))))
 		goto out;
-	qsort(e, m, sizeof(*e), sum_cmp);
+	if (m)	/* e is NULL when there are no files */
+		qsort(e, m, sizeof(*e), sum_cmp);
 	rc = 0;
 	for (i = 0; i < m && rc == 0; i++) {
 		const struct tb_sum *p = i ? &e[i - 1] : NULL;
@@ -164,7 +165,8 @@ int tb_sums_write(struct builder *b, struct index_writer *w, uint32_t c,
 		bytes += e[i].size;
 	}
 	if (rc == 0) {
-		qsort(e, m, sizeof(*e), node_cmp_sum);
+		if (m)
+			qsort(e, m, sizeof(*e), node_cmp_sum);
 		rc = sums_sections(w, c, e, m, sums, nnodes, pcs, npcs);
 	}
 	if (rc == 0)
