@@ -153,6 +153,14 @@ int tb_sums_write(struct builder *b, struct index_writer *w, uint32_t c,
 	for (i = 0; i < m && rc == 0; i++) {
 		const struct tb_sum *p = i ? &e[i - 1] : NULL;
 
+		/* forward with gaps (the headers), to the end: a walk, which
+		 * a remote source reads through with windows in flight */
+		if (!p || p->src != e[i].src) {
+			if (p)
+				source_advise(b->src[p->src].src, 0, 0, SOURCE_ADV_NORMAL);
+			source_advise(b->src[e[i].src].src, e[i].off, 0, SOURCE_ADV_WALK);
+		}
+
 		if (p && p->src == e[i].src && p->off == e[i].off &&
 		    p->size == e[i].size) {	/* the same bytes: a hard link */
 			sums[e[i].node] = sums[p->node];
@@ -164,6 +172,8 @@ int tb_sums_write(struct builder *b, struct index_writer *w, uint32_t c,
 		rc = sum_member(b, &e[i], buf, sums, pcs);
 		bytes += e[i].size;
 	}
+	if (m)
+		source_advise(b->src[e[m - 1].src].src, 0, 0, SOURCE_ADV_NORMAL);
 	if (rc == 0) {
 		if (m)
 			qsort(e, m, sizeof(*e), node_cmp_sum);
