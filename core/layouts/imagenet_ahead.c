@@ -143,14 +143,15 @@ static int plan(const struct in_ahead *a, struct in_stream *s, uint64_t *out)
 }
 
 /* WILLNEED for the data of the sample at split position p, when it is
- * one range of its source */
+ * one range of its source (read in place, or copied through its
+ * checksums: -o checksums) */
 static void advise_position(const struct in_split *sp, uint64_t p)
 {
 	uint32_t node = in_split_node(sp, sp->ord[p]);
 	const struct tarindex_node *n = tarindex_node(&sp->t, node);
 	uint64_t size = tarindex_node_size(n);
 
-	if (size && tarindex_in_place(&sp->t, node))
+	if (size && (tarindex_in_place(&sp->t, node) || tarindex_summed(&sp->t, node)))
 		source_advise(tarindex_src(&sp->t, tarindex_node_src(n)), n->off, size,
 			      SOURCE_ADV_WILLNEED);
 }
