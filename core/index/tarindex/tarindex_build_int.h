@@ -103,6 +103,7 @@ struct builder {
 	struct tb_arena dpaths;     /* their member paths (section DN) */
 	uint32_t recursive;
 	int checksums;              /* tarindex_build_opts.checksums */
+	int quiet;                  /* tarindex_build_opts.quiet */
 	struct progress prog;
 	uint64_t bytes_before;      /* sizes of the sources already walked */
 	const struct tarindex_source *src;  /* for messages */

@@ -23,6 +23,7 @@
 #include "log.h"
 #include "io/crc.h"
 #include "io/source.h"
+#include "index/progress.h"
 #include "index/tarindex/tarindex_int.h"
 #include "index/tarindex/tarindex_build_int.h"
 
@@ -126,7 +127,8 @@ int tb_sums_write(struct builder *b, struct index_writer *w, uint32_t c,
 	uint32_t *sums = calloc((size_t)nnodes + 1, sizeof(*sums));
 	uint32_t *pcs = NULL;
 	char *buf = malloc(CHUNK);
-	uint64_t npcs = 0, k, bytes = 0;
+	uint64_t npcs = 0, k, bytes = 0, total = 0;
+	struct progress pr;
 	uint32_t m = 0, i;
 	int rc = -ENOMEM;
 
@@ -143,6 +145,7 @@ int tb_sums_write(struct builder *b, struct index_writer *w, uint32_t c,
 		e[m].first = e[m].size > SUMS_PIECED ? npcs : UINT64_MAX;
 		if (e[m].size > SUMS_PIECED)
 			npcs += npieces(e[m].size);
+		total += e[m].size;
 		m++;
 	}
 	if (!(pcs = malloc((npcs + 1) * sizeof(*pcs))))
@@ -150,6 +153,7 @@ int tb_sums_write(struct builder *b, struct index_writer *w, uint32_t c,
 	if (m)	/* e is NULL when there are no files */
 		qsort(e, m, sizeof(*e), sum_cmp);
 	rc = 0;
+	progress_start(&pr, "checksums", m, total, b->quiet);
 	for (i = 0; i < m && rc == 0; i++) {
 		const struct tb_sum *p = i ? &e[i - 1] : NULL;
 
@@ -171,7 +175,9 @@ int tb_sums_write(struct builder *b, struct index_writer *w, uint32_t c,
 		}
 		rc = sum_member(b, &e[i], buf, sums, pcs);
 		bytes += e[i].size;
+		progress_update(&pr, (uint64_t)i + 1, bytes);
 	}
+	progress_finish(&pr);
 	if (m)
 		source_advise(b->src[e[m - 1].src].src, 0, 0, SOURCE_ADV_NORMAL);
 	if (rc == 0) {
