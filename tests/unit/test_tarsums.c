@@ -215,6 +215,28 @@ Test(tarsums, members_read_checked_whole_and_in_ranges)
 	unlink(tf.path);
 }
 
+Test(tarsums, a_member_checked_whole_serves_its_next_ranged_reads)
+{
+	struct tarfile tf;
+	struct built b;
+	int k;
+
+	write_tar(&tf);
+	build(&b, &tf, 1);
+	/* a ranged read of mid.bin reads and checks it whole, and keeps it */
+	cr_assert_geq(read_cmp(&b, &tf, "mid.bin", 1, 0, 131072), 0);
+	flip(&tf, tf.at[1] + 200000);
+	/* its next ranged reads take the checked copy: the right bytes */
+	cr_assert_geq(read_cmp(&b, &tf, "mid.bin", 1, 131072, 131072), 0);
+	cr_assert_geq(read_cmp(&b, &tf, "mid.bin", 1, 262144, 300000 - 262144), 0);
+	/* a whole read reads the file again: the change is seen */
+	cr_assert_eq(read_cmp(&b, &tf, "mid.bin", 1, 0, 300000), -EIO);
+	unbuild(&b);
+	for (k = 0; k < NMEM; k++)
+		free(tf.data[k]);
+	unlink(tf.path);
+}
+
 Test(tarsums, changed_bytes_give_eio_where_they_changed)
 {
 	struct tarfile tf;

@@ -405,6 +405,8 @@ int tarindex_open(struct tarindex *t, const struct index_map *m,
 	}
 	rc = tarindex_derived_open(t, m, tag_prefix_char, t->nsrc - t->ntop);
 	if (rc == 0)
+		rc = tarindex_sums_start(t, nsrc ? source_cache(src[0].src) : NULL);
+	if (rc == 0)
 		return 0;
 out:
 	tarindex_close(t);
@@ -414,6 +416,7 @@ out:
 void tarindex_close(struct tarindex *t)
 {
 	zip_close(t);
+	tarindex_sums_close(t);
 	tarindex_derived_close(t);
 	free(t->srcs);
 	free(t->checked);

@@ -100,7 +100,9 @@
  * 64 KiB piece too (4 bytes per 64 KiB).  Mounted
  * with them, tarindex_pread checks what it serves of such a member before
  * it answers: a read of a member up to 1 MiB reads the whole member and
- * checks it; of a larger one, the 64 KiB pieces the read touches.  A
+ * checks it (and keeps it, checked, for its next ranged reads: a member
+ * read in 128 KiB READs is read and checked once); of a larger one, the
+ * 64 KiB pieces the read touches.  A
  * mismatch reads the bytes again once past every cache (source_refetch:
  * the bad copies are replaced), and if they still fail (or the source
  * is a local file, which has no other copy to read) the read gives EIO,
@@ -122,6 +124,8 @@
 #include "index/index.h"
 #include "formats/tar.h"
 #include "io/source.h"
+
+struct lru;
 
 enum tarindex_type {
 	TARINDEX_DIR = 1,
@@ -292,6 +296,10 @@ struct tarindex {
 	const uint32_t *piece_sums;
 	uint64_t npiece_sums;
 	uint64_t nsummed;        /* file nodes checksummed */
+	/* members up to 1 MiB read whole and checked for a ranged read,
+	 * kept for the member's next reads (the mount's cache memory,
+	 * "checked members"); NULL without checksums */
+	struct lru *checked_members;
 	const struct index_map *map;	/* for index_map_check */
 	uint8_t *checked;        /* by node number, one bit: a directory whose
 				  * children have been checked */

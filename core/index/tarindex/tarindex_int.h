@@ -93,6 +93,10 @@ struct tarindex_pieced {
 /* tarindex_sums.c, for tarindex.c: maps the sections (none: t->sums
  * stays NULL); 0 or -EBADMSG (said) when they do not fit. */
 int tarindex_sums_open(struct tarindex *t, const struct index_map *m, uint32_t c);
+/* Once the sources are open: the cache of checked members, in the pool
+ * `mem` (NULL: one of its own); 0 or -ENOMEM.  The close frees it. */
+int tarindex_sums_start(struct tarindex *t, struct lru_pool *mem);
+void tarindex_sums_close(struct tarindex *t);
 /* Reads [off, off + size) of checksummed file node i (named `name`, its
  * fsize bytes a plain range of source src at `at`) into buf, checked
  * (tarindex.h); 0 or -errno. */

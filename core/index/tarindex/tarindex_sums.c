@@ -22,12 +22,15 @@
 
 #include "log.h"
 #include "io/crc.h"
+#include "io/lru.h"
 #include "io/source.h"
 #include "index/progress.h"
 #include "index/tarindex/tarindex_int.h"
 #include "index/tarindex/tarindex_build_int.h"
 
 #define CHUNK (1u << 20)   /* a multiple of SUMS_PIECE */
+/* the checked members' cache without a mount's pool (tools, tests) */
+#define CHECKED_OWN (8u << 20)
 _Static_assert(CHUNK % SUMS_PIECE == 0, "whole pieces per chunk");
 _Static_assert(SUMS_PIECED <= CHUNK, "a member read whole fits a chunk");
 
@@ -235,6 +238,20 @@ int tarindex_sums_open(struct tarindex *t, const struct index_map *m, uint32_t c
 	return 0;
 }
 
+int tarindex_sums_start(struct tarindex *t, struct lru_pool *mem)
+{
+	if (!t->sums)
+		return 0;
+	t->checked_members = lru_new_in(mem, "checked members", CHECKED_OWN);
+	return t->checked_members ? 0 : -ENOMEM;
+}
+
+void tarindex_sums_close(struct tarindex *t)
+{
+	lru_free(t->checked_members);
+	t->checked_members = NULL;
+}
+
 /* The pieces of node i, or NULL when it has none. */
 static const struct tarindex_pieced *pieced_of(const struct tarindex *t, uint32_t i)
 {
@@ -361,6 +378,10 @@ int tarindex_sums_read(const struct tarindex *t, uint32_t i, const char *name,
 
 	if (rc < 0)
 		return rc;
+	/* a ranged read of a member read and checked whole before */
+	if (!sp.pieces && (off || size != fsize) &&
+	    lru_copy_out(t->checked_members, i, (size_t)off, buf, size) == 1)
+		return 0;
 	if ((sp.lo != off || sp.hi != off + size) &&
 	    !(tmp = malloc((size_t)(sp.hi - sp.lo) + 1)))
 		return -ENOMEM;
@@ -391,6 +412,11 @@ int tarindex_sums_read(const struct tarindex *t, uint32_t i, const char *name,
 out:
 	if (rc == 0 && tmp != buf)
 		memcpy(buf, tmp + (off - sp.lo), size);
+	if (rc == 0 && tmp != buf && !sp.pieces) {
+		/* its next ranged reads take the checked copy */
+		lru_insert(t->checked_members, i, tmp, (size_t)fsize);
+		tmp = buf;
+	}
 	if (tmp != buf)
 		free(tmp);
 	return rc;
