@@ -6,6 +6,9 @@
 #   SUMS_FILES=N SUMS_RUNS=R SUMS_THREADS=T tools/bench/sumsbench.sh
 #   SUMS_COLD=1 tools/bench/sumsbench.sh   # the host's caches dropped
 #                                          # before each run (root)
+#   SUMS_OPTS=readahead=128 tools/bench/sumsbench.sh   # more -o options
+#                                          # for both mounts (128 KiB
+#                                          # READs, as a user's mount has)
 #
 # One tar of N members of 3-250 KB (uniform: ImageNet JPEGs' sizes, a
 # mean of ~125 KB; a few go past one 128 KiB FUSE read, so a member is
@@ -54,8 +57,8 @@ cat "$SRC" >/dev/null
 mkdir -p "$M"
 # run WITH: one run's files/s (WITH=1: the index with checksums)
 run() {
-	local r opts=quiet,index_dir=$W/idx-plain
-	[ "$1" = 1 ] && opts=quiet,checksums,index_dir=$W/idx-sums
+	local r opts=quiet,index_dir=$W/idx-plain${SUMS_OPTS:+,$SUMS_OPTS}
+	[ "$1" = 1 ] && opts=quiet,checksums,index_dir=$W/idx-sums${SUMS_OPTS:+,$SUMS_OPTS}
 	[ "$COLD" = 1 ] && { sync; echo 3 >/proc/sys/vm/drop_caches; }
 	"$BUILD/samplefs" "$SRC" "$M" -o "$opts" 2>>"$W/daemon.log"
 	r=$("$W/readfiles" -t "$THREADS" -p "$M" "$LIST")
