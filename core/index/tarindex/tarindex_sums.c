@@ -252,20 +252,21 @@ void tarindex_sums_close(struct tarindex *t)
 	t->checked_members = NULL;
 }
 
+static int pieced_cmp(const void *pa, const void *pb)
+{
+	uint32_t i = ((const struct tarindex_pieced *)pa)->node;
+	uint32_t j = ((const struct tarindex_pieced *)pb)->node;
+
+	return (i > j) - (i < j);
+}
+
 /* The pieces of node i, or NULL when it has none. */
 static const struct tarindex_pieced *pieced_of(const struct tarindex *t, uint32_t i)
 {
-	uint32_t lo = 0, hi = t->npieced;
+	struct tarindex_pieced key = { .node = i };
 
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (t->pieced[mid].node < i)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < t->npieced && t->pieced[lo].node == i ? &t->pieced[lo] : NULL;
+	return t->npieced ? bsearch(&key, t->pieced, t->npieced, sizeof(key),
+				    pieced_cmp) : NULL;
 }
 
 /* What [lo, hi) of a member is checked against. */
