@@ -12,7 +12,9 @@
  * Inodes (layout.h's scheme, kind 0): node number + 1, so node 0 (the
  * root) is SFS_ROOT_INO; a tar has under 2^26 nodes.  Member
  * data (unless sparse) is one range of a source, so `extent` lets the
- * FUSE layer splice it; when the source changed since mounting (size or mtime),
+ * FUSE layer splice it, unless the index has the members' checksums
+ * (-o checksums: tarindex.h), whose reads are copied once checked; when
+ * the source changed since mounting (size or mtime),
  * `extent` and read() both answer -EIO (source_check).
  *
  * Threads: after layout_tar_open everything here is read-only; reads of
