@@ -35,6 +35,8 @@ struct sfs_opts {
 
 	/* tar / imagenet */
 	uint32_t recursive;      /* -o recursive=N: expand nested tars N levels (default 1) */
+	int      checksums;      /* -o checksums: the tar index keeps every member's
+				  * CRC32C, and reads check them (tarindex.h) */
 	uint64_t shard_size;     /* -o shard_size=S (default 10000) */
 	int      has_shard_seed; /* -o shard_seed=N given */
 	uint32_t shard_seed;

@@ -206,11 +206,14 @@ static void write_json(struct ctl *c, FILE *f, const struct totals *t,
 	put_escaped(f, c->opts->core.source ? c->opts->core.source : "", 1);
 	fprintf(f, "\", \"requests\": %llu, \"retries\": %llu, \"errors\": %llu, "
 		"\"mem_hits\": %llu, \"mem_misses\": %llu, \"disk_hits\": %llu, "
-		"\"disk_misses\": %llu}]",
+		"\"disk_misses\": %llu, \"checksum_failures\": %llu, "
+		"\"checksum_refetches\": %llu}]",
 		(unsigned long long)ss->requests, (unsigned long long)ss->retries,
 		(unsigned long long)ss->errors, (unsigned long long)ss->mem_hits,
 		(unsigned long long)ss->mem_misses, (unsigned long long)ss->disk_hits,
-		(unsigned long long)ss->disk_misses);
+		(unsigned long long)ss->disk_misses,
+		(unsigned long long)ss->checksum_failures,
+		(unsigned long long)ss->checksum_refetches);
 	write_caches(c, f);
 	fputs("\n}\n", f);
 }
@@ -297,6 +300,12 @@ static void write_metrics(struct ctl *c, FILE *f, const struct totals *t,
 		    ss->disk_hits);
 	prom_source(f, src, "source_disk_misses_total", "blocks not in cache_dir",
 		    ss->disk_misses);
+	prom_source(f, src, "source_checksum_failures_total",
+		    "reads whose bytes failed a member's checksum (-o checksums)",
+		    ss->checksum_failures);
+	prom_source(f, src, "source_checksum_refetches_total",
+		    "reads fetched again past every cache after a failed checksum",
+		    ss->checksum_refetches);
 	prom_head(f, "index_build_seconds", "gauge", "time to open the layout");
 	fprintf(f, "samplefs_index_build_seconds %.3f\n", c->build_s);
 	prom_head(f, "uptime_seconds", "gauge", "since the mount");

@@ -62,6 +62,7 @@ static const struct opt_row table[] = {
 	{"seed", T_U32, O(seed), S_ANY, "N", "split seed (default 42)"},
 	{"split", T_SPLIT, O(split), S_ANY, "A/B/C", "train/valid/test percent (default 80/10/10)"},
 	{"recursive", T_U32, O(recursive), S_ANY, "N", "nested tar levels to expand (default 1)"},
+	{"checksums", T_FLAG, O(checksums), S_ANY, NULL, "index every member's CRC32C (reading all its bytes) and check reads against it"},
 	{"shard_size", T_U64, O(shard_size), S_ANY, "N", "samples per shard (default 10000)"},
 	{"shard_seed", T_SEED, O(shard_seed), S_ANY, "N", "shuffle samples into shards with this seed; seeds /epochs (default 0)"},
 	{"shuffle_seed", T_U32, O(shuffle_seed), S_ANY, "N", "order of shuffled/<split>.txt (default 0)"},

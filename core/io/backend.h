@@ -29,10 +29,12 @@ struct source {
 };
 
 /* source_stats' counters, added to (relaxed) by the threads reading and
- * read by source_env_stats: none is on a local file's read path. */
+ * read by source_env_stats: none is on a local file's read path but the
+ * checksum ones, counted on failures only. */
 struct source_counters {
 	_Atomic uint64_t requests, retries, errors;
 	_Atomic uint64_t mem_hits, mem_misses, disk_hits, disk_misses;
+	_Atomic uint64_t checksum_failures, checksum_refetches;
 	_Atomic uint64_t decompressed;  /* sources opened as their uncompressed
 					 * bytes (source_env_decompressed) */
 };
@@ -63,6 +65,8 @@ struct source_backend {
 	/* optional, for sources whose bytes travel a network (no checksum
 	 * guards them on the way): as source_refetch */
 	ssize_t (*refetch)(struct source *s, void *buf, size_t n, uint64_t off);
+	/* optional: as source_forget */
+	void (*forget)(struct source *s, uint64_t off, uint64_t n);
 	/* 1 if the source no longer matches s->stamp, 0 if it does, -errno;
 	 * source_check remembers a 1 (s->changed) */
 	int (*changed)(struct source *s);

@@ -143,6 +143,10 @@ void source_env_stats(const struct source_env *env, struct source_stats *out)
 	out->mem_misses = atomic_load_explicit(&c->mem_misses, memory_order_relaxed);
 	out->disk_hits = atomic_load_explicit(&c->disk_hits, memory_order_relaxed);
 	out->disk_misses = atomic_load_explicit(&c->disk_misses, memory_order_relaxed);
+	out->checksum_failures = atomic_load_explicit(&c->checksum_failures,
+						      memory_order_relaxed);
+	out->checksum_refetches = atomic_load_explicit(&c->checksum_refetches,
+						       memory_order_relaxed);
 }
 
 void source_env_on_change(struct source_env *env, source_change_fn fn,

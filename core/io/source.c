@@ -126,6 +126,22 @@ ssize_t source_refetch(struct source *s, void *buf, size_t n, uint64_t off)
 	return s->be->refetch(s, buf, n, off);
 }
 
+void source_forget(struct source *s, uint64_t off, uint64_t n)
+{
+	if (s->be->forget)
+		s->be->forget(s, off, n);
+}
+
+void source_count_checksum(struct source *s, int refetch)
+{
+	if (!s->env)
+		return;
+	if (refetch)
+		SOURCE_COUNT(&s->env->ctr, checksum_refetches);
+	else
+		SOURCE_COUNT(&s->env->ctr, checksum_failures);
+}
+
 int source_refetches(const struct source *s)
 {
 	return s->be->refetch != NULL;

@@ -118,10 +118,15 @@ struct source_env;
  * failed after their retries; mem_ and disk_: blocks a read looked for
  * in the memory and disk caches (a miss in memory that the disk has is a
  * mem_miss and a disk_hit; disk_ stay 0 without cache_dir).
+ * checksum_failures: reads whose bytes failed a checksum kept for them
+ * (the CRC32C of a tar member, -o checksums: source_count_checksum), local
+ * sources too; checksum_refetches: those read again past every cache
+ * (source_refetch) after such a failure.
  */
 struct source_stats {
 	uint64_t requests, retries, errors;
 	uint64_t mem_hits, mem_misses, disk_hits, disk_misses;
+	uint64_t checksum_failures, checksum_refetches;
 };
 /* Fills *out; from any thread, at any time (relaxed counters: each one
  * exact, the set not one instant's). */
@@ -239,6 +244,15 @@ ssize_t source_pread(struct source *s, void *buf, size_t n, uint64_t off);
  * own).  Bounded as source_pread; in an index build retried as its reads.
  */
 ssize_t source_refetch(struct source *s, void *buf, size_t n, uint64_t off);
+/* Drops every cached copy of the bytes [off, off + n) of s (the blocks
+ * holding them, in memory and in cache_dir): they failed a checksum the
+ * caller holds, after a refetch too, so the next read fetches them
+ * again.  Nothing for sources with no cache of their own (local files). */
+void source_forget(struct source *s, uint64_t off, uint64_t n);
+/* Counts, in s's environment (none: nothing), a read of s whose bytes
+ * failed a checksum the caller holds for them (refetch 0), or a refetch
+ * made after one (1): source_stats. */
+void source_count_checksum(struct source *s, int refetch);
 /* 1 when source_refetch reads s again (its bytes travel a network), so
  * damage read in it may not be in the source: an index cut there is not
  * to be saved (tarindex_build). */

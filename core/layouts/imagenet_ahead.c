@@ -135,14 +135,15 @@ static int plan(const struct in_ahead *a, struct in_stream *s, uint64_t *out)
 }
 
 /* WILLNEED for the data of tarindex node `node` of split sp, when it is
- * one range of its source.  Reads sp->t only: an epoch's orders may be
+ * one range of its source (read in place, or copied through its
+ * checksums: -o checksums).  Reads sp->t only: an epoch's orders may be
  * freed meanwhile (imagenet_ahead_forget), its tarindex never is. */
 static void advise_node(const struct in_split *sp, uint32_t node)
 {
 	const struct tarindex_node *n = tarindex_node(&sp->t, node);
 	uint64_t size = tarindex_node_size(n);
 
-	if (size && tarindex_in_place(&sp->t, node))
+	if (size && (tarindex_in_place(&sp->t, node) || tarindex_summed(&sp->t, node)))
 		source_advise(tarindex_src(&sp->t, tarindex_node_src(n)), n->off, size,
 			      SOURCE_ADV_WILLNEED);
 }

@@ -44,7 +44,8 @@ static int build_tars(void *arg, struct index_writer *w)
 
 	for (s = 0; !rc && s < NSPLIT; s++) {
 		struct tarindex_build_opts bo = { L->sp[s].recursive, tj->o->quiet,
-			s == TRAIN ? "indexing train tar" : "indexing val tar" };
+			s == TRAIN ? "indexing train tar" : "indexing val tar",
+			tj->o->checksums };
 
 		if (L->sp[s].nsrc)
 			rc = tarindex_build(w, tar_tag[s], L->sp[s].src, L->sp[s].nsrc, &bo);
@@ -72,7 +73,8 @@ static int kaggle_root(struct in_layout *L, int s)
 
 static int open_tarindexes(void *arg, const struct index_map *m, const char *path)
 {
-	struct in_layout *L = ((struct tars_job *)arg)->L;
+	struct tars_job *tj = arg;
+	struct in_layout *L = tj->L;
 	int s, rc = 0;
 
 	for (s = 0; !rc && s < NSPLIT; s++)
@@ -81,6 +83,13 @@ static int open_tarindexes(void *arg, const struct index_map *m, const char *pat
 					   L->sp[s].src, L->sp[s].nsrc);
 			if (!rc && L->kaggle)
 				rc = kaggle_root(L, s);
+			/* -o checksums wants them: rebuilt without (layout_tar.c) */
+			if (!rc && tj->o->checksums && !L->sp[s].t.sums) {
+				sfs_info("%s: the index has no checksums, which -o "
+					 "checksums asks for", path);
+				tarindex_close(&L->sp[s].t);
+				rc = -EBADMSG;
+			}
 		}
 	for (s = 0; rc && s < NSPLIT; s++)
 		tarindex_close(&L->sp[s].t);

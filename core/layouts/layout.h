@@ -105,6 +105,10 @@ struct layout_ops {
 	 * is read instead). */
 	size_t (*tars)(void *priv, const char **names, uint32_t *depth,
 		       size_t max);
+	/* optional: how many files have checksums their reads are checked
+	 * against (-o checksums: tarindex.h), for samplefs-inspect --verify's
+	 * scrub; NULL or 0: none */
+	uint64_t (*checksummed)(void *priv);
 	/* number of virtual inodes and total bytes, for statfs */
 	void (*statfs)(void *priv, uint64_t *files, uint64_t *bytes);
 	void (*destroy)(void *priv);

@@ -12,7 +12,9 @@
  * Inodes (layout.h's scheme, kind 0): node number + 1, so node 0 (the
  * root) is SFS_ROOT_INO; a tar has under 2^26 nodes.  Member
  * data (unless sparse) is one range of a source, so `extent` lets the
- * FUSE layer splice it; when the source changed since mounting (size or mtime),
+ * FUSE layer splice it, unless the index has the members' checksums
+ * (-o checksums: tarindex.h), whose reads are copied once checked; when
+ * the source changed since mounting (size or mtime),
  * `extent` and read() both answer -EIO (source_check).
  *
  * Threads: after layout_tar_open everything here is read-only; reads of
@@ -199,6 +201,7 @@ static int build_index(void *arg, struct index_writer *w)
 	struct tar_layout *l = arg;
 	struct tarindex_build_opts bo = {
 		.recursive = l->o->recursive, .quiet = l->o->quiet, .what = "indexing tar",
+		.checksums = l->o->checksums,
 	};
 
 	return tarindex_build(w, TAG_PREFIX, l->src, l->nsrc, &bo);
@@ -207,8 +210,17 @@ static int build_index(void *arg, struct index_writer *w)
 static int attach_index(void *arg, const struct index_map *m, const char *path)
 {
 	struct tar_layout *l = arg;
+	int rc = tarindex_open(&l->t, m, TAG_PREFIX, l->src, l->nsrc);
 
-	return tarindex_open(&l->t, m, TAG_PREFIX, l->src, l->nsrc);
+	/* -o checksums wants them: an index without is rebuilt (with them,
+	 * an index is used by every mount, which then checks its reads) */
+	if (rc == 0 && l->o->checksums && !l->t.sums) {
+		sfs_info("%s: the index has no checksums, which -o checksums asks for",
+			 path);
+		tarindex_close(&l->t);
+		rc = -EBADMSG;
+	}
+	return rc;
 }
 
 /* Maps the index, building it first when missing, stale or corrupt. */
@@ -453,6 +465,11 @@ static size_t tar_tars(void *priv, const char **names, uint32_t *depth,
 	return l->nsrc;
 }
 
+static uint64_t tar_checksummed(void *priv)
+{
+	return tarindex_nsummed(&((struct tar_layout *)priv)->t);
+}
+
 static const struct layout_ops tar_ops = {
 	.name = "tar",
 	.getattr = tar_getattr,
@@ -462,6 +479,7 @@ static const struct layout_ops tar_ops = {
 	.extent = tar_extent,
 	.readlink = tar_readlink,
 	.tars = tar_tars,
+	.checksummed = tar_checksummed,
 	.statfs = tar_statfs,
 	.destroy = tar_destroy,
 };

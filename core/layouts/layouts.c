@@ -64,9 +64,9 @@ const struct layout_kind layout_kinds[] = {
 	{ "quickdraw", "Quick, Draw!", layout_quickdraw_detect, layout_quickdraw_open,
 	  "classes per_class image stroke_len seed split images strokes shard_size shard_seed" },
 	{ "imagenet", "ImageNet", imagenet_detect, layout_imagenet_open,
-	  "shard_size shard_seed shuffle_seed shard_prefetch" },
+	  "shard_size shard_seed shuffle_seed shard_prefetch checksums" },
 	{ "npy", "arrays", npy_detect, layout_npy_open, "per_class" },
-	{ "tar", "tars", tar_detect, layout_tar_open, "recursive" },
+	{ "tar", "tars", tar_detect, layout_tar_open, "recursive checksums" },
 	{ NULL, NULL, NULL, NULL, NULL }
 };
 

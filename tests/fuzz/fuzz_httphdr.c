@@ -1,9 +1,10 @@
 /*
  * fuzz_httphdr.c - libFuzzer target for core/io/http/httphdr.c: the HTTP
  * response header values a server sends (Content-Range, ETag,
- * Retry-After), which samplefs acts on.
+ * Retry-After, the stores' CRC32C), which samplefs acts on.
  *
- * Feeds: the first byte picks the header (mod 3); the rest, up to a NUL,
+ * Feeds: the first byte picks the header (mod 5: the three above, then
+ * x-goog-hash and x-amz-checksum-crc32c); the rest, up to a NUL,
  * is its value.  Checks:
  * - Content-Range: 1 or 0; on 0 the outputs are untouched; on 1 either a
  *   range (from <= to, and to < total when the total is known) or none
@@ -14,6 +15,8 @@
  *   value with no quote inside, as a reference check written here.
  * - Retry-After: -1 or 0..HTTPHDR_RETRY_AFTER_MAX; a value of digits alone
  *   reads as its number (capped); a later `now` never waits longer.
+ * - CRC32C: refused, or a value whose canonical spelling reads back the
+ *   same.
  * Seeds: tests/fuzz/seeds.py.
  */
 #include "fuzz.h"
@@ -104,6 +107,28 @@ static void retry_after(const char *v)
 	}
 }
 
+/* Either refused, or a value that reads back the same from its own
+ * spelling. */
+static void crc32c_of(const char *v, int goog)
+{
+	static const char b64[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	uint32_t crc = 0, again = 0;
+	char canon[32];
+	uint64_t x;
+	int i;
+
+	if (!httphdr_crc32c(v, goog, &crc))
+		return;
+	x = (uint64_t)crc << 4;
+	memcpy(canon, "crc32c=", 7);
+	for (i = 0; i < 6; i++)
+		canon[7 + i] = b64[(x >> (6 * (5 - i))) & 63];
+	memcpy(canon + 13, "==", 3);
+	FUZZ_CHECK(httphdr_crc32c(goog ? canon : canon + 7, goog, &again) == 1);
+	FUZZ_CHECK(again == crc);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char *v;
@@ -114,15 +139,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(v, data + 1, size - 1);
 	v[size - 1] = '\0';
-	switch (data[0] % 3) {
+	switch (data[0] % 5) {
 	case 0:
 		content_range(v);
 		break;
 	case 1:
 		etag(v);
 		break;
-	default:
+	case 2:
 		retry_after(v);
+		break;
+	default:
+		crc32c_of(v, data[0] % 5 == 3);
 		break;
 	}
 	free(v);

@@ -5,11 +5,14 @@
  * Feeds: the input as a tar file (memfd, by its /proc/self/fd path) placed
  * twice in one tree, at the root and under "x" (two sources, as the
  * ImageNet layout has), to tarindex_build with recursive=2 (nested tars
- * expanded two levels) into an index file in a private temporary directory;
+ * expanded two levels) into an index file in a private temporary directory,
+ * with the members' checksums (-o checksums) for inputs of odd length;
  * a build that succeeds must then load (index_map_open, tarindex_open:
  * the tar layout gives up when a fresh index does not) and every node is
  * visited (tarwalk.h): lookups, find by full path, parent, symlink targets,
- * and tarindex_pread of every file, whose bytes must be the source's.
+ * and tarindex_pread of every file, whose bytes must be the source's
+ * (with checksums: read through their checks, which the intact source
+ * passes).
  * The sources are opened in a source env, so members named "*.tar.gz",
  * "*.tar.xz"... that decompress to tars are expanded through derived
  * sources (tarindex_znest.c) and opened again by tarindex_open.
@@ -22,7 +25,8 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct tarindex_build_opts bo = { .recursive = 2, .quiet = 1, .what = "fuzz" };
+	struct tarindex_build_opts bo = { .recursive = 2, .quiet = 1, .what = "fuzz",
+					  .checksums = (int)(size & 1) };
 	struct tarindex_source src[2];
 	struct source_env *env = fuzz_env();
 	struct index_writer *w = NULL;

@@ -221,8 +221,9 @@ def awscred(out):
 
 def httphdr(out):
     """Header values as servers send them (nginx, S3, GCS, proxies) and as
-    they should not: the first byte picks Content-Range (0), ETag (1) or
-    Retry-After (2)."""
+    they should not: the first byte picks Content-Range (0), ETag (1),
+    Retry-After (2), GCS's x-goog-hash (3) or S3's x-amz-checksum-crc32c
+    (4), modulo 5."""
     seeds = {
         "cr-range": b"\x00bytes 0-1023/146515",
         "cr-unknown-total": b"\x00bytes 42-42/*",
@@ -256,6 +257,11 @@ def httphdr(out):
         "ra-asctime": b"\x02Sun Nov  6 08:49:37 1994",
         "ra-garbage": b"\x02soon",
         "ra-seconds-text": b"\x0230 seconds",
+        "goog-both": b"\x03crc32c=4waSgw==,md5=XrY7u+Ae7tCTyyK7j1rNww==",
+        "goog-md5-first": b"\x03md5=XrY7u+Ae7tCTyyK7j1rNww==, crc32c=AAAAAQ==",
+        "goog-unpadded": b"\x03crc32c=AAAAAQ",
+        "s3-crc32c": b"\x044waSgw==",
+        "s3-trailing": b"\x044waSgw==x",
     }
     for name, data in seeds.items():
         put(out, "httphdr", name, data)

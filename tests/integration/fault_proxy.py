@@ -59,6 +59,10 @@ argument):
               half the body, close (a body cut short that the client can
               only tell from Content-Range)
         delay     sleep delay_ms (2000) before answering normally
+        flip      forward, with one byte of the body inverted (XOR 0xff),
+              at a place drawn from the generator: damage on the way that
+              TCP let through (not among the default modes: ask for it,
+              modes=flip)
       rate=0 turns it off.  /__stats counts them as faults and chaos.MODE.
   /__stats[?key=K][&reset=1]   the counters (all as JSON, or K's value as
       a bare integer): requests, method.GET, method.HEAD, status.206,
@@ -96,6 +100,7 @@ STATUS_MODES = {'500': 500, '503': 503, '429': 429}
 MODES = {'status', 'cut', 'cutnolen', 'stop', 'hang', 'drop', 'trickle', 'norange',
          'flip', 'off'} | set(STATUS_MODES)
 CHAOS_MODES = ('500', '503', '429', 'drop', 'cut', 'cutnolen', 'trickle', 'stop', 'delay')
+CHAOS_EXTRA = ('flip',)		# taken when asked for, never by default
 BUF = 65536
 
 
@@ -148,6 +153,9 @@ class State:
         f = {'mode': mode, 'n': 1, 'method': None, 'match': None, 'code': 500,
              'retry_after': None, 'rate': c['rate_bps'], 'max_s': c['max_s'],
              'delay_ms': c['delay_ms']}
+        if mode == 'flip':
+            with self.lock:
+                f['frac'] = c['rng'].random()	# where in the body
         if mode in STATUS_MODES:
             f['mode'], f['code'] = 'status', STATUS_MODES[mode]
             f['retry_after'] = '1' if mode == '429' else None
@@ -215,7 +223,7 @@ def parse_control(state, path, query):
         elif path == '/__chaos':
             rate = float(q.get('rate', 0))
             modes = [m for m in q.get('modes', ','.join(CHAOS_MODES)).split(',') if m]
-            bad = [m for m in modes if m not in CHAOS_MODES]
+            bad = [m for m in modes if m not in CHAOS_MODES + CHAOS_EXTRA]
             if bad or not modes or not 0 <= rate <= 1:
                 return 400, {'error': 'bad chaos: rate %r, modes %r' % (rate, bad or modes)}
             c = None
@@ -434,7 +442,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if mode == 'trickle':
             return self.send_trickle(resp, fault)
         sent = 0
-        flip = fault['at'] - self.span()[0] if mode == 'flip' else -1
+        flip = -1
+        if mode == 'flip':
+            flip = (int(fault['frac'] * length) if 'frac' in fault else
+                    fault['at'] - self.span()[0])
         while sent < length:
             chunk = resp.read(min(BUF, length - sent))
             if not chunk:		# upstream short: so is the client's answer

@@ -141,7 +141,7 @@ printf '%s\n' "${insp_keys[@]}" >"$T/insp.keys"
 check "completion: samplefs-inspect -o gives exactly the keys it parses" \
 	same_lists "$T/insp.keys" "$T/comp.insp"
 check "completion: samplefs-inspect's flags" \
-	test "$(comp _samplefs_inspect samplefs-inspect - | tr '\n' ' ')" = "--save-index= --verify -o "
+	test "$(comp _samplefs_inspect samplefs-inspect - | tr '\n' ' ')" = "--checksums --save-index= --verify -o "
 printf '%s\n' "${dl_flags[@]}" -h --help --jobs --quiet | sort -u >"$T/dl.flags"
 comp _samplefs_download samplefs-download - >"$T/comp.dl"
 check "completion: samplefs-download's options, exactly" same_lists "$T/dl.flags" "$T/comp.dl"

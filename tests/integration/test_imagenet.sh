@@ -37,6 +37,11 @@ oracle_run() {
 oracle_run "default order" "$D/full" shard_size=8 --shard-size 8 --truth "$D/full.json"
 oracle_run "shard_seed" "$D/full" shard_size=5,shard_seed=3,shuffle_seed=9 \
 	--shard-size 5 --shard-seed 3 --shuffle-seed 9 --truth "$D/full.json"
+# -o checksums (issue 28): the class tars' members checked as they are
+# read, the virtual shards made from checked bytes
+oracle_run "checksums" "$D/full" shard_size=8,checksums,index_dir="$SFS_TMP/sums-idx" \
+	--shard-size 8 --truth "$D/full.json"
+check "checksums: the build computed them" grep -q "checksums (CRC32C) of" "$(sfs_log "$M")"
 oracle_run "train/<wnid>.tar, MATLAB-style meta.mat" "$D/dirs" shard_size=6 \
 	--shard-size 6 --truth "$D/dirs.json"
 oracle_run "no devkit" "$D/nodevkit" shard_size=4 --shard-size 4 --truth "$D/nodevkit.json"

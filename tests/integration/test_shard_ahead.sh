@@ -51,6 +51,14 @@ if check "local: mounts with shard_prefetch=512k" sfs_mount "$D/r" "$M" -o "$opt
 		$ORACLE "$D/r" "$M" --shard-size 200 --shard-seed 7 --preads 50
 	check "local: unmounts cleanly" sfs_umount "$M"
 fi
+# with checksums (issue 28) members are copied through their checks, not
+# spliced: the prefetch still asks for them
+if check "local: mounts with shard_prefetch=512k,checksums" \
+	sfs_mount "$D/r" "$M" -o "$opts,shard_prefetch=512k,checksums,index_dir=$SFS_TMP/idx-sums"; then
+	check "local, checksums: the members ahead of the reader become resident, none past the budget" \
+		$AHEAD "$D/r" "$M" $args --budget 524288
+	check "local, checksums: unmounts cleanly" sfs_umount "$M"
+fi
 if check "local: mounts with shard_prefetch=0" sfs_mount "$D/r" "$M" -o "$opts,shard_prefetch=0"; then
 	check "local, no prefetch: the same reads leave members ahead cold" \
 		$AHEAD "$D/r" "$M" $args --budget 524288 --expect none

@@ -106,3 +106,31 @@ Test(httphdr, retry_after)
 	cr_assert_eq(httphdr_retry_after("", now), -1);
 	cr_assert_eq(httphdr_retry_after("soon", now), -1);
 }
+
+Test(httphdr, crc32c_of_stores)
+{
+	uint32_t crc = 7;
+
+	/* CRC32C of "123456789" is 0xe3069283: base64 of e3 06 92 83 */
+	cr_assert_eq(httphdr_crc32c("4waSgw==", 0, &crc), 1);
+	cr_assert_eq(crc, 0xe3069283u);
+	crc = 7;
+	cr_assert_eq(httphdr_crc32c("crc32c=4waSgw==", 1, &crc), 1);
+	cr_assert_eq(crc, 0xe3069283u);
+	crc = 7;
+	cr_assert_eq(httphdr_crc32c("md5=XrY7u+Ae7tCTyyK7j1rNww==, crc32c=AAAAAQ==", 1, &crc), 1);
+	cr_assert_eq(crc, 1u);
+	crc = 7;
+	cr_assert_eq(httphdr_crc32c(" CRC32C=AAAAAQ== ,md5=x", 1, &crc), 1);
+	cr_assert_eq(crc, 1u);
+	crc = 7;
+	cr_assert_eq(httphdr_crc32c("md5=XrY7u+Ae7tCTyyK7j1rNww==", 1, &crc), 0);
+	cr_assert_eq(httphdr_crc32c("crc32c=AAAAAQ", 1, &crc), 0, "no padding");
+	cr_assert_eq(httphdr_crc32c("crc32c=AAAAAR==", 1, &crc), 0, "bits past the 4 bytes");
+	cr_assert_eq(httphdr_crc32c("crc32c=AAA*AQ==", 1, &crc), 0);
+	cr_assert_eq(httphdr_crc32c("AAAAAQ==x", 0, &crc), 0);
+	cr_assert_eq(httphdr_crc32c("crc32c=AAAAAQ==", 0, &crc), 0, "S3's is the value alone");
+	cr_assert_eq(httphdr_crc32c("", 1, &crc), 0);
+	cr_assert_eq(crc, 7u, "untouched when refused");
+}
+

@@ -26,6 +26,13 @@
  * --verify reads the tars the layout itself lists (layout_ops.tars), so a
  * URL SOURCE is verified as a local one.
  *
+ * --checksums (or -o checksums) builds the index with every member's
+ * CRC32C, reading all their bytes once (tarindex.h, "Checksums"): with
+ * --save-index, the cluster's one pass over them.  --verify on an index
+ * that has checksums also scrubs the tree: every file read through the
+ * layout, which checks each member against its CRC32C; every member that
+ * fails is listed ("bad: PATH"), and the exit status is 1 when any does.
+ *
  * Not a mount and not a repair tool.  Only the -o options that shape an
  * index are understood here (layout, index_dir, shard_size, shard_seed,
  * shuffle_seed, recursive, classes, per_class, seed, quiet), cacert and
@@ -75,6 +82,8 @@ static int set_opt(struct sfs_opts *o, char *kv)
 		return o->remote.insecure = 1, 0;
 	if (!strcmp(kv, "anonymous"))
 		return o->remote.anonymous = 1, 0;
+	if (!strcmp(kv, "checksums"))
+		return o->checksums = 1, 0;
 	if (!v)
 		return -EINVAL;
 	*v++ = '\0';
@@ -246,6 +255,8 @@ struct tree_verify {
 	const struct layout *l;
 	char *buf;
 	uint64_t files, dirs, bytes;
+	int scrub;		/* list files that fail, and go on */
+	uint64_t bad;
 };
 
 static int take_entry(void *arg, const char *name, const struct sfs_attr *a,
@@ -270,6 +281,11 @@ static int verify_tree_file(struct tree_verify *t, const struct sfs_attr *a,
 
 	do {
 		n = t->l->ops->read(t->l->priv, a->ino, t->buf, CHUNK, off);
+		if (n == -EIO && t->scrub) {
+			printf("bad: %s\n", path + 1);	/* said why above */
+			t->bad++;
+			return 0;
+		}
 		if (n < 0) {
 			fprintf(stderr, "verify: %s: read at offset %llu: %s\n", path,
 				(unsigned long long)off, strerror((int)-n));
@@ -343,6 +359,24 @@ static int verify_tree(const struct layout *l)
 	return rc;
 }
 
+/* --verify of a layout whose files have checksums: every file read
+ * through it (each checked), each that fails listed; 0 or -EIO. */
+static int scrub_tree(const struct layout *l)
+{
+	struct tree_verify t = { .l = l, .scrub = 1 };
+	int rc;
+
+	if (!(t.buf = malloc(CHUNK)))
+		return -ENOMEM;
+	rc = verify_tree_dir(&t, SFS_ROOT_INO, "");
+	free(t.buf);
+	printf("Scrubbed: %llu files, %llu bytes against %llu checksums: %llu bad\n",
+	       (unsigned long long)t.files, (unsigned long long)t.bytes,
+	       (unsigned long long)l->ops->checksummed(l->priv),
+	       (unsigned long long)t.bad);
+	return rc ? rc : t.bad ? -EIO : 0;
+}
+
 /* Every tar the layout reads (its own list: any backend, any layout
  * that has tars), or else every file of its tree. */
 static int verify_all(const struct layout *l)
@@ -399,7 +433,7 @@ static void summary(const struct layout *l, double t0)
 static void usage(void)
 {
 	fprintf(stderr, "usage: samplefs-inspect [--verify] [--save-index=FILE] "
-		"[-o key=value,...] SOURCE\n");
+		"[--checksums] [-o key=value,...] SOURCE\n");
 }
 
 /* A new directory next to `out` (in $TMPDIR when out is a bucket's key)
@@ -440,6 +474,8 @@ int main(int argc, char **argv)
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--verify")) {
 			verify = 1;
+		} else if (!strcmp(argv[i], "--checksums")) {
+			o.checksums = 1;	/* as -o checksums */
 		} else if (!strncmp(argv[i], "--save-index=", 13) && argv[i][13]) {
 			save = argv[i] + 13;
 		} else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
@@ -471,6 +507,11 @@ int main(int argc, char **argv)
 	summary(&l, t0);
 	if (verify)
 		rc = verify_all(&l);
+	if (verify && l.ops->checksummed && l.ops->checksummed(l.priv)) {
+		int src = scrub_tree(&l);
+
+		rc = rc ? rc : src;
+	}
 	layout_close(&l);
 	if (rc == 0 && save)
 		rc = source_is_bucket(save) ? index_prebuilt_upload(&o, tmpdir, save) :

@@ -369,6 +369,8 @@ int tarindex_open(struct tarindex *t, const struct index_map *m,
 	t->map = m;
 	rc = map_sections(t, m, tag_prefix_char);
 	if (rc == 0)
+		rc = tarindex_sums_open(t, m, tag_prefix_char);
+	if (rc == 0)
 		rc = zip_open(t, m, tag_prefix_char,
 				       nsrc ? source_cache(src[0].src) : NULL);
 	if (rc == 0 && t->ntop != nsrc)
@@ -404,6 +406,8 @@ int tarindex_open(struct tarindex *t, const struct index_map *m,
 	}
 	rc = tarindex_derived_open(t, m, tag_prefix_char, t->nsrc - t->ntop);
 	if (rc == 0)
+		rc = tarindex_sums_start(t, nsrc ? source_cache(src[0].src) : NULL);
+	if (rc == 0)
 		return 0;
 out:
 	tarindex_close(t);
@@ -413,6 +417,7 @@ out:
 void tarindex_close(struct tarindex *t)
 {
 	zip_close(t);
+	tarindex_sums_close(t);
 	tarindex_derived_close(t);
 	free(t->srcs);
 	free(t->checked);
@@ -641,8 +646,23 @@ int tarindex_in_place(const struct tarindex *t, uint32_t i)
 	    tarindex_node_sparse(&t->nodes[i]))
 		return 0;
 	if (!(z = zip_of(t, i)))
-		return 1;
+		return !tarindex_summed(t, i);	/* a splice is not checked */
 	return zipread_in_place(t->zr, (uint64_t)(z - t->zips) + 1);
+}
+
+int tarindex_summed(const struct tarindex *t, uint32_t i)
+{
+	const struct tarindex_node *n = &t->nodes[i];
+
+	/* the rule tarindex_sums.c's build follows */
+	return t->sums && tarindex_node_type(n) == TARINDEX_FILE &&
+	       !tarindex_node_sparse(n) && tarindex_node_src(n) < t->ntop &&
+	       !zip_of(t, i);
+}
+
+uint64_t tarindex_nsummed(const struct tarindex *t)
+{
+	return t->sums ? t->nsummed : 0;
 }
 
 int tarindex_zipped(const struct tarindex *t, uint32_t i)
@@ -781,7 +801,10 @@ ssize_t tarindex_pread(const struct tarindex *t, uint32_t i, void *buf,
 		if (got < 0)
 			return got;
 		rc = got == (ssize_t)size ? 0 : -EIO;
-	} else
+	} else if (tarindex_summed(t, i))
+		rc = tarindex_sums_read(t, i, tarindex_name(t, i), src, n->off,
+					fsize, buf, size, off);
+	else
 		rc = tarindex_node_sparse(n) ? sparse_read(t, i, buf, size, off) :
 		     read_source(t, src, buf, size, n->off + off);
 	if (rc < 0)

@@ -92,6 +92,24 @@
  * the damage; reads of damaged spans give EIO (said by zsource, naming
  * the archive, the member's offset and its path).
  *
+ * Checksums (-o checksums; tarindex_sums.c): a build given them reads
+ * every byte of the members that are one plain range of a source given
+ * (not sparse, not zip members, whose CRC-32 zipread checks, nor members
+ * of nested compressed tars, whose streams check their own) and keeps
+ * their CRC32C, 4 bytes a node, and for members over 1 MiB one per
+ * 64 KiB piece too (4 bytes per 64 KiB).  Mounted
+ * with them, tarindex_pread checks what it serves of such a member before
+ * it answers: a read of a member up to 1 MiB reads the whole member and
+ * checks it (and keeps it, checked, for its next ranged reads: a member
+ * read in 128 KiB READs is read and checked once); of a larger one, the
+ * 64 KiB pieces the read touches.  A
+ * mismatch reads the bytes again once past every cache (source_refetch:
+ * the bad copies are replaced), and if they still fail (or the source
+ * is a local file, which has no other copy to read) the read gives EIO,
+ * said naming the member, the source and the offset, and the copies the
+ * refetch left in the caches are dropped (source_forget: the next read
+ * fetches anew); both are counted (source_stats).  Such members are never read in place (spliced).
+ *
  * Not for: compressed tars as sources (core/io reads them as tars),
  * writing tars, deciding inode numbers (layouts do that, typically node
  * number + a constant).
@@ -107,6 +125,8 @@
 #include "formats/tar.h"
 #include "io/source.h"
 #include "search.h"
+
+struct lru;
 
 enum tarindex_type {
 	TARINDEX_DIR = 1,
@@ -209,6 +229,8 @@ struct tarindex_build_opts {
 	uint32_t recursive; /* levels of nested tars to expand (0 = none) */
 	int quiet;          /* no progress display */
 	const char *what;   /* progress label, e.g. "indexing tar" */
+	int checksums;      /* -o checksums: read every member's bytes for
+			     * their CRC32C (see "Checksums" above) */
 };
 
 /*
@@ -267,6 +289,18 @@ struct tarindex {
 	uint64_t nfiles;         /* regular files */
 	uint64_t total_bytes;    /* sum of regular file sizes */
 	uint32_t nsymlinks;      /* symlink nodes */
+	/* the members' CRC32C (-o checksums: tarindex_sums.c), NULL when
+	 * the index has none; pieces of the large ones */
+	const uint32_t *sums;
+	const struct tarindex_pieced *pieced;
+	uint32_t npieced;
+	const uint32_t *piece_sums;
+	uint64_t npiece_sums;
+	uint64_t nsummed;        /* file nodes checksummed */
+	/* members up to 1 MiB read whole and checked for a ranged read,
+	 * kept for the member's next reads (the mount's cache memory,
+	 * "checked members"); NULL without checksums */
+	struct lru *checked_members;
 	const struct index_map *map;	/* for index_map_check */
 	uint8_t *checked;        /* by node number, one bit: a directory whose
 				  * children have been checked */
@@ -368,6 +402,12 @@ const struct tarindex_hardlink *tarindex_hardlink(const struct tarindex *t,
 /* Bytes of file node i its source stores: its size, or a sparse file's
  * data chunks (the holes are stored nowhere). */
 uint64_t tarindex_stored(const struct tarindex *t, uint32_t i);
+
+/* 1 if file node i has a checksum that its reads are checked against
+ * (the index has them, and i is a plain range of a source given). */
+int tarindex_summed(const struct tarindex *t, uint32_t i);
+/* How many file nodes have checksums (0: the index has none). */
+uint64_t tarindex_nsummed(const struct tarindex *t);
 
 /* 1 if file node i is a zip member (its bytes go through zipread, which
  * checks their CRC-32); else 0. */

@@ -629,7 +629,9 @@ static int build_once(struct index_writer *w, uint32_t tag_prefix_char,
 		      const struct tarindex_source *src, size_t nsrc,
 		      const struct tarindex_build_opts *bo)
 {
-	struct builder b = { .recursive = bo->recursive, .src = src, .nsrc = (uint32_t)nsrc,
+	struct builder b = { .recursive = bo->recursive, .checksums = bo->checksums,
+			     .quiet = bo->quiet,
+			     .src = src, .nsrc = (uint32_t)nsrc,
 			     .add_member = tb_walk_cb, .nest_walk = tb_nest_walk };
 	uint64_t *sizes, total = 0, at;
 	int64_t mtime, root_mtime = 0;

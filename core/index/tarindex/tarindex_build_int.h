@@ -102,6 +102,8 @@ struct builder {
 	uint32_t nder, der_cap;
 	struct tb_arena dpaths;     /* their member paths (section DN) */
 	uint32_t recursive;
+	int checksums;              /* tarindex_build_opts.checksums */
+	int quiet;                  /* tarindex_build_opts.quiet */
 	struct progress prog;
 	uint64_t bytes_before;      /* sizes of the sources already walked */
 	const struct tarindex_source *src;  /* for messages */
@@ -192,6 +194,18 @@ int tb_link_of(const struct builder *b, const struct entry_rec *r, struct entry_
 /* Whether a resolved hard link shares file data at (src, off). */
 int tb_link_data(const struct builder *b, uint32_t src, uint64_t off);
 void tb_links_free(struct builder *b);
+
+/* tarindex_sums.c: a file node whose bytes a build with checksums reads
+ * (collected by tarindex_tree.c in node order), and the sections made
+ * from them: reads every member's bytes (those of sources given, not
+ * zips), e[] reordered.  0 or -errno (said). */
+struct tb_sum {
+	uint64_t off, size;
+	uint64_t first;     /* its piece CRCs' place, or UINT64_MAX */
+	uint32_t src, node;
+};
+int tb_sums_write(struct builder *b, struct index_writer *w, uint32_t c,
+		  struct tb_sum *e, uint32_t n, uint32_t nnodes);
 
 /* tarindex_tree.c: steps 4 and 5 (the tree, the sections). */
 int tb_tree_write(struct builder *b, struct index_writer *w, uint32_t c,

@@ -68,6 +68,45 @@ int tarindex_derived_open(struct tarindex *t, const struct index_map *m,
 			  uint32_t c, uint32_t nderived);
 void tarindex_derived_close(struct tarindex *t);
 
+/*
+ * The members' checksums (-o checksums: tarindex_sums.c), optional
+ * sections, so an index built without them is byte for byte what it was
+ * before they existed (and TARINDEX_VERSION did not change):
+ *   TAG(c, 'C', 'H'): struct tarindex_sums_hdr, present when they are;
+ *   TAG(c, 'C', 'K'): uint32_t[nnodes], the CRC32C of each file node's
+ *       bytes when it is checksummed (tarindex_summed), else 0;
+ *   TAG(c, 'P', 'X'): struct tarindex_pieced[], sorted by node: the file
+ *       nodes over SUMS_PIECED bytes, whose CRC32C per
+ *       SUMS_PIECE bytes (the last piece shorter) are
+ *   TAG(c, 'P', 'C'): uint32_t[], at `first` on.
+ */
+struct tarindex_sums_hdr {   /* TAG(c, 'C', 'H') */
+	uint32_t piece, pieced;  /* SUMS_PIECE, SUMS_PIECED */
+	uint64_t nsummed;        /* file nodes checksummed */
+	uint64_t npieces;        /* CRCs in PC */
+};
+struct tarindex_pieced {
+	uint32_t node, pad;
+	uint64_t first;
+};
+
+/* tarindex_sums.c, for tarindex.c: maps the sections (none: t->sums
+ * stays NULL); 0 or -EBADMSG (said) when they do not fit. */
+int tarindex_sums_open(struct tarindex *t, const struct index_map *m, uint32_t c);
+/* Once the sources are open: the cache of checked members, in the pool
+ * `mem` (NULL: one of its own); 0 or -ENOMEM.  The close frees it. */
+int tarindex_sums_start(struct tarindex *t, struct lru_pool *mem);
+void tarindex_sums_close(struct tarindex *t);
+/* Reads [off, off + size) of checksummed file node i (named `name`, its
+ * fsize bytes a plain range of source src at `at`) into buf, checked
+ * (tarindex.h); 0 or -errno. */
+int tarindex_sums_read(const struct tarindex *t, uint32_t i, const char *name,
+		       uint32_t src, uint64_t at, uint64_t fsize, char *buf,
+		       size_t size, uint64_t off);
+/* The sizes of the pieces (tarindex.h, "Checksums"), as stored. */
+#define SUMS_PIECE  (64u << 10)
+#define SUMS_PIECED (1u << 20)
+
 /* Zip entries in (source, offset) order: how tarindex_zip.c writes the
  * section and tarindex.c searches it (tarindex.c). */
 int tarindex_zip_cmp(const void *pa, const void *pb);

@@ -6,7 +6,8 @@
  * their breadth-first order; the directories' child counts, known when
  * each is closed, go through a sort of their own in the same order.
  * Then the nodes are written in that order, each directory's children
- * starting where the previous directories' end.
+ * starting where the previous directories' end; with checksums, the
+ * plain file nodes go to tarindex_sums.c, which reads their bytes.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -389,6 +390,8 @@ struct hl_ent {
 	uint64_t off;
 };
 struct aside {
+	struct tb_sum *sums;    /* with checksums: the plain file nodes */
+	uint32_t nsums, sums_cap;
 	struct sp_ent *sp;
 	uint32_t nsp, sp_cap;
 	struct hl_ent *hl;
@@ -429,6 +432,11 @@ static int make_node(const struct builder *b, struct tarindex_hdr *h,
 		if (it->sparse && (rc = tb_grow((void **)&a->sp, &a->sp_cap, a->nsp,
 						sizeof(*a->sp))) == 0)
 			a->sp[a->nsp++] = (struct sp_ent){ k, it->sparse, it->size };
+		if (rc == 0 && b->checksums && !it->sparse && it->src < b->nsrc &&
+		    (rc = tb_grow((void **)&a->sums, &a->sums_cap, a->nsums,
+				  sizeof(*a->sums))) == 0)
+			a->sums[a->nsums++] = (struct tb_sum){ it->off, it->size, 0,
+							       it->src, k };
 		if (rc == 0 && tb_link_data(b, it->src, it->off) &&
 		    (rc = tb_grow((void **)&a->hl, &a->hl_cap, a->nhl, sizeof(*a->hl))) == 0)
 			a->hl[a->nhl++] = (struct hl_ent){ it->src, k, it->off };
@@ -636,6 +644,7 @@ static void tree_free(struct tree *t, struct aside *a)
 	free(t->pool);
 	free(t->tg);
 	free(t->tgs.p);
+	free(a->sums);
 	free(a->sp);
 	free(a->hl);
 	free(a->dirs);
@@ -687,6 +696,8 @@ int tb_tree_write(struct builder *b, struct index_writer *w, uint32_t c,
 		rc = write_sparse(b, w, c, &h, &a);
 	if (rc == 0)
 		rc = write_hardlinks(w, c, &h, &a);
+	if (rc == 0 && b->checksums)
+		rc = tb_sums_write(b, w, c, a.sums, a.nsums, h.nnodes);
 	if (rc == 0)
 		rc = index_writer_add(w, TAG(c, 'H', 'D'), &h, sizeof(h));
 out:

@@ -918,6 +918,7 @@ const struct source_backend source_bucket_backend = {
 	.open = bucket_open,
 	.pread = httpcache_pread,
 	.refetch = httpcache_refetch,
+	.forget = httpcache_forget,
 	.changed = http_changed,
 	.close = http_close,
 	.advise = http_advise,

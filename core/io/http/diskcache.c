@@ -314,6 +314,16 @@ int diskcache_get(struct diskcache *dc, const char *url,
 	return rc == 1;
 }
 
+void diskcache_drop(struct diskcache *dc, const char *url, uint64_t block)
+{
+	char sub[17], path[48];
+	struct stat fs;
+
+	block_path(url, block, sub, path);
+	if (!fstatat(dc->dfd, path, &fs, 0) && !unlinkat(dc->dfd, path, 0))
+		charge(dc, -(int64_t)fs.st_size);
+}
+
 static int put_file(struct diskcache *dc, const char *url,
 		    const struct source_stamp *st, uint64_t block,
 		    const void *data, size_t len, int64_t *delta)

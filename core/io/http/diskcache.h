@@ -32,6 +32,10 @@ int diskcache_get(struct diskcache *dc, const char *url,
 		  const struct source_stamp *st, uint64_t block, void *buf,
 		  size_t len);
 
+/* Removes block `block` of url, if held: its bytes are not to be
+ * believed (they failed a checksum kept above core/io). */
+void diskcache_drop(struct diskcache *dc, const char *url, uint64_t block);
+
 /* Stores it; best effort (a failure is warned about, rate-limited). */
 void diskcache_put(struct diskcache *dc, const char *url,
 		   const struct source_stamp *st, uint64_t block,

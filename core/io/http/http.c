@@ -484,6 +484,7 @@ const struct source_backend source_http_backend = {
 	.open = http_open,
 	.pread = httpcache_pread,
 	.refetch = httpcache_refetch,
+	.forget = httpcache_forget,
 	.changed = http_changed,
 	.close = http_close,
 	.advise = http_advise,

@@ -173,6 +173,8 @@ ssize_t httpcache_pread(struct source *s, void *buf, size_t n, uint64_t off);
 /* source_refetch: the blocks of [off, off + n) fetched again, replacing
  * the caches' copies. */
 ssize_t httpcache_refetch(struct source *s, void *buf, size_t n, uint64_t off);
+/* source_forget: the blocks around [off, off + n) leave both caches. */
+void httpcache_forget(struct source *s, uint64_t off, uint64_t n);
 
 /* httpahead.c */
 /* Starts the prefetch threads if they are not running (the first open of
@@ -208,6 +210,8 @@ int hf_from_memory(const struct rd *r, uint64_t b);
 int hf_from_disk(const struct rd *r, uint64_t b);
 /* Either, counted (source_env_stats). */
 int hf_cached(const struct rd *r, uint64_t b);
+/* Drops block b of h (source name `name`) from memory and disk. */
+void hf_forget(struct http_src *h, const char *name, uint64_t b);
 /* The fetch running over any of blocks lo..hi, or failed for r's bytes
  * there, or -1 (h->lock held). */
 int hf_flight_over(const struct rd *r, uint64_t lo, uint64_t hi);

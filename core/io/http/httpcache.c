@@ -285,6 +285,17 @@ ssize_t httpcache_pread(struct source *s, void *buf, size_t n, uint64_t off)
 	return (ssize_t)n;
 }
 
+void httpcache_forget(struct source *s, uint64_t off, uint64_t n)
+{
+	struct http_src *h = s->priv;
+	uint64_t b;
+
+	if (!n || off >= s->stamp.size)
+		return;
+	for (b = off / BLOCK; b <= (off + n - 1) / BLOCK; b++)
+		hf_forget(h, s->name, b);
+}
+
 /* source_refetch: the whole blocks around [off, off + n), fetched again
  * and put in the caches in place of what they held (a fresh read); no
  * readahead, and the stream's state is left as it was. */

@@ -138,6 +138,13 @@ int hf_from_disk(const struct rd *r, uint64_t b)
 	return 1;
 }
 
+void hf_forget(struct http_src *h, const char *name, uint64_t b)
+{
+	lru_drop(h->he->mem, key_of(h, b));
+	if (h->disk)
+		diskcache_drop(h->he->disk, name, b);
+}
+
 /* Block b's piece from the caches, counted (source_env_stats): 1, or 0. */
 int hf_cached(const struct rd *r, uint64_t b)
 {

@@ -13,6 +13,7 @@
 
 #include <curl/curl.h>
 #include <string.h>
+#include <strings.h>
 
 static int blank(char c)
 {
@@ -133,3 +134,55 @@ int64_t httphdr_retry_after(const char *v, time_t now)
 	return (uint64_t)(when - now) > HTTPHDR_RETRY_AFTER_MAX ?
 	       HTTPHDR_RETRY_AFTER_MAX : (int64_t)(when - now);
 }
+
+/* The value of base64 character c, or -1. */
+static int b64(char c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	return c == '+' ? 62 : c == '/' ? 63 : -1;
+}
+
+/* "XXXXXX==" (4 bytes, base64) at p, then blanks and `end` or a NUL. */
+static int b64_u32(const char *p, char end, uint32_t *out)
+{
+	uint64_t v = 0;
+	int i, d;
+
+	for (i = 0; i < 6; i++) {
+		if ((d = b64(p[i])) < 0)
+			return 0;
+		v = v << 6 | (uint64_t)d;
+	}
+	/* 36 bits: the last 4 are padding, zero */
+	if (p[6] != '=' || p[7] != '=' || (v & 0xf))
+		return 0;
+	p = skip_blanks(p + 8);
+	if (*p && *p != end)
+		return 0;
+	*out = (uint32_t)(v >> 4);
+	return 1;
+}
+
+int httphdr_crc32c(const char *v, int goog, uint32_t *crc)
+{
+	const char *p = skip_blanks(v);
+
+	if (!goog)
+		return b64_u32(p, '\0', crc);
+	while (*p) {
+		p = skip_blanks(p);
+		if (!strncasecmp(p, "crc32c=", 7))
+			return b64_u32(p + 7, ',', crc);
+		while (*p && *p != ',')
+			p++;
+		if (*p == ',')
+			p++;
+	}
+	return 0;
+}
+

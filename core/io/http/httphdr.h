@@ -1,6 +1,7 @@
 /*
  * httphdr.h - the values of the HTTP response headers samplefs acts on,
- * parsed from their text alone: Content-Range, ETag, Retry-After.  A
+ * parsed from their text alone: Content-Range, ETag, Retry-After, the
+ * stores' CRC32C (x-goog-hash, x-amz-checksum-crc32c).  A
  * server's headers are untrusted input: each function takes any NUL-
  * terminated string and either understands all of it or says it does
  * not, never reading past it, never overflowing, never guessing a number
@@ -60,5 +61,14 @@ enum httphdr_etag_kind httphdr_etag(const char *v, char *out, size_t outlen);
  * maximum is the maximum); -1 when v is neither.
  */
 int64_t httphdr_retry_after(const char *v, time_t now);
+
+/*
+ * An object store's CRC32C of the whole object: `goog` 1 for GCS's
+ * x-goog-hash (a comma-separated list: "crc32c=AAAAAA==,md5=..." ), 0 for
+ * S3's x-amz-checksum-crc32c (the value alone): the base64 of 4 bytes,
+ * big-endian.  1 with *crc set, or 0 when v holds none (or not that
+ * shape).
+ */
+int httphdr_crc32c(const char *v, int goog, uint32_t *crc);
 
 #endif

@@ -25,7 +25,10 @@
  * every attempt and the backoff between them: a stall is not waited out
  * at the full timeout once per retry.  The body goes only into the caller's buffers: a server sending more
  * than the range fails the request, and the bodies of errors are dropped
- * (at most DROP_MAX bytes of them are read).
+ * (at most DROP_MAX bytes of them are read).  A 206 that holds a whole
+ * object is checked against the store's CRC32C of it when the response
+ * gives one (GCS's x-goog-hash, S3's x-amz-checksum-crc32c): a mismatch
+ * is retried as a short body is.
  *
  * Not for: what a response means to a source (http.c), caching, logging.
  */
@@ -43,6 +46,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "io/crc.h"
 #include "io/http/httphdr.h"
 #include "log.h"
 
@@ -342,6 +346,42 @@ static void parse_content_range(const char *v, struct httpresp *r)
 	r->has_range = httphdr_content_range(v, &r->r_from, &r->r_to, &r->r_total);
 }
 
+/* The store's CRC32C of the object, if the response names one: GCS
+ * sends x-goog-hash once per hash (crc32c, md5), S3 x-amz-checksum-crc32c
+ * when asked for (x-amz-checksum-mode: ENABLED; not sent here). */
+static void crc_of(CURL *h, struct httpresp *r)
+{
+	struct curl_header *hh;
+	size_t i, n = 1;
+
+	for (i = 0; i < n && !r->has_crc32c; i++) {
+		if (curl_easy_header(h, "x-goog-hash", i, CURLH_HEADER, -1, &hh) != CURLHE_OK)
+			break;
+		n = hh->amount;
+		r->has_crc32c = httphdr_crc32c(hh->value, 1, &r->crc32c);
+	}
+	if (!r->has_crc32c &&
+	    curl_easy_header(h, "x-amz-checksum-crc32c", 0, CURLH_HEADER, -1, &hh) == CURLHE_OK)
+		r->has_crc32c = httphdr_crc32c(hh->value, 0, &r->crc32c);
+}
+
+/* The CRC32C of the body req's iov (or r->body) holds: r->got bytes. */
+static uint32_t body_crc32c(const struct httpreq *req, const struct httpresp *r)
+{
+	size_t left = r->got, k;
+	uint32_t crc = 0;
+	int i;
+
+	if (!req->iov)
+		return crc32c(0, r->body, r->got);
+	for (i = 0; i < req->niov && left; i++) {
+		k = req->iov[i].iov_len < left ? req->iov[i].iov_len : left;
+		crc = crc32c(crc, req->iov[i].iov_base, k);
+		left -= k;
+	}
+	return crc;
+}
+
 /* What the response said, from libcurl. */
 static void gather(CURL *h, const struct httpreq *req, struct httpresp *r)
 {
@@ -355,6 +395,7 @@ static void gather(CURL *h, const struct httpreq *req, struct httpresp *r)
 		(void)httphdr_etag(hh->value, r->etag, sizeof(r->etag));
 	if (curl_easy_header(h, "Content-Range", 0, CURLH_HEADER, -1, &hh) == CURLHE_OK)
 		parse_content_range(hh->value, r);
+	crc_of(h, r);
 	if (curl_easy_header(h, "Accept-Ranges", 0, CURLH_HEADER, -1, &hh) == CURLHE_OK)
 		r->accept_ranges = !!strstr(hh->value, "bytes");
 	if (curl_easy_getinfo(h, CURLINFO_FILETIME_T, &v) == CURLE_OK && v > 0)
@@ -452,6 +493,15 @@ static enum verdict check_expected(const struct httpreq *req, struct httpresp *r
 	if (r->got != want) {
 		snprintf(r->cause, sizeof(r->cause), "short body: %zu of %" PRIu64
 			 " bytes", r->got, want);
+		return RETRY;
+	}
+	/* the whole object: the store's checksum of it says whether the
+	 * bytes are the ones it holds (TCP's checksum is weak) */
+	if (r->has_crc32c && req->from == 0 && want == st->size &&
+	    body_crc32c(req, r) != r->crc32c) {
+		r->crc32c_failed = 1;
+		snprintf(r->cause, sizeof(r->cause), "the body fails the store's "
+			 "CRC32C of the object (%08x)", r->crc32c);
 		return RETRY;
 	}
 	r->fail = FAIL_NONE;
@@ -769,6 +819,8 @@ static enum verdict retry_loop(struct httpreq_ctx *c, const struct httpreq *req,
 			SOURCE_COUNT(c->ctr, retries);
 		v = fn(c, k, req, r, deadline, &retry_after, arg);
 		conn_give(c, k);
+		if (r->crc32c_failed)
+			SOURCE_COUNT(c->ctr, checksum_failures);
 		if (v != RETRY)
 			break;
 	}

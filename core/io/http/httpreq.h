@@ -111,6 +111,12 @@ struct httpresp {
 	size_t got;               /* body bytes kept */
 	char *body;               /* see httpreq.iov */
 	int changed;              /* expect failed: another size or ETag */
+	/* the store's CRC32C of the whole object (GCS's x-goog-hash, S3's
+	 * x-amz-checksum-crc32c), checked when a 206 of an expected read
+	 * holds the whole object: one that fails is retried (counted in
+	 * checksum_failures) */
+	int has_crc32c, crc32c_failed;
+	uint32_t crc32c;
 	unsigned attempts;
 	/* the last attempt's time to its first byte and in all (ns): the
 	 * link's latency and rate, for the walks of index builds */
