@@ -200,6 +200,29 @@ check "inspect --verify: a *.tar member that is no tar is a file, not damage" \
 check "inspect --verify: a cut tar still fails" bash -c \
 	"head -c 1100 '$T/fake.tar' > '$T/cut2.tar' && ! '$INSPECT' --verify -o layout=tar,index_dir='$T/idx-cut2' '$T/cut2.tar' 2>/dev/null"
 
+# --verify of a zip (and of a directory holding a tar and a zip): no tar
+# headers to walk, its members read through the layout, each checked
+# against its CRC-32; zipfile's testzip() is the oracle of which is bad
+mkdir -p "$T/vz"
+cp "$T/fake.tar" "$T/vz/"
+"$PY" - "$T/vz/z.zip" "$T/vbad.zip" <<'PY'
+import sys, zipfile
+with zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_DEFLATED) as z:
+    z.writestr("d/a.txt", b"hello " * 300)
+    z.writestr("b.bin", bytes(range(256)) * 20)
+d = bytearray(open(sys.argv[1], "rb").read())
+d[d.find(b"d/a.txt") + len("d/a.txt") + 5] ^= 0xFF   # inside a.txt's data
+open(sys.argv[2], "wb").write(d)
+assert zipfile.ZipFile(sys.argv[1]).testzip() is None
+assert zipfile.ZipFile(sys.argv[2]).testzip() == "d/a.txt"
+PY
+check "inspect --verify: a good zip passes (read through the layout)" \
+	"$INSPECT" --verify -o layout=tar,index_dir="$T/idx-vz1" "$T/vz/z.zip"
+check "inspect --verify: a directory of a tar and a zip passes" \
+	"$INSPECT" --verify -o layout=tar,index_dir="$T/idx-vz2" "$T/vz"
+check "inspect --verify: a zip whose member's data is damaged fails, naming it" bash -c \
+	"! '$INSPECT' --verify -o layout=tar,index_dir='$T/idx-vz3' '$T/vbad.zip' >'$T/vbad.out' 2>&1 && grep -q 'd/a.txt' '$T/vbad.out'"
+
 
 # Tar bombs: inputs whose index work or size grew far faster than the
 # input.  Each is indexed and the layout opened twice (built, then from the
