@@ -6,14 +6,16 @@
 # BENCH_RUNS runs, cold and warm caches.  Writes tools/bench/results.md and
 # its charts, docs/bench/*.png (tools/bench/charts.py).
 #
-#   tools/bench/bench.sh [A] [B] [http] [scale] [stats] [stream] [seq] [shuf] [tools] [cold]
+#   tools/bench/bench.sh [A] [B] [http] [scale] [stats] [stream] [seq] [shuf] [rand] [tools] [cold]
 #                   parts: A Quick, Draw!, B ImageNet, http mounts over
 #                   HTTP, scale mount time, index and RSS against dataset
 #                   size, stats the cost of reading stats.json; issue 26's
 #                   read path: stream index builds over a 20 ms link and a
 #                   faulty store (streambuild.sh), seq shards streamed and
 #                   warm epochs (seqbench.sh), shuf shuffled shards with
-#                   prefetch (shufbench.sh) (default those eight); tools:
+#                   prefetch (shufbench.sh), rand random samples over S3
+#                   and HTTP and a second session thread (randbench.sh)
+#                   (default those nine); tools:
 #                   du, ls -lR, find over ImageNet only; cold: cold ImageNet
 #                   reads only
 #   BENCH_QUICK=1   small data and one run, for debugging; the table goes to
@@ -46,7 +48,7 @@ READER=$BUILD/bench-readfiles
 QUICK=${BENCH_QUICK:-0}
 POLL=${BENCH_POLL:-50}	# samplefs' default -o poll, given to the floor too
 BASE=${BENCH_DIR:-/var/tmp/samplefs-bench}
-PARTS=${*:-A B http scale stats stream seq shuf}
+PARTS=${*:-A B http scale stats stream seq shuf rand}
 if [ "$QUICK" = 1 ]; then
 	DATA=$BASE/quick
 	RUNS=${BENCH_RUNS:-1}
@@ -1104,6 +1106,7 @@ case " $PARTS " in *" cold "*) part_cold ;; esac
 case " $PARTS " in *" stream "*) part_script stream streambuild.sh "$RUNS" "0.2 0.6" ;; esac
 case " $PARTS " in *" seq "*) part_script seq seqbench.sh ;; esac
 case " $PARTS " in *" shuf "*) part_script shuf shufbench.sh ;; esac
+case " $PARTS " in *" rand "*) BENCH_RUNS=$RUNS part_script rand randbench.sh s3 http sessions ;; esac
 "$PY" "$HERE/table.py" "$RES" "$OUT" && say "results in $OUT"
 mkdir -p "$CHARTS" && "$PY" "$HERE/charts.py" "$RES" "$CHARTS" && say "charts in $CHARTS"
 empty_trash

@@ -15,10 +15,18 @@
 #        for both: what is compared is the mount's path, not the disk),
 #        and curlloop.c (4 threads) for the floor (target: >= 0.5x local).
 #
-#   tools/bench/randbench.sh [s3] [http]      (both by default)
+#  sessions: the same small members from the local tar (page cache warm),
+#        fresh mounts with -o sessions=1 and sessions=2 alternating, read
+#        by 4 and by 16 threads: what a second session thread gives (on a
+#        2-core machine, where readers and daemon share the cores).
+#
+#   tools/bench/randbench.sh [s3] [http] [sessions]   (s3 and http by default)
 #   BENCH_RUNS=N   rounds (default 5); BENCH_N=N samples a pass (2000)
 #   BENCH_MOUNT_OPTS=...  extra -o options for the network mounts
 #   BENCH_DIR=DIR  generated data (/var/tmp/samplefs-bench/rand)
+#   BENCH_VS=PATH  another samplefs binary (another commit's build): each
+#                  round also reads through it, and the table gives the
+#                  ratio of this build to it, per round
 #
 # Not a test: fails only when a tool is missing or a reader hits an error.
 # Everything it started (nginx, Swift, mounts) is stopped by lib.sh's EXIT
@@ -27,16 +35,22 @@ set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT" || exit 1
 HERE=$ROOT/tools/bench
+# SAMPLEFS_BUILD may be absolute (bench.sh's part_script gives it so)
+case ${SAMPLEFS_BUILD:-build} in
+/*) export SAMPLEFS=${SAMPLEFS:-$SAMPLEFS_BUILD/samplefs} B=$SAMPLEFS_BUILD ;;
+*) B=$ROOT/${SAMPLEFS_BUILD:-build} ;;
+esac
 . "$ROOT/tests/integration/lib.sh"
 . "$ROOT/tests/integration/http_lib.sh"
 . "$ROOT/tests/integration/swift_lib.sh"
-READER=$ROOT/$SAMPLEFS_BUILD/bench-readfiles
-CURLLOOP=$ROOT/$SAMPLEFS_BUILD/bench-curlloop
+READER=$B/bench-readfiles
+CURLLOOP=$B/bench-curlloop
 DATA=${BENCH_DIR:-/var/tmp/samplefs-bench}/rand
 RUNS=${BENCH_RUNS:-5}
 N=${BENCH_N:-2000}
 PARTS=${*:-s3 http}
 MOPTS=${BENCH_MOUNT_OPTS:-}
+VS=${BENCH_VS:-}
 
 say() { printf '[randbench %s] %s\n' "$(date +%T)" "$*" >&2; }
 field() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p"; }
@@ -114,9 +128,24 @@ part_s3() {
 		awk -v g="$g" -v n="$N" 'BEGIN { printf "%.3f\n", g / n }' >>"$T/s3.gets"
 		"$CURLLOOP" -t 16 "$SWIFT_S3/randb/real.tar" "$DATA/real-$N.ranges" |
 			field files_per_s >>"$T/s3.curl" || return 1
-		say "s3 round $i: samplefs $(tail -1 "$T/s3.sfs"), curl $(tail -1 "$T/s3.curl"), GETs/sample $(tail -1 "$T/s3.gets")"
+		if [ -n "$VS" ]; then
+			mark=$(swift_log_mark) || return 1
+			SAMPLEFS=$VS pass_mount "$url" 16 "$DATA/real-$N.paths" \
+				"endpoint=$SWIFT_S3${MOPTS:+,$MOPTS}" >>"$T/s3.vs" || return 1
+			g=$(swift_log_lines "$mark" | awk -F'\t' '$1 == "GET" && $2 == "/randb/real.tar" { n++ } END { print n + 0 }')
+			awk -v g="$g" -v n="$N" 'BEGIN { printf "%.3f\n", g / n }' >>"$T/s3.vsgets"
+		fi
+		say "s3 round $i: samplefs $(tail -1 "$T/s3.sfs"), curl $(tail -1 "$T/s3.curl"), GETs/sample $(tail -1 "$T/s3.gets")${VS:+, vs $(tail -1 "$T/s3.vs") ($(tail -1 "$T/s3.vsgets") GETs/sample)}"
 	done
 	ratios "$T/s3.sfs" "$T/s3.curl" >"$T/s3.ratio"
+	if [ -n "$VS" ]; then
+		ratios "$T/s3.vs" "$T/s3.curl" >"$T/s3.vsratio"
+		ratios "$T/s3.sfs" "$T/s3.vs" >"$T/s3.vsself"
+		row "BENCH_VS build: files/s; / curl loop; GETs a sample" "$(stats "$T/s3.vs")" \
+			"$(stats "$T/s3.vsratio")x curl; $(stats "$T/s3.vsgets") GETs/sample"
+		row "this build / BENCH_VS build, per round" "$(stats "$T/s3.vsself")" \
+			"rounds: $(tr '\n' ' ' <"$T/s3.vsself")"
+	fi
 	row "s3, $N random 60-160 KB members, 16 threads: samplefs files/s" "$(stats "$T/s3.sfs")" \
 		"runs: $(tr '\n' ' ' <"$T/s3.sfs")"
 	row "the same ranged GETs, curlloop.c, 16 threads" "$(stats "$T/s3.curl")" \
@@ -141,6 +170,10 @@ part_http() {
 		pass_mount "$DATA/small.tar" 4 "$DATA/small-$N.paths" >>"$T/h.local" || return 1
 		"$CURLLOOP" -t 4 "$(http_url small.tar)" "$DATA/small-$N.ranges" |
 			field files_per_s >>"$T/h.curl" || return 1
+		if [ -n "$VS" ]; then
+			SAMPLEFS=$VS pass_mount "$(http_url small.tar)" 4 "$DATA/small-$N.paths" \
+				"$MOPTS" >>"$T/h.vs" || return 1
+		fi
 		say "http round $i: samplefs $(tail -1 "$T/h.sfs"), local $(tail -1 "$T/h.local"), curl $(tail -1 "$T/h.curl")"
 	done
 	ratios "$T/h.sfs" "$T/h.local" >"$T/h.ratio"
@@ -153,7 +186,41 @@ part_http() {
 	row "http / local, per round" "$(stats "$T/h.ratio")" \
 		"target >= 0.5; rounds: $(tr '\n' ' ' <"$T/h.ratio")"
 	row "curl loop / local, per round" "$(stats "$T/h.cratio")" "the floor's ratio"
+	if [ -n "$VS" ]; then
+		ratios "$T/h.vs" "$T/h.local" >"$T/h.vsratio"
+		ratios "$T/h.sfs" "$T/h.vs" >"$T/h.vsself"
+		row "BENCH_VS build: files/s; / local" "$(stats "$T/h.vs")" "$(stats "$T/h.vsratio")x local"
+		row "this build / BENCH_VS build, per round" "$(stats "$T/h.vsself")" \
+			"rounds: $(tr '\n' ' ' <"$T/h.vsself")"
+	fi
 	http_stop
+}
+
+part_sessions() {
+	local i t s
+	gen small 40000 1000 6000 || return 1
+	cat "$DATA/small.tar" >/dev/null
+	pass_mount "$DATA/small.tar" 4 "$DATA/small-$N.paths" >/dev/null || return 1
+	for t in 4 16; do
+		: >"$T/s1.$t"; : >"$T/s2.$t"
+	done
+	for ((i = 1; i <= RUNS; i++)); do
+		for t in 4 16; do
+			for s in 1 2; do
+				pass_mount "$DATA/small.tar" "$t" "$DATA/small-$N.paths" "sessions=$s" \
+					>>"$T/s$s.$t" || return 1
+			done
+			say "sessions round $i, $t threads: 1 session $(tail -1 "$T/s1.$t"), 2 sessions $(tail -1 "$T/s2.$t")"
+		done
+	done
+	for t in 4 16; do
+		ratios "$T/s2.$t" "$T/s1.$t" >"$T/s.$t.ratio"
+		row "local small members, $t threads: files/s with sessions=1" "$(stats "$T/s1.$t")" \
+			"runs: $(tr '\n' ' ' <"$T/s1.$t")"
+		row "... with sessions=2" "$(stats "$T/s2.$t")" "runs: $(tr '\n' ' ' <"$T/s2.$t")"
+		row "sessions=2 / sessions=1, $t threads, per round" "$(stats "$T/s.$t.ratio")" \
+			"rounds: $(tr '\n' ' ' <"$T/s.$t.ratio")"
+	done
 }
 
 for p in $PARTS; do
