@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# Random whole-sample reads over HTTP (issue 26): N members of a tar on
-# nginx (loopback), read whole and at random by 16 threads at once, cost
-# at most N GETs (nginx's access log counts them), and each is the bytes
-# Python's tarfile reads from the tar.  A count, never a time.
+# Random whole-sample reads over HTTP (issue 26), checked by nginx's
+# access log (counts and ranges, never a time):
+#  - N members of a tar on nginx (loopback), read whole and at random by
+#    16 threads at once, cost at most N GETs, and each is the bytes
+#    Python's tarfile reads from the tar;
+#  - members of 40-200 KB, each alone in its MiB of the tar, read whole in
+#    a random order, cost one GET each (or none, from the memory cache) of
+#    exactly the member's bytes (the range tarfile gives), not of the
+#    32 KiB blocks around it, also right after the index build's walk.
 #
 # What it guards: the kernel sends a file's readahead as background
 # requests and, past its congestion threshold (9 in flight by default),
@@ -59,5 +64,53 @@ PY
 gets=$(http_log_count GET "$mark")
 echo "    $gets GETs for $N members; READs by size: $("$PY" -c 'import json, sys; print(json.load(open(sys.argv[1]))["read_size_hist"])' "$M/.samplefs/stats.json")"
 check "at most one GET a member ($gets for $N)" test "$gets" -le "$N"
+sfs_umount "$M"
+
+# 30 members of 40-200 KB, each followed by 1.1 MiB of filler (a member
+# not read), so each is alone in its MiB; "OFFSET-LAST" of each, by tarfile
+timeout 120 "$PY" - "$T/www/sparse.tar" "$T/ranges" <<'PY' || { echo "not ok - fixture"; exit 1; }
+import io, random, sys, tarfile
+rnd = random.Random(27)
+with tarfile.open(sys.argv[1], "w", format=tarfile.USTAR_FORMAT) as t:
+    for i in range(30):
+        for name, size in (("m/%02d.jpg" % i, rnd.randint(40000, 200000)),
+                           ("fill/%02d" % i, 1100000)):
+            ti = tarfile.TarInfo(name)
+            ti.size = size
+            t.addfile(ti, io.BytesIO(rnd.randbytes(size)))
+with tarfile.open(sys.argv[1]) as t, open(sys.argv[2], "w") as r:
+    for m in t.getmembers():
+        if m.name.startswith("m/"):
+            r.write("%s %d-%d\n" % (m.name, m.offset_data, m.offset_data + m.size - 1))
+PY
+M=$T/mnt2
+sfs_mount "$(http_url sparse.tar)" "$M" -o cache_mem=1M ||
+	{ echo "not ok - mount"; SFS_FAIL=$((SFS_FAIL + 1)); sfs_done; exit 1; }
+mark=$(http_log_mark)
+check "30 members alone in their MiB, read whole in a random order, are tarfile's bytes" \
+	timeout 120 "$PY" - "$T/www/sparse.tar" "$M" <<'PY'
+import random, sys, tarfile
+with tarfile.open(sys.argv[1]) as t:
+    want = {m.name: t.extractfile(m).read() for m in t.getmembers() if m.name.startswith("m/")}
+names = sorted(want)
+random.Random(8).shuffle(names)
+bad = []
+for name in names:
+    with open(sys.argv[2] + "/" + name, "rb") as f:
+        if f.read() != want[name]:
+            bad.append(name)
+print("".join("    %s: not the bytes tarfile reads\n" % n for n in bad), end="")
+sys.exit(1 if bad else 0)
+PY
+http_log_lines "$mark" | awk -F'\t' '$1 == "GET" { sub(/^bytes=/, "", $3); print $3 }' | sort >"$T/got"
+cut -d' ' -f2 "$T/ranges" | sort >"$T/want"
+# each GET one member's exact range, none twice (a member may cost none:
+# the index build's last blocks stay in the memory cache)
+exact() {
+	[ -z "$(comm -13 "$T/want" "$T/got")" ] && [ -z "$(uniq -d "$T/got")" ] &&
+		[ "$(wc -l <"$T/got")" -ge 25 ]
+}
+check "one GET a member at most, of exactly its bytes ($(wc -l <"$T/got") GETs)" exact
+exact || { comm -13 "$T/want" "$T/got" | head -5; http_log_lines "$mark"; } | sed "s/^/    /"
 sfs_umount "$M"
 sfs_done

@@ -47,7 +47,10 @@
 #include "io/http/httpreq.h"
 #include "log.h"
 
-#define EXACT_MAX  BLOCK        /* reads alone in their region fetch only their bytes */
+/* reads alone in their region fetch only their bytes: up to a READ's
+ * largest (1 MiB), so a whole member read at random is one GET of its
+ * range, not of the 32 KiB blocks around it */
+#define EXACT_MAX  (1u << 20)
 #define BUILD_BACKOFF_MS  500    /* a failed read's first wait; doubles */
 #define BUILD_BACKOFF_MAX 15000
 
