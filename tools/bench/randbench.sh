@@ -71,18 +71,19 @@ cc -O2 -Wall -Wextra -D_GNU_SOURCE -o "$READER" "$HERE/readfiles.c" -lpthread &&
 # (Python's tarfile's offsets, not samplefs')
 gen() {
 	[ -f "$DATA/$1.done" ] && [ -f "$DATA/$1-$N.paths" ] && return 0
-	say "generating $DATA/$1.tar ($2 members of $3-$4 bytes)"
+	say "generating $DATA/$1.tar ($2 members of $3-$4 bytes) and $N samples of it"
 	mkdir -p "$DATA" || return 1
-	"$PY" - "$DATA/$1" "$2" "$3" "$4" "$N" <<'PY' && touch "$DATA/$1.done"
+	"$PY" - "$DATA/$1" "$2" "$3" "$4" "$N" "$([ -f "$DATA/$1.done" ] && echo keep)" <<'PY' &&
 import io, random, sys, tarfile
 out, count, lo, hi, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 rnd = random.Random(26)
-with tarfile.open(out + ".tar", "w", format=tarfile.USTAR_FORMAT) as t:
-    for i in range(count):
-        data = rnd.randbytes(rnd.randint(lo, hi))
-        ti = tarfile.TarInfo("c%03d/s%06d.jpg" % (i % 100, i))
-        ti.size = len(data)
-        t.addfile(ti, io.BytesIO(data))
+if sys.argv[6] != "keep":	# the tar made before is kept: only new samples
+    with tarfile.open(out + ".tar", "w", format=tarfile.USTAR_FORMAT) as t:
+        for i in range(count):
+            data = rnd.randbytes(rnd.randint(lo, hi))
+            ti = tarfile.TarInfo("c%03d/s%06d.jpg" % (i % 100, i))
+            ti.size = len(data)
+            t.addfile(ti, io.BytesIO(data))
 with tarfile.open(out + ".tar") as t:
     ms = [m for m in t.getmembers() if m.isfile()]
 pick = random.Random(7).sample(ms, n)
@@ -91,6 +92,7 @@ with open(out + "-%d.paths" % n, "w") as p, open(out + "-%d.ranges" % n, "w") as
         p.write(m.name + "\n")
         r.write("%d %d\n" % (m.offset_data, m.size))
 PY
+		touch "$DATA/$1.done"
 }
 
 sfs_setup
