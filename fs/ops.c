@@ -430,6 +430,25 @@ static int read_extent(fuse_req_t req, struct sfs_fs *fs, fuse_ino_t ino,
 	return 0;
 }
 
+/* Which bytes of which source the file is, when it is one range of one
+ * (the layout's extent): a remote source then fetches the whole file with
+ * the first READ's request, and the kernel's next READs of it (cut by its
+ * read-ahead window) come from memory (source.h, source_cancel). */
+static void file_span(struct sfs_fs *fs, fuse_ino_t ino, struct source_cancel *c)
+{
+	struct sfs_attr a;
+	struct source *src;
+	uint64_t base;
+
+	if (!fs->layout.ops->extent ||
+	    fs->layout.ops->extent(fs->layout.priv, ino, &src, &base) < 0 ||
+	    fs->layout.ops->getattr(fs->layout.priv, ino, &a) < 0)
+		return;
+	c->file_src = src;
+	c->file_lo = base;
+	c->file_end = base + a.size;
+}
+
 /* libfuse's interrupt callback (its session thread, under its lock of
  * req): the reader was killed or interrupted while its read waits. */
 static void read_interrupted(fuse_req_t req, void *data)
@@ -458,6 +477,7 @@ static ssize_t read_cancellable(fuse_req_t req, struct sfs_fs *fs,
 	struct source_cancel c = { .since = t0 };
 	ssize_t n;
 
+	file_span(fs, ino, &c);
 	fuse_req_interrupt_func(req, read_interrupted, &c);
 	source_cancel_scope(&c);
 	n = fs->layout.ops->read(fs->layout.priv, ino, buf, size, (uint64_t)off);

@@ -7,7 +7,11 @@
 #  - members of 40-200 KB, each alone in its MiB of the tar, read whole in
 #    a random order, cost one GET each (or none, from the memory cache) of
 #    exactly the member's bytes (the range tarfile gives), not of the
-#    32 KiB blocks around it, also right after the index build's walk.
+#    32 KiB blocks around it, also right after the index build's walk;
+#  - with the kernel's read-ahead window at 128 KiB (-o readahead=128, what
+#    users other than root get), members of 130-400 KB, which the kernel
+#    reads in several READs (some sent at once), read whole at random by 16
+#    threads, still cost at most one GET each, and are tarfile's bytes.
 #
 # What it guards: the kernel sends a file's readahead as background
 # requests and, past its congestion threshold (9 in flight by default),
@@ -112,5 +116,47 @@ exact() {
 }
 check "one GET a member at most, of exactly its bytes ($(wc -l <"$T/got") GETs)" exact
 exact || { comm -13 "$T/want" "$T/got" | head -5; http_log_lines "$mark"; } | sed "s/^/    /"
+sfs_umount "$M"
+
+# members the kernel reads in several READs of 128 KiB; a cache that holds
+# the 16 readers' members while their READs take them
+timeout 120 "$PY" - "$T/www/large.tar" <<'PY' || { echo "not ok - fixture"; exit 1; }
+import io, random, sys, tarfile
+rnd = random.Random(28)
+with tarfile.open(sys.argv[1], "w", format=tarfile.USTAR_FORMAT) as t:
+    for i in range(200):
+        data = rnd.randbytes(rnd.randint(130000, 400000))
+        ti = tarfile.TarInfo("l%d/s%04d.jpg" % (i % 4, i))
+        ti.size = len(data)
+        t.addfile(ti, io.BytesIO(data))
+PY
+M=$T/mnt3
+N3=150
+sfs_mount "$(http_url large.tar)" "$M" -o cache_mem=16M,readahead=128 ||
+	{ echo "not ok - mount"; SFS_FAIL=$((SFS_FAIL + 1)); sfs_done; exit 1; }
+mark=$(http_log_mark)
+check "readahead=128: $N3 random 130-400 KB members read whole by 16 threads are tarfile's bytes" \
+	timeout 300 "$PY" - "$T/www/large.tar" "$M" "$N3" <<'PY'
+import random, sys, tarfile, threading
+tar, mnt, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+with tarfile.open(tar) as t:
+    want = {m.name: t.extractfile(m).read() for m in t.getmembers() if m.isfile()}
+names = random.Random(9).sample(sorted(want), n)
+bad = []
+def reader(k):
+    for name in names[k::16]:
+        with open(mnt + "/" + name, "rb") as f:
+            if f.read() != want[name]:
+                bad.append(name)
+th = [threading.Thread(target=reader, args=(k,)) for k in range(16)]
+for x in th: x.start()
+for x in th: x.join()
+print("".join("    %s: not the bytes tarfile reads\n" % b for b in bad[:5]), end="")
+sys.exit(1 if bad else 0)
+PY
+gets=$(http_log_count GET "$mark")
+echo "    $gets GETs for $N3 members; READs by size: $("$PY" -c 'import json, sys; print(json.load(open(sys.argv[1]))["read_size_hist"])' "$M/.samplefs/stats.json")"
+check "readahead=128: at most one GET a member ($gets for $N3)" test "$gets" -le "$N3"
+[ "$gets" -le "$N3" ] || http_log_lines "$mark" | head -20 | sed "s/^/    /"
 sfs_umount "$M"
 sfs_done
