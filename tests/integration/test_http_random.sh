@@ -27,29 +27,30 @@ N=400
 
 # 600 members of 1-160 KB (~48 MB), sizes and bytes from a fixed seed
 mkdir -p "$T/www"
-timeout 120 "$PY" - "$T/www/r.tar" <<'PY' || { echo "not ok - fixture"; exit 1; }
+# mktar TAR COUNT LO HI SEED: COUNT members of LO-HI random bytes
+mktar() {
+	timeout 120 "$PY" - "$@" <<'PY'
 import io, random, sys, tarfile
-rnd = random.Random(26)
+count, lo, hi = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+rnd = random.Random(int(sys.argv[5]))
 with tarfile.open(sys.argv[1], "w", format=tarfile.USTAR_FORMAT) as t:
-    for i in range(600):
-        data = rnd.randbytes(rnd.randint(1000, 160000))
+    for i in range(count):
+        data = rnd.randbytes(rnd.randint(lo, hi))
         ti = tarfile.TarInfo("c%d/s%04d.jpg" % (i % 8, i))
         ti.size = len(data)
         t.addfile(ti, io.BytesIO(data))
 PY
-http_start "$T/www" || { echo "not ok - nginx"; exit 1; }
-# a memory cache far smaller than the tar: no member's blocks are kept
-sfs_mount "$(http_url r.tar)" "$M" -o cache_mem=1M ||
-	{ echo "not ok - mount"; SFS_FAIL=$((SFS_FAIL + 1)); sfs_done; exit 1; }
+}
 
-mark=$(http_log_mark)
-check "$N random members read whole by 16 threads are tarfile's bytes" \
-	timeout 300 "$PY" - "$T/www/r.tar" "$M" "$N" <<'PY'
+# readers TAR MNT N SEED: N random members read whole by 16 threads at
+# once, each compared with what tarfile reads from TAR
+readers() {
+	timeout 300 "$PY" - "$@" <<'PY'
 import random, sys, tarfile, threading
 tar, mnt, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 with tarfile.open(tar) as t:
     want = {m.name: t.extractfile(m).read() for m in t.getmembers() if m.isfile()}
-names = random.Random(7).sample(sorted(want), n)
+names = random.Random(int(sys.argv[4])).sample(sorted(want), n)
 bad, lock = [], threading.Lock()
 def reader(k):
     for name in names[k::16]:
@@ -65,6 +66,17 @@ for name in bad[:5]:
     print("    %s: not the bytes tarfile reads" % name)
 sys.exit(1 if bad else 0)
 PY
+}
+
+mktar "$T/www/r.tar" 600 1000 160000 26 || { echo "not ok - fixture"; exit 1; }
+http_start "$T/www" || { echo "not ok - nginx"; exit 1; }
+# a memory cache far smaller than the tar: no member's blocks are kept
+sfs_mount "$(http_url r.tar)" "$M" -o cache_mem=1M ||
+	{ echo "not ok - mount"; SFS_FAIL=$((SFS_FAIL + 1)); sfs_done; exit 1; }
+
+mark=$(http_log_mark)
+check "$N random members read whole by 16 threads are tarfile's bytes" \
+	readers "$T/www/r.tar" "$M" "$N" 7
 gets=$(http_log_count GET "$mark")
 echo "    $gets GETs for $N members; READs by size: $("$PY" -c 'import json, sys; print(json.load(open(sys.argv[1]))["read_size_hist"])' "$M/.samplefs/stats.json")"
 check "at most one GET a member ($gets for $N)" test "$gets" -le "$N"
@@ -120,40 +132,14 @@ sfs_umount "$M"
 
 # members the kernel reads in several READs of 128 KiB; a cache that holds
 # the 16 readers' members while their READs take them
-timeout 120 "$PY" - "$T/www/large.tar" <<'PY' || { echo "not ok - fixture"; exit 1; }
-import io, random, sys, tarfile
-rnd = random.Random(28)
-with tarfile.open(sys.argv[1], "w", format=tarfile.USTAR_FORMAT) as t:
-    for i in range(200):
-        data = rnd.randbytes(rnd.randint(130000, 400000))
-        ti = tarfile.TarInfo("l%d/s%04d.jpg" % (i % 4, i))
-        ti.size = len(data)
-        t.addfile(ti, io.BytesIO(data))
-PY
+mktar "$T/www/large.tar" 200 130000 400000 28 || { echo "not ok - fixture"; exit 1; }
 M=$T/mnt3
 N3=150
 sfs_mount "$(http_url large.tar)" "$M" -o cache_mem=16M,readahead=128 ||
 	{ echo "not ok - mount"; SFS_FAIL=$((SFS_FAIL + 1)); sfs_done; exit 1; }
 mark=$(http_log_mark)
 check "readahead=128: $N3 random 130-400 KB members read whole by 16 threads are tarfile's bytes" \
-	timeout 300 "$PY" - "$T/www/large.tar" "$M" "$N3" <<'PY'
-import random, sys, tarfile, threading
-tar, mnt, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-with tarfile.open(tar) as t:
-    want = {m.name: t.extractfile(m).read() for m in t.getmembers() if m.isfile()}
-names = random.Random(9).sample(sorted(want), n)
-bad = []
-def reader(k):
-    for name in names[k::16]:
-        with open(mnt + "/" + name, "rb") as f:
-            if f.read() != want[name]:
-                bad.append(name)
-th = [threading.Thread(target=reader, args=(k,)) for k in range(16)]
-for x in th: x.start()
-for x in th: x.join()
-print("".join("    %s: not the bytes tarfile reads\n" % b for b in bad[:5]), end="")
-sys.exit(1 if bad else 0)
-PY
+	readers "$T/www/large.tar" "$M" "$N3" 9
 gets=$(http_log_count GET "$mark")
 echo "    $gets GETs for $N3 members; READs by size: $("$PY" -c 'import json, sys; print(json.load(open(sys.argv[1]))["read_size_hist"])' "$M/.samplefs/stats.json")"
 check "readahead=128: at most one GET a member ($gets for $N3)" test "$gets" -le "$N3"
