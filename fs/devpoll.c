@@ -3,8 +3,11 @@
  * for why).  It changes only how a request is read from the device; what
  * is done with it and how the reply is written stay libfuse's.
  *
- * Threads: one session thread reads; struct devpoll is read-only once
- * installed but for its `reads` counter, which only that thread touches.
+ * Threads: one session thread or several (-o sessions: libfuse's
+ * multi-threaded loop, each thread reading its own clone of the device);
+ * struct devpoll is read-only once installed.  What each thread keeps of
+ * its own (its count of reads, which clone it made non-blocking) is
+ * thread-local: the threads share no counter to bounce between CPUs.
  */
 #define FUSE_USE_VERSION 314
 #include <fuse_lowlevel.h>
@@ -46,7 +49,6 @@ int devpoll_install(struct devpoll *dp, struct fuse_session *se, unsigned usec,
 	int fd = fuse_session_fd(se), fl, rc;
 
 	dp->usec = usec;
-	dp->reads = 0;
 	dp->fd = fd;
 	fl = fcntl(fd, F_GETFL);
 	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
@@ -72,6 +74,26 @@ void devpoll_uninstall(struct devpoll *dp)
 
 /* how many requests may pass without a look for session-ending signals */
 #define SIGNAL_CHECK_EVERY 256
+
+/* this thread's calls of devpoll_read, and the device fd (its clone of the
+ * session's, with -o sessions) it made non-blocking */
+static __thread unsigned long reads;
+static __thread int nonblocking_fd = -1;
+
+/* libfuse opens each thread's clone of the device blocking; the poll needs
+ * it non-blocking.  Once per thread (a thread keeps its clone). */
+static int make_nonblocking(struct devpoll *dp, int fd)
+{
+	int fl;
+
+	if (fd == nonblocking_fd || fd == dp->fd)
+		return 0;
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return -1;
+	nonblocking_fd = fd;
+	return 0;
+}
 
 /*
  * Lets a pending session-ending signal in (ppoll with no wait and the
@@ -101,7 +123,9 @@ ssize_t devpoll_read(struct devpoll *dp, int fd, void *buf, size_t len)
 	long long until = 0;
 	ssize_t n;
 
-	if (++dp->reads % SIGNAL_CHECK_EVERY == 0 && signal_came(dp, &pfd))
+	if (make_nonblocking(dp, fd) < 0)
+		return -1;
+	if (++reads % SIGNAL_CHECK_EVERY == 0 && signal_came(dp, &pfd))
 		return -1;
 	for (;;) {
 		n = read(fd, buf, len);

@@ -10,10 +10,13 @@
  * `usec` microseconds without a request it sleeps in poll(2) as usual,
  * so an idle mount costs no CPU.
  *
- * For one session thread (fuse_session_loop): several threads polling
- * would take the CPU the readers need (measured: slower than not polling
- * on 2 vCPUs).  Not an event loop of its own: it plugs into libfuse's
- * through fuse_session_custom_io (libfuse >= 3.14).
+ * For one session thread (fuse_session_loop), or a few on a machine with
+ * many CPUs (-o sessions: fuse_session_loop_mt, each thread on its own
+ * clone of the device, made non-blocking at its first read): several
+ * threads polling take the CPU the readers need on a small machine
+ * (measured: slower than not polling on 2 vCPUs).  Not an event loop of
+ * its own: it plugs into libfuse's through fuse_session_custom_io
+ * (libfuse >= 3.14), which hands each thread's read its own fd.
  */
 #ifndef SFS_FS_DEVPOLL_H
 #define SFS_FS_DEVPOLL_H
@@ -29,7 +32,6 @@ struct devpoll {
 	int fd;			/* the session's device */
 	sigset_t sleep_mask;	/* the thread's mask before install: SIGINT,
 				   SIGTERM, SIGHUP come only through ppoll */
-	unsigned long reads;	/* calls of devpoll_read (session thread's) */
 };
 
 /*

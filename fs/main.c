@@ -103,11 +103,35 @@ static ssize_t dev_read(int fd, void *buf, size_t len, void *userdata)
 }
 
 /*
- * -o poll (the default): one session thread that polls the device and
- * answers from memory, and workers for the reads that wait for the disk
- * (none with -s).  On a VM this halves the cost of a round trip, because
- * waking a sleeping thread on another vCPU is what a round trip mostly
- * costs there (see devpoll.h).  -o poll=0: libfuse's own loops.
+ * -o sessions=N (N > 1) with poll: libfuse's multi-threaded loop with N
+ * threads, none left to end when idle, each reading its own clone of the
+ * device (clone_fd: the kernel hands a request to whichever clone is
+ * read first, and its reply goes back on the fd it came from); each
+ * thread polls as the single one does (devpoll.h).  libfuse starts the
+ * threads as requests find none idle, up to N.
+ */
+static int loop_sessions(struct fuse_session *se, unsigned n)
+{
+	struct fuse_loop_config *cfg;
+	int rc;
+
+	if (!(cfg = fuse_loop_cfg_create()))
+		return -1;
+	fuse_loop_cfg_set_clone_fd(cfg, 1);
+	fuse_loop_cfg_set_max_threads(cfg, n);
+	fuse_loop_cfg_set_idle_threads(cfg, n);
+	rc = fuse_session_loop_mt(se, cfg);
+	fuse_loop_cfg_destroy(cfg);
+	return rc;
+}
+
+/*
+ * -o poll (the default): one session thread (-o sessions: N, see
+ * loop_sessions) that polls the device and answers from memory, and
+ * workers for the reads that wait for the disk (none with -s).  On a VM
+ * this halves the cost of a round trip, because waking a sleeping thread
+ * on another vCPU is what a round trip mostly costs there (see
+ * devpoll.h).  -o poll=0: libfuse's own loops.
  */
 static int run_polling(struct sfs_fs *fs, struct fuse_session *se,
 		       const struct fuse_cmdline_opts *c)
@@ -128,7 +152,10 @@ static int run_polling(struct sfs_fs *fs, struct fuse_session *se,
 		}
 		fs->io = &io;
 	}
-	rc = fuse_session_loop(se);
+	if (c->singlethread || fs->opts.sessions <= 1)
+		rc = fuse_session_loop(se);
+	else
+		rc = loop_sessions(se, fs->opts.sessions);
 	/* the loop resets the session on its way out: mark it ended again so
 	 * replies of reads still queued fail quietly (the kernel is gone) */
 	fuse_session_exit(se);

@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,6 +69,7 @@ static const struct opt_row table[] = {
 	{"shuffle_seed", T_U32, O(shuffle_seed), S_ANY, "N", "order of shuffled/<split>.txt (default 0)"},
 	{"poll", T_U32, D(poll_us), S_ANY, "USEC", "poll /dev/fuse this long before sleeping (default 50, 0 = libfuse's loop)"},
 	{"workers", T_U32, D(workers), S_ANY, "N", "with poll: threads for reads that wait for the disk or network (default 4, 16 for URLs)"},
+	{"sessions", T_U32, D(sessions), S_ANY, "N", "with poll: threads reading /dev/fuse, each with its own clone of it (default 1 per 8 CPUs, 1 to 16)"},
 	{"readdirplus", T_RDPLUS, D(readdirplus), S_ANY, "auto|always|adaptive", "listings with attributes (default: always for quickdraw and npy, else adaptive)"},
 	{"fsname", T_STR, D(fsname), S_ANY, "NAME", "first field of /proc/mounts and df (default: SOURCE)"},
 	{"log", T_STR, D(log_file), S_ANY, "FILE", "append messages to FILE too, with a timestamp (default: stderr, syslog once in the background)"},
@@ -401,6 +403,19 @@ static int given(const struct fs_opts *o, const char *name)
 	return 0;
 }
 
+/* One session thread per SESSIONS_PER_CPUS CPUs this process may run on,
+ * 1 to SESSIONS_MAX (fs/opts.h). */
+static uint32_t default_sessions(void)
+{
+	cpu_set_t set;
+	int n = 1;
+
+	if (sched_getaffinity(0, sizeof(set), &set) == 0)
+		n = CPU_COUNT(&set);
+	n /= SESSIONS_PER_CPUS;
+	return n < 1 ? 1 : n > SESSIONS_MAX ? SESSIONS_MAX : (uint32_t)n;
+}
+
 int readahead_given(const struct fs_opts *o)
 {
 	return given(o, "readahead");
@@ -422,6 +437,10 @@ int sfs_opts_parse(struct fuse_args *args, struct fs_opts *o)
 	/* only root may raise a mount's read-ahead (fs/readahead.h) */
 	if (!given(o, "readahead"))
 		o->readahead_kib = geteuid() == 0 ? READAHEAD_ROOT_KIB : 0;
+	if (!given(o, "sessions"))
+		o->sessions = default_sessions();
+	if (o->sessions == 0)
+		o->sessions = 1;
 	return 0;
 }
 

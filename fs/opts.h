@@ -18,6 +18,7 @@ struct fs_opts {
 	struct sfs_opts core;
 	uint32_t poll_us;	/* -o poll=USEC: busy poll of /dev/fuse (default 50, 0 = libfuse's loop) */
 	uint32_t workers;	/* -o workers=N: threads for reads that wait (default 4; 16 for URLs) */
+	uint32_t sessions;	/* -o sessions=N: session threads with poll (default SESSIONS_PER_CPUS) */
 	int readdirplus;	/* -o readdirplus=auto|always|adaptive: RDPLUS_* */
 	char *log_file;		/* -o log=FILE: messages appended there too (core/log.h) */
 	int stack;		/* -o stack: mount over an existing mount */
@@ -32,6 +33,13 @@ struct fs_opts {
  * for the network: one round trip each, so more in flight). */
 #define WORKERS_LOCAL 4
 #define WORKERS_URL   16
+
+/* Default -o sessions=: one session thread per SESSIONS_PER_CPUS CPUs, at
+ * most SESSIONS_MAX.  Each polls the device after its requests (devpoll.h),
+ * which on a small machine takes the CPU the readers need; on a large one
+ * a single thread's ~200k requests a second is the mount's ceiling. */
+#define SESSIONS_PER_CPUS 8
+#define SESSIONS_MAX      16
 
 /* How listings answer (FUSE readdirplus).  ALWAYS: every listed entry comes
  * with its attributes, so the kernel needs no LOOKUP when the file is then

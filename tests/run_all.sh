@@ -91,12 +91,14 @@ JOBS+=(fuzz)
 #     read path's replies as glibc's allocator sees them (test_replies);
 #   - the shipped binary as a user starts and stops it: test_daemon
 #     (mount(8), fstab, the npy layout end to end), test_lifecycle (exit
-#     status, signals, background start).
+#     status, signals, background start);
+#   - threads judged by ThreadSanitizer: test_sessions (several session
+#     threads on clones of /dev/fuse; its TSan run needs the plain one).
 # The others compare bytes, trees and messages with their oracles; a second
 # run with the plain daemon would prove the same of the same code and cost
 # a third of the suite's time on 2 cores.
 PLAIN="test_soak.sh test_quickdraw.sh test_gzip.sh test_zcodecs.sh test_http_stall.sh
-	test_replies.sh test_daemon.sh test_lifecycle.sh"
+	test_replies.sh test_daemon.sh test_lifecycle.sh test_sessions.sh"
 PLAIN=" $(echo $PLAIN) "	# one line, a space either side of each name
 for b in build build-asan; do
 	for t in tests/integration/test_*.sh; do

@@ -301,6 +301,15 @@ struct source_cancel {
 	 * for a thread is part of it (docs/sources.md promises read_timeout for
 	 * the whole read); set before the scope, never changed in it */
 	int64_t since;
+	/* the file the request reads, when it is one range of a source (a
+	 * layout's extent): bytes [file_lo, file_end) of file_src, else
+	 * file_src NULL.  A remote read of part of it fetches the whole file
+	 * in its one request (up to 2 MiB: source_http's FILE_WHOLE_MAX), so
+	 * the kernel's next READs of it, cut by its read-ahead window, find
+	 * the bytes in memory instead of each sending a GET; set before the
+	 * scope, never changed in it */
+	const struct source *file_src;
+	uint64_t file_lo, file_end;
 };
 /* The calling thread's reads look at c from now on (NULL: none).  c must
  * outlive the scope. */

@@ -6,7 +6,7 @@
 # BENCH_RUNS runs, cold and warm caches.  Writes tools/bench/results.md and
 # its charts, docs/bench/*.png (tools/bench/charts.py).
 #
-#   tools/bench/bench.sh [A] [B] [http] [scale] [stats] [stream] [seq] [shuf] [sums] [tools] [cold]
+#   tools/bench/bench.sh [A] [B] [http] [scale] [stats] [stream] [seq] [shuf] [sums] [rand] [tools] [cold]
 #                   parts: A Quick, Draw!, B ImageNet, http mounts over
 #                   HTTP, scale mount time, index and RSS against dataset
 #                   size, stats the cost of reading stats.json; issue 26's
@@ -14,8 +14,9 @@
 #                   faulty store (streambuild.sh), seq shards streamed and
 #                   warm epochs (seqbench.sh), shuf shuffled shards with
 #                   prefetch (shufbench.sh), sums random reads with
-#                   and without -o checksums (sumsbench.sh) (default
-#                   those nine); tools:
+#                   and without -o checksums (sumsbench.sh), rand random
+#                   samples over S3 and HTTP and a second session thread
+#                   (randbench.sh) (default those ten); tools:
 #                   du, ls -lR, find over ImageNet only; cold: cold ImageNet
 #                   reads only
 #   BENCH_QUICK=1   small data and one run, for debugging; the table goes to
@@ -48,7 +49,7 @@ READER=$BUILD/bench-readfiles
 QUICK=${BENCH_QUICK:-0}
 POLL=${BENCH_POLL:-50}	# samplefs' default -o poll, given to the floor too
 BASE=${BENCH_DIR:-/var/tmp/samplefs-bench}
-PARTS=${*:-A B http scale stats stream seq shuf sums}
+PARTS=${*:-A B http scale stats stream seq shuf sums rand}
 if [ "$QUICK" = 1 ]; then
 	DATA=$BASE/quick
 	RUNS=${BENCH_RUNS:-1}
@@ -1107,6 +1108,7 @@ case " $PARTS " in *" stream "*) part_script stream streambuild.sh "$RUNS" "0.2 
 case " $PARTS " in *" seq "*) part_script seq seqbench.sh ;; esac
 case " $PARTS " in *" shuf "*) part_script shuf shufbench.sh ;; esac
 case " $PARTS " in *" sums "*) part_script sums sumsbench.sh ;; esac
+case " $PARTS " in *" rand "*) BENCH_RUNS=$RUNS part_script rand randbench.sh s3 http sessions ;; esac
 "$PY" "$HERE/table.py" "$RES" "$OUT" && say "results in $OUT"
 mkdir -p "$CHARTS" && "$PY" "$HERE/charts.py" "$RES" "$CHARTS" && say "charts in $CHARTS"
 empty_trash

@@ -13,10 +13,10 @@
  * reader (BUILD_JOBS for an index build's reads), so a sequential pass
  * streams instead of waiting a round trip per window.
  *
- * Scattered reads: a small read that starts no stream, in a source larger
- * than the memory cache and with no disk cache, and alone in its 1 MiB
- * region among the last REGIONS such reads, fetches only its own bytes and
- * keeps none: a block around a random member of a large tar is not read
+ * Scattered reads: a read (up to 1 MiB, a READ's largest) that starts no
+ * stream, in a source larger than the memory cache and with no disk cache,
+ * and alone in its 1 MiB region among the last REGIONS such reads, fetches
+ * only its own bytes and keeps none: a block around a random member of a large tar is not read
  * again before it is evicted.  Reads that come back to a region fetch
  * blocks.
  *
@@ -314,7 +314,10 @@ void httpahead_willneed(struct source *s, uint64_t off, uint64_t len)
  * the walk waited for each window holding a header, in order, up to the
  * archive's end).  The blocks it streamed stay in the memory cache, as a
  * sequential reader's do: a tar smaller than the cache is then read from
- * memory, a larger one's last stretch.
+ * memory, a larger one's last stretch.  The regions its header reads
+ * noted (a walk that hops reads one header per member) are forgotten: they
+ * say nothing of where the readers will go, and a reader's random member
+ * in one of them would fetch blocks instead of only its bytes.
  */
 void httpahead_walk(struct source *s, int on)
 {
@@ -324,6 +327,8 @@ void httpahead_walk(struct source *s, int on)
 	h->walk = on;
 	h->w_end = 0;
 	h->w_short = h->w_gaps = 0;
+	memset(h->regions, 0, sizeof(h->regions));
+	h->region_next = 0;
 	if (!on)
 		unqueue(s);
 	pthread_mutex_unlock(&h->lock);

@@ -25,6 +25,11 @@
  * build, and whichever answer lands first fills the cache); and its
  * readahead keeps up to BUILD_JOBS windows in flight, not AHEAD_JOBS.
  *
+ * Files read in parts: a read of part of a file that is one range of the
+ * source (source_cancel's file_src, set by the daemon from the layout's
+ * extent) fetches the whole file's blocks, up to FILE_WHOLE_MAX, in one
+ * request and keeps them: the kernel's other READs of the file find them.
+ *
  * No-wait mode: a read fully in memory is served (and may start prefetches,
  * which only queue), else -EAGAIN at once.
  *
@@ -41,13 +46,20 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "clock.h"
 #include "io/http/httpreq.h"
 #include "log.h"
 
-#define EXACT_MAX  BLOCK        /* reads alone in their region fetch only their bytes */
+/* reads alone in their region fetch only their bytes: up to a READ's
+ * largest (1 MiB), so a whole member read at random is one GET of its
+ * range, not of the 32 KiB blocks around it */
+#define EXACT_MAX  (1u << 20)
+/* a read of part of a file that is one range of the source fetches the
+ * whole file, up to this (RUN_MAX blocks: one request) */
+#define FILE_WHOLE_MAX (RUN_MAX * (uint64_t)BLOCK)
 #define BUILD_BACKOFF_MS  500    /* a failed read's first wait; doubles */
 #define BUILD_BACKOFF_MAX 15000
 
@@ -248,12 +260,51 @@ static ssize_t rd_start(struct rd *r, struct source *s, void *buf, size_t *n,
 	return 1;
 }
 
+/*
+ * Whether r reads part of a file that is one range of its source
+ * (source_cancel's file_src), at most FILE_WHOLE_MAX long.  The kernel cuts
+ * a file's read into READs of its read-ahead window (128 KiB for users
+ * other than root), some sent at once: each was a GET of its own.
+ */
+static int part_of_file(const struct rd *r)
+{
+	const struct source_cancel *c = r->cancel;
+
+	return c && c->file_src == r->s && r->off >= c->file_lo &&
+	       r->end <= c->file_end && r->end - r->off < c->file_end - c->file_lo &&
+	       c->file_end <= r->size && c->file_end - c->file_lo <= FILE_WHOLE_MAX;
+}
+
+/*
+ * A read of part of a file (part_of_file): the whole file's blocks, in one
+ * request and kept in the memory cache, then r's part of them.  Each of the
+ * file's READs does so; the first sends the request and the others, the
+ * READs sent at once among them, wait for it (a shared fetch, httpfetch.c)
+ * or find the blocks in memory.  0 or -errno.
+ */
+static int read_whole_file(struct rd *r)
+{
+	const struct source_cancel *c = r->cancel;
+	struct rd w = *r;
+	int rc;
+
+	if (!(w.buf = malloc(c->file_end - c->file_lo)))
+		return -ENOMEM;
+	w.off = c->file_lo;
+	w.end = c->file_end;
+	rc = w.build ? build_read(&w, 0, 0) : read_round(&w, 0, 0);
+	if (rc == 0)
+		memcpy(r->buf, w.buf + (r->off - w.off), r->end - r->off);
+	free(w.buf);
+	return rc;
+}
+
 ssize_t httpcache_pread(struct source *s, void *buf, size_t n, uint64_t off)
 {
 	struct rd r;
 	ssize_t got;
 	uint64_t b0, b1, b;
-	int rc, lone = 0, walking;
+	int rc, lone = 0, walking, part = 0;
 	unsigned win = 0;
 
 	if ((got = rd_start(&r, s, buf, &n, off)) != 1)
@@ -277,10 +328,16 @@ ssize_t httpcache_pread(struct source *s, void *buf, size_t n, uint64_t off)
 	/* blocks when they may be read again: with a disk cache (the next
 	 * epoch), or when the whole source fits in the memory cache */
 	lone = lone && n <= EXACT_MAX && !r.h->disk && r.size > r.h->he->cache_bytes;
-	rc = r.build ? build_read(&r, win, lone) : read_round(&r, win, lone);
+	/* a file read in parts comes whole with its first part, and nothing
+	 * after it: the READs of one file look sequential, and their window
+	 * would fetch the start of whichever member follows it */
+	if (!walking && (part = part_of_file(&r)))
+		rc = read_whole_file(&r);	/* its other READs find it */
+	else
+		rc = r.build ? build_read(&r, win, lone) : read_round(&r, win, lone);
 	if (rc)
 		return rc;
-	if (!lone && !walking)
+	if (!lone && !walking && !part)
 		ha_prefetch_after(&r, b1, win);
 	return (ssize_t)n;
 }

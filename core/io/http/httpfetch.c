@@ -528,8 +528,11 @@ out:
 }
 
 /*
- * A small read alone in its region (note_read): only its bytes from block
- * b on, straight into its buffer, nothing cached.  Random 3 KB ImageNet
+ * A read alone in its region (note_read; up to 1 MiB): only its bytes from
+ * block b on, straight into its buffer, nothing cached: one GET of the
+ * member's own range, not of the blocks around it (real-size members,
+ * 60-160 KB, over nginx with 16 readers: 12 % fewer bytes in a 64 MB tar,
+ * where half the reads came back to a recent region and fetched blocks).  Random 3 KB ImageNet
  * members over loopback, 4 threads: 3.4 KiB a GET instead of 34.8 (a
  * block, or two when the member straddles), and the daemon's CPU per file
  * from ~160 to ~100 us (medians of 4 runs on the shared 2-core VM).
