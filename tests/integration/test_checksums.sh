@@ -26,6 +26,10 @@
 #      CRC32C and is fetched again (counted), the mount reads it right; a
 #      CRC32C that never matches fails the reads (here the index build:
 #      no mount, said);
+#   4b. the same object as an S3 bucket's (nginx at endpoint=, answering
+#      only requests that ask for the checksum, x-amz-checksum-mode:
+#      ENABLED, with S3's x-amz-checksum-crc32c): a right one mounts and
+#      reads right, a wrong one is no mount, said;
 #   5. S3 (Swift's S3 API on loopback): a byte of the object flipped on
 #      the store's disk (same size, ETag and dates): that member EIO after
 #      a refetch, said, the others right.  (Swift 2.30's S3 API sends no
@@ -73,7 +77,12 @@ read -r GOOD_CRC BAD_CRC SMALL_MID <"$T/crc.txt"
 # as GCS answers: one x-goog-hash per hash
 HTTP_EXTRA="
 		location = /small.tar { add_header x-goog-hash \"crc32c=$GOOD_CRC\"; add_header x-goog-hash \"md5=AAAAAAAAAAAAAAAAAAAAAA==\"; }
-		location = /bad.tar { add_header x-goog-hash \"md5=AAAAAAAAAAAAAAAAAAAAAA==,crc32c=$BAD_CRC\"; }"
+		location = /bad.tar { add_header x-goog-hash \"md5=AAAAAAAAAAAAAAAAAAAAAA==,crc32c=$BAD_CRC\"; }
+		location = /sbkt/small.tar { if (\$http_x_amz_checksum_mode != ENABLED) { return 400; } add_header x-amz-checksum-crc32c \"$GOOD_CRC\"; }
+		location = /sbkt/bad.tar { if (\$http_x_amz_checksum_mode != ENABLED) { return 400; } add_header x-amz-checksum-crc32c \"$BAD_CRC\"; }"
+mkdir -p "$T/www/sbkt"
+cp "$T/www/small.tar" "$T/www/sbkt/small.tar"
+cp "$T/www/small.tar" "$T/www/sbkt/bad.tar"
 cp "$T/www/t.tar" "$T/t.tar"
 # check_tree MNT MODE: every file of t.tar read through MNT; MODE exact:
 # all tarfile's bytes; eio_only NAMES: those EIO, the rest exact; never:
@@ -268,6 +277,23 @@ SFS_MOUNTS+=("$T/m5")	# unmounted on exit should it mount after all
 check "checksums: an object whose x-goog-hash never matches: no mount, said" \
 	expect_fail "fails the store's CRC32C of the object" \
 	timeout 60 "$SAMPLEFS" -f "$(http_url bad.tar)" "$T/m5" -o index_dir="$T/gidx",retries=1,build_timeout=1
+
+# ---- 4b. S3's x-amz-checksum-crc32c, asked for (nginx as the store;
+# part 5 sets Swift's credentials again)
+M=$T/m4b
+export AWS_ACCESS_KEY_ID=sfs-test AWS_SECRET_ACCESS_KEY=sfs-test-secret
+unset AWS_SESSION_TOKEN AWS_PROFILE AWS_ENDPOINT_URL AWS_REGION AWS_DEFAULT_REGION
+S3N="endpoint=http://127.0.0.1:$HTTP_PORT,index_dir=$T/s3nidx"
+check "checksums: S3 object with its x-amz-checksum-crc32c: mounts (the checksum asked for)" \
+	sfs_mount s3://sbkt/small.tar "$M" -o "$S3N"
+check "checksums: ... and reads right" small_right
+check "checksums: ... with no failure" test "$(stat_of "$M" checksum_failures)" = 0
+sfs_umount "$M"
+mkdir -p "$T/m4c"
+SFS_MOUNTS+=("$T/m4c")	# unmounted on exit should it mount after all
+check "checksums: an S3 object whose x-amz-checksum-crc32c never matches: no mount, said" \
+	expect_fail "fails the store's CRC32C of the object" \
+	timeout 60 "$SAMPLEFS" -f s3://sbkt/bad.tar "$T/m4c" -o "$S3N",retries=1,build_timeout=1
 
 # ---- 5. S3 (Swift's S3 API): the object changed on the store's disk,
 # same size, its ETag and dates kept (a bit flipped under the server)

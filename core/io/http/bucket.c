@@ -74,7 +74,7 @@ struct bucket_env {
 	char *sigv4;                  /* "aws:amz:REGION:s3" */
 	char *token_hdr;              /* "x-amz-security-token: ..." */
 	char *bearer_hdr;             /* "Authorization: Bearer ..." */
-	const char *s3_hdrs[3], *gs_hdrs[2];
+	const char *s3_hdrs[4], *gs_hdrs[2];
 	struct httpauth auth[2];      /* per store; unused when anonymous */
 	int signed_[2];
 	const char *unsigned_why[2];  /* why a store's requests go unsigned */
@@ -305,6 +305,11 @@ static int setup_s3(struct bucket_env *b)
 	 * S3 wants the payload's hash (none here: UNSIGNED-PAYLOAD), and a
 	 * session's token */
 	b->s3_hdrs[h++] = "x-amz-content-sha256: UNSIGNED-PAYLOAD";
+	/* S3 sends an object's x-amz-checksum-crc32c only when asked; an
+	 * answer holding the whole object is then checked against it
+	 * (httpreq.c), a range or a multipart object's composite ("...-N")
+	 * never is */
+	b->s3_hdrs[h++] = "x-amz-checksum-mode: ENABLED";
 	if (b->cred.token) {
 		if (asprintf(&b->token_hdr, "x-amz-security-token: %s", b->cred.token) < 0) {
 			b->token_hdr = NULL;

@@ -348,7 +348,7 @@ static void parse_content_range(const char *v, struct httpresp *r)
 
 /* The store's CRC32C of the object, if the response names one: GCS
  * sends x-goog-hash once per hash (crc32c, md5), S3 x-amz-checksum-crc32c
- * when asked for (x-amz-checksum-mode: ENABLED; not sent here). */
+ * when asked for (x-amz-checksum-mode: ENABLED, which bucket.c sends). */
 static void crc_of(CURL *h, struct httpresp *r)
 {
 	struct curl_header *hh;
