@@ -32,6 +32,7 @@
  * codecs samplefs decompresses itself with random access (zsource.c).
  */
 #include "io/backend.h"
+#include "io/codecs/arxread.h"
 #include "io/codecs/arxsource.h"
 
 #include <archive.h>
@@ -48,7 +49,6 @@
 
 #include "log.h"
 
-#define ARX_READ   (256u << 10)   /* bytes a read callback asks for */
 #define ARX_SNIFF  16
 
 struct arx {
@@ -56,8 +56,7 @@ struct arx {
 	int fd;                 /* the spill file */
 	char *part, *final;     /* cache_dir's names, or NULL (unlinked file) */
 	uint64_t limit;         /* cache_dir_size= */
-	uint64_t pos;           /* the read callback's position in `in` */
-	unsigned char *rbuf;
+	struct arxread rd;      /* the reader's callbacks over `in` */
 	struct archive *a;      /* the reader, the pass's once it runs */
 	pthread_t th;
 	int started;
@@ -66,7 +65,7 @@ struct arx {
 	uint64_t written;       /* bytes of the rendition in fd (mu) */
 	int done;               /* the pass ended (mu) */
 	int rc;                 /* its outcome: 0, or -errno (said) */
-	int stop;               /* close asked it to end (mu) */
+	atomic_int stop;        /* close asked the pass to end */
 	const char *kind;       /* what the archive is, for messages */
 };
 
@@ -141,63 +140,7 @@ const char *arxsource_kind(const unsigned char *h, size_t n)
 	return NULL;
 }
 
-/* ---- libarchive's callbacks over source_pread ------------------------ */
-
-static la_ssize_t arx_read(struct archive *a, void *arg, const void **buf)
-{
-	struct arx *x = arg;
-	ssize_t got;
-	int stop;
-
-	pthread_mutex_lock(&x->mu);
-	stop = x->stop;
-	pthread_mutex_unlock(&x->mu);
-	if (stop) {
-		archive_set_error(a, EINTR, "unmounting");
-		return -1;
-	}
-	got = source_pread(x->in, x->rbuf, ARX_READ, x->pos);
-	if (got < 0) {
-		archive_set_error(a, (int)-got, "reading at byte %llu: %s",
-				  (unsigned long long)x->pos, strerror((int)-got));
-		return -1;
-	}
-	x->pos += (uint64_t)got;
-	*buf = x->rbuf;
-	return got;
-}
-
-static la_int64_t arx_seek(struct archive *a, void *arg, la_int64_t off,
-			   int whence)
-{
-	struct arx *x = arg;
-	int64_t size = (int64_t)source_stamp(x->in)->size, to;
-
-	if (whence == SEEK_SET)
-		to = off;
-	else if (whence == SEEK_CUR)
-		to = (int64_t)x->pos + off;
-	else
-		to = size + off;
-	if (to < 0)
-		return ARCHIVE_FATAL;
-	x->pos = (uint64_t)(to > size ? size : to);
-	return (la_int64_t)x->pos;
-}
-
-static la_int64_t arx_skip(struct archive *a, void *arg, la_int64_t n)
-{
-	struct arx *x = arg;
-	uint64_t size = source_stamp(x->in)->size;
-	uint64_t left = size > x->pos ? size - x->pos : 0;
-
-	if (n <= 0)
-		return 0;
-	if ((uint64_t)n > left)
-		n = (la_int64_t)left;
-	x->pos += (uint64_t)n;
-	return n;
-}
+/* ---- the writer's callback ------------------------------------------ */
 
 /* The writer's callback: straight to the spill file (the writer does not
  * block its output, so what is written is in the file at once). */
@@ -296,7 +239,7 @@ static int copy_entry(struct arx *x, struct archive *w, const char *what)
 	if (r < ARCHIVE_WARN) {
 		sfs_warn("%s: %s, damaged after byte %llu of it (%s): the "
 			 "members from there on are lost", what, x->kind,
-			 (unsigned long long)x->pos, archive_error_string(x->a));
+			 (unsigned long long)x->rd.pos, archive_error_string(x->a));
 		return -EIO;
 	}
 	path = archive_entry_pathname(e) ? archive_entry_pathname(e) : "?";
@@ -471,9 +414,7 @@ static void arx_free(struct arx *x)
 	if (!x)
 		return;
 	if (x->started) {
-		pthread_mutex_lock(&x->mu);
-		x->stop = 1;
-		pthread_mutex_unlock(&x->mu);
+		atomic_store(&x->stop, 1);
 		pthread_join(x->th, NULL);
 	}
 	if (x->a)
@@ -484,7 +425,7 @@ static void arx_free(struct arx *x)
 		unlink(x->part);
 	free(x->part);
 	free(x->final);
-	free(x->rbuf);
+	arxread_fini(&x->rd);
 	source_close(x->in);
 	pthread_mutex_destroy(&x->mu);
 	pthread_cond_destroy(&x->cv);
@@ -512,8 +453,10 @@ static ssize_t arx_pread(struct source *s, void *buf, size_t n, uint64_t off)
 	uint64_t have = wait_for(x, off + n, &done);
 	ssize_t got;
 
+	/* a pass that failed ended the rendition where it stopped (said):
+	 * the tar walk sees a truncated tar and keeps what is before */
 	if (off >= have)
-		return done && x->rc ? -EIO : 0;
+		return 0;
 	if (n > have - off)
 		n = (size_t)(have - off);
 	got = pread(x->fd, buf, n, (off_t)off);
@@ -572,15 +515,11 @@ static int reader_open(struct arx *x)
 {
 	const char *what = source_name(x->in);
 
-	if (!(x->a = archive_read_new()) || !(x->rbuf = malloc(ARX_READ)))
+	if (!(x->a = archive_read_new()))
 		return -ENOMEM;
 	archive_read_support_filter_all(x->a);
 	archive_read_support_format_all(x->a);
-	archive_read_set_callback_data(x->a, x);
-	archive_read_set_read_callback(x->a, arx_read);
-	archive_read_set_seek_callback(x->a, arx_seek);
-	archive_read_set_skip_callback(x->a, arx_skip);
-	if (archive_read_open1(x->a) != ARCHIVE_OK) {
+	if (arxread_open(&x->rd, x->a, x->in, &x->stop) != ARCHIVE_OK) {
 		sfs_err("%s: %s, which samplefs reads through libarchive, but "
 			"libarchive cannot open it: %s", what, x->kind,
 			archive_error_string(x->a));
