@@ -137,7 +137,7 @@ static int file_member(struct walk *w, struct archive_entry *e,
 	if (r < 0)
 		sfs_warn("%s: member '%s' is damaged (%s): listed, its reads give "
 			 "EIO where its bytes are missing", w->what, m->path,
-			 archive_error_string(w->a));
+			 arxread_why(w->a));
 	w->n++;
 	return w->fn(w->arg, m);
 }
@@ -183,12 +183,12 @@ static int walk_end(struct walk *w, int r)
 	if (!w->n) {
 		sfs_err("%s: not an archive samplefs reads: libarchive stops at "
 			"byte %llu: %s", w->what, (unsigned long long)w->rd.pos,
-			archive_error_string(w->a));
+			arxread_why(w->a));
 		return -EINVAL;
 	}
 	sfs_warn("%s: damaged near byte %llu (%s): keeping the %llu members "
 		 "before", w->what, (unsigned long long)w->rd.pos,
-		 archive_error_string(w->a), (unsigned long long)w->n);
+		 arxread_why(w->a), (unsigned long long)w->n);
 	return -EBADMSG;
 }
 

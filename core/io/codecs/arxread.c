@@ -89,3 +89,10 @@ void arxread_fini(struct arxread *r)
 	free(r->buf);
 	r->buf = NULL;
 }
+
+const char *arxread_why(struct archive *a)
+{
+	const char *why = archive_error_string(a);
+
+	return why && *why ? why : "libarchive gives no reason";
+}

@@ -33,5 +33,7 @@ struct arxread {
 int arxread_open(struct arxread *r, struct archive *a, struct source *src,
 		 const atomic_int *stop);
 void arxread_fini(struct arxread *r);
+/* libarchive's words for a's last error, never NULL. */
+const char *arxread_why(struct archive *a);
 
 #endif

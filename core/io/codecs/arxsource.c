@@ -58,11 +58,14 @@ struct arx {
 	uint64_t limit;         /* cache_dir_size= */
 	struct arxread rd;      /* the reader's callbacks over `in` */
 	struct archive *a;      /* the reader, the pass's once it runs */
+	struct archive_entry *first;    /* read at open, for the pass */
 	pthread_t th;
 	int started;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	uint64_t written;       /* bytes of the rendition in fd (mu) */
+	uint64_t filled;        /* bytes in fd (the pass's own) */
+	uint64_t written;       /* bytes of the rendition readers see: whole
+				 * members only (mu) */
 	int done;               /* the pass ended (mu) */
 	int rc;                 /* its outcome: 0, or -errno (said) */
 	atomic_int stop;        /* close asked the pass to end */
@@ -152,12 +155,12 @@ static la_ssize_t arx_write(struct archive *w, void *arg, const void *buf,
 	size_t left = n;
 	ssize_t put;
 
-	if (x->written + n > x->limit) {
+	if (x->filled + n > x->limit) {
 		archive_set_error(w, EFBIG, "over the cache bound");
 		return -1;
 	}
 	while (left) {
-		put = pwrite(x->fd, p, left, (off_t)(x->written + (n - left)));
+		put = pwrite(x->fd, p, left, (off_t)(x->filled + (n - left)));
 		if (put < 0 && errno == EINTR)
 			continue;
 		if (put <= 0) {
@@ -168,11 +171,19 @@ static la_ssize_t arx_write(struct archive *w, void *arg, const void *buf,
 		p += put;
 		left -= (size_t)put;
 	}
+	x->filled += n;
+	return (la_ssize_t)n;
+}
+
+/* What the pass wrote is whole members (or the end): readers may see it.
+ * A member is never seen before its last byte was checked (7-Zip's CRC is
+ * checked at the end of its data), so damage never shows wrong bytes. */
+static void publish(struct arx *x)
+{
 	pthread_mutex_lock(&x->mu);
-	x->written += n;
+	x->written = x->filled;
 	pthread_cond_broadcast(&x->cv);
 	pthread_mutex_unlock(&x->mu);
-	return (la_ssize_t)n;
 }
 
 /* ---- the pass -------------------------------------------------------- */
@@ -189,7 +200,7 @@ static int write_failed(struct arx *x, struct archive *w, const char *what)
 			what, x->kind, (unsigned long long)(x->limit >> 20));
 	else
 		sfs_err("%s: cannot write its decompressed members to the disk "
-			"cache: %s", what, archive_error_string(w));
+			"cache: %s", what, arxread_why(w));
 	return e > 0 ? -e : -EIO;
 }
 
@@ -207,10 +218,11 @@ static int copy_data(struct arx *x, struct archive *w, const char *what,
 		r = archive_read_data_block(x->a, &buf, &len, &off);
 		if (r == ARCHIVE_EOF)
 			return 0;
-		if (r < ARCHIVE_WARN) {
+		/* a warning on data is a bad checksum (7-Zip, RAR): damage */
+		if (r != ARCHIVE_OK) {
 			sfs_warn("%s: %s, damaged in member '%s' (%s): the members "
 				 "from there on are lost", what, x->kind, path,
-				 archive_error_string(x->a));
+				 arxread_why(x->a));
 			return -EIO;
 		}
 		for (; at < off; at += (la_int64_t)sizeof(zeros) > off - at ?
@@ -230,16 +242,20 @@ wfail:
 /* One entry of the archive into the tar: 0, 1 at its end, or -errno. */
 static int copy_entry(struct arx *x, struct archive *w, const char *what)
 {
-	struct archive_entry *e;
+	struct archive_entry *e = x->first;
 	const char *path;
-	int r = archive_read_next_header(x->a, &e);
+	int r = ARCHIVE_OK;
 
+	if (e)
+		x->first = NULL;	/* read by reader_open */
+	else
+		r = archive_read_next_header(x->a, &e);
 	if (r == ARCHIVE_EOF)
 		return 1;
 	if (r < ARCHIVE_WARN) {
 		sfs_warn("%s: %s, damaged after byte %llu of it (%s): the "
 			 "members from there on are lost", what, x->kind,
-			 (unsigned long long)x->rd.pos, archive_error_string(x->a));
+			 (unsigned long long)x->rd.pos, arxread_why(x->a));
 		return -EIO;
 	}
 	path = archive_entry_pathname(e) ? archive_entry_pathname(e) : "?";
@@ -254,6 +270,7 @@ static int copy_entry(struct arx *x, struct archive *w, const char *what)
 		return r;
 	if (archive_write_finish_entry(w) < ARCHIVE_WARN)
 		return write_failed(x, w, what);
+	publish(x);
 	return 0;
 }
 
@@ -299,6 +316,8 @@ static void *pass(void *arg)
 		rc = write_failed(x, w, what);
 	else if (rc == 1)
 		rc = 0;
+	if (rc == 0)
+		publish(x);	/* the end blocks */
 out:
 	if (w)
 		archive_write_free(w);
@@ -393,7 +412,7 @@ static int spill_open(struct arx *x, const struct source_config *cfg)
 	if (x->fd >= 0 && fstat(x->fd, &sb) == 0 && sb.st_size > 0 &&
 	    sb.st_size % 512 == 0) {
 		(void)utimensat(AT_FDCWD, x->final, NULL, 0);	/* recently used */
-		x->written = (uint64_t)sb.st_size;
+		x->written = x->filled = (uint64_t)sb.st_size;
 		return 1;
 	}
 	if (x->fd >= 0)
@@ -519,10 +538,11 @@ static int reader_open(struct arx *x)
 		return -ENOMEM;
 	archive_read_support_filter_all(x->a);
 	archive_read_support_format_all(x->a);
-	if (arxread_open(&x->rd, x->a, x->in, &x->stop) != ARCHIVE_OK) {
+	if (arxread_open(&x->rd, x->a, x->in, &x->stop) != ARCHIVE_OK ||
+	    archive_read_next_header(x->a, &x->first) < ARCHIVE_WARN) {
 		sfs_err("%s: %s, which samplefs reads through libarchive, but "
-			"libarchive cannot open it: %s", what, x->kind,
-			archive_error_string(x->a));
+			"libarchive cannot open it (truncated or damaged?): %s",
+			what, x->kind, arxread_why(x->a));
 		return -EINVAL;
 	}
 	return 0;
