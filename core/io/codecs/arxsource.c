@@ -194,14 +194,16 @@ static int write_failed(struct arx *x, struct archive *w, const char *what)
 	int e = archive_errno(w);
 
 	if (e == EFBIG)
-		sfs_err("%s: %s whose members take more than %llu MiB, the bound of "
+		sfs_err("%s: %s whose members take more than %llu %s, the bound of "
 			"the disk cache for archives decompressed once: raise "
 			"cache_dir_size= (and give cache_dir= a disk with room)",
-			what, x->kind, (unsigned long long)(x->limit >> 20));
+			what, x->kind, (unsigned long long)(x->limit >= 1u << 20 ?
+			x->limit >> 20 : x->limit), x->limit >= 1u << 20 ? "MiB" :
+			"bytes");
 	else
 		sfs_err("%s: cannot write its decompressed members to the disk "
 			"cache: %s", what, arxread_why(w));
-	return e > 0 ? -e : -EIO;
+	return e > 0 && e != EIO ? -e : -ENOSPC;	/* -EIO is damage */
 }
 
 /* Copies the current entry's data, holes as zeros. */
@@ -218,6 +220,8 @@ static int copy_data(struct arx *x, struct archive *w, const char *what,
 		r = archive_read_data_block(x->a, &buf, &len, &off);
 		if (r == ARCHIVE_EOF)
 			return 0;
+		if (r != ARCHIVE_OK && atomic_load(&x->stop))
+			return -EINTR;		/* unmounting: nothing to say */
 		/* a warning on data is a bad checksum (7-Zip, RAR): damage */
 		if (r != ARCHIVE_OK) {
 			sfs_warn("%s: %s, damaged in member '%s' (%s): the members "
@@ -252,12 +256,17 @@ static int copy_entry(struct arx *x, struct archive *w, const char *what)
 		r = archive_read_next_header(x->a, &e);
 	if (r == ARCHIVE_EOF)
 		return 1;
+	if (r < ARCHIVE_WARN && atomic_load(&x->stop))
+		return -EINTR;
 	if (r < ARCHIVE_WARN) {
 		sfs_warn("%s: %s, damaged after byte %llu of it (%s): the "
 			 "members from there on are lost", what, x->kind,
 			 (unsigned long long)x->rd.pos, arxread_why(x->a));
 		return -EIO;
 	}
+	if (r == ARCHIVE_WARN)	/* libarchive skipped bytes to a header */
+		sfs_warn("%s: %s, damaged (%s): what was there is skipped", what,
+			 x->kind, arxread_why(x->a));
 	path = archive_entry_pathname(e) ? archive_entry_pathname(e) : "?";
 	if (archive_entry_is_encrypted(e)) {
 		sfs_warn("%s: member '%s' is encrypted: skipped", what, path);
@@ -472,10 +481,10 @@ static ssize_t arx_pread(struct source *s, void *buf, size_t n, uint64_t off)
 	uint64_t have = wait_for(x, off + n, &done);
 	ssize_t got;
 
-	/* a pass that failed ended the rendition where it stopped (said):
-	 * the tar walk sees a truncated tar and keeps what is before */
+	/* a pass that met damage ended the rendition at the last whole
+	 * member (said): the tar walk keeps what is before */
 	if (off >= have)
-		return 0;
+		return done && x->rc && x->rc != -EIO ? x->rc : 0;
 	if (n > have - off)
 		n = (size_t)(have - off);
 	got = pread(x->fd, buf, n, (off_t)off);
@@ -488,6 +497,10 @@ static int arx_extent(struct source *s, uint64_t want, uint64_t *have)
 	int done;
 
 	*have = wait_for(x, want, &done);
+	/* over the bound, or the disk failed (said): the build fails; damage
+	 * (-EIO, said) ends the rendition */
+	if (done && x->rc && x->rc != -EIO)
+		return want ? x->rc : 0;	/* 0: the walk asks again, and fails */
 	if (done)
 		s->stamp.size = *have;
 	return done;
