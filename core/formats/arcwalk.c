@@ -219,7 +219,7 @@ int arc_walk(struct source *src, const char *what, tar_member_fn fn, void *arg)
 			break;
 		}
 		if (r == ARCHIVE_WARN)	/* libarchive skipped bytes to a header */
-			sfs_warn("%s: damaged before byte %llu (%s): what was there "
+			sfs_warn("%s: damaged at byte %llu (%s): what was there "
 				 "is skipped", w->what, (unsigned long long)
 				 archive_read_header_position(w->a), arxread_why(w->a));
 		rc = member(w, e);
