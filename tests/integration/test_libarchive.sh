@@ -9,6 +9,7 @@
 #     tars compressed with lzma-alone, lz4, lzip, lzop, compress (.Z); with
 #     cache_dir= the rendition is kept and a remount uses it (no second
 #     pass), and one larger than cache_dir_size= is refused, naming it;
+#   - 7-Zip, cpio and an lz4 tar over HTTP (nginx on loopback);
 #   - RAR, from libarchive's own test archives when its repository is on
 #     this machine (SFS_LIBARCHIVE_GIT; skipped, said, when not: rar cannot
 #     be written here);
@@ -18,6 +19,7 @@
 #     gives EIO for the member cut short, right bytes for the others.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/ztree_lib.sh"
+. "$(dirname "$0")/http_lib.sh"
 sfs_setup
 T=$SFS_TMP
 COMPARE=$SFS_ROOT/tests/integration/tree_compare.py
@@ -150,6 +152,19 @@ except OSError as e:
 sys.exit("    read whole")' "$mnt/big.bin"
 	check "$f: unmount" sfs_umount "$mnt"
 done
+
+# over HTTP: the archive read through source_pread, ranges of the URL
+mkdir -p "$T/www" && ln "$T/t.7z" "$T/www/t.7z" && ln "$T/t.cpio" "$T/www/t.cpio" &&
+	ln "$T/t.tar.lz4" "$T/www/t.tar.lz4"
+if check "http: nginx up" http_start "$T/www"; then
+	for f in t.7z t.cpio t.tar.lz4; do
+		mnt=$T/m-http-$f x=$T/x-http-$f
+		mkdir -p "$x" && bsdtar -xf "$T/$f" -C "$x"
+		check "http $f: mounted" sfs_mount "$(http_url "/$f")" "$mnt" -o layout=tar || continue
+		check "http $f: every file as bsdtar -x made it" "$PY" "$COMPARE" "$x" "$mnt"
+		check "http $f: unmount" sfs_umount "$mnt"
+	done
+fi
 
 # RAR: libarchive's test archives, when its repository is here
 GIT=${SFS_LIBARCHIVE_GIT:-/work/.mirror/libarchive+libarchive/repo}
