@@ -21,6 +21,7 @@
 #include "io/codecs/arxread.h"
 
 #define ISO_MAGIC_AT 32769      /* "CD001" of the primary volume descriptor */
+#define ARC_MAX_LINKS 65536     /* hard links kept for data_link */
 
 struct walk {
 	struct archive *a;
@@ -30,6 +31,11 @@ struct walk {
 	tar_member_fn fn;
 	void *arg;
 	uint64_t n;             /* members reported */
+	/* hard links without data, as "path\0target" (newc: the data comes
+	 * with the last name, and the earlier names must follow it there) */
+	char **links;
+	size_t nlinks, links_cap;
+	int links_full;         /* ARC_MAX_LINKS reached (said) */
 	unsigned char chk[ARC_CHECK];
 	char path[TAR_PATH_MAX + 1], link[TAR_PATH_MAX + 1];
 };
@@ -142,11 +148,93 @@ static int file_member(struct walk *w, struct archive_entry *e,
 	return w->fn(w->arg, m);
 }
 
+/* Keeps hard link path -> target (both normalised) for data_link. */
+static int keep_link(struct walk *w, const char *path, const char *target)
+{
+	size_t lp = strlen(path), lt = strlen(target);
+	char **q, *r;
+
+	if (w->nlinks == ARC_MAX_LINKS) {
+		if (!w->links_full++)
+			sfs_warn("%s: over %u hard links without data: those after "
+				 "keep the data their target had", w->what, ARC_MAX_LINKS);
+		return 0;
+	}
+	if (w->nlinks == w->links_cap) {
+		w->links_cap = w->links_cap ? 2 * w->links_cap : 64;
+		if (!(q = realloc(w->links, w->links_cap * sizeof(*q))))
+			return -ENOMEM;
+		w->links = q;
+	}
+	if (!(r = malloc(lp + lt + 2)))
+		return -ENOMEM;
+	memcpy(r, path, lp + 1);
+	memcpy(r + lp + 1, target, lt + 1);
+	w->links[w->nlinks++] = r;
+	return 0;
+}
+
+/* The kept links to target, now to `to`: reported again (and dropped). */
+static int relink(struct walk *w, const char *target, struct tar_member *l,
+		  const char *to)
+{
+	size_t i = 0;
+	char *r;
+	int rc;
+
+	while (i < w->nlinks) {
+		r = w->links[i];
+		if (strcmp(r + strlen(r) + 1, target)) {
+			i++;
+			continue;
+		}
+		l->path = r;
+		l->link = to;
+		rc = w->fn(w->arg, l);
+		w->links[i] = w->links[--w->nlinks];
+		free(r);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/*
+ * A hard link that carries the data (cpio: newc stores it with the last
+ * name, odc with every name): the file at its own path, then its target
+ * path and the earlier names linked to it as hard links to it, so that
+ * all names are one file with the data, as bsdtar -x makes them (the
+ * later entry of a path wins).
+ */
+static int data_link(struct walk *w, struct archive_entry *e,
+		     struct tar_member *m, const char *hl)
+{
+	uint64_t before = w->n;
+	struct tar_member l = *m;
+	int rc;
+
+	if (normal_name(w, w->link, hl, " (a hard link's target)", 0) < 0)
+		return 0;
+	rc = file_member(w, e, m);
+	if (rc || w->n == before || !strcmp(w->link, w->path))
+		return rc;
+	l.type = TAR_HARDLINK;
+	l.path = w->link;
+	l.link = w->path;
+	w->n++;
+	rc = w->fn(w->arg, &l);
+	if (rc == 0)
+		rc = relink(w, w->link, &l, w->path);
+	/* odc repeats the data with every name: a later one moves this too */
+	return rc ? rc : keep_link(w, w->path, w->link);
+}
+
 /* One entry as a tar member (or skipped, warned): 0 or fn's return. */
 static int member(struct walk *w, struct archive_entry *e)
 {
 	const char *hl = archive_entry_hardlink(e), *sl;
 	mode_t t = archive_entry_filetype(e);
+	int rc;
 	struct tar_member m = { .link = "", .mode = archive_entry_perm(e),
 				.mtime = archive_entry_mtime(e) };
 
@@ -154,11 +242,15 @@ static int member(struct walk *w, struct archive_entry *e)
 		return 0;
 	m.path = w->path;
 	m.header = m.resume = (uint64_t)archive_read_header_position(w->a);
-	if (hl && !(archive_entry_size_is_set(e) && archive_entry_size(e) > 0)) {
+	if (hl && archive_entry_size_is_set(e) && archive_entry_size(e) > 0) {
+		return data_link(w, e, &m, hl);
+	} else if (hl) {
 		if (normal_name(w, w->link, hl, " (a hard link's target)", 0) < 0)
 			return 0;
 		m.type = TAR_HARDLINK;
 		m.link = w->link;
+		if ((rc = keep_link(w, w->path, w->link)) < 0)
+			return rc;
 	} else if (t == AE_IFREG) {
 		return file_member(w, e, &m);
 	} else if (t == AE_IFDIR) {
@@ -227,8 +319,12 @@ int arc_walk(struct source *src, const char *what, tar_member_fn fn, void *arg)
 out:
 	if (w && w->a)
 		archive_read_free(w->a);
-	if (w)
+	if (w) {
 		arxread_fini(&w->rd);
+		while (w->nlinks)
+			free(w->links[--w->nlinks]);
+		free(w->links);
+	}
 	free(w);
 	return rc;
 }

@@ -2,7 +2,8 @@
 # Archives samplefs reads through libarchive (issue 28 part 3), mounted
 # with layout=tar and compared with what `bsdtar -x` extracts from the same
 # file (tree_compare.py: names, types, sizes, links, bytes):
-#   - in place (formats/arcwalk.c): cpio (newc, odc), ISO 9660, ar; and a
+#   - in place (formats/arcwalk.c): cpio (newc, odc; with hard links),
+#     ISO 9660, ar; and a
 #     cpio compressed with gzip (its bytes random access, zsource.c); no
 #     spill file is made for them;
 #   - decompressed once into a spill file (io/codecs/arxsource.c): 7-Zip,
@@ -27,6 +28,9 @@ COMPARE=$SFS_ROOT/tests/integration/tree_compare.py
 larc_fixtures() {
 	local D=$1
 	make_tree "$D/src" 2 6 1 || return 1
+	# hard links: three names of one file (newc stores the data with the
+	# last, odc with each)
+	ln "$D/src/d0/f2.bin" "$D/src/d1/hard" && ln "$D/src/d0/f2.bin" "$D/src/hard" || return 1
 	mkdir -p "$D/flat" && cp "$D"/src/d0/*.bin "$D/flat/" || return 1
 	bsdtar --format=newc -cf "$D/t.cpio" -C "$D/src" . &&
 	bsdtar --format=odc -cf "$D/odc.cpio" -C "$D/src" . &&

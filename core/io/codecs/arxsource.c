@@ -362,7 +362,10 @@ static void evict(const char *dir, uint64_t limit, uint64_t need)
 	if (!dh)
 		return;
 	while ((d = readdir(dh))) {
-		if (strlen(d->d_name) >= sizeof(v->name) || d->d_name[0] == '.')
+		/* whole renditions only: another mount's .part is in use */
+		if (strlen(d->d_name) >= sizeof(v->name) || d->d_name[0] == '.' ||
+		    strlen(d->d_name) < 4 ||
+		    strcmp(d->d_name + strlen(d->d_name) - 4, ".tar"))
 			continue;
 		snprintf(p, sizeof(p), "%s/%s", dir, d->d_name);
 		if (stat(p, &st) < 0 || !S_ISREG(st.st_mode))
