@@ -70,7 +70,13 @@ struct arx {
 	int rc;                 /* its outcome: 0, or -errno (said) */
 	atomic_int stop;        /* close asked the pass to end */
 	const char *kind;       /* what the archive is, for messages */
+	/* hard links written without data, "path\0target" (the pass's):
+	 * cpio's data comes with a later name, which they must follow */
+	char **links;
+	size_t nlinks, links_cap;
 };
+
+#define ARX_MAX_LINKS 65536
 
 /* ---- what is ours to read -------------------------------------------- */
 
@@ -243,11 +249,115 @@ wfail:
 	return write_failed(x, w, what);
 }
 
+/* Keeps hard link path -> target (past ARX_MAX_LINKS: not followed). */
+static int keep_link(struct arx *x, const char *path, const char *target)
+{
+	size_t lp = strlen(path), lt = strlen(target);
+	char **q, *r;
+
+	if (x->nlinks == ARX_MAX_LINKS)
+		return 0;
+	if (x->nlinks == x->links_cap) {
+		x->links_cap = x->links_cap ? 2 * x->links_cap : 64;
+		if (!(q = realloc(x->links, x->links_cap * sizeof(*q))))
+			return -ENOMEM;
+		x->links = q;
+	}
+	if (!(r = malloc(lp + lt + 2)))
+		return -ENOMEM;
+	memcpy(r, path, lp + 1);
+	memcpy(r + lp + 1, target, lt + 1);
+	x->links[x->nlinks++] = r;
+	return 0;
+}
+
+/* Writes hard link `path` -> `to` (a later entry of a path wins). */
+static int write_link(struct arx *x, struct archive *w, const char *path,
+		      const char *to, const struct archive_entry *like)
+{
+	struct archive_entry *e = archive_entry_clone((struct archive_entry *)like);
+	int r;
+
+	if (!e)
+		return -ENOMEM;
+	archive_entry_copy_pathname(e, path);
+	archive_entry_copy_hardlink(e, to);
+	archive_entry_set_size(e, 0);
+	r = archive_write_header(w, e) < ARCHIVE_WARN ||
+	    archive_write_finish_entry(w) < ARCHIVE_WARN;
+	archive_entry_free(e);
+	return r ? write_failed(x, w, source_name(x->in)) : 0;
+}
+
+/*
+ * After a hard link that carried the data was written as the file `path`:
+ * its target, and the links kept to that target, written again as links
+ * to it, so that every name is the one file bsdtar -x makes (cpio: newc
+ * stores the data with the last name, odc with every name).
+ */
+static int follow_data(struct arx *x, struct archive *w, const char *path,
+		       const char *target, const struct archive_entry *like)
+{
+	size_t i = 0;
+	char *r;
+	int rc = write_link(x, w, target, path, like);
+
+	while (rc == 0 && i < x->nlinks) {
+		r = x->links[i];
+		if (strcmp(r + strlen(r) + 1, target)) {
+			i++;
+			continue;
+		}
+		rc = write_link(x, w, r, path, like);
+		x->links[i] = x->links[--x->nlinks];
+		free(r);
+	}
+	return rc ? rc : keep_link(x, path, target);
+}
+
+/* One entry's header, data and end: 0 or -errno (said). */
+static int write_entry(struct arx *x, struct archive *w, struct archive_entry *e,
+		       const char *what, const char *path)
+{
+	int r;
+
+	if (archive_write_header(w, e) < ARCHIVE_WARN)
+		return write_failed(x, w, what);
+	r = copy_data(x, w, what, path);
+	if (r < 0)
+		return r;
+	if (archive_write_finish_entry(w) < ARCHIVE_WARN)
+		return write_failed(x, w, what);
+	return 0;
+}
+
+/* A hard link entry: kept when it has no data; else written as the file
+ * it carries, and its names follow it. */
+static int hard_link(struct arx *x, struct archive *w, struct archive_entry *e,
+		     const char *what, const char *path, const char *hl)
+{
+	char *target;
+	int rc;
+
+	if (!archive_entry_size_is_set(e) || archive_entry_size(e) <= 0) {
+		rc = write_entry(x, w, e, what, path);
+		return rc ? rc : keep_link(x, path, hl);
+	}
+	if (!(target = strdup(hl)))
+		return -ENOMEM;
+	archive_entry_set_hardlink(e, NULL);
+	rc = write_entry(x, w, e, what, path);
+	if (rc == 0 && strcmp(target, path))
+		rc = follow_data(x, w, path, target, e);
+	free(target);
+	return rc;
+}
+
 /* One entry of the archive into the tar: 0, 1 at its end, or -errno. */
 static int copy_entry(struct arx *x, struct archive *w, const char *what)
 {
 	struct archive_entry *e = x->first;
-	const char *path;
+	const char *path, *hl;
 	int r = ARCHIVE_OK;
 
 	if (e)
@@ -272,15 +382,11 @@ static int copy_entry(struct arx *x, struct archive *w, const char *what)
 		sfs_warn("%s: member '%s' is encrypted: skipped", what, path);
 		return 0;
 	}
-	if (archive_write_header(w, e) < ARCHIVE_WARN)
-		return write_failed(x, w, what);
-	r = copy_data(x, w, what, path);
-	if (r < 0)
-		return r;
-	if (archive_write_finish_entry(w) < ARCHIVE_WARN)
-		return write_failed(x, w, what);
-	publish(x);
-	return 0;
+	hl = archive_entry_hardlink(e);
+	r = hl ? hard_link(x, w, e, what, path, hl) : write_entry(x, w, e, what, path);
+	if (r == 0)
+		publish(x);
+	return r;
 }
 
 static void pass_end(struct arx *x, int rc)
@@ -457,6 +563,9 @@ static void arx_free(struct arx *x)
 	free(x->part);
 	free(x->final);
 	arxread_fini(&x->rd);
+	while (x->nlinks)
+		free(x->links[--x->nlinks]);
+	free(x->links);
 	source_close(x->in);
 	pthread_mutex_destroy(&x->mu);
 	pthread_cond_destroy(&x->cv);
