@@ -12,6 +12,9 @@
  * not there as they are (a zisofs-compressed file of an ISO image) is
  * skipped with a warning naming it.  Names follow the tar rules
  * (tar_normalise: a name that leaves the root is skipped, warned).
+ * Hard links that carry the data (cpio: newc with the last name, odc with
+ * every name) are reported as the file, then their other names as hard
+ * links to it, so every name is the one file bsdtar -x makes.
  * Devices, FIFOs and sockets are skipped.  Damage (a bad header, a
  * truncated archive) ends the walk: the members before it are reported.
  *

@@ -92,6 +92,11 @@
  * the damage; reads of damaged spans give EIO (said by zsource, naming
  * the archive, the member's offset and its path).
  *
+ * cpio and ar archives and ISO 9660 images (formats/arcwalk.h, walked by
+ * tarindex_build.c as a zip's members are) are trees the same way, their
+ * members read in place like a tar's; 7-Zip, RAR and tars compressed with
+ * codecs samplefs has no row for are tars to it (io/codecs/arxsource.h).
+ *
  * Not for: compressed tars as sources (core/io reads them as tars),
  * writing tars, deciding inode numbers (layouts do that, typically node
  * number + a constant).

@@ -22,6 +22,8 @@
  * member and libarchive's words, and the rendition ends there: the tar
  * walk keeps the members before the damage.  A damaged archive is never
  * kept in the cache.  Encrypted members are skipped with a warning.
+ * Hard links that carry the data (cpio's) are written as the file, their
+ * other names as links to it after (follow_data), as bsdtar -x makes them.
  * An archive libarchive cannot open at all is refused at open.
  *
  * Threads: the pass's thread writes; any thread reads (pread of the
@@ -212,11 +214,24 @@ static int write_failed(struct arx *x, struct archive *w, const char *what)
 	return e > 0 && e != EIO ? -e : -ENOSPC;	/* -EIO is damage */
 }
 
+/* n zero bytes (a hole of a sparse member): 0 or -1 (the writer's error). */
+static int write_zeros(struct archive *w, uint64_t n)
+{
+	static const char zeros[4096];
+	size_t k;
+
+	for (; n; n -= k) {
+		k = n < sizeof(zeros) ? (size_t)n : sizeof(zeros);
+		if (archive_write_data(w, zeros, k) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 /* Copies the current entry's data, holes as zeros. */
 static int copy_data(struct arx *x, struct archive *w, const char *what,
 		     const char *path)
 {
-	static const char zeros[4096];
 	const void *buf;
 	size_t len;
 	la_int64_t off, at = 0;
@@ -235,18 +250,11 @@ static int copy_data(struct arx *x, struct archive *w, const char *what,
 				 arxread_why(x->a));
 			return -EIO;
 		}
-		for (; at < off; at += (la_int64_t)sizeof(zeros) > off - at ?
-		     off - at : (la_int64_t)sizeof(zeros))
-			if (archive_write_data(w, zeros, (size_t)(off - at) <
-					       sizeof(zeros) ? (size_t)(off - at) :
-					       sizeof(zeros)) < 0)
-				goto wfail;
-		if (len && archive_write_data(w, buf, len) < 0)
-			goto wfail;
+		if ((off > at && write_zeros(w, (uint64_t)(off - at)) < 0) ||
+		    (len && archive_write_data(w, buf, len) < 0))
+			return write_failed(x, w, what);
 		at = off + (la_int64_t)len;
 	}
-wfail:
-	return write_failed(x, w, what);
 }
 
 /* Keeps hard link path -> target (past ARX_MAX_LINKS: not followed). */
