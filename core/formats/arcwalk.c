@@ -40,6 +40,21 @@ struct walk {
 	char path[TAR_PATH_MAX + 1], link[TAR_PATH_MAX + 1];
 };
 
+/* Whether to read an ISO 9660 image's magic, 32 KiB in: always for a
+ * local file that has 32 KiB; a URL's name must say it (each look is a
+ * request, and an empty tar's first block is zeros too). */
+static int iso_worth_a_look(struct source *src, ssize_t head)
+{
+	const char *name = source_name(src);
+	size_t n = strlen(name);
+
+	if (head < TAR_BLOCK)
+		return 0;
+	if (source_is_remote(src))
+		return n > 4 && !strcmp(name + n - 4, ".iso");
+	return 1;
+}
+
 int arc_sniff(struct source *src)
 {
 	unsigned char h[TAR_BLOCK];
@@ -57,6 +72,8 @@ int arc_sniff(struct source *src)
 		return 1;
 	if (got >= 8 && !memcmp(h, "!<arch>\n", 8))
 		return 1;
+	if (!iso_worth_a_look(src, got))
+		return 0;
 	got = source_pread(src, h, 5, ISO_MAGIC_AT);
 	if (got < 0)
 		return (int)got;
