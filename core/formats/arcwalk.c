@@ -21,7 +21,6 @@
 #include "io/codecs/arxread.h"
 
 #define ISO_MAGIC_AT 32769      /* "CD001" of the primary volume descriptor */
-#define ARC_MAX_LINKS 65536     /* hard links kept for data_link */
 
 struct walk {
 	struct archive *a;
@@ -33,9 +32,8 @@ struct walk {
 	uint64_t n;             /* members reported */
 	/* hard links without data, as "path\0target" (newc: the data comes
 	 * with the last name, and the earlier names must follow it there) */
-	char **links;
-	size_t nlinks, links_cap;
-	int links_full;         /* ARC_MAX_LINKS reached (said) */
+	struct arxlinks links;
+	int links_full;         /* ARXLINKS_MAX reached (said) */
 	unsigned char chk[ARC_CHECK];
 	char path[TAR_PATH_MAX + 1], link[TAR_PATH_MAX + 1];
 };
@@ -168,52 +166,28 @@ static int file_member(struct walk *w, struct archive_entry *e,
 /* Keeps hard link path -> target (both normalised) for data_link. */
 static int keep_link(struct walk *w, const char *path, const char *target)
 {
-	size_t lp = strlen(path), lt = strlen(target);
-	char **q, *r;
+	int rc = arxlinks_keep(&w->links, path, target);
 
-	if (w->nlinks == ARC_MAX_LINKS) {
-		if (!w->links_full++)
-			sfs_warn("%s: over %u hard links without data: those after "
-				 "keep the data their target had", w->what, ARC_MAX_LINKS);
-		return 0;
-	}
-	if (w->nlinks == w->links_cap) {
-		w->links_cap = w->links_cap ? 2 * w->links_cap : 64;
-		if (!(q = realloc(w->links, w->links_cap * sizeof(*q))))
-			return -ENOMEM;
-		w->links = q;
-	}
-	if (!(r = malloc(lp + lt + 2)))
-		return -ENOMEM;
-	memcpy(r, path, lp + 1);
-	memcpy(r + lp + 1, target, lt + 1);
-	w->links[w->nlinks++] = r;
-	return 0;
+	if (rc == 1 && !w->links_full++)
+		sfs_warn("%s: over %u hard links without data: those after keep "
+			 "the data their target had", w->what, ARXLINKS_MAX);
+	return rc < 0 ? rc : 0;
 }
 
 /* The kept links to target, now to `to`: reported again (and dropped). */
 static int relink(struct walk *w, const char *target, struct tar_member *l,
 		  const char *to)
 {
-	size_t i = 0;
 	char *r;
-	int rc;
+	int rc = 0;
 
-	while (i < w->nlinks) {
-		r = w->links[i];
-		if (strcmp(r + strlen(r) + 1, target)) {
-			i++;
-			continue;
-		}
+	while (rc == 0 && (r = arxlinks_take(&w->links, target))) {
 		l->path = r;
 		l->link = to;
 		rc = w->fn(w->arg, l);
-		w->links[i] = w->links[--w->nlinks];
 		free(r);
-		if (rc)
-			return rc;
 	}
-	return 0;
+	return rc;
 }
 
 /*
@@ -338,9 +312,7 @@ out:
 		archive_read_free(w->a);
 	if (w) {
 		arxread_fini(&w->rd);
-		while (w->nlinks)
-			free(w->links[--w->nlinks]);
-		free(w->links);
+		arxlinks_free(&w->links);
 	}
 	free(w);
 	return rc;

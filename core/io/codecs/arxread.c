@@ -4,6 +4,9 @@
  * seeks and skips only move it (never past the source's end), so a skip
  * over a member's data reads nothing.
  *
+ * Also the list of hard links whose data comes later (arxlinks), which
+ * both users keep.
+ *
  * Not for: formats (the caller's), writing archives.
  */
 #include "io/codecs/arxread.h"
@@ -95,4 +98,49 @@ const char *arxread_why(struct archive *a)
 	const char *why = archive_error_string(a);
 
 	return why && *why ? why : "libarchive gives no reason";
+}
+
+int arxlinks_keep(struct arxlinks *l, const char *path, const char *target)
+{
+	size_t lp = strlen(path), lt = strlen(target);
+	char **q, *r;
+
+	if (l->n == ARXLINKS_MAX)
+		return 1;
+	if (l->n == l->cap) {
+		l->cap = l->cap ? 2 * l->cap : 64;
+		if (!(q = realloc(l->v, l->cap * sizeof(*q))))
+			return -ENOMEM;
+		l->v = q;
+	}
+	if (!(r = malloc(lp + lt + 2)))
+		return -ENOMEM;
+	memcpy(r, path, lp + 1);
+	memcpy(r + lp + 1, target, lt + 1);
+	l->v[l->n++] = r;
+	return 0;
+}
+
+char *arxlinks_take(struct arxlinks *l, const char *target)
+{
+	size_t i;
+	char *r;
+
+	for (i = 0; i < l->n; i++) {
+		r = l->v[i];
+		if (!strcmp(r + strlen(r) + 1, target)) {
+			l->v[i] = l->v[--l->n];
+			return r;
+		}
+	}
+	return NULL;
+}
+
+void arxlinks_free(struct arxlinks *l)
+{
+	while (l->n)
+		free(l->v[--l->n]);
+	free(l->v);
+	l->v = NULL;
+	l->cap = 0;
 }

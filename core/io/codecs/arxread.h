@@ -33,6 +33,24 @@ struct arxread {
 int arxread_open(struct arxread *r, struct archive *a, struct source *src,
 		 const atomic_int *stop);
 void arxread_fini(struct arxread *r);
+/*
+ * Hard links kept as path -> target while walking an archive whose data
+ * may come with a later name of the file (cpio: newc stores it with the
+ * last name, odc with every name), so the names kept can follow it.
+ * At most ARXLINKS_MAX.
+ */
+#define ARXLINKS_MAX 65536
+struct arxlinks {
+	char **v;       /* "path\0target" */
+	size_t n, cap;
+};
+/* 0, 1 when full (not kept), -ENOMEM. */
+int arxlinks_keep(struct arxlinks *l, const char *path, const char *target);
+/* A kept link to target, taken out of l: its path (malloc'ed: free it),
+ * or NULL when none is left. */
+char *arxlinks_take(struct arxlinks *l, const char *target);
+void arxlinks_free(struct arxlinks *l);
+
 /* libarchive's words for a's last error, never NULL. */
 const char *arxread_why(struct archive *a);
 

@@ -36,6 +36,7 @@
 #include "io/backend.h"
 #include "io/codecs/arxread.h"
 #include "io/codecs/arxsource.h"
+#include "io/codecs/zsource.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -74,11 +75,8 @@ struct arx {
 	const char *kind;       /* what the archive is, for messages */
 	/* hard links written without data, "path\0target" (the pass's):
 	 * cpio's data comes with a later name, which they must follow */
-	char **links;
-	size_t nlinks, links_cap;
+	struct arxlinks links;
 };
-
-#define ARX_MAX_LINKS 65536
 
 /* ---- what is ours to read -------------------------------------------- */
 
@@ -115,28 +113,6 @@ static int named_ours(const char *name)
 	return 0;
 }
 
-/* lzma-alone has no magic: its header's properties, dictionary size and
- * uncompressed size, as zsource.c checks them */
-static int lzma_alone(const unsigned char *h, size_t n)
-{
-	uint32_t d;
-	uint64_t u = 0;
-	int i;
-
-	if (n < 13 || h[0] >= 9 * 5 * 5)
-		return 0;
-	d = (uint32_t)h[1] | (uint32_t)h[2] << 8 | (uint32_t)h[3] << 16 |
-	    (uint32_t)h[4] << 24;
-	for (i = 12; i >= 5; i--)
-		u = u << 8 | h[i];
-	if (u != UINT64_MAX && u >> 48)
-		return 0;
-	for (i = 12; i < 31; i++)
-		if (d == 1u << i || d == (1u << i) + (1u << (i - 1)))
-			return 1;
-	return 0;
-}
-
 const char *arxsource_kind(const unsigned char *h, size_t n)
 {
 	size_t i;
@@ -146,7 +122,7 @@ const char *arxsource_kind(const unsigned char *h, size_t n)
 		    !memcmp(h + arx_magic[i].off, arx_magic[i].magic,
 			    arx_magic[i].len))
 			return arx_magic[i].kind;
-	if (lzma_alone(h, n))
+	if (zsource_lzma_alone(h, n))
 		return "compressed with lzma (lzma-alone)";
 	return NULL;
 }
@@ -257,28 +233,6 @@ static int copy_data(struct arx *x, struct archive *w, const char *what,
 	}
 }
 
-/* Keeps hard link path -> target (past ARX_MAX_LINKS: not followed). */
-static int keep_link(struct arx *x, const char *path, const char *target)
-{
-	size_t lp = strlen(path), lt = strlen(target);
-	char **q, *r;
-
-	if (x->nlinks == ARX_MAX_LINKS)
-		return 0;
-	if (x->nlinks == x->links_cap) {
-		x->links_cap = x->links_cap ? 2 * x->links_cap : 64;
-		if (!(q = realloc(x->links, x->links_cap * sizeof(*q))))
-			return -ENOMEM;
-		x->links = q;
-	}
-	if (!(r = malloc(lp + lt + 2)))
-		return -ENOMEM;
-	memcpy(r, path, lp + 1);
-	memcpy(r + lp + 1, target, lt + 1);
-	x->links[x->nlinks++] = r;
-	return 0;
-}
-
 /* Writes hard link `path` -> `to` (a later entry of a path wins). */
 static int write_link(struct arx *x, struct archive *w, const char *path,
 		      const char *to, const struct archive_entry *like)
@@ -306,21 +260,15 @@ static int write_link(struct arx *x, struct archive *w, const char *path,
 static int follow_data(struct arx *x, struct archive *w, const char *path,
 		       const char *target, const struct archive_entry *like)
 {
-	size_t i = 0;
 	char *r;
 	int rc = write_link(x, w, target, path, like);
 
-	while (rc == 0 && i < x->nlinks) {
-		r = x->links[i];
-		if (strcmp(r + strlen(r) + 1, target)) {
-			i++;
-			continue;
-		}
+	while (rc == 0 && (r = arxlinks_take(&x->links, target))) {
 		rc = write_link(x, w, r, path, like);
-		x->links[i] = x->links[--x->nlinks];
 		free(r);
 	}
-	return rc ? rc : keep_link(x, path, target);
+	/* past ARXLINKS_MAX a name keeps the data its target had */
+	return rc ? rc : arxlinks_keep(&x->links, path, target) < 0 ? -ENOMEM : 0;
 }
 
 /* One entry's header, data and end: 0 or -errno (said). */
@@ -349,7 +297,7 @@ static int hard_link(struct arx *x, struct archive *w, struct archive_entry *e,
 
 	if (!archive_entry_size_is_set(e) || archive_entry_size(e) <= 0) {
 		rc = write_entry(x, w, e, what, path);
-		return rc ? rc : keep_link(x, path, hl);
+		return rc ? rc : arxlinks_keep(&x->links, path, hl) < 0 ? -ENOMEM : 0;
 	}
 	if (!(target = strdup(hl)))
 		return -ENOMEM;
@@ -571,9 +519,7 @@ static void arx_free(struct arx *x)
 	free(x->part);
 	free(x->final);
 	arxread_fini(&x->rd);
-	while (x->nlinks)
-		free(x->links[--x->nlinks]);
-	free(x->links);
+	arxlinks_free(&x->links);
 	source_close(x->in);
 	pthread_mutex_destroy(&x->mu);
 	pthread_cond_destroy(&x->cv);
