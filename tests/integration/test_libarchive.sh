@@ -72,9 +72,18 @@ for f in t.cpio t.iso t.a; do
 done
 
 # decompressed once
+mkdir -p "$T/x0-7z" && bsdtar -xf "$T/t.7z" -C "$T/x0-7z"
 for f in t.7z t.tar.lzma t.tar.lz4 t.tar.lz t.tar.lzo t.tar.Z t.cpio.lz4; do
 	same_tree "$f"
 done
+
+# a remount without cache_dir: the saved index, a new pass
+mnt=$T/m-remount
+if check "t.7z remount: mounted" sfs_mount "$T/t.7z" "$mnt" -o layout=tar; then
+	check "t.7z remount: the saved index" grep -q "using the saved index" "$(sfs_log "$mnt")"
+	check "t.7z remount: every file as bsdtar -x made it" "$PY" "$COMPARE" "$T/x0-7z" "$mnt"
+	check "t.7z remount: unmount" sfs_umount "$mnt"
+fi
 
 # cache_dir: the rendition kept, used again by a remount
 same_tree t.7z ",cache_dir=$T/cache"

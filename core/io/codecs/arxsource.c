@@ -456,6 +456,24 @@ static void evict(const char *dir, uint64_t limit, uint64_t need)
 	free(v);
 }
 
+/* An unlinked spill file in dir: O_TMPFILE, else made and unlinked (a
+ * file system without O_TMPFILE).  0 or -errno. */
+static int spill_tmp(struct arx *x, const char *dir)
+{
+	char *p;
+
+	x->fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (x->fd >= 0)
+		return 0;
+	if (asprintf(&p, "%s/samplefs-archive.XXXXXX", dir) < 0)
+		return -ENOMEM;
+	x->fd = mkostemp(p, O_CLOEXEC);
+	if (x->fd >= 0)
+		unlink(p);
+	free(p);
+	return x->fd < 0 ? -errno : 0;
+}
+
 /* Opens the spill file: the cached rendition (1: the pass is not needed),
  * a new one in the cache (0), or an unlinked one in $TMPDIR (0). */
 static int spill_open(struct arx *x, const struct source_config *cfg)
@@ -466,10 +484,8 @@ static int spill_open(struct arx *x, const struct source_config *cfg)
 	uint64_t h = 0xcbf29ce484222325ull;
 	struct stat sb;
 
-	if (!cfg || !cfg->cache_dir) {
-		x->fd = open(tmp && *tmp ? tmp : "/tmp", O_TMPFILE | O_RDWR, 0600);
-		return x->fd < 0 ? -errno : 0;
-	}
+	if (!cfg || !cfg->cache_dir)
+		return spill_tmp(x, tmp && *tmp ? tmp : "/tmp");
 	snprintf(dir, sizeof(dir), "%s/archives", cfg->cache_dir);
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return -errno;
