@@ -116,7 +116,7 @@ FUZZ_SECONDS_CI ?= 5
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined \
 		-fno-omit-frame-pointer
 FUZZ_CFLAGS   = -O1 -g $(FUZZ_SAN) $(WARN) $(CPPFLAGS) $(DEPCFLAGS) -MMD -MP
-FUZZ_TARGETS := npy pickle zip zipdir kaggle tar tarindex mat5 devkit strokes index autoindex bucketlist awscred classes download httphdr checkpoint zindex zfind statdoc
+FUZZ_TARGETS := npy pickle zip zipdir kaggle tar tarindex mat5 devkit strokes index autoindex bucketlist awscred classes download httphdr checkpoint zindex zfind statdoc archive
 FUZZ_BIN     := $(FUZZ_TARGETS:%=build-fuzz/fuzz_%)
 
 build-fuzz/core/%.o: core/%.c

@@ -38,7 +38,9 @@ enum kind { T_STR, T_U32, T_U64, T_SIZE, T_FLAG, T_IMAGE, T_SPLIT, T_SEED, T_RDP
  * Which layouts take an option is the layout table's to say
  * (layout_kinds): one that some layout names is refused for the others,
  * as a silently ignored option is a surprise later. */
-enum scope { S_ANY, S_URL, S_BUCKET, S_Z };
+/* S_DISK: URLs, and archives decompressed once into the disk cache
+ * (io/codecs/arxsource.h), which count as decompressed sources */
+enum scope { S_ANY, S_URL, S_BUCKET, S_Z, S_DISK };
 
 struct opt_row {
 	const char *name;	/* without '=' */
@@ -78,8 +80,8 @@ static const struct opt_row table[] = {
 	{"retries", T_POS, O(remote.retries), S_URL, "N", "retries (1 or more) of a failed request, with backoff, before EIO (default 5)"},
 	{"cacert", T_FILE, O(remote.cacert), S_URL, "FILE", "https: CA certificates to verify servers with (default: the system's)"},
 	{"insecure", T_FLAG, O(remote.insecure), S_URL, NULL, "https: do not verify servers' certificates"},
-	{"cache_dir", T_STR, O(remote.cache_dir), S_URL, "DIR", "keep fetched blocks in DIR too, across mounts"},
-	{"cache_dir_size", T_POSSIZE, O(remote.cache_dir_bytes), S_URL, "SIZE", "bound of cache_dir (default 1G)"},
+	{"cache_dir", T_STR, O(remote.cache_dir), S_DISK, "DIR", "keep fetched blocks in DIR too, across mounts; and archives decompressed once (7z, rar...)"},
+	{"cache_dir_size", T_POSSIZE, O(remote.cache_dir_bytes), S_DISK, "SIZE", "bound of cache_dir, and of an archive decompressed once (default 1G)"},
 	{"read_timeout", T_POS, O(remote.read_timeout_s), S_URL, "SECONDS", "one read, its retries and waits included, gives EIO after this long (default 2 x timeout)"},
 	{"index", T_FILE_URL, O(index), S_ANY, "PATH|URL", "a prebuilt index (samplefs-inspect --save-index), fetched into index_dir when it has none"},
 	{"index_only", T_FLAG, O(index_only), S_ANY, NULL, "never build an index: fail the mount when none fits (missing, stale)"},
@@ -499,13 +501,22 @@ int sfs_opts_check_data(const struct fs_opts *o, uint64_t decompressed)
 	size_t i;
 	int rc = 0;
 
-	for (i = 0; i < NROWS; i++)
+	for (i = 0; i < NROWS; i++) {
+		if ((o->given >> i & 1) && table[i].scope == S_DISK && !decompressed &&
+		    !source_is_url(o->core.source)) {
+			sfs_err("-o %s applies to URL sources and to archives decompressed "
+				"once (7-Zip, RAR, tars compressed with lz4, lzip, lzma, lzop "
+				"or compress), and %s is neither", table[i].name,
+				o->core.source);
+			rc = -EINVAL;
+		}
 		if ((o->given >> i & 1) && table[i].scope == S_Z && !decompressed) {
 			sfs_err("-o %s applies to compressed data only (gzip, xz, zstd, "
 				"bzip2: the source, or members of a tar), and %s has none",
 				table[i].name, o->core.source);
 			rc = -EINVAL;
 		}
+	}
 	return rc;
 }
 
@@ -561,7 +572,7 @@ void sfs_opts_help(void)
 			help_row(&table[i]);
 	printf("URL sources (http://, https://, s3://, gs://):\n");
 	for (i = 0; i < NROWS; i++)
-		if (table[i].scope == S_URL)
+		if (table[i].scope == S_URL || table[i].scope == S_DISK)
 			help_row(&table[i]);
 	printf("Compressed data (gzip, xz, zstd, bzip2: the source, or members of a tar):\n");
 	for (i = 0; i < NROWS; i++)
@@ -662,6 +673,8 @@ static int row_applies(const struct fs_opts *o, const struct opt_row *r,
 		return source_is_bucket(src);
 	case S_Z:
 		return decompressed > 0;
+	case S_DISK:
+		return source_is_url(src) || decompressed > 0;
 	case S_ANY:
 		break;
 	}

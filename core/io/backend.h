@@ -112,6 +112,8 @@ extern const struct source_backend source_bucket_backend;
 /* Never claims a name: it wraps a source whose first bytes are a
  * compressed format's (zsource.h), and keeps the mount's span cache. */
 extern const struct source_backend source_z_backend;
+/* Never claims a name either: an archive decompressed once (arxsource.h). */
+extern const struct source_backend source_arx_backend;
 
 /* After a backend opened `in`: *out = in when it is not compressed, else
  * a new source of its uncompressed bytes that owns in.  0, or -errno

@@ -10,6 +10,7 @@
  * back.
  */
 #include "io/backend.h"
+#include "io/codecs/arxsource.h"
 #include "io/lru.h"
 
 #include <errno.h>
@@ -127,6 +128,9 @@ int source_counted_wrap(struct source *s, struct source **out)
 	struct source_env *env = s->env;	/* s may be closed on failure */
 	int rc = zsource_wrap(s, out);
 
+	/* an archive libarchive reads and decompresses once (arxsource.h) */
+	if (rc == 0 && *out == s && env)
+		rc = arxsource_wrap(s, out);
 	if (rc == 0 && *out != s && env)
 		SOURCE_COUNT(&env->ctr, decompressed);
 	return rc;

@@ -146,6 +146,22 @@ static int other_codec(struct source_env *env, const char *source)
 	return said;
 }
 
+/* An archive read through libarchive (formats/arcwalk.h, in place;
+ * io/codecs/arxsource.h, decompressed once), by its name. */
+static int by_libarchive_name(const char *base)
+{
+	static const char *const sfx[] = {
+		".7z", ".rar", ".cpio", ".iso", ".tar.Z", ".taz", ".tar.lz4",
+		".tar.lz", ".tlz", ".tar.lzma", ".tar.lzo", ".tzo", NULL,
+	};
+	size_t i;
+
+	for (i = 0; sfx[i]; i++)
+		if (has_suffix(base, sfx[i]))
+			return 1;
+	return 0;
+}
+
 /*
  * A single file's layout when its name says it, with no request: Kaggle's
  * ImageNet zip, a tar (compressed or not) or zip, an .npy.  Probing sends
@@ -159,7 +175,7 @@ static const struct layout_kind *by_name(const char *source)
 	base = base ? base + 1 : source;
 	if (!strcmp(base, IMAGENET_KAGGLE_ZIP))
 		return layout_kind("imagenet");
-	if (layout_tar_shard_suffix(base))
+	if (layout_tar_shard_suffix(base) || by_libarchive_name(base))
 		return layout_kind("tar");
 	if (has_suffix(base, ".npy"))
 		return layout_kind("npy");

@@ -23,7 +23,7 @@ cd "$(dirname "$0")/../.."
 mode=$1 secs=$2
 shift 2
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(npy pickle zip zipdir kaggle tar tarindex mat5 devkit strokes index autoindex bucketlist awscred classes download httphdr checkpoint zindex zfind statdoc)
+[ ${#targets[@]} -eq 0 ] && targets=(npy pickle zip zipdir kaggle tar tarindex mat5 devkit strokes index autoindex bucketlist awscred classes download httphdr checkpoint zindex zfind statdoc archive)
 B=build-fuzz
 REPLAY_S=600
 MARGIN_S=300

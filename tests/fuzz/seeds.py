@@ -416,6 +416,35 @@ def statdoc(out):
     put(out, "statdoc", "spaces", b'{"read"  \t:\n -0.5e+3}')
 
 
+def archives(out):
+    """fuzz_archive: small archives of every kind libarchive reads for
+    samplefs, made by bsdtar (skipped when it is not installed)."""
+    import shutil
+    import subprocess
+    import tempfile
+    if not shutil.which("bsdtar"):
+        return
+    kinds = {"newc.cpio": ["--format=newc"], "odc.cpio": ["--format=odc"],
+             "bin.cpio": ["--format=bin"], "t.a": ["--format=ar"],
+             "t.7z": ["--format=7zip"], "lz4.tar": ["--lz4"],
+             "lzip.tar": ["--lzip"], "lzop.tar": ["--lzop"], "Z.tar": ["-Z"],
+             "lzma.tar": ["--lzma"], "lz4.cpio": ["--format=newc", "--lz4"]}
+    with tempfile.TemporaryDirectory() as d:
+        src = os.path.join(d, "src")
+        os.makedirs(os.path.join(src, "dir"))
+        for name, data in (("a.txt", b"hello\n"), ("dir/b.bin", bytes(range(256)) * 3),
+                           ("empty", b"")):
+            with open(os.path.join(src, name), "wb") as f:
+                f.write(data)
+        for name, opts in kinds.items():
+            dst = os.path.join(d, name)
+            files = ["a.txt", "empty"] if "ar" in opts[0] else ["."]
+            if subprocess.run(["bsdtar", "-cf", dst, *opts, *files], cwd=src,
+                              stderr=subprocess.DEVNULL).returncode == 0:
+                with open(dst, "rb") as f:
+                    put(out, "archive", name, f.read())
+
+
 def main(fix, out):
     global FIX
     FIX = fix
@@ -450,6 +479,7 @@ def main(fix, out):
     zindex(out, tars)
     zfind(out)
     statdoc(out)
+    archives(out)
 
 
 if __name__ == "__main__":

@@ -79,9 +79,16 @@ check "connection refused: one line, the cause" \
 check "-o cacert= a missing file: refused at mount, naming it" \
 	one_line_fail "^samplefs: error: -o cacert=$T/no-ca.pem: No such file" \
 	-o layout=tar,cacert="$T/no-ca.pem" "$(http_url -s good.tar)"
-for o in cacert="$HTTP_CACERT" insecure timeout=5 retries=2 cache_dir="$T/cd" cache_dir_size=64M read_timeout=9; do
+for o in cacert="$HTTP_CACERT" insecure timeout=5 retries=2 read_timeout=9; do
 	check "-o ${o%%=*} on a local source: refused" expect_fail \
 		"o ${o%%=*} applies to URL sources only (http://, https://, s3://, gs://), not $W/good.tar" \
+		timeout 10 "$SAMPLEFS" -f -o "$o" "$W/good.tar" "$M"	# accepted: serves until killed
+done
+# the disk cache serves URLs and archives decompressed once (a 7z...):
+# refused for a local tar, once it is known to be neither
+for o in cache_dir="$T/cd" cache_dir_size=64M; do
+	check "-o ${o%%=*} on a local tar: refused" expect_fail \
+		"o ${o%%=*} applies to URL sources and to archives decompressed once (7-Zip, RAR, .*), and $W/good.tar is neither" \
 		timeout 10 "$SAMPLEFS" -f -o "$o" "$W/good.tar" "$M"	# accepted: serves until killed
 done
 check "with cacert= the https tar mounts" sfs_mount "$(http_url -s good.tar)" "$M" \

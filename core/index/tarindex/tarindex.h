@@ -110,6 +110,11 @@
  * refetch left in the caches are dropped (source_forget: the next read
  * fetches anew); both are counted (source_stats).  Such members are never read in place (spliced).
  *
+ * cpio and ar archives and ISO 9660 images (formats/arcwalk.h, walked by
+ * tarindex_build.c as a zip's members are) are trees the same way, their
+ * members read in place like a tar's; 7-Zip, RAR and tars compressed with
+ * codecs samplefs has no row for are tars to it (io/codecs/arxsource.h).
+ *
  * Not for: compressed tars as sources (core/io reads them as tars),
  * writing tars, deciding inode numbers (layouts do that, typically node
  * number + a constant).

@@ -6,7 +6,8 @@
  * files next to the index.
  *
  * Building (single-threaded, never used while mounted):
- *   1. walk every source with tar_walk (a zip: tarindex_zip.c), expanding nested tars (compressed
+ *   1. walk every source with tar_walk (a zip: tarindex_zip.c; cpio, ar,
+ *      ISO 9660: formats/arcwalk.h, members in place), expanding nested tars (compressed
  *      ones through derived sources: tarindex_znest.c), adding one
  *      entry record per member (its full path, its link) to a sort by
  *      path, component by component (so a directory's descendants follow
@@ -57,6 +58,7 @@
 #include "index/spill.h"
 #include "index/tarindex/tarindex_int.h"
 #include "index/tarindex/tarindex_build_int.h"
+#include "formats/arcwalk.h"
 #include "formats/tar.h"
 #include "formats/zipwalk.h"
 
@@ -448,6 +450,26 @@ static int walk_zip(struct builder *b, struct walkctx *c)
 	return tb_zip_walk(c);
 }
 
+/*
+ * Walks a cpio or ar archive or an ISO 9660 image (formats/arcwalk.h):
+ * its members in place, as a tar's.  No checkpoint, as for a zip: its
+ * walk has no point to resume from that libarchive would take.
+ */
+static int walk_arc(struct builder *b, struct walkctx *c)
+{
+	if (b->resuming) {
+		sfs_err("%s: a checkpoint resumes here, but this is not a tar: "
+			"dropped, the next build starts over", c->what);
+		return -ESTALE;
+	}
+	if (b->ck) {
+		ckpt_close(b->ck, 1);
+		b->ck = NULL;
+	}
+	c->arc = 1;
+	return arc_walk(c->src, c->what, tb_walk_cb, c);
+}
+
 /* The refusal of a source that is not a tar: named after the compression
  * it is in, when it is one samplefs does not read. */
 static void not_a_tar(struct source *src, const char *path)
@@ -504,6 +526,8 @@ static int walk_source(struct builder *b, const struct tarindex_source *s,
 	rc = zip_sniff(s->src);
 	if (rc == 1)
 		rc = walk_zip(b, &c);
+	else if (rc == 0 && (rc = arc_sniff(s->src)) == 1)
+		rc = walk_arc(b, &c);
 	else if (rc == 0)
 		rc = walk_from(b, &c, grow ? TAR_TO_END : *size);
 	if (grow && (rc == 0 || rc == -EBADMSG || rc == -EINVAL) &&
@@ -520,7 +544,7 @@ static int walk_source(struct builder *b, const struct tarindex_source *s,
 		sfs_err("%s: damaged %llu MiB into its uncompressed bytes, before "
 			"its first member: nothing of it can be read", s->path,
 			(unsigned long long)(from >> 20));
-	} else if (rc == -EINVAL && !c.zip)
+	} else if (rc == -EINVAL && !c.zip && !c.arc)
 		not_a_tar(s->src, s->path);
 	else if (rc == -EBADMSG)
 		sfs_warn("%s: keeping the %u members before the damage", s->path,

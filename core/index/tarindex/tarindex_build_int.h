@@ -137,6 +137,8 @@ struct walkctx {
 	const char *what;
 	int deflated;           /* the member being added is (no nested tar) */
 	int zip;                /* the source is a zip */
+	int arc;                /* the source is a cpio, ar or ISO 9660
+				 * archive (formats/arcwalk.h) */
 	int derived;            /* the source is a derived one: progress
 				 * stays at prog_at, the outer member's offset */
 	uint64_t prog_at;

@@ -617,7 +617,7 @@ int source_is_decompressed(const struct source *s)
 /* 1 if h (n bytes) starts like an lzma-alone (.lzma) file: no magic, so
  * its 13-byte header: properties, a dictionary size of 2^n or 2^n + 2^(n-1)
  * bytes (as xz-utils and the LZMA SDK write), the size or -1 (streamed). */
-static int lzma_alone(const unsigned char *h, size_t n)
+int zsource_lzma_alone(const unsigned char *h, size_t n)
 {
 	uint32_t d;
 	uint64_t u = 0;
@@ -660,7 +660,7 @@ static const char *other_codec(struct source *s, const char **unpack)
 			*unpack = other[i].unpack;
 			return other[i].name;
 		}
-	if (got > 0 && lzma_alone(h, (size_t)got)) {
+	if (got > 0 && zsource_lzma_alone(h, (size_t)got)) {
 		*unpack = "xz -dc";
 		return "lzma (.lzma, lzma-alone)";
 	}

@@ -109,6 +109,11 @@ int zsource_damage(struct source *s, uint64_t *from);
  * Reads s's first bytes. */
 int zsource_refuse_other(struct source *s, const char *what);
 
+/* 1 if h (n bytes) starts like an lzma-alone (.lzma) file, which has no
+ * magic: its header's properties, dictionary size and size (arxsource.c
+ * opens such files). */
+int zsource_lzma_alone(const unsigned char *h, size_t n);
+
 /*
  * Wraps `in`, a raw deflate stream (a zip member's data: a slice of the
  * zip, io/slice.h source_open_range), as a source of its uncompressed
