@@ -747,7 +747,8 @@ static int sparse_read(const struct tarindex *t, uint32_t i, char *buf,
 	if (!sp)
 		return -EIO;    /* tarindex_open checked that there is one */
 	c = &t->chunks[sp->map];
-	lo = SFS_PARTITION_POINT(uint32_t, 0, sp->nchunks, m, c[m].off <= off); /* the first chunk after off */
+	/* the first chunk after off */
+	lo = SFS_PARTITION_POINT(uint32_t, 0, sp->nchunks, m, c[m].off <= off);
 	while (done < size) {
 		uint64_t pos = off + done, in = lo ? pos - c[lo - 1].off : 0;
 

@@ -62,7 +62,7 @@
 #include "formats/tar.h"
 #include "formats/zipwalk.h"
 
-static int tb_walk_cb(void *arg, const struct tar_member *m);
+static int tarbuild_walk_cb(void *arg, const struct tar_member *m);
 
 /* Keeps a copy of member m's sparse map; *id is its number. */
 static int add_sparse(struct builder *b, const struct tar_member *m, uint32_t *id)
@@ -84,7 +84,7 @@ static int add_sparse(struct builder *b, const struct tar_member *m, uint32_t *i
 	}
 	if (!b->nsparse)
 		b->nsparse = 1;         /* 0 stands for "not sparse" */
-	rc = tb_grow((void **)&b->sparse, &b->sparse_cap, b->nsparse, sizeof(*b->sparse));
+	rc = tarbuild_grow((void **)&b->sparse, &b->sparse_cap, b->nsparse, sizeof(*b->sparse));
 	if (rc < 0)
 		return rc;
 	memcpy(b->chunks + b->nchunks, m->chunks, m->nchunks * sizeof(*m->chunks));
@@ -97,9 +97,9 @@ static int add_sparse(struct builder *b, const struct tar_member *m, uint32_t *i
 /* Keeps hard link r (path and target) aside for tarindex_links.c. */
 static int keep_link(struct builder *b, const struct entry_rec *r)
 {
-	struct hlink *l = tb_slot((void **)&b->links, &b->links_cap, b->nlinks,
+	struct hlink *l = tarbuild_slot((void **)&b->links, &b->links_cap, b->nlinks,
 				  sizeof(*l));
-	int rc = l ? tb_entry_strings(&b->side, r, &l->path, &l->link) : -ENOMEM;
+	int rc = l ? tarbuild_entry_strings(&b->side, r, &l->path, &l->link) : -ENOMEM;
 
 	if (rc == 0) {
 		l->seq = r->seq;
@@ -134,7 +134,7 @@ static int add_ent(struct walkctx *c, const struct tar_member *m,
 	plen = (c->prefix[0] ? strlen(c->prefix) + 1 : 0) + strlen(path);
 	snprintf(b->path, sizeof(b->path), "%s%s%s", c->prefix,
 		 c->prefix[0] ? "/" : "", path);
-	len = tb_entry_set(r, b->path, plen, lk, strlen(lk));
+	len = tarbuild_entry_set(r, b->path, plen, lk, strlen(lk));
 	r->off = m->offset;
 	r->size = m->size;
 	r->mtime = m->mtime;
@@ -146,7 +146,7 @@ static int add_ent(struct walkctx *c, const struct tar_member *m,
 		return rc;
 	if (type == TAR_HARDLINK && (rc = keep_link(b, r)) < 0)
 		return rc;
-	if (path_at && (rc = tb_arena_put(&b->side, NULL, r->s, plen, path_at)) < 0)
+	if (path_at && (rc = tarbuild_arena_put(&b->side, NULL, r->s, plen, path_at)) < 0)
 		return rc;
 	rc = spill_add(b->ents, r, len);
 	if (rc < 0)
@@ -206,7 +206,7 @@ int tarindex_member_is_tar(struct source *src, const struct tar_member *m)
 static int keep_nest(struct walkctx *c, uint32_t *at)
 {
 	struct builder *b = c->b;
-	int rc = tb_grow((void **)&b->nests, &b->nests_cap, b->nnests, sizeof(*b->nests));
+	int rc = tarbuild_grow((void **)&b->nests, &b->nests_cap, b->nnests, sizeof(*b->nests));
 
 	if (rc < 0)
 		return rc;
@@ -220,7 +220,7 @@ static int keep_nest(struct walkctx *c, uint32_t *at)
 
 static int replay_walk(struct walkctx *c);
 
-/* Whether the walk expands member m as a nested tar (tb_walk_cb's checks
+/* Whether the walk expands member m as a nested tar (tarbuild_walk_cb's checks
  * first: a member they skip is never expanded). */
 static int expands(const struct walkctx *c, const struct tar_member *m)
 {
@@ -232,7 +232,7 @@ static int expands(const struct walkctx *c, const struct tar_member *m)
 
 /*
  * Whether member m is a compressed tar the walk tries to expand (named
- * "*.tar.gz" etc., depth permitting; tb_znested looks at its bytes): the
+ * "*.tar.gz" etc., depth permitting; tarbuild_znested looks at its bytes): the
  * suffix, or NULL.
  */
 static const char *zexpands(const struct walkctx *c, const struct tar_member *m)
@@ -246,7 +246,7 @@ static const char *zexpands(const struct walkctx *c, const struct tar_member *m)
 	       tar_suffix_compressed(sfx) ? sfx : NULL;
 }
 
-static int tb_nest_walk(struct walkctx *c, const struct tar_member *m,
+static int tarbuild_nest_walk(struct walkctx *c, const struct tar_member *m,
 			const char *sfx, struct source *in, uint32_t inno)
 {
 	size_t len = strlen(m->path) - strlen(sfx);
@@ -257,7 +257,7 @@ static int tb_nest_walk(struct walkctx *c, const struct tar_member *m,
 	uint32_t at;
 	int rc;
 
-	/* tb_walk_cb has skipped members whose path in the tree would not fit
+	/* tarbuild_walk_cb has skipped members whose path in the tree would not fit
 	 * TAR_PATH_MAX (path_fits), so `prefix` below is never cut */
 	memcpy(dir, m->path, len);
 	dir[len] = '\0';
@@ -283,13 +283,13 @@ static int tb_nest_walk(struct walkctx *c, const struct tar_member *m,
 		sub.srcno = inno;
 		sub.prog_at = c->derived ? c->prog_at : m->offset;
 		sub.derived = 1;
-		rc = tar_walk(in, 0, source_stamp(in)->size, what, tb_walk_cb, &sub);
+		rc = tar_walk(in, 0, source_stamp(in)->size, what, tarbuild_walk_cb, &sub);
 		/* a damaged stream: its reads give EIO (said by zsource) */
 		if (rc == -EIO)
 			rc = -EBADMSG;
 	} else {
 		rc = c->b->resuming ? replay_walk(&sub) :
-				      tar_walk(c->src, m->offset, m->size, what, tb_walk_cb, &sub);
+				      tar_walk(c->src, m->offset, m->size, what, tarbuild_walk_cb, &sub);
 	}
 	c->b->nests[at].end = c->b->nents;
 	if (rc == -EBADMSG)
@@ -321,14 +321,14 @@ static int take_member(struct walkctx *c, const struct tar_member *m, int nested
 			return 0;
 		}
 		if (nested && c->depth < b->recursive) {
-			rc = tb_nest_walk(c, m, ".tar", NULL, 0);
+			rc = tarbuild_nest_walk(c, m, ".tar", NULL, 0);
 			return rc < 0 ? rc : 0;
 		}
-		if (zsfx && (rc = tb_znested(c, m, zsfx)) != 0)
+		if (zsfx && (rc = tarbuild_znested(c, m, zsfx)) != 0)
 			return rc < 0 ? rc : 0;
 		break;
 	case TAR_SYMLINK:
-		if (!tb_symlink_inside(c->prefix, m->path, m->link)) {
+		if (!tarbuild_symlink_inside(c->prefix, m->path, m->link)) {
 			sfs_warn("%s: symlink '%s' -> '%s' leaves the mount: skipped",
 				 c->what, m->path, m->link);
 			return 0;
@@ -352,7 +352,7 @@ static int take_member(struct walkctx *c, const struct tar_member *m, int nested
  * derived source, and the stream's own pass is what is worth saving
  * (its access points are, by zsource).
  */
-static int tb_walk_cb(void *arg, const struct tar_member *m)
+static int tarbuild_walk_cb(void *arg, const struct tar_member *m)
 {
 	struct walkctx *c = arg;
 	struct ckpt *ck = c->b->ck;
@@ -421,7 +421,7 @@ static int walk_from(struct builder *b, struct walkctx *c, uint64_t size)
 			 (unsigned long long)r->members);
 	}
 	rc = tar_walk(c->src, from, size == TAR_TO_END ? TAR_TO_END : size - from,
-		      c->what, tb_walk_cb, c);
+		      c->what, tarbuild_walk_cb, c);
 	if (rc == -EINVAL && from) {
 		sfs_err("%s: no tar header at byte %llu, where the checkpoint "
 			"resumes", c->what, (unsigned long long)from);
@@ -433,7 +433,7 @@ static int walk_from(struct builder *b, struct walkctx *c, uint64_t size)
 /*
  * Walks a zip source into the builder (tarindex_zip.c).  A build that
  * meets a zip keeps no checkpoint: a replay would not bring back the
- * deflated members' section (tb_zip_write), and a zip's walk is one read
+ * deflated members' section (tarbuild_zip_write), and a zip's walk is one read
  * of its central directory, with nothing to resume inside it.
  */
 static int walk_zip(struct builder *b, struct walkctx *c)
@@ -447,7 +447,7 @@ static int walk_zip(struct builder *b, struct walkctx *c)
 		ckpt_close(b->ck, 1);
 		b->ck = NULL;
 	}
-	return tb_zip_walk(c);
+	return tarbuild_zip_walk(c);
 }
 
 /*
@@ -467,7 +467,7 @@ static int walk_arc(struct builder *b, struct walkctx *c)
 		b->ck = NULL;
 	}
 	c->arc = 1;
-	return arc_walk(c->src, c->what, tb_walk_cb, c);
+	return arc_walk(c->src, c->what, tarbuild_walk_cb, c);
 }
 
 /* The refusal of a source that is not a tar: named after the compression
@@ -628,8 +628,8 @@ static void builder_free(struct builder *b)
 	free(b->rec);
 	free(b->zips);
 	free(b->scratch);
-	tb_derived_free(b);
-	tb_links_free(b);
+	tarbuild_derived_free(b);
+	tarbuild_links_free(b);
 }
 
 /* The sizes of the sources, then of the derived ones (freed on failure). */
@@ -656,7 +656,7 @@ static int build_once(struct index_writer *w, uint32_t tag_prefix_char,
 	struct builder b = { .recursive = bo->recursive, .checksums = bo->checksums,
 			     .quiet = bo->quiet,
 			     .src = src, .nsrc = (uint32_t)nsrc,
-			     .add_member = tb_walk_cb, .nest_walk = tb_nest_walk };
+			     .add_member = tarbuild_walk_cb, .nest_walk = tarbuild_nest_walk };
 	uint64_t *sizes, total = 0, at;
 	int64_t mtime, root_mtime = 0;
 	size_t i;
@@ -678,9 +678,9 @@ static int build_once(struct index_writer *w, uint32_t tag_prefix_char,
 	b.scratch = strdup(index_writer_path(w));
 	if (!sizes || !b.rec || !b.scratch)
 		goto out;
-	rc = tb_ents_open(&b, &b.ents);
+	rc = tarbuild_ents_open(&b, &b.ents);
 	if (rc == 0)    /* offset 0 of the side arena: "" */
-		rc = tb_arena_put(&b.side, NULL, "", 0, &at);
+		rc = tarbuild_arena_put(&b.side, NULL, "", 0, &at);
 	if (rc < 0)
 		goto out;
 	for (i = 0; i < nsrc; i++) {	/* what is known: no wait */
@@ -702,15 +702,15 @@ static int build_once(struct index_writer *w, uint32_t tag_prefix_char,
 	if (rc == 0 && b.nder && !(sizes = grow_sizes(&b, sizes)))
 		rc = -ENOMEM;
 	if (rc == 0)
-		rc = tb_rename_nested(&b);
+		rc = tarbuild_rename_nested(&b);
 	if (rc == 0)
-		rc = tb_resolve_links(&b);
+		rc = tarbuild_resolve_links(&b);
 	if (rc == 0)
-		rc = tb_tree_write(&b, w, tag_prefix_char, root_mtime, sizes);
+		rc = tarbuild_tree_write(&b, w, tag_prefix_char, root_mtime, sizes);
 	if (rc == 0)
-		rc = tb_zip_write(&b, w, tag_prefix_char);
+		rc = tarbuild_zip_write(&b, w, tag_prefix_char);
 	if (rc == 0)
-		rc = tb_derived_write(&b, w, tag_prefix_char);
+		rc = tarbuild_derived_write(&b, w, tag_prefix_char);
 	if (rc == 0 && b.cut)
 		index_writer_set_unsaved(w, "a walk of a tar read over the network "
 					 "stopped at damage, which may have been "

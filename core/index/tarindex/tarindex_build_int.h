@@ -6,7 +6,8 @@
  * all above tarindex_ents.c (entry records, sorts, arenas).  The driver
  * calls down into the stages; the stages that feed the walk reach it
  * through the builder's hooks (add_member, nest_walk).  Private to them;
- * the contract is tarindex.h.
+ * the contract is tarindex.h.  What they share is named tarbuild_* (the
+ * tar index's build), what the mount reads tarindex_*.
  */
 #ifndef SFS_INDEX_TARINDEX_BUILD_INT_H
 #define SFS_INDEX_TARINDEX_BUILD_INT_H
@@ -37,7 +38,7 @@ struct entry_rec {
 };
 
 /* A growing string arena; offset 0 holds "". */
-struct tb_arena {
+struct tarbuild_arena {
 	char *p;
 	uint64_t len, cap;
 };
@@ -67,11 +68,11 @@ struct sparse_map {
 	uint32_t n;
 };
 
-struct tb_links;        /* tarindex_links.c's resolved hard links */
+struct tarbuild_links;        /* tarindex_links.c's resolved hard links */
 
 /* A derived source (a nested compressed tar, tarindex_znest.c): source
  * number builder.nsrc + its place in builder.der. */
-struct tb_derived {
+struct tarbuild_derived {
 	struct tarindex_derived d;  /* as stored; d.name in builder.dpaths */
 	uint64_t usize;             /* its uncompressed size */
 	char *what;                 /* its source name (tarindex_derived_name) */
@@ -86,7 +87,7 @@ struct builder {
 	uint32_t nents;
 	struct entry_rec *rec;           /* SPILL_MAX_REC bytes to build one in */
 	char path[TAR_PATH_MAX + 1];
-	struct tb_arena side;       /* strings kept aside */
+	struct tarbuild_arena side;       /* strings kept aside */
 	struct nest *nests;         /* in archive order */
 	uint32_t nnests, nests_cap;
 	struct hlink *links;        /* in archive order */
@@ -95,12 +96,12 @@ struct builder {
 	uint64_t nchunks, chunks_cap;
 	struct sparse_map *sparse;  /* [0] unused: entry_rec.sparse 0 is none */
 	uint32_t nsparse, sparse_cap;
-	struct tb_links *res;       /* NULL: no hard links */
+	struct tarbuild_links *res;       /* NULL: no hard links */
 	struct tarindex_zip *zips;  /* deflated zip members, in walk order */
 	uint64_t nzips, zips_cap;
-	struct tb_derived *der;     /* derived sources, by number - nsrc */
+	struct tarbuild_derived *der;     /* derived sources, by number - nsrc */
 	uint32_t nder, der_cap;
-	struct tb_arena dpaths;     /* their member paths (section DN) */
+	struct tarbuild_arena dpaths;     /* their member paths (section DN) */
 	uint32_t recursive;
 	int checksums;              /* tarindex_build_opts.checksums */
 	int quiet;                  /* tarindex_build_opts.quiet */
@@ -145,25 +146,25 @@ struct walkctx {
 };
 
 /* tarindex_ents.c: what every stage works on */
-int tb_grow(void **p, uint32_t *cap, uint32_t n, size_t elt);
-void *tb_slot(void **p, uint32_t *cap, uint32_t n, size_t elt);
-int tb_arena_put(struct tb_arena *ar, const char *a, const char *s, size_t slen,
+int tarbuild_grow(void **p, uint32_t *cap, uint32_t n, size_t elt);
+void *tarbuild_slot(void **p, uint32_t *cap, uint32_t n, size_t elt);
+int tarbuild_arena_put(struct tarbuild_arena *ar, const char *a, const char *s, size_t slen,
 		 uint64_t *out);
-int tb_pathcmp(const char *a, const char *b);
-size_t tb_entry_set(struct entry_rec *r, const char *path, size_t plen,
+int tarbuild_pathcmp(const char *a, const char *b);
+size_t tarbuild_entry_set(struct entry_rec *r, const char *path, size_t plen,
 		   const char *link, size_t llen);
-int tb_entry_strings(struct tb_arena *ar, const struct entry_rec *r, uint64_t *path,
+int tarbuild_entry_strings(struct tarbuild_arena *ar, const struct entry_rec *r, uint64_t *path,
 		    uint64_t *link);
-int tb_sort_open(struct builder *b, struct spill **s, size_t budget,
+int tarbuild_sort_open(struct builder *b, struct spill **s, size_t budget,
 		 spill_cmp_fn cmp);
-int tb_ents_open(struct builder *b, struct spill **s);
-int tb_next(struct spill *s, const struct entry_rec **r);
-int tb_symlink_inside(const char *prefix, const char *path, const char *target);
-uint32_t tb_nests_before(const struct builder *b, uint32_t seq);
-uint32_t tb_enclosing(const struct builder *b, uint32_t seq);
+int tarbuild_ents_open(struct builder *b, struct spill **s);
+int tarbuild_next(struct spill *s, const struct entry_rec **r);
+int tarbuild_symlink_inside(const char *prefix, const char *path, const char *target);
+uint32_t tarbuild_nests_before(const struct builder *b, uint32_t seq);
+uint32_t tarbuild_enclosing(const struct builder *b, uint32_t seq);
 
 /* The name of source number src, for messages. */
-const char *tb_src_what(const struct builder *b, uint32_t src);
+const char *tarbuild_src_what(const struct builder *b, uint32_t src);
 
 /* tarindex_znest.c */
 /*
@@ -172,45 +173,45 @@ const char *tb_src_what(const struct builder *b, uint32_t src);
  * recorded in the builder; else 0 (a plain file; a stream that does not
  * open is warned); -errno for what stops the build (memory, a signal).
  */
-int tb_znested(struct walkctx *c, const struct tar_member *m, const char *sfx);
+int tarbuild_znested(struct walkctx *c, const struct tar_member *m, const char *sfx);
 /* Writes the derived sources' sections, when there are any. */
-int tb_derived_write(struct builder *b, struct index_writer *w, uint32_t c);
-void tb_derived_free(struct builder *b);
+int tarbuild_derived_write(struct builder *b, struct index_writer *w, uint32_t c);
+void tarbuild_derived_free(struct builder *b);
 
 /* tarindex_links.c */
-int tb_rename_nested(struct builder *b);
+int tarbuild_rename_nested(struct builder *b);
 
 /* tarindex_zip.c */
 /* Walks the zip source of c into the builder (see tarindex.h). */
-int tb_zip_walk(struct walkctx *c);
+int tarbuild_zip_walk(struct walkctx *c);
 /* Writes the zip section (sorted), when there are deflated members. */
-int tb_zip_write(struct builder *b, struct index_writer *w, uint32_t c);
-int tb_resolve_links(struct builder *b);
+int tarbuild_zip_write(struct builder *b, struct index_writer *w, uint32_t c);
+int tarbuild_resolve_links(struct builder *b);
 /*
  * Hard link r as resolved: 0 when it was dropped, else 1 with *out filled
  * (a copy of r with its target's type, data and mtime; *link the symlink
  * target).  r must be a hard link of the sorted entries.
  */
-int tb_link_of(const struct builder *b, const struct entry_rec *r, struct entry_rec *out,
+int tarbuild_link_of(const struct builder *b, const struct entry_rec *r, struct entry_rec *out,
 	       const char **link);
 /* Whether a resolved hard link shares file data at (src, off). */
-int tb_link_data(const struct builder *b, uint32_t src, uint64_t off);
-void tb_links_free(struct builder *b);
+int tarbuild_link_data(const struct builder *b, uint32_t src, uint64_t off);
+void tarbuild_links_free(struct builder *b);
 
 /* tarindex_sums.c: a file node whose bytes a build with checksums reads
  * (collected by tarindex_tree.c in node order), and the sections made
  * from them: reads every member's bytes (those of sources given, not
  * zips), e[] reordered.  0 or -errno (said). */
-struct tb_sum {
+struct tarbuild_sum {
 	uint64_t off, size;
 	uint64_t first;     /* its piece CRCs' place, or UINT64_MAX */
 	uint32_t src, node;
 };
-int tb_sums_write(struct builder *b, struct index_writer *w, uint32_t c,
-		  struct tb_sum *e, uint32_t n, uint32_t nnodes);
+int tarbuild_sums_write(struct builder *b, struct index_writer *w, uint32_t c,
+		  struct tarbuild_sum *e, uint32_t n, uint32_t nnodes);
 
 /* tarindex_tree.c: steps 4 and 5 (the tree, the sections). */
-int tb_tree_write(struct builder *b, struct index_writer *w, uint32_t c,
+int tarbuild_tree_write(struct builder *b, struct index_writer *w, uint32_t c,
 		  int64_t root_mtime, const uint64_t *sizes);
 
 #endif

@@ -23,7 +23,7 @@
 
 /* Room for element n of *p (elt bytes each, *cap of them), doubling:
  * 0 or -ENOMEM. */
-int tb_grow(void **p, uint32_t *cap, uint32_t n, size_t elt)
+int tarbuild_grow(void **p, uint32_t *cap, uint32_t n, size_t elt)
 {
 	uint32_t c = *cap ? *cap : 64;
 	void *q;
@@ -41,13 +41,13 @@ int tb_grow(void **p, uint32_t *cap, uint32_t n, size_t elt)
 }
 
 /* Room for element n of *p (elt bytes each): its address, or NULL. */
-void *tb_slot(void **p, uint32_t *cap, uint32_t n, size_t elt)
+void *tarbuild_slot(void **p, uint32_t *cap, uint32_t n, size_t elt)
 {
-	return tb_grow(p, cap, n, elt) < 0 ? NULL : (char *)*p + (size_t)n * elt;
+	return tarbuild_grow(p, cap, n, elt) < 0 ? NULL : (char *)*p + (size_t)n * elt;
 }
 
 /* Appends a NUL-terminated string (two pieces joined by '/' if a is set). */
-int tb_arena_put(struct tb_arena *ar, const char *a, const char *s, size_t slen,
+int tarbuild_arena_put(struct tarbuild_arena *ar, const char *a, const char *s, size_t slen,
 		 uint64_t *out)
 {
 	size_t alen = a && *a ? strlen(a) + 1 : 0;
@@ -84,7 +84,7 @@ int tb_arena_put(struct tb_arena *ar, const char *a, const char *s, size_t slen,
  * n01440764_..."), so equal 8-byte words without a NUL are skipped first
  * (both strings need 7 readable bytes past their NUL).
  */
-int tb_pathcmp(const char *a, const char *b)
+int tarbuild_pathcmp(const char *a, const char *b)
 {
 	const unsigned char *x = (const unsigned char *)a;
 	const unsigned char *y = (const unsigned char *)b;
@@ -111,7 +111,7 @@ int tb_pathcmp(const char *a, const char *b)
 static int entry_rec_cmp(const void *pa, const void *pb, void *arg)
 {
 	const struct entry_rec *x = pa, *y = pb;
-	int r = tb_pathcmp(x->s, y->s);
+	int r = tarbuild_pathcmp(x->s, y->s);
 
 	(void)arg;
 	if (r)
@@ -120,7 +120,7 @@ static int entry_rec_cmp(const void *pa, const void *pb, void *arg)
 }
 
 /* Fills record r with the strings path and link; its length. */
-size_t tb_entry_set(struct entry_rec *r, const char *path, size_t plen,
+size_t tarbuild_entry_set(struct entry_rec *r, const char *path, size_t plen,
 		   const char *link, size_t llen)
 {
 	r->path_len = (uint32_t)plen;
@@ -128,36 +128,36 @@ size_t tb_entry_set(struct entry_rec *r, const char *path, size_t plen,
 	memcpy(r->s, path, plen);
 	r->s[plen] = '\0';
 	memcpy(r->s + plen + 1, link, llen);
-	/* the link's NUL and the 8 bytes tb_pathcmp may read past the path */
+	/* the link's NUL and the 8 bytes tarbuild_pathcmp may read past the path */
 	memset(r->s + plen + 1 + llen, 0, 9);
 	return offsetof(struct entry_rec, s) + plen + llen + 10;
 }
 
 /* Copies r's path and link into ar (a link of 0 bytes: offset 0, ""). */
-int tb_entry_strings(struct tb_arena *ar, const struct entry_rec *r, uint64_t *path,
+int tarbuild_entry_strings(struct tarbuild_arena *ar, const struct entry_rec *r, uint64_t *path,
 		    uint64_t *link)
 {
-	int rc = tb_arena_put(ar, NULL, r->s, r->path_len, path);
+	int rc = tarbuild_arena_put(ar, NULL, r->s, r->path_len, path);
 
 	*link = 0;
 	if (rc == 0 && r->link_len)
-		rc = tb_arena_put(ar, NULL, r->s + r->path_len + 1, r->link_len, link);
+		rc = tarbuild_arena_put(ar, NULL, r->s + r->path_len + 1, r->link_len, link);
 	return rc;
 }
 
-int tb_sort_open(struct builder *b, struct spill **s, size_t budget,
+int tarbuild_sort_open(struct builder *b, struct spill **s, size_t budget,
 		 spill_cmp_fn cmp)
 {
 	return spill_open(s, b->scratch, budget, cmp, NULL);
 }
 
-int tb_ents_open(struct builder *b, struct spill **s)
+int tarbuild_ents_open(struct builder *b, struct spill **s)
 {
-	return tb_sort_open(b, s, b->budget, entry_rec_cmp);
+	return tarbuild_sort_open(b, s, b->budget, entry_rec_cmp);
 }
 
 /* The next entry record of s: 1, 0 at the end, -errno. */
-int tb_next(struct spill *s, const struct entry_rec **r)
+int tarbuild_next(struct spill *s, const struct entry_rec **r)
 {
 	const void *p;
 	size_t len;
@@ -171,7 +171,7 @@ int tb_next(struct spill *s, const struct entry_rec **r)
  * Symlinks may point anywhere inside the mount, judged lexically from the
  * link's directory prefix/path (an absolute target always leaves).
  */
-int tb_symlink_inside(const char *prefix, const char *path, const char *target)
+int tarbuild_symlink_inside(const char *prefix, const char *path, const char *target)
 {
 	char buf[3 * TAR_PATH_MAX + 3];
 	const char *slash = strrchr(path, '/');
@@ -183,14 +183,14 @@ int tb_symlink_inside(const char *prefix, const char *path, const char *target)
 	return tar_normalise(buf) != -EINVAL;
 }
 
-const char *tb_src_what(const struct builder *b, uint32_t src)
+const char *tarbuild_src_what(const struct builder *b, uint32_t src)
 {
 	return src < b->nsrc ? b->src[src].path :
 			       b->der[src - b->nsrc].what;
 }
 
 /* How many nested directories come before archive position seq. */
-uint32_t tb_nests_before(const struct builder *b, uint32_t seq)
+uint32_t tarbuild_nests_before(const struct builder *b, uint32_t seq)
 {
 	return SFS_PARTITION_POINT(uint32_t, 0, b->nnests, i, b->nests[i].seq < seq);
 }
@@ -200,9 +200,9 @@ uint32_t tb_nests_before(const struct builder *b, uint32_t seq)
  * it: nests[i].seq < seq < nests[i].end), or NONE.  The walks' ranges
  * nest, so the last one to start before seq is it or inside it.
  */
-uint32_t tb_enclosing(const struct builder *b, uint32_t seq)
+uint32_t tarbuild_enclosing(const struct builder *b, uint32_t seq)
 {
-	uint32_t lo = tb_nests_before(b, seq), i;
+	uint32_t lo = tarbuild_nests_before(b, seq), i;
 
 	for (i = lo ? lo - 1 : NONE; i != NONE && seq >= b->nests[i].end; )
 		i = b->nests[i].up;

@@ -55,7 +55,7 @@ static int brought(const struct builder *b, const struct entry_rec *r, size_t le
 
 	if (r->nested && r->path_len == len)
 		return 1;
-	for (i = tb_enclosing(b, r->seq); i != NONE; i = b->nests[i].up)
+	for (i = tarbuild_enclosing(b, r->seq); i != NONE; i = b->nests[i].up)
 		if (b->nests[i].len == len)
 			return 1;
 	return 0;
@@ -66,7 +66,7 @@ static int mark_clash(struct builder *b, const uint32_t *byp, uint32_t n,
 		      uint32_t j, const struct entry_rec *r)
 {
 	uint64_t at;
-	int rc = tb_arena_put(&b->side, NULL, r->s, r->path_len, &at);
+	int rc = tarbuild_arena_put(&b->side, NULL, r->s, r->path_len, &at);
 	const char *p;
 
 	if (rc < 0)
@@ -87,7 +87,7 @@ static int find_clashes(struct builder *b, const uint32_t *byp)
 	const struct entry_rec *r;
 	int rc = spill_rewind(b->ents);
 
-	while (rc == 0 && (rc = tb_next(b->ents, &r)) > 0) {
+	while (rc == 0 && (rc = tarbuild_next(b->ents, &r)) > 0) {
 		size_t k;
 
 		rc = 0;
@@ -107,7 +107,7 @@ static int find_clashes(struct builder *b, const uint32_t *byp)
 /* The nest of nested directory entry seq (nests are in archive order). */
 static uint32_t nest_at(const struct builder *b, uint32_t seq)
 {
-	uint32_t lo = tb_nests_before(b, seq);
+	uint32_t lo = tarbuild_nests_before(b, seq);
 
 	return lo < b->nnests && b->nests[lo].seq == seq ? lo : NONE;
 }
@@ -124,7 +124,7 @@ static uint32_t renamed_around(const struct builder *b, const struct entry_rec *
 
 	i = r->nested ? nest_at(b, r->seq) : NONE;
 	if (i == NONE)
-		i = tb_enclosing(b, r->seq);
+		i = tarbuild_enclosing(b, r->seq);
 	for (; i != NONE && n < TARINDEX_MAX_NEST + 2; i = b->nests[i].up)
 		chain[n++] = i;
 	while (n--)
@@ -192,15 +192,15 @@ static int rename_one(struct builder *b, struct spill *s, const struct entry_rec
 	}
 	plen = reinsert_tar(r->s, r->path_len, ins, sfx, n, path);
 	memcpy(b->rec, r, offsetof(struct entry_rec, s));
-	rc = spill_add(s, b->rec, tb_entry_set(b->rec, path, plen, lk, llen));
+	rc = spill_add(s, b->rec, tarbuild_entry_set(b->rec, path, plen, lk, llen));
 	if (rc < 0 || r->type != TAR_HARDLINK)
 		return rc;
 	h = bsearch(&r->seq, b->links, b->nlinks, sizeof(*h), hlink_cmp);
 	if (!h)
 		return 0;
-	rc = tb_arena_put(&b->side, NULL, path, plen, &h->path);
+	rc = tarbuild_arena_put(&b->side, NULL, path, plen, &h->path);
 	if (rc == 0)
-		rc = tb_arena_put(&b->side, NULL, lk, llen, &h->link);
+		rc = tarbuild_arena_put(&b->side, NULL, lk, llen, &h->link);
 	return rc;
 }
 
@@ -209,11 +209,11 @@ static int apply_renames(struct builder *b)
 {
 	struct spill *s;
 	const struct entry_rec *r;
-	int rc = tb_ents_open(b, &s);
+	int rc = tarbuild_ents_open(b, &s);
 
 	if (rc == 0)
 		rc = spill_rewind(b->ents);
-	while (rc == 0 && (rc = tb_next(b->ents, &r)) > 0)
+	while (rc == 0 && (rc = tarbuild_next(b->ents, &r)) > 0)
 		rc = rename_one(b, s, r);
 	if (rc < 0) {
 		spill_close(s);
@@ -231,7 +231,7 @@ static int apply_renames(struct builder *b)
  * hides the other, the tar's members go under "P.tar/" instead, warned
  * naming both.  The entries are sorted again after renaming.
  */
-int tb_rename_nested(struct builder *b)
+int tarbuild_rename_nested(struct builder *b)
 {
 	uint32_t *byp, i, nren = 0;
 	int rc;
@@ -253,7 +253,7 @@ int tb_rename_nested(struct builder *b)
 			continue;
 		sfs_warn("%s: nested tar '%s%s' would be directory '%s', which "
 			 "member '%s' also uses: the tar's members are under '%s%s/'",
-			 tb_src_what(b, n->src), p, n->sfx, p,
+			 tarbuild_src_what(b, n->src), p, n->sfx, p,
 			 b->side.p + n->clash, p, n->sfx);
 		n->renamed = 1;
 		nren++;
@@ -265,26 +265,26 @@ int tb_rename_nested(struct builder *b)
 /* ---------------------------------------------------------- hard links */
 
 /* An entry of a path some link names (or a link), as resolve needs it. */
-struct rent {
-	uint64_t path, link;    /* in tb_links.ar */
+struct link_entry {
+	uint64_t path, link;    /* in tarbuild_links.ar */
 	uint64_t off, size;
 	int64_t mtime;
 	uint32_t seq, src, sparse;
 	uint8_t type, dropped;
 };
 
-struct tb_data {
+struct tarbuild_data {
 	uint64_t off;
 	uint32_t src;
 };
 
-struct tb_links {
-	struct tb_arena ar;
-	struct rent *e;         /* sorted by path, then seq */
+struct tarbuild_links {
+	struct tarbuild_arena ar;
+	struct link_entry *e;         /* sorted by path, then seq */
 	uint32_t n, cap;
 	uint32_t *lk;           /* the links among them, in archive order */
 	uint32_t nlk;
-	struct tb_data *data;   /* where resolved links share file data, sorted */
+	struct tarbuild_data *data;   /* where resolved links share file data, sorted */
 	uint32_t ndata;
 };
 
@@ -304,15 +304,15 @@ static int in_set(const struct builder *b, const uint64_t *set, uint32_t n,
 	return i < n && !strcmp(b->side.p + set[i], path);
 }
 
-static int keep_rent(struct tb_links *L, const struct entry_rec *r)
+static int keep_link_entry(struct tarbuild_links *L, const struct entry_rec *r)
 {
-	struct rent *e = tb_slot((void **)&L->e, &L->cap, L->n, sizeof(*e));
+	struct link_entry *e = tarbuild_slot((void **)&L->e, &L->cap, L->n, sizeof(*e));
 	int rc;
 
 	if (!e)
 		return -ENOMEM;
 	memset(e, 0, sizeof(*e));
-	rc = tb_entry_strings(&L->ar, r, &e->path, &e->link);
+	rc = tarbuild_entry_strings(&L->ar, r, &e->path, &e->link);
 	if (rc < 0)
 		return rc;
 	e->off = r->off;
@@ -327,7 +327,7 @@ static int keep_rent(struct tb_links *L, const struct entry_rec *r)
 }
 
 /* One pass: the entries of the paths the links name and of the links. */
-static int gather(struct builder *b, struct tb_links *L)
+static int gather(struct builder *b, struct tarbuild_links *L)
 {
 	uint64_t *set = malloc(2 * (size_t)b->nlinks * sizeof(*set));
 	const struct entry_rec *r;
@@ -342,11 +342,11 @@ static int gather(struct builder *b, struct tb_links *L)
 		set[n++] = b->links[i].link;
 	}
 	qsort_r(set, n, sizeof(*set), str_cmp, b->side.p);
-	rc = tb_arena_put(&L->ar, NULL, "", 0, &at);    /* offset 0: "" */
+	rc = tarbuild_arena_put(&L->ar, NULL, "", 0, &at);    /* offset 0: "" */
 	if (rc == 0)
 		rc = spill_rewind(b->ents);
-	while (rc == 0 && (rc = tb_next(b->ents, &r)) > 0)
-		rc = in_set(b, set, n, r->s) ? keep_rent(L, r) : 0;
+	while (rc == 0 && (rc = tarbuild_next(b->ents, &r)) > 0)
+		rc = in_set(b, set, n, r->s) ? keep_link_entry(L, r) : 0;
 	free(set);
 	return rc;
 }
@@ -374,14 +374,14 @@ static uint32_t alive_at_or_before(uint32_t *skip, uint32_t j)
  * entry of that path that came earlier and was not dropped (a link that
  * failed left its path as it was), or NULL.
  */
-static struct rent *ent_before(struct tb_links *L, uint32_t *skip,
+static struct link_entry *ent_before(struct tarbuild_links *L, uint32_t *skip,
 			       const char *path, uint32_t seq)
 {
-	const struct rent *e;
+	const struct link_entry *e;
 	int r;
 	/* the first entry at or after (path, seq) */
 	uint32_t lo = SFS_PARTITION_POINT(uint32_t, 0, L->n, i,
-		(e = &L->e[i], r = tb_pathcmp(L->ar.p + e->path, path)) < 0 ||
+		(e = &L->e[i], r = tarbuild_pathcmp(L->ar.p + e->path, path)) < 0 ||
 		(r == 0 && e->seq < seq));
 
 	if (!lo || strcmp(L->ar.p + L->e[lo - 1].path, path))
@@ -392,22 +392,22 @@ static struct rent *ent_before(struct tb_links *L, uint32_t *skip,
 
 static int seq_cmp(const void *pa, const void *pb, void *arg)
 {
-	const struct rent *e = arg;
+	const struct link_entry *e = arg;
 	uint32_t x = e[*(const uint32_t *)pa].seq, y = e[*(const uint32_t *)pb].seq;
 
 	return x < y ? -1 : x > y;
 }
 
 /* Why link e cannot be resolved to t, or NULL. */
-static const char *link_fails(const struct tb_links *L, const struct rent *e,
-			      const struct rent *t)
+static const char *link_fails(const struct tarbuild_links *L, const struct link_entry *e,
+			      const struct link_entry *t)
 {
 	if (!t)
 		return "no such file before it in the archive";
 	if (t->type != TAR_FILE && t->type != TAR_SYMLINK)
 		return "the target is a directory";
 	if (t->type == TAR_SYMLINK &&
-	    !tb_symlink_inside("", L->ar.p + e->path, L->ar.p + t->link))
+	    !tarbuild_symlink_inside("", L->ar.p + e->path, L->ar.p + t->link))
 		return "the target is a symlink that leaves the mount from here";
 	return NULL;
 }
@@ -417,7 +417,7 @@ static const char *link_fails(const struct tb_links *L, const struct rent *e,
  * tar -x makes it: link(2) to the file there then).  Links are resolved
  * in archive order, so a link to a link finds it resolved.
  */
-static int resolve(const struct builder *b, struct tb_links *L)
+static int resolve(const struct builder *b, struct tarbuild_links *L)
 {
 	uint32_t *skip = malloc(((size_t)L->n + 1) * sizeof(*skip)), i;
 
@@ -434,15 +434,15 @@ static int resolve(const struct builder *b, struct tb_links *L)
 	qsort_r(L->lk, L->nlk, sizeof(*L->lk), seq_cmp, L->e);
 	for (i = 0; i < L->nlk; i++) {
 		uint32_t j = L->lk[i];
-		struct rent *e = &L->e[j];
-		const struct rent *t = ent_before(L, skip, L->ar.p + e->link, e->seq);
+		struct link_entry *e = &L->e[j];
+		const struct link_entry *t = ent_before(L, skip, L->ar.p + e->link, e->seq);
 		const char *why = link_fails(L, e, t);
 
 		if (why) {
 			/* names cut: a pax global header gives every link a
 			 * 4 KB path for a 512-byte header */
 			sfs_warn("%s: hard link '%.200s' -> '%.200s': %s: skipped",
-				 tb_src_what(b, e->src), L->ar.p + e->path,
+				 tarbuild_src_what(b, e->src), L->ar.p + e->path,
 				 L->ar.p + e->link, why);
 			e->dropped = 1;
 			skip[j] = j && !strcmp(L->ar.p + e->path,
@@ -463,7 +463,7 @@ static int resolve(const struct builder *b, struct tb_links *L)
 
 static int data_cmp(const void *pa, const void *pb)
 {
-	const struct tb_data *x = pa, *y = pb;
+	const struct tarbuild_data *x = pa, *y = pb;
 
 	if (x->src != y->src)
 		return x->src < y->src ? -1 : 1;
@@ -471,7 +471,7 @@ static int data_cmp(const void *pa, const void *pb)
 }
 
 /* Where the resolved links share file data, sorted, for step 5. */
-static int shared_data(struct tb_links *L)
+static int shared_data(struct tarbuild_links *L)
 {
 	uint32_t i;
 
@@ -479,10 +479,10 @@ static int shared_data(struct tb_links *L)
 	if (!L->data)
 		return -ENOMEM;
 	for (i = 0; i < L->nlk; i++) {
-		const struct rent *e = &L->e[L->lk[i]];
+		const struct link_entry *e = &L->e[L->lk[i]];
 
 		if (!e->dropped && e->type == TAR_FILE)
-			L->data[L->ndata++] = (struct tb_data){ e->off, e->src };
+			L->data[L->ndata++] = (struct tarbuild_data){ e->off, e->src };
 	}
 	qsort(L->data, L->ndata, sizeof(*L->data), data_cmp);
 	return 0;
@@ -492,9 +492,9 @@ static int shared_data(struct tb_links *L)
  * Step 3: the hard links, resolved in memory among the entries of the
  * paths they name (gathered in one pass), for the last pass to look up.
  */
-int tb_resolve_links(struct builder *b)
+int tarbuild_resolve_links(struct builder *b)
 {
-	struct tb_links *L;
+	struct tarbuild_links *L;
 	int rc;
 
 	if (!b->nlinks)
@@ -511,13 +511,13 @@ int tb_resolve_links(struct builder *b)
 	return rc;
 }
 
-int tb_link_of(const struct builder *b, const struct entry_rec *r, struct entry_rec *out,
+int tarbuild_link_of(const struct builder *b, const struct entry_rec *r, struct entry_rec *out,
 	       const char **link)
 {
-	const struct tb_links *L = b->res;
+	const struct tarbuild_links *L = b->res;
 	uint32_t lo = SFS_PARTITION_POINT(uint32_t, 0, L ? L->nlk : 0, i,
 					  L->e[L->lk[i]].seq < r->seq);
-	const struct rent *e;
+	const struct link_entry *e;
 
 	if (!L || lo == L->nlk || L->e[L->lk[lo]].seq != r->seq)
 		return 0;
@@ -535,18 +535,18 @@ int tb_link_of(const struct builder *b, const struct entry_rec *r, struct entry_
 	return 1;
 }
 
-int tb_link_data(const struct builder *b, uint32_t src, uint64_t off)
+int tarbuild_link_data(const struct builder *b, uint32_t src, uint64_t off)
 {
-	const struct tb_links *L = b->res;
-	struct tb_data key = { off, src };
+	const struct tarbuild_links *L = b->res;
+	struct tarbuild_data key = { off, src };
 
 	return L && L->ndata &&
 	       bsearch(&key, L->data, L->ndata, sizeof(key), data_cmp) != NULL;
 }
 
-void tb_links_free(struct builder *b)
+void tarbuild_links_free(struct builder *b)
 {
-	struct tb_links *L = b->res;
+	struct tarbuild_links *L = b->res;
 
 	if (!L)
 		return;

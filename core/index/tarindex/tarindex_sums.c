@@ -1,7 +1,7 @@
 /*
  * tarindex_sums.c - the members' CRC32C of a tar index (-o checksums; see
  * "Checksums" in tarindex.h): computed at the end of a build, from the
- * file nodes as they were numbered (tb_sums_write, called by
+ * file nodes as they were numbered (tarbuild_sums_write, called by
  * tarindex_tree.c), and checked by reads of a mounted index
  * (tarindex_sums_read, called by tarindex.c's tarindex_pread).
  *
@@ -43,15 +43,15 @@ static uint64_t npieces(uint64_t size)
 
 static int node_cmp_sum(const void *pa, const void *pb)
 {
-	uint32_t i = ((const struct tb_sum *)pa)->node;
-	uint32_t j = ((const struct tb_sum *)pb)->node;
+	uint32_t i = ((const struct tarbuild_sum *)pa)->node;
+	uint32_t j = ((const struct tarbuild_sum *)pb)->node;
 
 	return (i > j) - (i < j);
 }
 
 static int sum_cmp(const void *pa, const void *pb)
 {
-	const struct tb_sum *a = pa, *b = pb;
+	const struct tarbuild_sum *a = pa, *b = pb;
 
 	if (a->src != b->src)
 		return a->src < b->src ? -1 : 1;
@@ -64,7 +64,7 @@ static int sum_cmp(const void *pa, const void *pb)
 
 /* Reads member e's bytes (in buf, CHUNK bytes) for its CRC32C into
  * sums[e->node] and its pieces' into pcs.  0 or -EIO (said). */
-static int sum_member(const struct builder *b, const struct tb_sum *e,
+static int sum_member(const struct builder *b, const struct tarbuild_sum *e,
 		      char *buf, uint32_t *sums, uint32_t *pcs)
 {
 	struct source *s = b->src[e->src].src;
@@ -96,7 +96,7 @@ static int sum_member(const struct builder *b, const struct tb_sum *e,
 /* Writes the sections from sums, pcs and the pieced members of e[0..n)
  * (in node order). */
 static int sums_sections(struct index_writer *w, uint32_t c,
-			 const struct tb_sum *e, uint32_t n, const uint32_t *sums,
+			 const struct tarbuild_sum *e, uint32_t n, const uint32_t *sums,
 			 uint32_t nnodes, const uint32_t *pcs, uint64_t npcs)
 {
 	struct tarindex_sums_hdr h = { SUMS_PIECE, SUMS_PIECED, n, npcs };
@@ -123,8 +123,8 @@ static int sums_sections(struct index_writer *w, uint32_t c,
 	return rc;
 }
 
-int tb_sums_write(struct builder *b, struct index_writer *w, uint32_t c,
-		  struct tb_sum *e, uint32_t n, uint32_t nnodes)
+int tarbuild_sums_write(struct builder *b, struct index_writer *w, uint32_t c,
+		  struct tarbuild_sum *e, uint32_t n, uint32_t nnodes)
 {
 	uint8_t *zipped = calloc((size_t)b->nsrc + 1, 1);
 	uint32_t *sums = calloc((size_t)nnodes + 1, sizeof(*sums));
@@ -158,7 +158,7 @@ int tb_sums_write(struct builder *b, struct index_writer *w, uint32_t c,
 	rc = 0;
 	progress_start(&pr, "checksums", m, total, b->quiet);
 	for (i = 0; i < m && rc == 0; i++) {
-		const struct tb_sum *p = i ? &e[i - 1] : NULL;
+		const struct tarbuild_sum *p = i ? &e[i - 1] : NULL;
 
 		/* forward with gaps (the headers), to the end: a walk, which
 		 * a remote source reads through with windows in flight */

@@ -79,7 +79,7 @@ struct tree {
 	/* symlink targets stored: pool offset + 1 by hash, 0 free; copies */
 	struct tgt { uint64_t h, copy; uint32_t at, len; } *tg;
 	uint32_t ntg, tg_mask;
-	struct tb_arena tgs;
+	struct tarbuild_arena tgs;
 };
 
 static int pool_flush(struct tree *t)
@@ -153,7 +153,7 @@ static int pool_put_target(struct tree *t, const char *s, size_t n, uint32_t *at
 		}
 	rc = pool_put(t, s, n, at);
 	if (rc == 0)
-		rc = tb_arena_put(&t->tgs, NULL, s, n, &t->tg[k].copy);
+		rc = tarbuild_arena_put(&t->tgs, NULL, s, n, &t->tg[k].copy);
 	if (rc < 0)
 		return rc;
 	t->tg[k].h = h.h;
@@ -240,7 +240,7 @@ static int push_dir(struct tree *t, const char *path, uint32_t len, uint32_t src
 {
 	if (t->depth + 1 >= DIRSTACK_LEN || len >= PATHBUF) {
 		sfs_err("%s: '%.100s...' is more than %d directories deep: "
-			"refusing to index", tb_src_what(t->b, src), path,
+			"refusing to index", tarbuild_src_what(t->b, src), path,
 			DIRSTACK_LEN - 1);
 		return -ENAMETOOLONG;
 	}
@@ -289,7 +289,7 @@ static int tree_entry(struct tree *t, const struct entry_rec *e)
 
 		if (!strncmp(p, t->prev, ql) && p[ql] == '/') {
 			sfs_warn("%s: '%s' is both a file and a directory: the "
-				 "file is hidden", tb_src_what(t->b, t->prev_src), t->prev);
+				 "file is hidden", tarbuild_src_what(t->b, t->prev_src), t->prev);
 			t->it.type = TARINDEX_DIR;
 			rc = push_dir(t, t->prev, (uint32_t)ql, t->prev_src);
 			if (rc < 0)
@@ -332,9 +332,9 @@ static int take(const struct builder *b, const struct entry_rec *r, struct entry
 		memcpy(into, r, offsetof(struct entry_rec, s) + r->path_len + r->link_len + 10);
 		return 1;
 	}
-	if (!tb_link_of(b, r, into, &link))
+	if (!tarbuild_link_of(b, r, into, &link))
 		return 0;
-	tb_entry_set(into, r->s, r->path_len, link, strlen(link));
+	tarbuild_entry_set(into, r->s, r->path_len, link, strlen(link));
 	return 1;
 }
 
@@ -355,7 +355,7 @@ static int tree_pass(struct tree *t, int64_t root_mtime)
 	t->it_mtime = root_mtime;
 	if (rc == 0)
 		rc = spill_rewind(b->ents);
-	while (rc == 0 && (rc = tb_next(b->ents, &r)) > 0) {
+	while (rc == 0 && (rc = tarbuild_next(b->ents, &r)) > 0) {
 		rc = 0;
 		if (!take(b, r, next))
 			continue;
@@ -390,7 +390,7 @@ struct hl_ent {
 	uint64_t off;
 };
 struct aside {
-	struct tb_sum *sums;    /* with checksums: the plain file nodes */
+	struct tarbuild_sum *sums;    /* with checksums: the plain file nodes */
 	uint32_t nsums, sums_cap;
 	struct sp_ent *sp;
 	uint32_t nsp, sp_cap;
@@ -429,16 +429,16 @@ static int make_node(const struct builder *b, struct tarindex_hdr *h,
 		size = it->size;
 		h->nfiles++;
 		h->total_bytes += it->size;
-		if (it->sparse && (rc = tb_grow((void **)&a->sp, &a->sp_cap, a->nsp,
+		if (it->sparse && (rc = tarbuild_grow((void **)&a->sp, &a->sp_cap, a->nsp,
 						sizeof(*a->sp))) == 0)
 			a->sp[a->nsp++] = (struct sp_ent){ k, it->sparse, it->size };
 		if (rc == 0 && b->checksums && !it->sparse && it->src < b->nsrc &&
-		    (rc = tb_grow((void **)&a->sums, &a->sums_cap, a->nsums,
+		    (rc = tarbuild_grow((void **)&a->sums, &a->sums_cap, a->nsums,
 				  sizeof(*a->sums))) == 0)
-			a->sums[a->nsums++] = (struct tb_sum){ it->off, it->size, 0,
+			a->sums[a->nsums++] = (struct tarbuild_sum){ it->off, it->size, 0,
 							       it->src, k };
-		if (rc == 0 && tb_link_data(b, it->src, it->off) &&
-		    (rc = tb_grow((void **)&a->hl, &a->hl_cap, a->nhl, sizeof(*a->hl))) == 0)
+		if (rc == 0 && tarbuild_link_data(b, it->src, it->off) &&
+		    (rc = tarbuild_grow((void **)&a->hl, &a->hl_cap, a->nhl, sizeof(*a->hl))) == 0)
 			a->hl[a->nhl++] = (struct hl_ent){ it->src, k, it->off };
 	} else if (it->type == TARINDEX_SYMLINK) {
 		n->off = it->off;
@@ -651,7 +651,7 @@ static void tree_free(struct tree *t, struct aside *a)
 	free(t);
 }
 
-int tb_tree_write(struct builder *b, struct index_writer *w, uint32_t c,
+int tarbuild_tree_write(struct builder *b, struct index_writer *w, uint32_t c,
 		  int64_t root_mtime, const uint64_t *sizes)
 {
 	struct tree *t = calloc(1, sizeof(*t));
@@ -669,11 +669,11 @@ int tb_tree_write(struct builder *b, struct index_writer *w, uint32_t c,
 	a.dirs = malloc(DBATCH * sizeof(*a.dirs));
 	if (!t->pool || !a.dirs)
 		goto out;
-	rc = tb_sort_open(b, &t->items, b->budget / 2, key_cmp);
+	rc = tarbuild_sort_open(b, &t->items, b->budget / 2, key_cmp);
 	if (rc == 0)
-		rc = tb_sort_open(b, &t->counts, b->budget / 8, key_cmp);
+		rc = tarbuild_sort_open(b, &t->counts, b->budget / 8, key_cmp);
 	if (rc == 0)
-		rc = tb_sort_open(b, &a.dspool, b->budget / 16, NULL);
+		rc = tarbuild_sort_open(b, &a.dspool, b->budget / 16, NULL);
 	if (rc == 0)    /* the names; offset 0: "" */
 		rc = index_writer_begin(w, TAG(c, 'N', 'M'));
 	if (rc == 0)
@@ -697,7 +697,7 @@ int tb_tree_write(struct builder *b, struct index_writer *w, uint32_t c,
 	if (rc == 0)
 		rc = write_hardlinks(w, c, &h, &a);
 	if (rc == 0 && b->checksums)
-		rc = tb_sums_write(b, w, c, a.sums, a.nsums, h.nnodes);
+		rc = tarbuild_sums_write(b, w, c, a.sums, a.nsums, h.nnodes);
 	if (rc == 0)
 		rc = index_writer_add(w, TAG(c, 'H', 'D'), &h, sizeof(h));
 out:

@@ -121,7 +121,7 @@ static int zip_member(void *arg, const struct zip_entry *e)
 	return rc;
 }
 
-int tb_zip_walk(struct walkctx *c)
+int tarbuild_zip_walk(struct walkctx *c)
 {
 	struct zwalkctx z = { .c = c };
 	int rc;
@@ -132,7 +132,7 @@ int tb_zip_walk(struct walkctx *c)
 	return rc;
 }
 
-int tb_zip_write(struct builder *b, struct index_writer *w, uint32_t c)
+int tarbuild_zip_write(struct builder *b, struct index_writer *w, uint32_t c)
 {
 	if (!b->nzips)
 		return 0;

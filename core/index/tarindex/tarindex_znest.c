@@ -69,12 +69,12 @@ static int keep_derived(struct walkctx *c, const struct tar_member *m,
 			struct source *in, char *what, uint32_t *no)
 {
 	struct builder *b = c->b;
-	struct tb_derived *d;
+	struct tarbuild_derived *d;
 	uint64_t at;
-	int rc = tb_grow((void **)&b->der, &b->der_cap, b->nder, sizeof(*b->der));
+	int rc = tarbuild_grow((void **)&b->der, &b->der_cap, b->nder, sizeof(*b->der));
 
 	if (rc == 0)
-		rc = tb_arena_put(&b->dpaths, NULL, m->path, strlen(m->path), &at);
+		rc = tarbuild_arena_put(&b->dpaths, NULL, m->path, strlen(m->path), &at);
 	if (rc < 0)
 		return rc;
 	d = &b->der[b->nder];
@@ -89,7 +89,7 @@ static int keep_derived(struct walkctx *c, const struct tar_member *m,
 	return 0;
 }
 
-int tb_znested(struct walkctx *c, const struct tar_member *m, const char *sfx)
+int tarbuild_znested(struct walkctx *c, const struct tar_member *m, const char *sfx)
 {
 	struct builder *b = c->b;
 	struct source *in = NULL;
@@ -130,7 +130,7 @@ int tb_znested(struct walkctx *c, const struct tar_member *m, const char *sfx)
 	return rc;
 }
 
-int tb_derived_write(struct builder *b, struct index_writer *w, uint32_t c)
+int tarbuild_derived_write(struct builder *b, struct index_writer *w, uint32_t c)
 {
 	uint32_t k;
 	int rc;
@@ -147,7 +147,7 @@ int tb_derived_write(struct builder *b, struct index_writer *w, uint32_t c)
 	return rc;
 }
 
-void tb_derived_free(struct builder *b)
+void tarbuild_derived_free(struct builder *b)
 {
 	uint32_t k;
 
