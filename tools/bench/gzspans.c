@@ -36,8 +36,6 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "search.h"
-
 #define WIN (32u << 10)
 
 struct point {
@@ -148,7 +146,17 @@ static int find_points(void)
 
 static size_t point_before(uint64_t off)
 {
-	return SFS_PARTITION_POINT(size_t, 1, npts, i, pts[i].out <= off) - 1;
+	size_t lo = 0, hi = npts;
+
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (pts[mid].out <= off)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
 }
 
 /* Inflates from the point before m to m's end into out: 0 or -EIO. */

@@ -38,8 +38,6 @@
 #include <unistd.h>
 #include <zstd.h>
 
-#include "search.h"
-
 #define BZ_BLOCK 0x314159265359ull
 #define BZ_EOS   0x177245385090ull
 #define M48      ((1ull << 48) - 1)
@@ -327,7 +325,17 @@ static void bz2_table(struct tab *t)
 
 static size_t find(const struct tab *t, uint64_t off)
 {
-	return SFS_PARTITION_POINT(size_t, 1, t->n, i, t->b[i].uoff <= off) - 1;
+	size_t lo = 0, hi = t->n;
+
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (t->b[mid].uoff <= off)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
 }
 
 static double now(clockid_t c)
