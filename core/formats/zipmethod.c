@@ -1,9 +1,11 @@
 /*
  * zipmethod.c - the table of zip compression methods decoded whole (see
- * zipmethod.h): a row per library, each a thin step over its streaming
- * API.  Nothing here bounds or checks output; zipread.c does.
+ * zipmethod.h): bzip2, LZMA, zstd, xz, a row per library, each a thin
+ * step over its streaming API.  Nothing here bounds or checks output;
+ * zipread.c does.
  *
- * Not for: random access (io/zsource.h), encryption.
+ * Not for: deflate (io/codecs/zgzip.c inflates it, whole or in spans:
+ * zsource_inflate_whole), random access (io/zsource.h), encryption.
  */
 #include "formats/zipmethod.h"
 

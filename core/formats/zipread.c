@@ -1,8 +1,10 @@
 /*
  * zipread.c - member data of zips (see zipread.h): the whole-member read
- * (into a buffer that grows with the inflated bytes up to exactly the
- * declared size), the cache of inflated small members, and the sources
- * of large deflated ones.
+ * (into a buffer that grows with the decoded bytes up to exactly the
+ * declared size: deflate by io/zsource.h's zsource_inflate_whole, the
+ * inflater of the large members' spans too; the other methods through
+ * zipmethod.h's table), the cache of small members, and the sources of
+ * large deflated and other compressed ones.
  *
  * A large deflated member is a derived source: a slice of the zip read
  * as raw deflate by io/zsource.c (zsource_wrap_deflate), with the access
@@ -80,7 +82,8 @@ static int outbuf_grow(struct outbuf *o, uint64_t usize)
 }
 
 /*
- * Decodes exactly d->csize bytes at off with method m into o->p[0..usize);
+ * Decodes exactly d->csize bytes at off with method m (bzip2, LZMA, zstd,
+ * xz; deflate is read_deflated's) into o->p[0..usize);
  * returns NULL or what is wrong.  Once usize bytes are out, the decoder
  * gets a one-byte sink: anything written there means the stream is
  * bigger than declared (a bomb, or a lying directory), and we stop there.

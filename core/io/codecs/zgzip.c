@@ -24,8 +24,14 @@
  * shares the member pass (scan_member) and the span readers; the pass
  * also stops at the declared size (a bomb is damaged there).
  *
+ * A small zip member is read whole, without access points, by the same
+ * inflaters (zdeflate_whole, for zsource_inflate_whole: zsource.h), so
+ * deflate has one inflater in samplefs whatever the member's size; it
+ * stops one byte past the declared size, as the pass does.
+ *
  * Not for: where points go, windows, caching (zsource.c); zips
- * (formats/zipread.c opens their large members with this row).
+ * (formats/zipread.c opens their large members with this row, and reads
+ * small ones whole through zsource_inflate_whole).
  */
 #include "io/codecs/zcodec.h"
 
