@@ -1,9 +1,11 @@
 /*
  * zipmethod.c - the table of zip compression methods decoded whole (see
- * zipmethod.h): a row per library, each a thin step over its streaming
- * API.  Nothing here bounds or checks output; zipread.c does.
+ * zipmethod.h): bzip2, LZMA, zstd, xz, a row per library, each a thin
+ * step over its streaming API.  Nothing here bounds or checks output;
+ * zipread.c does.
  *
- * Not for: random access (io/zsource.h), encryption.
+ * Not for: deflate (io/codecs/zgzip.c inflates it, whole or in spans:
+ * zsource_inflate_whole), random access (io/zsource.h), encryption.
  */
 #include "formats/zipmethod.h"
 
@@ -12,7 +14,6 @@
 #include <limits.h>
 #include <lzma.h>
 #include <stdlib.h>
-#include <zlib.h>
 #include <zstd.h>
 
 /* Decoder memory for a member decoded whole (at most 4 MiB of output):
@@ -28,56 +29,6 @@
 static size_t cap(size_t n)
 {
 	return n < STEP_MAX ? n : STEP_MAX;
-}
-
-/* ---- deflate (8) ----------------------------------------------------- */
-
-static int deflate_open(void **st, const uint8_t *head, size_t n, uint64_t usize,
-			size_t *skip, const char **why)
-{
-	z_stream *zs = calloc(1, sizeof(*zs));
-
-	(void)head, (void)n, (void)usize, (void)why;
-	*skip = 0;
-	if (!zs || inflateInit2(zs, -MAX_WBITS) != Z_OK) {
-		free(zs);
-		return -ENOMEM;
-	}
-	*st = zs;
-	return 0;
-}
-
-static enum zstep deflate_step(void *st, const uint8_t **in, size_t *inlen,
-			       uint8_t **out, size_t *outlen, int last,
-			       const char **why)
-{
-	z_stream *zs = st;
-	size_t ai = cap(*inlen), ao = cap(*outlen);
-	int zr;
-
-	(void)last;
-	zs->next_in = (Bytef *)*in;
-	zs->avail_in = (uInt)ai;
-	zs->next_out = *out;
-	zs->avail_out = (uInt)ao;
-	zr = inflate(zs, Z_NO_FLUSH);
-	*in += ai - zs->avail_in;
-	*inlen -= ai - zs->avail_in;
-	*out += ao - zs->avail_out;
-	*outlen -= ao - zs->avail_out;
-	if (zr == Z_STREAM_END)
-		return ZSTEP_END;
-	if (zr == Z_OK || zr == Z_BUF_ERROR)
-		return ZSTEP_MORE;
-	*why = zs->msg ? zs->msg : "corrupt deflate stream";
-	return ZSTEP_BAD;
-}
-
-static void deflate_close(void *st)
-{
-	if (st)
-		inflateEnd(st);
-	free(st);
 }
 
 /* ---- bzip2 (12) ------------------------------------------------------ */
@@ -267,7 +218,6 @@ static void zstd_close(void *st)
 }
 
 static const struct zmethod methods[] = {
-	{ 8, "deflate", 0, deflate_open, deflate_step, deflate_close },
 	{ 12, "bzip2", 0, bzip2_open, bzip2_step, bzip2_close },
 	{ 14, "LZMA", 1, lzma_zip_open, lzma_step, lzma_close },
 	{ 93, "zstd", 0, zstd_open, zstd_step, zstd_close },

@@ -1,14 +1,16 @@
 /*
  * zipmethod.h - the compression methods of zip members that zipread
  * decodes whole, chosen from a table by the member's method number:
- * deflate (8, zlib), bzip2 (12, libbz2), LZMA (14, liblzma's raw LZMA1
- * decoder after the zip's 4-byte header and properties), zstd (93,
- * libzstd) and xz (95, liblzma).  Each row is a decoder state stepped
+ * bzip2 (12, libbz2), LZMA (14, liblzma's raw LZMA1 decoder after the
+ * zip's 4-byte header and properties), zstd (93, libzstd) and xz (95,
+ * liblzma).  Not deflate (8): zipread inflates it with the codec layer's
+ * inflater (io/zsource.h zsource_inflate_whole), the one its large
+ * members' spans use.  Each row is a decoder state stepped
  * over buffers; zipread.c drives it, bounds its output by the declared
  * size and checks the CRC-32.
  *
  * Not for: reading the zip, sizes, CRCs or memory bounds (zipread.c),
- * random access into large members (io/zsource.h).
+ * random access into large members (io/zsource.h), deflate.
  */
 #ifndef SFS_ZIPMETHOD_H
 #define SFS_ZIPMETHOD_H

@@ -1,8 +1,10 @@
 /*
  * zipread.c - member data of zips (see zipread.h): the whole-member read
- * (into a buffer that grows with the inflated bytes up to exactly the
- * declared size), the cache of inflated small members, and the sources
- * of large deflated ones.
+ * (into a buffer that grows with the decoded bytes up to exactly the
+ * declared size: deflate by io/zsource.h's zsource_inflate_whole, the
+ * inflater of the large members' spans too; the other methods through
+ * zipmethod.h's table), the cache of small members, and the sources of
+ * large deflated and other compressed ones.
  *
  * A large deflated member is a derived source: a slice of the zip read
  * as raw deflate by io/zsource.c (zsource_wrap_deflate), with the access
@@ -80,7 +82,8 @@ static int outbuf_grow(struct outbuf *o, uint64_t usize)
 }
 
 /*
- * Decodes exactly d->csize bytes at off with method m into o->p[0..usize);
+ * Decodes exactly d->csize bytes at off with method m (bzip2, LZMA, zstd,
+ * xz; deflate is read_deflated's) into o->p[0..usize);
  * returns NULL or what is wrong.  Once usize bytes are out, the decoder
  * gets a one-byte sink: anything written there means the stream is
  * bigger than declared (a bomb, or a lying directory), and we stop there.
@@ -175,6 +178,21 @@ static int read_coded(const struct zip_data *d, const struct zmethod *m,
 	return why ? rc : 0;
 }
 
+/* Inflates deflated member d whole into *out (zsource_inflate_whole:
+ * the inflater of large members' spans too): 0, -EBADMSG (said), -errno. */
+static int read_deflated(const struct zip_data *d, uint8_t **out)
+{
+	const char *why = NULL;
+	int rc = zsource_inflate_whole(d->src, d->off, d->csize, d->usize, out, &why);
+
+	if (rc == 0 || rc == -ENOMEM || transient(rc))
+		return rc;
+	sfs_err("%s: member %s: deflate data at offset %llu: %s (%llu bytes "
+		"declared): EIO", d->path, d->name, (unsigned long long)d->off,
+		why, (unsigned long long)d->usize);
+	return rc == -EBADMSG ? rc : -EIO;
+}
+
 /* Whether d cannot be read at all, and why (zipread.h). */
 int zipread_unreadable(const struct zip_data *d, char *why, size_t len)
 {
@@ -183,7 +201,7 @@ int zipread_unreadable(const struct zip_data *d, char *why, size_t len)
 	else if (d->method == ZIP_METHOD_BAD_SIZES)
 		snprintf(why, len, "stored, its declared sizes disagree and the bytes "
 			 "of none match its CRC-32 (said at mount)");
-	else if (d->method != 0 && !zmethod_find(d->method))
+	else if (d->method != 0 && d->method != 8 && !zmethod_find(d->method))
 		snprintf(why, len, "compressed with method %u, which samplefs does "
 			 "not read (it reads stored, deflate, bzip2, LZMA, zstd and "
 			 "xz)", d->method);
@@ -260,14 +278,16 @@ static int whole_read(const struct zip_data *d, uint8_t **out)
 		return -EFBIG;
 	if (data_check(d))
 		return -EBADMSG;
-	/* stored data is all there (the caller checked its extent); deflated
-	 * data gets memory only as it inflates */
+	/* stored data is all there (the caller checked its extent); decoded
+	 * data gets memory only as it decodes (deflate's too) */
 	o.cap = d->method == 0 || d->usize < INFLATE_CHUNK ? d->usize : INFLATE_CHUNK;
-	o.p = malloc((size_t)o.cap + 1);        /* +1: malloc(0) may be NULL */
-	if (!o.p)
+	if (d->method == 8)
+		rc = read_deflated(d, &o.p);
+	else if (!(o.p = malloc((size_t)o.cap + 1)))	/* +1: malloc(0) */
 		return -ENOMEM;
-	rc = d->method == 0 ? read_stored(d, d->off, o.p) :
-	     read_coded(d, zmethod_find(d->method), d->off, &o);
+	else
+		rc = d->method == 0 ? read_stored(d, d->off, o.p) :
+		     read_coded(d, zmethod_find(d->method), d->off, &o);
 	if (rc == 0)
 		rc = crc_check(d, zcrc32(0, o.p, (size_t)d->usize));
 	if (rc) {

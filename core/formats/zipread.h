@@ -1,6 +1,9 @@
 /*
- * zipread.h - the data of one zip member: read whole (stored or deflate,
- * CRC-32 checked: the .npz reader and small members of archives), or a
+ * zipread.h - the data of one zip member: read whole (stored, or decoded:
+ * deflate by the codec layer's inflater, io/zsource.h
+ * zsource_inflate_whole, the one large members' spans use too; bzip2,
+ * LZMA, zstd, xz by zipmethod.h's table; CRC-32 checked: the .npz reader
+ * and small members of archives), or a
  * range of it for layout=tar, through a per-mount struct zipread that
  * keeps an LRU of small members, the sources (access points:
  * io/zsource.h) of large deflated ones, and what it found of each
@@ -14,8 +17,8 @@
  * before anything is read.  Bad data is -EIO with a message naming the
  * zip, the member and the offset; never other bytes.
  *
- * Not for: the central directory (zip.c, zipwalk.c), other methods than
- * stored and deflate, encryption.
+ * Not for: the central directory (zip.c, zipwalk.c), the decoders
+ * themselves (io/codecs/zgzip.c, zipmethod.c), encryption.
  */
 #ifndef SFS_ZIPREAD_H
 #define SFS_ZIPREAD_H

@@ -39,7 +39,9 @@
 /* A buffered sequential reader of the compressed bytes. */
 struct zreader {
 	struct source *src;
-	uint64_t size;          /* the compressed source's size */
+	uint64_t size;          /* where its bytes end: the compressed
+				 * source's size (a zip member's end for
+				 * zdeflate_whole); never read past */
 	uint64_t boff;          /* source offset of buf[0] */
 	size_t len, pos;        /* bytes in buf, next one to use */
 	unsigned char *buf;
@@ -190,5 +192,16 @@ extern const struct zcodec zcodec_bzip2;
 /* Raw deflate (zgzip.c): never sniffed (no magic), opened by
  * zsource_wrap_deflate with a struct zexpect. */
 extern const struct zcodec zcodec_deflate;
+
+/*
+ * A raw deflate stream read whole (zsource_inflate_whole's work, in
+ * zgzip.c with the span readers' inflaters): from the reader's position to
+ * in->size, exactly usize bytes into a new malloc'ed buffer (*out, usize
+ * + 1 bytes, grown as bytes inflate).  0; -EBADMSG (*why) when the stream
+ * gives more or fewer bytes, is truncated, corrupt, or ends before in->size;
+ * -ENOMEM, -EFBIG, the reader's -errno (*why).
+ */
+int zdeflate_whole(struct zreader *in, uint64_t usize, enum zengine eng,
+		   uint8_t **out, const char **why);
 
 #endif

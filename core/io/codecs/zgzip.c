@@ -24,8 +24,14 @@
  * shares the member pass (scan_member) and the span readers; the pass
  * also stops at the declared size (a bomb is damaged there).
  *
+ * A small zip member is read whole, without access points, by the same
+ * inflaters (zdeflate_whole, for zsource_inflate_whole: zsource.h), so
+ * deflate has one inflater in samplefs whatever the member's size; it
+ * stops one byte past the declared size, as the pass does.
+ *
  * Not for: where points go, windows, caching (zsource.c); zips
- * (formats/zipread.c opens their large members with this row).
+ * (formats/zipread.c opens their large members with this row, and reads
+ * small ones whole through zsource_inflate_whole).
  */
 #include "io/codecs/zcodec.h"
 
@@ -294,119 +300,292 @@ static int next_member(struct zreader *in)
 	return rc ? -EIO : 0;
 }
 
-/* The span readers: `members` 1 when another gzip member may follow the
- * end of a deflate stream inside the span (gzip), 0 when that end is the
- * source's (raw deflate: more to inflate is -EIO). */
-static int span_zlib(struct zreader *in, const struct zpoint *pt,
-		     const unsigned char *win, unsigned char *out, size_t len,
-		     int members)
-{
+/*
+ * The inflaters: one loop per engine (zlib, ISA-L's igzip), behind one
+ * struct zinf, shared by the span readers (span_inflate) and the
+ * whole-stream reader (zdeflate_whole, a small zip member's data).
+ */
+struct zinf {
+	enum zengine eng;
 	z_stream zs;
-	unsigned char b = 0;
-	int ret, rc = 0;
+#ifdef HAVE_ISAL
+	struct inflate_state *st;
+#endif
+};
 
-	memset(&zs, 0, sizeof(zs));
-	if (inflateInit2(&zs, -15) != Z_OK)
-		return -ENOMEM;
-	if (pt->bits && (rc = zreader_read(in, &b, 1)) == 0)
-		inflatePrime(&zs, pt->bits, b >> (8 - pt->bits));
-	if (rc == 0 && pt->win_len &&
-	    inflateSetDictionary(&zs, win, pt->win_len) != Z_OK)
-		rc = -EIO;
-	zs.next_out = out;
-	zs.avail_out = (uInt)len;
-	while (rc == 0 && zs.avail_out) {
-		if (!zs.avail_in && (rc = feed(in, &zs)) <= 0) {
-			rc = -EIO;
-			break;
-		}
-		rc = 0;
-		ret = inflate(&zs, Z_NO_FLUSH);
-		in->pos = (size_t)(zs.next_in - in->buf);
-		if (ret == Z_STREAM_END && zs.avail_out) {
-			zs.avail_in = 0;
-			if (!members)
-				rc = -EIO;
-			else if ((rc = next_member(in)) == 0)
-				inflateReset(&zs);
-		} else if (ret != Z_OK && ret != Z_STREAM_END &&
-			   !(ret == Z_BUF_ERROR && !zs.avail_in)) {
-			rc = -EIO;
-		}
+/* What zinf_run stopped at (else -errno, the reader's). */
+enum { ZI_FULL = 0,	/* out is full */
+       ZI_END,		/* the deflate stream ended (the reader just past it) */
+       ZI_CUT,		/* the source ended inside the stream */
+       ZI_BAD };	/* corrupt data (*why) */
+
+static int zinf_init(struct zinf *z, enum zengine eng)
+{
+	memset(z, 0, sizeof(*z));
+	z->eng = ZENGINE_ZLIB;
+#ifdef HAVE_ISAL
+	if (eng == ZENGINE_FAST) {
+		z->eng = eng;
+		if (!(z->st = malloc(sizeof(*z->st))))
+			return -ENOMEM;
+		isal_inflate_init(z->st);
+		z->st->crc_flag = ISAL_DEFLATE;
+		return 0;
 	}
-	inflateEnd(&zs);
-	return rc < 0 ? -EIO : 0;
+#else
+	(void)eng;
+#endif
+	return inflateInit2(&z->zs, -15) == Z_OK ? 0 : -ENOMEM;
+}
+
+static void zinf_end(struct zinf *z)
+{
+#ifdef HAVE_ISAL
+	if (z->eng == ZENGINE_FAST) {
+		free(z->st);
+		return;
+	}
+#endif
+	inflateEnd(&z->zs);
+}
+
+/* For the next gzip member's stream. */
+static void zinf_reset(struct zinf *z)
+{
+#ifdef HAVE_ISAL
+	if (z->eng == ZENGINE_FAST) {
+		isal_inflate_reset(z->st);
+		z->st->crc_flag = ISAL_DEFLATE;
+		return;
+	}
+#endif
+	inflateReset(&z->zs);
+	z->zs.avail_in = 0;
+}
+
+/* Primes the inflater at point pt (the reader at it): the unused bits of
+ * the byte before it, and its window.  0, -EIO, -errno. */
+static int zinf_prime(struct zinf *z, struct zreader *in, const struct zpoint *pt,
+		      const unsigned char *win)
+{
+	unsigned char b = 0;
+	int rc = 0;
+
+	if (pt->bits && (rc = zreader_read(in, &b, 1)) < 0)
+		return rc;
+#ifdef HAVE_ISAL
+	if (z->eng == ZENGINE_FAST) {
+		if (pt->bits) {
+			z->st->read_in = b >> (8 - pt->bits);
+			z->st->read_in_length = pt->bits;
+		}
+		if (pt->win_len && isal_inflate_set_dict(z->st, (uint8_t *)win,
+							 pt->win_len) != COMP_OK)
+			return -EIO;
+		return 0;
+	}
+#endif
+	if (pt->bits)
+		inflatePrime(&z->zs, pt->bits, b >> (8 - pt->bits));
+	if (pt->win_len && inflateSetDictionary(&z->zs, win, pt->win_len) != Z_OK)
+		return -EIO;
+	return 0;
+}
+
+static int zlib_run(z_stream *zs, struct zreader *in, unsigned char *out,
+		    size_t len, size_t *done, const char **why)
+{
+	int ret, rc, eof = 0;
+	uInt room;
+
+	for (;;) {
+		if (!zs->avail_in) {
+			/* at the source's end inflate may still finish from
+			 * the bits it holds: it is called once more */
+			if ((rc = feed(in, zs)) < 0)
+				return rc;
+			eof = rc == 0;
+		}
+		room = len - *done < UINT32_MAX ? (uInt)(len - *done) : UINT32_MAX;
+		zs->next_out = out + *done;
+		zs->avail_out = room;
+		ret = inflate(zs, Z_NO_FLUSH);
+		in->pos = (size_t)(zs->next_in - in->buf);
+		*done += room - zs->avail_out;
+		if (ret == Z_STREAM_END)
+			return ZI_END;
+		if (*done == len)
+			return ZI_FULL;
+		if (ret != Z_OK && !(ret == Z_BUF_ERROR && !zs->avail_in)) {
+			*why = zs->msg ? zs->msg : "corrupt deflate data";
+			return ZI_BAD;
+		}
+		if (eof && !zs->avail_in)
+			return ZI_CUT;
+	}
 }
 
 #ifdef HAVE_ISAL
-/* isal_inflate buffers up to 64 bits ahead: at a member's end the whole
- * bytes of it are the trailer's, given back to the reader. */
+/* isal_inflate buffers up to 64 bits ahead: at a stream's end the whole
+ * bytes of it are what follows (a gzip trailer), given back to the reader. */
 static void isal_unread(struct zreader *in, const struct inflate_state *st)
 {
 	zreader_seek(in, zreader_tell(in) - (uint64_t)(st->read_in_length / 8));
 }
 
-static int span_isal(struct zreader *in, const struct zpoint *pt,
-		     const unsigned char *win, unsigned char *out, size_t len,
-		     int members)
+static int isal_run(struct inflate_state *st, struct zreader *in,
+		    unsigned char *out, size_t len, size_t *done, const char **why)
 {
-	struct inflate_state *st = malloc(sizeof(*st));
-	unsigned char b = 0;
-	size_t done = 0;
-	int rc = 0, ret;
+	uint32_t room;
+	int rc, eof;
 
-	if (!st)
-		return -ENOMEM;
-	isal_inflate_init(st);
-	st->crc_flag = ISAL_DEFLATE;
-	if (pt->bits && (rc = zreader_read(in, &b, 1)) == 0) {
-		st->read_in = b >> (8 - pt->bits);
-		st->read_in_length = pt->bits;
-	}
-	if (rc == 0 && pt->win_len &&
-	    isal_inflate_set_dict(st, (uint8_t *)win, pt->win_len) != COMP_OK)
-		rc = -EIO;
-	while (rc == 0 && done < len) {
-		if (in->pos == in->len && st->block_state != ISAL_BLOCK_FINISH &&
-		    (rc = zreader_fill(in)) <= 0) {
-			rc = -EIO;
-			break;
+	for (;;) {
+		eof = 0;
+		if (in->pos == in->len) {
+			if ((rc = zreader_fill(in)) < 0)
+				return rc;
+			eof = rc == 0;
 		}
-		rc = 0;
+		room = len - *done < UINT32_MAX ? (uint32_t)(len - *done) : UINT32_MAX;
 		st->next_in = in->buf + in->pos;
 		st->avail_in = (uint32_t)(in->len - in->pos);
-		st->next_out = out + done;
-		st->avail_out = (uint32_t)(len - done);
-		ret = isal_inflate(st);
+		st->next_out = out + *done;
+		st->avail_out = room;
+		rc = isal_inflate(st);
 		in->pos = (size_t)(st->next_in - in->buf);
-		done = len - st->avail_out;
-		if (ret < 0) {
-			rc = -EIO;
-		} else if (st->block_state == ISAL_BLOCK_FINISH && done < len) {
-			isal_unread(in, st);
-			if (!members)
-				rc = -EIO;
-			else if ((rc = next_member(in)) == 0) {
-				isal_inflate_reset(st);
-				st->crc_flag = ISAL_DEFLATE;
-			}
+		*done += room - st->avail_out;
+		if (rc < 0) {
+			*why = "invalid deflate data";
+			return ZI_BAD;
 		}
+		if (st->block_state == ISAL_BLOCK_FINISH) {
+			isal_unread(in, st);
+			return ZI_END;
+		}
+		if (*done == len)
+			return ZI_FULL;
+		if (eof)
+			return ZI_CUT;
 	}
-	free(st);
-	return rc < 0 ? -EIO : 0;
 }
 #endif
 
-/* A span from point pt, the reader at it, with the engine asked for. */
+/* Inflates from the reader into out[*done, len), advancing *done: ZI_*,
+ * or the reader's -errno. */
+static int zinf_run(struct zinf *z, struct zreader *in, unsigned char *out,
+		    size_t len, size_t *done, const char **why)
+{
+#ifdef HAVE_ISAL
+	if (z->eng == ZENGINE_FAST)
+		return isal_run(z->st, in, out, len, done, why);
+#endif
+	return zlib_run(&z->zs, in, out, len, done, why);
+}
+
+/* A span from point pt, the reader at it, with the engine asked for:
+ * `members` 1 when another gzip member may follow the end of a deflate
+ * stream inside the span (gzip), 0 when that end is the source's (raw
+ * deflate: more to inflate is -EIO).  0, -EIO, -ENOMEM. */
 static int span_inflate(struct zreader *in, const struct zpoint *pt,
 			const unsigned char *win, unsigned char *out, size_t len,
 			enum zengine eng, int members)
 {
-#ifdef HAVE_ISAL
-	if (eng == ZENGINE_FAST)
-		return span_isal(in, pt, win, out, len, members);
-#endif
-	return span_zlib(in, pt, win, out, len, members);
+	const char *why = NULL;
+	struct zinf z;
+	size_t done = 0;
+	int rc;
+
+	if ((rc = zinf_init(&z, eng)) < 0) {
+		zinf_end(&z);
+		return rc;
+	}
+	rc = zinf_prime(&z, in, pt, win);
+	while (rc == 0 && done < len) {
+		rc = zinf_run(&z, in, out, len, &done, &why);
+		if (rc == ZI_END && done < len) {
+			rc = members ? next_member(in) : -EIO;
+			if (rc == 0)
+				zinf_reset(&z);
+		} else if (rc == ZI_END) {
+			rc = 0;
+		}
+	}
+	zinf_end(&z);
+	return rc ? -EIO : 0;
+}
+
+/* The first output buffer of a whole stream; it doubles as bytes come,
+ * up to the declared size. */
+#define WHOLE_FIRST ((size_t)64 << 10)
+
+/* Room past *cap (< usize): doubled, at most usize (+1: malloc(0)). */
+static int whole_grow(uint8_t **buf, size_t *cap, uint64_t usize)
+{
+	size_t n = *cap < WHOLE_FIRST ? WHOLE_FIRST : *cap * 2;
+	uint8_t *p;
+
+	if (n > usize)
+		n = (size_t)usize;
+	if (!(p = realloc(*buf, n + 1)))
+		return -ENOMEM;
+	*buf = p;
+	*cap = n;
+	return 0;
+}
+
+/* What ended a whole stream's inflation (rc: zinf_run's), against its
+ * declared size: 0 or -EBADMSG (*why), or the reader's -errno. */
+static int whole_verdict(int rc, struct zreader *in, size_t done, size_t extra,
+			 uint64_t usize, const char **why)
+{
+	if (rc < 0) {
+		*why = "cannot read compressed data";
+		return rc;
+	}
+	if (extra)
+		*why = "decodes to more than its declared size";
+	else if (rc == ZI_CUT)
+		*why = "stream is truncated";
+	else if (rc == ZI_END && done != usize)
+		*why = "stream ends before the declared size";
+	else if (rc == ZI_END && zreader_tell(in) < in->size)
+		*why = "compressed size is larger than its stream";
+	else if (rc != ZI_BAD)
+		return 0;
+	return -EBADMSG;
+}
+
+int zdeflate_whole(struct zreader *in, uint64_t usize, enum zengine eng,
+		   uint8_t **out, const char **why)
+{
+	uint8_t *buf = NULL, sink;
+	size_t cap = 0, done = 0, extra = 0;
+	struct zinf z;
+	int rc;
+
+	*out = NULL;
+	if (usize > SIZE_MAX - 1)
+		return -EFBIG;
+	if ((rc = zinf_init(&z, eng)) < 0 || (rc = whole_grow(&buf, &cap, usize)) < 0)
+		goto out;
+	rc = ZI_FULL;
+	while (rc == ZI_FULL && done < usize) {
+		if (done == cap && (rc = whole_grow(&buf, &cap, usize)) < 0)
+			goto out;
+		rc = zinf_run(&z, in, buf, cap, &done, why);
+	}
+	/* usize bytes out: a byte more means the stream is longer (a bomb,
+	 * or a directory that lies), and it stops there */
+	if (rc == ZI_FULL)
+		rc = zinf_run(&z, in, &sink, 1, &extra, why);
+	rc = whole_verdict(rc, in, done, extra, usize, why);
+out:
+	zinf_end(&z);
+	if (rc == 0)
+		*out = buf;
+	else
+		free(buf);
+	return rc;
 }
 
 static int gz_span(struct zreader *in, const struct zpoint *pt,

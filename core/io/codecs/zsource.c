@@ -529,10 +529,17 @@ static size_t pool_held(void *arg, size_t len)
 	return zpool_held(arg, len);
 }
 
+/* The inflater asked for: ISA-L's unless SAMPLEFS_INFLATE=zlib. */
+static enum zengine engine_asked(void)
+{
+	const char *e = getenv("SAMPLEFS_INFLATE");
+
+	return e && !strcmp(e, "zlib") ? ZENGINE_ZLIB : ZENGINE_FAST;
+}
+
 static int z_env_init(struct source_env *env)
 {
 	struct zenv *ze = calloc(1, sizeof(*ze));
-	const char *e = getenv("SAMPLEFS_INFLATE");
 
 	if (!ze)
 		return -ENOMEM;
@@ -545,7 +552,7 @@ static int z_env_init(struct source_env *env)
 		free(ze);
 		return -EINVAL;
 	}
-	ze->eng = e && !strcmp(e, "zlib") ? ZENGINE_ZLIB : ZENGINE_FAST;
+	ze->eng = engine_asked();
 	ze->cache_bytes = env->cfg.cache_bytes ? env->cfg.cache_bytes :
 			  SOURCE_CACHE_DEFAULT;
 	if (!(ze->pool = zpool_new(zspan_buf(ze->span), POOL_SPARE)) ||
@@ -861,5 +868,29 @@ int zsource_wrap_deflate(struct source *in, uint64_t usize, uint32_t crc32,
 		source_close(in);
 		*out = NULL;
 	}
+	return rc;
+}
+
+/* The whole-stream read buffer: at most this, at most the stream. */
+#define WHOLE_IN ((uint64_t)64 << 10)
+
+int zsource_inflate_whole(struct source *src, uint64_t off, uint64_t csize,
+			  uint64_t usize, uint8_t **out, const char **why)
+{
+	struct zenv *ze = src->env ? src->env->z : NULL;
+	enum zengine eng = ze ? ze->eng : engine_asked();
+	struct zreader in;
+	int rc;
+
+	*out = NULL;
+	*why = "out of memory";
+	if (off > UINT64_MAX - csize)
+		return -EINVAL;
+	if ((rc = zreader_init(&in, src, (size_t)(csize < WHOLE_IN ? csize + 1 : WHOLE_IN))) < 0)
+		return rc;
+	in.boff = off;
+	in.size = off + csize;
+	rc = zdeflate_whole(&in, usize, eng, out, why);
+	free(in.buf);
 	return rc;
 }

@@ -31,7 +31,8 @@
  * the first bytes of the source (magic), not by its name: a row each for
  * gzip, xz, zstd and bzip2 (the last three restart at block or frame
  * starts and need no window); and raw deflate, which has no magic and is
- * only opened by zsource_wrap_deflate below.
+ * only opened by zsource_wrap_deflate below (and read whole, without
+ * points, by zsource_inflate_whole: a small zip member's data).
  *
  * Not for: finding compressed members inside an archive (the tar index
  * opens those as slices, io/slice.h, which source_open_slice wraps here
@@ -129,6 +130,21 @@ int zsource_lzma_alone(const unsigned char *h, size_t n);
  */
 int zsource_wrap_deflate(struct source *in, uint64_t usize, uint32_t crc32,
 			 struct source **out);
+
+/*
+ * Inflates the raw deflate stream of csize bytes at off of src (a small
+ * zip member's data, read whole: formats/zipread.c) into a new malloc'ed
+ * buffer of exactly usize bytes (+1), *out, with the inflater the spans
+ * use (ISA-L's unless SAMPLEFS_INFLATE=zlib; zgzip.c).  Memory is taken
+ * as bytes inflate (from 64 KiB, doubling), never from usize alone, so a
+ * directory that lies costs what the stream really gives.  0; -EBADMSG
+ * with *why (a phrase, no names) when the stream decodes to more than
+ * usize, ends before it, is truncated or corrupt, or is shorter than
+ * csize; -ENOMEM; a failed read's -errno (-EAGAIN and -EINTR as they
+ * came), *why saying so.  The caller says it, naming the file.
+ */
+int zsource_inflate_whole(struct source *src, uint64_t off, uint64_t csize,
+			  uint64_t usize, uint8_t **out, const char **why);
 
 /*
  * The blob's fixed header, for the store and the fuzz target:

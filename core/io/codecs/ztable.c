@@ -79,7 +79,7 @@ const struct zcodec *zcodec_by_id(uint8_t id)
 int zreader_fill(struct zreader *in)
 {
 	ssize_t got;
-	size_t keep = in->len - in->pos;
+	size_t keep = in->len - in->pos, want;
 
 	memmove(in->buf, in->buf + in->pos, keep);
 	in->boff += in->pos;
@@ -87,8 +87,12 @@ int zreader_fill(struct zreader *in)
 	in->len = keep;
 	if (in->boff + in->len >= in->size || in->len == in->cap)
 		return in->len > keep ? 1 : 0;
-	got = source_pread(in->src, in->buf + in->len, in->cap - in->len,
-			   in->boff + in->len);
+	/* never past in->size: a reader of one member of a zip (in->size
+	 * its end) is not given the next member's bytes */
+	want = in->cap - in->len;
+	if (want > in->size - (in->boff + in->len))
+		want = (size_t)(in->size - (in->boff + in->len));
+	got = source_pread(in->src, in->buf + in->len, want, in->boff + in->len);
 	if (got < 0)
 		return (int)got;
 	in->len += (size_t)got;
