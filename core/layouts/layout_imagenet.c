@@ -754,6 +754,18 @@ static size_t in_tars(void *priv, const char **names, uint32_t *depth,
 	return n;
 }
 
+/* members with checksums (-o checksums), both splits */
+static uint64_t in_checksummed(void *priv)
+{
+	const struct in_layout *L = priv;
+	uint64_t n = 0;
+	int s;
+
+	for (s = 0; s < NSPLIT; s++)
+		n += tarindex_nsummed(&L->sp[s].t);
+	return n;
+}
+
 static const struct layout_ops imagenet_ops = {
 	.name = "imagenet",
 	.getattr = in_getattr,
@@ -762,6 +774,7 @@ static const struct layout_ops imagenet_ops = {
 	.read = in_read,
 	.extent = in_extent,
 	.tars = in_tars,
+	.checksummed = in_checksummed,
 	.statfs = in_statfs,
 	.destroy = in_destroy,
 };

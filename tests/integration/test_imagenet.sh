@@ -91,6 +91,32 @@ check "inspect: summary line" bash -c \
 	"'$INSPECT' '$D/full' | grep -qx 'Classes: 7 | Train: 49 | Val: 21 | Elapsed: [0-9.]*s'"
 check "inspect --verify: good source" "$INSPECT" --verify "$D/full"
 
+# --verify with checksums scrubs the members (train/, val/; the shard views
+# hold them again and are not read twice): a byte of one val member changed
+# in place, its mtime put back, is listed, alone, and fails the run
+sums=$SFS_TMP/sums-src
+mkdir -p "$sums"
+cp -p "$D/full/"* "$sums/"
+check "inspect --verify --checksums: good source, scrubbed" bash -c \
+	"'$INSPECT' --verify --checksums -o index_dir='$SFS_TMP/scrub-idx' '$sums' >'$SFS_TMP/scrub1.out' &&
+	 grep -q '^Scrubbed: .* against 70 checksums: 0 bad$' '$SFS_TMP/scrub1.out'"
+victim=$($PY - "$sums/ILSVRC2012_img_val.tar" <<'EOF'
+import os, sys, tarfile
+p = sys.argv[1]
+st = os.stat(p)
+m = [m for m in tarfile.open(p) if m.isfile()][3]
+with open(p, "r+b") as f:   # one byte inside the 4th member's data
+    f.seek(m.offset_data + m.size // 2); b = f.read(1)
+    f.seek(m.offset_data + m.size // 2); f.write(bytes([b[0] ^ 0x5A]))
+os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))
+print(m.name)
+EOF
+)
+check "inspect --verify --checksums: the changed member listed, alone, exit 1" bash -c \
+	"! '$INSPECT' --verify --checksums -o index_dir='$SFS_TMP/scrub-idx' '$sums' >'$SFS_TMP/scrub2.out' 2>'$SFS_TMP/scrub2.err' &&
+	 test \"\$(grep -c '^bad: ' '$SFS_TMP/scrub2.out')\" = 1 &&
+	 grep -q '^bad: val/n[0-9]*/$victim\$' '$SFS_TMP/scrub2.out'"
+
 # ---- damaged sources ----
 bad=$SFS_TMP/bad
 mkdir -p "$bad/trunc" "$bad/cksum" "$bad/meta"
