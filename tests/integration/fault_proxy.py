@@ -372,7 +372,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if lk in CONDITIONAL:
                 v = unrewrite_etag(v, gen)
             h[k] = v
-        h['Host'] = self.server.upstream_host
+        # --keep-host: the client's Host, which a SigV4 signature covers
+        # (an S3 client signs the proxy's address; Swift checks it)
+        h['Host'] = self.headers.get('Host') if self.server.keep_host and \
+            self.headers.get('Host') else self.server.upstream_host
         return h
 
     def forward(self, headers):
@@ -564,6 +567,8 @@ def main():
     ap.add_argument('--port-file')
     ap.add_argument('--timeout', type=float, default=10.0,
                     help='upstream connect and read timeout, seconds')
+    ap.add_argument('--keep-host', action='store_true',
+                    help="forward the client's Host header (signed requests)")
     a = ap.parse_args()
     u = urllib.parse.urlsplit(a.upstream)
     if u.scheme != 'http' or not u.hostname:
@@ -572,6 +577,7 @@ def main():
     srv.state = State()
     srv.upstream_addr = (u.hostname, u.port or 80)
     srv.upstream_host = u.netloc
+    srv.keep_host = a.keep_host
     srv.up_timeout = a.timeout
     port = srv.server_address[1]
     if a.port_file:
