@@ -350,6 +350,38 @@ check "checksums: ... read again past the caches first, then said" \
 check "checksums: ... counted" test "$(stat_of "$M" checksum_refetches)" -ge 1
 sfs_umount "$M"
 
+# ---- 6. a tar stored in a zip, expanded in place: its members are the
+# zip's bytes, with no checksum of their own (the zip's source has none);
+# each reads tarfile's bytes, with checksums given and at a remount of the
+# same index without them
+"$PY" - "$T/nz.zip" <<'PY'
+import io, random, sys, tarfile, zipfile
+rnd = random.Random(6)
+b = io.BytesIO()
+with tarfile.open(fileobj=b, mode="w", format=tarfile.USTAR_FORMAT) as t:
+    for i in range(5):
+        data = rnd.randbytes(rnd.randrange(100, 90000))
+        ti = tarfile.TarInfo("f%d" % i); ti.size = len(data)
+        t.addfile(ti, io.BytesIO(data))
+with zipfile.ZipFile(sys.argv[1], "w") as z:
+    z.writestr(zipfile.ZipInfo("inner.tar"), b.getvalue())   # stored
+    z.writestr("plain.bin", rnd.randbytes(5000), zipfile.ZIP_DEFLATED)
+PY
+nested_right() {	# MNT: inner.tar's members as tarfile reads them
+	"$PY" -c 'import io, sys, tarfile, zipfile
+t = tarfile.open(fileobj=io.BytesIO(zipfile.ZipFile(sys.argv[2]).read("inner.tar")))
+for m in t.getmembers():
+    if open(sys.argv[1] + "/inner/" + m.name, "rb").read() != t.extractfile(m).read():
+        sys.exit("    inner/%s differs" % m.name)' "$1" "$T/nz.zip"
+}
+M=$T/m7
+sfs_mount "$T/nz.zip" "$M" -o checksums,index_dir="$T/nzidx" || { echo "not ok - nested zip mount"; exit 1; }
+check "checksums: the members of a tar stored in a zip read tarfile's bytes" nested_right "$M"
+sfs_umount "$M"
+sfs_mount "$T/nz.zip" "$M" -o index_dir="$T/nzidx" || { echo "not ok - nested zip remount"; exit 1; }
+check "checksums: ... and at a remount without -o checksums" nested_right "$M"
+sfs_umount "$M"
+
 # ---- 3. a prebuilt index with checksums, made before the change
 M=$T/m3
 sfs_mount "$T/t.tar" "$M" -o index="$T/pre.sfsidx",index_only,index_dir="$T/idx3" ||
