@@ -96,6 +96,29 @@ check "7z: the remount used it (it was touched, no new file)" bash -c \
 	'[ "$(ls "$0" | wc -l)" = 1 ] && [ -n "$(find "$0" -newermt 2002-01-01 -name "*.tar")" ]' \
 	"$T/cache/archives"
 
+# the bound holds once a pass has ended (its size known then): with room
+# for one and a half renditions, a second archive's pass leaves one; and
+# the part file of a mount that died (a pid that is no process) goes with
+# that pass, another live process's stays
+R1=$(stat -c %s "$T"/cache/archives/*.tar)
+sh -c 'exit 0' & dpid=$!; wait "$dpid"
+echo x > "$T/cache/archives/0000000000000000.tar.part$dpid"
+echo x > "$T/cache/archives/1111111111111111.tar.part$$"
+# (text: its lz4 is small, its rendition as large as the first, so the
+# room made before the pass, by the compressed size, is not enough)
+mkdir -p "$T/big2" && "$PY" -c 'import sys
+sys.stdout.write("".join("line %d of the text\n" % i for i in range(int(sys.argv[1]) // 20)))' \
+	"$R1" > "$T/big2/text.txt"
+bsdtar -c --lz4 -f "$T/t2.tar.lz4" -C "$T/big2" text.txt
+same_tree t2.tar.lz4 ",cache_dir=$T/cache,cache_dir_size=$(( R1 + R1 / 2 ))"
+check "cache_dir_size=: after the second pass one rendition is left, within the bound" bash -c \
+	'[ "$(ls "$0" | grep -c "\.tar$")" = 1 ] && [ "$(cat "$0"/*.tar | wc -c)" -le "$1" ]' \
+	"$T/cache/archives" "$(( R1 + R1 / 2 ))"
+check "cache_dir: a dead mount's part file removed, a live one's kept" bash -c \
+	'[ ! -e "$0/0000000000000000.tar.part$1" ] && [ -e "$0/1111111111111111.tar.part$2" ]' \
+	"$T/cache/archives" "$dpid" "$$"
+rm -f "$T/cache/archives/1111111111111111.tar.part$$"
+
 # over the bound: refused, naming the option
 mnt=$T/m-bound
 check "7z over cache_dir_size=: not mounted" \

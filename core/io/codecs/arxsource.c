@@ -44,6 +44,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -355,13 +356,26 @@ static void pass_end(struct arx *x, int rc)
 }
 
 /* The cache file is complete: its name for the next mount. */
+static void evict(const char *dir, uint64_t limit, uint64_t need);
+
+/* The finished rendition kept under its name; then the cache's bound
+ * again, now that its size is known (the room made before the pass was
+ * a guess: the compressed size), the oldest archives going first. */
 static void keep_cached(struct arx *x)
 {
+	const char *slash;
+	char *dir;
+
 	if (!x->part)
 		return;
-	if (rename(x->part, x->final) < 0)
+	if (rename(x->part, x->final) < 0) {
 		sfs_warn("%s: cannot keep it in the disk cache as %s: %s",
 			 source_name(x->in), x->final, strerror(errno));
+	} else if ((slash = strrchr(x->final, '/')) &&
+		   (dir = strndup(x->final, (size_t)(slash - x->final)))) {
+		evict(dir, x->limit, 0);
+		free(dir);
+	}
 	free(x->part);
 	x->part = NULL;
 }
@@ -409,8 +423,23 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
 	return h;
 }
 
+/* 1 if name is the part file of a mount that is gone ("X.tar.part<pid>",
+ * no such process: killed before its pass ended), which nothing removes
+ * but this. */
+static int dead_part(const char *name)
+{
+	const char *p = strstr(name, ".tar.part");
+	char *end;
+	long pid;
+
+	if (!p)
+		return 0;
+	pid = strtol(p + 9, &end, 10);
+	return pid > 0 && *end == '\0' && kill((pid_t)pid, 0) < 0 && errno == ESRCH;
+}
+
 /* Removes whole archives of dir, oldest first, until what is left and
- * `need` fit in `limit`. */
+ * `need` fit in `limit`; and the part files of dead mounts. */
 static void evict(const char *dir, uint64_t limit, uint64_t need)
 {
 	struct ent { char name[64]; time_t t; uint64_t size; } *v = NULL, *q;
@@ -424,6 +453,11 @@ static void evict(const char *dir, uint64_t limit, uint64_t need)
 	if (!dh)
 		return;
 	while ((d = readdir(dh))) {
+		if (dead_part(d->d_name)) {
+			snprintf(p, sizeof(p), "%s/%s", dir, d->d_name);
+			(void)unlink(p);
+			continue;
+		}
 		/* whole renditions only: another mount's .part is in use */
 		if (strlen(d->d_name) >= sizeof(v->name) || d->d_name[0] == '.' ||
 		    strlen(d->d_name) < 4 ||
