@@ -441,8 +441,11 @@ int sfs_opts_parse(struct fuse_args *args, struct fs_opts *o)
 		o->readahead_kib = geteuid() == 0 ? READAHEAD_ROOT_KIB : 0;
 	if (!given(o, "sessions"))
 		o->sessions = default_sessions();
-	if (o->sessions == 0)
-		o->sessions = 1;
+	if (o->sessions == 0 || o->sessions > SESSIONS_MAX) {
+		/* each one holds a clone of /dev/fuse and a thread */
+		sfs_err("-o sessions=%u: must be from 1 to %u", o->sessions, SESSIONS_MAX);
+		return -1;
+	}
 	return 0;
 }
 

@@ -11,7 +11,7 @@
 #    running beside this one: the requests reach the daemon again);
 #  - the daemon then holds more than one /dev/fuse descriptor (the clones:
 #    more than one session thread read requests);
-#  - with sessions=1 it holds one;
+#  - with sessions=1 it holds one; sessions= outside 1..16 is refused;
 #  - the mount ends cleanly on unmount and on SIGTERM (sfs_umount fails on
 #    any sanitizer report in the daemon's log);
 #  - with the plain build, the readers again against the ThreadSanitizer
@@ -89,6 +89,13 @@ fuse_fds() {
 	done
 	echo "$n"
 }
+
+mkdir -p "$T/mbad"
+SFS_MOUNTS+=("$T/mbad")	# unmounted on exit should it mount after all
+check "sessions=17: refused, naming the bound" \
+	expect_fail "sessions=17: must be from 1 to 16" timeout 30 "$SAMPLEFS" -f "$T/s.tar" "$T/mbad" -o sessions=17
+check "sessions=0: refused" \
+	expect_fail "sessions=0: must be from 1 to 16" timeout 30 "$SAMPLEFS" -f "$T/s.tar" "$T/mbad" -o sessions=0
 
 M=$T/m4
 sfs_mount "$T/s.tar" "$M" -o sessions=4 ||
