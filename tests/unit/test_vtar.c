@@ -112,7 +112,7 @@ static void make_shard(struct shard *sh, struct vtar_shard *v, uint64_t n)
 		sh->s[i].size2 = sizes[(i + 3) % (sizeof(sizes) / sizeof(sizes[0]))];
 	}
 	sh->s[n - 1].label = 4294967295u;
-	*v = (struct vtar_shard){ n, MTIME, sh, cb_entry, cb_offset, cb_pread, NULL };
+	*v = (struct vtar_shard){ n, MTIME, sh, cb_entry, cb_offset, cb_pread, NULL, NULL };
 }
 
 /* the whole shard, read in `chunk`-byte pieces */
@@ -335,7 +335,7 @@ Test(vtar, sizes_are_computed_without_data)
 	/* a shard whose one sample is 10 GiB: header uses base-256 size */
 	struct sample s = { "big", 10ull << 30, 3, 0 };
 	struct shard sh = { &s, 1, 0, -1, -1 };
-	struct vtar_shard v = { 1, MTIME, &sh, cb_entry, cb_offset, cb_pread, NULL };
+	struct vtar_shard v = { 1, MTIME, &sh, cb_entry, cb_offset, cb_pread, NULL, NULL };
 	uint64_t size;
 	char hdr[512];
 
