@@ -513,6 +513,19 @@ static ssize_t read_cancellable(fuse_req_t req, struct sfs_fs *fs,
 	return n;
 }
 
+/* What the layout's read of `size` bytes gave (n): size is already cut to
+ * st_size, so fewer bytes means the layout could not make bytes the file
+ * claims; a short reply would be taken by the kernel as a new end of file,
+ * so it is EIO instead. */
+static ssize_t whole_or_eio(fuse_ino_t ino, size_t size, off_t off, ssize_t n)
+{
+	if (n < 0 || (size_t)n == size)
+		return n;
+	sfs_err("inode %llu: read of %zu bytes at offset %lld gave %zd",
+		(unsigned long long)ino, size, (long long)off, n);
+	return -EIO;
+}
+
 /* Replies with the bytes the layout makes; or, in no-wait mode (`wait`
  * 0), returns -EAGAIN without replying when they are not in memory yet.
  * t0: when the request arrived (read_cancellable). */
@@ -545,14 +558,7 @@ static int read_copy(fuse_req_t req, struct sfs_fs *fs, fuse_ino_t ino,
 		rc = -EAGAIN;
 		goto out;
 	}
-	/* size is already cut to st_size, so fewer bytes means the layout could
-	 * not make bytes the file claims; a short reply would be taken by the
-	 * kernel as a new end of file, so it is EIO instead. */
-	if (n >= 0 && (size_t)n != size) {
-		sfs_err("inode %llu: read of %zu bytes at offset %lld gave %zd",
-			(unsigned long long)ino, size, (long long)off, n);
-		n = -EIO;
-	}
+	n = whole_or_eio(ino, size, off, n);
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
 	else
@@ -659,12 +665,7 @@ static int read_spans(fuse_req_t req, struct sfs_fs *fs, fuse_ino_t ino,
 		rc = -ENOTSUP;
 		goto out;
 	}
-	/* short: bytes the file claims and the layout cannot make (read_copy) */
-	if (got >= 0 && (size_t)got != size) {
-		sfs_err("inode %llu: read of %zu bytes at offset %lld gave %zd",
-			(unsigned long long)ino, size, (long long)off, got);
-		got = -EIO;
-	}
+	got = whole_or_eio(ino, size, off, got);
 	rc = got < 0 ? (int)got : reply_spans(req, buf, sp, n, size);
 	if (rc >= 0)
 		ctl_read_done(&fs->ctl, (uint64_t)off, size, rc, 0);
