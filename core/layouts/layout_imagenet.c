@@ -642,6 +642,20 @@ static ssize_t epoch_read(struct in_layout *L, uint64_t ino, char *buf, size_t s
 	return r;
 }
 
+/* 1 when split sp's shards may splice members: a local source (one with
+ * a descriptor; a split's sources are all local or all URLs) and no
+ * checksums (checked members are copied).  Else spans would give every
+ * byte copied, and the FUSE layer had better answer such a read as it
+ * answers any other (from memory when it can). */
+static int shard_splices(const struct in_split *sp)
+{
+	uint64_t base;
+	int fd;
+
+	return sp->t.nsrc > 0 && tarindex_nsummed(&sp->t) == 0 &&
+	       source_fd(tarindex_src(&sp->t, 0), &fd, &base) == 0;
+}
+
 /* A file's bytes; with o, a shard's members in place left as spans (the
  * other files: -ENOTSUP) */
 static ssize_t read_to(void *priv, uint64_t ino, char *buf, size_t size, uint64_t off,
@@ -658,10 +672,10 @@ static ssize_t read_to(void *priv, uint64_t ino, char *buf, size_t size, uint64_
 		return rc;
 	if (a.mode & 0040000)
 		return -EISDIR;
-	if (o && split_of(ino, K_VTAR) < 0 && split_of(ino, K_EPOCH_VTAR) < 0)
+	if (o && (s = split_of(ino, K_VTAR)) < 0 && (s = split_of(ino, K_EPOCH_VTAR)) < 0)
 		return -ENOTSUP;	/* not a shard */
-	if (o && o->max == 0)
-		return 0;	/* layout.h: only whether it has spans */
+	if (o && o->max == 0)	/* layout.h: only whether it has spans */
+		return shard_splices(&L->sp[s]) ? 0 : -ENOTSUP;
 	if (ino == INO_CLASSES) {
 		if (off >= L->classes_len)
 			return 0;
