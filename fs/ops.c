@@ -619,23 +619,32 @@ static int reply_spans(fuse_req_t req, char *buf, const struct source_span *sp,
 /*
  * How many spans a reply of `size` bytes may have and still be spliced;
  * 0: none (copy it).  libfuse 3.14 (fuse_send_data_iov) splices a reply
- * only when its pipe grows to a page per buffer and header plus the
- * reply, and an unprivileged process's pipe stops at pipe-max-size (1 MiB
- * by default; root in a container may lack CAP_SYS_RESOURCE too): so
- * never a 1 MiB READ (-o readahead's default for root), which libfuse
- * would copy after all, through a buffer of its own.
+ * only when its pipe grows to a page per buffer plus header and reply
+ * (F_SETPIPE_SZ, which rounds up to a power of two pages), and an
+ * unprivileged process's pipe stops at pipe-max-size (1 MiB by default;
+ * root in a container may lack CAP_SYS_RESOURCE too): so never a 1 MiB
+ * READ (-o readahead's default for root), which libfuse would copy after
+ * all, through a buffer of its own.  And the pipe must not fill: each
+ * span takes up to two slots more than its bytes' pages (a range of a
+ * file starts and ends inside a page; a write after a spliced page takes
+ * a slot of its own), else libfuse copies what did not fit.
  */
 static unsigned spans_max(const struct sfs_fs *fs, size_t size)
 {
-	size_t page = (size_t)sysconf(_SC_PAGESIZE), n;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t body = (size + FUSE_OUT_HEADER + page - 1) / page, asked, slots;
+	unsigned n;
 
-	if (size < SPLICE_MIN || size + FUSE_OUT_HEADER >= fs->pipe_max)
+	if (size < SPLICE_MIN)
 		return 0;
-	n = (fs->pipe_max - size - FUSE_OUT_HEADER) / page;
-	n = n > 2 ? n - 2 : 0;		/* the header's iovec, and one more */
-	if (n < 3)
-		return 0;		/* room for no span of a source */
-	return n < SPANS_MAX ? (unsigned)n : SPANS_MAX;
+	for (n = SPANS_MAX; n >= 3; n--) {
+		asked = n + 2 + body;	/* libfuse: iovecs + buffers + 1 */
+		for (slots = 1; slots < asked; slots *= 2)
+			;
+		if (slots * page <= fs->pipe_max && 1 + body + 2 * (size_t)n <= slots)
+			return n;
+	}
+	return 0;		/* room for no span of a source */
 }
 
 /*
