@@ -29,6 +29,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -51,6 +52,14 @@
  * the stack.
  */
 #define SPLICE_MIN (2 * (size_t)sysconf(_SC_PAGESIZE))
+/* Pieces of a reply made of spans (read_spans): a 512 KiB READ of a
+ * shard of 110 KB members takes about 10; past this many (or past what
+ * the pipe holds: spans_max), the layout copies */
+#define SPANS_MAX 64
+/* The pipe's size when /proc/sys/fs/pipe-max-size cannot be read (its
+ * default since Linux 2.6.35) */
+#define PIPE_MAX_DEFAULT ((size_t)1 << 20)
+#define FUSE_OUT_HEADER 16	/* struct fuse_out_header, before every reply */
 
 static struct sfs_fs *fs_of(fuse_req_t req)
 {
@@ -86,6 +95,20 @@ static void to_entry(const struct sfs_fs *fs, const struct sfs_attr *a,
 	to_stat(fs, a, &e->attr);
 }
 
+/* The largest pipe an unprivileged process may have (F_SETPIPE_SZ) */
+static size_t pipe_max_size(void)
+{
+	unsigned long v = 0;
+	FILE *f = fopen("/proc/sys/fs/pipe-max-size", "re");
+
+	if (f) {
+		if (fscanf(f, "%lu", &v) != 1)
+			v = 0;
+		fclose(f);
+	}
+	return v ? (size_t)v : PIPE_MAX_DEFAULT;
+}
+
 static void sfs_init(void *userdata, struct fuse_conn_info *conn)
 {
 	unsigned want = FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE |
@@ -99,6 +122,7 @@ static void sfs_init(void *userdata, struct fuse_conn_info *conn)
 	if (mode == RDPLUS_BY_LAYOUT)
 		mode = fs->layout.ops->listed_then_read ? RDPLUS_ALWAYS
 							: RDPLUS_ADAPTIVE;
+	fs->pipe_max = pipe_max_size();
 
 	/* conn->max_readahead stays the kernel's offer: it can only lower it */
 	conn->want |= conn->capable & want;
@@ -472,7 +496,8 @@ static void read_interrupted(fuse_req_t req, void *data)
  */
 static ssize_t read_cancellable(fuse_req_t req, struct sfs_fs *fs,
 				fuse_ino_t ino, char *buf, size_t size, off_t off,
-				int64_t t0)
+				int64_t t0, struct source_span *sp, unsigned *nsp,
+				unsigned max)
 {
 	struct source_cancel c = { .since = t0 };
 	ssize_t n;
@@ -480,10 +505,25 @@ static ssize_t read_cancellable(fuse_req_t req, struct sfs_fs *fs,
 	file_span(fs, ino, &c);
 	fuse_req_interrupt_func(req, read_interrupted, &c);
 	source_cancel_scope(&c);
-	n = fs->layout.ops->read(fs->layout.priv, ino, buf, size, (uint64_t)off);
+	n = sp ? fs->layout.ops->spans(fs->layout.priv, ino, buf, size, (uint64_t)off,
+				       sp, max, nsp) :
+		 fs->layout.ops->read(fs->layout.priv, ino, buf, size, (uint64_t)off);
 	source_cancel_scope(NULL);
 	fuse_req_interrupt_func(req, NULL, NULL);
 	return n;
+}
+
+/* What the layout's read of `size` bytes gave (n): size is already cut to
+ * st_size, so fewer bytes means the layout could not make bytes the file
+ * claims; a short reply would be taken by the kernel as a new end of file,
+ * so it is EIO instead. */
+static ssize_t whole_or_eio(fuse_ino_t ino, size_t size, off_t off, ssize_t n)
+{
+	if (n < 0 || (size_t)n == size)
+		return n;
+	sfs_err("inode %llu: read of %zu bytes at offset %lld gave %zd",
+		(unsigned long long)ino, size, (long long)off, n);
+	return -EIO;
 }
 
 /* Replies with the bytes the layout makes; or, in no-wait mode (`wait`
@@ -512,20 +552,13 @@ static int read_copy(fuse_req_t req, struct sfs_fs *fs, fuse_ino_t ino,
 		fuse_reply_err(req, ENOMEM);
 		return 0;
 	}
-	n = wait ? read_cancellable(req, fs, ino, buf, size, off, t0) :
+	n = wait ? read_cancellable(req, fs, ino, buf, size, off, t0, NULL, NULL, 0) :
 		   fs->layout.ops->read(fs->layout.priv, ino, buf, size, (uint64_t)off);
 	if (n == -EAGAIN) {
 		rc = -EAGAIN;
 		goto out;
 	}
-	/* size is already cut to st_size, so fewer bytes means the layout could
-	 * not make bytes the file claims; a short reply would be taken by the
-	 * kernel as a new end of file, so it is EIO instead. */
-	if (n >= 0 && (size_t)n != size) {
-		sfs_err("inode %llu: read of %zu bytes at offset %lld gave %zd",
-			(unsigned long long)ino, size, (long long)off, n);
-		n = -EIO;
-	}
+	n = whole_or_eio(ino, size, off, n);
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
 	else
@@ -537,22 +570,136 @@ out:
 	return rc;
 }
 
-/* A read that may wait for the disk: splice when the file is an extent.
- * t0: when the request arrived. */
+/*
+ * Sends the spans the layout made (sp[0..n), layout.h's spans): ranges of
+ * sources spliced, the bytes between them (tar headers, padding, members
+ * that are copied) from buf.  libfuse writes the memory pieces into its
+ * pipe and splices the others (fuse_send_data_iov, fuse_buf_copy); when
+ * its pipe is too small it copies the whole reply instead, still right.
+ * Returns 1 when a span was a source's (the reply splices), 0 when every
+ * byte is in buf, or -EIO.
+ */
+static int reply_spans(fuse_req_t req, char *buf, const struct source_span *sp,
+		       unsigned n, size_t size)
+{
+	struct {
+		struct fuse_bufvec bv;
+		struct fuse_buf more[SPANS_MAX - 1];	/* bv.buf[1..] */
+	} v = { .bv = FUSE_BUFVEC_INIT(0) };
+	struct fuse_buf *b = v.bv.buf;
+	uint64_t fdbase;
+	size_t sum = 0;
+	unsigned i, from_src = 0;
+	int fd;
+
+	for (i = 0; i < n; i++, b++) {
+		*b = (struct fuse_buf){ .size = sp[i].len };
+		sum += sp[i].len;
+		if (!sp[i].src) {
+			b->mem = buf + sp[i].off;
+			continue;
+		}
+		if (source_fd(sp[i].src, &fd, &fdbase) < 0)
+			return -EIO;	/* cannot happen: the layout checked */
+		b->flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+		b->fd = fd;
+		b->pos = (off_t)(fdbase + sp[i].off);
+		from_src = 1;
+	}
+	if (sum != size || n == 0)
+		return -EIO;	/* the spans must be the reply, byte for byte */
+	v.bv.count = n;
+	if (from_src)
+		fuse_reply_data(req, &v.bv, FUSE_BUF_SPLICE_MOVE);
+	else
+		fuse_reply_buf(req, buf, size);
+	return from_src;
+}
+
+/*
+ * How many spans a reply of `size` bytes may have and still be spliced;
+ * 0: none (copy it).  libfuse 3.14 (fuse_send_data_iov) splices a reply
+ * only when its pipe grows to a page per buffer plus header and reply
+ * (F_SETPIPE_SZ, which rounds up to a power of two pages), and an
+ * unprivileged process's pipe stops at pipe-max-size (1 MiB by default;
+ * root in a container may lack CAP_SYS_RESOURCE too): so never a 1 MiB
+ * READ (-o readahead's default for root), which libfuse would copy after
+ * all, through a buffer of its own.  And the pipe must not fill: each
+ * span takes up to two slots more than its bytes' pages (a range of a
+ * file starts and ends inside a page; a write after a spliced page takes
+ * a slot of its own), else libfuse copies what did not fit.
+ */
+static unsigned spans_max(const struct sfs_fs *fs, size_t size)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t body = (size + FUSE_OUT_HEADER + page - 1) / page, asked, slots;
+	unsigned n;
+
+	if (size < SPLICE_MIN)
+		return 0;
+	for (n = SPANS_MAX; n >= 3; n--) {
+		asked = n + 2 + body;	/* libfuse: iovecs + buffers + 1 */
+		for (slots = 1; slots < asked; slots *= 2)
+			;
+		if (slots * page <= fs->pipe_max && 1 + body + 2 * (size_t)n <= slots)
+			return n;
+	}
+	return 0;		/* room for no span of a source */
+}
+
+/*
+ * The file is generated bytes and ranges of sources (layout.h's spans: a
+ * virtual tar shard): splice the ranges, copy the rest.  -ENOTSUP: the
+ * layout has no spans for it, or the read is too short or too long to
+ * splice (SPLICE_MIN, spans_max); the caller copies.  t0: when the
+ * request arrived.
+ */
+static int read_spans(fuse_req_t req, struct sfs_fs *fs, fuse_ino_t ino,
+		      size_t size, off_t off, int64_t t0)
+{
+	struct source_span sp[SPANS_MAX];
+	char *buf;
+	unsigned n = 0, max;
+	ssize_t got;
+	int rc;
+
+	if ((rc = clamp_to_size(fs, ino, &size, off)) < 0)
+		return rc;
+	if (!(max = spans_max(fs, size)))
+		return -ENOTSUP;
+	if (!(buf = zpool_get(fs->replies, size)))
+		return -ENOMEM;
+	got = read_cancellable(req, fs, ino, buf, size, off, t0, sp, &n, max);
+	if (got == -ENOTSUP) {
+		rc = -ENOTSUP;
+		goto out;
+	}
+	got = whole_or_eio(ino, size, off, got);
+	rc = got < 0 ? (int)got : reply_spans(req, buf, sp, n, size);
+	if (rc >= 0)
+		ctl_read_done(&fs->ctl, (uint64_t)off, size, rc, 0);
+	rc = rc < 0 ? rc : 0;
+out:
+	zpool_put(fs->replies, buf, size);
+	return rc;
+}
+
+/* A read that may wait for the disk: splice when the file is an extent,
+ * or made of spans.  t0: when the request arrived. */
 static void read_waiting(fuse_req_t req, struct sfs_fs *fs, fuse_ino_t ino,
 			 size_t size, off_t off, int64_t t0)
 {
 	int rc;
 
-	if (fs->layout.ops->extent) {
-		rc = read_extent(req, fs, ino, size, off);
-		if (rc != -ENOTSUP) {
-			if (rc < 0) {
-				ctl_read_done(&fs->ctl, (uint64_t)off, 0, 0, 1);
-				fuse_reply_err(req, -rc);
-			}
-			return;
+	rc = fs->layout.ops->extent ? read_extent(req, fs, ino, size, off) : -ENOTSUP;
+	if (rc == -ENOTSUP && fs->layout.ops->spans)
+		rc = read_spans(req, fs, ino, size, off, t0);
+	if (rc != -ENOTSUP) {
+		if (rc < 0) {
+			ctl_read_done(&fs->ctl, (uint64_t)off, 0, 0, 1);
+			fuse_reply_err(req, -rc);
 		}
+		return;
 	}
 	if (read_copy(req, fs, ino, size, off, 1, t0) == -EAGAIN)
 		fuse_reply_err(req, EIO);	/* cannot happen: waiting allowed */
@@ -564,6 +711,16 @@ static void read_job(void *ctx, const struct worker_job *job)
 
 	read_waiting(job->req, fs, job->ino, job->size, (off_t)job->off, job->t0);
 	ctl_waited(&fs->ctl, sfs_now_ns() - job->t0);
+}
+
+/* 1 when the read is one read_spans answers (a big read, not too big,
+ * of a file made of spans: a virtual shard) */
+static int read_has_spans(struct sfs_fs *fs, fuse_ino_t ino, size_t size)
+{
+	unsigned n;
+
+	return spans_max(fs, size) && fs->layout.ops->spans &&
+	       fs->layout.ops->spans(fs->layout.priv, ino, NULL, 0, 0, NULL, 0, &n) == 0;
 }
 
 /* A read of a control file: its snapshot's bytes (ctl.h). */
@@ -584,8 +741,12 @@ static void read_ctl(fuse_req_t req, struct sfs_fs *fs, fuse_ino_t ino,
 
 /*
  * With workers, the session thread first tries to answer from memory (no
- * splice: for cached bytes a copy costs the same) and queues the read only
- * when it would wait for I/O.
+ * splice: for a cached file's bytes a copy costs the same) and queues the
+ * read only when it would wait for I/O.  A big read of a shard made of
+ * spans is queued at once: its members are spliced, not copied, cached or
+ * not (a splice of pages not yet read waits for the disk, which the session
+ * thread must not), and copying them here cost a shard streamed twice the
+ * daemon CPU of the same bytes as files (docs/benchmarks.md).
  */
 static void sfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		     struct fuse_file_info *fi)
@@ -609,11 +770,13 @@ static void sfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		read_waiting(req, fs, ino, size, off, sfs_now_ns());
 		return;
 	}
-	source_nowait(1);
-	rc = read_copy(req, fs, ino, size, off, 0, 0);
-	source_nowait(0);
-	if (rc != -EAGAIN)
-		return;
+	if (!read_has_spans(fs, ino, size)) {
+		source_nowait(1);
+		rc = read_copy(req, fs, ino, size, off, 0, 0);
+		source_nowait(0);
+		if (rc != -EAGAIN)
+			return;
+	}
 	/* Every read that would wait goes to a worker, even when it is the
 	 * only request waiting: done here, it held up the requests that
 	 * arrived during its disk (or network) wait, so several readers got

@@ -36,6 +36,8 @@ struct sfs_fs {
 				 * locks its documents */
 	struct zpool *replies;	/* buffers of copied read replies over
 				 * STACK_READ (ops.c), reused; locks itself */
+	size_t pipe_max;	/* /proc/sys/fs/pipe-max-size, read at init:
+				 * the largest reply libfuse can splice (ops.c) */
 };
 
 extern const struct fuse_lowlevel_ops sfs_ll_ops;

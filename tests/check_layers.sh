@@ -91,6 +91,7 @@ declare -A CALLS=(
 	["fs/main.c main access"]="the mount point (fstab's 'mount point does not exist')"
 	["fs/readahead.c readahead_path fopen"]="/proc/self/mountinfo: the mount's device, for its read-ahead window"
 	["fs/readahead.c readahead_set open"]="/sys/class/bdi/MAJ:MIN/read_ahead_kb of the mount samplefs made (-o readahead)"
+	["fs/ops.c pipe_max_size fopen"]="/proc/sys/fs/pipe-max-size: the largest reply libfuse can splice"
 )
 # "FILE..." (globs) of core/ modules that still call each other -> why,
 # until cut

@@ -6,7 +6,9 @@
  *   [data] [zero padding to 512]
  * and a read walks records from the one holding `off`, synthesising
  * header blocks into a 512-byte stack buffer and pread'ing data through
- * the caller.  Not for: reading real tars (tar.c).
+ * the caller; or, for a reply that splices (vtar_read_spans), leaving the
+ * data of members that lie in place in their source as spans of it.
+ * Not for: reading real tars (tar.c).
  */
 #include "formats/vtar.h"
 #include "search.h"
@@ -196,12 +198,31 @@ static int find_sample(const struct vtar_shard *s, uint64_t off, uint64_t *idx,
 	return rc ? rc : s->offset(s->arg, *idx, start);
 }
 
+/* Sample i's member bytes [mo, mo + n) as a span of its source when o
+ * takes spans, the caller says the member lies in place, and a span is
+ * worth it: n, -ENOTSUP (read them), or -EIO.  Keeps room for one span
+ * after it (the bytes written to buf next). */
+static ssize_t member_span(const struct vtar_shard *s, uint64_t i, unsigned part,
+			   struct vtar_spans *o, size_t n, uint64_t mo)
+{
+	struct source *src;
+	uint64_t base;
+	int rc;
+
+	if (!o || !s->in_place || n < VTAR_SPAN_MIN || o->n + 2 > o->max)
+		return -ENOTSUP;
+	if ((rc = s->in_place(s->arg, i, part, &src, &base)) < 0)
+		return rc;
+	o->sp[o->n++] = (struct source_span){ src, base + mo, n };
+	return (ssize_t)n;
+}
+
 /* Copies bytes [rel, rel + len) of data member `part` (ext, data `size`
- * bytes, its header at record offset `at`) of sample i; returns bytes
- * copied, 0 past the member. */
+ * bytes, its header at record offset `at`) of sample i, or leaves its
+ * data as a span (member_span); returns bytes done, 0 past the member. */
 static ssize_t read_member(const struct vtar_shard *s, uint64_t i, const struct vtar_entry *e,
 			   unsigned part, const char *ext, uint64_t size, uint64_t at,
-			   char *buf, size_t len, uint64_t rel)
+			   char *buf, size_t len, uint64_t rel, struct vtar_spans *o)
 {
 	uint64_t c = at + header_size(e->stem_len + strlen(ext)), d = c + size;
 	uint64_t end = c + PAD(size);
@@ -214,6 +235,8 @@ static ssize_t read_member(const struct vtar_shard *s, uint64_t i, const struct 
 		ssize_t r;
 
 		n = len < d - rel ? len : (size_t)(d - rel);
+		if ((r = member_span(s, i, part, o, n, rel - c)) != -ENOTSUP)
+			return r;
 		r = s->pread(s->arg, i, part, buf, n, rel - c);
 		return r == 0 ? -EIO : r;	/* the source ended early */
 	}
@@ -230,11 +253,12 @@ static ssize_t read_member(const struct vtar_shard *s, uint64_t i, const struct 
 	return (ssize_t)n;
 }
 
-/* Copies bytes [rel, rel + len) of sample i's record (entry e); returns
- * bytes copied, 0 past the record. */
+/* Copies bytes [rel, rel + len) of sample i's record (entry e), members
+ * in place left as spans in o (NULL: none); returns bytes done, 0 past
+ * the record. */
 static ssize_t read_record(const struct vtar_shard *s, uint64_t i,
 			   const struct vtar_entry *ep, char *buf, size_t len,
-			   uint64_t rel)
+			   uint64_t rel, struct vtar_spans *o)
 {
 	struct vtar_entry e = *ep;
 	uint64_t hl, a, b, c;
@@ -246,11 +270,11 @@ static ssize_t read_record(const struct vtar_shard *s, uint64_t i,
 	a = hl;			/* .cls data */
 	b = a + VTAR_BLOCK;	/* the data member's header */
 	if (rel >= b) {
-		r = read_member(s, i, &e, 0, ext_of(&e), e.size, b, buf, len, rel);
+		r = read_member(s, i, &e, 0, ext_of(&e), e.size, b, buf, len, rel, o);
 		if (r || !e.ext2)
 			return r;
 		c = b + header_size(e.stem_len + strlen(ext_of(&e))) + PAD(e.size);
-		return read_member(s, i, &e, 1, e.ext2, e.size2, c, buf, len, rel);
+		return read_member(s, i, &e, 1, e.ext2, e.size2, c, buf, len, rel, o);
 	}
 	if (rel < a)
 		header_block(&e, ".cls", ndigits(e.label), s->mtime, rel / VTAR_BLOCK, blk);
@@ -271,7 +295,29 @@ static ssize_t read_record(const struct vtar_shard *s, uint64_t i,
 	return (ssize_t)n;
 }
 
+/* Bytes [at, at + n) of the reply were written to buf: the last span
+ * grows, or a new one says so (member_span kept room for it). */
+static int span_mem(struct vtar_spans *o, size_t at, size_t n)
+{
+	struct source_span *l = o->n ? &o->sp[o->n - 1] : NULL;
+
+	if (l && !l->src && l->off + l->len == at) {
+		l->len += n;
+		return 0;
+	}
+	if (o->n >= o->max)
+		return -EIO;	/* cannot happen: member_span keeps room */
+	o->sp[o->n++] = (struct source_span){ NULL, at, n };
+	return 0;
+}
+
 ssize_t vtar_read(const struct vtar_shard *s, char *buf, size_t len, uint64_t off)
+{
+	return vtar_read_spans(s, buf, len, off, NULL);
+}
+
+ssize_t vtar_read_spans(const struct vtar_shard *s, char *buf, size_t len, uint64_t off,
+			struct vtar_spans *o)
 {
 	uint64_t body, total, i = 0, start = 0, have = UINT64_MAX;
 	struct vtar_entry e;
@@ -279,6 +325,8 @@ ssize_t vtar_read(const struct vtar_shard *s, char *buf, size_t len, uint64_t of
 	ssize_t n;
 	int rc;
 
+	if (o)
+		o->n = 0;
 	rc = s->offset(s->arg, s->n, &body);
 	if (rc)
 		return rc;
@@ -301,7 +349,9 @@ ssize_t vtar_read(const struct vtar_shard *s, char *buf, size_t len, uint64_t of
 				return -ENAMETOOLONG;
 			have = i;
 		}
-		n = read_record(s, i, &e, buf + done, len - done, off - start);
+		unsigned had = o ? o->n : 0;
+
+		n = read_record(s, i, &e, buf + done, len - done, off - start, o);
 		if (n < 0)
 			return n;
 		if (n == 0) {	/* past this record: on to the next one, whose
@@ -311,11 +361,15 @@ ssize_t vtar_read(const struct vtar_shard *s, char *buf, size_t len, uint64_t of
 			i++;
 			continue;
 		}
+		if (o && o->n == had && (rc = span_mem(o, done, (size_t)n)))
+			return rc;
 		done += (size_t)n;
 		off += (uint64_t)n;
 	}
 	if (done < len) {	/* end blocks and record padding */
 		memset(buf + done, 0, len - done);
+		if (o && (rc = span_mem(o, done, len - done)))
+			return rc;
 		done = len;
 	}
 	return (ssize_t)done;

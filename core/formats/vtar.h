@@ -28,6 +28,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "io/source.h"
+
 #define VTAR_BLOCK 512
 #define VTAR_RECORD 10240
 #define VTAR_STEM_MAX 1024	/* longer stems are the caller's to refuse */
@@ -66,6 +68,13 @@ struct vtar_shard {
 	 * offset, where the caller knows a quicker way than vtar_read's
 	 * binary search over offset() (NULL: that search) */
 	int (*find)(void *arg, uint64_t off, uint64_t *i, uint64_t *start);
+	/* optional: where sample i's data member `part` lies in a source with
+	 * a descriptor, unchanged since mounting (the caller checked), so that
+	 * vtar_read_spans may give it as a span to splice: 0 and *src, *off
+	 * (the source offset of the member's byte 0); -ENOTSUP (read it
+	 * through pread); -EIO (the source changed) */
+	int (*in_place)(void *arg, uint64_t i, unsigned part, struct source **src,
+			uint64_t *off);
 };
 
 /* Bytes that sample (stem_len, size, label) occupies in a shard. */
@@ -79,5 +88,21 @@ int vtar_size(const struct vtar_shard *s, uint64_t *size);
 
 /* Up to len bytes at off: count (short only at the end) or -errno. */
 ssize_t vtar_read(const struct vtar_shard *s, char *buf, size_t len, uint64_t off);
+
+/*
+ * vtar_read's bytes as spans (source.h) for a reply that splices: headers,
+ * padding and members not in place (no in_place callback, or it said
+ * -ENOTSUP) or shorter than VTAR_SPAN_MIN are written to buf at their
+ * offset in the reply, members in place come as source ranges, not read.
+ * At most `max` spans (>= 1); past that, members are read into buf too.
+ * Sets *n; returns what vtar_read returns.
+ */
+#define VTAR_SPAN_MIN 4096
+struct vtar_spans {
+	struct source_span *sp;
+	unsigned max, n;
+};
+ssize_t vtar_read_spans(const struct vtar_shard *s, char *buf, size_t len, uint64_t off,
+			struct vtar_spans *o);
 
 #endif

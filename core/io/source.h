@@ -269,6 +269,18 @@ int source_refetches(const struct source *s);
 int source_check(struct source *s);
 
 /*
+ * A piece of a reply answered in pieces (layout.h's `spans`): `len` bytes
+ * at `off` of `src`, a source with a descriptor (source_fd) whose bytes are
+ * sent in place (spliced); or, src NULL, `len` bytes the caller's buffer
+ * holds at `off` (the piece's offset in the reply).
+ */
+struct source_span {
+	struct source *src;
+	uint64_t off;
+	size_t len;
+};
+
+/*
  * For splicing: the descriptor holding the bytes and the offset in it of
  * the source's byte 0.  -ENOTSUP for remote sources.  The descriptor stays
  * owned by the source.

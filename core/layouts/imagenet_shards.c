@@ -60,6 +60,30 @@ static ssize_t shard_pread(void *arg, uint64_t i, unsigned part, void *buf, size
 			      buf, len, off);
 }
 
+/* Sample i's member in place in a local source (vtar.h's in_place): not
+ * sparse, compressed or checksummed (-o checksums: its bytes are checked
+ * on the way, so copied), and the source unchanged since mounting (a
+ * splice of changed bytes could not be caught after: layout.h's extent). */
+static int shard_in_place(void *arg, uint64_t i, unsigned part, struct source **src,
+			  uint64_t *off)
+{
+	const struct shard_span *v = arg;
+	uint32_t node = in_split_node(v->sp, v->sp->ord[v->first + i]);
+	const struct tarindex_node *n = tarindex_node(&v->sp->t, node);
+	struct source *s = tarindex_src(&v->sp->t, tarindex_node_src(n));
+	uint64_t fdbase;
+	int fd;
+
+	(void)part;
+	if (!tarindex_in_place(&v->sp->t, node) || source_fd(s, &fd, &fdbase) < 0)
+		return -ENOTSUP;
+	if (source_check(s) < 0)
+		return -EIO;
+	*src = s;
+	*off = n->off;
+	return 0;
+}
+
 /*
  * The record holding vtar offset off: a binary search over the split's
  * kept offsets (every VOFF_STEP positions), then a walk of fewer than
@@ -96,7 +120,8 @@ static void vtar_of(const struct in_layout *L, const struct in_split *sp, uint64
 	ctx->first = k * L->S;
 	ctx->n = imagenet_shard_len(L, sp, k);
 	ctx->base = imagenet_cum_offset(sp, ctx->first);
-	*v = (struct vtar_shard){ ctx->n, L->mtime, ctx, shard_entry, shard_offset, shard_pread, shard_find };
+	*v = (struct vtar_shard){ ctx->n, L->mtime, ctx, shard_entry, shard_offset, shard_pread,
+				  shard_find, shard_in_place };
 }
 
 int imagenet_shard_size(const struct in_layout *L, const struct in_split *sp, uint64_t k,
@@ -143,9 +168,11 @@ ssize_t imagenet_shuffled_read(const struct in_layout *L, const struct in_split 
 	return done == size ? (ssize_t)done : -EIO;
 }
 
-/* bytes of shard k of split view sp, the vtar `ino` */
+/* bytes of shard k of split view sp, the vtar `ino`; with o, members in
+ * place left as spans (vtar_read_spans) */
 ssize_t imagenet_shard_read(struct in_layout *L, const struct in_split *sp, uint64_t k,
-			  uint64_t ino, char *buf, size_t size, uint64_t off)
+			    uint64_t ino, char *buf, size_t size, uint64_t off,
+			    struct vtar_spans *o)
 {
 	struct vtar_shard v;
 	struct shard_span ctx;
@@ -155,5 +182,5 @@ ssize_t imagenet_shard_read(struct in_layout *L, const struct in_split *sp, uint
 	 * out first, and with it the members after this one */
 	imagenet_ahead(&L->ahead, &(struct in_shard){ ctx.sp, ctx.first, ctx.n, ctx.base },
 		       ino, off, size);
-	return vtar_read(&v, buf, size, off);
+	return vtar_read_spans(&v, buf, size, off, o);
 }

@@ -622,7 +622,7 @@ static int in_getattr(void *priv, uint64_t ino, struct sfs_attr *out)
 
 /* a shard or shuffled file of /epochs/<e>, from the epoch's views */
 static ssize_t epoch_read(struct in_layout *L, uint64_t ino, char *buf, size_t size,
-			  uint64_t off)
+			  uint64_t off, struct vtar_spans *o)
 {
 	const struct in_split *ep;
 	unsigned slot;
@@ -635,14 +635,31 @@ static ssize_t epoch_read(struct in_layout *L, uint64_t ino, char *buf, size_t s
 	if ((rc = imagenet_epoch_get(L->epochs, (uint32_t)e, &ep, &slot)))
 		return rc;
 	if (KIND(ino) >= K_EPOCH_VTAR)
-		r = imagenet_shard_read(L, &ep[s], k, ino, buf, size, off);
+		r = imagenet_shard_read(L, &ep[s], k, ino, buf, size, off, o);
 	else
-		r = imagenet_shuffled_read(L, &ep[s], buf, size, off);
+		r = o ? -ENOTSUP : imagenet_shuffled_read(L, &ep[s], buf, size, off);
 	imagenet_epoch_put(L->epochs, slot);
 	return r;
 }
 
-static ssize_t in_read(void *priv, uint64_t ino, char *buf, size_t size, uint64_t off)
+/* 1 when split sp's shards may splice members: a local source (one with
+ * a descriptor; a split's sources are all local or all URLs) and no
+ * checksums (checked members are copied).  Else spans would give every
+ * byte copied, and the FUSE layer had better answer such a read as it
+ * answers any other (from memory when it can). */
+static int shard_splices(const struct in_split *sp)
+{
+	uint64_t base;
+	int fd;
+
+	return sp->t.nsrc > 0 && tarindex_nsummed(&sp->t) == 0 &&
+	       source_fd(tarindex_src(&sp->t, 0), &fd, &base) == 0;
+}
+
+/* A file's bytes; with o, a shard's members in place left as spans (the
+ * other files: -ENOTSUP) */
+static ssize_t read_to(void *priv, uint64_t ino, char *buf, size_t size, uint64_t off,
+		       struct vtar_spans *o)
 {
 	struct in_layout *L = priv;
 	uint64_t i = IDX(ino);
@@ -655,6 +672,10 @@ static ssize_t in_read(void *priv, uint64_t ino, char *buf, size_t size, uint64_
 		return rc;
 	if (a.mode & 0040000)
 		return -EISDIR;
+	if (o && (s = split_of(ino, K_VTAR)) < 0 && (s = split_of(ino, K_EPOCH_VTAR)) < 0)
+		return -ENOTSUP;	/* not a shard */
+	if (o && o->max == 0)	/* layout.h: only whether it has spans */
+		return shard_splices(&L->sp[s]) ? 0 : -ENOTSUP;
 	if (ino == INO_CLASSES) {
 		if (off >= L->classes_len)
 			return 0;
@@ -667,8 +688,23 @@ static ssize_t in_read(void *priv, uint64_t ino, char *buf, size_t size, uint64_
 	if ((s = split_of(ino, K_FILE)) >= 0)
 		return tarindex_pread(&L->sp[s].t, in_split_node(&L->sp[s], i), buf, size, off);
 	if ((s = split_of(ino, K_VTAR)) >= 0)
-		return imagenet_shard_read(L, &L->sp[s], i, ino, buf, size, off);
-	return epoch_read(L, ino, buf, size, off);
+		return imagenet_shard_read(L, &L->sp[s], i, ino, buf, size, off, o);
+	return epoch_read(L, ino, buf, size, off, o);
+}
+
+static ssize_t in_read(void *priv, uint64_t ino, char *buf, size_t size, uint64_t off)
+{
+	return read_to(priv, ino, buf, size, off, NULL);
+}
+
+static ssize_t in_spans(void *priv, uint64_t ino, char *buf, size_t size, uint64_t off,
+			struct source_span *sp, unsigned max, unsigned *n)
+{
+	struct vtar_spans o = { sp, max, 0 };
+	ssize_t r = read_to(priv, ino, buf, size, off, &o);
+
+	*n = o.n;
+	return r;
 }
 
 static int in_extent(void *priv, uint64_t ino, struct source **src, uint64_t *base)
@@ -773,6 +809,7 @@ static const struct layout_ops imagenet_ops = {
 	.readdir = in_readdir,
 	.read = in_read,
 	.extent = in_extent,
+	.spans = in_spans,
 	.tars = in_tars,
 	.checksummed = in_checksummed,
 	.statfs = in_statfs,

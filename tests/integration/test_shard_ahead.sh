@@ -22,25 +22,8 @@ M=$SFS_TMP/mnt
 # labels are the sorted class WNIDs.  ~38 MB, so that members past the
 # budget lie megabytes away from those read.
 mkdir -p "$D/r"
-$PY - "$D/r" <<'PYEOF' || { echo "fixture generation failed"; exit 1; }
-import io, os, random, sys, tarfile
-rng = random.Random(26)
-wnids = ["n%08d" % (1440764 + 17 * i) for i in range(12)]
-rng.shuffle(wnids)
-with tarfile.open(os.path.join(sys.argv[1], "ILSVRC2012_img_train.tar"), "w",
-                  format=tarfile.USTAR_FORMAT) as outer:
-    for w in wnids:
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as inner:
-            for n in rng.sample(range(1, 20000), 80):
-                data = rng.randbytes(rng.randint(24 << 10, 56 << 10))
-                ti = tarfile.TarInfo("%s_%d.JPEG" % (w, n))
-                ti.size, ti.mtime = len(data), 1331856000
-                inner.addfile(ti, io.BytesIO(data))
-        ti = tarfile.TarInfo(w + ".tar")
-        ti.size, ti.mtime = len(buf.getvalue()), 1331856000
-        outer.addfile(ti, io.BytesIO(buf.getvalue()))
-PYEOF
+timeout 60 $PY "$SFS_ROOT/tests/integration/random_release.py" "$D/r" 26 12 80 $((24 << 10)) $((56 << 10)) ||
+	{ echo "fixture generation failed"; exit 1; }
 
 opts=layout=imagenet,shard_size=200,shard_seed=7,index_dir=$SFS_TMP/idx
 args="--shard-size 200 --shard-seed 7 --shard 1 --read 131072"

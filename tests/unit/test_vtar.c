@@ -112,7 +112,7 @@ static void make_shard(struct shard *sh, struct vtar_shard *v, uint64_t n)
 		sh->s[i].size2 = sizes[(i + 3) % (sizeof(sizes) / sizeof(sizes[0]))];
 	}
 	sh->s[n - 1].label = 4294967295u;
-	*v = (struct vtar_shard){ n, MTIME, sh, cb_entry, cb_offset, cb_pread, NULL };
+	*v = (struct vtar_shard){ n, MTIME, sh, cb_entry, cb_offset, cb_pread, NULL, NULL };
 }
 
 /* the whole shard, read in `chunk`-byte pieces */
@@ -335,7 +335,7 @@ Test(vtar, sizes_are_computed_without_data)
 	/* a shard whose one sample is 10 GiB: header uses base-256 size */
 	struct sample s = { "big", 10ull << 30, 3, 0 };
 	struct shard sh = { &s, 1, 0, -1, -1 };
-	struct vtar_shard v = { 1, MTIME, &sh, cb_entry, cb_offset, cb_pread, NULL };
+	struct vtar_shard v = { 1, MTIME, &sh, cb_entry, cb_offset, cb_pread, NULL, NULL };
 	uint64_t size;
 	char hdr[512];
 
@@ -366,6 +366,139 @@ Test(vtar, source_errors_are_eio_never_wrong_bytes)
 	cr_assert_eq(vtar_read(&v, buf, size, 0), -EIO);
 	cb_offset(&sh, 8, &off);
 	cr_assert_gt(vtar_read(&v, buf, size, off), 0);	/* after it: fine */
+	free(buf);
+	free(sh.s);
+}
+
+/* ---- vtar_read_spans: members in place left as source ranges ---------- */
+
+#define SPAN_SAMPLE 1000000u	/* the fake source: sample i's member `part` */
+#define SPAN_PART   500000u	/* at i * SPAN_SAMPLE + part * SPAN_PART */
+
+static int eio_at = -1;		/* in_place says the source changed here */
+
+/* samples lie in place in a fake source (the shard itself stands for it)
+ * but every third, read through pread */
+static int cb_in_place(void *arg, uint64_t i, unsigned part, struct source **src,
+		       uint64_t *off)
+{
+	if ((int)i == eio_at)
+		return -EIO;
+	if (i % 3 == 1)
+		return -ENOTSUP;
+	*src = arg;
+	*off = i * SPAN_SAMPLE + part * SPAN_PART;
+	return 0;
+}
+
+/* The reply the spans describe, as the FUSE layer sends it: bytes of buf,
+ * and the fake source's bytes (byte_of) for ranges of it.  Checks that
+ * the spans are in order, end to end, ranges no shorter than
+ * VTAR_SPAN_MIN; returns how many ranges of the source there were. */
+static unsigned assemble(const struct vtar_spans *o, const char *buf, size_t n, char *out,
+			 void *src)
+{
+	size_t at = 0, k;
+	unsigned i, from_src = 0;
+
+	cr_assert_leq(o->n, o->max);
+	for (i = 0; i < o->n; i++) {
+		const struct source_span *s = &o->sp[i];
+
+		if (!s->src) {
+			cr_assert_eq(s->off, at, "span %u at %llu, want %zu", i,
+				     (unsigned long long)s->off, at);
+			memcpy(out + at, buf + s->off, s->len);
+		} else {
+			uint64_t sample = s->off / SPAN_SAMPLE;
+			unsigned part = (unsigned)(s->off % SPAN_SAMPLE / SPAN_PART);
+			uint64_t rel = s->off % SPAN_PART;
+
+			cr_assert_eq(s->src, src);
+			cr_assert_geq(s->len, VTAR_SPAN_MIN);
+			for (k = 0; k < s->len; k++)
+				out[at + k] = (char)byte_of(sample, part, rel + k);
+			from_src++;
+		}
+		at += s->len;
+	}
+	cr_assert_eq(at, n, "spans cover %zu bytes of %zu", at, n);
+	return from_src;
+}
+
+static void spans_agree(int two)
+{
+	static const unsigned maxes[] = { 1, 2, 3, 4, 7, 64 };
+	struct source_span sp[64];
+	struct shard sh;
+	struct vtar_shard v;
+	uint64_t size, off;
+	char *ref, *buf, *out;
+	unsigned m, from_src = 0;
+	size_t len;
+
+	make_shard(&sh, &v, 40);
+	sh.two = two;
+	v.in_place = cb_in_place;
+	ref = read_all(&v, &size, 65536);
+	buf = malloc(size);
+	out = malloc(size);
+	for (m = 0; m < sizeof(maxes) / sizeof(maxes[0]); m++) {
+		for (off = 0; off < size; off += 4093 * (m + 1)) {
+			struct vtar_spans o = { sp, maxes[m], 99 };
+			ssize_t n;
+
+			len = (size_t)(off % 3 ? 1 << 20 : 140000);
+			n = vtar_read_spans(&v, buf, len, off, &o);
+			cr_assert_gt(n, 0, "spans at %llu: %zd", (unsigned long long)off, n);
+			from_src += assemble(&o, buf, (size_t)n, out, &sh);
+			cr_assert_eq(memcmp(out, ref + off, (size_t)n), 0,
+				     "max %u, off %llu: not vtar_read's bytes", maxes[m],
+				     (unsigned long long)off);
+		}
+	}
+	cr_assert_gt(from_src, 0, "no member was left in place");
+	{	/* the end of the shard: 0, and no span */
+		struct vtar_spans o = { sp, 64, 99 };
+
+		cr_assert_eq(vtar_read_spans(&v, buf, 10, size, &o), 0);
+		cr_assert_eq(o.n, 0);
+	}
+	free(out);
+	free(buf);
+	free(ref);
+	free(sh.s);
+}
+
+Test(vtar, spans_give_vtar_reads_bytes)
+{
+	spans_agree(0);
+}
+
+Test(vtar, spans_give_vtar_reads_bytes_two_members)
+{
+	spans_agree(1);
+}
+
+/* a source changed under a member in place: the read fails, whole */
+Test(vtar, spans_source_changed_is_eio)
+{
+	struct source_span sp[64];
+	struct vtar_spans o = { sp, 64, 0 };
+	struct shard sh;
+	struct vtar_shard v;
+	uint64_t size, at;
+	char *buf;
+
+	make_shard(&sh, &v, 20);
+	v.in_place = cb_in_place;
+	cr_assert_eq(vtar_size(&v, &size), 0);
+	buf = malloc(size);
+	eio_at = 9;	/* in place, 100000 bytes */
+	cr_assert_eq(cb_offset(&sh, 9, &at), 0);
+	cr_assert_eq(vtar_read_spans(&v, buf, (size_t)size, 0, &o), -EIO);
+	cr_assert_gt(vtar_read_spans(&v, buf, (size_t)at, 0, &o), 0);	/* before it: fine */
+	eio_at = -1;
 	free(buf);
 	free(sh.s);
 }
