@@ -1553,11 +1553,11 @@ Test(http, reads_of_the_same_blocks_share_a_failure)
 	cr_assert_lt(t, 2 + SLACK, "%.1f s for two reads of one block", t);
 	gets = fault_log("sh.bin", "GET", NULL, "stalled");
 	cr_assert(gets >= 1 && gets <= 2, "%d GETs: a round per read", gets);
-	t = now_s();
+	/* taken at once: no new request (counted, not timed: a loaded
+	 * machine made a 0.5 s bound fail once in a clean-clone run) */
 	cr_assert_eq(source_pread(s, buf, sizeof(buf), 50), -EIO);
-	t = now_s() - t;
-	cr_assert_lt(t, 0.5, "asked again: %.1f s", t);
-	cr_assert_eq(fault_log("sh.bin", "GET", NULL, "stalled"), gets);
+	cr_assert_eq(fault_log("sh.bin", "GET", NULL, "stalled"), gets,
+		     "asked again: a new round of GETs");
 	source_close(s);
 	free(u);
 }
