@@ -1613,7 +1613,8 @@ Test(http, cancelled_reads_give_eintr_at_once)
 	source_cancel(&b.cancel);
 	pthread_join(b.t, NULL);
 	cr_assert_eq(b.rc, -EINTR);
-	cr_assert_lt(now_s() - t, 1.0, "the waiting read took %.1f s", now_s() - t);
+	/* "at once": far under the 30 s stall, whatever the machine's load */
+	cr_assert_lt(now_s() - t, 10.0, "the waiting read took %.1f s", now_s() - t);
 	cr_assert_eq(a.rc, 1, "the other read ended too (%zd)", a.rc);
 
 	bg_start(&b, s, 300, 1);	/* waits again */
@@ -1622,7 +1623,7 @@ Test(http, cancelled_reads_give_eintr_at_once)
 	source_cancel(&a.cancel);
 	pthread_join(a.t, NULL);
 	cr_assert_eq(a.rc, -EINTR);
-	cr_assert_lt(now_s() - t, 1.0, "the read running the request took %.1f s",
+	cr_assert_lt(now_s() - t, 10.0, "the read running the request took %.1f s",
 		     now_s() - t);
 	nap(0.5);
 	cr_assert_eq(b.rc, 1, "the waiting read ended with its request (%zd)", b.rc);
