@@ -26,29 +26,21 @@
 #include "io/source.h"
 #include "index/index_int.h"
 #include "log.h"
+#include "hash.h"
 
 #define WBUF_SIZE (256u << 10)
-#define FNV_OFFSET 0xcbf29ce484222325ull
-#define FNV_PRIME 0x100000001b3ull
 
 /* ---- fingerprint ---- */
 
 void index_fp_init(struct index_fp *fp, const char *layout_name)
 {
-	fp->h = FNV_OFFSET;
+	fp->h = SFS_FNV_OFFSET;
 	index_fp_add_str(fp, layout_name);
 }
 
 void index_fp_add_bytes(struct index_fp *fp, const void *p, size_t n)
 {
-	const uint8_t *b = p;
-	uint64_t h = fp->h;
-
-	while (n--) {
-		h ^= *b++;
-		h *= FNV_PRIME;
-	}
-	fp->h = h;
+	fp->h = sfs_fnv1a(fp->h, p, n);
 }
 
 /* The NUL is hashed too, so ("ab", "c") and ("a", "bc") differ. */
@@ -208,7 +200,7 @@ int index_path(const struct sfs_opts *o, const char *layout_name,
 	       const char *key, char *out, size_t outlen)
 {
 	char dir[PATH_MAX], *real;
-	struct index_fp h = { FNV_OFFSET };
+	struct index_fp h = { SFS_FNV_OFFSET };
 	const char *src = o->source ? o->source : "";
 	int n, ret;
 

@@ -52,6 +52,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "hash.h"
 
 #define ARX_SNIFF  16
 
@@ -414,15 +415,6 @@ out:
 
 /* ---- the spill file -------------------------------------------------- */
 
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *c = p;
-
-	while (n--)
-		h = (h ^ *c++) * 0x100000001b3ull;
-	return h;
-}
-
 /* 1 if name is the part file of a mount that is gone ("X.tar.part<pid>",
  * no such process: killed before its pass ended), which nothing removes
  * but this. */
@@ -515,7 +507,7 @@ static int spill_open(struct arx *x, const struct source_config *cfg)
 	const struct source_stamp *st = source_stamp(x->in);
 	const char *tmp = getenv("TMPDIR");
 	char dir[4096], name[64];
-	uint64_t h = 0xcbf29ce484222325ull;
+	uint64_t h = SFS_FNV_OFFSET;
 	struct stat sb;
 
 	if (!cfg || !cfg->cache_dir)
@@ -523,10 +515,10 @@ static int spill_open(struct arx *x, const struct source_config *cfg)
 	snprintf(dir, sizeof(dir), "%s/archives", cfg->cache_dir);
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return -errno;
-	h = fnv(h, x->in->name, strlen(x->in->name) + 1);
-	h = fnv(h, &st->size, sizeof(st->size));
-	h = fnv(h, &st->mtime_ns, sizeof(st->mtime_ns));
-	h = fnv(h, st->etag, strlen(st->etag));
+	h = sfs_fnv1a(h, x->in->name, strlen(x->in->name) + 1);
+	h = sfs_fnv1a(h, &st->size, sizeof(st->size));
+	h = sfs_fnv1a(h, &st->mtime_ns, sizeof(st->mtime_ns));
+	h = sfs_fnv1a(h, st->etag, strlen(st->etag));
 	snprintf(name, sizeof(name), "%016llx.tar", (unsigned long long)h);
 	if (asprintf(&x->final, "%s/%s", dir, name) < 0) {
 		x->final = NULL;

@@ -31,6 +31,7 @@
 #include <zlib.h>
 
 #include "log.h"
+#include "hash.h"
 
 #define MAGIC      "SFSBLK1\n"
 #define URL_MAX    65536
@@ -63,11 +64,7 @@ struct diskcache {
  * URL stored in each file. */
 static uint64_t url_hash(const char *url)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	while (*url)
-		h = (h ^ (unsigned char)*url++) * 0x100000001b3ull;
-	return h;
+	return sfs_fnv1a(SFS_FNV_OFFSET, url, strlen(url));
 }
 
 static void block_path(const char *url, uint64_t block, char *sub, char *path)
