@@ -123,6 +123,10 @@ struct layout_ops {
 	 * against (-o checksums: tarindex.h), for samplefs-inspect --verify's
 	 * scrub; NULL or 0: none */
 	uint64_t (*checksummed)(void *priv);
+	/* optional: 1 if directory ino only shows again files the tree has
+	 * elsewhere (ImageNet's shard and epoch views of its members), so a
+	 * scrub that reads each member once skips it; NULL: none is */
+	int (*view)(void *priv, uint64_t ino);
 	/* number of virtual inodes and total bytes, for statfs */
 	void (*statfs)(void *priv, uint64_t *files, uint64_t *bytes);
 	void (*destroy)(void *priv);

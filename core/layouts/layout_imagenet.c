@@ -802,6 +802,13 @@ static uint64_t in_checksummed(void *priv)
 	return n;
 }
 
+/* /shards and /epochs: virtual shards of the members under train/, val/ */
+static int in_view(void *priv, uint64_t ino)
+{
+	(void)priv;
+	return ino == INO_SHARDS || ino == INO_EPOCHS;
+}
+
 static const struct layout_ops imagenet_ops = {
 	.name = "imagenet",
 	.getattr = in_getattr,
@@ -812,6 +819,7 @@ static const struct layout_ops imagenet_ops = {
 	.spans = in_spans,
 	.tars = in_tars,
 	.checksummed = in_checksummed,
+	.view = in_view,
 	.statfs = in_statfs,
 	.destroy = in_destroy,
 };

@@ -268,7 +268,7 @@ struct tree_verify {
 	char *buf;
 	uint64_t files, dirs, bytes;
 	int scrub;		/* list files that fail, and go on */
-	int skip_views;		/* not /shards, /epochs: the members again */
+	int skip_views;		/* not the layout's views: the members again */
 	uint64_t bad;
 };
 
@@ -342,9 +342,9 @@ static int verify_tree_dir(struct tree_verify *t, uint64_t dir, const char *path
 				rc = -ENOMEM;
 				goto out;
 			}
-			if ((a->mode & S_IFMT) == S_IFDIR && t->skip_views && !*path &&
-			    (!strcmp(b->e[i].name, "shards") || !strcmp(b->e[i].name, "epochs")))
-				;	/* virtual shards of the members checked under train/, val/ */
+			if ((a->mode & S_IFMT) == S_IFDIR && t->skip_views &&
+			    t->l->ops->view && t->l->ops->view(t->l->priv, a->ino))
+				;	/* members read (and checked) elsewhere in the tree */
 			else if ((a->mode & S_IFMT) == S_IFDIR)
 				rc = verify_tree_dir(t, a->ino, sub);
 			else if ((a->mode & S_IFMT) == S_IFREG)
@@ -379,10 +379,9 @@ static int verify_tree(const struct layout *l)
  * through it (each checked), each that fails listed; 0 or -EIO. */
 static int scrub_tree(const struct layout *l)
 {
-	/* ImageNet's shard views hold the members of train/ and val/ again:
-	 * each member is read (and checked) once */
-	struct tree_verify t = { .l = l, .scrub = 1,
-				 .skip_views = !strcmp(l->ops->name, "imagenet") };
+	/* a layout's views (ImageNet's shards) hold its members again: each
+	 * member is read (and checked) once */
+	struct tree_verify t = { .l = l, .scrub = 1, .skip_views = 1 };
 	int rc;
 
 	if (!(t.buf = malloc(CHUNK)))
