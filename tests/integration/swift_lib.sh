@@ -77,6 +77,9 @@ pipeline = catch_errors gatekeeper healthcheck proxy-logging cache listing_forma
 [app:proxy-server]
 use = egg:swift#proxy
 account_autocreate = true
+# a backend that refused a connection while it still started is not
+# shunned for a minute (Swift's default: after 10 errors, 60 s of 503s)
+error_suppression_interval = 0
 
 [filter:tempauth]
 use = egg:swift#tempauth
@@ -132,6 +135,14 @@ swift_s3() {
 		"http://test%3Atester:testing@${SWIFT_S3#http://}$path"
 }
 
+# swift_listening PORT...: every PORT accepts a connection on loopback
+swift_listening() {
+	local p
+	for p; do
+		(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || return 1
+	done
+}
+
 swift_start() {
 	local ports kind i
 	[ -n "${SFS_TMP:-}" ] || { echo "swift_start: call sfs_setup first" >&2; return 1; }
@@ -150,6 +161,12 @@ swift_start() {
 		SWIFT_PIDS+=($!)
 		i=$((i + 1))
 	done
+	# the backends listen before the proxy is asked anything (under load
+	# their Python start takes seconds)
+	for i in $(seq 1 600); do
+		swift_listening "${ports[@]:0:3}" && break
+		sleep 0.1
+	done
 	swift_write_proxy_conf "${ports[3]}"
 	swift-proxy-server "$SWIFT_DIR/proxy-server.conf" -v </dev/null \
 		>"$SWIFT_DIR/log/proxy.log" 2>&1 &
@@ -162,7 +179,7 @@ swift_start() {
 	# succeeded (its object's PUT having failed) answers 409, already made
 	printf ready >"$SWIFT_DIR/probe"
 	local made= code
-	for i in $(seq 1 300); do
+	for i in $(seq 1 600); do
 		if [ -z "$made" ]; then
 			code=$(swift_s3 -o /dev/null -w '%{http_code}' -X PUT /sfs-ready)
 			# 409: made by a PUT whose answer was lost
