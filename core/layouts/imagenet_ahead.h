@@ -3,7 +3,8 @@
  * virtual shard (/shards/<split>-<k>.tar, ordered or shuffled), the
  * members it is about to reach are asked for (source_advise WILLNEED:
  * many reads in flight on a local disk, queued ranged GETs over HTTP),
- * up to a budget of bytes ahead of it.
+ * up to a budget of bytes ahead of it; members next to each other in
+ * their source as one range (one GET), up to SOURCE_WILLNEED_SPAN.
  *
  * A read is part of a stream when it starts within IN_AHEAD_SLACK of where
  * the shard's last reads ended (the kernel's readahead may reorder them a
@@ -27,8 +28,9 @@
 
 #define IN_AHEAD_SLACK (4u << 20)
 
-/* budget: bytes ahead of a reader (0: no advice); depth: records ahead
- * of it at most (SOURCE_WILLNEED_MAX for URL sources, which drop more) */
+/* budget: bytes ahead of a reader (0: no advice); depth: hints (ranges
+ * of one or more records) ahead of it at most (SOURCE_WILLNEED_MAX for URL
+ * sources, which drop more; past IN_HINTS: no bound) */
 void imagenet_ahead_init(struct in_ahead *a, uint64_t budget, uint64_t depth);
 void imagenet_ahead_destroy(struct in_ahead *a);
 
