@@ -24,6 +24,7 @@
 
 #include <string.h>
 
+#include "clock.h"
 #include "layouts/imagenet_samples.h"
 #include "io/source.h"
 #include "search.h"
@@ -34,13 +35,14 @@
 /* a URL source's depth (SOURCE_WILLNEED_MAX hints) is counted */
 _Static_assert(SOURCE_WILLNEED_MAX <= IN_HINTS, "the hints a URL source takes are counted");
 
-void imagenet_ahead_init(struct in_ahead *a, uint64_t budget, uint64_t depth)
+void imagenet_ahead_init(struct in_ahead *a, uint64_t budget, int url)
 {
 	memset(a, 0, sizeof(*a));
 	pthread_mutex_init(&a->lock, NULL);
 	pthread_cond_init(&a->more, NULL);
 	a->budget = budget;
-	a->depth = depth;
+	a->depth = url ? SOURCE_WILLNEED_MAX : UINT64_MAX;
+	a->shared = url;
 }
 
 void imagenet_ahead_destroy(struct in_ahead *a)
@@ -72,7 +74,7 @@ static struct in_stream *find_stream(struct in_ahead *a, uint64_t ino, uint64_t 
 
 /* a slot for a new stream: a free one, else the least recently used */
 static void open_stream(struct in_ahead *a, const struct in_shard *sh, uint64_t ino,
-			uint64_t end)
+			uint64_t end, int64_t now)
 {
 	struct in_stream *s = &a->s[0];
 	int i;
@@ -82,7 +84,7 @@ static void open_stream(struct in_ahead *a, const struct in_shard *sh, uint64_t 
 			s = &a->s[i];
 	*s = (struct in_stream){ .ino = ino, .sp = sh->sp, .first = sh->first,
 				 .n = sh->n, .base = sh->base, .next = end,
-				 .cur_i = UINT64_MAX, .used = ++a->tick };
+				 .cur_i = UINT64_MAX, .used = ++a->tick, .read_ns = now };
 }
 
 static uint64_t record_bytes(const struct in_stream *s, uint64_t i)
@@ -177,6 +179,28 @@ static void note_hint(struct in_stream *s, uint64_t last)
 }
 
 /*
+ * The bytes s may have advised past its reader: the budget, or with a
+ * shared one (URL sources: what lands waits in the mount's memory cache
+ * for its reader) an equal part of it for each stream read in the last
+ * IN_ACTIVE_MS, s included.  Under the lock.
+ */
+static uint64_t stream_budget(const struct in_ahead *a, const struct in_stream *s)
+{
+	int64_t now;
+	uint64_t n = 0;
+	int i;
+
+	if (!a->shared)
+		return a->budget;
+	now = sfs_now_ns();
+	for (i = 0; i < IN_STREAMS; i++)
+		if (a->s[i].ino && (&a->s[i] == s ||
+				    now - a->s[i].read_ns < IN_ACTIVE_MS * 1000000LL))
+			n++;
+	return a->budget / (n ? n : 1);
+}
+
+/*
  * Moves s's advice on to the records that start within the budget past
  * the reader, as hints into out (BATCH at most, `depth` ahead of the
  * reader at most).  Records that lie next to each other in their source
@@ -189,9 +213,8 @@ static void note_hint(struct in_stream *s, uint64_t last)
  */
 static int plan(const struct in_ahead *a, struct in_stream *s, struct hint *out)
 {
-	uint64_t stop, i, off;
-	uint64_t hold = a->budget / 2 < SOURCE_WILLNEED_SPAN ? a->budget / 2 :
-			SOURCE_WILLNEED_SPAN;
+	uint64_t budget = stream_budget(a, s), stop, i, off;
+	uint64_t hold = budget / 2 < SOURCE_WILLNEED_SPAN ? budget / 2 : SOURCE_WILLNEED_SPAN;
 	struct hint h, e, t;
 	int k = 0;
 
@@ -200,7 +223,7 @@ static int plan(const struct in_ahead *a, struct in_stream *s, struct hint *out)
 		s->ahead_i = s->cur_i;
 		s->ahead_off = s->cur_off;
 	}
-	stop = s->next + a->budget;
+	stop = s->next + budget;
 	while (k < BATCH && s->ahead_i < s->n && s->ahead_off < stop &&
 	       hints_ahead(a, s) < a->depth) {
 		i = s->ahead_i;
@@ -291,15 +314,18 @@ void imagenet_ahead(struct in_ahead *a, const struct in_shard *sh, uint64_t ino,
 {
 	uint64_t end = off + len;
 	struct in_stream *s;
+	int64_t now;
 
 	if (!a->budget || !sh->n || !len)
 		return;
+	now = a->shared ? sfs_now_ns() : 0;	/* stream_budget's */
 	pthread_mutex_lock(&a->lock);
 	s = find_stream(a, ino, off);
 	if (!s) {
-		open_stream(a, sh, ino, end);
+		open_stream(a, sh, ino, end, now);
 	} else {
 		s->used = ++a->tick;
+		s->read_ns = now;
 		if (end > s->next)
 			s->next = end;
 		s->dirty = 1;

@@ -110,6 +110,7 @@ struct in_stream {
 	uint64_t ahead_i;	/* the first record not advised yet */
 	uint64_t ahead_off;	/* its offset in the vtar */
 	uint64_t used;		/* tick of the last read */
+	int64_t read_ns;	/* and its time (sfs_now_ns) */
 	/* the hints advised ahead of the reader, oldest first: the last
 	 * record of each (a ring of nhints from hint0), for the depth */
 	uint64_t hint_last[IN_HINTS];
@@ -121,6 +122,7 @@ struct in_ahead {
 	uint64_t depth;		/* hints (one range of a source each, one or
 				 * more records) ahead of a reader, at most;
 				 * past IN_HINTS: no bound */
+	int shared;		/* the budget is the streams' together */
 	uint64_t tick;
 	struct in_stream s[IN_STREAMS];
 	pthread_cond_t more;	/* a stream is dirty, or stopping */
