@@ -6,8 +6,8 @@
 #    60-160 KB) streamed in order (`cat`, no shard_seed) over http:// costs
 #    at most a quarter as many GETs as it has members: the prefetch in the
 #    shard's order (core/layouts/imagenet_ahead.c) asks for members next to
-#    each other in the source as one range, one GET (it was one GET a
-#    member: 81 for 100);
+#    each other in the source as one range, one GET (before: about one GET
+#    a member, 51-81 for 100);
 #  - the same with small members (2-4 KB): at most one GET per 50;
 #  - a class directory's files read in tar order by one `cat`, small and
 #    60-160 KB members: at most a quarter as many GETs as files (the HTTP
