@@ -361,6 +361,15 @@ enum source_advice {
  * being fetched) and drop the rest: a caller hinting many ranges in turn
  * keeps no more than this many ahead of its reader. */
 #define SOURCE_WILLNEED_MAX 16
+/* A URL source fetches one WILLNEED hint with one ranged GET, of the
+ * source's blocks around it, up to SOURCE_WILLNEED_SPAN bytes (a longer
+ * hint is cut there).  A caller about to read ranges that lie next to each
+ * other (apart by at most SOURCE_WILLNEED_GAP: a tar's headers and padding)
+ * hints them as one range of up to the span: one GET for many members,
+ * not one each (the gap's bytes are fetched anyway, in the blocks around
+ * the members, or cost at most a block more). */
+#define SOURCE_WILLNEED_SPAN (2u << 20)
+#define SOURCE_WILLNEED_GAP  (32u << 10)
 void source_advise(struct source *s, uint64_t off, uint64_t len,
 		   enum source_advice adv);
 

@@ -13,11 +13,18 @@
  * that on a loaded machine; the disk under it reads 7-8k a second with
  * many in flight (tools/bench/willneed.py).  Advisors sleep whenever every
  * stream is advised as far as its budget allows.
+ *
+ * Members that lie next to each other in their source (an ordered shard
+ * streams the tar in its order: only headers and padding between them)
+ * are asked for as one range, up to SOURCE_WILLNEED_SPAN: over HTTP one
+ * GET for many members instead of one each; a shuffled shard's members lie
+ * apart, and each stays a range of its own.
  */
 #include "layouts/imagenet_ahead.h"
 
 #include <string.h>
 
+#include "clock.h"
 #include "layouts/imagenet_samples.h"
 #include "io/source.h"
 #include "search.h"
@@ -25,14 +32,17 @@
 /* members one advisor takes at once: small, so that the advisors share a
  * stream's advice, and a new stream is served soon */
 #define BATCH 16
+/* a URL source's depth (SOURCE_WILLNEED_MAX hints) is counted */
+_Static_assert(SOURCE_WILLNEED_MAX <= IN_HINTS, "the hints a URL source takes are counted");
 
-void imagenet_ahead_init(struct in_ahead *a, uint64_t budget, uint64_t depth)
+void imagenet_ahead_init(struct in_ahead *a, uint64_t budget, int url)
 {
 	memset(a, 0, sizeof(*a));
 	pthread_mutex_init(&a->lock, NULL);
 	pthread_cond_init(&a->more, NULL);
 	a->budget = budget;
-	a->depth = depth;
+	a->depth = url ? SOURCE_WILLNEED_MAX : UINT64_MAX;
+	a->shared = url;
 }
 
 void imagenet_ahead_destroy(struct in_ahead *a)
@@ -64,7 +74,7 @@ static struct in_stream *find_stream(struct in_ahead *a, uint64_t ino, uint64_t 
 
 /* a slot for a new stream: a free one, else the least recently used */
 static void open_stream(struct in_ahead *a, const struct in_shard *sh, uint64_t ino,
-			uint64_t end)
+			uint64_t end, int64_t now)
 {
 	struct in_stream *s = &a->s[0];
 	int i;
@@ -74,7 +84,7 @@ static void open_stream(struct in_ahead *a, const struct in_shard *sh, uint64_t 
 			s = &a->s[i];
 	*s = (struct in_stream){ .ino = ino, .sp = sh->sp, .first = sh->first,
 				 .n = sh->n, .base = sh->base, .next = end,
-				 .cur_i = UINT64_MAX, .used = ++a->tick };
+				 .cur_i = UINT64_MAX, .used = ++a->tick, .read_ns = now };
 }
 
 static uint64_t record_bytes(const struct in_stream *s, uint64_t i)
@@ -100,6 +110,7 @@ static void follow(struct in_stream *s)
 		s->cur_off = imagenet_cum_offset(s->sp, s->first + s->cur_i) - s->base;
 		s->ahead_i = s->cur_i;
 		s->ahead_off = s->cur_off;
+		s->nhints = 0;
 		return;
 	}
 	while (s->cur_i + 1 < s->n && s->cur_off + (rb = record_bytes(s, s->cur_i)) <= s->next) {
@@ -108,14 +119,103 @@ static void follow(struct in_stream *s)
 	}
 }
 
+/* A hint: bytes [off, end) of source number src of a split's tarindex. */
+struct hint {
+	uint32_t src;
+	uint64_t off, end;
+};
+
+/*
+ * Where record i of s has its data, when that is one range of its source
+ * (read in place, or copied through its checksums: -o checksums): 1 with
+ * *h set, else 0 (compressed, sparse, empty: no advice).  Reads the
+ * orders, so under the lock.
+ */
+static int record_range(const struct in_stream *s, uint64_t i, struct hint *h)
+{
+	const struct in_split *sp = s->sp;
+	uint32_t node = in_split_node(sp, sp->ord[s->first + i]);
+	const struct tarindex_node *n = tarindex_node(&sp->t, node);
+	uint64_t size = tarindex_node_size(n);
+
+	if (!size || !(tarindex_in_place(&sp->t, node) || tarindex_summed(&sp->t, node)))
+		return 0;
+	*h = (struct hint){ tarindex_node_src(n), n->off, n->off + size };
+	return 1;
+}
+
+/* Whether e continues h in its source (the gap between them a tar's
+ * headers and padding) within a hint's span: then h takes it in. */
+static int join(struct hint *h, const struct hint *e)
+{
+	if (e->src != h->src || e->off < h->end || e->off - h->end > SOURCE_WILLNEED_GAP ||
+	    e->end - h->off > SOURCE_WILLNEED_SPAN)
+		return 0;
+	h->end = e->end;
+	return 1;
+}
+
+/* Hints ahead of s's reader (those whose records it has not all passed),
+ * the others forgotten; a depth past IN_HINTS counts none (it bounds
+ * nothing: local sources). */
+static unsigned hints_ahead(const struct in_ahead *a, struct in_stream *s)
+{
+	while (s->nhints && s->hint_last[s->hint0] < s->cur_i) {
+		s->hint0 = (s->hint0 + 1) % IN_HINTS;
+		s->nhints--;
+	}
+	return a->depth <= IN_HINTS ? s->nhints : 0;
+}
+
+/* Notes a hint ending with record last (the oldest is dropped from a full
+ * ring: only with a depth past IN_HINTS, which counts none). */
+static void note_hint(struct in_stream *s, uint64_t last)
+{
+	if (s->nhints == IN_HINTS) {
+		s->hint0 = (s->hint0 + 1) % IN_HINTS;
+		s->nhints--;
+	}
+	s->hint_last[(s->hint0 + s->nhints++) % IN_HINTS] = last;
+}
+
+/*
+ * The bytes s may have advised past its reader: the budget, or with a
+ * shared one (URL sources: what lands waits in the mount's memory cache
+ * for its reader) an equal part of it for each stream read in the last
+ * IN_ACTIVE_MS, s included.  Under the lock.
+ */
+static uint64_t stream_budget(const struct in_ahead *a, const struct in_stream *s)
+{
+	int64_t now;
+	uint64_t n = 0;
+	int i;
+
+	if (!a->shared)
+		return a->budget;
+	now = sfs_now_ns();
+	for (i = 0; i < IN_STREAMS; i++)
+		if (a->s[i].ino && (&a->s[i] == s ||
+				    now - a->s[i].read_ns < IN_ACTIVE_MS * 1000000LL))
+			n++;
+	return a->budget / (n ? n : 1);
+}
+
 /*
  * Moves s's advice on to the records that start within the budget past
- * the reader (and within `depth` records of it); their positions in the
- * split go into out (BATCH at most).  Clears s->dirty once caught up.
- * Under the lock.
+ * the reader, as hints into out (BATCH at most, `depth` ahead of the
+ * reader at most).  Records that lie next to each other in their source
+ * (an ordered shard's) make one hint, up to SOURCE_WILLNEED_SPAN: a URL
+ * source fetches it with one GET.  A hint that the budget cut while the
+ * next record would still join it waits, unadvised, until it can be
+ * min(span, budget / 2) long: else a reader going on record by record
+ * would free the budget a record at a time, and each record would be a
+ * GET of its own again.  Clears s->dirty once caught up.  Under the lock.
  */
-static int plan(const struct in_ahead *a, struct in_stream *s, uint64_t *out)
+static int plan(const struct in_ahead *a, struct in_stream *s, struct hint *out)
 {
+	uint64_t budget = stream_budget(a, s), stop, i, off;
+	uint64_t hold = budget / 2 < SOURCE_WILLNEED_SPAN ? budget / 2 : SOURCE_WILLNEED_SPAN;
+	struct hint h, e, t;
 	int k = 0;
 
 	follow(s);
@@ -123,29 +223,30 @@ static int plan(const struct in_ahead *a, struct in_stream *s, uint64_t *out)
 		s->ahead_i = s->cur_i;
 		s->ahead_off = s->cur_off;
 	}
-	while (k < BATCH && s->ahead_i < s->n && s->ahead_i - s->cur_i < a->depth &&
-	       s->ahead_off < s->next + a->budget) {
-		out[k++] = s->first + s->ahead_i;
-		s->ahead_off += record_bytes(s, s->ahead_i);
-		s->ahead_i++;
+	stop = s->next + budget;
+	while (k < BATCH && s->ahead_i < s->n && s->ahead_off < stop &&
+	       hints_ahead(a, s) < a->depth) {
+		i = s->ahead_i;
+		off = s->ahead_off + record_bytes(s, i);
+		if (!record_range(s, i++, &h)) {	/* no advice for it */
+			s->ahead_i = i;
+			s->ahead_off = off;
+			continue;
+		}
+		while (i < s->n && off < stop && record_range(s, i, &e) && join(&h, &e))
+			off += record_bytes(s, i++);
+		t = h;
+		if (i < s->n && off >= stop && h.end - h.off < hold &&
+		    record_range(s, i, &e) && join(&t, &e))
+			break;	/* cut short by the budget: the reader frees more */
+		out[k++] = h;
+		s->ahead_i = i;
+		s->ahead_off = off;
+		note_hint(s, i - 1);
 	}
 	if (k < BATCH)
 		s->dirty = 0;
 	return k;
-}
-
-/* WILLNEED for the data of tarindex node `node` of split sp, when it is
- * one range of its source (read in place, or copied through its
- * checksums: -o checksums).  Reads sp->t only: an epoch's orders may be
- * freed meanwhile (imagenet_ahead_forget), its tarindex never is. */
-static void advise_node(const struct in_split *sp, uint32_t node)
-{
-	const struct tarindex_node *n = tarindex_node(&sp->t, node);
-	uint64_t size = tarindex_node_size(n);
-
-	if (size && (tarindex_in_place(&sp->t, node) || tarindex_summed(&sp->t, node)))
-		source_advise(tarindex_src(&sp->t, tarindex_node_src(n)), n->off, size,
-			      SOURCE_ADV_WILLNEED);
 }
 
 /* a dirty stream, the least recently advised first, or NULL (locked) */
@@ -170,7 +271,7 @@ static void *advisor(void *arg)
 {
 	struct in_ahead *a = arg;
 	const struct in_split *sp;
-	uint64_t todo[BATCH];
+	struct hint todo[BATCH];
 	struct in_stream *s;
 	unsigned rr = 0;
 	int k, i;
@@ -182,14 +283,15 @@ static void *advisor(void *arg)
 			continue;
 		}
 		sp = s->sp;
-		k = plan(a, s, todo);
-		for (i = 0; i < k; i++)	/* the orders are only read locked */
-			todo[i] = in_split_node(sp, sp->ord[todo[i]]);
+		k = plan(a, s, todo);	/* the orders are only read locked */
 		if (s->dirty)	/* more than a batch to ask: another advisor helps */
 			pthread_cond_signal(&a->more);
 		pthread_mutex_unlock(&a->lock);
+		/* sp->t only: an epoch's orders may be freed meanwhile
+		 * (imagenet_ahead_forget), its tarindex never is */
 		for (i = 0; i < k; i++)
-			advise_node(sp, (uint32_t)todo[i]);
+			source_advise(tarindex_src(&sp->t, todo[i].src), todo[i].off,
+				      todo[i].end - todo[i].off, SOURCE_ADV_WILLNEED);
 		pthread_mutex_lock(&a->lock);
 	}
 	pthread_mutex_unlock(&a->lock);
@@ -212,15 +314,18 @@ void imagenet_ahead(struct in_ahead *a, const struct in_shard *sh, uint64_t ino,
 {
 	uint64_t end = off + len;
 	struct in_stream *s;
+	int64_t now;
 
 	if (!a->budget || !sh->n || !len)
 		return;
+	now = a->shared ? sfs_now_ns() : 0;	/* stream_budget's */
 	pthread_mutex_lock(&a->lock);
 	s = find_stream(a, ino, off);
 	if (!s) {
-		open_stream(a, sh, ino, end);
+		open_stream(a, sh, ino, end, now);
 	} else {
 		s->used = ++a->tick;
+		s->read_ns = now;
 		if (end > s->next)
 			s->next = end;
 		s->dirty = 1;

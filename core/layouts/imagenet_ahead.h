@@ -3,7 +3,8 @@
  * virtual shard (/shards/<split>-<k>.tar, ordered or shuffled), the
  * members it is about to reach are asked for (source_advise WILLNEED:
  * many reads in flight on a local disk, queued ranged GETs over HTTP),
- * up to a budget of bytes ahead of it.
+ * up to a budget of bytes ahead of it; members next to each other in
+ * their source as one range (one GET), up to SOURCE_WILLNEED_SPAN.
  *
  * A read is part of a stream when it starts within IN_AHEAD_SLACK of where
  * the shard's last reads ended (the kernel's readahead may reorder them a
@@ -12,7 +13,9 @@
  * per mount (started at the first stream), and stops with the reads: it
  * never gets more than `budget` bytes past a reader's last read, so what
  * is left in flight when a reader stops is at most that, per stream, for
- * IN_STREAMS streams; then the thread sleeps.
+ * IN_STREAMS streams; then the thread sleeps.  Over URLs, whose fetches
+ * wait in the mount's memory cache for their readers, the streams read
+ * lately share one budget (at most half that cache: layout_imagenet.c).
  *
  * Not for: the shard's bytes (vtar.h, layout_imagenet.c), members that are
  * not one range of their source (compressed or sparse: no advice).
@@ -26,10 +29,15 @@
 #include "layouts/imagenet_index.h"
 
 #define IN_AHEAD_SLACK (4u << 20)
+#define IN_ACTIVE_MS 1000	/* a stream read this recently shares a URL budget */
 
-/* budget: bytes ahead of a reader (0: no advice); depth: records ahead
- * of it at most (SOURCE_WILLNEED_MAX for URL sources, which drop more) */
-void imagenet_ahead_init(struct in_ahead *a, uint64_t budget, uint64_t depth);
+/* budget: bytes ahead of a reader (0: no advice).  url: the sources are
+ * URLs, whose hints land in the mount's memory cache (budget at most half
+ * of it): the budget is then that of the streams read in the last
+ * IN_ACTIVE_MS together, shared equally, and at most SOURCE_WILLNEED_MAX
+ * hints (ranges of one or more records) are ahead of a reader, as many as
+ * the source takes at once. */
+void imagenet_ahead_init(struct in_ahead *a, uint64_t budget, int url);
 void imagenet_ahead_destroy(struct in_ahead *a);
 
 /* One shard as imagenet_ahead sees it: split sp's shard positions

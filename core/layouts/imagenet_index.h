@@ -95,6 +95,7 @@ static inline uint32_t in_split_node(const struct in_split *sp, uint64_t c)
  */
 #define IN_STREAMS 16
 #define IN_ADVISORS 4	/* threads asking for members, per mount */
+#define IN_HINTS 16	/* hints ahead of a reader counted, at most */
 struct in_stream {
 	uint64_t ino;		/* the vtar's inode; 0: free */
 	/* the shard: split sp's positions [first, first + n), whose records
@@ -109,11 +110,19 @@ struct in_stream {
 	uint64_t ahead_i;	/* the first record not advised yet */
 	uint64_t ahead_off;	/* its offset in the vtar */
 	uint64_t used;		/* tick of the last read */
+	int64_t read_ns;	/* and its time (sfs_now_ns) */
+	/* the hints advised ahead of the reader, oldest first: the last
+	 * record of each (a ring of nhints from hint0), for the depth */
+	uint64_t hint_last[IN_HINTS];
+	unsigned hint0, nhints;
 };
 struct in_ahead {
 	pthread_mutex_t lock;
 	uint64_t budget;	/* bytes advised ahead of a reader; 0: off */
-	uint64_t depth;		/* records advised ahead of a reader, at most */
+	uint64_t depth;		/* hints (one range of a source each, one or
+				 * more records) ahead of a reader, at most;
+				 * past IN_HINTS: no bound */
+	int shared;		/* the budget is the streams' together */
 	uint64_t tick;
 	struct in_stream s[IN_STREAMS];
 	pthread_cond_t more;	/* a stream is dirty, or stopping */

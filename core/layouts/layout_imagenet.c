@@ -872,8 +872,7 @@ int layout_imagenet_open(const struct sfs_opts *o, struct source_env *env,
 	L->shard_seed = o->shard_seed;
 	L->shuffle_seed = o->shuffle_seed;
 	pthread_mutex_init(&L->orders_lock, NULL);
-	imagenet_ahead_init(&L->ahead, ahead_budget(o), source_is_url(o->source) ?
-			    SOURCE_WILLNEED_MAX : UINT64_MAX);
+	imagenet_ahead_init(&L->ahead, ahead_budget(o), source_is_url(o->source));
 	rc = imagenet_find_sources(L, env, o->source);
 	if (!rc && !L->sp[TRAIN].nsrc && !L->sp[VAL].nsrc) {
 		sfs_err("%s: no " IMAGENET_TRAIN_TAR ", " IMAGENET_VAL_TAR

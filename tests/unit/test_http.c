@@ -711,6 +711,38 @@ Test(http, willneed_prefetches_in_the_background)
 	free(u);
 }
 
+/* A hint of SOURCE_WILLNEED_SPAN bytes (members next to each other, which
+ * a layout joins up to it), wherever it starts, is one GET of the blocks
+ * around it, its last byte included: a hint cut short of it would leave
+ * the last member's end to a GET of its reader. */
+Test(http, willneed_span_is_one_get)
+{
+	const uint64_t off = (1u << 20) + 5, end = off + SOURCE_WILLNEED_SPAN;
+	struct source *s;
+	uint8_t *want, got[4096];
+	size_t len;
+	char *u;
+	int i;
+
+	s = serve("span.bin", 22, 8u << 20, &want, &len, &u);
+	source_advise(s, off, SOURCE_WILLNEED_SPAN, SOURCE_ADV_WILLNEED);
+	source_nowait(1);
+	for (i = 0; i < 500 && source_pread(s, got, 100, end - 100) == -EAGAIN; i++)
+		usleep(10000);
+	cr_assert_lt(i, 500, "the hint's last bytes never landed");
+	cr_assert(!memcmp(got, want + end - 100, 100));
+	cr_assert_eq(source_pread(s, got, 3000, off), 3000);
+	cr_assert(!memcmp(got, want + off, 3000));
+	cr_assert_eq(source_pread(s, got, 100, (end / BLK + 1) * BLK), -EAGAIN,
+		     "nothing past the hint's blocks");
+	source_nowait(0);
+	cr_assert_eq(data_gets("span.bin"), 1);
+	cr_assert_eq(bytes_sent("span.bin"), (end / BLK + 1) * BLK - (off / BLK) * BLK);
+	source_close(s);
+	free(want);
+	free(u);
+}
+
 Test(http, nowait_misses_give_eagain)
 {
 	struct source *s;

@@ -17,9 +17,14 @@
 # With SHUF_HTTP=1, over HTTP too (nginx on loopback serving the release,
 # tests/integration/http_lib.sh; a cold disk under it):
 #   hshuf    `cat` of the shuffled shard through an http:// mount
+#   hordered `cat` of the shard in the tar's order through an http:// mount:
+#            adjacent members come in one GET (imagenet_ahead.c joins them)
 #   curl16   the same members' ranged GETs by curlloop.c, 16 threads (one
 #            request in flight each, keep-alive), the target's anchor:
 #            hshuf >= 0.7x curl16
+# and, for hshuf and hordered, the GETs a sample (nginx's access log, from
+# the cat's start to the unmount: issue 26 wants <= 1, and far fewer for
+# hordered) and MB/s, in $BENCH_DIR/shuf-<KB>/http.tsv.
 # The shard read is a different one each run (k = run mod shards).  The
 # order of the measurements rotates from run to run.  Prints samples/s per run and
 # medians with min-max, and writes them to $BENCH_DIR/shuf-<KB>/results.tsv.
@@ -131,6 +136,20 @@ cat_shard() {
 	t1=$(now)
 	echo "$S / ($t1 - $t0)" | bc -l
 }
+# hcat NAME RUN K: cat_shard of the http:// mount (cold), then unmounted;
+# its GETs a sample and MB/s go to http.tsv; prints samples/s
+hcat() {
+	local f=$M/shards/train-$(printf %06d "$3").tar bytes mark r gets
+	bytes=$(stat -c %s "$f") || exit 1
+	drop
+	mark=$(http_log_mark) || exit 1
+	r=$(cat_shard "$3")
+	fusermount3 -u "$M"
+	gets=$(http_log_count GET "$mark") || exit 1
+	printf '%s\t%d\t%.3f\t%.1f\n' "$1" "$2" "$(echo "$gets / $S" | bc -l)" \
+		"$(echo "$bytes / 1000000 * $r / $S" | bc -l)" >>"$D/http.tsv"
+	echo "$r"
+}
 run() {	# run NAME RUN: one measurement, cold
 	local k=$(( $2 % NSHARDS )) r
 	case $1 in
@@ -139,7 +158,8 @@ run() {	# run NAME RUN: one measurement, cold
 	ordered) mnt "${PF#,}"; drop; r=$(cat_shard "$k"); fusermount3 -u "$M" ;;
 	tree4) drop; r=$("$READFILES" -t 4 -p "$D/tree" "$D/random.list" |
 			sed -n 's/.*files_per_s=\([0-9.]*\).*/\1/p') ;;
-	hshuf) hmnt "shard_seed=1$PF"; drop; r=$(cat_shard "$k"); fusermount3 -u "$M" ;;
+	hshuf) hmnt "shard_seed=1$PF"; r=$(hcat "$1" "$2" "$k") ;;
+	hordered) hmnt "${PF#,}"; r=$(hcat "$1" "$2" "$k") ;;
 	curl16) drop; r=$("$CURLLOOP" -t 16 "$(http_url ILSVRC2012_img_train.tar)" \
 			"$D/shard-$k.list" | sed -n 's/.*files_per_s=\([0-9.]*\).*/\1/p') ;;
 	esac
@@ -150,18 +170,29 @@ mnt "shard_seed=1" && ls "$M/shards" >/dev/null && fusermount3 -u "$M"	# the ind
 mnt "" && ls "$M/shards" >/dev/null && fusermount3 -u "$M"
 names=(shuf shuf0 ordered tree4)
 if [ "$HTTP" = 1 ]; then
-	names+=(hshuf curl16)
+	names+=(hshuf hordered curl16)
 	hmnt "shard_seed=1" && ls "$M/shards" >/dev/null && fusermount3 -u "$M"
+	hmnt "" && ls "$M/shards" >/dev/null && fusermount3 -u "$M"
 fi
 : >"$D/results.tsv"
+: >"$D/http.tsv"
 echo "# commit $(git -C "$ROOT" rev-parse --short HEAD), $NCLS x $PER members of ${KB:-~3} KB, shards of $S"
 for ((i = 0; i < RUNS; i++)); do
 	for ((j = 0; j < ${#names[@]}; j++)); do
 		run "${names[(i + j) % ${#names[@]}]}" "$i"
 	done
 done
-$PY - "$D/results.tsv" <<'EOF'
+$PY - "$D/results.tsv" "$D/http.tsv" <<'EOF'
 import statistics, sys
+h = {}
+for line in open(sys.argv[2]):
+    n, _, g, mb = line.split("\t")
+    h.setdefault(n, []).append((float(g), float(mb)))
+for n, x in h.items():
+    g, mb = [a for a, _ in x], [b for _, b in x]
+    print("%-8s GETs a sample: median %.3f (min %.3f, max %.3f); MB/s: median %.1f "
+          "(min %.1f, max %.1f), %d runs" % (n, statistics.median(g), min(g), max(g),
+                                            statistics.median(mb), min(mb), max(mb), len(x)))
 v = {}
 for line in open(sys.argv[1]):
     n, _, r = line.split("\t")
@@ -179,7 +210,8 @@ runs = {}
 for line in open(sys.argv[1]):
     n, i, r = line.split("\t")
     runs.setdefault(int(i), {})[n] = float(r)
-for a, b in (("shuf", "tree4"), ("shuf", "shuf0"), ("shuf", "ordered"), ("hshuf", "curl16")):
+for a, b in (("shuf", "tree4"), ("shuf", "shuf0"), ("shuf", "ordered"), ("hshuf", "curl16"),
+             ("hordered", "ordered")):
     x = sorted(v[a] / v[b] for v in runs.values() if a in v and b in v)
     if x:
         print("per-run %s / %s: median %.2fx (min %.2f, max %.2f)"

@@ -42,6 +42,13 @@
  * (imagenet_ahead.h), and needs as many in flight as there are prefetch
  * threads, and a few queued */
 _Static_assert(SOURCE_WILLNEED_MAX >= PREFETCHERS, "hints for every prefetcher");
+/* a hint of SOURCE_WILLNEED_SPAN bytes, anywhere, is one fetch of the
+ * blocks around it (hf_fetch takes RUN_MAX + RA_MAX); a gap of a block
+ * costs a joined hint a block at most */
+#define HINT_BLOCKS (SOURCE_WILLNEED_SPAN / BLOCK + 1)
+_Static_assert(SOURCE_WILLNEED_SPAN % BLOCK == 0 && HINT_BLOCKS <= RUN_MAX + RA_MAX,
+	       "a hint's span is one fetch");
+_Static_assert(SOURCE_WILLNEED_GAP <= BLOCK, "a hint's gap costs a block at most");
 #define BUILD_JOBS 6            /* an index build's readahead windows in flight */
 /* walks (walk_note, walk_shape) */
 #define WALK_GAPS      8            /* the last gaps that decide: stream or hop */
@@ -278,11 +285,13 @@ void ha_prefetch_after(const struct rd *r, uint64_t b1, unsigned win)
 }
 
 /*
- * source_advise(WILLNEED): the blocks of [off, off + len) (RUN_MAX at
- * most, one request) are fetched by a prefetch thread unless they are in
- * memory or on their way: a layout's hint that a reader is about to start
- * there (the next class of an epoch).  The reader's own readahead then
- * starts as usual and skips what landed.  Never waits.
+ * source_advise(WILLNEED): the blocks of [off, off + len) (those of its
+ * first SOURCE_WILLNEED_SPAN bytes at most: one request) are fetched by a
+ * prefetch thread unless they are in memory or on their way: a layout's
+ * hint that a reader is about to start there (the next class of an epoch,
+ * the next members of a shard, joined when they lie next to each other).
+ * The reader's own readahead then starts as usual and skips what landed.
+ * Never waits.
  */
 void httpahead_willneed(struct source *s, uint64_t off, uint64_t len)
 {
@@ -295,8 +304,8 @@ void httpahead_willneed(struct source *s, uint64_t off, uint64_t len)
 		len = size - off;
 	lo = off / BLOCK;
 	hi = (off + len - 1) / BLOCK;
-	if (hi - lo >= RUN_MAX)
-		hi = lo + RUN_MAX - 1;
+	if (hi - lo >= HINT_BLOCKS)
+		hi = lo + HINT_BLOCKS - 1;
 	pthread_mutex_lock(&h->lock);
 	if (h->jobs >= SOURCE_WILLNEED_MAX) {
 		pthread_mutex_unlock(&h->lock);
