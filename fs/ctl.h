@@ -159,7 +159,7 @@ void ctl_read_done(struct ctl *c, uint64_t off, size_t n, int spliced, int err);
 /* A read that waited (handed to a worker) took ns from its request. */
 void ctl_waited(struct ctl *c, int64_t ns);
 
-/* ---- the directory (ops.c calls these for kind SFS_INO_KIND_CTL) ---- */
+/* ---- the directory (ops.c and read.c call these for kind SFS_INO_KIND_CTL) ---- */
 
 /* 1 if ino is the control directory's or one of its files'. */
 static inline int ctl_is(uint64_t ino)

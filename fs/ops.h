@@ -35,9 +35,9 @@ struct sfs_fs {
 	struct ctl ctl;		/* the control directory; counts lock-free,
 				 * locks its documents */
 	struct zpool *replies;	/* buffers of copied read replies over
-				 * STACK_READ (ops.c), reused; locks itself */
+				 * STACK_READ (read.c), reused; locks itself */
 	size_t pipe_max;	/* /proc/sys/fs/pipe-max-size, read at init:
-				 * the largest reply libfuse can splice (ops.c) */
+				 * the largest reply libfuse can splice (read.c) */
 };
 
 extern const struct fuse_lowlevel_ops sfs_ll_ops;

@@ -458,8 +458,8 @@ static int64_t backoff_ns(struct run *r, unsigned attempt, curl_off_t retry_afte
 static int job_retry(struct run *r, struct job *j, curl_off_t retry_after, const char *why)
 {
 	if (j->attempts++ >= r->o->retries)
-		return job_fail(r, j, -EIO, "%s (%u attempt%s)", why, j->attempts,
-				j->attempts == 1 ? "" : "s");
+		return job_fail(r, j, -EIO, "%s (%s)", why,
+				httpreq_attempts(j->attempts).s);
 	snprintf(j->it->why, sizeof(j->it->why), "%s", why);
 	j->not_before = sfs_now_ns() + backoff_ns(r, j->attempts, retry_after);
 	return 0;

@@ -241,7 +241,8 @@ ssize_t source_pread(struct source *s, void *buf, size_t n, uint64_t off);
  * change on its way (TCP's checksum is weak, and a proxy or a NIC may flip
  * one); a file's bytes cannot, so -ENOTSUP for sources whose bytes do not
  * travel a network (local files, decompressed streams, which check their
- * own).  Bounded as source_pread; in an index build retried as its reads.
+ * own and read their compressed bytes again this way: zsource.c).
+ * Bounded as source_pread; in an index build retried as its reads.
  */
 ssize_t source_refetch(struct source *s, void *buf, size_t n, uint64_t off);
 /* Drops every cached copy of the bytes [off, off + n) of s (the blocks

@@ -3,7 +3,8 @@
  * source) and the FUSE layer.
  *
  * A layout owns an index and answers questions by inode number.  It knows
- * nothing of FUSE: fs/ops.c translates requests into these calls and replies.
+ * nothing of FUSE: fs/ops.c (READ: fs/read.c) translates requests into these
+ * calls and replies.
  * Inode numbers are computed by the layout from what a node is (e.g. class,
  * sample, kind), never allocated per lookup, so the FUSE layer keeps no inode
  * table and `forget` is a no-op.  SFS_ROOT_INO (1) is the root directory;

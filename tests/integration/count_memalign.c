@@ -3,7 +3,7 @@
  * counts posix_memalign(3) calls and, at exit, writes the count to the file
  * $SFS_MEMALIGN_OUT.  libfuse 3.14 calls it only to copy a reply it was
  * asked to splice (fuse_send_data_iov and its fallback), which samplefs must
- * not ask for when the reply is short (see SPLICE_MIN in fs/ops.c).
+ * not ask for when the reply is short (see SPLICE_MIN in fs/read.c).
  * Not a general malloc tracer: one counter, one function.
  */
 #define _GNU_SOURCE

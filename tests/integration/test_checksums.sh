@@ -19,6 +19,11 @@
 #      which replaces the bad block in cache_dir too; damaged on every
 #      fetch, EIO, said, and the bad copy leaves the caches (read again
 #      once the damage stops, no failure);
+#   2b. the tar gzipped and xz-compressed, over HTTP: a byte of the
+#      compressed stream damaged on its first fetch only fails its span's
+#      CRC-32s (the first pass's), which is read again past every cache,
+#      and every member reads right (counted, said); damaged on every
+#      fetch, EIO, never other bytes, said naming the URL and offsets;
 #   3. samplefs-inspect --save-index --checksums, before the change, makes
 #      a prebuilt index that a mount takes (-o index=) and checks with;
 #   4. an object read whole (a tar under 32 KiB) served with GCS's
@@ -256,6 +261,52 @@ check "checksums: cache_dir kept the refetched block, not the damaged one" \
 	member_is "$M" c/f10.bin
 check "checksums: ... with no failure" test "$(stat_of "$M" checksum_failures)" = 0
 sfs_umount "$M"
+
+# ---- 2b. the same tar gzipped and xz-compressed, over HTTP: a byte of
+# the compressed stream inverted on its way fails the span's CRC-32s (the
+# first pass's, zsource.c) before any member's CRC32C: the span's
+# compressed bytes are read again past every cache, once, as a plain
+# tar's member is (xz: by a decoder of its own from the block's start);
+# damaged on every fetch, EIO, said
+gzip -n -c "$T/www/t.tar" >"$T/www/t.tar.gz"
+xz -T1 -c "$T/www/t.tar" >"$T/www/t.tar.xz"
+gz_eio() {
+	local out
+	out=$("$PY" -c "$CHECK" "$M" never "$T/www/t.tar") || { echo "$out"; return 1; }
+	echo "    $out"
+	[ "$(awk '{ print $4 }' <<<"$out")" -ge 1 ]
+}
+M=$T/m2b
+for z in gz xz; do
+	ZSIZE=$(stat -c %s "$T/www/t.tar.$z")
+	URLZ=$(proxy_url "t.tar.$z")
+	ZOPTS="checksums,index_dir=$T/zidx,cache_mem=64M"	# no block evicted unread
+	sfs_mount "$URLZ" "$M" -o "$ZOPTS" || { echo "not ok - http $z mount"; exit 1; }
+	sfs_umount "$M"
+	sfs_mount "$URLZ" "$M" -o "$ZOPTS" || { echo "not ok - http $z remount"; exit 1; }
+	check "checksums, $z: the saved index and table are used (no second pass)" \
+		grep -q "using the saved index" "$(sfs_log "$M")"
+	proxy_ctl reset >/dev/null
+	proxy_ctl "fault?mode=flip&at=$((ZSIZE / 2))&n=1" >/dev/null
+	check "checksums, $z: a compressed byte damaged once on its way: every member right" \
+		"$PY" -c "$CHECK" "$M" exact "$T/www/t.tar"
+	check "checksums, $z: ... the damage was sent once" test "$(proxy_stat faults)" = 1
+	# (two readers of the span may both have taken the damaged copy)
+	check "checksums, $z: ... failures counted, each read again, right" \
+		test "$(stat_of "$M" checksum_failures)" -ge 1 -a \
+		"$(stat_of "$M" checksum_failures)" = "$(stat_of "$M" checksum_refetches)"
+	check "checksums, $z: ... said, naming the URL and the span's offsets" \
+		grep -q "warning: $URLZ: span at uncompressed offset [0-9]* (compressed [0-9]*): .*: read again past every cache" "$(sfs_log "$M")"
+	sfs_umount "$M"
+	sfs_mount "$URLZ" "$M" -o "$ZOPTS" || { echo "not ok - http $z remount 2"; exit 1; }
+	proxy_ctl "fault?mode=flip&at=$((ZSIZE * 3 / 4))&n=-1" >/dev/null
+	check "checksums, $z: damaged on every fetch: EIO, never other bytes" gz_eio
+	check "checksums, $z: ... said, naming the URL and the span's offsets" \
+		grep -q "error: $URLZ: span at uncompressed offset [0-9]* (compressed [0-9]*): .*, read again too: EIO" "$(sfs_log "$M")"
+	check "checksums, $z: ... counted" test "$(stat_of "$M" checksum_refetches)" -ge 1
+	sfs_umount "$M"
+	proxy_ctl 'fault?mode=off' >/dev/null
+done
 
 # ---- 4. the store's CRC32C of an object read whole (x-goog-hash)
 M=$T/m4

@@ -6,7 +6,7 @@
 # byte equal to tarfile's; and none of those reads made libfuse copy a
 # reply through posix_memalign (count_memalign.c counts in the daemon): the
 # chunks of those copies filled glibc's per-thread caches and grew the
-# daemon's heap by megabytes over a soak (see SPLICE_MIN in fs/ops.c).
+# daemon's heap by megabytes over a soak (see SPLICE_MIN in fs/read.c).
 . "$(dirname "$0")/lib.sh"
 sfs_setup
 T=$SFS_TMP

@@ -14,12 +14,14 @@
 #include <criterion/criterion.h>
 
 #include "io/http/autoindex.h"
+#include "io/http/httpreq.h"
 #include "io/source.h"
 #include "capture.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -1734,4 +1736,13 @@ Test(http, retry_after_is_capped_by_the_timeout)
 	double t = open_after_429("rc.bin", "30", 1);
 
 	cr_assert(t >= 0.9 && t < 1 + SLACK, "opened after %.2f s, timeout=1", t);
+}
+
+/* The one way messages say how many attempts a request made. */
+Test(http, attempts_said_once)
+{
+	cr_assert_str_eq(httpreq_attempts(1).s, "1 attempt");
+	cr_assert_str_eq(httpreq_attempts(0).s, "0 attempts");
+	cr_assert_str_eq(httpreq_attempts(3).s, "3 attempts");
+	cr_assert_str_eq(httpreq_attempts(UINT_MAX).s, "4294967295 attempts");
 }

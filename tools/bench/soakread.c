@@ -35,7 +35,7 @@
  * alone, a megabyte or two here, where a few hundred kB of per-thread
  * arenas filling up in the first minutes is tens of percent.  (The
  * growth that went on for minutes was libfuse's page-aligned copies of
- * short spliced replies kept in glibc's tcache; fs/ops.c no longer
+ * short spliced replies kept in glibc's tcache; fs/read.c no longer
  * splices replies under two pages.)
  *
  * Not part of samplefs: built by tools/bench/soak.sh.  Threads share the

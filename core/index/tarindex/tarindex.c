@@ -650,24 +650,13 @@ int tarindex_in_place(const struct tarindex *t, uint32_t i)
 	return zipread_in_place(t->zr, (uint64_t)(z - t->zips) + 1);
 }
 
-/* Whether source src is a zip (has entries in t->zips, sorted by source). */
-static int src_is_zip(const struct tarindex *t, uint32_t src)
-{
-	uint64_t k = SFS_PARTITION_POINT(uint64_t, 0, t->nzips, m, t->zips[m].src < src);
-
-	return k < t->nzips && t->zips[k].src == src;
-}
-
 int tarindex_summed(const struct tarindex *t, uint32_t i)
 {
 	const struct tarindex_node *n = &t->nodes[i];
 
-	/* the rule tarindex_sums.c's build follows: no member of a zip has
-	 * one, its own entries (a CRC-32 of their own) nor the members of a
-	 * tar stored in it and expanded in place */
 	return t->sums && tarindex_node_type(n) == TARINDEX_FILE &&
-	       !tarindex_node_sparse(n) && tarindex_node_src(n) < t->ntop &&
-	       !src_is_zip(t, tarindex_node_src(n));
+	       tarindex_sums_cover(t->zips, t->nzips, t->ntop,
+				   tarindex_node_src(n), tarindex_node_sparse(n));
 }
 
 uint64_t tarindex_nsummed(const struct tarindex *t)

@@ -705,6 +705,8 @@ static int build_once(struct index_writer *w, uint32_t tag_prefix_char,
 		rc = tarbuild_rename_nested(&b);
 	if (rc == 0)
 		rc = tarbuild_resolve_links(&b);
+	if (rc == 0 && b.nzips)	/* the tree asks tarindex_sums_cover */
+		qsort(b.zips, b.nzips, sizeof(*b.zips), tarindex_zip_cmp);
 	if (rc == 0)
 		rc = tarbuild_tree_write(&b, w, tag_prefix_char, root_mtime, sizes);
 	if (rc == 0)

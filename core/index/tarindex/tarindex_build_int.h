@@ -97,7 +97,8 @@ struct builder {
 	struct sparse_map *sparse;  /* [0] unused: entry_rec.sparse 0 is none */
 	uint32_t nsparse, sparse_cap;
 	struct tarbuild_links *res;       /* NULL: no hard links */
-	struct tarindex_zip *zips;  /* deflated zip members, in walk order */
+	struct tarindex_zip *zips;  /* zip members, in walk order; once the
+				     * walks end by tarindex_zip_cmp */
 	uint64_t nzips, zips_cap;
 	struct tarbuild_derived *der;     /* derived sources, by number - nsrc */
 	uint32_t nder, der_cap;
@@ -199,9 +200,9 @@ int tarbuild_link_data(const struct builder *b, uint32_t src, uint64_t off);
 void tarbuild_links_free(struct builder *b);
 
 /* tarindex_sums.c: a file node whose bytes a build with checksums reads
- * (collected by tarindex_tree.c in node order), and the sections made
- * from them: reads every member's bytes (those of sources given, not
- * zips), e[] reordered.  0 or -errno (said). */
+ * (collected by tarindex_tree.c in node order: those tarindex_sums_cover
+ * covers), and the sections made from them: reads the bytes of every
+ * e[0 .. n), e[] reordered.  0 or -errno (said). */
 struct tarbuild_sum {
 	uint64_t off, size;
 	uint64_t first;     /* its piece CRCs' place, or UINT64_MAX */

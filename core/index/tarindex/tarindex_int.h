@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "search.h"
 #include "index/index.h"
 #include "index/tarindex/tarindex.h"
 
@@ -110,6 +111,26 @@ int tarindex_sums_read(const struct tarindex *t, uint32_t i, const char *name,
 /* Zip entries in (source, offset) order: how tarindex_zip.c writes the
  * section and tarindex.c searches it (tarindex.c). */
 int tarindex_zip_cmp(const void *pa, const void *pb);
+
+/*
+ * The one rule of -o checksums: whether a file node (sparse or not, of
+ * source src) has a CRC32C.  The build computes them for these
+ * (tarindex_tree.c hands them to tarindex_sums.c) and a mount reads them
+ * for these (tarindex_summed).  Not sparse; of a source the caller gave
+ * (src < ntop: a derived source, a nested compressed tar, has its
+ * stream's CRCs); and not of a zip, a source with entries in zips[0 ..
+ * nzips), sorted by tarindex_zip_cmp (a zip's entries carry a CRC-32 of
+ * their own, which zipread checks, and so do a tar stored in one and the
+ * members it expands to, which are of the zip's source too).
+ */
+static inline int tarindex_sums_cover(const struct tarindex_zip *zips,
+				      uint64_t nzips, uint32_t ntop,
+				      uint32_t src, int sparse)
+{
+	uint64_t k = SFS_PARTITION_POINT(uint64_t, 0, nzips, m, zips[m].src < src);
+
+	return !sparse && src < ntop && !(k < nzips && zips[k].src == src);
+}
 
 /* Hard link entries by node number: sorted so at build, searched so at mount. */
 static inline int hardlink_cmp(const void *pa, const void *pb)

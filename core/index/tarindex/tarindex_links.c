@@ -264,14 +264,39 @@ int tarbuild_rename_nested(struct builder *b)
 
 /* ---------------------------------------------------------- hard links */
 
+/* What a hard link takes from its target: the one inode's type, data
+ * (source, offset, size, sparse map) and mtime. */
+struct link_data {
+	uint64_t off, size;
+	int64_t mtime;
+	uint32_t src, sparse;
+	uint8_t type;
+};
+
 /* An entry of a path some link names (or a link), as resolve needs it. */
 struct link_entry {
 	uint64_t path, link;    /* in tarbuild_links.ar */
-	uint64_t off, size;
-	int64_t mtime;
-	uint32_t seq, src, sparse;
-	uint8_t type, dropped;
+	struct link_data d;     /* a link's: its target's, once resolved */
+	uint32_t seq;
+	uint8_t dropped;
 };
+
+static struct link_data data_of(const struct entry_rec *r)
+{
+	return (struct link_data){ .off = r->off, .size = r->size,
+				   .mtime = r->mtime, .src = r->src,
+				   .sparse = r->sparse, .type = r->type };
+}
+
+static void data_to(struct entry_rec *r, const struct link_data *d)
+{
+	r->off = d->off;
+	r->size = d->size;
+	r->mtime = d->mtime;
+	r->src = d->src;
+	r->sparse = d->sparse;
+	r->type = d->type;
+}
 
 struct tarbuild_data {
 	uint64_t off;
@@ -315,13 +340,8 @@ static int keep_link_entry(struct tarbuild_links *L, const struct entry_rec *r)
 	rc = tarbuild_entry_strings(&L->ar, r, &e->path, &e->link);
 	if (rc < 0)
 		return rc;
-	e->off = r->off;
-	e->size = r->size;
-	e->mtime = r->mtime;
+	e->d = data_of(r);
 	e->seq = r->seq;
-	e->src = r->src;
-	e->sparse = r->sparse;
-	e->type = r->type;
 	L->n++;
 	return 0;
 }
@@ -404,9 +424,9 @@ static const char *link_fails(const struct tarbuild_links *L, const struct link_
 {
 	if (!t)
 		return "no such file before it in the archive";
-	if (t->type != TAR_FILE && t->type != TAR_SYMLINK)
+	if (t->d.type != TAR_FILE && t->d.type != TAR_SYMLINK)
 		return "the target is a directory";
-	if (t->type == TAR_SYMLINK &&
+	if (t->d.type == TAR_SYMLINK &&
 	    !tarbuild_symlink_inside("", L->ar.p + e->path, L->ar.p + t->link))
 		return "the target is a symlink that leaves the mount from here";
 	return NULL;
@@ -428,7 +448,7 @@ static int resolve(const struct builder *b, struct tarbuild_links *L)
 	}
 	for (i = 0; i < L->n; i++) {
 		skip[i] = i;
-		if (L->e[i].type == TAR_HARDLINK)
+		if (L->e[i].d.type == TAR_HARDLINK)
 			L->lk[L->nlk++] = i;
 	}
 	qsort_r(L->lk, L->nlk, sizeof(*L->lk), seq_cmp, L->e);
@@ -442,20 +462,15 @@ static int resolve(const struct builder *b, struct tarbuild_links *L)
 			/* names cut: a pax global header gives every link a
 			 * 4 KB path for a 512-byte header */
 			sfs_warn("%s: hard link '%.200s' -> '%.200s': %s: skipped",
-				 tarbuild_src_what(b, e->src), L->ar.p + e->path,
+				 tarbuild_src_what(b, e->d.src), L->ar.p + e->path,
 				 L->ar.p + e->link, why);
 			e->dropped = 1;
 			skip[j] = j && !strcmp(L->ar.p + e->path,
 				L->ar.p + L->e[j - 1].path) ? j - 1 : NONE;
 			continue;
 		}
-		e->type = t->type;
-		e->mtime = t->mtime;	/* one inode: one mtime, the target's */
+		e->d = t->d;	/* one inode: one mtime too, the target's */
 		e->link = t->link;
-		e->off = t->off;
-		e->size = t->size;
-		e->src = t->src;
-		e->sparse = t->sparse;
 	}
 	free(skip);
 	return 0;
@@ -481,8 +496,8 @@ static int shared_data(struct tarbuild_links *L)
 	for (i = 0; i < L->nlk; i++) {
 		const struct link_entry *e = &L->e[L->lk[i]];
 
-		if (!e->dropped && e->type == TAR_FILE)
-			L->data[L->ndata++] = (struct tarbuild_data){ e->off, e->src };
+		if (!e->dropped && e->d.type == TAR_FILE)
+			L->data[L->ndata++] = (struct tarbuild_data){ e->d.off, e->d.src };
 	}
 	qsort(L->data, L->ndata, sizeof(*L->data), data_cmp);
 	return 0;
@@ -525,12 +540,7 @@ int tarbuild_link_of(const struct builder *b, const struct entry_rec *r, struct 
 	if (e->dropped)
 		return 0;
 	memcpy(out, r, offsetof(struct entry_rec, s));
-	out->type = e->type;
-	out->mtime = e->mtime;
-	out->off = e->off;
-	out->size = e->size;
-	out->src = e->src;
-	out->sparse = e->sparse;
+	data_to(out, &e->d);
 	*link = L->ar.p + e->link;
 	return 1;
 }

@@ -11,8 +11,9 @@
  * bytes per file member while it runs, 4 per node and 4 per 64 KiB of the
  * large members for the sections.
  *
- * Not for: which members are checksummed (tarindex.c's tarindex_summed,
- * which the build's filter here mirrors), zip members or compressed
+ * Not for: which members are checksummed (tarindex_sums_cover in
+ * tarindex_int.h, the one rule: tarindex_tree.c hands this file those
+ * members, tarindex_summed asks it at mount), zip members or compressed
  * streams (they carry CRCs of their own, checked where they are read).
  */
 #include <errno.h>
@@ -126,30 +127,21 @@ static int sums_sections(struct index_writer *w, uint32_t c,
 int tarbuild_sums_write(struct builder *b, struct index_writer *w, uint32_t c,
 		  struct tarbuild_sum *e, uint32_t n, uint32_t nnodes)
 {
-	uint8_t *zipped = calloc((size_t)b->nsrc + 1, 1);
 	uint32_t *sums = calloc((size_t)nnodes + 1, sizeof(*sums));
 	uint32_t *pcs = NULL;
 	char *buf = malloc(CHUNK);
-	uint64_t npcs = 0, k, bytes = 0, total = 0;
+	uint64_t npcs = 0, bytes = 0, total = 0;
 	struct progress pr;
 	uint32_t m = 0, i;
 	int rc = -ENOMEM;
 
-	if (!zipped || !sums || !buf)
+	if (!sums || !buf)
 		goto out;
-	/* zip members carry a CRC-32 of their own (zipread checks it) */
-	for (k = 0; k < b->nzips; k++)
-		if (b->zips[k].src < b->nsrc)
-			zipped[b->zips[k].src] = 1;
-	for (i = 0; i < n; i++) {	/* still in node order */
-		if (e[i].src >= b->nsrc || zipped[e[i].src])
-			continue;
-		e[m] = e[i];
+	for (m = 0; m < n; m++) {	/* still in node order */
 		e[m].first = e[m].size > SUMS_PIECED ? npcs : UINT64_MAX;
 		if (e[m].size > SUMS_PIECED)
 			npcs += npieces(e[m].size);
 		total += e[m].size;
-		m++;
 	}
 	if (!(pcs = malloc((npcs + 1) * sizeof(*pcs))))
 		goto out;
@@ -192,7 +184,6 @@ int tarbuild_sums_write(struct builder *b, struct index_writer *w, uint32_t c,
 		sfs_info("checksums (CRC32C) of %u members, %llu MB read",
 			 m, (unsigned long long)(bytes >> 20));
 out:
-	free(zipped);
 	free(sums);
 	free(pcs);
 	free(buf);

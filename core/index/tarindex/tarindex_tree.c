@@ -432,7 +432,8 @@ static int make_node(const struct builder *b, struct tarindex_hdr *h,
 		if (it->sparse && (rc = tarbuild_grow((void **)&a->sp, &a->sp_cap, a->nsp,
 						sizeof(*a->sp))) == 0)
 			a->sp[a->nsp++] = (struct sp_ent){ k, it->sparse, it->size };
-		if (rc == 0 && b->checksums && !it->sparse && it->src < b->nsrc &&
+		if (rc == 0 && b->checksums &&
+		    tarindex_sums_cover(b->zips, b->nzips, b->nsrc, it->src, it->sparse != 0) &&
 		    (rc = tarbuild_grow((void **)&a->sums, &a->sums_cap, a->nsums,
 				  sizeof(*a->sums))) == 0)
 			a->sums[a->nsums++] = (struct tarbuild_sum){ it->off, it->size, 0,

@@ -136,7 +136,7 @@ int tarbuild_zip_write(struct builder *b, struct index_writer *w, uint32_t c)
 {
 	if (!b->nzips)
 		return 0;
-	qsort(b->zips, b->nzips, sizeof(*b->zips), tarindex_zip_cmp);
+	/* sorted by tarindex_zip_cmp before the tree (tarindex_build.c) */
 	return index_writer_add(w, TAG(c, 'Z', 'P'), b->zips,
 				b->nzips * sizeof(*b->zips));
 }

@@ -4,8 +4,8 @@
  * seeks and skips only move it (never past the source's end), so a skip
  * over a member's data reads nothing.
  *
- * Also the list of hard links whose data comes later (arxlinks), which
- * both users keep.
+ * Also the hard links whose data comes later (arxlinks), which both
+ * users keep: by target in a tsearch tree, O(log n) a keep or a take.
  *
  * Not for: formats (the caller's), writing archives.
  */
@@ -18,6 +18,16 @@
 #include <string.h>
 
 #define ARXREAD_CHUNK (256u << 10)
+
+/* tsearch(3) and its kin, as glibc's <search.h> declares them: that name
+ * finds core/search.h first (-Icore). */
+void *tsearch(const void *key, void **rootp,
+	      int (*compar)(const void *, const void *));
+void *tfind(const void *key, void *const *rootp,
+	    int (*compar)(const void *, const void *));
+void *tdelete(const void *restrict key, void **restrict rootp,
+	      int (*compar)(const void *, const void *));
+void tdestroy(void *root, void (*free_node)(void *nodep));
 
 static la_ssize_t rd(struct archive *a, void *arg, const void **buf)
 {
@@ -100,47 +110,101 @@ const char *arxread_why(struct archive *a)
 	return why && *why ? why : "libarchive gives no reason";
 }
 
+/* One target's kept links, oldest first. */
+struct arxname {
+	struct arxname *next;
+	char *path;
+};
+struct arxtarget {
+	char *target;                   /* the tree's key */
+	struct arxname *head, **tail;
+};
+
+static int target_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct arxtarget *)a)->target,
+		      ((const struct arxtarget *)b)->target);
+}
+
+/* target's entry in l's tree, made (empty) when make is set: NULL when
+ * there is none, or no memory for it. */
+static struct arxtarget *find_target(struct arxlinks *l, const char *target,
+				     int make)
+{
+	struct arxtarget key = { .target = (char *)target }, *t, **at;
+
+	if ((at = tfind(&key, &l->root, target_cmp)) || !make)
+		return at ? *at : NULL;
+	if (!(t = calloc(1, sizeof(*t))) || !(t->target = strdup(target)))
+		goto nomem;
+	t->tail = &t->head;
+	if (!(at = tsearch(t, &l->root, target_cmp)))
+		goto nomem;
+	return t;
+nomem:
+	if (t)
+		free(t->target);
+	free(t);
+	return NULL;
+}
+
 int arxlinks_keep(struct arxlinks *l, const char *path, const char *target)
 {
-	size_t lp = strlen(path), lt = strlen(target);
-	char **q, *r;
+	struct arxname *p;
+	struct arxtarget *t;
 
 	if (l->n == ARXLINKS_MAX)
 		return 1;
-	if (l->n == l->cap) {
-		l->cap = l->cap ? 2 * l->cap : 64;
-		if (!(q = realloc(l->v, l->cap * sizeof(*q))))
-			return -ENOMEM;
-		l->v = q;
-	}
-	if (!(r = malloc(lp + lt + 2)))
+	if (!(p = calloc(1, sizeof(*p))) || !(p->path = strdup(path)) ||
+	    !(t = find_target(l, target, 1))) {
+		if (p)
+			free(p->path);
+		free(p);
 		return -ENOMEM;
-	memcpy(r, path, lp + 1);
-	memcpy(r + lp + 1, target, lt + 1);
-	l->v[l->n++] = r;
+	}
+	*t->tail = p;
+	t->tail = &p->next;
+	l->n++;
 	return 0;
+}
+
+static void free_target(void *pt)
+{
+	struct arxtarget *t = pt;
+	struct arxname *p;
+
+	while ((p = t->head)) {
+		t->head = p->next;
+		free(p->path);
+		free(p);
+	}
+	free(t->target);
+	free(t);
 }
 
 char *arxlinks_take(struct arxlinks *l, const char *target)
 {
-	size_t i;
+	struct arxtarget *t = find_target(l, target, 0);
+	struct arxname *p;
 	char *r;
 
-	for (i = 0; i < l->n; i++) {
-		r = l->v[i];
-		if (!strcmp(r + strlen(r) + 1, target)) {
-			l->v[i] = l->v[--l->n];
-			return r;
-		}
+	if (!t)
+		return NULL;
+	p = t->head;
+	if (!(t->head = p->next)) {	/* its last: no empty target is kept */
+		tdelete(t, &l->root, target_cmp);
+		t->tail = &t->head;
+		free_target(t);
 	}
-	return NULL;
+	r = p->path;
+	free(p);
+	l->n--;
+	return r;
 }
 
 void arxlinks_free(struct arxlinks *l)
 {
-	while (l->n)
-		free(l->v[--l->n]);
-	free(l->v);
-	l->v = NULL;
-	l->cap = 0;
+	tdestroy(l->root, free_target);
+	l->root = NULL;
+	l->n = 0;
 }

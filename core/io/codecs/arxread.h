@@ -37,17 +37,19 @@ void arxread_fini(struct arxread *r);
  * Hard links kept as path -> target while walking an archive whose data
  * may come with a later name of the file (cpio: newc stores it with the
  * last name, odc with every name), so the names kept can follow it.
- * At most ARXLINKS_MAX.
+ * At most ARXLINKS_MAX.  Kept by target in a balanced tree (tsearch), so
+ * a keep or a take costs O(log n) whatever names a hostile archive
+ * chooses: n links are never O(n^2).  A zeroed struct is empty.
  */
 #define ARXLINKS_MAX 65536
 struct arxlinks {
-	char **v;       /* "path\0target" */
-	size_t n, cap;
+	void *root;     /* tsearch tree of struct arxtarget, by target */
+	size_t n;       /* links kept */
 };
 /* 0, 1 when full (not kept), -ENOMEM. */
 int arxlinks_keep(struct arxlinks *l, const char *path, const char *target);
-/* A kept link to target, taken out of l: its path (malloc'ed: free it),
- * or NULL when none is left. */
+/* The oldest kept link to target, taken out of l: its path (malloc'ed:
+ * free it), or NULL when none is left. */
 char *arxlinks_take(struct arxlinks *l, const char *target);
 void arxlinks_free(struct arxlinks *l);
 

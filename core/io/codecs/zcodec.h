@@ -46,6 +46,10 @@ struct zreader {
 	size_t len, pos;        /* bytes in buf, next one to use */
 	unsigned char *buf;
 	size_t cap;
+	int fresh;              /* read past every cache (source_refetch):
+				 * a span read again after it failed */
+	int read_rc;            /* a read of the source that failed: its
+				 * -errno (the bytes were not the cause) */
 };
 /* Reads more after buf[len]: 1 if some came, 0 at the end, -errno. Keeps
  * the unread bytes [pos, len). */

@@ -3,7 +3,7 @@
  * (zsource.c): a bounded free list of equal buffers, so that the first
  * pass and read misses inflate into memory already faulted in instead of
  * a fresh 1 MiB malloc (mmap'ed and faulted page by page) per span.
- * Also the daemon's copied read replies over 64 KiB (fs/ops.c), for the
+ * Also the daemon's copied read replies over 64 KiB (fs/read.c), for the
  * same reason.
  *
  * Ownership: a buffer from zpool_get is plain malloc'ed memory holding

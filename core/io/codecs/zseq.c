@@ -64,9 +64,10 @@ static uint64_t restart_of(const struct zseq_view *v, uint64_t i)
 }
 
 /* A decoder at or before span i and not before its restart point: the
- * one kept, when it is, else a new one at the restart point. */
+ * one kept, when it is (and the read is not v->fresh), else a new one at
+ * the restart point. */
 static int seq_take(struct zdecoder_cache *k, const struct zseq_view *v, uint64_t i,
-		    struct zseq **qp)
+		    struct zseq **qp, int *read_rc)
 {
 	uint64_t r = restart_of(v, i);
 	struct zseq *q;
@@ -74,7 +75,7 @@ static int seq_take(struct zdecoder_cache *k, const struct zseq_view *v, uint64_
 
 	pthread_mutex_lock(&k->lock);
 	q = k->kept;
-	if (q && q->j >= r && q->j <= i) {
+	if (q && !v->fresh && q->j >= r && q->j <= i) {
 		k->kept = NULL;
 		atomic_fetch_sub(k->nkept, 1);
 	} else {
@@ -90,7 +91,9 @@ static int seq_take(struct zdecoder_cache *k, const struct zseq_view *v, uint64_
 		free(q);
 		return -ENOMEM;
 	}
+	q->in.fresh = v->fresh;
 	if ((rc = v->codec->dec_open(&q->in, &v->pts[r], &q->dec)) < 0) {
+		*read_rc = q->in.read_rc;
 		seq_free(v->codec, q);
 		return rc;
 	}
@@ -145,7 +148,7 @@ static int seq_pass_span(const struct zseq_view *v, struct zseq *q,
 }
 
 int zseq_span(struct zdecoder_cache *k, const struct zseq_view *v, uint64_t i,
-	      unsigned char *buf, size_t len, uint64_t *failed)
+	      unsigned char *buf, size_t len, uint64_t *failed, int *read_rc)
 {
 	int whole = len == span_end(v->pts, v->npts, i, v->usize) - v->pts[i].out;
 	struct zseq *q;
@@ -153,8 +156,10 @@ int zseq_span(struct zdecoder_cache *k, const struct zseq_view *v, uint64_t i,
 	int rc;
 
 	*failed = restart_of(v, i);
-	if ((rc = seq_take(k, v, i, &q)) < 0)
+	*read_rc = 0;
+	if ((rc = seq_take(k, v, i, &q, read_rc)) < 0)
 		return rc;
+	q->in.read_rc = 0;
 	from = v->pts[q->j].out;
 	while (rc == 0 && q->j < i) {
 		*failed = q->j;
@@ -165,6 +170,8 @@ int zseq_span(struct zdecoder_cache *k, const struct zseq_view *v, uint64_t i,
 		rc = v->codec->dec_read(q->dec, &q->in, buf, len);
 	}
 	q->j = i + 1;
+	*read_rc = q->in.read_rc;
+	q->in.fresh = 0;	/* kept: later reads take the caches again */
 	if (rc == 0 && v->decoded)
 		v->decoded(v->arg, from, v->pts[i].out + len);
 	/* only a decoder at a span's start is worth keeping */

@@ -35,6 +35,10 @@ struct zseq_view {
 	/* a buffer for such a span (zsource's pool: the cache's buffers) */
 	void *(*get)(void *arg, size_t len);
 	void *arg;
+	/* a span read again after it failed: by a decoder of its own from
+	 * the restart point, not the one kept, whose reads of the source go
+	 * past every cache (zreader.fresh) */
+	int fresh;
 };
 
 /*
@@ -59,9 +63,10 @@ void zdecoder_cache_fini(struct zdecoder_cache *k, const struct zcodec *c);
 /* Decodes the whole of span i (len bytes) into buf, through the kept
  * decoder when it is at or before the span and not before its restart
  * point: 0 or -errno (the codec says why; *failed: the span the decoder
- * was in, i or one before it on the way). */
+ * was in, i or one before it on the way; *read_rc: a read of the source
+ * that failed, its -errno, else 0). */
 int zseq_span(struct zdecoder_cache *k, const struct zseq_view *v, uint64_t i,
-	      unsigned char *buf, size_t len, uint64_t *failed);
+	      unsigned char *buf, size_t len, uint64_t *failed, int *read_rc);
 
 /* Says at open when a read may decode far (a restart point more than
  * 64 MiB before the end of a span after it), with the codec's fix. */

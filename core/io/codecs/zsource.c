@@ -38,7 +38,13 @@
  * match the pass's CRC-32s (the file was rewritten without changing its
  * stamp, a bad disk) gives EIO too, and is remembered (z->failed: with
  * the rest of its xz block or zstd frame, reached only through it), so
- * later reads of it fail at once instead of decoding it again.  Bombs:
+ * later reads of it fail at once instead of decoding it again.  When the
+ * compressed bytes came over a network (source_refetches), where a byte
+ * may change on its way, a span that fails is first decoded once more
+ * from its bytes read again past every cache (source_refetch: counted in
+ * checksum_failures and checksum_refetches, as a tar member's -o
+ * checksums mismatch is); only a second failure is EIO, and those copies
+ * leave the caches (source_forget).  Bombs:
  * the size is what the pass finds; a span longer than ZSPAN_HARD (no
  * restart point for that long: only crafted streams) fails the open with
  * EFBIG, so a read never holds more than ZSPAN_HARD, and the cache its
@@ -251,19 +257,90 @@ static struct zseq_view view_of(struct zsrc *z)
 	return v;
 }
 
-/* The codec's span function, or zseq's decoder: 0 or -errno (*failed:
- * the span the decoder was in, i or one of its block before it). */
-static int decode_span(struct zsrc *z, uint64_t i, struct zreader *in,
+/* The codec's span function, or zseq's decoder, reading the source past
+ * every cache when `fresh`: 0 or -errno (*failed: the span the decoder
+ * was in, i or one of its block before it; *read_rc: a read of the
+ * source that failed, its -errno, else 0). */
+static int decode_span(struct zsrc *z, uint64_t i, int fresh,
 		       const unsigned char *win, unsigned char *buf, size_t len,
-		       uint64_t *failed)
+		       uint64_t *failed, int *read_rc)
 {
 	struct zseq_view v;
+	struct zreader in;
+	int rc;
 
 	*failed = i;
-	if (z->codec->span)
-		return z->codec->span(in, &z->pts[i], win, buf, len, z->ze->eng);
-	v = view_of(z);
-	return zseq_span(&z->keep, &v, i, buf, len, failed);
+	*read_rc = 0;
+	if (!z->codec->span) {
+		v = view_of(z);
+		v.fresh = fresh;
+		return zseq_span(&z->keep, &v, i, buf, len, failed, read_rc);
+	}
+	if (zreader_init(&in, z->in, SPAN_READ) < 0)
+		return -ENOMEM;
+	in.fresh = fresh;
+	rc = z->codec->span(&in, &z->pts[i], win, buf, len, z->ze->eng);
+	*read_rc = in.read_rc;
+	free(in.buf);
+	return rc;
+}
+
+/* Decodes the first len bytes of span i into buf (decode_span) and checks
+ * them: NULL, or why they are not those the pass saw (*rc: the decoder's
+ * -errno, 0 when it was the CRC-32s). */
+static const char *decode_checked(struct zsrc *z, uint64_t i, int fresh,
+				  const unsigned char *win, unsigned char *buf,
+				  size_t len, uint64_t *failed, int *rc, int *read_rc)
+{
+	if ((*rc = decode_span(z, i, fresh, win, buf, len, failed, read_rc)) < 0)
+		return "the stream does not inflate there";
+	if (!chunks_match(z, &z->pts[i], buf, len))
+		return "its bytes do not match the CRC-32s of the first pass";
+	return NULL;
+}
+
+/* Drops the cached copies of the compressed bytes span i was decoded
+ * from, from the restart point before span `failed` on (a decoder kept
+ * across a block read them all). */
+static void forget_span(struct zsrc *z, uint64_t failed, uint64_t i)
+{
+	uint64_t r = failed, from, to;
+
+	while (r && (z->pts[r].flags & ZP_SEQ))
+		r--;
+	from = z->pts[r].in ? z->pts[r].in - 1 : 0;	/* its first bits */
+	to = i + 1 < z->npts ? z->pts[i + 1].in + 1 : source_stamp(z->in)->size;
+	source_forget(z->in, from, to - from);
+}
+
+/*
+ * Span i failed its check (why) as its compressed bytes came over a
+ * network, where a byte may change on its way: counted, said, and decoded
+ * once more from bytes read again past every cache (source_refetch, which
+ * replaces the cached copies), as a tar member that fails its checksum is
+ * (tarindex_sums.c).  NULL when they are right now; else why, and those
+ * copies leave the caches (source_forget: the next fetch is anew).
+ */
+static const char *decode_again(struct zsrc *z, uint64_t i,
+				const unsigned char *win, unsigned char *buf,
+				size_t len, const char *why, uint64_t *failed,
+				int *rc, int *read_rc)
+{
+	const struct zpoint *pt = &z->pts[i];
+
+	source_count_checksum(z->in, 0);
+	sfs_warn("%s: span at uncompressed offset %llu (compressed %llu): %s: "
+		 "read again past every cache", source_name(z->in),
+		 (unsigned long long)pt->out, (unsigned long long)pt->in, why);
+	why = decode_checked(z, i, 1, win, buf, len, failed, rc, read_rc);
+	if (*read_rc)
+		return why;	/* the refetch failed: said where it did */
+	source_count_checksum(z->in, 1);
+	if (!why)
+		return NULL;	/* damaged on its way only */
+	source_count_checksum(z->in, 0);
+	forget_span(z, *failed, i);
+	return why;
 }
 
 /* A read of damaged span i (len bytes): what is lost, where, what reads. */
@@ -323,30 +400,31 @@ static int inflate_span(struct zsrc *z, uint64_t i, size_t len,
 	const struct zpoint *pt = &z->pts[i];
 	unsigned char *buf = zpool_get(z->ze->pool, len ? len : 1);
 	unsigned char *win = malloc(ZWINDOW);
-	struct zreader in;
 	const char *why = NULL;
 	uint64_t failed = i;
-	int kept, rc = zreader_init(&in, z->in, SPAN_READ);
+	int kept, again = 0, rd = 0, rc = 0;
 
-	if (!buf || !win || rc < 0) {
+	if (!buf || !win) {
 		rc = -ENOMEM;
 		goto out;
 	}
 	if (window_of(z, pt, win) < 0)
 		why = "its stored window does not inflate";
-	else if ((rc = decode_span(z, i, &in, win, buf, len, &failed)) < 0)
-		why = "the stream does not inflate there";
-	else if (!chunks_match(z, pt, buf, len))
-		why = "its bytes do not match the CRC-32s of the first pass";
+	else if ((why = decode_checked(z, i, 0, win, buf, len, &failed, &rc, &rd)) &&
+		 !rd && rc != -ENOMEM && source_refetches(z->in)) {
+		again = 1;
+		why = decode_again(z, i, win, buf, len, why, &failed, &rc, &rd);
+	}
 	if (why) {
 		(void)source_check(z->in);	/* a replaced file says so too */
 		/* not a failure to get memory: the next read may have it */
 		kept = rc != -ENOMEM && remember_failed(z, failed, rc < 0);
 		rc = -EIO;
-		sfs_warn("%s: span at uncompressed offset %llu (compressed %llu): "
-			 "%s: EIO%s", source_name(z->in), (unsigned long long)pt->out,
-			 (unsigned long long)pt->in, why,
-			 kept ? " (and at once for later reads of it)" : "");
+		(again && !rd ? sfs_err : sfs_warn)("%s: span at uncompressed "
+			"offset %llu (compressed %llu): %s%s: EIO%s",
+			source_name(z->in), (unsigned long long)pt->out,
+			(unsigned long long)pt->in, why, again && !rd ? ", read again too" : "",
+			kept ? " (and at once for later reads of it)" : "");
 		goto out;
 	}
 	*out = buf;
@@ -355,7 +433,6 @@ static int inflate_span(struct zsrc *z, uint64_t i, size_t len,
 out:
 	zpool_put(z->ze->pool, buf, len ? len : 1);
 	free(win);
-	free(in.buf);
 	return rc;
 }
 

@@ -92,9 +92,10 @@ int zreader_fill(struct zreader *in)
 	want = in->cap - in->len;
 	if (want > in->size - (in->boff + in->len))
 		want = (size_t)(in->size - (in->boff + in->len));
-	got = source_pread(in->src, in->buf + in->len, want, in->boff + in->len);
+	got = in->fresh ? source_refetch(in->src, in->buf + in->len, want, in->boff + in->len) :
+			  source_pread(in->src, in->buf + in->len, want, in->boff + in->len);
 	if (got < 0)
-		return (int)got;
+		return in->read_rc = (int)got;
 	in->len += (size_t)got;
 	return got > 0;
 }

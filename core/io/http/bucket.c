@@ -510,9 +510,9 @@ static int head(struct bucket_env *b, const struct bname *n, const char *uri,
 	if (!(req.url = url))
 		return -ENOMEM;
 	if (httpreq_do(b->he->net, &req, &r)) {
-		sfs_err("%s: bucket %s, key \"%s\" at %s: %s (%u attempt%s)", uri,
-			n->bucket, n->key, b->base[n->store], r.cause, r.attempts,
-			r.attempts == 1 ? "" : "s");
+		sfs_err("%s: bucket %s, key \"%s\" at %s: %s (%s)", uri,
+			n->bucket, n->key, b->base[n->store], r.cause,
+			httpreq_attempts(r.attempts).s);
 		rc = -EIO;
 		goto out;
 	}
@@ -653,9 +653,9 @@ static int list_pages(struct lister *l, const struct bname *n, const char *uri,
 		}
 		req.url = url;
 		if (httpreq_do(b->he->net, &req, &r)) {
-			sfs_err("%s: listing bucket %s, prefix \"%s\" at %s: %s (%u "
-				"attempt%s)", uri, n->bucket, l->prefix, b->base[n->store],
-				r.cause, r.attempts, r.attempts == 1 ? "" : "s");
+			sfs_err("%s: listing bucket %s, prefix \"%s\" at %s: %s (%s)",
+				uri, n->bucket, l->prefix, b->base[n->store], r.cause,
+				httpreq_attempts(r.attempts).s);
 			rc = -EIO;
 			goto out;
 		}
@@ -902,9 +902,9 @@ static int bucket_upload(struct source_env *env, const char *uri, const void *da
 		goto out;
 	}
 	if (httpreq_put(b->he->net, url, auth_of(b, n.store), data, len, &r)) {
-		sfs_err("%s: upload: bucket %s, key \"%s\" at %s: %s (%u attempt%s)",
-			uri, n.bucket, n.key, b->base[n.store], r.cause, r.attempts,
-			r.attempts == 1 ? "" : "s");
+		sfs_err("%s: upload: bucket %s, key \"%s\" at %s: %s (%s)",
+			uri, n.bucket, n.key, b->base[n.store], r.cause,
+			httpreq_attempts(r.attempts).s);
 		rc = -EIO;
 	} else if (r.status != 200) {
 		report(b, &n, uri, "upload", &r);

@@ -254,8 +254,8 @@ static int probe(struct http_env *he, const char *url, struct source_stamp *st,
 	int rc;
 
 	if (httpreq_do(he->net, &req, &r)) {
-		snprintf(why, whylen, "%s (%u attempt%s)", r.cause, r.attempts,
-			 r.attempts == 1 ? "" : "s");
+		snprintf(why, whylen, "%s (%s)", r.cause,
+			 httpreq_attempts(r.attempts).s);
 		return -EIO;
 	}
 	if ((rc = http_status_errno(r.status))) {
@@ -299,8 +299,8 @@ static int stamp_of(struct http_env *he, const char *url, struct source_stamp *s
 
 	*is_dir = 0;
 	if (httpreq_do(he->net, &req, &r)) {
-		snprintf(why, whylen, "%s (%u attempt%s)", r.cause, r.attempts,
-			 r.attempts == 1 ? "" : "s");
+		snprintf(why, whylen, "%s (%s)", r.cause,
+			 httpreq_attempts(r.attempts).s);
 		return -EIO;
 	}
 	if (r.status == 405 || r.status == 501)	/* no HEAD here */
@@ -447,8 +447,8 @@ static int http_list(struct source_env *env, const char *uri, source_list_fn fn,
 		return -ENOMEM;
 	req.url = url;
 	if (httpreq_do(he->net, &req, &r)) {
-		sfs_err("%s: listing: %s (%u attempt%s)", url, r.cause, r.attempts,
-			r.attempts == 1 ? "" : "s");
+		sfs_err("%s: listing: %s (%s)", url, r.cause,
+			httpreq_attempts(r.attempts).s);
 		rc = -EIO;
 	} else if (r.status == 404 || r.status == 410) {
 		rc = -ENOENT;

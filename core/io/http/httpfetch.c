@@ -395,7 +395,7 @@ static int read_failed(const struct rd *r, const struct httpreq *req,
 {
 	const char *u = r->s->name, *c = resp->cause;
 	uint64_t a = req->from, b = req->to;
-	unsigned n = resp->attempts;
+	const struct httpreq_count n = httpreq_attempts(resp->attempts);
 
 	if (resp->fail == FAIL_CANCELLED)
 		return -EINTR;	/* the reader is gone: nothing to say */
@@ -413,26 +413,25 @@ static int read_failed(const struct rd *r, const struct httpreq *req,
 		return -EIO;
 	if (r->why) {
 		snprintf(r->why, r->whylen, "the request for bytes %" PRIu64 "-%"
-			 PRIu64 " failed: %s%s (%u attempt%s)", a, b,
-			 resp->fail == FAIL_BODY ? "a wrong body: " : "", c, n,
-			 PLURAL(n));
+			 PRIu64 " failed: %s%s (%s)", a, b,
+			 resp->fail == FAIL_BODY ? "a wrong body: " : "", c, n.s);
 		return -EIO;
 	}
 	switch (resp->fail) {
 	case FAIL_STATUS:
 		sfs_err("%s: bytes %" PRIu64 "-%" PRIu64 ": the server answered %s; "
-			"EIO after %u attempt%s", u, a, b, c, n, PLURAL(n));
+			"EIO after %s", u, a, b, c, n.s);
 		break;
 	case FAIL_NORANGE:
 		sfs_err("%s: bytes %" PRIu64 "-%" PRIu64 ": %s; EIO", u, a, b, c);
 		break;
 	case FAIL_BODY:
 		sfs_err("%s: bytes %" PRIu64 "-%" PRIu64 ": a wrong body: %s; EIO "
-			"after %u attempt%s", u, a, b, c, n, PLURAL(n));
+			"after %s", u, a, b, c, n.s);
 		break;
 	default:
-		sfs_err("%s: bytes %" PRIu64 "-%" PRIu64 ": %s; EIO after %u attempt%s",
-			u, a, b, c, n, PLURAL(n));
+		sfs_err("%s: bytes %" PRIu64 "-%" PRIu64 ": %s; EIO after %s",
+			u, a, b, c, n.s);
 		break;
 	}
 	return -EIO;

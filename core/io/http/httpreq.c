@@ -933,3 +933,11 @@ int httpreq_put(struct httpreq_ctx *c, const char *url, const struct httpauth *a
 	r->got = 0;
 	return v == DONE ? 0 : -EIO;
 }
+
+struct httpreq_count httpreq_attempts(unsigned n)
+{
+	struct httpreq_count c;
+
+	snprintf(c.s, sizeof(c.s), "%u attempt%s", n, n == 1 ? "" : "s");
+	return c;
+}

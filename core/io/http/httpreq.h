@@ -172,4 +172,16 @@ int httpreq_put(struct httpreq_ctx *c, const char *url, const struct httpauth *a
  * and that of an index build's retries (httpcache.c). */
 int httpreq_wait_until(int64_t until, const struct source_cancel *cancel);
 
+/*
+ * "1 attempt", "3 attempts": how every message says how many attempts a
+ * request made (httpresp.attempts, the downloader's own count), formatted
+ * here once.  The text lives in the struct returned, which lasts to the
+ * end of the call it is an argument of:
+ *   sfs_err("%s: %s (%s)", url, cause, httpreq_attempts(n).s);
+ */
+struct httpreq_count {
+	char s[24];
+};
+struct httpreq_count httpreq_attempts(unsigned n);
+
 #endif
