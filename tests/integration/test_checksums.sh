@@ -47,7 +47,7 @@
 . "$(dirname "$0")/swift_lib.sh"
 sfs_setup
 T=$SFS_TMP
-INSPECT=$SFS_ROOT/$SAMPLEFS_BUILD/samplefs-inspect
+INSPECT=$SFS_BIN/samplefs-inspect
 mkdir -p "$T/www"
 "$PY" - "$T/www" <<'PY' || { echo "not ok - fixtures"; exit 1; }
 import io, random, sys, tarfile

@@ -22,7 +22,7 @@
 sfs_setup
 T=$SFS_TMP
 W=$T/www
-DL=${SAMPLEFS_DOWNLOAD:-$SFS_ROOT/$SAMPLEFS_BUILD/samplefs-download}
+DL=${SAMPLEFS_DOWNLOAD:-$SFS_BIN/samplefs-download}
 export SFS_ROOT
 
 "$PY" "$(dirname "$0")/gcs_pages.py" "$W" || { echo "not ok - fixtures"; exit 1; }

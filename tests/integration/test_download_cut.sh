@@ -10,7 +10,7 @@
 . "$(dirname "$0")/lib.sh"
 sfs_setup
 T=$SFS_TMP
-DL=${SAMPLEFS_DOWNLOAD:-$SFS_ROOT/$SAMPLEFS_BUILD/samplefs-download}
+DL=${SAMPLEFS_DOWNLOAD:-$SFS_BIN/samplefs-download}
 SERVER_PIDS=()
 stop_servers() { local p; for p in "${SERVER_PIDS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done; }
 SFS_CLEANUP_HOOKS+=(stop_servers)

@@ -83,7 +83,7 @@ tar -C "$T/files/a" -cf "$T/pristine/tar/a.tar" . &&
 	tar -C "$T/files/big" -cf "$T/big.tar" . ||
 	{ echo "not ok - GNU tar"; SFS_FAIL=1; sfs_done; exit 1; }
 "$PY" "$SFS_ROOT/tests/integration/npy_oracle.py" make "$T/pristine/npy"
-INSPECT=$SFS_ROOT/$SAMPLEFS_BUILD/samplefs-inspect
+INSPECT=$SFS_BIN/samplefs-inspect
 
 M=$T/m
 REF=$T/ref

@@ -17,7 +17,7 @@ sfs_setup
 T=$SFS_TMP
 W=$T/www
 M=$T/m
-INSPECT=$SFS_ROOT/$SAMPLEFS_BUILD/samplefs-inspect
+INSPECT=$SFS_BIN/samplefs-inspect
 export SFS_ROOT
 mkdir -p "$M"
 

@@ -7,7 +7,7 @@
 # not one, a source shrinking while mounted, samplefs-inspect --verify.
 . "$(dirname "$0")/lib.sh"
 sfs_setup
-INSPECT=$SFS_ROOT/$SAMPLEFS_BUILD/samplefs-inspect
+INSPECT=$SFS_BIN/samplefs-inspect
 ORACLE="$PY $SFS_ROOT/tests/integration/imagenet_oracle.py"
 D=$SFS_TMP/data
 M=$SFS_TMP/mnt

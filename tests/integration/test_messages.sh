@@ -12,7 +12,7 @@
 . "$(dirname "$0")/lib.sh"
 sfs_setup
 T=$SFS_TMP
-INSPECT=$SFS_ROOT/$SAMPLEFS_BUILD/samplefs-inspect
+INSPECT=$SFS_BIN/samplefs-inspect
 # daemonised mounts have no stderr: sanitizer reports go to files instead
 export ASAN_OPTIONS="${ASAN_OPTIONS:-}:log_path=$T/asan-bg"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-}:log_path=$T/asan-bg"

@@ -19,7 +19,7 @@
 sfs_setup
 T=$SFS_TMP
 mkdir -p "$T/x"
-INSPECT=$SFS_ROOT/$SAMPLEFS_BUILD/samplefs-inspect
+INSPECT=$SFS_BIN/samplefs-inspect
 export TMPDIR=$T/tmp	# where --save-index=s3://... builds
 mkdir -p "$TMPDIR"
 

@@ -80,7 +80,7 @@ umount_all c8 8
 
 # ---- a prebuilt index, served by nginx, to eight more ----
 check "samplefs-inspect --save-index writes the prebuilt index" \
-	"$SFS_ROOT/$SAMPLEFS_BUILD/samplefs-inspect" --save-index="$W/pre.sfsidx" -o quiet "$SRC"
+	"$SFS_BIN/samplefs-inspect" --save-index="$W/pre.sfsidx" -o quiet "$SRC"
 check "no build directory is left next to it" test "$(ls -A "$W" | grep -c samplefs-prebuild)" = 0
 PRE=$(http_url pre.sfsidx)
 mark=$(http_log_mark)
@@ -116,7 +116,7 @@ from make_imagenet import make_imagenet, pick_wnids
 make_imagenet(sys.argv[1], pick_wnids(4, seed=3), per_class=5, n_val=9, seed=1)
 PY
 check "ImageNet: --save-index with the mount's options" \
-	"$SFS_ROOT/$SAMPLEFS_BUILD/samplefs-inspect" --save-index="$T/in.sfsidx" \
+	"$SFS_BIN/samplefs-inspect" --save-index="$T/in.sfsidx" \
 	-o quiet,shard_size=3 "$T/imagenet"
 check "ImageNet: mounted with its own build" \
 	sfs_mount "$T/imagenet" "$T/in-own" -o shard_size=3,index_dir="$T/idxin1"
@@ -139,7 +139,7 @@ gzip -n -c "$W/data.tar" >"$W/data.tar.gz"
 mkdir -p "$T/gf"
 GZ=$(http_url data.tar.gz)
 check "gz: --save-index of the .tar.gz" \
-	"$SFS_ROOT/$SAMPLEFS_BUILD/samplefs-inspect" --save-index="$W/gz.sfsidx" -o quiet "$GZ"
+	"$SFS_BIN/samplefs-inspect" --save-index="$W/gz.sfsidx" -o quiet "$GZ"
 mark=$(http_log_mark)
 start_many g4 4 "index=$(http_url gz.sfsidx),index_only,index_dir=$T/idxg4" "$GZ"
 check "gz: four from the prebuilt index: all mounted" all_mounted g4 4

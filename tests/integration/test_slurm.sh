@@ -57,7 +57,7 @@ run_job() {
 	! scontrol -o show job "$job" | grep -v -q 'JobState=COMPLETED'
 }
 
-prebuild() { "$SFS_ROOT/$SAMPLEFS_BUILD/samplefs-inspect" --save-index="$INDEX" "$SRC" >"$T/inspect.log" 2>&1; }
+prebuild() { "$SFS_BIN/samplefs-inspect" --save-index="$INDEX" "$SRC" >"$T/inspect.log" 2>&1; }
 check "prebuilt index: samplefs-inspect --save-index" prebuild
 have_slurm() { command -v slurmctld slurmd sbatch munged >/dev/null; }
 check "slurm-wlm and munge are installed (tools/deps.sh)" have_slurm || { sfs_done; exit 1; }

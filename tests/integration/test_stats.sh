@@ -36,7 +36,7 @@
 . "$(dirname "$0")/http_lib.sh"
 sfs_setup
 T=$SFS_TMP
-STAT=$SFS_ROOT/$SAMPLEFS_BUILD/samplefs-stat
+STAT=$SFS_BIN/samplefs-stat
 
 # ---- fixtures: members of known sizes; the sources ----
 mkdir -p "$T/files/sub" "$T/clash" "$T/web"

@@ -186,7 +186,7 @@ check "unmount ${M##*/}, no sanitizer report" sfs_umount "$M"
 
 # samplefs-inspect --verify judges nested tars as the daemon does: a member
 # named *.tar that is not a tar is a plain file, not damage
-INSPECT=$SFS_ROOT/$SAMPLEFS_BUILD/samplefs-inspect
+INSPECT=$SFS_BIN/samplefs-inspect
 "$PY" - "$T/fake.tar" <<'PY'
 import io, os, sys, tarfile
 with tarfile.open(sys.argv[1], "w", format=tarfile.GNU_FORMAT) as tf:

@@ -37,9 +37,9 @@ HERE=$ROOT/tools/bench
 . "$ROOT/tests/integration/lib.sh"
 . "$ROOT/tests/integration/http_lib.sh"
 . "$ROOT/tests/integration/swift_lib.sh"
-INSPECT=$ROOT/$SAMPLEFS_BUILD/samplefs-inspect
-READER=$ROOT/$SAMPLEFS_BUILD/bench-readfiles
-CURLLOOP=$ROOT/$SAMPLEFS_BUILD/bench-curlloop
+INSPECT=$SFS_BIN/samplefs-inspect
+READER=$SFS_BIN/bench-readfiles
+CURLLOOP=$SFS_BIN/bench-curlloop
 BASE=${BENCH_DIR:-/var/tmp/samplefs-bench}
 RUNS=${BENCH_RUNS:-5}
 READ_RUNS=${BENCH_READ_RUNS:-3}

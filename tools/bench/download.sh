@@ -21,7 +21,7 @@
 . "$(dirname "$0")/../../tests/integration/http_lib.sh"
 . "$(dirname "$0")/../../tests/integration/swift_lib.sh"
 N=${1:-200} JOBS=${2:-8} RUNS=${3:-5}
-DL=$SFS_ROOT/${SAMPLEFS_BUILD}/samplefs-download
+DL=$SFS_BIN/samplefs-download
 [ -x "$DL" ] || { echo "no $DL: make first" >&2; exit 1; }
 sfs_setup
 T=$SFS_TMP

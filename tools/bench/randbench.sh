@@ -35,12 +35,8 @@ set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT" || exit 1
 HERE=$ROOT/tools/bench
-# SAMPLEFS_BUILD may be absolute (bench.sh's part_script gives it so)
-case ${SAMPLEFS_BUILD:-build} in
-/*) export SAMPLEFS=${SAMPLEFS:-$SAMPLEFS_BUILD/samplefs} B=$SAMPLEFS_BUILD ;;
-*) B=$ROOT/${SAMPLEFS_BUILD:-build} ;;
-esac
 . "$ROOT/tests/integration/lib.sh"
+B=$SFS_BIN	# SAMPLEFS_BUILD, absolute or under the repository
 . "$ROOT/tests/integration/http_lib.sh"
 . "$ROOT/tests/integration/swift_lib.sh"
 READER=$B/bench-readfiles
