@@ -7,7 +7,7 @@ SFS_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 SAMPLEFS_BUILD=${SAMPLEFS_BUILD:-build}
 # SFS_BIN: the build's directory, SAMPLEFS_BUILD as given when absolute
 # (make bench gives it so), else under the repository
-case $SAMPLEFS_BUILD in /*) SFS_BIN=$SAMPLEFS_BUILD ;; *) SFS_BIN=$SFS_BIN ;; esac
+case $SAMPLEFS_BUILD in /*) SFS_BIN=$SAMPLEFS_BUILD ;; *) SFS_BIN=$SFS_ROOT/$SAMPLEFS_BUILD ;; esac
 SAMPLEFS=${SAMPLEFS:-$SFS_BIN/samplefs}
 PY=/usr/bin/python3
 SFS_MOUNTS=()
