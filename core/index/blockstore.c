@@ -448,8 +448,11 @@ int blockstore_open(struct blockstore *bs, const struct index_map *m,
 	const void *blk = index_map_section(m, blk_tag, &blen);
 	const void *rec = index_map_section(m, rec_tag, &rlen);
 
-	return blockstore_open_sections(bs, data, dlen, blk, blen, rec, rlen,
-					key_base);
+	int rc = blockstore_open_sections(bs, data, dlen, blk, blen, rec, rlen,
+					  key_base);
+
+	bs->map = m;
+	return rc;
 }
 
 void blockstore_read_from(struct blockstore *bs, struct source *src, uint64_t off)
@@ -581,6 +584,11 @@ static int load_block(const struct blockstore *bs, uint64_t i, uint8_t *buf)
 	}
 	if (zret != Z_STREAM_END ||
 	    (uint32_t)adler32(adler32(0, NULL, 0), buf, e->rawlen) != e->adler) {
+		/* damage in the index file is said by its checksums, naming
+		 * the file and section, and the file is removed (the next
+		 * mount rebuilds it); only bytes that pass them are said here */
+		if (bs->map && index_map_check(bs->map, bs->data + e->off, e->zlen) < 0)
+			return -EIO;
 		sfs_err("index block %llu at data offset %llu: does not inflate to "
 			"the %u bytes recorded (%s)", (unsigned long long)i,
 			(unsigned long long)e->off, e->rawlen,

@@ -59,6 +59,7 @@ struct blockstore {
 	uint64_t key_base;                /* distinguishes stores in one LRU */
 	struct source *src;               /* see blockstore_read_from */
 	uint64_t src_off;
+	const struct index_map *map;      /* blockstore_open's: names damage */
 };
 /* 0 or -EBADMSG if the sections are inconsistent (checked once, here). */
 int blockstore_open(struct blockstore *bs, const struct index_map *m,
