@@ -17,6 +17,8 @@
 #   in.remount         its remount with the index saved, warm
 #   in.read_cold4      20,000 random train JPEGs, 4 threads, cold
 #   in.read_warm4      the same list again, 4 threads (a warm epoch)
+#   qd.hwm_kb, in.hwm_kb  the daemon's VmHWM (peak RSS, mapped index pages
+#                      included) after those reads
 # and prints, per measurement, each build's median (min-max) and the
 # median (min-max) of the per-run ratios B/A (seconds: < 1 means B is
 # faster; files/s: > 1 means B is faster).  Needs root (drop_caches).
@@ -55,6 +57,7 @@ mount_fs() {
 	done
 	awk -v a="$t0" -v b="$(usec)" 'BEGIN { printf "%.3f", (b - a) / 1e6 }'
 }
+hwm_kb() { awk '/^VmHWM:/ { print $2 }' "/proc/$pid/status"; }
 umount_fs() {
 	fusermount3 -u "$MNT"
 	wait "$pid" 2>/dev/null
@@ -76,6 +79,7 @@ one() {	# RUN NAME BUILD
 	drop
 	rec "$r" "$n" qd.read_cold "$(files_per_s "$DATA/lists/qd_images.txt" 1)"
 	rec "$r" "$n" qd.read_warm4 "$(files_per_s "$DATA/lists/qd_images.txt" 4)"
+	rec "$r" "$n" qd.hwm_kb "$(hwm_kb)"
 	umount_fs
 	drop
 	rec "$r" "$n" in.mount_cold "$(mount_fs "$b" imagenet "$IN" "$idx-in")"
@@ -85,6 +89,7 @@ one() {	# RUN NAME BUILD
 	drop
 	rec "$r" "$n" in.read_cold4 "$(files_per_s "$DATA/lists/in_random.txt" 4)"
 	rec "$r" "$n" in.read_warm4 "$(files_per_s "$DATA/lists/in_random.txt" 4)"
+	rec "$r" "$n" in.hwm_kb "$(hwm_kb)"
 	umount_fs
 }
 
