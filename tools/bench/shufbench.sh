@@ -34,7 +34,8 @@
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${SHUF_BUILD:-build}
-SAMPLEFS=$ROOT/$BUILD/samplefs
+case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
+SAMPLEFS=$BUILD/samplefs
 BENCH_DIR=${BENCH_DIR:-/var/tmp/samplefs-bench}
 NCLS=${SHUF_CLASSES:-64} PER=${SHUF_PER_CLASS:-300} KB=${SHUF_MEMBER_KB-60-160}
 D=$BENCH_DIR/shuf-${KB:-small}
@@ -42,10 +43,10 @@ S=${SHUF_SHARD:-2000} RUNS=${SHUF_RUNS:-5} NFILES=${SHUF_FILES:-4000}
 PF=${SHUF_PREFETCH:+,shard_prefetch=$SHUF_PREFETCH}
 PY=/usr/bin/python3
 M=$D/mnt
-READFILES=$ROOT/$BUILD/bench-readfiles
+READFILES=$BUILD/bench-readfiles
 
 HTTP=${SHUF_HTTP:-0}
-CURLLOOP=$ROOT/$BUILD/bench-curlloop
+CURLLOOP=$BUILD/bench-curlloop
 SFS_CLEANUP_HOOKS=()	# http_lib.sh adds its own, run by cleanup below
 SFS_TMP=
 . "$ROOT/tests/integration/http_lib.sh" || exit 1
