@@ -51,14 +51,16 @@ mount_fs() {
 	local t0=$(usec)
 	"$1/samplefs" -f -o "quiet,layout=$2,index_dir=$4" "$3" "$MNT" >>"$LOG" 2>&1 </dev/null &
 	pid=$!
+	echo "$pid" >"$WORK/daemon.pid"	# this runs in $(...): the caller reads it there
 	until mountpoint -q "$MNT"; do
 		kill -0 "$pid" 2>/dev/null || { echo "buildpair.sh: $1/samplefs did not mount (see $LOG)" >&2; exit 1; }
 		sleep 0.005
 	done
 	awk -v a="$t0" -v b="$(usec)" 'BEGIN { printf "%.3f", (b - a) / 1e6 }'
 }
-hwm_kb() { awk '/^VmHWM:/ { print $2 }' "/proc/$pid/status"; }
+hwm_kb() { awk '/^VmHWM:/ { print $2 }' "/proc/$(cat "$WORK/daemon.pid")/status"; }
 umount_fs() {
+	pid=$(cat "$WORK/daemon.pid")
 	fusermount3 -u "$MNT"
 	wait "$pid" 2>/dev/null
 	pid=
