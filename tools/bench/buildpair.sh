@@ -104,7 +104,9 @@ import sys, statistics as st
 from collections import defaultdict
 v = defaultdict(dict)
 for line in open(sys.argv[1]):
-    r, n, k, x = line.split("\t")
+    r, n, k, x = line.rstrip("\n").split("\t")
+    if not x.strip():
+        continue  # a failed measurement (said on stderr)
     v[k].setdefault(n, {})[int(r)] = float(x)
 print("A = %s\nB = %s\n" % (sys.argv[2], sys.argv[3]))
 print("| measurement | A median (min-max) | B median (min-max) | B/A per run, median (min-max) |")
