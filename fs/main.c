@@ -589,6 +589,7 @@ int main(int argc, char *argv[])
 	int ret = 1, rc, mounted = 0, handlers = 0, private_idx = 0;
 	int background = 0, wfd = -1, serving = 0;
 	pid_t starter = getpid();
+	struct source_info seen;	/* layout_choose's look, for layout_open */
 	const char *layout;
 	double build_s;
 
@@ -652,7 +653,7 @@ int main(int argc, char *argv[])
 	    index_dir_prepare(&fs.opts.core, &private_idx))
 		goto out;
 	if (sfs_opts_absolute_source(&fs.opts.core) ||
-	    !(layout = layout_choose(&fs.opts.core)) ||
+	    !(layout = layout_choose(&fs.opts.core, &seen)) ||
 	    sfs_opts_check_layout(&fs.opts, layout) ||
 	    add_mount_args(&args, fs.opts.fsname ? fs.opts.fsname : fs.opts.core.source))
 		goto out;
@@ -673,7 +674,7 @@ int main(int argc, char *argv[])
 		sigprocmask(SIG_SETMASK, &oldmask, NULL);
 	build_s = sfs_now_s();
 	building = 1;
-	rc = layout_open(&fs.opts.core, &fs.layout);
+	rc = layout_open(&fs.opts.core, &seen, &fs.layout);
 	building = 0;
 	if (rc || sfs_opts_check_data(&fs.opts, fs.layout.env ?
 				      source_env_decompressed(fs.layout.env) : 0))

@@ -84,6 +84,9 @@ struct source_backend {
 	void (*identity)(const struct source *s, struct source_stamp *out);
 	int (*stat)(struct source_env *env, const char *uri,
 		    struct source_info *out);
+	/* optional: as source_stat_seen */
+	void (*seen)(struct source_env *env, const char *uri,
+		     const struct source_info *info);
 	int (*list)(struct source_env *env, const char *uri,
 		    source_list_fn fn, void *arg);
 	/* optional: stores len bytes as the object uri (buckets); 0 or

@@ -205,6 +205,15 @@ int source_stat(struct source_env *env, const char *uri, struct source_info *out
 	return be ? be->stat(env, uri, out) : -EPROTONOSUPPORT;
 }
 
+void source_stat_seen(struct source_env *env, const char *uri,
+		      const struct source_info *info)
+{
+	const struct source_backend *be = backend_of(uri);
+
+	if (be && be->seen)
+		be->seen(env, uri, info);
+}
+
 int source_upload(struct source_env *env, const char *uri, const void *data,
 		  uint64_t len)
 {

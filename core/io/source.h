@@ -386,6 +386,13 @@ struct source_info {
  * a directory).  Follows symlinks.  0 or -errno. */
 int source_stat(struct source_env *env, const char *uri,
 		struct source_info *out);
+/* Tells env what a source_stat of uri in another environment of the same
+ * mount said just now (layout_choose's, made before the daemon forks), so
+ * that env's next look at uri within a second takes it instead of asking
+ * the server again: one round trip less at every mount of a URL.  Nothing
+ * for local names (their stat is cheap) or backends without the memo. */
+void source_stat_seen(struct source_env *env, const char *uri,
+		      const struct source_info *info);
 
 /* Called once per entry (never "." or ".."); nonzero stops the listing and
  * is returned by source_list. */

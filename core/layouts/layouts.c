@@ -208,7 +208,7 @@ static const struct layout_kind *detect(struct source_env *env, const char *sour
 
 /* layout_choose with the mount's environment */
 static const struct layout_kind *choose(const struct sfs_opts *o,
-					struct source_env *env)
+					struct source_env *env, struct source_info *seen)
 {
 	const struct layout_kind *k;
 	struct source_info info;
@@ -224,6 +224,8 @@ static const struct layout_kind *choose(const struct sfs_opts *o,
 		errno = -rc;
 		return NULL;
 	}
+	if (seen)
+		*seen = info;
 	if (!o->layout)
 		return detect(env, o->source, &info);
 	if ((k = layout_kind(o->layout)))
@@ -249,7 +251,7 @@ static struct source_env *env_for(const struct sfs_opts *o)
 	return env;
 }
 
-const char *layout_choose(const struct sfs_opts *o)
+const char *layout_choose(const struct sfs_opts *o, struct source_info *seen)
 {
 	struct source_env *env = env_for(o);
 	const struct layout_kind *k;
@@ -257,14 +259,15 @@ const char *layout_choose(const struct sfs_opts *o)
 
 	if (!env)
 		return NULL;
-	k = choose(o, env);
+	k = choose(o, env, seen);
 	e = errno;
 	source_env_free(env);
 	errno = e;
 	return k ? k->name : NULL;
 }
 
-int layout_open(const struct sfs_opts *o, struct layout *out)
+int layout_open(const struct sfs_opts *o, const struct source_info *seen,
+		struct layout *out)
 {
 	const struct layout_kind *k;
 	int rc;
@@ -272,7 +275,9 @@ int layout_open(const struct sfs_opts *o, struct layout *out)
 	memset(out, 0, sizeof(*out));
 	if (!(out->env = env_for(o)))
 		return -errno;
-	k = choose(o, out->env);
+	if (seen)
+		source_stat_seen(out->env, o->source, seen);
+	k = choose(o, out->env, NULL);
 	rc = k ? k->open(o, out->env, out) : -errno;
 	if (rc < 0) {
 		source_env_free(out->env);

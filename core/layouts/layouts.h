@@ -17,15 +17,18 @@
  * returns -errno.  Builds or loads the persistent index as needed.  Every
  * source of the mount is opened in out->env.
  */
-int layout_open(const struct sfs_opts *o, struct layout *out);
+int layout_open(const struct sfs_opts *o, const struct source_info *seen,
+		struct layout *out);
 /*
  * The layout layout_open would open: o->layout if it is a row of
  * layout_kinds (returned as its static name), else the detected one;
  * NULL, with one line printed and errno set, when the source is missing
  * (stat's errno) or cannot be reached (a URL: that cause, once), or the
- * layout unknown (EINVAL).
+ * layout unknown (EINVAL).  *seen (may be NULL) gets what the source's
+ * stat said, for layout_open's `seen`, which then need not ask again
+ * (NULL there: it asks).
  */
-const char *layout_choose(const struct sfs_opts *o);
+const char *layout_choose(const struct sfs_opts *o, struct source_info *seen);
 void layout_close(struct layout *l);
 
 /* One layout: a row of layout_kinds. */

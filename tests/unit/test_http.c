@@ -49,6 +49,52 @@ Test(http, stamp_and_random_reads)
 	free(u);
 }
 
+/* A mount's start looks at its source up to four times (layout_choose,
+ * the layout, the open, the index check): one HEAD answers them all for
+ * a second, and the answer of another environment (layout_choose's,
+ * before the fork) is taken too (source_stat_seen).  Later looks ask
+ * again; an absent name is asked each time. */
+Test(http, looks_within_a_second_send_one_head)
+{
+	struct source_info info, again;
+	struct source_env *first;
+	struct source *s;
+	char *u, *gone;
+
+	write_file("www/m.bin", 3 * BLK, 4);
+	start_nginx(0);
+	new_env(5, 2, 0, NULL);
+	u = url_of("m.bin");
+	gone = url_of("absent.bin");
+	cr_assert_eq(source_stat(env, u, &info), 0);
+	cr_assert_eq(source_stat(env, u, &again), 0);
+	cr_assert_eq(source_open(env, u, &s), 0);
+	cr_assert_eq(count_log("access.log", "HEAD", NULL, NULL), 1);
+	cr_assert_eq(again.stamp.size, 3 * BLK);
+	cr_assert_eq(source_stamp(s)->size, 3 * BLK);
+	cr_assert_str_eq(source_stamp(s)->etag, info.stamp.etag);
+	source_close(s);
+	cr_assert_eq(source_stat(env, gone, &again), -ENOENT);
+	cr_assert_eq(source_stat(env, gone, &again), -ENOENT);
+	cr_assert_eq(count_log("access.log", "HEAD", NULL, NULL), 3);
+	usleep(1100 * 1000);
+	cr_assert_eq(source_stat(env, u, &again), 0);
+	cr_assert_eq(count_log("access.log", "HEAD", NULL, NULL), 4,
+		     "a look a second later did not ask the server");
+	/* a fresh environment told what the first one saw */
+	first = env;
+	new_env(5, 2, 0, NULL);
+	source_stat_seen(env, u, &again);
+	cr_assert_eq(source_open(env, u, &s), 0);
+	cr_assert_eq(count_log("access.log", "HEAD", NULL, NULL), 4,
+		     "the open asked again for what source_stat_seen told");
+	cr_assert_str_eq(source_stamp(s)->etag, info.stamp.etag);
+	source_close(s);
+	source_env_free(first);
+	free(gone);
+	free(u);
+}
+
 Test(http, second_read_sends_no_request)
 {
 	struct source *s;

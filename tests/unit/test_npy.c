@@ -248,7 +248,7 @@ static void open_npy(const char *src, struct sfs_opts *o, struct layout *L)
 	sfs_opts_default(o);
 	o->source = src;
 	o->layout = "npy";
-	cr_assert(layout_open(o, L) == 0, "layout_open (npy) %s", src);
+	cr_assert(layout_open(o, NULL, L) == 0, "layout_open (npy) %s", src);
 }
 
 /* Reads the whole file in chunks of `step` bytes and compares with want. */

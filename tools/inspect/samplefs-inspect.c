@@ -524,7 +524,7 @@ int main(int argc, char **argv)
 			return 1;
 		o.index_dir = tmpdir;
 	}
-	rc = layout_open(&o, &l);
+	rc = layout_open(&o, NULL, &l);
 	if (rc) {
 		fprintf(stderr, "samplefs-inspect: %s: %s\n", o.source, strerror(-rc));
 		goto out;

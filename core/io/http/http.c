@@ -38,9 +38,12 @@
 #include "io/http/diskcache.h"
 #include "io/http/httpreq.h"
 #include "io/lru.h"
+#include "clock.h"
 #include "log.h"
 
 #define LIST_MAX  (16u << 20)   /* a directory listing's body */
+/* How long a HEAD's answer stands for the same URL (stamp_of). */
+#define STAMP_FRESH_NS (1000 * 1000000LL)
 
 /* A source opened in this mount: its id, reused when it is opened again
  * with the same stamp so its cached blocks are found again, and whether a
@@ -106,6 +109,8 @@ static void http_env_fini(struct source_env *env)
 	httpreq_ctx_free(he->net);
 	lru_free(he->mem);
 	diskcache_close(he->disk);
+	for (i = 0; i < STAMP_MEMO; i++)
+		free(he->memo[i].url);
 	for (i = 0; i < he->nknown; i++)
 		while ((k = he->known[i])) {
 			he->known[i] = k->next;
@@ -290,7 +295,7 @@ static int probe(struct http_env *he, const char *url, struct source_stamp *st,
  * says it serves ranges and then does not is caught by the first read.
  * 0 or -errno, with what went wrong in why (no message here).
  */
-static int stamp_of(struct http_env *he, const char *url, struct source_stamp *st,
+static int stamp_asked(struct http_env *he, const char *url, struct source_stamp *st,
 		    int *is_dir, char *why, size_t whylen)
 {
 	struct httpreq req = { .url = url, .head = 1 };
@@ -316,6 +321,63 @@ static int stamp_of(struct http_env *he, const char *url, struct source_stamp *s
 		return 0;
 	}
 	return probe(he, url, st, is_dir, why, whylen);
+}
+
+/*
+ * A mount's start asks for one URL's stamp up to four times (the layout's
+ * choice of source, the layout's own look, the open, the saved index's
+ * check), each a round trip that waits for the one before: 80 ms of every
+ * mount at 20 ms a request, where one HEAD says it all.  So an answer
+ * stands for STAMP_FRESH_NS.  Not how changes are noticed: every response
+ * is checked against the stamp (httpreq.c), and a later look asks again.
+ */
+static int memo_get(struct http_env *he, const char *url, struct source_stamp *st,
+		    int *is_dir)
+{
+	int64_t now = sfs_now_ns();
+	int found = 0;
+	unsigned i;
+
+	pthread_mutex_lock(&he->ids_lock);
+	for (i = 0; i < STAMP_MEMO && !found; i++) {
+		struct stamp_memo *m = &he->memo[i];
+
+		if (m->url && now - m->at_ns < STAMP_FRESH_NS && !strcmp(m->url, url)) {
+			*st = m->st;
+			*is_dir = m->is_dir;
+			found = 1;
+		}
+	}
+	pthread_mutex_unlock(&he->ids_lock);
+	return found;
+}
+
+static void memo_put(struct http_env *he, const char *url, const struct source_stamp *st,
+		     int is_dir)
+{
+	char *copy = strdup(url);
+	struct stamp_memo *m;
+
+	if (!copy)
+		return;		/* only a HEAD more */
+	pthread_mutex_lock(&he->ids_lock);
+	m = &he->memo[he->memo_next++ % STAMP_MEMO];
+	free(m->url);
+	*m = (struct stamp_memo){ copy, sfs_now_ns(), is_dir, *st };
+	pthread_mutex_unlock(&he->ids_lock);
+}
+
+/* stamp_asked's answer, or one given for the same URL just before */
+static int stamp_of(struct http_env *he, const char *url, struct source_stamp *st,
+		    int *is_dir, char *why, size_t whylen)
+{
+	int rc;
+
+	if (memo_get(he, url, st, is_dir))
+		return 0;
+	if ((rc = stamp_asked(he, url, st, is_dir, why, whylen)) == 0)
+		memo_put(he, url, st, *is_dir);
+	return rc;
 }
 
 static int http_open(struct source *s)
@@ -431,6 +493,13 @@ static int http_stat(struct source_env *env, const char *uri,
 	return rc;
 }
 
+static void http_seen(struct source_env *env, const char *uri,
+		      const struct source_info *info)
+{
+	if (env && env->http)
+		memo_put(env->http, uri, &info->stamp, info->is_dir);
+}
+
 static int http_list(struct source_env *env, const char *uri, source_list_fn fn,
 		     void *arg)
 {
@@ -489,6 +558,7 @@ const struct source_backend source_http_backend = {
 	.close = http_close,
 	.advise = http_advise,
 	.stat = http_stat,
+	.seen = http_seen,
 	.list = http_list,
 	.env_init = http_env_init,
 	.env_fini = http_env_fini,

@@ -32,6 +32,7 @@
 				 * index build keeps BUILD_JOBS requests in flight */
 #define REGION_SHIFT 20         /* 1 MiB regions, for telling random reads apart */
 #define REGIONS    32           /* regions of recent random reads remembered */
+#define STAMP_MEMO 8            /* HEAD answers remembered (http.c: stamp_of) */
 
 struct httpreq_ctx;
 struct diskcache;
@@ -57,6 +58,15 @@ struct http_env {
 	struct known **known;           /* nknown chains, a power of two */
 	size_t nknown, count;
 	uint32_t next_id;
+	/* the last HEAD answers, by URL (http.c: stamp_of), under ids_lock;
+	 * round robin */
+	struct stamp_memo {
+		char *url;              /* NULL: free */
+		int64_t at_ns;          /* when it was answered (sfs_now_ns) */
+		int is_dir;
+		struct source_stamp st;
+	} memo[STAMP_MEMO];
+	unsigned memo_next;
 	/* prefetch threads and their queue */
 	pthread_mutex_t q_lock;
 	pthread_cond_t q_more;
