@@ -10,6 +10,13 @@
 #      ImageNet's JPEG sizes) and for the ImageNet shape (an outer tar of 20
 #      class tars of 100 such members); medians, min and max, and the median
 #      of the per-pair ratios build / curl;
+#      Beside them, the floor a build over this link cannot beat: the
+#      mount's start (a build of a tar of one 3-byte file: its HEAD and GET
+#      and the mount, each waiting for the one before) plus the same tar
+#      fetched by curl in as many ranged GETs as the build sent, 6 in
+#      flight as the build keeps them (curl --parallel, through the same
+#      proxy): floor / curl says how far a build of BUILD_JOBS windows can
+#      get, build / floor how far samplefs is from it;
 #   2. /__chaos faulting a fraction of the GETs (a seeded mix of 500, 503,
 #      429, resets, bodies cut with and without Content-Length, trickles,
 #      stops, 2 s delays), no delay otherwise: builds of the flat tar, each
@@ -57,6 +64,7 @@ with tarfile.open(sys.argv[1], "w") as out:
 PY
 }
 gen "$DIR/flat.tar" 0 || exit 1
+(cd "$SFS_TMP" && printf 'hi\n' >one && tar -cf "$DIR/one.tar" one) || exit 1
 gen "$DIR/nested.tar" 1 || exit 1
 http_start "$DIR" || exit 1
 proxy_start "$(http_url /)" || exit 1
@@ -77,6 +85,17 @@ build() {	# build URL: one build with a fresh index, then unmount
 		"$1" "$MNT" 2>"$SFS_TMP/run.log" && sfs_mounted "$MNT" && fusermount3 -u "$MNT"
 }
 fetch() { curl -sf -o /dev/null "$1"; }
+# ranged URL N: the whole file at URL in N ranged GETs, 6 at a time
+ranged() {
+	local size k a step args=()
+	size=$(curl -sfI "$1" | tr -d '\r' | awk 'tolower($1) == "content-length:" { print $2 }')
+	step=$(((size + $2 - 1) / $2))
+	for ((k = 0; k < $2; k++)); do
+		a=$((k * step))
+		args+=(-r "$a-$((a + step - 1))" -o /dev/null "$1")
+	done
+	curl -sf --parallel --parallel-max 6 "${args[@]}" 2>/dev/null
+}
 # stats N...: "median min max" of the numbers
 stats() {
 	printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END {
@@ -86,24 +105,32 @@ stats() {
 
 echo "# $SAMPLEFS ($(git -C "$ROOT" rev-parse --short HEAD)), $RUNS runs each, options: layout=tar${STREAM_OPTS:+,$STREAM_OPTS}"
 echo
-echo "| tar, ${DELAY} ms a request | curl ms: median (min-max) | build ms: median (min-max) | build / curl: median of pairs (min-max) | GETs a build |"
-echo "|---|---|---|---|---|"
+echo "| tar, ${DELAY} ms a request | curl ms: median (min-max) | build ms: median (min-max) | build / curl: median of pairs (min-max) | GETs a build | floor ms: start + ranged GETs | floor / curl | build / floor |"
+echo "|---|---|---|---|---|---|---|---|"
 proxy_ctl "delay?ms=$DELAY" >/dev/null
 for t in flat nested; do
 	url=$(proxy_url "/$t.tar")
-	cs=() bs=() rs=() gets=
+	cs=() bs=() rs=() fs=() fcs=() bfs=() gets=
 	for ((i = 0; i < RUNS; i++)); do
 		c=$(ms fetch "$url") || { echo "curl failed" >&2; exit 1; }
 		proxy_ctl "stats?reset=1" >/dev/null
 		b=$(ms build "$url") || { echo "build failed: $(tail -1 "$SFS_TMP/run.log")" >&2; exit 1; }
 		gets=$(proxy_stat method.GET)
+		st=$(ms build "$(proxy_url /one.tar)") || { echo "build of one.tar failed" >&2; exit 1; }
+		rg=$(ms ranged "$url" "$gets") || { echo "ranged curl failed" >&2; exit 1; }
+		f=$((st + rg))
 		cs+=("$c") bs+=("$b") rs+=("$(awk -v a="$b" -v b="$c" 'BEGIN { printf "%.2f", a / b }')")
-		echo "  $t run $i: curl $c ms, build $b ms, $gets GETs" >&2
+		fs+=("$f") fcs+=("$(awk -v a="$f" -v b="$c" 'BEGIN { printf "%.2f", a / b }')")
+		bfs+=("$(awk -v a="$b" -v b="$f" 'BEGIN { printf "%.2f", a / b }')")
+		echo "  $t run $i: curl $c ms, build $b ms, $gets GETs; floor $f ms (start $st + ranged $rg)" >&2
 	done
 	read -r cm cmin cmax < <(stats "${cs[@]}")
 	read -r bm bmin bmax < <(stats "${bs[@]}")
 	read -r rm rmin rmax < <(stats "${rs[@]}")
-	echo "| $t ($(du -m "$DIR/$t.tar" | cut -f1) MB) | $cm ($cmin-$cmax) | $bm ($bmin-$bmax) | ${rm}x ($rmin-$rmax) | $gets |"
+	read -r fm fmin fmax < <(stats "${fs[@]}")
+	read -r fcm fcmin fcmax < <(stats "${fcs[@]}")
+	read -r bfm bfmin bfmax < <(stats "${bfs[@]}")
+	echo "| $t ($(du -m "$DIR/$t.tar" | cut -f1) MB) | $cm ($cmin-$cmax) | $bm ($bmin-$bmax) | ${rm}x ($rmin-$rmax) | $gets | $fm ($fmin-$fmax) | ${fcm}x ($fcmin-$fcmax) | ${bfm}x ($bfmin-$bfmax) |"
 done
 proxy_ctl "delay?ms=0" >/dev/null
 
