@@ -2,8 +2,11 @@
  * readfiles - the benchmark's reader: opens, reads to the end and closes
  * every file named in a list, with T threads, and reports files/s.
  *
- * Usage: readfiles [-t THREADS] [-p PREFIX] [-l] LISTFILE
+ * Usage: readfiles [-t THREADS] [-p PREFIX] [-l] [-r FILE] LISTFILE
  *   LISTFILE has one path per line (relative paths get PREFIX/ in front).
+ *   -r reads ranges of FILE instead: each line is "OFFSET SIZE", pread
+ *   from one descriptor (the disk's own rate for a shard's members, with
+ *   no file system above the source: shufbench.sh's floor).
  *   -l lists first, as a loader calling sorted(glob(...)) per class does:
  *   every directory the list names is read to its end (readdir, no stat),
  *   in order of first appearance, by one thread, inside the timed span.
@@ -39,6 +42,7 @@ struct job {
 	atomic_size_t next;
 	atomic_ullong bytes;
 	atomic_ullong errors;
+	int range_fd;		/* -r: the file the lines are ranges of; else -1 */
 };
 
 static double now(void)
@@ -75,6 +79,26 @@ static long long read_one(const char *path, char *buf)
 	return err ? err : total;
 }
 
+/* Bytes of the range "OFFSET SIZE" of fd, or -errno. */
+static long long read_range(int fd, const char *line, char *buf)
+{
+	unsigned long long off, size, done = 0;
+	ssize_t n;
+
+	if (sscanf(line, "%llu %llu", &off, &size) != 2)
+		return -EINVAL;
+	while (done < size) {
+		n = pread(fd, buf, size - done < RBUF_SIZE ? size - done : RBUF_SIZE,
+			  (off_t)(off + done));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		done += (unsigned long long)n;
+	}
+	return (long long)done;
+}
+
 static void *worker(void *arg)
 {
 	struct job *j = arg;
@@ -88,7 +112,8 @@ static void *worker(void *arg)
 		return NULL;
 	}
 	while ((i = atomic_fetch_add(&j->next, 1)) < j->npaths) {
-		r = read_one(j->paths[i], buf);
+		r = j->range_fd >= 0 ? read_range(j->range_fd, j->paths[i], buf) :
+				       read_one(j->paths[i], buf);
 		if (r >= 0) {
 			bytes += (unsigned long long)r;
 			continue;
@@ -191,14 +216,18 @@ int main(int argc, char **argv)
 	int c, list_first = 0;
 
 	memset(&j, 0, sizeof(j));
-	while ((c = getopt(argc, argv, "t:p:l")) != -1) {
+	j.range_fd = -1;
+	while ((c = getopt(argc, argv, "t:p:lr:")) != -1) {
 		if (c == 't')
 			nthreads = strtol(optarg, NULL, 10);
 		else if (c == 'p')
 			prefix = optarg;
 		else if (c == 'l')
 			list_first = 1;
-		else
+		else if (c == 'r' && (j.range_fd = open(optarg, O_RDONLY)) < 0) {
+			fprintf(stderr, "readfiles: %s: %s\n", optarg, strerror(errno));
+			return 1;
+		} else if (c != 'r')
 			goto usage;
 	}
 	if (optind != argc - 1 || nthreads < 1 || nthreads > 256)
@@ -229,7 +258,7 @@ int main(int argc, char **argv)
 	free(tids);
 	return j.errors ? 1 : 0;
 usage:
-	fprintf(stderr, "usage: %s [-t THREADS] [-p PREFIX] [-l] LISTFILE\n",
+	fprintf(stderr, "usage: %s [-t THREADS] [-p PREFIX] [-l] [-r FILE] LISTFILE\n",
 		argv[0]);
 	return 2;
 }

@@ -14,6 +14,11 @@
 #   ordered  `cat` of one shard in the tar's order (no shard_seed), prefetch on
 #   tree4    SHUF_FILES files of the extracted tree at random, 4 threads
 #            (readfiles.c), the anchor of the target: shuf >= 2x tree4
+#   disk16   the floor: the same shard's members read from the release's
+#            train tar in the shard's order by 16 threads of pread
+#            (readfiles -r), no FUSE and nothing above the disk: the
+#            source's own parallel random-read rate, which no reader of
+#            those members beats
 # With SHUF_HTTP=1, over HTTP too (nginx on loopback serving the release,
 # tests/integration/http_lib.sh; a cold disk under it):
 #   hshuf    `cat` of the shuffled shard through an http:// mount
@@ -95,10 +100,11 @@ if [ "$HTTP" = 1 ]; then
 	SFS_TMP=$D/http
 	rm -rf "$SFS_TMP" && mkdir -p "$SFS_TMP" && http_start "$D/src" || exit 1
 	export AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench	# nginx ignores the signature
-	# "OFFSET SIZE" of every train member of shard k (shard_seed=1), per k:
-	# the shard order computed as imagenet_oracle.py does (numpy), offsets
-	# from tarfile
-	$PY - "$D/src/ILSVRC2012_img_train.tar" "$S" "$D/shard" <<'EOF' || exit 1
+fi
+# "OFFSET SIZE" of every train member of shard k (shard_seed=1), per k:
+# the shard order computed as imagenet_oracle.py does (numpy), offsets
+# from tarfile (disk16 and curl16 read them)
+$PY - "$D/src/ILSVRC2012_img_train.tar" "$S" "$D/shard" <<'EOF' || exit 1
 import sys, tarfile
 import numpy as np
 ext = []
@@ -118,7 +124,6 @@ for k in range(len(canon) // S):
         for c in order[k * S:(k + 1) * S]:
             f.write("%d %d\n" % (canon[c][2], canon[c][3]))
 EOF
-fi
 
 drop() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 now() { date +%s.%N; }
@@ -159,6 +164,8 @@ run() {	# run NAME RUN: one measurement, cold
 	ordered) mnt "${PF#,}"; drop; r=$(cat_shard "$k"); fusermount3 -u "$M" ;;
 	tree4) drop; r=$("$READFILES" -t 4 -p "$D/tree" "$D/random.list" |
 			sed -n 's/.*files_per_s=\([0-9.]*\).*/\1/p') ;;
+	disk16) drop; r=$("$READFILES" -t 16 -r "$D/src/ILSVRC2012_img_train.tar" "$D/shard-$k.list" |
+			sed -n 's/.*files_per_s=\([0-9.]*\).*/\1/p') ;;
 	hshuf) hmnt "shard_seed=1$PF"; r=$(hcat "$1" "$2" "$k") ;;
 	hordered) hmnt "${PF#,}"; r=$(hcat "$1" "$2" "$k") ;;
 	curl16) drop; r=$("$CURLLOOP" -t 16 "$(http_url ILSVRC2012_img_train.tar)" \
@@ -169,7 +176,7 @@ run() {	# run NAME RUN: one measurement, cold
 grep -q " $M fuse" /proc/mounts && fusermount3 -u "$M"
 mnt "shard_seed=1" && ls "$M/shards" >/dev/null && fusermount3 -u "$M"	# the indexes
 mnt "" && ls "$M/shards" >/dev/null && fusermount3 -u "$M"
-names=(shuf shuf0 ordered tree4)
+names=(shuf shuf0 ordered tree4 disk16)
 if [ "$HTTP" = 1 ]; then
 	names+=(hshuf hordered curl16)
 	hmnt "shard_seed=1" && ls "$M/shards" >/dev/null && fusermount3 -u "$M"
@@ -204,6 +211,9 @@ for n, x in v.items():
           % (n, med[n], min(x), max(x), len(x)))
 print("ratios of medians: shuf / tree4 %.2fx   shuf / shuf0 %.2fx   shuf / ordered %.2fx"
       % (med["shuf"] / med["tree4"], med["shuf"] / med["shuf0"], med["shuf"] / med["ordered"]))
+print("the floor: disk16 / tree4 %.2fx (the most any reader of the shard's members reaches"
+      " against the target's anchor)   shuf / disk16 %.2fx"
+      % (med["disk16"] / med["tree4"], med["shuf"] / med["disk16"]))
 if "hshuf" in med:
     print("ratios of medians: hshuf / curl16 %.2fx" % (med["hshuf"] / med["curl16"]))
 # the same ratio within each run (measured minutes apart at most), median
@@ -211,7 +221,8 @@ runs = {}
 for line in open(sys.argv[1]):
     n, i, r = line.split("\t")
     runs.setdefault(int(i), {})[n] = float(r)
-for a, b in (("shuf", "tree4"), ("shuf", "shuf0"), ("shuf", "ordered"), ("hshuf", "curl16"),
+for a, b in (("shuf", "tree4"), ("shuf", "shuf0"), ("shuf", "ordered"), ("shuf", "disk16"),
+             ("disk16", "tree4"), ("hshuf", "curl16"),
              ("hordered", "ordered")):
     x = sorted(v[a] / v[b] for v in runs.values() if a in v and b in v)
     if x:
