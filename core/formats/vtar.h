@@ -75,6 +75,12 @@ struct vtar_shard {
 	 * through pread); -EIO (the source changed) */
 	int (*in_place)(void *arg, uint64_t i, unsigned part, struct source **src,
 			uint64_t *off);
+	/* optional: called once a read's members are read (pread) or given
+	 * as spans (in_place), before vtar_read_spans returns them: 0, or
+	 * -EIO when a source they came from changed (nothing of the read may
+	 * be served).  Lets the caller check its sources once a read, not
+	 * once a member; without it, pread and in_place must check. */
+	int (*check)(void *arg);
 };
 
 /* Bytes that sample (stem_len, size, label) occupies in a shard. */

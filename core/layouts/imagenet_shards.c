@@ -15,12 +15,19 @@
 
 #define NAME_MAX_ 512	/* "<k>/<label>.<member>\n": member names are <= 255 */
 
+/* Sources one read remembers, to check once at its end (shard_check):
+ * a shard's members come from one tar, or from a few class tars in a row */
+#define READ_SRCS 8
+
 /* One shard as vtar sees it (the argument of its callbacks): positions
  * [first, first + n) of split view sp, whose records start at byte `base`
- * of the split's records */
+ * of the split's records; and the sources a read took members from, to
+ * check once it has them all */
 struct shard_span {
 	const struct in_split *sp;
 	uint64_t first, n, base;
+	struct source *read[READ_SRCS];
+	unsigned nread;
 };
 
 uint64_t imagenet_shard_len(const struct in_layout *L, const struct in_split *sp, uint64_t k)
@@ -51,23 +58,61 @@ static int shard_offset(void *arg, uint64_t i, uint64_t *off)
 	return 0;
 }
 
+/* Notes that the read took bytes of s, for shard_check; with no room left
+ * to note it, checks s now.  0 or -EIO. */
+static int read_from(struct shard_span *v, struct source *s)
+{
+	unsigned k;
+
+	for (k = 0; k < v->nread; k++)
+		if (v->read[k] == s)
+			return 0;
+	if (v->nread < READ_SRCS) {
+		v->read[v->nread++] = s;
+		return 0;
+	}
+	return source_check(s) < 0 ? -EIO : 0;
+}
+
+/* vtar's check: every source the read took bytes of is unchanged since
+ * mounting, checked after reading them (tarindex.h: as tarindex_pread
+ * checks), so bytes of a changed source are never served */
+static int shard_check(void *arg)
+{
+	struct shard_span *v = arg;
+	unsigned k;
+	int rc = 0;
+
+	for (k = 0; k < v->nread; k++)
+		if (source_check(v->read[k]) < 0)
+			rc = -EIO;
+	v->nread = 0;
+	return rc;
+}
+
 static ssize_t shard_pread(void *arg, uint64_t i, unsigned part, void *buf, size_t len,
 			uint64_t off)
 {
-	const struct shard_span *v = arg;
+	struct shard_span *v = arg;
+	struct source *from = NULL;
+	ssize_t got;
 
-	return tarindex_pread(&v->sp->t, in_split_node(v->sp, v->sp->ord[v->first + i]),
-			      buf, len, off);
+	got = tarindex_pread_unchecked(&v->sp->t, in_split_node(v->sp, v->sp->ord[v->first + i]),
+				       buf, len, off, &from);
+	if (got > 0 && read_from(v, from) < 0)
+		return -EIO;
+	return got;
 }
 
 /* Sample i's member in place in a local source (vtar.h's in_place): not
  * sparse, compressed or checksummed (-o checksums: its bytes are checked
- * on the way, so copied), and the source unchanged since mounting (a
- * splice of changed bytes could not be caught after: layout.h's extent). */
+ * on the way, so copied), and the source unchanged since mounting, which
+ * shard_check says before the read's spans go out (a splice of changed
+ * bytes could not be caught after: layout.h's extent). */
 static int shard_in_place(void *arg, uint64_t i, unsigned part, struct source **src,
 			  uint64_t *off)
 {
-	const struct shard_span *v = arg;
+	struct shard_span *v = arg;
 	uint32_t node = in_split_node(v->sp, v->sp->ord[v->first + i]);
 	const struct tarindex_node *n = tarindex_node(&v->sp->t, node);
 	struct source *s = tarindex_src(&v->sp->t, tarindex_node_src(n));
@@ -77,7 +122,7 @@ static int shard_in_place(void *arg, uint64_t i, unsigned part, struct source **
 	(void)part;
 	if (!tarindex_in_place(&v->sp->t, node) || source_fd(s, &fd, &fdbase) < 0)
 		return -ENOTSUP;
-	if (source_check(s) < 0)
+	if (read_from(v, s) < 0)
 		return -EIO;
 	*src = s;
 	*off = n->off;
@@ -116,12 +161,13 @@ static int shard_find(void *arg, uint64_t off, uint64_t *i, uint64_t *start)
 static void vtar_of(const struct in_layout *L, const struct in_split *sp, uint64_t k,
 		    struct vtar_shard *v, struct shard_span *ctx)
 {
+	memset(ctx, 0, sizeof(*ctx));
 	ctx->sp = sp;
 	ctx->first = k * L->S;
 	ctx->n = imagenet_shard_len(L, sp, k);
 	ctx->base = imagenet_cum_offset(sp, ctx->first);
 	*v = (struct vtar_shard){ ctx->n, L->mtime, ctx, shard_entry, shard_offset, shard_pread,
-				  shard_find, shard_in_place };
+				  shard_find, shard_in_place, shard_check };
 }
 
 int imagenet_shard_size(const struct in_layout *L, const struct in_split *sp, uint64_t k,

@@ -339,7 +339,7 @@ ssize_t qd_epochs_read(const struct qd *q, uint64_t ino, char *buf, size_t size,
 		return rc;
 	v = (struct qvt){ E, E->ord[slot], s, k * E->S, shard_len(E, s, k), "" };
 	vs = (struct vtar_shard){ v.n, q->scan.root_mtime, &v, qvt_entry, qvt_offset,
-				  qvt_pread, qvt_find, NULL };
+				  qvt_pread, qvt_find, NULL, NULL };
 	r = vtar_read(&vs, buf, size, off);
 	epochs_put(&E->cache, slot);
 	return r;

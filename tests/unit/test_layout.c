@@ -92,7 +92,7 @@ static const char *chosen(void)
 
 	sfs_opts_default(&o);
 	o.source = dir;
-	return layout_choose(&o);
+	return layout_choose(&o, NULL);
 }
 
 Test(layout, detection_goes_down_the_rows)

@@ -112,7 +112,7 @@ static void make_shard(struct shard *sh, struct vtar_shard *v, uint64_t n)
 		sh->s[i].size2 = sizes[(i + 3) % (sizeof(sizes) / sizeof(sizes[0]))];
 	}
 	sh->s[n - 1].label = 4294967295u;
-	*v = (struct vtar_shard){ n, MTIME, sh, cb_entry, cb_offset, cb_pread, NULL, NULL };
+	*v = (struct vtar_shard){ n, MTIME, sh, cb_entry, cb_offset, cb_pread, NULL, NULL, NULL };
 }
 
 /* the whole shard, read in `chunk`-byte pieces */
@@ -335,7 +335,7 @@ Test(vtar, sizes_are_computed_without_data)
 	/* a shard whose one sample is 10 GiB: header uses base-256 size */
 	struct sample s = { "big", 10ull << 30, 3, 0 };
 	struct shard sh = { &s, 1, 0, -1, -1 };
-	struct vtar_shard v = { 1, MTIME, &sh, cb_entry, cb_offset, cb_pread, NULL, NULL };
+	struct vtar_shard v = { 1, MTIME, &sh, cb_entry, cb_offset, cb_pread, NULL, NULL, NULL };
 	uint64_t size;
 	char hdr[512];
 
@@ -367,6 +367,44 @@ Test(vtar, source_errors_are_eio_never_wrong_bytes)
 	cb_offset(&sh, 8, &off);
 	cr_assert_gt(vtar_read(&v, buf, size, off), 0);	/* after it: fine */
 	free(buf);
+	free(sh.s);
+}
+
+/* The shard's check (vtar.h): called once per read, after its members were
+ * read; its -EIO is the read's, so nothing of a read whose source changed
+ * is served, and a read past every member (the end blocks) still asks. */
+static int checks, check_rc;
+
+static int cb_check(void *arg)
+{
+	(void)arg;
+	checks++;
+	return check_rc;
+}
+
+Test(vtar, check_runs_once_a_read_and_its_eio_is_the_reads)
+{
+	struct shard sh;
+	struct vtar_shard v;
+	uint64_t size, off = 0;
+	char *buf, *want;
+
+	make_shard(&sh, &v, 12);
+	want = read_all(&v, &size, (size_t)1 << 20);
+	v.check = cb_check;
+	buf = malloc(size);
+	checks = 0;
+	check_rc = 0;
+	cr_assert_eq(vtar_read(&v, buf, size, 0), (ssize_t)size);
+	cr_assert_eq(checks, 1, "%d checks for one read of 12 samples", checks);
+	cr_assert(!memcmp(buf, want, size));
+	check_rc = -EIO;
+	cr_assert_eq(vtar_read(&v, buf, size, 0), -EIO);
+	cb_offset(&sh, 5, &off);
+	cr_assert_eq(vtar_read(&v, buf, 700, off), -EIO);
+	cr_assert_eq(checks, 3);
+	free(buf);
+	free(want);
 	free(sh.s);
 }
 

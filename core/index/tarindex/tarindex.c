@@ -769,8 +769,8 @@ static int sparse_read(const struct tarindex *t, uint32_t i, char *buf,
 	return 0;
 }
 
-ssize_t tarindex_pread(const struct tarindex *t, uint32_t i, void *buf,
-		       size_t size, uint64_t off)
+ssize_t tarindex_pread_unchecked(const struct tarindex *t, uint32_t i, void *buf,
+				 size_t size, uint64_t off, struct source **from)
 {
 	const struct tarindex_node *n = &t->nodes[i];
 	const struct tarindex_zip *z;
@@ -809,9 +809,19 @@ ssize_t tarindex_pread(const struct tarindex *t, uint32_t i, void *buf,
 		     read_source(t, src, buf, size, n->off + off);
 	if (rc < 0)
 		return rc;
+	*from = t->srcs[src];
+	return (ssize_t)size;
+}
+
+ssize_t tarindex_pread(const struct tarindex *t, uint32_t i, void *buf,
+		       size_t size, uint64_t off)
+{
+	struct source *from = NULL;
+	ssize_t got = tarindex_pread_unchecked(t, i, buf, size, off, &from);
+
 	/* checked after reading: bytes of a file that changed before or while
 	 * they were read are not served (see tarindex.h for the limits) */
-	if (source_check(t->srcs[src]) < 0)
+	if (got > 0 && source_check(from) < 0)
 		return -EIO;
-	return (ssize_t)size;
+	return got;
 }
