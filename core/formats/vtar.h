@@ -98,15 +98,17 @@ ssize_t vtar_read(const struct vtar_shard *s, char *buf, size_t len, uint64_t of
 /*
  * vtar_read's bytes as spans (source.h) for a reply that splices: headers,
  * padding and members not in place (no in_place callback, or it said
- * -ENOTSUP) or shorter than VTAR_SPAN_MIN are written to buf at their
+ * -ENOTSUP) or shorter than `min` bytes are written to buf at their
  * offset in the reply, members in place come as source ranges, not read.
  * At most `max` spans (>= 1); past that, members are read into buf too.
- * Sets *n; returns what vtar_read returns.
+ * Sets *n; returns what vtar_read returns.  (vtar_read itself reads the
+ * members in place this way too, then all at once: source_fill_spans.)
  */
-#define VTAR_SPAN_MIN 4096
+#define VTAR_SPAN_MIN 4096	/* a span worth a splice */
 struct vtar_spans {
 	struct source_span *sp;
 	unsigned max, n;
+	size_t min;		/* bytes of a member given as a span, at least */
 };
 ssize_t vtar_read_spans(const struct vtar_shard *s, char *buf, size_t len, uint64_t off,
 			struct vtar_spans *o);

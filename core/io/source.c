@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include "clock.h"
 #include "log.h"
@@ -177,6 +178,83 @@ int source_fd(struct source *s, int *fd, uint64_t *base)
 	if (!s->be->fd)
 		return -ENOTSUP;
 	return s->be->fd(s, fd, base);
+}
+
+/* iovecs of one preadv of source_fill_spans: a span and a gap each */
+#define FILL_IOV 256
+
+/* preadv of iov[0..k) at off until done: 0, -EAGAIN (no-wait mode: not
+ * all in the page cache), -EIO (the file ends first) or -errno */
+static int preadv_all(int fd, struct iovec *iov, int k, uint64_t off, int nowait)
+{
+	ssize_t got;
+
+	while (k > 0) {
+		got = preadv2(fd, iov, k, (off_t)off, nowait ? RWF_NOWAIT : 0);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0 && nowait && (errno == EAGAIN || errno == EOPNOTSUPP ||
+					  errno == EINVAL))
+			return -EAGAIN;
+		if (got < 0)
+			return -errno;
+		if (got == 0)
+			return -EIO;
+		off += (uint64_t)got;
+		for (; k > 0 && (size_t)got >= iov->iov_len; iov++, k--)
+			got -= (ssize_t)iov->iov_len;
+		if (k > 0) {
+			iov->iov_base = (char *)iov->iov_base + got;
+			iov->iov_len -= (size_t)got;
+			if (nowait)
+				return -EAGAIN;	/* short: the rest is not cached */
+		}
+	}
+	return 0;
+}
+
+int source_fill_spans(const struct source_span *sp, unsigned n, char *buf)
+{
+	struct iovec iov[FILL_IOV];
+	char gap[SOURCE_FILL_GAP];
+	uint64_t base, start, end, at;
+	size_t pos = 0, p;
+	unsigned i = 0, j;
+	int fd, fd2, k, rc;
+
+	while (i < n) {
+		if (!sp[i].src) {
+			pos += sp[i].len;
+			i++;
+			continue;
+		}
+		if ((rc = source_fd(sp[i].src, &fd, &base)) < 0)
+			return rc;
+		start = base + sp[i].off;
+		end = start + sp[i].len;
+		k = 0;
+		iov[k++] = (struct iovec){ buf + pos, sp[i].len };
+		pos += sp[i].len;
+		/* the next span of a source on the same descriptor, past the
+		 * reply's own bytes between them, joins when it follows soon */
+		for (i++; i < n && k + 2 <= FILL_IOV; i = j + 1) {
+			for (j = i, p = pos; j < n && !sp[j].src; j++)
+				p += sp[j].len;
+			if (j == n || source_fd(sp[j].src, &fd2, &base) < 0 || fd2 != fd)
+				break;
+			at = base + sp[j].off;
+			if (at < end || at - end > SOURCE_FILL_GAP)
+				break;
+			if (at > end)
+				iov[k++] = (struct iovec){ gap, (size_t)(at - end) };
+			iov[k++] = (struct iovec){ buf + p, sp[j].len };
+			end = at + sp[j].len;
+			pos = p + sp[j].len;
+		}
+		if ((rc = preadv_all(fd, iov, k, start, source_nowait_mode())) < 0)
+			return rc;
+	}
+	return 0;
 }
 
 void source_advise(struct source *s, uint64_t off, uint64_t len,

@@ -228,5 +228,5 @@ ssize_t imagenet_shard_read(struct in_layout *L, const struct in_split *sp, uint
 	 * out first, and with it the members after this one */
 	imagenet_ahead(&L->ahead, &(struct in_shard){ ctx.sp, ctx.first, ctx.n, ctx.base },
 		       ino, off, size);
-	return vtar_read_spans(&v, buf, size, off, o);
+	return o ? vtar_read_spans(&v, buf, size, off, o) : vtar_read(&v, buf, size, off);
 }

@@ -700,7 +700,7 @@ static ssize_t in_read(void *priv, uint64_t ino, char *buf, size_t size, uint64_
 static ssize_t in_spans(void *priv, uint64_t ino, char *buf, size_t size, uint64_t off,
 			struct source_span *sp, unsigned max, unsigned *n)
 {
-	struct vtar_spans o = { sp, max, 0 };
+	struct vtar_spans o = { sp, max, 0, VTAR_SPAN_MIN };
 	ssize_t r = read_to(priv, ino, buf, size, off, &o);
 
 	*n = o.n;

@@ -477,13 +477,13 @@ static void spans_agree(int two)
 
 	make_shard(&sh, &v, 40);
 	sh.two = two;
+	ref = read_all(&v, &size, 65536);	/* every member through pread */
 	v.in_place = cb_in_place;
-	ref = read_all(&v, &size, 65536);
 	buf = malloc(size);
 	out = malloc(size);
 	for (m = 0; m < sizeof(maxes) / sizeof(maxes[0]); m++) {
 		for (off = 0; off < size; off += 4093 * (m + 1)) {
-			struct vtar_spans o = { sp, maxes[m], 99 };
+			struct vtar_spans o = { sp, maxes[m], 99, VTAR_SPAN_MIN };
 			ssize_t n;
 
 			len = (size_t)(off % 3 ? 1 << 20 : 140000);
@@ -497,7 +497,7 @@ static void spans_agree(int two)
 	}
 	cr_assert_gt(from_src, 0, "no member was left in place");
 	{	/* the end of the shard: 0, and no span */
-		struct vtar_spans o = { sp, 64, 99 };
+		struct vtar_spans o = { sp, 64, 99, VTAR_SPAN_MIN };
 
 		cr_assert_eq(vtar_read_spans(&v, buf, 10, size, &o), 0);
 		cr_assert_eq(o.n, 0);
@@ -522,7 +522,7 @@ Test(vtar, spans_give_vtar_reads_bytes_two_members)
 Test(vtar, spans_source_changed_is_eio)
 {
 	struct source_span sp[64];
-	struct vtar_spans o = { sp, 64, 0 };
+	struct vtar_spans o = { sp, 64, 0, VTAR_SPAN_MIN };
 	struct shard sh;
 	struct vtar_shard v;
 	uint64_t size, at;
@@ -539,4 +539,94 @@ Test(vtar, spans_source_changed_is_eio)
 	eio_at = -1;
 	free(buf);
 	free(sh.s);
+}
+
+/* ---- vtar_read: members in place read at once (source_fill_spans) ---- */
+
+/* A real file holds the members, laid out as in a tar: each member's data
+ * after a 512-byte gap, but every fifth after a gap larger than
+ * SOURCE_FILL_GAP (another preadv); part 1 right after part 0's padding. */
+static struct source *file_src;
+static uint64_t file_at[64][2];
+
+static int cb_in_file(void *arg, uint64_t i, unsigned part, struct source **src,
+		      uint64_t *off)
+{
+	(void)arg;
+	if (i % 7 == 3)
+		return -ENOTSUP;	/* this one through pread */
+	*src = file_src;
+	*off = file_at[i][part];
+	return 0;
+}
+
+static void write_members(const struct shard *sh, const char *path)
+{
+	FILE *f = fopen(path, "wb");
+	uint64_t at = 0, i, j;
+	unsigned part;
+
+	cr_assert(f);
+	for (i = 0; i < sh->n; i++)
+		for (part = 0; part < (sh->two ? 2u : 1u); part++) {
+			uint64_t size = part ? sh->s[i].size2 : sh->s[i].size;
+
+			at += i % 5 == 0 && part == 0 ? SOURCE_FILL_GAP + 512 : 512;
+			file_at[i][part] = at;
+			cr_assert_eq(fseeko(f, (off_t)at, SEEK_SET), 0);
+			for (j = 0; j < size; j++)
+				fputc(byte_of(i, part, j), f);
+			at += (size + 511) / 512 * 512;
+		}
+	fclose(f);
+}
+
+static void fill_agrees(int two)
+{
+	struct source_config cfg = { 0 };
+	struct source_env *env;
+	char path[] = "/tmp/sfs-vtar-fill-XXXXXX";
+	struct shard sh;
+	struct vtar_shard v;
+	uint64_t size, off;
+	char *ref, *buf;
+	int fd = mkstemp(path);
+
+	cr_assert(fd >= 0);
+	close(fd);
+	make_shard(&sh, &v, 40);
+	sh.two = two;
+	ref = read_all(&v, &size, 65536);	/* every member through pread */
+	write_members(&sh, path);
+	cr_assert_eq(source_env_new(&cfg, &env), 0);
+	cr_assert_eq(source_open(env, path, &file_src), 0);
+	v.in_place = cb_in_file;
+	buf = malloc(size);
+	for (off = 0; off < size; off += 7919) {
+		size_t len = off % 2 ? 1 << 20 : 3000;
+		ssize_t n = vtar_read(&v, buf, len, off);
+
+		cr_assert_gt(n, 0, "read at %llu: %zd", (unsigned long long)off, n);
+		cr_assert(!memcmp(buf, ref + off, (size_t)n), "read at %llu: other bytes",
+			  (unsigned long long)off);
+	}
+	/* a source shorter than its members: EIO, never other bytes */
+	cr_assert_eq(truncate(path, (off_t)file_at[20][0] + 10), 0);
+	cr_assert_eq(vtar_read(&v, buf, (size_t)size, 0), -EIO);
+	source_close(file_src);
+	source_env_free(env);
+	unlink(path);
+	free(buf);
+	free(ref);
+	free(sh.s);
+}
+
+Test(vtar, members_in_place_read_at_once_are_preads_bytes)
+{
+	fill_agrees(0);
+}
+
+Test(vtar, members_in_place_read_at_once_two_members)
+{
+	fill_agrees(1);
 }
