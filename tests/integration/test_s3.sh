@@ -202,6 +202,18 @@ check "AWS_SESSION_TOKEN: every request carried it (Swift's log)" \
 check "AWS_SESSION_TOKEN: the token is in no message" no_secret_of "$TOKEN" "$TLOG"
 check "AWS_SESSION_TOKEN: the token is in no index file" no_secret_of "$TOKEN" -r "$T/idx-t"
 
+# ---- a mount of an object asks for its stamp once ----
+# (the layout's choice before the fork, the layout, the open and the
+# index's check each looked, one HEAD after another: 4 HEADs, 80 ms at a
+# store's 20 ms; the answer now stands for a second)
+mark=$(swift_log_mark)
+check "one HEAD a mount: mounts" \
+	sfs_mount "s3://$B/tars/data.tar" "$M" -o "layout=tar,$EP,index_dir=$T/idx-h"
+check "one HEAD a mount: the same bytes" cmp "$M/d/f1.bin" <(tar -xOf "$W/tars/data.tar" d/f1.bin)
+check "one HEAD a mount: unmount" sfs_umount "$M"
+heads() { swift_log_lines "$mark" | awk -F'\t' '$1 == "HEAD" && index($2, "data.tar") { n++ } END { print n + 0 }'; }
+check "one HEAD a mount: Swift's log shows 1 HEAD of the object (got $(heads))" test "$(heads)" = 1
+
 # ---- an object overwritten while mounted ----
 BIG="s3://$B/big one.tar"
 check "big one.tar uploaded" swift_put "$B" "big one.tar" "$T/big1.tar"

@@ -793,7 +793,8 @@ static int bucket_stat(struct source_env *env, const char *uri,
 		out->is_dir = 1;
 		return 0;
 	}
-	if (http_known_stamp(b->he, uri, &out->stamp))
+	if (http_known_stamp(b->he, uri, &out->stamp) ||
+	    http_memo_get(b->he, uri, &out->stamp, &out->is_dir))
 		return 0;
 	if ((rc = bname_parse(uri, &n)))
 		return rc;
@@ -801,8 +802,11 @@ static int bucket_stat(struct source_env *env, const char *uri,
 		out->is_dir = 1;
 		goto out;
 	}
-	if ((rc = head(b, &n, uri, &out->stamp)) != -ENOENT)
+	if ((rc = head(b, &n, uri, &out->stamp)) != -ENOENT) {
+		if (!rc)
+			http_memo_put(b->he, uri, &out->stamp, 0);
 		goto out;
+	}
 	/* no such object: a directory if some key starts with key + "/";
 	 * quiet when nothing is there: the name is just absent (callers
 	 * look names up), and the HEAD's 404 said so already */
@@ -818,13 +822,25 @@ out:
 	return rc;
 }
 
+/* source_stat_seen: an object's HEAD in layout_choose's environment
+ * (only objects are remembered: a directory is a listing's answer) */
+static void bucket_seen(struct source_env *env, const char *uri,
+			const struct source_info *info)
+{
+	struct bucket_env *b;
+	int rc;
+
+	if (!info->is_dir && (b = ready(env, &rc)))
+		http_memo_put(b->he, uri, &info->stamp, 0);
+}
+
 static int bucket_open(struct source *s)
 {
 	struct bucket_env *b;
 	struct bname n;
 	char *url = NULL;
 	size_t len = strlen(s->name);
-	int rc;
+	int rc, is_dir = 0;
 
 	if (!(b = ready(s->env, &rc)))
 		return rc;
@@ -837,6 +853,7 @@ static int bucket_open(struct source *s)
 		goto out;
 	}
 	if (!http_known_stamp(b->he, s->name, &s->stamp) &&
+	    !http_memo_get(b->he, s->name, &s->stamp, &is_dir) &&
 	    (rc = head(b, &n, s->name, &s->stamp))) {
 		if (rc == -ENOENT)
 			sfs_err("%s: no such object: bucket %s, key \"%s\" at %s",
@@ -928,6 +945,7 @@ const struct source_backend source_bucket_backend = {
 	.close = http_close,
 	.advise = http_advise,
 	.stat = bucket_stat,
+	.seen = bucket_seen,
 	.list = bucket_list,
 	.upload = bucket_upload,
 	.env_init = bucket_env_init,

@@ -331,8 +331,8 @@ static int stamp_asked(struct http_env *he, const char *url, struct source_stamp
  * stands for STAMP_FRESH_NS.  Not how changes are noticed: every response
  * is checked against the stamp (httpreq.c), and a later look asks again.
  */
-static int memo_get(struct http_env *he, const char *url, struct source_stamp *st,
-		    int *is_dir)
+int http_memo_get(struct http_env *he, const char *url, struct source_stamp *st,
+		  int *is_dir)
 {
 	int64_t now = sfs_now_ns();
 	int found = 0;
@@ -352,8 +352,8 @@ static int memo_get(struct http_env *he, const char *url, struct source_stamp *s
 	return found;
 }
 
-static void memo_put(struct http_env *he, const char *url, const struct source_stamp *st,
-		     int is_dir)
+void http_memo_put(struct http_env *he, const char *url, const struct source_stamp *st,
+		   int is_dir)
 {
 	char *copy = strdup(url);
 	struct stamp_memo *m;
@@ -373,10 +373,10 @@ static int stamp_of(struct http_env *he, const char *url, struct source_stamp *s
 {
 	int rc;
 
-	if (memo_get(he, url, st, is_dir))
+	if (http_memo_get(he, url, st, is_dir))
 		return 0;
 	if ((rc = stamp_asked(he, url, st, is_dir, why, whylen)) == 0)
-		memo_put(he, url, st, *is_dir);
+		http_memo_put(he, url, st, *is_dir);
 	return rc;
 }
 
@@ -497,7 +497,7 @@ static void http_seen(struct source_env *env, const char *uri,
 		      const struct source_info *info)
 {
 	if (env && env->http)
-		memo_put(env->http, uri, &info->stamp, info->is_dir);
+		http_memo_put(env->http, uri, &info->stamp, info->is_dir);
 }
 
 static int http_list(struct source_env *env, const char *uri, source_list_fn fn,

@@ -152,6 +152,13 @@ int http_know(struct http_env *he, const char *name,
 /* The stamp name was last known with (a listing, an open): 1, else 0. */
 int http_known_stamp(struct http_env *he, const char *name,
 		     struct source_stamp *st);
+/* A HEAD's answer for name, remembered for a second (http.c: a mount's
+ * start looks at its source up to four times): http_memo_get 1 and the
+ * answer when one is that fresh, else 0; http_memo_put remembers one. */
+int http_memo_get(struct http_env *he, const char *name, struct source_stamp *st,
+		  int *is_dir);
+void http_memo_put(struct http_env *he, const char *name, const struct source_stamp *st,
+		   int is_dir);
 
 #define RUN_MAX    64           /* missing blocks of a read in one request */
 #define PLURAL(n) ((n) == 1 ? "" : "s")
