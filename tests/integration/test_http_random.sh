@@ -121,13 +121,20 @@ PY
 http_log_lines "$mark" | awk -F'\t' '$1 == "GET" { sub(/^bytes=/, "", $3); print $3 }' | sort >"$T/got"
 cut -d' ' -f2 "$T/ranges" | sort >"$T/want"
 # each GET one member's exact range, none twice (a member may cost none:
-# the index build's last blocks stay in the memory cache)
+# the index build's last blocks stay in the memory cache; and one whose
+# first blocks are still there costs a GET of the rest: from a 32 KiB block
+# boundary inside it to its end, as CI saw once on a loaded machine)
+not_exact() {	# the GETs that are neither a member's range nor such a rest
+	comm -13 "$T/want" "$T/got" | awk -F- -v want="$T/want" '
+		BEGIN { while ((getline l < want) > 0) { split(l, r, "-"); start[r[2]] = r[1] } }
+		!($2 in start && $1 > start[$2] && $1 % 32768 == 0)'
+}
 exact() {
-	[ -z "$(comm -13 "$T/want" "$T/got")" ] && [ -z "$(uniq -d "$T/got")" ] &&
+	[ -z "$(not_exact)" ] && [ -z "$(uniq -d "$T/got")" ] &&
 		[ "$(wc -l <"$T/got")" -ge 25 ]
 }
 check "one GET a member at most, of exactly its bytes ($(wc -l <"$T/got") GETs)" exact
-exact || { comm -13 "$T/want" "$T/got" | head -5; http_log_lines "$mark"; } | sed "s/^/    /"
+exact || { not_exact | head -5; http_log_lines "$mark"; } | sed "s/^/    /"
 sfs_umount "$M"
 
 # members the kernel reads in several READs of 128 KiB; a cache that holds

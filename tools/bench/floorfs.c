@@ -21,7 +21,10 @@
  * One big file (files=1,size=1000000000) is the floor of a sequential
  * read, as of a shard: -o readahead=KIB sets the mount's read-ahead window
  * as samplefs' option of that name does (fs/readahead.h; root only), so
- * both are read in READs of the same size.
+ * both are read in READs of the same size.  With -o backing=PATH the
+ * bytes are PATH's, one pread of each READ into a buffer and then the
+ * reply: the floor of a server that copies its bytes from the page cache
+ * (a READ too large to splice), where the default serves them from memory.
  *
  * Threads: everything the request handlers read (struct floor and the data
  * buffer) is filled before the session starts and read-only afterwards.
@@ -34,6 +37,7 @@
 #include "../../fs/readahead.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -55,6 +59,7 @@ struct floor_opts {
 	char *ext;
 	unsigned long poll_us;
 	unsigned long readahead_kib;
+	char *backing;
 };
 
 struct floor {
@@ -64,6 +69,7 @@ struct floor {
 	char *data;	/* `size` bytes, the content of every file */
 	unsigned poll_us;	/* -o poll=N: as samplefs' option of that name */
 	unsigned readahead_kib;	/* -o readahead=KIB: likewise; 0 = the kernel's */
+	int backing_fd;		/* -o backing=PATH: read from it; -1: data */
 	struct devpoll dp;
 };
 
@@ -74,6 +80,7 @@ static const struct fuse_opt floor_opt_spec[] = {
 	{ "ext=%s", offsetof(struct floor_opts, ext), 0 },
 	{ "poll=%lu", offsetof(struct floor_opts, poll_us), 0 },
 	{ "readahead=%lu", offsetof(struct floor_opts, readahead_kib), 0 },
+	{ "backing=%s", offsetof(struct floor_opts, backing), 0 },
 	FUSE_OPT_END
 };
 
@@ -261,6 +268,35 @@ static void floor_open(fuse_req_t req, fuse_ino_t ino,
 	fuse_reply_err(req, ENOSYS);
 }
 
+/* -o backing: the READ's bytes pread from the backing file into a buffer
+ * of the calling thread's, then replied (the buffer lives as long as the
+ * thread: a malloc of 1 MiB per READ would be an mmap and a munmap) */
+static void floor_read_backing(fuse_req_t req, const struct floor *f, size_t size,
+			       off_t off)
+{
+	static __thread char *buf;
+	size_t done = 0;
+	ssize_t n;
+
+	if (!buf && !(buf = malloc(1u << 20))) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	if (size > 1u << 20)
+		size = 1u << 20;	/* a short read: the kernel asks again */
+	while (done < size) {
+		n = pread(f->backing_fd, buf + done, size - done, off + (off_t)done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			fuse_reply_err(req, EIO);
+			return;
+		}
+		done += (size_t)n;
+	}
+	fuse_reply_buf(req, buf, size);
+}
+
 static void floor_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi)
 {
@@ -277,6 +313,10 @@ static void floor_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	}
 	if (size > f->size - (uint64_t)off)
 		size = f->size - (uint64_t)off;
+	if (f->backing_fd >= 0) {
+		floor_read_backing(req, f, size, off);
+		return;
+	}
 	fuse_reply_buf(req, f->data + off, size);
 }
 
@@ -391,7 +431,8 @@ static void usage(const char *prog)
 	       "  -o per_dir=K    files per directory d<k> (default 3000)\n"
 	       "  -o ext=EXT      file name extension (default npy)\n"
 	       "  -o poll=USEC    poll /dev/fuse as samplefs does (default 0: libfuse's loop)\n"
-	       "  -o readahead=KIB  the mount's read-ahead, as samplefs' option (default 0: the kernel's)\n\n",
+	       "  -o readahead=KIB  the mount's read-ahead, as samplefs' option (default 0: the kernel's)\n"
+	       "  -o backing=PATH the files' bytes are PATH's, pread per READ (default: from memory)\n\n",
 	       prog);
 	fuse_cmdline_help();
 	fuse_lowlevel_help();
@@ -416,6 +457,21 @@ static int floor_init(struct floor *f, const struct floor_opts *o)
 	f->poll_us = (unsigned)o->poll_us;
 	f->readahead_kib = (unsigned)o->readahead_kib;
 	f->mtime = time(NULL);
+	f->backing_fd = -1;
+	if (o->backing) {
+		struct stat st;
+
+		f->backing_fd = open(o->backing, O_RDONLY | O_CLOEXEC);
+		if (f->backing_fd < 0 || fstat(f->backing_fd, &st) < 0 ||
+		    (uint64_t)st.st_size < f->size) {
+			fprintf(stderr, "floorfs: -o backing=%s: cannot open it, or "
+				"shorter than size=%llu\n", o->backing,
+				(unsigned long long)f->size);
+			return -1;
+		}
+		f->data = NULL;	/* every READ reads the file */
+		return 0;
+	}
 	f->data = malloc(f->size ? f->size : 1);
 	if (!f->data) {
 		fprintf(stderr, "floorfs: cannot allocate %llu bytes\n",
@@ -504,7 +560,7 @@ int main(int argc, char *argv[])
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
 	struct fuse_cmdline_opts c;
-	struct floor_opts o = { 1000, 3264, 3000, NULL, 0, 0 };
+	struct floor_opts o = { 1000, 3264, 3000, NULL, 0, 0, NULL };
 	struct floor f;
 	int ret = 1;
 
@@ -536,6 +592,7 @@ int main(int argc, char *argv[])
 out:
 	free(c.mountpoint);
 	free(o.ext);
+	free(o.backing);
 	fuse_opt_free_args(&args);
 	return ret;
 }
