@@ -58,20 +58,20 @@ static int shard_offset(void *arg, uint64_t i, uint64_t *off)
 	return 0;
 }
 
-/* Notes that the read took bytes of s, for shard_check; with no room left
- * to note it, checks s now.  0 or -EIO. */
+/* Notes that the read takes bytes of s, for shard_check: 1, or 0 when
+ * there is no room left to note it (the caller checks s itself, after
+ * reading its bytes) */
 static int read_from(struct shard_span *v, struct source *s)
 {
 	unsigned k;
 
 	for (k = 0; k < v->nread; k++)
 		if (v->read[k] == s)
-			return 0;
-	if (v->nread < READ_SRCS) {
-		v->read[v->nread++] = s;
+			return 1;
+	if (v->nread == READ_SRCS)
 		return 0;
-	}
-	return source_check(s) < 0 ? -EIO : 0;
+	v->read[v->nread++] = s;
+	return 1;
 }
 
 /* vtar's check: every source the read took bytes of is unchanged since
@@ -99,8 +99,8 @@ static ssize_t shard_pread(void *arg, uint64_t i, unsigned part, void *buf, size
 
 	got = tarindex_pread_unchecked(&v->sp->t, in_split_node(v->sp, v->sp->ord[v->first + i]),
 				       buf, len, off, &from);
-	if (got > 0 && read_from(v, from) < 0)
-		return -EIO;
+	if (got > 0 && !read_from(v, from) && source_check(from) < 0)
+		return -EIO;	/* checked now, after reading: no room to note it */
 	return got;
 }
 
@@ -120,10 +120,11 @@ static int shard_in_place(void *arg, uint64_t i, unsigned part, struct source **
 	int fd;
 
 	(void)part;
-	if (!tarindex_in_place(&v->sp->t, node) || source_fd(s, &fd, &fdbase) < 0)
+	/* a source the read cannot note (shard_check) is read through
+	 * shard_pread, which checks it after reading */
+	if (!tarindex_in_place(&v->sp->t, node) || source_fd(s, &fd, &fdbase) < 0 ||
+	    !read_from(v, s))
 		return -ENOTSUP;
-	if (read_from(v, s) < 0)
-		return -EIO;
 	*src = s;
 	*off = n->off;
 	return 0;

@@ -296,7 +296,7 @@ static int probe(struct http_env *he, const char *url, struct source_stamp *st,
  * 0 or -errno, with what went wrong in why (no message here).
  */
 static int stamp_asked(struct http_env *he, const char *url, struct source_stamp *st,
-		    int *is_dir, char *why, size_t whylen)
+		       int *is_dir, char *why, size_t whylen)
 {
 	struct httpreq req = { .url = url, .head = 1 };
 	struct httpresp r;
