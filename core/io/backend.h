@@ -62,6 +62,8 @@ struct source_backend {
 	int (*open)(struct source *s);
 	/* as source_pread; the no-wait flag is source_nowait_mode() */
 	ssize_t (*pread)(struct source *s, void *buf, size_t n, uint64_t off);
+	/* optional: as source_preadv */
+	ssize_t (*preadv)(struct source *s, struct iovec *iov, int n, uint64_t off);
 	/* optional, for sources whose bytes travel a network (no checksum
 	 * guards them on the way): as source_refetch */
 	ssize_t (*refetch)(struct source *s, void *buf, size_t n, uint64_t off);

@@ -68,21 +68,18 @@ out:
 	return rc;
 }
 
-/* pread until n bytes or end of file; in no-wait mode a range only partly
- * in the page cache reads short, so go on until a page that is not there. */
-static ssize_t file_pread(struct source *s, void *buf, size_t n, uint64_t off)
+/* preadv until every buffer is full or end of file (iov is consumed); in
+ * no-wait mode a range only partly in the page cache reads short, so go on
+ * until a page that is not there (-EAGAIN). */
+static ssize_t file_preadv(struct source *s, struct iovec *iov, int n, uint64_t off)
 {
 	struct file_src *f = s->priv;
 	int nowait = source_nowait_mode();
-	struct iovec iov;
 	size_t done = 0;
 	ssize_t got;
 
-	while (done < n) {
-		iov.iov_base = (char *)buf + done;
-		iov.iov_len = n - done;
-		got = preadv2(f->fd, &iov, 1, (off_t)(off + done),
-			      nowait ? RWF_NOWAIT : 0);
+	while (n > 0) {
+		got = preadv2(f->fd, iov, n, (off_t)(off + done), nowait ? RWF_NOWAIT : 0);
 		if (got < 0 && errno == EINTR)
 			continue;
 		/* without RWF_NOWAIT support: "would block", so the caller
@@ -94,8 +91,21 @@ static ssize_t file_pread(struct source *s, void *buf, size_t n, uint64_t off)
 		if (got == 0)
 			break;
 		done += (size_t)got;
+		for (; n > 0 && (size_t)got >= iov->iov_len; iov++, n--)
+			got -= (ssize_t)iov->iov_len;
+		if (n > 0) {
+			iov->iov_base = (char *)iov->iov_base + got;
+			iov->iov_len -= (size_t)got;
+		}
 	}
 	return (ssize_t)done;
+}
+
+static ssize_t file_pread(struct source *s, void *buf, size_t n, uint64_t off)
+{
+	struct iovec iov = { buf, n };
+
+	return n ? file_preadv(s, &iov, 1, off) : 0;
 }
 
 static int file_changed(struct source *s)
@@ -189,6 +199,7 @@ const struct source_backend source_file_backend = {
 	.claims = file_claims,
 	.open = file_open,
 	.pread = file_pread,
+	.preadv = file_preadv,
 	.changed = file_changed,
 	.fd = file_fd,
 	.advise = file_advise,

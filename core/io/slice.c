@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include "io/backend.h"
 
@@ -34,6 +35,21 @@ static ssize_t slice_pread(struct source *s, void *buf, size_t n, uint64_t off)
 	if (n > sl->len - off)
 		n = (size_t)(sl->len - off);
 	return source_pread(sl->parent, buf, n, sl->off + off);
+}
+
+static ssize_t slice_preadv(struct source *s, struct iovec *iov, int n, uint64_t off)
+{
+	struct slice *sl = s->priv;
+	uint64_t room;
+	int i;
+
+	if (off >= sl->len)
+		return 0;
+	/* the buffers past the slice's end are left out: a short read */
+	for (room = sl->len - off, i = 0; i < n && room > 0; room -= iov[i++].iov_len)
+		if (iov[i].iov_len > room)
+			iov[i].iov_len = (size_t)room;
+	return source_preadv(sl->parent, iov, i, sl->off + off);
 }
 
 static int slice_changed(struct source *s)
@@ -64,6 +80,7 @@ static const struct source_backend slice_backend = {
 	.name = "slice",
 	.claims = slice_claims,
 	.pread = slice_pread,
+	.preadv = slice_preadv,
 	.changed = slice_changed,
 	.advise = slice_advise,
 	.close = slice_close,

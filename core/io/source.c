@@ -183,44 +183,40 @@ int source_fd(struct source *s, int *fd, uint64_t *base)
 /* iovecs of one preadv of source_fill_spans: a span and a gap each */
 #define FILL_IOV 256
 
-/* preadv of iov[0..k) at off until done: 0, -EAGAIN (no-wait mode: not
- * all in the page cache), -EIO (the file ends first) or -errno */
-static int preadv_all(int fd, struct iovec *iov, int k, uint64_t off, int nowait)
+ssize_t source_preadv(struct source *s, struct iovec *iov, int n, uint64_t off)
 {
-	ssize_t got;
+	/* a change once seen stays, as for source_pread */
+	if (atomic_load(&s->changed))
+		return source_check(s);
+	if (!s->be->preadv)
+		return -ENOTSUP;
+	return s->be->preadv(s, iov, n, off);
+}
 
-	while (k > 0) {
-		got = preadv2(fd, iov, k, (off_t)off, nowait ? RWF_NOWAIT : 0);
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got < 0 && nowait && (errno == EAGAIN || errno == EOPNOTSUPP ||
-					  errno == EINVAL))
-			return -EAGAIN;
-		if (got < 0)
-			return -errno;
-		if (got == 0)
-			return -EIO;
-		off += (uint64_t)got;
-		for (; k > 0 && (size_t)got >= iov->iov_len; iov++, k--)
-			got -= (ssize_t)iov->iov_len;
-		if (k > 0) {
-			iov->iov_base = (char *)iov->iov_base + got;
-			iov->iov_len -= (size_t)got;
-			if (nowait)
-				return -EAGAIN;	/* short: the rest is not cached */
-		}
-	}
-	return 0;
+/* iov[0..k) read at off of s, wholly: 0, or -errno (-EIO: s ends first) */
+static int fill_run(struct source *s, struct iovec *iov, int k, uint64_t off)
+{
+	size_t want = 0;
+	ssize_t got;
+	int i;
+
+	for (i = 0; i < k; i++)
+		want += iov[i].iov_len;
+	got = source_preadv(s, iov, k, off);
+	if (got < 0)
+		return (int)got;
+	return (size_t)got == want ? 0 : -EIO;
 }
 
 int source_fill_spans(const struct source_span *sp, unsigned n, char *buf)
 {
 	struct iovec iov[FILL_IOV];
 	char gap[SOURCE_FILL_GAP];
-	uint64_t base, start, end, at;
+	uint64_t start, end;
 	size_t pos = 0, p;
 	unsigned i = 0, j;
-	int fd, fd2, k, rc;
+	struct source *s;
+	int k, rc;
 
 	while (i < n) {
 		if (!sp[i].src) {
@@ -228,30 +224,27 @@ int source_fill_spans(const struct source_span *sp, unsigned n, char *buf)
 			i++;
 			continue;
 		}
-		if ((rc = source_fd(sp[i].src, &fd, &base)) < 0)
-			return rc;
-		start = base + sp[i].off;
+		s = sp[i].src;
+		start = sp[i].off;
 		end = start + sp[i].len;
 		k = 0;
 		iov[k++] = (struct iovec){ buf + pos, sp[i].len };
 		pos += sp[i].len;
-		/* the next span of a source on the same descriptor, past the
-		 * reply's own bytes between them, joins when it follows soon */
+		/* the next span of the same source, past the reply's own bytes
+		 * between them, joins when it follows soon */
 		for (i++; i < n && k + 2 <= FILL_IOV; i = j + 1) {
 			for (j = i, p = pos; j < n && !sp[j].src; j++)
 				p += sp[j].len;
-			if (j == n || source_fd(sp[j].src, &fd2, &base) < 0 || fd2 != fd)
+			if (j == n || sp[j].src != s || sp[j].off < end ||
+			    sp[j].off - end > SOURCE_FILL_GAP)
 				break;
-			at = base + sp[j].off;
-			if (at < end || at - end > SOURCE_FILL_GAP)
-				break;
-			if (at > end)
-				iov[k++] = (struct iovec){ gap, (size_t)(at - end) };
+			if (sp[j].off > end)
+				iov[k++] = (struct iovec){ gap, (size_t)(sp[j].off - end) };
 			iov[k++] = (struct iovec){ buf + p, sp[j].len };
-			end = at + sp[j].len;
+			end = sp[j].off + sp[j].len;
 			pos = p + sp[j].len;
 		}
-		if ((rc = preadv_all(fd, iov, k, start, source_nowait_mode())) < 0)
+		if ((rc = fill_run(s, iov, k, start)) < 0)
 			return rc;
 	}
 	return 0;

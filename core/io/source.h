@@ -292,9 +292,9 @@ int source_fd(struct source *s, int *fd, uint64_t *base);
  * Reads a reply answered in pieces into buf, where it is copied, not
  * spliced: the bytes of each span of a source (one with a descriptor) go
  * to its place in the reply (the sum of the lengths of the spans before
- * it); buf's own spans are left as they are.  Spans of sources sharing a
- * descriptor whose ranges follow each other within SOURCE_FILL_GAP bytes
- * (a tar's members: a header and padding apart) are read with one preadv,
+ * it); buf's own spans are left as they are.  Spans of one source whose
+ * ranges follow each other within SOURCE_FILL_GAP bytes (a tar's members:
+ * a header and padding apart) are read with one source_preadv,
  * the bytes between them into a scratch block, not one pread each: at 3
  * KB members the calls, not the bytes, were a third of a streamed shard's
  * CPU.  In no-wait mode -EAGAIN when a byte is not in the page cache.  No
@@ -303,6 +303,13 @@ int source_fd(struct source *s, int *fd, uint64_t *base);
  */
 #define SOURCE_FILL_GAP 4096
 int source_fill_spans(const struct source_span *sp, unsigned n, char *buf);
+
+/* source_pread into n buffers (iov, which the call may change), for
+ * sources read in place (local files and their slices); -ENOTSUP for the
+ * others.  Bytes read (short only at the end), -EAGAIN in no-wait mode,
+ * or -errno. */
+struct iovec;
+ssize_t source_preadv(struct source *s, struct iovec *iov, int n, uint64_t off);
 
 /* Turns no-wait mode on or off for the calling thread. */
 void source_nowait(int on);

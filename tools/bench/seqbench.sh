@@ -29,7 +29,7 @@
 # GB/s when other work shares the CPUs).  Writes $SEQ_DIR/results.tsv and
 # prints a Markdown table (also $SEQ_DIR/results.md).
 #
-#   SEQ_DIR=DIR       data (default /var/tmp/samplefs-seqbench: ~3 GB with the
+#   SEQ_DIR=DIR       data (default /var/tmp/samplefs-seqbench: ~4 GB with the
 #                     default sizes), generated once and kept
 #   SEQ_CLASSES=N SEQ_PER=N  ImageNet classes x JPEGs per class (1000 x 200:
 #                     200k JPEGs of ~3 KB, 20 shards of ~49 MB)
