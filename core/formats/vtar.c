@@ -4,9 +4,9 @@
  * A sample's record is laid out as
  *   [.cls header block(s)] [label, one block] [.jpg header block(s)]
  *   [data] [zero padding to 512]
- * and a read walks records from the one holding `off`, synthesising
- * header blocks into a 512-byte stack buffer and pread'ing data through
- * the caller; or, for a reply that splices (vtar_read_spans), leaving the
+ * and a read walks records from the one holding `off`, making header
+ * blocks in the reply (in a 512-byte stack buffer when the read takes
+ * part of one) and reading data through the caller; or, for a reply that splices (vtar_read_spans), leaving the
  * data of members that lie in place in their source as spans of it.
  * Not for: reading real tars (tar.c).
  */
@@ -141,23 +141,28 @@ static unsigned sum_of(const char *p, size_t n)
 		   8 * ' ' +			/* the checksum field, as summed */ \
 		   'u' + 's' + 't' + 'a' + 'r' + 2 * '0')	/* "ustar\0" "00" */
 
+/* What every header samplefs writes has in common: the fields of SUM_FIXED
+ * (mode, uid, gid: put_octal's; the magic), zeros elsewhere, copied in
+ * whole rather than zeroed and filled field by field */
+static const char ustar_fixed[VTAR_BLOCK] = {
+	[100] = '0', '0', '0', '0', '4', '4', '4', '\0',	/* mode 0444 */
+	[108] = '0', '0', '0', '0', '0', '0', '0', '\0',	/* uid */
+	[116] = '0', '0', '0', '0', '0', '0', '0', '\0',	/* gid */
+	[257] = 'u', 's', 't', 'a', 'r', '\0', '0', '0',	/* magic, version */
+};
+
 static void ustar_header(char *h, const char *name, size_t name_len,
 			 uint64_t size, int64_t mtime, char type)
 {
 	size_t nl = name_len < USTAR_NAME ? name_len : USTAR_NAME;
 	unsigned sum;
 
-	memset(h, 0, VTAR_BLOCK);
+	memcpy(h, ustar_fixed, VTAR_BLOCK);
 	memcpy(h, name, nl);
-	memcpy(h + 100, "0000444", 8);	/* mode, uid, gid: put_octal's */
-	memcpy(h + 108, "0000000", 8);
-	memcpy(h + 116, "0000000", 8);
 	put_size(h + 124, size);
 	put_octal(h + 136, 12, mtime < 0 ? 0 : (uint64_t)mtime > OCTAL11_MAX ?
 		  OCTAL11_MAX : (uint64_t)mtime);
 	h[156] = type;
-	memcpy(h + 257, "ustar", 6);
-	memcpy(h + 263, "00", 2);
 	sum = SUM_FIXED + sum_of(h, nl) + sum_of(h + 124, 12) + sum_of(h + 136, 12) +
 	      (unsigned char)type;
 	put_octal(h + 148, 7, sum);	/* "%06o\0 ": at most 512 * 255 */
@@ -215,6 +220,29 @@ static int find_sample(const struct vtar_shard *s, uint64_t off, uint64_t *idx,
 	return rc ? rc : s->offset(s->arg, *idx, start);
 }
 
+/*
+ * Where a generated block (header, label) holding reply offset rel is
+ * made: straight into buf when the read takes all of it, as most do (a
+ * streamed shard makes three a sample), else in blk, of which block_done
+ * copies the part the read takes.
+ */
+static char *block_out(char *buf, size_t len, uint64_t rel, char *blk)
+{
+	return rel % VTAR_BLOCK == 0 && len >= VTAR_BLOCK ? buf : blk;
+}
+
+/* The bytes of the block at `out` (block_out's) the read takes, in buf */
+static ssize_t block_done(char *buf, size_t len, uint64_t rel, const char *out)
+{
+	size_t n = VTAR_BLOCK - rel % VTAR_BLOCK;
+
+	if (n > len)
+		n = len;
+	if (out != buf)
+		memcpy(buf, out + rel % VTAR_BLOCK, n);
+	return (ssize_t)n;
+}
+
 /* Sample i's member bytes [mo, mo + n) as a span of its source when o
  * takes spans, the caller says the member lies in place, and a span is
  * worth it: n, -ENOTSUP (read them), or -EIO.  Keeps room for one span
@@ -243,7 +271,7 @@ static ssize_t read_member(const struct vtar_shard *s, uint64_t i, const struct 
 {
 	uint64_t c = at + header_size(e->stem_len + strlen(ext)), d = c + size;
 	uint64_t end = c + PAD(size);
-	char blk[VTAR_BLOCK];
+	char blk[VTAR_BLOCK], *out;
 	size_t n;
 
 	if (rel >= end)
@@ -262,12 +290,9 @@ static ssize_t read_member(const struct vtar_shard *s, uint64_t i, const struct 
 		memset(buf, 0, n);
 		return (ssize_t)n;
 	}
-	header_block(e, ext, size, s->mtime, (rel - at) / VTAR_BLOCK, blk);
-	n = VTAR_BLOCK - rel % VTAR_BLOCK;
-	if (n > len)
-		n = len;
-	memcpy(buf, blk + rel % VTAR_BLOCK, n);
-	return (ssize_t)n;
+	out = block_out(buf, len, rel, blk);
+	header_block(e, ext, size, s->mtime, (rel - at) / VTAR_BLOCK, out);
+	return block_done(buf, len, rel, out);
 }
 
 /* Copies bytes [rel, rel + len) of sample i's record (entry e), members
@@ -279,9 +304,8 @@ static ssize_t read_record(const struct vtar_shard *s, uint64_t i,
 {
 	struct vtar_entry e = *ep;
 	uint64_t hl, a, b, c;
-	char blk[VTAR_BLOCK];
+	char blk[VTAR_BLOCK], *out;
 	ssize_t r;
-	size_t n;
 
 	hl = header_size(e.stem_len + 4);
 	a = hl;			/* .cls data */
@@ -293,23 +317,20 @@ static ssize_t read_record(const struct vtar_shard *s, uint64_t i,
 		c = b + header_size(e.stem_len + strlen(ext_of(&e))) + PAD(e.size);
 		return read_member(s, i, &e, 1, e.ext2, e.size2, c, buf, len, rel, o);
 	}
+	out = block_out(buf, len, rel, blk);
 	if (rel < a)
-		header_block(&e, ".cls", ndigits(e.label), s->mtime, rel / VTAR_BLOCK, blk);
+		header_block(&e, ".cls", ndigits(e.label), s->mtime, rel / VTAR_BLOCK, out);
 	else {
 		unsigned k = ndigits(e.label);
 		uint32_t v = e.label;
 
-		memset(blk, 0, sizeof(blk));
+		memset(out, 0, VTAR_BLOCK);
 		while (k-- > 0) {	/* "%u" */
-			blk[k] = (char)('0' + v % 10);
+			out[k] = (char)('0' + v % 10);
 			v /= 10;
 		}
 	}
-	n = VTAR_BLOCK - rel % VTAR_BLOCK;
-	if (n > len)
-		n = len;
-	memcpy(buf, blk + rel % VTAR_BLOCK, n);
-	return (ssize_t)n;
+	return block_done(buf, len, rel, out);
 }
 
 /* Bytes [at, at + n) of the reply were written to buf: the last span
