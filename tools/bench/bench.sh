@@ -11,8 +11,9 @@
 #                   HTTP, scale mount time, index and RSS against dataset
 #                   size, stats the cost of reading stats.json; issue 26's
 #                   read path: stream index builds over a 20 ms link and a
-#                   faulty store (streambuild.sh), seq shards streamed and
-#                   warm epochs (seqbench.sh), shuf shuffled shards with
+#                   faulty store (streambuild.sh), seq shards streamed
+#                   (members of ~3 KB, and of 60-160 KB as the real
+#                   release's) and warm epochs (seqbench.sh), shuf shuffled shards with
 #                   prefetch (shufbench.sh), sums random reads with
 #                   and without -o checksums (sumsbench.sh), rand random
 #                   samples over S3 and HTTP and a second session thread
@@ -845,7 +846,10 @@ case " $PARTS " in *" stats "*) part_stats ;; esac
 case " $PARTS " in *" tools "*) part_tools ;; esac
 case " $PARTS " in *" cold "*) part_cold ;; esac
 case " $PARTS " in *" stream "*) part_script stream streambuild.sh "$RUNS" "0.2 0.6" ;; esac
-case " $PARTS " in *" seq "*) part_script seq seqbench.sh ;; esac
+case " $PARTS " in *" seq "*)
+	part_script seq seqbench.sh
+	SEQ_MEMBER_KB=60-160 part_script seq-110k seqbench.sh ;;
+esac
 case " $PARTS " in *" shuf "*) part_script shuf shufbench.sh ;; esac
 case " $PARTS " in *" sums "*) part_script sums sumsbench.sh ;; esac
 case " $PARTS " in *" rand "*) BENCH_RUNS=$RUNS part_script rand randbench.sh s3 http sessions ;; esac

@@ -38,6 +38,11 @@
 #   SEQ_READ=N        files per epoch (default 20000)
 #   SEQ_REPEAT=N      a timed pass reads that list N times over (default 5)
 #   SEQ_QD_PER=N      Quick, Draw! samples per class, 345 classes (default 300)
+#   SEQ_MEMBER_KB=LO-HI  members of LO to HI KB, as the real release's JPEGs
+#                     (60-160: 110 KB on average; gen_imagenet.py's
+#                     GEN_IMAGENET_MEMBER_KB), with defaults of their own: SEQ_DIR
+#                     /var/tmp/samplefs-seqbench-LO-HI, 90 x 100 JPEGs in 1 shard
+#                     of ~1 GB, part seq
 #   SEQ_RUNS=N        runs (default 5)
 #   SEQ_RA=KIB        -o readahead of both FUSE mounts (default: samplefs'
 #                     own default, 1024 as root)
@@ -56,12 +61,19 @@ case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
 SAMPLEFS=$BUILD/samplefs
 FLOORFS=$BUILD/samplefs-floorfs
 BEFORE=${SEQ_BEFORE:-}
-D=${SEQ_DIR:-/var/tmp/samplefs-seqbench}
-CLASSES=${SEQ_CLASSES:-1000} PER=${SEQ_PER:-200}
-NSHARDS=${SEQ_SHARDS:-20} NREAD=${SEQ_READ:-20000}
+MEMBER_KB=${SEQ_MEMBER_KB:-}
+if [ -n "$MEMBER_KB" ]; then
+	D=${SEQ_DIR:-/var/tmp/samplefs-seqbench-$MEMBER_KB}
+	CLASSES=${SEQ_CLASSES:-90} PER=${SEQ_PER:-100} NSHARDS=${SEQ_SHARDS:-1}
+	PARTS=${SEQ_PARTS:-seq}
+else
+	D=${SEQ_DIR:-/var/tmp/samplefs-seqbench}
+	CLASSES=${SEQ_CLASSES:-1000} PER=${SEQ_PER:-200} NSHARDS=${SEQ_SHARDS:-20}
+	PARTS=${SEQ_PARTS:-seq epoch}
+fi
+NREAD=${SEQ_READ:-20000}
 QD_PER=${SEQ_QD_PER:-300} RUNS=${SEQ_RUNS:-5} REPEAT=${SEQ_REPEAT:-5}
 RA=${SEQ_RA:-}
-PARTS=${SEQ_PARTS:-seq epoch}
 CATEGORIES=/work/shared/data/quickdraw-categories.txt
 [ -f "$CATEGORIES" ] || CATEGORIES=$ROOT/../shared/data/quickdraw-categories.txt
 READER=$D/readfiles
@@ -153,7 +165,8 @@ data_in() {
 	if [ ! -f "$D/imagenet/.done" ]; then
 		say "generating $CLASSES x $PER ImageNet-shaped JPEGs in $D/imagenet"
 		rm -rf "$D/imagenet"
-		"$PY" "$HERE/gen_imagenet.py" "$D/imagenet" "$CLASSES" "$PER" 2000 0 >>"$LOG" || return 1
+		GEN_IMAGENET_MEMBER_KB=$MEMBER_KB \
+			"$PY" "$HERE/gen_imagenet.py" "$D/imagenet" "$CLASSES" "$PER" 2000 0 >>"$LOG" || return 1
 		rm -f "$D/imagenet/flat.tar"
 		touch "$D/imagenet/.done"
 	fi
