@@ -243,10 +243,10 @@ static ssize_t block_done(char *buf, size_t len, uint64_t rel, const char *out)
 	return (ssize_t)n;
 }
 
-/* Sample i's member bytes [mo, mo + n) as a span of its source when o
- * takes spans, the caller says the member lies in place, and a span is
- * worth it: n, -ENOTSUP (read them), or -EIO.  Keeps room for one span
- * after it (the bytes written to buf next). */
+/* Sample i's member bytes [mo, mo + n) as a span of its source when the
+ * caller says the member lies in place and o has room: n, -ENOTSUP (read
+ * them), or -EIO.  Keeps room for one span after it (the bytes written to
+ * buf next). */
 static ssize_t member_span(const struct vtar_shard *s, uint64_t i, unsigned part,
 			   struct vtar_spans *o, size_t n, uint64_t mo)
 {
@@ -254,7 +254,7 @@ static ssize_t member_span(const struct vtar_shard *s, uint64_t i, unsigned part
 	uint64_t base;
 	int rc;
 
-	if (!o || !s->in_place || n < o->min || o->n + 2 > o->max)
+	if (!s->in_place || n < o->min || o->n + 2 > o->max)
 		return -ENOTSUP;
 	if ((rc = s->in_place(s->arg, i, part, &src, &base)) < 0)
 		return rc;
@@ -296,7 +296,7 @@ static ssize_t read_member(const struct vtar_shard *s, uint64_t i, const struct 
 }
 
 /* Copies bytes [rel, rel + len) of sample i's record (entry e), members
- * in place left as spans in o (NULL: none); returns bytes done, 0 past
+ * in place left as spans in o; returns bytes done, 0 past
  * the record. */
 static ssize_t read_record(const struct vtar_shard *s, uint64_t i,
 			   const struct vtar_entry *ep, char *buf, size_t len,
@@ -349,8 +349,9 @@ static int span_mem(struct vtar_spans *o, size_t at, size_t n)
 	return 0;
 }
 
-/* The bytes of [off, off + len), members in place as spans in o (NULL:
- * every byte in buf); no check (vtar_shard.check: the callers') */
+/* The bytes of [off, off + len) as spans in o: members in place as
+ * ranges of their sources (room permitting), the rest written to buf; no
+ * check (vtar_shard.check: the callers') */
 static ssize_t read_pieces(const struct vtar_shard *s, char *buf, size_t len, uint64_t off,
 			   struct vtar_spans *o)
 {
@@ -360,8 +361,7 @@ static ssize_t read_pieces(const struct vtar_shard *s, char *buf, size_t len, ui
 	ssize_t n;
 	int rc;
 
-	if (o)
-		o->n = 0;
+	o->n = 0;
 	rc = s->offset(s->arg, s->n, &body);
 	if (rc)
 		return rc;
@@ -384,7 +384,7 @@ static ssize_t read_pieces(const struct vtar_shard *s, char *buf, size_t len, ui
 				return -ENAMETOOLONG;
 			have = i;
 		}
-		unsigned had = o ? o->n : 0;
+		unsigned had = o->n;
 
 		n = read_record(s, i, &e, buf + done, len - done, off - start, o);
 		if (n < 0)
@@ -396,14 +396,14 @@ static ssize_t read_pieces(const struct vtar_shard *s, char *buf, size_t len, ui
 			i++;
 			continue;
 		}
-		if (o && o->n == had && (rc = span_mem(o, done, (size_t)n)))
+		if (o->n == had && (rc = span_mem(o, done, (size_t)n)))
 			return rc;
 		done += (size_t)n;
 		off += (uint64_t)n;
 	}
 	if (done < len) {	/* end blocks and record padding */
 		memset(buf + done, 0, len - done);
-		if (o && (rc = span_mem(o, done, len - done)))
+		if ((rc = span_mem(o, done, len - done)))
 			return rc;
 		done = len;
 	}
@@ -414,28 +414,88 @@ static ssize_t read_pieces(const struct vtar_shard *s, char *buf, size_t len, ui
  * members is ~340 spans of members and as many of headers between) */
 #define FILL_SPANS 1024
 
-ssize_t vtar_read(const struct vtar_shard *s, char *buf, size_t len, uint64_t off)
+/* A span of a source worth splicing: o->min bytes or more */
+static int splices(const struct source_span *a, const struct vtar_spans *o)
+{
+	return a->src && a->len >= o->min;
+}
+
+/*
+ * Which of a read's spans (all: every member in place a span of its
+ * source; `len` bytes in all) go out as spans of o, to be spliced: those
+ * of at least o->min bytes, in order, while o has room for them and for
+ * the bytes of buf around each (2k + 1 spans for k), and only if they are
+ * half the reply or more; every other byte is buf's, one span a run.  A
+ * splice pays for itself only where its ranges are most of the reply:
+ * libfuse writes buf's bytes into its pipe, a page allocated for each,
+ * and a READ of 3 KB members with a few of 4 KiB spliced cost twice the
+ * CPU of the same READ copied.  The spans chosen become buf's in all (src
+ * NULL), so that source_fill_spans reads only the others.
+ */
+static void choose_spans(struct vtar_spans *all, struct vtar_spans *o, size_t len)
+{
+	unsigned i, k = 0, room = (o->max - 1) / 2;
+	struct source_span *a, *mem = NULL;
+	size_t at = 0, spliced = 0;
+
+	for (i = 0; i < all->n && k < room; i++)
+		if (splices(&all->sp[i], o)) {
+			spliced += all->sp[i].len;
+			k++;
+		}
+	if (spliced < len / 2)
+		room = 0;
+	o->n = 0;
+	for (i = 0, k = 0; i < all->n; at += a->len, i++) {
+		a = &all->sp[i];
+		if (splices(a, o) && k < room) {
+			o->sp[o->n++] = *a;
+			a->src = NULL;
+			mem = NULL;
+			k++;
+		} else if (mem) {
+			mem->len += a->len;
+		} else {
+			mem = &o->sp[o->n++];
+			*mem = (struct source_span){ NULL, at, a->len };
+		}
+	}
+}
+
+/*
+ * The bytes of [off, off + len): with o, members in place of at least
+ * o->min bytes left as its spans (vtar_read_spans), every other member in
+ * place read into buf at once (source_fill_spans: one preadv for a run of
+ * members a tar header apart, where a pread each cost a shard of 3 KB
+ * members twice the CPU); then the caller's check, once.
+ */
+static ssize_t read_filled(const struct vtar_shard *s, char *buf, size_t len, uint64_t off,
+			   struct vtar_spans *o)
 {
 	struct source_span sp[FILL_SPANS];
-	struct vtar_spans o = { sp, FILL_SPANS, 0, 1 };
+	struct vtar_spans all = { sp, FILL_SPANS, 0, 1 };
 	ssize_t n;
 	int rc;
 
-	n = read_pieces(s, buf, len, off, s->in_place ? &o : NULL);
-	if (n > 0 && o.n && (rc = source_fill_spans(sp, o.n, buf)) < 0)
+	if (o)
+		o->n = 0;
+	n = read_pieces(s, buf, len, off, &all);
+	if (n > 0 && o)
+		choose_spans(&all, o, (size_t)n);
+	if (n > 0 && (rc = source_fill_spans(sp, all.n, buf)) < 0)
 		return rc;
 	if (n >= 0 && s->check && (rc = s->check(s->arg)))
-		return rc;	/* after reading: tarindex.h */
+		return rc;	/* after reading, before any span goes out */
 	return n;
+}
+
+ssize_t vtar_read(const struct vtar_shard *s, char *buf, size_t len, uint64_t off)
+{
+	return read_filled(s, buf, len, off, NULL);
 }
 
 ssize_t vtar_read_spans(const struct vtar_shard *s, char *buf, size_t len, uint64_t off,
 			struct vtar_spans *o)
 {
-	ssize_t n = read_pieces(s, buf, len, off, o);
-	int rc;
-
-	if (n >= 0 && s->check && (rc = s->check(s->arg)))
-		return rc;	/* before the spans go out */
-	return n;
+	return read_filled(s, buf, len, off, o);
 }

@@ -101,8 +101,9 @@ ssize_t vtar_read(const struct vtar_shard *s, char *buf, size_t len, uint64_t of
  * -ENOTSUP) or shorter than `min` bytes are written to buf at their
  * offset in the reply, members in place come as source ranges, not read.
  * At most `max` spans (>= 1); past that, members are read into buf too.
- * Sets *n; returns what vtar_read returns.  (vtar_read itself reads the
- * members in place this way too, then all at once: source_fill_spans.)
+ * Members in place that are not spans are read as vtar_read reads them,
+ * all at once (source_fill_spans), not one pread each.  Sets *n; returns
+ * what vtar_read returns.
  */
 #define VTAR_SPAN_MIN 4096	/* a span worth a splice */
 struct vtar_spans {

@@ -10,6 +10,7 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,12 +72,18 @@ static int cb_offset(void *arg, uint64_t i, uint64_t *off)
 	return 0;
 }
 
+static int preads_only_refused;	/* cb_pread: only members not in place */
+
 static ssize_t cb_pread(void *arg, uint64_t i, unsigned part, void *buf, size_t len,
 			uint64_t off)
 {
 	struct shard *sh = arg;
 	uint8_t *b = buf;
 	size_t k;
+
+	/* members in place are spans or read at once, never one by one */
+	cr_assert(!preads_only_refused || i % 7 == 3, "sample %llu read through pread",
+		  (unsigned long long)i);
 
 	if ((int)i == sh->fail_at)
 		return -EIO;
@@ -408,151 +415,22 @@ Test(vtar, check_runs_once_a_read_and_its_eio_is_the_reads)
 	free(sh.s);
 }
 
-/* ---- vtar_read_spans: members in place left as source ranges ---------- */
+/* ---- members in place: a real file holds them -------------------------- */
 
-#define SPAN_SAMPLE 1000000u	/* the fake source: sample i's member `part` */
-#define SPAN_PART   500000u	/* at i * SPAN_SAMPLE + part * SPAN_PART */
-
-static int eio_at = -1;		/* in_place says the source changed here */
-
-/* samples lie in place in a fake source (the shard itself stands for it)
- * but every third, read through pread */
-static int cb_in_place(void *arg, uint64_t i, unsigned part, struct source **src,
-		       uint64_t *off)
-{
-	if ((int)i == eio_at)
-		return -EIO;
-	if (i % 3 == 1)
-		return -ENOTSUP;
-	*src = arg;
-	*off = i * SPAN_SAMPLE + part * SPAN_PART;
-	return 0;
-}
-
-/* The reply the spans describe, as the FUSE layer sends it: bytes of buf,
- * and the fake source's bytes (byte_of) for ranges of it.  Checks that
- * the spans are in order, end to end, ranges no shorter than
- * VTAR_SPAN_MIN; returns how many ranges of the source there were. */
-static unsigned assemble(const struct vtar_spans *o, const char *buf, size_t n, char *out,
-			 void *src)
-{
-	size_t at = 0, k;
-	unsigned i, from_src = 0;
-
-	cr_assert_leq(o->n, o->max);
-	for (i = 0; i < o->n; i++) {
-		const struct source_span *s = &o->sp[i];
-
-		if (!s->src) {
-			cr_assert_eq(s->off, at, "span %u at %llu, want %zu", i,
-				     (unsigned long long)s->off, at);
-			memcpy(out + at, buf + s->off, s->len);
-		} else {
-			uint64_t sample = s->off / SPAN_SAMPLE;
-			unsigned part = (unsigned)(s->off % SPAN_SAMPLE / SPAN_PART);
-			uint64_t rel = s->off % SPAN_PART;
-
-			cr_assert_eq(s->src, src);
-			cr_assert_geq(s->len, VTAR_SPAN_MIN);
-			for (k = 0; k < s->len; k++)
-				out[at + k] = (char)byte_of(sample, part, rel + k);
-			from_src++;
-		}
-		at += s->len;
-	}
-	cr_assert_eq(at, n, "spans cover %zu bytes of %zu", at, n);
-	return from_src;
-}
-
-static void spans_agree(int two)
-{
-	static const unsigned maxes[] = { 1, 2, 3, 4, 7, 64 };
-	struct source_span sp[64];
-	struct shard sh;
-	struct vtar_shard v;
-	uint64_t size, off;
-	char *ref, *buf, *out;
-	unsigned m, from_src = 0;
-	size_t len;
-
-	make_shard(&sh, &v, 40);
-	sh.two = two;
-	ref = read_all(&v, &size, 65536);	/* every member through pread */
-	v.in_place = cb_in_place;
-	buf = malloc(size);
-	out = malloc(size);
-	for (m = 0; m < sizeof(maxes) / sizeof(maxes[0]); m++) {
-		for (off = 0; off < size; off += 4093 * (m + 1)) {
-			struct vtar_spans o = { sp, maxes[m], 99, VTAR_SPAN_MIN };
-			ssize_t n;
-
-			len = (size_t)(off % 3 ? 1 << 20 : 140000);
-			n = vtar_read_spans(&v, buf, len, off, &o);
-			cr_assert_gt(n, 0, "spans at %llu: %zd", (unsigned long long)off, n);
-			from_src += assemble(&o, buf, (size_t)n, out, &sh);
-			cr_assert_eq(memcmp(out, ref + off, (size_t)n), 0,
-				     "max %u, off %llu: not vtar_read's bytes", maxes[m],
-				     (unsigned long long)off);
-		}
-	}
-	cr_assert_gt(from_src, 0, "no member was left in place");
-	{	/* the end of the shard: 0, and no span */
-		struct vtar_spans o = { sp, 64, 99, VTAR_SPAN_MIN };
-
-		cr_assert_eq(vtar_read_spans(&v, buf, 10, size, &o), 0);
-		cr_assert_eq(o.n, 0);
-	}
-	free(out);
-	free(buf);
-	free(ref);
-	free(sh.s);
-}
-
-Test(vtar, spans_give_vtar_reads_bytes)
-{
-	spans_agree(0);
-}
-
-Test(vtar, spans_give_vtar_reads_bytes_two_members)
-{
-	spans_agree(1);
-}
-
-/* a source changed under a member in place: the read fails, whole */
-Test(vtar, spans_source_changed_is_eio)
-{
-	struct source_span sp[64];
-	struct vtar_spans o = { sp, 64, 0, VTAR_SPAN_MIN };
-	struct shard sh;
-	struct vtar_shard v;
-	uint64_t size, at;
-	char *buf;
-
-	make_shard(&sh, &v, 20);
-	v.in_place = cb_in_place;
-	cr_assert_eq(vtar_size(&v, &size), 0);
-	buf = malloc(size);
-	eio_at = 9;	/* in place, 100000 bytes */
-	cr_assert_eq(cb_offset(&sh, 9, &at), 0);
-	cr_assert_eq(vtar_read_spans(&v, buf, (size_t)size, 0, &o), -EIO);
-	cr_assert_gt(vtar_read_spans(&v, buf, (size_t)at, 0, &o), 0);	/* before it: fine */
-	eio_at = -1;
-	free(buf);
-	free(sh.s);
-}
-
-/* ---- vtar_read: members in place read at once (source_fill_spans) ---- */
-
-/* A real file holds the members, laid out as in a tar: each member's data
- * after a 512-byte gap, but every fifth after a gap larger than
- * SOURCE_FILL_GAP (another preadv); part 1 right after part 0's padding. */
+/* The file is laid out as a tar: each member's data after a 512-byte gap,
+ * but every fifth after a gap larger than SOURCE_FILL_GAP (another
+ * preadv); part 1 right after part 0's padding.  Every seventh member is
+ * not in place (read through pread), and in_place says -EIO for eio_at. */
 static struct source *file_src;
 static uint64_t file_at[64][2];
+static int eio_at = -1;
 
 static int cb_in_file(void *arg, uint64_t i, unsigned part, struct source **src,
 		      uint64_t *off)
 {
 	(void)arg;
+	if ((int)i == eio_at)
+		return -EIO;
 	if (i % 7 == 3)
 		return -ENOTSUP;	/* this one through pread */
 	*src = file_src;
@@ -581,27 +459,169 @@ static void write_members(const struct shard *sh, const char *path)
 	fclose(f);
 }
 
-static void fill_agrees(int two)
+/* A shard of n samples whose members in place lie in a file at `path`
+ * (made from its XXXXXX); the shard's bytes, every member through pread,
+ * in *ref. */
+static struct source_env *members_in_file(struct shard *sh, struct vtar_shard *v, uint64_t n,
+					  int two, char *path, char **ref, uint64_t *size)
 {
 	struct source_config cfg = { 0 };
 	struct source_env *env;
-	char path[] = "/tmp/sfs-vtar-fill-XXXXXX";
-	struct shard sh;
-	struct vtar_shard v;
-	uint64_t size, off;
-	char *ref, *buf;
 	int fd = mkstemp(path);
 
 	cr_assert(fd >= 0);
 	close(fd);
-	make_shard(&sh, &v, 40);
-	sh.two = two;
-	ref = read_all(&v, &size, 65536);	/* every member through pread */
-	write_members(&sh, path);
+	make_shard(sh, v, n);
+	sh->two = two;
+	*ref = read_all(v, size, 65536);
+	write_members(sh, path);
 	cr_assert_eq(source_env_new(&cfg, &env), 0);
 	cr_assert_eq(source_open(env, path, &file_src), 0);
-	v.in_place = cb_in_file;
+	v->in_place = cb_in_file;
+	return env;
+}
+
+static void members_in_file_done(struct source_env *env, const char *path, struct shard *sh)
+{
+	source_close(file_src);
+	source_env_free(env);
+	unlink(path);
+	free(sh->s);
+}
+
+/* ---- vtar_read_spans: members in place left as source ranges ---------- */
+
+/* The reply the spans describe, as the FUSE layer sends it: bytes of buf,
+ * and the file's own bytes (pread, as a splice takes them) for ranges of
+ * it.  Checks that the spans are in order, end to end, ranges no shorter
+ * than VTAR_SPAN_MIN, and half the reply or more when there are any (a
+ * splice of a few ranges among copied bytes costs more than a copy);
+ * returns how many ranges of the file there were. */
+static unsigned assemble(const struct vtar_spans *o, const char *buf, size_t n, char *out,
+			 int fd)
+{
+	size_t at = 0, src_bytes = 0;
+	unsigned i, from_src = 0;
+
+	cr_assert_leq(o->n, o->max);
+	for (i = 0; i < o->n; i++) {
+		const struct source_span *s = &o->sp[i];
+
+		if (!s->src) {
+			cr_assert_eq(s->off, at, "span %u at %llu, want %zu", i,
+				     (unsigned long long)s->off, at);
+			memcpy(out + at, buf + s->off, s->len);
+		} else {
+			cr_assert_eq(s->src, file_src);
+			cr_assert_geq(s->len, VTAR_SPAN_MIN);
+			cr_assert_eq(pread(fd, out + at, s->len, (off_t)s->off), (ssize_t)s->len);
+			src_bytes += s->len;
+			from_src++;
+		}
+		at += s->len;
+	}
+	cr_assert_eq(at, n, "spans cover %zu bytes of %zu", at, n);
+	cr_assert(!from_src || src_bytes >= n / 2, "%zu bytes of %zu spliced", src_bytes, n);
+	return from_src;
+}
+
+static void spans_agree(int two)
+{
+	static const unsigned maxes[] = { 1, 2, 3, 4, 7, 64 };
+	char path[] = "/tmp/sfs-vtar-spans-XXXXXX";
+	struct source_span sp[64];
+	struct source_env *env;
+	struct shard sh;
+	struct vtar_shard v;
+	uint64_t size, off;
+	char *ref, *buf, *out;
+	unsigned m, from_src = 0;
+	size_t len;
+	int fd;
+
+	env = members_in_file(&sh, &v, 40, two, path, &ref, &size);
+	fd = open(path, O_RDONLY);
+	cr_assert(fd >= 0);
 	buf = malloc(size);
+	out = malloc(size);
+	preads_only_refused = 1;	/* the others are spans, or read at once */
+	for (m = 0; m < sizeof(maxes) / sizeof(maxes[0]); m++) {
+		for (off = 0; off < size; off += 4093 * (m + 1)) {
+			struct vtar_spans o = { sp, maxes[m], 99, VTAR_SPAN_MIN };
+			ssize_t n;
+
+			len = (size_t)(off % 3 ? 1 << 20 : 140000);
+			n = vtar_read_spans(&v, buf, len, off, &o);
+			cr_assert_gt(n, 0, "spans at %llu: %zd", (unsigned long long)off, n);
+			from_src += assemble(&o, buf, (size_t)n, out, fd);
+			cr_assert_eq(memcmp(out, ref + off, (size_t)n), 0,
+				     "max %u, off %llu: not vtar_read's bytes", maxes[m],
+				     (unsigned long long)off);
+		}
+	}
+	preads_only_refused = 0;
+	cr_assert_gt(from_src, 0, "no member was left in place");
+	{	/* the end of the shard: 0, and no span */
+		struct vtar_spans o = { sp, 64, 99, VTAR_SPAN_MIN };
+
+		cr_assert_eq(vtar_read_spans(&v, buf, 10, size, &o), 0);
+		cr_assert_eq(o.n, 0);
+	}
+	close(fd);
+	members_in_file_done(env, path, &sh);
+	free(out);
+	free(buf);
+	free(ref);
+}
+
+Test(vtar, spans_give_vtar_reads_bytes)
+{
+	spans_agree(0);
+}
+
+Test(vtar, spans_give_vtar_reads_bytes_two_members)
+{
+	spans_agree(1);
+}
+
+/* a source changed under a member in place: the read fails, whole */
+Test(vtar, spans_source_changed_is_eio)
+{
+	char path[] = "/tmp/sfs-vtar-eio-XXXXXX";
+	struct source_span sp[64];
+	struct vtar_spans o = { sp, 64, 0, VTAR_SPAN_MIN };
+	struct source_env *env;
+	struct shard sh;
+	struct vtar_shard v;
+	uint64_t size, at;
+	char *buf, *ref;
+
+	env = members_in_file(&sh, &v, 20, 0, path, &ref, &size);
+	buf = malloc(size);
+	eio_at = 9;	/* in place, 100000 bytes */
+	cr_assert_eq(cb_offset(&sh, 9, &at), 0);
+	cr_assert_eq(vtar_read_spans(&v, buf, (size_t)size, 0, &o), -EIO);
+	cr_assert_gt(vtar_read_spans(&v, buf, (size_t)at, 0, &o), 0);	/* before it: fine */
+	eio_at = -1;
+	members_in_file_done(env, path, &sh);
+	free(buf);
+	free(ref);
+}
+
+/* ---- vtar_read: members in place read at once (source_fill_spans) ---- */
+
+static void fill_agrees(int two)
+{
+	char path[] = "/tmp/sfs-vtar-fill-XXXXXX";
+	struct source_env *env;
+	struct shard sh;
+	struct vtar_shard v;
+	uint64_t size, off;
+	char *ref, *buf;
+
+	env = members_in_file(&sh, &v, 40, two, path, &ref, &size);
+	buf = malloc(size);
+	preads_only_refused = 1;
 	for (off = 0; off < size; off += 7919) {
 		size_t len = off % 2 ? 1 << 20 : 3000;
 		ssize_t n = vtar_read(&v, buf, len, off);
@@ -610,15 +630,16 @@ static void fill_agrees(int two)
 		cr_assert(!memcmp(buf, ref + off, (size_t)n), "read at %llu: other bytes",
 			  (unsigned long long)off);
 	}
+	preads_only_refused = 0;
 	/* a source shorter than its members: EIO, never other bytes */
 	cr_assert_eq(truncate(path, (off_t)file_at[20][0] + 10), 0);
 	cr_assert_eq(vtar_read(&v, buf, (size_t)size, 0), -EIO);
-	source_close(file_src);
-	source_env_free(env);
-	unlink(path);
+	cr_assert_eq(vtar_read_spans(&v, buf, (size_t)size, 0,
+				     &(struct vtar_spans){ (struct source_span[64]){ { 0 } }, 64,
+							   0, VTAR_SPAN_MIN }), -EIO);
+	members_in_file_done(env, path, &sh);
 	free(buf);
 	free(ref);
-	free(sh.s);
 }
 
 Test(vtar, members_in_place_read_at_once_are_preads_bytes)
