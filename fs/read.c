@@ -46,6 +46,28 @@
 #define SPANS_MAX 64
 #define FUSE_OUT_HEADER 16	/* struct fuse_out_header, before every reply */
 
+/*
+ * A buffer for a reply of `size` bytes over STACK_READ: always one of the
+ * mount's kept buffers of the largest READ's size (zpool), whatever the
+ * READ's size.  A READ of 128-768 KiB (every user's but root's) got a
+ * malloc of its own, which glibc gave back to the kernel on free and the
+ * next one faulted in again: 100 page faults and a TLB shootdown a 512 KiB
+ * READ, half the daemon's CPU streaming a shard.
+ */
+static char *reply_get(struct sfs_fs *fs, size_t size)
+{
+	size_t cap = zpool_cap(fs->replies);
+
+	return zpool_get(fs->replies, size <= cap ? cap : size);
+}
+
+static void reply_put(struct sfs_fs *fs, char *buf, size_t size)
+{
+	size_t cap = zpool_cap(fs->replies);
+
+	zpool_put(fs->replies, buf, size <= cap ? cap : size);
+}
+
 /* Clamps a read to the file's size, so small files never need the heap. */
 static int clamp_to_size(struct sfs_fs *fs, fuse_ino_t ino, size_t *size,
 			 off_t off)
@@ -185,10 +207,10 @@ static int read_copy(fuse_req_t req, struct sfs_fs *fs, fuse_ino_t ino,
 		fuse_reply_buf(req, NULL, 0);
 		return 0;
 	}
-	/* a big reply's buffer is one the mount keeps (zpool): 1 MiB READs
-	 * (-o readahead) malloc'ed and freed in turn by every thread grew
-	 * glibc's arenas by tens of MiB in the soak */
-	if (size > sizeof(stack) && !(buf = zpool_get(fs->replies, size))) {
+	/* a big reply's buffer is one the mount keeps (reply_get): 1 MiB
+	 * READs (-o readahead) malloc'ed and freed in turn by every thread
+	 * grew glibc's arenas by tens of MiB in the soak */
+	if (size > sizeof(stack) && !(buf = reply_get(fs, size))) {
 		fuse_reply_err(req, ENOMEM);
 		return 0;
 	}
@@ -206,7 +228,7 @@ static int read_copy(fuse_req_t req, struct sfs_fs *fs, fuse_ino_t ino,
 	ctl_read_done(&fs->ctl, (uint64_t)off, n < 0 ? 0 : (size_t)n, 0, n < 0);
 out:
 	if (buf != stack)
-		zpool_put(fs->replies, buf, size);
+		reply_put(fs, buf, size);
 	return rc;
 }
 
@@ -307,7 +329,7 @@ static int read_spans(fuse_req_t req, struct sfs_fs *fs, fuse_ino_t ino,
 		return rc;
 	if (!(max = spans_max(fs, size)))
 		return -ENOTSUP;
-	if (!(buf = zpool_get(fs->replies, size)))
+	if (!(buf = reply_get(fs, size)))
 		return -ENOMEM;
 	got = read_cancellable(req, fs, ino, buf, size, off, t0, sp, &n, max);
 	if (got == -ENOTSUP) {
@@ -320,7 +342,7 @@ static int read_spans(fuse_req_t req, struct sfs_fs *fs, fuse_ino_t ino,
 		ctl_read_done(&fs->ctl, (uint64_t)off, size, rc, 0);
 	rc = rc < 0 ? rc : 0;
 out:
-	zpool_put(fs->replies, buf, size);
+	reply_put(fs, buf, size);
 	return rc;
 }
 
