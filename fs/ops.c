@@ -25,12 +25,14 @@
 #include "read.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <unistd.h>
 
 #define BACKGROUND_MAX 128	/* READs of readahead in flight (sfs_init) */
 #define BLKSIZE    65536	/* st_blksize: what cp and friends read at once */
@@ -39,6 +41,9 @@
 /* The pipe's size when /proc/sys/fs/pipe-max-size cannot be read (its
  * default since Linux 2.6.35) */
 #define PIPE_MAX_DEFAULT ((size_t)1 << 20)
+/* A pipe for a 1 MiB READ of 64 spans: a page each, the reply's 257 and
+ * a slot more for each span's ends, in a power of two pages (read.c) */
+#define PIPE_WANT ((size_t)2 << 20)
 
 static struct sfs_fs *fs_of(fuse_req_t req)
 {
@@ -88,6 +93,27 @@ static size_t pipe_max_size(void)
 	return v ? (size_t)v : PIPE_MAX_DEFAULT;
 }
 
+/*
+ * The largest pipe libfuse can grow for a reply: pipe-max-size, or
+ * PIPE_WANT when a pipe grows past that (CAP_SYS_RESOURCE: root outside a
+ * container), which holds a 1 MiB READ of a shard with all its spans
+ * (read.c's spans_max).  Asked of a pipe of our own, as libfuse asks of
+ * its own (fuse_send_data_iov); the answer is the same for both.
+ */
+static size_t pipe_limit(void)
+{
+	size_t max = pipe_max_size();
+	int p[2];
+
+	if (max >= PIPE_WANT || pipe2(p, O_CLOEXEC) < 0)
+		return max;
+	if (fcntl(p[0], F_SETPIPE_SZ, (int)PIPE_WANT) >= (int)PIPE_WANT)
+		max = PIPE_WANT;
+	close(p[0]);
+	close(p[1]);
+	return max;
+}
+
 static void sfs_init(void *userdata, struct fuse_conn_info *conn)
 {
 	unsigned want = FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE |
@@ -101,7 +127,7 @@ static void sfs_init(void *userdata, struct fuse_conn_info *conn)
 	if (mode == RDPLUS_BY_LAYOUT)
 		mode = fs->layout.ops->listed_then_read ? RDPLUS_ALWAYS
 							: RDPLUS_ADAPTIVE;
-	fs->pipe_max = pipe_max_size();
+	fs->pipe_max = pipe_limit();
 
 	/* conn->max_readahead stays the kernel's offer: it can only lower it */
 	conn->want |= conn->capable & want;

@@ -36,8 +36,9 @@ struct sfs_fs {
 				 * locks its documents */
 	struct zpool *replies;	/* buffers of copied read replies over
 				 * STACK_READ (read.c), reused; locks itself */
-	size_t pipe_max;	/* /proc/sys/fs/pipe-max-size, read at init:
-				 * the largest reply libfuse can splice (read.c) */
+	size_t pipe_max;	/* the largest pipe, found at init (ops.c's
+				 * pipe_limit): the largest reply libfuse
+				 * can splice (read.c) */
 };
 
 extern const struct fuse_lowlevel_ops sfs_ll_ops;

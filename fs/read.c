@@ -282,11 +282,12 @@ static int reply_spans(fuse_req_t req, char *buf, const struct source_span *sp,
  * How many spans a reply of `size` bytes may have and still be spliced;
  * 0: none (copy it).  libfuse 3.14 (fuse_send_data_iov) splices a reply
  * only when its pipe grows to a page per buffer plus header and reply
- * (F_SETPIPE_SZ, which rounds up to a power of two pages), and an
- * unprivileged process's pipe stops at pipe-max-size (1 MiB by default;
- * root in a container may lack CAP_SYS_RESOURCE too): so never a 1 MiB
- * READ (-o readahead's default for root), which libfuse would copy after
- * all, through a buffer of its own.  And the pipe must not fill: each
+ * (F_SETPIPE_SZ, which rounds up to a power of two pages), and a pipe
+ * stops at fs->pipe_max (ops.c's pipe_limit: pipe-max-size, 1 MiB by
+ * default, unless the process has CAP_SYS_RESOURCE, which root in a
+ * container may lack): so a 1 MiB READ (-o readahead's default for root)
+ * only with a 2 MiB pipe, else libfuse would copy it after all, through a
+ * buffer of its own.  And the pipe must not fill: each
  * span takes up to two slots more than its bytes' pages (a range of a
  * file starts and ends inside a page; a write after a spliced page takes
  * a slot of its own), else libfuse copies what did not fit.
