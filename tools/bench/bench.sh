@@ -848,7 +848,7 @@ case " $PARTS " in *" cold "*) part_cold ;; esac
 case " $PARTS " in *" stream "*) part_script stream streambuild.sh "$RUNS" "0.2 0.6" ;; esac
 case " $PARTS " in *" seq "*)
 	part_script seq seqbench.sh
-	SEQ_MEMBER_KB=60-160 part_script seq-110k seqbench.sh ;;
+	SEQ_MEMBER_KB=60-160 SEQ_PIPE=2097152 part_script seq-110k seqbench.sh ;;
 esac
 case " $PARTS " in *" shuf "*) part_script shuf shufbench.sh ;; esac
 case " $PARTS " in *" sums "*) part_script sums sumsbench.sh ;; esac

@@ -16,6 +16,8 @@
 #          loads its index cold; the mount's time is not counted); warm: the
 #          sources (and the files) in the page cache, a fresh mount (nothing
 #          of it in the kernel's caches); again: a second cat on that mount.
+#          user: samplefs with -o readahead=128, the window (and so the
+#          READ size) every user but root gets, cold and warm.
 #   epoch  a warm second pass with 4 threads (readfiles.c): SEQ_READ random
 #          train JPEGs of the same release against the extracted tree, and
 #          the first SEQ_READ Quick, Draw! image files (gidx order) against the
@@ -43,6 +45,11 @@
 #                     GEN_IMAGENET_MEMBER_KB), with defaults of their own: SEQ_DIR
 #                     /var/tmp/samplefs-seqbench-LO-HI, 90 x 100 JPEGs in 1 shard
 #                     of ~1 GB, part seq
+#   SEQ_PIPE=BYTES    adds contender `pipe`: samplefs streaming warm with
+#                     /proc/sys/fs/pipe-max-size at BYTES (2097152: what a
+#                     1 MiB READ needs to splice, as CAP_SYS_RESOURCE gives
+#                     root outside a container), put back after each run and
+#                     by the EXIT trap
 #   SEQ_RUNS=N        runs (default 5)
 #   SEQ_RA=KIB        -o readahead of both FUSE mounts (default: samplefs'
 #                     own default, 1024 as root)
@@ -74,6 +81,9 @@ fi
 NREAD=${SEQ_READ:-20000}
 QD_PER=${SEQ_QD_PER:-300} RUNS=${SEQ_RUNS:-5} REPEAT=${SEQ_REPEAT:-5}
 RA=${SEQ_RA:-}
+PIPE=${SEQ_PIPE:-}
+PIPE_SYSCTL=/proc/sys/fs/pipe-max-size
+PIPE_WAS=$(cat "$PIPE_SYSCTL")
 CATEGORIES=/work/shared/data/quickdraw-categories.txt
 [ -f "$CATEGORIES" ] || CATEGORIES=$ROOT/../shared/data/quickdraw-categories.txt
 READER=$D/readfiles
@@ -85,6 +95,7 @@ LOG=$D/seqbench.log
 PIDS=()
 cleanup() {
 	local p m
+	[ "$(cat "$PIPE_SYSCTL")" = "$PIPE_WAS" ] || echo "$PIPE_WAS" >"$PIPE_SYSCTL"
 	for m in "$D/mnt" "$D/mnt2"; do
 		grep -qs " $m fuse" /proc/mounts && { fusermount3 -u "$m" 2>/dev/null || umount -l "$m"; }
 	done
@@ -267,6 +278,26 @@ seq_one() {
 		SHARDS=("${all[@]}")
 		down
 		;;
+	pipe)	# root's 1 MiB READs where a pipe may hold them: spliced
+		cat "$D/imagenet/ILSVRC2012_img_train.tar" "$D"/idx/* >/dev/null
+		echo "$PIPE" >"$PIPE_SYSCTL" || return 1
+		# raised while streaming: libfuse grows its pipes on the way
+		if mount_in "$bin"; then
+			fuse_stream "$r" seq.warm.pipe
+			down
+		fi
+		echo "$PIPE_WAS" >"$PIPE_SYSCTL"
+		;;
+	user)	# every user's but root's READs: the kernel's 128 KiB window
+		drop
+		mount_in "$bin" readahead=128 || return 1
+		fuse_stream "$r" seq.cold.user
+		down
+		cat "$D/imagenet/ILSVRC2012_img_train.tar" "$D"/idx/* >/dev/null
+		mount_in "$bin" readahead=128 || return 1
+		fuse_stream "$r" seq.warm.user
+		down
+		;;
 	samplefs|before)
 		[ "$who" = before ] && bin=$BEFORE
 		drop
@@ -352,6 +383,8 @@ rows = [
     ("seq.warm.files", "GB/s", None), ("seq.warm.floorcopy", "GB/s", "seq.warm.files"),
     ("seq.warm.samplefs", "GB/s", "seq.warm.files"),
     ("seq.warm.before", "GB/s", "seq.warm.files"),
+    ("seq.cold.user", "GB/s", "seq.cold.files"), ("seq.warm.user", "GB/s", "seq.warm.files"),
+    ("seq.warm.pipe", "GB/s", "seq.warm.files"),
     ("seq.again.samplefs", "GB/s", "seq.warm.files"), ("seq.again.before", "GB/s", "seq.warm.files"),
     ("epoch.in.extracted", "files/s", None), ("epoch.in.samplefs", "files/s", "epoch.in.extracted"),
     ("epoch.in.before", "files/s", "epoch.in.extracted"),
@@ -361,12 +394,17 @@ rows = [
     ("cpu.seq.cold.samplefs", "s/GB", "cpu.seq.cold.floor"),
     ("cpu.seq.cold.before", "s/GB", "cpu.seq.cold.floor"),
     ("cpu.seq.warm.samplefs", "s/GB", "cpu.seq.cold.floor"), ("cpu.seq.warm.before", "s/GB", "cpu.seq.cold.floor"),
+    ("cpu.seq.cold.user", "s/GB", "cpu.seq.cold.floor"), ("cpu.seq.warm.user", "s/GB", "cpu.seq.cold.floor"),
+    ("cpu.seq.warm.pipe", "s/GB", "cpu.seq.cold.floor"),
 ]
 for k, unit, base in rows:
     if runs.get(k):
         print("| %s | %s | %s |" % (k, cell(k, unit), ratio(k, base) if base else ""))
 for k, base in [("seq.cold.samplefs", "seq.cold.floor"), ("seq.warm.samplefs", "seq.cold.floor"),
                 ("seq.warm.samplefs", "seq.warm.floorcopy"), ("cpu.seq.warm.samplefs", "cpu.seq.warm.floorcopy"),
+                ("seq.warm.user", "seq.warm.floorcopy"), ("cpu.seq.warm.user", "cpu.seq.warm.floorcopy"),
+                ("seq.warm.pipe", "seq.cold.floor"), ("seq.warm.pipe", "seq.warm.floorcopy"),
+                ("cpu.seq.warm.pipe", "cpu.seq.warm.floorcopy"),
                 ("seq.cold.before", "seq.cold.floor"), ("seq.warm.before", "seq.cold.floor"),
                 ("seq.cold.samplefs", "seq.cold.before"), ("seq.warm.samplefs", "seq.warm.before"),
                 ("cpu.seq.cold.samplefs", "cpu.seq.cold.before"), ("cpu.seq.warm.samplefs", "cpu.seq.warm.before")]:
@@ -380,7 +418,7 @@ cc -O2 -Wall -Wextra -D_GNU_SOURCE -o "$READER" "$HERE/readfiles.c" -lpthread ||
 data_in || { say "ImageNet data failed (see $LOG)"; exit 1; }
 say "$NSHARDS shards, $SHARD_BYTES bytes"
 case " $PARTS " in *" epoch "*) data_qd || { say "Quick, Draw! data failed (see $LOG)"; exit 1; } ;; esac
-SEQ_WHO="files floor samplefs${BEFORE:+ before}"
+SEQ_WHO="files floor samplefs user${PIPE:+ pipe}${BEFORE:+ before}"
 for r in $(seq 1 "$RUNS"); do
 	case " $PARTS " in *" seq "*)
 		for w in $(rotate "$r" $SEQ_WHO); do seq_one "$r" "$w" || say "run $r: $w failed"; done ;;
