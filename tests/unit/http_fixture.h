@@ -3,14 +3,13 @@
  * nginx from Debian started per test on a free loopback port (TLS too),
  * tests/unit/http_faults.py for the faults nginx cannot make, a source_env
  * per test, and the servers' logs read back as counts of requests.  Its
- * functions are static: each test program includes it once, and a program
- * need not use all of them (hence the pragma).
+ * functions are static inline: each test program includes it once, and a
+ * program need not use all of them.
  *
  * Not for: anything but those two test programs.
  */
 #ifndef SFS_TEST_HTTP_FIXTURE_H
 #define SFS_TEST_HTTP_FIXTURE_H
-#pragma GCC diagnostic ignored "-Wunused-function"
 
 #include <criterion/criterion.h>
 
@@ -52,7 +51,7 @@ static struct server {
 static struct source_env *env;
 static const char *fault_seconds = "1";	/* http_faults.py's Retry-After */
 
-static char *path_in(const char *rel)
+static inline char *path_in(const char *rel)
 {
 	char *p;
 
@@ -60,7 +59,7 @@ static char *path_in(const char *rel)
 	return p;
 }
 
-static char *url_of(const char *rel)
+static inline char *url_of(const char *rel)
 {
 	char *p;
 
@@ -69,7 +68,7 @@ static char *url_of(const char *rel)
 }
 
 /* A pattern no two offsets of one file share often: a 64-bit LCG per seed. */
-static void fill(uint8_t *buf, size_t n, uint64_t seed)
+static inline void fill(uint8_t *buf, size_t n, uint64_t seed)
 {
 	uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
 	size_t i;
@@ -80,7 +79,7 @@ static void fill(uint8_t *buf, size_t n, uint64_t seed)
 	}
 }
 
-static void write_file(const char *rel, size_t n, uint64_t seed)
+static inline void write_file(const char *rel, size_t n, uint64_t seed)
 {
 	char *p = path_in(rel);
 	uint8_t *buf = malloc(n + 1);
@@ -96,7 +95,7 @@ static void write_file(const char *rel, size_t n, uint64_t seed)
 }
 
 /* The file's bytes as on disk: the oracle. */
-static uint8_t *read_back(const char *rel, size_t *n)
+static inline uint8_t *read_back(const char *rel, size_t *n)
 {
 	char *p = path_in(rel);
 	struct stat st;
@@ -113,7 +112,7 @@ static uint8_t *read_back(const char *rel, size_t *n)
 	return buf;
 }
 
-static void set_mtime(const char *rel, time_t t)
+static inline void set_mtime(const char *rel, time_t t)
 {
 	char *p = path_in(rel);
 	struct timeval tv[2] = { { t, 0 }, { t, 0 } };
@@ -122,7 +121,7 @@ static void set_mtime(const char *rel, time_t t)
 	free(p);
 }
 
-static int free_port(void)
+static inline int free_port(void)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET };
 	socklen_t len = sizeof(a);
@@ -136,7 +135,7 @@ static int free_port(void)
 	return port;
 }
 
-static int accepts(int port)
+static inline int accepts(int port)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
 	int s = socket(AF_INET, SOCK_STREAM, 0), ok;
@@ -148,7 +147,7 @@ static int accepts(int port)
 }
 
 /* fork + exec argv, dying with this process; stdout to out_fd when >= 0. */
-static pid_t spawn(char *const argv[], int out_fd)
+static inline pid_t spawn(char *const argv[], int out_fd)
 {
 	pid_t pid = fork();
 
@@ -163,7 +162,7 @@ static pid_t spawn(char *const argv[], int out_fd)
 	return pid;
 }
 
-static void make_dirs(void)
+static inline void make_dirs(void)
 {
 	char *p;
 
@@ -177,7 +176,7 @@ static void make_dirs(void)
 	free(p);
 }
 
-static void write_conf(int port)
+static inline void write_conf(int port)
 {
 	char *p = path_in("nginx.conf");
 	FILE *f = fopen(p, "w");
@@ -206,7 +205,7 @@ static void write_conf(int port)
 	free(p);
 }
 
-static void make_cert(void)
+static inline void make_cert(void)
 {
 	char *cmd;
 
@@ -219,7 +218,7 @@ static void make_cert(void)
 }
 
 /* Waits (bounded) until the server accepts; 0 if it died first. */
-static int wait_ready(pid_t pid, int port)
+static inline int wait_ready(pid_t pid, int port)
 {
 	struct timespec ms10 = { 0, 10 * 1000000 };
 	int i, status;
@@ -234,7 +233,7 @@ static int wait_ready(pid_t pid, int port)
 	return 0;
 }
 
-static void start_nginx(int tls)
+static inline void start_nginx(int tls)
 {
 	char *conf, *err;
 	int attempt;
@@ -265,7 +264,7 @@ static void start_nginx(int tls)
 }
 
 /* http_faults.py serving www/<rel> in `mode`. */
-static void start_faults(const char *rel, const char *mode, const char *n)
+static inline void start_faults(const char *rel, const char *mode, const char *n)
 {
 	char *file = path_in(rel), *script, line[32];
 	int fds[2];
@@ -292,7 +291,7 @@ static void start_faults(const char *rel, const char *mode, const char *n)
 	free(script);
 }
 
-static void new_env(unsigned timeout, unsigned retries, uint64_t cache,
+static inline void new_env(unsigned timeout, unsigned retries, uint64_t cache,
 		    const char *cache_dir)
 {
 	struct source_config cfg = { .timeout_s = timeout, .retries = retries,
@@ -307,12 +306,12 @@ static void new_env(unsigned timeout, unsigned retries, uint64_t cache,
 	cr_assert_eq(source_env_new(&cfg, &env), 0);
 }
 
-static void setup(void)
+static inline void setup(void)
 {
 	make_dirs();
 }
 
-static void teardown(void)
+static inline void teardown(void)
 {
 	char *cmd;
 
@@ -340,7 +339,7 @@ static void teardown(void)
  */
 #define MARKER "/.settle"
 
-static void settle(void)
+static inline void settle(void)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)sv.port) };
 	const char req[] = "HEAD " MARKER " HTTP/1.0\r\n\r\n";
@@ -358,7 +357,7 @@ static void settle(void)
 /* Lines of a log whose words match: nginx's "METHOD URI "RANGE" STATUS
  * PROTO" or http_faults.py's "METHOD RANGE STATUS".  A NULL word matches
  * anything; "!x" anything but x. */
-static int count_log(const char *log, const char *w0, const char *w1,
+static inline int count_log(const char *log, const char *w0, const char *w1,
 		     const char *w2)
 {
 	char *p = path_in(log), line[512], *tok[3], *save;
@@ -394,7 +393,7 @@ static int count_log(const char *log, const char *w0, const char *w1,
 }
 
 /* nginx's GETs of /rel other than the probe of byte 0 */
-static int data_gets(const char *rel)
+static inline int data_gets(const char *rel)
 {
 	char uri[256];
 
@@ -402,13 +401,13 @@ static int data_gets(const char *rel)
 	return count_log("access.log", "GET", uri, "!\"bytes=0-0\"");
 }
 
-static int all_requests(void)
+static inline int all_requests(void)
 {
 	return count_log("access.log", NULL, NULL, NULL);
 }
 
 /* Body bytes nginx sent for data GETs of /rel (the sixth word). */
-static uint64_t bytes_sent(const char *rel)
+static inline uint64_t bytes_sent(const char *rel)
 {
 	char *p = path_in("access.log"), line[512], uri[256], *w[7], *save;
 	FILE *f = fopen(p, "r");
@@ -431,7 +430,7 @@ static uint64_t bytes_sent(const char *rel)
 }
 
 /* How many connections nginx's requests came on (its last word). */
-static int connections(void)
+static inline int connections(void)
 {
 	char *p = path_in("access.log"), line[512], *w;
 	long seen[256];
@@ -454,7 +453,7 @@ static int connections(void)
 	return n;
 }
 
-static uint64_t rnd(uint64_t *s)
+static inline uint64_t rnd(uint64_t *s)
 {
 	*s ^= *s << 13;
 	*s ^= *s >> 7;
@@ -463,7 +462,7 @@ static uint64_t rnd(uint64_t *s)
 }
 
 /* n random reads of s checked against want (len bytes). */
-static void random_reads(struct source *s, const uint8_t *want, size_t len,
+static inline void random_reads(struct source *s, const uint8_t *want, size_t len,
 			 int n, uint64_t seed, size_t max)
 {
 	uint8_t *got = malloc(max);

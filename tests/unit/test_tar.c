@@ -18,6 +18,7 @@
 
 #include "formats/tar.h"
 #include "opensrc.h"
+#include "tarhdr.h"
 
 static const char *fixdir(void)
 {
@@ -242,18 +243,6 @@ struct crafted {
 	size_t len;
 };
 
-/* Writes header h's checksum as tarfile does. */
-static void header_checksum(unsigned char *h)
-{
-	unsigned sum = 0;
-	int i;
-
-	memset(h + 148, ' ', 8);
-	for (i = 0; i < TAR_BLOCK; i++)
-		sum += h[i];
-	snprintf((char *)h + 148, 8, "%06o", sum);
-}
-
 /* Appends a ustar header (checksum as tarfile writes it) and n data bytes,
  * padded to a block unless `pad` is 0. */
 static void craft(struct crafted *t, const char *name, char type,
@@ -262,14 +251,7 @@ static void craft(struct crafted *t, const char *name, char type,
 	unsigned char *h = t->buf + t->len;
 
 	cr_assert_leq(t->len + TAR_BLOCK + n + TAR_BLOCK, sizeof(t->buf));
-	memset(h, 0, TAR_BLOCK);
-	snprintf((char *)h, 100, "%s", name);
-	memcpy(h + 100, "0000644", 8);
-	snprintf((char *)h + 124, 12, "%011o", (unsigned)n);
-	memcpy(h + 136, "00000000000", 12);
-	h[156] = (unsigned char)type;
-	memcpy(h + 257, "ustar\0" "00", 8);
-	header_checksum(h);
+	tarhdr_fill(h, name, type, n, NULL, TARHDR_POSIX);
 	memcpy(h + TAR_BLOCK, data, n);
 	t->len += TAR_BLOCK + n;
 	if (pad) {
@@ -407,7 +389,7 @@ Test(tar, link_field_of_a_file_is_ignored)
 
 	craft(t, "f.txt", '0', "hello", 5, 1);
 	memcpy(t->buf + 157, "g", 2);
-	header_checksum(t->buf);
+	tarhdr_sum(t->buf);
 	t->len += 2 * TAR_BLOCK;
 	rc = walk_crafted(t, 0, &c, &msg);
 	cr_expect_eq(rc, 0);
@@ -423,7 +405,7 @@ static void set_base256_size(unsigned char *h, const unsigned char *b)
 {
 	h[124] = 0x80;
 	memcpy(h + 125, b, 11);
-	header_checksum(h);
+	tarhdr_sum(h);
 }
 
 /*

@@ -26,6 +26,7 @@
 #include "fixture.h"
 #include "capture.h"
 #include "tarindex_fixture.h"
+#include "tarhdr.h"
 
 /* ------------------------------------------------------------ tars written here */
 
@@ -49,18 +50,9 @@ static void tw_put(struct tarw *w, const void *data, size_t n)
 
 static void tw_header(struct tarw *w, const char *name, char type, size_t size)
 {
-	unsigned char h[512];
+	unsigned char h[TARHDR_BLOCK];
 
-	memset(h, 0, sizeof(h));
-	memcpy(h, name, strnlen(name, 99));
-	memcpy(h + 100, "0000644", 8);
-	memcpy(h + 108, "0000000", 8);
-	memcpy(h + 116, "0000000", 8);
-	snprintf((char *)h + 124, 12, "%011zo", size);
-	snprintf((char *)h + 136, 12, "%011o", 1600000000u);
-	h[156] = (unsigned char)type;
-	memcpy(h + 257, "ustar  ", 8);     /* GNU magic and version */
-	fix_checksum(h);
+	tarhdr_fill(h, name, type, size, NULL, TARHDR_GNU);
 	tw_put(w, h, sizeof(h));
 }
 
@@ -551,7 +543,7 @@ static void tw_link(struct tarw *w, const char *name, const char *target)
 	tw_header(w, name, '1', 0);
 	h = w->p + w->len - 512;
 	memcpy(h + 157, target, strlen(target));
-	fix_checksum(h);
+	tarhdr_sum(h);
 }
 
 /*
@@ -697,12 +689,12 @@ Test(tarindex, spilled_build_memory_is_bounded, .timeout = 120)
 		h[156] = '0';
 		memcpy(h + 257, "ustar", 6);
 		memcpy(h + 263, "00", 2);
-		fix_checksum(h);
+		tarhdr_sum(h);
 		fwrite(h, 1, 512, f);
 		for (m = 0; m < 1000; m++) {
 			snprintf((char *)h, 100, "n%08d_%d.JPEG", t, m);
 			snprintf((char *)h + 124, 12, "%011o", 0);
-			fix_checksum(h);
+			tarhdr_sum(h);
 			fwrite(h, 1, 512, f);
 		}
 		memset(h, 0, sizeof(h));

@@ -22,6 +22,7 @@
 #include "index/index.h"
 #include "index/tarindex/tarindex.h"
 #include "capture.h"
+#include "tarhdr.h"
 
 Test(tarsums, crc32c_check_value_and_chaining)
 {
@@ -55,27 +56,10 @@ struct tarfile {
 static void header(FILE *f, const char *name, char type, size_t size,
 		   const char *link)
 {
-	unsigned char h[512];
-	unsigned sum = 0;
-	int i;
+	unsigned char h[TARHDR_BLOCK];
 
-	memset(h, 0, sizeof(h));
-	snprintf((char *)h, 100, "%s", name);
-	memcpy(h + 100, "0000644", 8);
-	memcpy(h + 108, "0000000", 8);
-	memcpy(h + 116, "0000000", 8);
-	snprintf((char *)h + 124, 12, "%011zo", size);
-	snprintf((char *)h + 136, 12, "%011o", 1600000000u);
-	h[156] = (unsigned char)type;
-	if (link)
-		snprintf((char *)h + 157, 100, "%s", link);
-	memcpy(h + 257, "ustar", 6);
-	memcpy(h + 263, "00", 2);
-	memset(h + 148, ' ', 8);
-	for (i = 0; i < 512; i++)
-		sum += h[i];
-	snprintf((char *)h + 148, 8, "%06o", sum);
-	cr_assert_eq(fwrite(h, 1, 512, f), 512);
+	tarhdr_fill(h, name, type, size, link, TARHDR_POSIX);
+	cr_assert_eq(fwrite(h, 1, sizeof(h), f), sizeof(h));
 }
 
 /* The members above, then a hard link "link.bin" to mid.bin. */
