@@ -207,13 +207,14 @@ static void write_json(struct ctl *c, FILE *f, const struct totals *t,
 	fprintf(f, "\", \"requests\": %llu, \"retries\": %llu, \"errors\": %llu, "
 		"\"mem_hits\": %llu, \"mem_misses\": %llu, \"disk_hits\": %llu, "
 		"\"disk_misses\": %llu, \"checksum_failures\": %llu, "
-		"\"checksum_refetches\": %llu}]",
+		"\"checksum_refetches\": %llu, \"prefetch_hints\": %llu}]",
 		(unsigned long long)ss->requests, (unsigned long long)ss->retries,
 		(unsigned long long)ss->errors, (unsigned long long)ss->mem_hits,
 		(unsigned long long)ss->mem_misses, (unsigned long long)ss->disk_hits,
 		(unsigned long long)ss->disk_misses,
 		(unsigned long long)ss->checksum_failures,
-		(unsigned long long)ss->checksum_refetches);
+		(unsigned long long)ss->checksum_refetches,
+		(unsigned long long)ss->prefetch_hints);
 	write_caches(c, f);
 	fputs("\n}\n", f);
 }
@@ -306,6 +307,8 @@ static void write_metrics(struct ctl *c, FILE *f, const struct totals *t,
 	prom_source(f, src, "source_checksum_refetches_total",
 		    "reads fetched again past every cache after a failed checksum",
 		    ss->checksum_refetches);
+	prom_source(f, src, "source_prefetch_hints_total",
+		    "ranges asked for ahead of a shard's reader (WILLNEED)", ss->prefetch_hints);
 	prom_head(f, "index_build_seconds", "gauge", "time to open the layout");
 	fprintf(f, "samplefs_index_build_seconds %.3f\n", c->build_s);
 	prom_head(f, "uptime_seconds", "gauge", "since the mount");

@@ -35,6 +35,7 @@ struct source_counters {
 	_Atomic uint64_t requests, retries, errors;
 	_Atomic uint64_t mem_hits, mem_misses, disk_hits, disk_misses;
 	_Atomic uint64_t checksum_failures, checksum_refetches;
+	_Atomic uint64_t prefetch_hints;	/* source_advise's WILLNEED */
 	_Atomic uint64_t decompressed;  /* sources opened as their uncompressed
 					 * bytes (source_env_decompressed) */
 };

@@ -151,6 +151,7 @@ void source_env_stats(const struct source_env *env, struct source_stats *out)
 						      memory_order_relaxed);
 	out->checksum_refetches = atomic_load_explicit(&c->checksum_refetches,
 						       memory_order_relaxed);
+	out->prefetch_hints = atomic_load_explicit(&c->prefetch_hints, memory_order_relaxed);
 }
 
 void source_env_on_change(struct source_env *env, source_change_fn fn,

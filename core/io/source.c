@@ -253,6 +253,8 @@ int source_fill_spans(const struct source_span *sp, unsigned n, char *buf)
 void source_advise(struct source *s, uint64_t off, uint64_t len,
 		   enum source_advice adv)
 {
+	if (adv == SOURCE_ADV_WILLNEED && s->env)
+		SOURCE_COUNT(&s->env->ctr, prefetch_hints);
 	if (s->be->advise)
 		s->be->advise(s, off, len, adv);
 }

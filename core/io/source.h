@@ -127,6 +127,7 @@ struct source_stats {
 	uint64_t requests, retries, errors;
 	uint64_t mem_hits, mem_misses, disk_hits, disk_misses;
 	uint64_t checksum_failures, checksum_refetches;
+	uint64_t prefetch_hints;	/* WILLNEED hints given to sources */
 };
 /* Fills *out; from any thread, at any time (relaxed counters: each one
  * exact, the set not one instant's). */

@@ -201,6 +201,26 @@ static uint64_t stream_budget(const struct in_ahead *a, const struct in_stream *
 }
 
 /*
+ * Whether hint h, whose first record is s's record `first`, goes on from
+ * the record before it in the same local source (a header and padding
+ * apart: an ordered shard's next members), and so needs no advice: the
+ * daemon reads that source in order, and the kernel's readahead of it
+ * follows (read_ahead_kb, megabytes of it).  Advice on top of it queued
+ * the same bytes again, deep: a cold ordered shard of 3 KB members
+ * streamed at 0.65x its rate without it, the disk's queue 5-10x as long
+ * (tools/bench/seqbench.sh).  A shuffled shard's members lie apart, and
+ * URL sources are always advised (a hint is one GET for many members).
+ */
+static int goes_on(const struct in_ahead *a, const struct in_stream *s, uint64_t first,
+		   const struct hint *h)
+{
+	struct hint p;
+
+	return !a->shared && first > 0 && record_range(s, first - 1, &p) &&
+	       p.src == h->src && h->off >= p.end && h->off - p.end <= SOURCE_WILLNEED_GAP;
+}
+
+/*
  * Moves s's advice on to the records that start within the budget past
  * the reader, as hints into out (BATCH at most, `depth` ahead of the
  * reader at most).  Records that lie next to each other in their source
@@ -209,11 +229,13 @@ static uint64_t stream_budget(const struct in_ahead *a, const struct in_stream *
  * next record would still join it waits, unadvised, until it can be
  * min(span, budget / 2) long: else a reader going on record by record
  * would free the budget a record at a time, and each record would be a
- * GET of its own again.  Clears s->dirty once caught up.  Under the lock.
+ * GET of its own again.  A hint that goes on from the last in a local
+ * source is not given (goes_on).  Clears s->dirty once caught up.  Under
+ * the lock.
  */
 static int plan(const struct in_ahead *a, struct in_stream *s, struct hint *out)
 {
-	uint64_t budget = stream_budget(a, s), stop, i, off;
+	uint64_t budget = stream_budget(a, s), stop, i, off, first;
 	uint64_t hold = budget / 2 < SOURCE_WILLNEED_SPAN ? budget / 2 : SOURCE_WILLNEED_SPAN;
 	struct hint h, e, t;
 	int k = 0;
@@ -226,7 +248,7 @@ static int plan(const struct in_ahead *a, struct in_stream *s, struct hint *out)
 	stop = s->next + budget;
 	while (k < BATCH && s->ahead_i < s->n && s->ahead_off < stop &&
 	       hints_ahead(a, s) < a->depth) {
-		i = s->ahead_i;
+		first = i = s->ahead_i;
 		off = s->ahead_off + record_bytes(s, i);
 		if (!record_range(s, i++, &h)) {	/* no advice for it */
 			s->ahead_i = i;
@@ -239,10 +261,12 @@ static int plan(const struct in_ahead *a, struct in_stream *s, struct hint *out)
 		if (i < s->n && off >= stop && h.end - h.off < hold &&
 		    record_range(s, i, &e) && join(&t, &e))
 			break;	/* cut short by the budget: the reader frees more */
-		out[k++] = h;
+		if (!goes_on(a, s, first, &h)) {
+			out[k++] = h;
+			note_hint(s, i - 1);
+		}
 		s->ahead_i = i;
 		s->ahead_off = off;
-		note_hint(s, i - 1);
 	}
 	if (k < BATCH)
 		s->dirty = 0;

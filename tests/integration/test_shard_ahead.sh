@@ -16,6 +16,11 @@ ORACLE="$PY $SFS_ROOT/tests/integration/imagenet_oracle.py"
 AHEAD="$PY $SFS_ROOT/tests/integration/shard_ahead.py"
 D=$SFS_TMP/data
 M=$SFS_TMP/mnt
+# hints MNT: the ranges the prefetch asked of the source (stats.json)
+hints() {
+	timeout 20 "$PY" -c 'import json, sys; print(json.load(open(sys.argv[1]))["sources"][0]["prefetch_hints"])' \
+		"$1/.samplefs/stats.json"
+}
 
 # 12 classes x 80 members of 24-56 KiB (random bytes: the layout does not
 # decode images), class tars in shuffled order, no devkit and no val tar:
@@ -30,6 +35,8 @@ args="--shard-size 200 --shard-seed 7 --shard 1 --read 131072"
 if check "local: mounts with shard_prefetch=512k" sfs_mount "$D/r" "$M" -o "$opts,shard_prefetch=512k"; then
 	check "local: the members ahead of the reader become resident, none past the budget" \
 		$AHEAD "$D/r" "$M" $args --budget 524288
+	n=$(hints "$M")	# the index was built by an earlier mount: the reads' only
+	check "local: ... a range asked for each member apart ($n)" test "${n:-0}" -ge 8
 	check "local: every path and byte vs the oracle" \
 		$ORACLE "$D/r" "$M" --shard-size 200 --shard-seed 7 --preads 50
 	check "local: unmounts cleanly" sfs_umount "$M"
@@ -41,6 +48,23 @@ if check "local: mounts with shard_prefetch=512k,checksums" \
 	check "local, checksums: the members ahead of the reader become resident, none past the budget" \
 		$AHEAD "$D/r" "$M" $args --budget 524288
 	check "local, checksums: unmounts cleanly" sfs_umount "$M"
+fi
+# an ordered shard (no shard_seed) lies in one run of its source, its
+# members in the tar's order, a header and padding apart: the daemon reads
+# it in order, and the kernel's readahead of the source follows, so the
+# prefetch asks for none of it (imagenet_ahead.c's goes_on: a WILLNEED of
+# the same bytes queued them again, deep); a shard's first members after
+# a jump would be asked for.  A shard of 200 members of 24-56 KiB is ~8 MB:
+# with a budget of 4 MiB (more than a READ: as root 1 MiB) the prefetch
+# asked for 4 ranges of 2 MiB of it before.
+if check "local: mounts ordered shards with shard_prefetch=4m" \
+	sfs_mount "$D/r" "$M" -o "layout=imagenet,shard_size=200,index_dir=$SFS_TMP/idx-ord,shard_prefetch=4m"; then
+	n0=$(hints "$M")	# the index build's, before the stream
+	check "local, ordered: a shard streams" cat "$M/shards/train-000001.tar" >/dev/null
+	n=$(( $(hints "$M") - ${n0:-0} ))
+	check "local, ordered: the prefetch left the run to the source's readahead ($n ranges asked)" \
+		test "$n" -le 1
+	check "local, ordered: unmounts cleanly" sfs_umount "$M"
 fi
 if check "local: mounts with shard_prefetch=0" sfs_mount "$D/r" "$M" -o "$opts,shard_prefetch=0"; then
 	check "local, no prefetch: the same reads leave members ahead cold" \
