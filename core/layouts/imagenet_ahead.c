@@ -201,23 +201,28 @@ static uint64_t stream_budget(const struct in_ahead *a, const struct in_stream *
 }
 
 /*
- * Whether hint h, whose first record is s's record `first`, goes on from
- * the record before it in the same local source (a header and padding
- * apart: an ordered shard's next members), and so needs no advice: the
- * daemon reads that source in order, and the kernel's readahead of it
- * follows (read_ahead_kb, megabytes of it).  Advice on top of it queued
- * the same bytes again, deep: a cold ordered shard of 3 KB members
- * streamed at 0.65x its rate without it, the disk's queue 5-10x as long
- * (tools/bench/seqbench.sh).  A shuffled shard's members lie apart, and
- * URL sources are always advised (a hint is one GET for many members).
+ * Whether hint h, records [first, last) of s, goes on from the record
+ * before it in the same local source (a header and padding apart: an
+ * ordered shard's next members) and is of small members, and so is left
+ * to the source's own readahead: the daemon reads that source in order,
+ * and the kernel's readahead of it follows (read_ahead_kb, megabytes).
+ * Advice on top of it queued the same bytes deep, and more READs waited
+ * for them, each made twice (the no-wait try, then a worker): at 3 KB
+ * members a cold ordered shard streamed at 0.65x its rate without advice.
+ * Members of SMALL_MEMBER or more are advised still: there the advice's
+ * depth keeps the disk busier (60-160 KB: 1.46 against 1.29 GB/s without,
+ * tools/bench/seqbench.sh's data).  A shuffled shard's members lie apart,
+ * and URL sources are always advised (a hint is one GET for many).
  */
+#define SMALL_MEMBER (16u << 10)
 static int goes_on(const struct in_ahead *a, const struct in_stream *s, uint64_t first,
-		   const struct hint *h)
+		   uint64_t last, const struct hint *h)
 {
 	struct hint p;
 
-	return !a->shared && first > 0 && record_range(s, first - 1, &p) &&
-	       p.src == h->src && h->off >= p.end && h->off - p.end <= SOURCE_WILLNEED_GAP;
+	return !a->shared && first > 0 && (h->end - h->off) / (last - first) < SMALL_MEMBER &&
+	       record_range(s, first - 1, &p) && p.src == h->src && h->off >= p.end &&
+	       h->off - p.end <= SOURCE_WILLNEED_GAP;
 }
 
 /*
@@ -229,9 +234,9 @@ static int goes_on(const struct in_ahead *a, const struct in_stream *s, uint64_t
  * next record would still join it waits, unadvised, until it can be
  * min(span, budget / 2) long: else a reader going on record by record
  * would free the budget a record at a time, and each record would be a
- * GET of its own again.  A hint that goes on from the last in a local
- * source is not given (goes_on).  Clears s->dirty once caught up.  Under
- * the lock.
+ * GET of its own again.  A hint of small members that goes on from the
+ * record before it in a local source is not given (goes_on).  Clears
+ * s->dirty once caught up.  Under the lock.
  */
 static int plan(const struct in_ahead *a, struct in_stream *s, struct hint *out)
 {
@@ -261,7 +266,7 @@ static int plan(const struct in_ahead *a, struct in_stream *s, struct hint *out)
 		if (i < s->n && off >= stop && h.end - h.off < hold &&
 		    record_range(s, i, &e) && join(&t, &e))
 			break;	/* cut short by the budget: the reader frees more */
-		if (!goes_on(a, s, first, &h)) {
+		if (!goes_on(a, s, first, i, &h)) {
 			out[k++] = h;
 			note_hint(s, i - 1);
 		}

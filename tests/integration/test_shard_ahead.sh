@@ -50,21 +50,36 @@ if check "local: mounts with shard_prefetch=512k,checksums" \
 	check "local, checksums: unmounts cleanly" sfs_umount "$M"
 fi
 # an ordered shard (no shard_seed) lies in one run of its source, its
-# members in the tar's order, a header and padding apart: the daemon reads
-# it in order, and the kernel's readahead of the source follows, so the
-# prefetch asks for none of it (imagenet_ahead.c's goes_on: a WILLNEED of
-# the same bytes queued them again, deep); a shard's first members after
-# a jump would be asked for.  A shard of 200 members of 24-56 KiB is ~8 MB:
-# with a budget of 4 MiB (more than a READ: as root 1 MiB) the prefetch
-# asked for 4 ranges of 2 MiB of it before.
+# members in the tar's order, a header and padding apart.  Of members of
+# 16 KiB or more, the prefetch asks for them ahead (the advice's depth
+# keeps the disk busy); of small ones it leaves the run to the kernel's
+# readahead of the source, which the daemon reads in order
+# (imagenet_ahead.c's goes_on: advice queued the same bytes deep).  A shard
+# of 200 members of 24-56 KiB is ~8 MB: with a budget of 4 MiB (more than
+# a READ, 1 MiB as root) the prefetch asks for ranges of 2 MiB of it.
 if check "local: mounts ordered shards with shard_prefetch=4m" \
 	sfs_mount "$D/r" "$M" -o "layout=imagenet,shard_size=200,index_dir=$SFS_TMP/idx-ord,shard_prefetch=4m"; then
 	n0=$(hints "$M")	# the index build's, before the stream
 	check "local, ordered: a shard streams" cat "$M/shards/train-000001.tar" >/dev/null
 	n=$(( $(hints "$M") - ${n0:-0} ))
-	check "local, ordered: the prefetch left the run to the source's readahead ($n ranges asked)" \
-		test "$n" -le 1
+	check "local, ordered: members of 24-56 KiB are asked for ahead ($n ranges)" test "$n" -ge 2
 	check "local, ordered: unmounts cleanly" sfs_umount "$M"
+fi
+# the same of 1-4 KiB members: 12 classes x 400, a shard of 1000 ~3.5 MB,
+# which a budget of 1 MiB asked for in 3 or more ranges before
+mkdir -p "$D/small"
+timeout 60 $PY "$SFS_ROOT/tests/integration/random_release.py" "$D/small" 27 12 400 1024 4096 ||
+	{ echo "small fixture generation failed"; exit 1; }
+if check "local: mounts ordered shards of small members with shard_prefetch=1m" \
+	sfs_mount "$D/small" "$M" -o "layout=imagenet,shard_size=1000,index_dir=$SFS_TMP/idx-small,shard_prefetch=1m"; then
+	n0=$(hints "$M")
+	check "local, ordered small: a shard streams" cat "$M/shards/train-000001.tar" >/dev/null
+	n=$(( $(hints "$M") - ${n0:-0} ))
+	check "local, ordered small: the run is left to the source's readahead ($n ranges asked)" \
+		test "$n" -le 1
+	check "local, ordered small: every path and byte vs the oracle" \
+		$ORACLE "$D/small" "$M" --shard-size 1000 --preads 50
+	check "local, ordered small: unmounts cleanly" sfs_umount "$M"
 fi
 if check "local: mounts with shard_prefetch=0" sfs_mount "$D/r" "$M" -o "$opts,shard_prefetch=0"; then
 	check "local, no prefetch: the same reads leave members ahead cold" \
