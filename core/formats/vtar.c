@@ -6,9 +6,10 @@
  *   [data] [zero padding to 512]
  * and a read walks records from the one holding `off`, making header
  * blocks in the reply (in a 512-byte stack buffer when the read takes
- * part of one) and reading data through the caller; or, for a reply that splices (vtar_read_spans), leaving the
- * data of members that lie in place in their source as spans of it.
- * Not for: reading real tars (tar.c).
+ * part of one), the members that lie in place in their source as spans
+ * of it, read at once (source_fill_spans) or, for a reply that splices
+ * (vtar_read_spans), left as spans; other members through the caller's
+ * pread.  Not for: reading real tars (tar.c).
  */
 #include "formats/vtar.h"
 #include "search.h"
