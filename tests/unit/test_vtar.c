@@ -352,6 +352,19 @@ Test(vtar, sizes_are_computed_without_data)
 	cr_assert_eq(vtar_read(&v, hdr, 512, 1024), 512);
 	cr_assert_str_eq(hdr, "big.jpg");
 	cr_assert_eq((unsigned char)hdr[124], 0x80);
+	{	/* the size big-endian in its last 8 bytes, and the checksum
+		 * the sum of the block's bytes, its own field as spaces */
+		uint64_t got = 0;
+		unsigned sum = 0;
+		int i;
+
+		for (i = 128; i < 136; i++)
+			got = got << 8 | (unsigned char)hdr[i];
+		cr_assert_eq(got, 10ull << 30);
+		for (i = 0; i < 512; i++)
+			sum += i >= 148 && i < 156 ? ' ' : (unsigned char)hdr[i];
+		cr_assert_eq(strtoul(hdr + 148, NULL, 8), sum);
+	}
 	cr_assert_eq(vtar_read(&v, hdr, 512, 512), 512);
 	cr_assert_str_eq(hdr, "3");
 }
