@@ -486,6 +486,8 @@ static ssize_t read_filled(const struct vtar_shard *s, char *buf, size_t len, ui
 	ssize_t n;
 	int rc;
 
+	if (o && !o->max)
+		return -EINVAL;	/* vtar.h: room for one span at least */
 	if (o)
 		o->n = 0;
 	n = read_pieces(s, buf, len, off, &all);

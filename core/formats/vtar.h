@@ -96,14 +96,13 @@ int vtar_size(const struct vtar_shard *s, uint64_t *size);
 ssize_t vtar_read(const struct vtar_shard *s, char *buf, size_t len, uint64_t off);
 
 /*
- * vtar_read's bytes as spans (source.h) for a reply that splices: headers,
- * padding and members not in place (no in_place callback, or it said
- * -ENOTSUP) or shorter than `min` bytes are written to buf at their
- * offset in the reply, members in place come as source ranges, not read.
- * At most `max` spans (>= 1); past that, members are read into buf too.
- * Members in place that are not spans are read as vtar_read reads them,
- * all at once (source_fill_spans), not one pread each.  Sets *n; returns
- * what vtar_read returns.
+ * vtar_read's bytes as spans (source.h) for a reply that splices: members
+ * in place of `min` bytes or more come as ranges of their sources, not
+ * read, when they are half the reply or more (else a copy costs less);
+ * every other byte (headers, padding, the other members: those in place
+ * read at once, as vtar_read reads them) is written to buf at its offset
+ * in the reply.  At most `max` spans; past that, members are read into buf
+ * too.  Sets *n; returns what vtar_read returns, or -EINVAL when max is 0.
  */
 #define VTAR_SPAN_MIN 4096	/* a span worth a splice */
 struct vtar_spans {

@@ -574,11 +574,13 @@ static void spans_agree(int two)
 	}
 	preads_only_refused = 0;
 	cr_assert_gt(from_src, 0, "no member was left in place");
-	{	/* the end of the shard: 0, and no span */
+	{	/* the end of the shard: 0, and no span; no room for one: EINVAL */
 		struct vtar_spans o = { sp, 64, 99, VTAR_SPAN_MIN };
 
 		cr_assert_eq(vtar_read_spans(&v, buf, 10, size, &o), 0);
 		cr_assert_eq(o.n, 0);
+		o.max = 0;
+		cr_assert_eq(vtar_read_spans(&v, buf, 4096, 0, &o), -EINVAL);
 	}
 	close(fd);
 	members_in_file_done(env, path, &sh);
