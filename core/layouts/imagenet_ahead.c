@@ -32,6 +32,11 @@
 /* members one advisor takes at once: small, so that the advisors share a
  * stream's advice, and a new stream is served soon */
 #define BATCH 16
+/* records one plan walks at most, under the lock the READ path takes too:
+ * hints of small members in order are not given (goes_on), so BATCH
+ * alone would let a plan walk a whole budget of them (32 MiB of 3 KB
+ * members: ~9,000 records) */
+#define PLAN_RECORDS 1024
 /* a URL source's depth (SOURCE_WILLNEED_MAX hints) is counted */
 _Static_assert(SOURCE_WILLNEED_MAX <= IN_HINTS, "the hints a URL source takes are counted");
 
@@ -235,14 +240,16 @@ static int goes_on(const struct in_ahead *a, const struct in_stream *s, uint64_t
  * min(span, budget / 2) long: else a reader going on record by record
  * would free the budget a record at a time, and each record would be a
  * GET of its own again.  A hint of small members that goes on from the
- * record before it in a local source is not given (goes_on).  Clears
- * s->dirty once caught up.  Under the lock.
+ * record before it in a local source is not given (goes_on).  Walks
+ * PLAN_RECORDS records at most.  Clears s->dirty once caught up.  Under
+ * the lock.
  */
 static int plan(const struct in_ahead *a, struct in_stream *s, struct hint *out)
 {
 	uint64_t budget = stream_budget(a, s), stop, i, off, first;
 	uint64_t hold = budget / 2 < SOURCE_WILLNEED_SPAN ? budget / 2 : SOURCE_WILLNEED_SPAN;
 	struct hint h, e, t;
+	unsigned walked = 0;
 	int k = 0;
 
 	follow(s);
@@ -251,16 +258,18 @@ static int plan(const struct in_ahead *a, struct in_stream *s, struct hint *out)
 		s->ahead_off = s->cur_off;
 	}
 	stop = s->next + budget;
-	while (k < BATCH && s->ahead_i < s->n && s->ahead_off < stop &&
+	while (k < BATCH && walked < PLAN_RECORDS && s->ahead_i < s->n && s->ahead_off < stop &&
 	       hints_ahead(a, s) < a->depth) {
 		first = i = s->ahead_i;
 		off = s->ahead_off + record_bytes(s, i);
+		walked++;
 		if (!record_range(s, i++, &h)) {	/* no advice for it */
 			s->ahead_i = i;
 			s->ahead_off = off;
 			continue;
 		}
-		while (i < s->n && off < stop && record_range(s, i, &e) && join(&h, &e))
+		for (; i < s->n && off < stop && walked < PLAN_RECORDS &&
+		       record_range(s, i, &e) && join(&h, &e); walked++)
 			off += record_bytes(s, i++);
 		t = h;
 		if (i < s->n && off >= stop && h.end - h.off < hold &&
@@ -273,7 +282,7 @@ static int plan(const struct in_ahead *a, struct in_stream *s, struct hint *out)
 		s->ahead_i = i;
 		s->ahead_off = off;
 	}
-	if (k < BATCH)
+	if (k < BATCH && walked < PLAN_RECORDS)
 		s->dirty = 0;
 	return k;
 }

@@ -3,8 +3,9 @@
  * (zsource.c): a bounded free list of equal buffers, so that the first
  * pass and read misses inflate into memory already faulted in instead of
  * a fresh 1 MiB malloc (mmap'ed and faulted page by page) per span.
- * Also the daemon's copied read replies over 64 KiB (fs/read.c), for the
- * same reason.
+ * Also the daemon's read replies that do not fit its stack (fs/read.c's
+ * reply_get: any READ's, in a buffer of the largest), for the same
+ * reason.
  *
  * Ownership: a buffer from zpool_get is plain malloc'ed memory holding
  * zpool_held(len) bytes: a pooled one of cap bytes when len is more than
