@@ -54,18 +54,21 @@
  * next one faulted in again: 100 page faults and a TLB shootdown a 512 KiB
  * READ, half the daemon's CPU streaming a shard.
  */
-static char *reply_get(struct sfs_fs *fs, size_t size)
+static size_t reply_held(const struct sfs_fs *fs, size_t size)
 {
 	size_t cap = zpool_cap(fs->replies);
 
-	return zpool_get(fs->replies, size <= cap ? cap : size);
+	return size <= cap ? cap : size;
+}
+
+static char *reply_get(struct sfs_fs *fs, size_t size)
+{
+	return zpool_get(fs->replies, reply_held(fs, size));
 }
 
 static void reply_put(struct sfs_fs *fs, char *buf, size_t size)
 {
-	size_t cap = zpool_cap(fs->replies);
-
-	zpool_put(fs->replies, buf, size <= cap ? cap : size);
+	zpool_put(fs->replies, buf, reply_held(fs, size));
 }
 
 /* Clamps a read to the file's size, so small files never need the heap. */

@@ -288,26 +288,18 @@ seq_one() {
 		fi
 		echo "$PIPE_WAS" >"$PIPE_SYSCTL"
 		;;
-	user)	# every user's but root's READs: the kernel's 128 KiB window
-		drop
-		mount_in "$bin" readahead=128 || return 1
-		fuse_stream "$r" seq.cold.user
-		down
-		cat "$D/imagenet/ILSVRC2012_img_train.tar" "$D"/idx/* >/dev/null
-		mount_in "$bin" readahead=128 || return 1
-		fuse_stream "$r" seq.warm.user
-		down
-		;;
-	samplefs|before)
+	samplefs|before|user)
+		local o=
 		[ "$who" = before ] && bin=$BEFORE
+		[ "$who" = user ] && o=readahead=128	# every user's but root's READs
 		drop
-		mount_in "$bin" || return 1
+		mount_in "$bin" $o || return 1
 		fuse_stream "$r" "seq.cold.$who"
 		down
 		cat "$D/imagenet/ILSVRC2012_img_train.tar" "$D"/idx/* >/dev/null
-		mount_in "$bin" || return 1
+		mount_in "$bin" $o || return 1
 		fuse_stream "$r" "seq.warm.$who"
-		rec "$r" "seq.again.$who" "$(stream "$MNT/shards")"
+		[ "$who" = user ] || rec "$r" "seq.again.$who" "$(stream "$MNT/shards")"
 		down
 		;;
 	esac
