@@ -12,6 +12,7 @@
  * pread.  Not for: reading real tars (tar.c).
  */
 #include "formats/vtar.h"
+#include "decimal.h"
 #include "search.h"
 
 #include <errno.h>
@@ -22,23 +23,12 @@
 #define USTAR_NAME 100
 #define OCTAL11_MAX 077777777777ull
 
-static unsigned ndigits(uint64_t v)
-{
-	unsigned d = 1;
-
-	while (v >= 10) {
-		v /= 10;
-		d++;
-	}
-	return d;
-}
-
 /* length of the pax record "%d path=%s\n" (the length counts itself) */
 static uint64_t pax_len(size_t name_len)
 {
-	uint64_t body = name_len + 7, len = body + ndigits(body);
+	uint64_t body = name_len + 7, len = body + decimal_digits(body);
 
-	if (ndigits(len) > ndigits(body))
+	if (decimal_digits(len) > decimal_digits(body))
 		len++;
 	return len;
 }
@@ -328,9 +318,9 @@ static ssize_t read_record(const struct vtar_shard *s, uint64_t i,
 	}
 	out = block_out(buf, len, rel, blk);
 	if (rel < a)
-		header_block(&e, ".cls", ndigits(e.label), s->mtime, rel / VTAR_BLOCK, out);
+		header_block(&e, ".cls", decimal_digits(e.label), s->mtime, rel / VTAR_BLOCK, out);
 	else {
-		unsigned k = ndigits(e.label);
+		unsigned k = decimal_digits(e.label);
 		uint32_t v = e.label;
 
 		memset(out, 0, VTAR_BLOCK);

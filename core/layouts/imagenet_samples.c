@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decimal.h"
 #include "formats/vtar.h"
 #include "search.h"
 
@@ -56,15 +57,6 @@ int imagenet_shuffled_line(const struct in_split *sp, uint64_t S, uint64_t j,
 			tarindex_name(&sp->t, in_split_node(sp, c)));
 }
 
-static unsigned digits(uint64_t v)
-{
-	unsigned d = 1;
-
-	for (; v >= 10; v /= 10)
-		d++;
-	return d;
-}
-
 /*
  * The sparse prefix sums of split sp in its orders (n = sp->h.n): voff,
  * n / VOFF_STEP + 1 vtar record offsets, and soff, n / SOFF_STEP + 1
@@ -95,7 +87,7 @@ int imagenet_make_offsets(const struct in_split *sp, uint64_t S, uint64_t *voff,
 		rb[c] = vtar_sample_size(imagenet_stem_len(name),
 					 tarindex_node_size(tarindex_node(&sp->t, node)), 0);
 		/* "<k>/<label>.<name>\n" but for <k> */
-		tl[c] = digits(l) + 1 + (uint32_t)strlen(name) + 2;
+		tl[c] = decimal_digits(l) + 1 + (uint32_t)strlen(name) + 2;
 	}
 	for (p = 0; p <= n; off += p < n ? rb[sp->ord[p]] : 0, p++)
 		if (p % VOFF_STEP == 0)
@@ -104,7 +96,7 @@ int imagenet_make_offsets(const struct in_split *sp, uint64_t S, uint64_t *voff,
 		if (p % SOFF_STEP == 0)
 			soff[p / SOFF_STEP] = off;
 		if (p < n)
-			off += digits(sp->pos[sp->shuf[p]] / S) + tl[sp->shuf[p]];
+			off += decimal_digits(sp->pos[sp->shuf[p]] / S) + tl[sp->shuf[p]];
 	}
 	free(rb);
 	*txt_size = off;

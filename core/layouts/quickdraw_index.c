@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "decimal.h"
+
 /* ---- pure helpers ---- */
 
 void qd_split_counts(uint64_t total, const uint32_t pct[3], uint64_t out[3])
@@ -49,20 +51,9 @@ int qd_parse_sample_name(const char *name, uint64_t *gidx)
 	return 0;
 }
 
-static int ndigits(uint64_t v)
-{
-	int n = 1;
-
-	while (v >= 10) {
-		v /= 10;
-		n++;
-	}
-	return n;
-}
-
 static int name_width(uint64_t v)
 {
-	int n = ndigits(v);
+	int n = (int)decimal_digits(v);
 
 	return n < 6 ? 6 : n;
 }
@@ -175,7 +166,7 @@ uint64_t qd_split_line_len(int has_images, int has_strokes, size_t name_len,
 	uint64_t part = name_len + (uint64_t)name_width(gidx) + 6; /* "/", ".npy\t" */
 
 	return (has_images ? 7 + part : 0) + (has_strokes ? 8 + part : 0) +
-	       (uint64_t)ndigits(label) + 1;
+	       (uint64_t)decimal_digits(label) + 1;
 }
 
 const char *qd_name_problem(const char *name, size_t len)
