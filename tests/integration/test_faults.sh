@@ -624,7 +624,7 @@ if section 7; then
 		fault mtime "$T/live/$s/$file"
 		check "$s page cache: a file not read before: EIO" eio "$M" "${aff[2]}"
 		check "$s page cache: the files read before: EIO too" eio_soon "$M" "${aff[0]}"
-		check "$s page cache: ... both" eio "$M" "${aff[1]}"
+		check "$s page cache: ... both" eio_soon "$M" "${aff[1]}"
 		check "$s page cache: unmount" sfs_umount "$M"
 	done
 fi

@@ -347,8 +347,9 @@ if check "Ctrl-C at the terminal, SIGINT ignored at start: ignored, exit 0" ctrl
 fi
 # the inner mounts' daemons may still be closing their sources on $MO
 # (fusermount3 -u returns before a daemon has exited): its unmount waits
-# up to 10 s for no process to hold a file there (EBUSY otherwise; seen
-# once in a clean-clone run)
+# up to 60 s for no process to hold a file there (EBUSY otherwise; seen
+# once in a clean-clone run; an ASan daemon's exit on a loaded machine
+# takes seconds)
 held_under() {
 	local l
 	for l in /proc/[0-9]*/fd/*; do
@@ -356,7 +357,7 @@ held_under() {
 	done
 	return 1
 }
-for i in $(seq 1 100); do held_under "$MO" || break; sleep 0.1; done
+for i in $(seq 1 600); do held_under "$MO" || break; sleep 0.1; done
 check "signals: unmount the outer tar" sfs_umount "$MO"
 
 # ---- 3. the index directory ----
@@ -381,7 +382,7 @@ if mount -t tmpfs -o size=1m tmpfs "$RO" && mkdir "$RO/idx" && mount -o remount,
 	gone() {	# the private directory is removed once the daemon has ended
 		local i
 		fusermount3 -u "$M" || return 1
-		for i in $(seq 1 100); do	# a hang guard
+		for i in $(seq 1 600); do	# a hang guard (60 s: ASan's exit)
 			[ -z "$(ls -A "$T/tmpd")" ] && return 0
 			sleep 0.1
 		done

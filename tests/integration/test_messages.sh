@@ -269,6 +269,12 @@ PY
 	M=$T/msys
 	mkdir -p "$M"
 	check "daemonised mount in a namespace: mounted, EIO after truncation, unmounted" syslog_in_ns "$M"
+	# the listener is a process of its own: wait (10 s at most) until it
+	# has written the daemon's warning
+	for i in $(seq 1 100); do
+		grep -q "changed since mounting" "$T/syslog.out" 2>/dev/null && break
+		sfs_nap 0.1
+	done
 	spid=$(sed -n "s|.*samplefs\[\([0-9]*\)\]: $M: .*|\1|p" "$T/syslog.out" 2>/dev/null | head -1)
 	check "syslog got 'samplefs[PID]: MNT: warning: ... changed since mounting'" \
 		grep -q "^<28>.* samplefs\[$spid\]: $M: warning: $T/sys.tar: changed since mounting" "$T/syslog.out"

@@ -264,7 +264,11 @@ Test(http, willneed_prefetches_in_the_background)
 		usleep(10000);
 	cr_assert_lt(i, 500, "the hinted bytes never landed");
 	cr_assert(!memcmp(got, want + (1u << 20) + 5, 3000));
-	/* its last block landed too, and nothing past it */
+	/* its last block landed too (hf_fetch puts a GET's blocks in one by
+	 * one: wait for it), and nothing past it */
+	for (i = 0; i < 500 && source_pread(s, got, 100, (1u << 20) + (256u << 10)) == -EAGAIN;
+	     i++)
+		usleep(10000);
 	cr_assert_eq(source_pread(s, got, 100, (1u << 20) + (256u << 10)), 100);
 	cr_assert(!memcmp(got, want + (1u << 20) + (256u << 10), 100));
 	cr_assert_eq(source_pread(s, got, 100, (1u << 20) + 9 * BLK), -EAGAIN);

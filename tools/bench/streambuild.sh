@@ -28,7 +28,8 @@
 # Environment: SAMPLEFS_BUILD=DIR (build), STREAM_DIR (the tars,
 # /var/tmp/samplefs-streambuild), STREAM_CAP (seconds a build may take,
 # 300), STREAM_OPTS (more -o options, e.g. cache_mem=128M), STREAM_DELAY
-# (ms, 20).  Not a test: no assertion; speed only.  Kills only what it
+# (ms, 20), STREAM_FLOORS (more floors of the flat tar, "N:J ...": the
+# start plus N ranged GETs, J in flight, against curl).  Not a test: no assertion; speed only.  Kills only what it
 # started (lib.sh's cleanup).  Prints Markdown table rows.
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 . "$ROOT/tests/integration/lib.sh"
@@ -85,7 +86,7 @@ build() {	# build URL: one build with a fresh index, then unmount
 		"$1" "$MNT" 2>"$SFS_TMP/run.log" && sfs_mounted "$MNT" && fusermount3 -u "$MNT"
 }
 fetch() { curl -sf -o /dev/null "$1"; }
-# ranged URL N: the whole file at URL in N ranged GETs, 6 at a time
+# ranged URL N [J]: the whole file at URL in N ranged GETs, J (6) at a time
 ranged() {
 	local size k a step args=()
 	size=$(curl -sfI "$1" | tr -d '\r' | awk 'tolower($1) == "content-length:" { print $2 }')
@@ -94,7 +95,7 @@ ranged() {
 		a=$((k * step))
 		args+=(-r "$a-$((a + step - 1))" -o /dev/null "$1")
 	done
-	curl -sf --parallel --parallel-max 6 "${args[@]}" 2>/dev/null
+	curl -sf --parallel --parallel-max "${3:-6}" "${args[@]}" 2>/dev/null
 }
 # stats N...: "median min max" of the numbers
 stats() {
@@ -132,6 +133,26 @@ for t in flat nested; do
 	read -r bfm bfmin bfmax < <(stats "${bfs[@]}")
 	echo "| $t ($(du -m "$DIR/$t.tar" | cut -f1) MB) | $cm ($cmin-$cmax) | $bm ($bmin-$bmax) | ${rm}x ($rmin-$rmax) | $gets | $fm ($fmin-$fmax) | ${fcm}x ($fcmin-$fcmax) | ${bfm}x ($bfmin-$bfmax) |"
 done
+# other floors: the same start plus the tar in N GETs, J in flight
+# (fewer, larger windows than a build with the default cache_mem sends)
+if [ -n "${STREAM_FLOORS:-}" ]; then
+	echo
+	echo "| flat tar, ${DELAY} ms a request: floor with N GETs, J in flight | floor / curl: median of pairs (min-max) |"
+	echo "|---|---|"
+	url=$(proxy_url /flat.tar)
+	for nj in $STREAM_FLOORS; do
+		fcs=()
+		for ((i = 0; i < RUNS; i++)); do
+			c=$(ms fetch "$url") || exit 1
+			st=$(ms build "$(proxy_url /one.tar)") || exit 1
+			rg=$(ms ranged "$url" "${nj%:*}" "${nj#*:}") || exit 1
+			fcs+=("$(awk -v a="$((st + rg))" -v b="$c" 'BEGIN { printf "%.2f", a / b }')")
+			echo "  floor $nj run $i: curl $c ms, start $st + ranged $rg ms" >&2
+		done
+		read -r fcm fcmin fcmax < <(stats "${fcs[@]}")
+		echo "| ${nj%:*} GETs, ${nj#*:} in flight | ${fcm}x ($fcmin-$fcmax) |"
+	done
+fi
 proxy_ctl "delay?ms=0" >/dev/null
 
 echo
