@@ -80,7 +80,8 @@ local_read() {	# KEY LIST THREADS SOURCE INDEX_DIR
 
 # http_mounts TAG URL INDEX_DIR: the first mount of URL (the index built
 # from ranged GETs: time, requests, bytes), then RUNS remounts with the
-# saved index, counting the data GETs each sends (the target is none)
+# saved index, counting the data GETs each sends (the target is none) and
+# its listings
 http_mounts() {
 	local tag=$1 url=$2 idx=$3 mark n b r
 	rm -rf "$idx"
@@ -97,7 +98,13 @@ http_mounts() {
 		samplefs_start "$url" "$idx" || { fail "http.$tag.remount_gets" "remount failed"; return 1; }
 		rec "http.$tag.remount_s" "$FS_SECS"
 		fs_stop "$MNT"
-		rec "http.$tag.remount_gets" "$(http_log_count GET "$mark" '20[06]')"
+		# data GETs: of files; a GET of a URL ending in / is the
+		# directory's listing, which a remount asks for to see what
+		# files there are (counted apart)
+		read -r n b < <(http_log_lines "$mark" | awk -F'\t' '$1 == "GET" && $4 ~ /^20[06]$/ {
+			if ($2 ~ /\/$/) l++; else d++ } END { print d + 0, l + 0 }')
+		rec "http.$tag.remount_gets" "$n"
+		rec "http.$tag.remount_lists" "$b"
 		rec "http.$tag.remount_heads" "$(http_log_count HEAD "$mark")"
 	done
 }

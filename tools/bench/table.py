@@ -383,16 +383,20 @@ HTTP = [
     ("its MB fetched", dict(key="http.in.mount1_mb", unit="MB", kind="info")),
     ("remount of the Quick, Draw! URL with the saved index", dict(
         key="http.qd.remount_s", unit="s", kind="info")),
-    ("its data GETs (nginx's log, 200/206)", dict(
+    ("its data GETs (nginx's log, 200/206; of files, not listings)", dict(
         key="http.qd.remount_gets", unit="GETs", kind="abs", op="<=", limit=0,
         target="0")),
+    ("its directory listings (GETs of a URL ending in /)", dict(
+        key="http.qd.remount_lists", unit="GETs", kind="info")),
     ("its HEADs", dict(key="http.qd.remount_heads", unit="HEADs", kind="info")),
     ("the same remount at 20 ms", dict(key="http.qd.remount20_s", unit="s", kind="info")),
     ("remount of the ImageNet URL with the saved index", dict(
         key="http.in.remount_s", unit="s", kind="info")),
-    ("its data GETs (nginx's log, 200/206)", dict(
+    ("its data GETs (nginx's log, 200/206; of files, not listings)", dict(
         key="http.in.remount_gets", unit="GETs", kind="abs", op="<=", limit=0,
         target="0")),
+    ("its directory listings (GETs of a URL ending in /)", dict(
+        key="http.in.remount_lists", unit="GETs", kind="info")),
     ("its HEADs", dict(key="http.in.remount_heads", unit="HEADs", kind="info")),
     ("the same remount at 20 ms", dict(key="http.in.remount20_s", unit="s", kind="info")),
     ("samplefs daemon peak RSS serving the HTTP reads above (VmHWM, default cache, max over mounts)", dict(
