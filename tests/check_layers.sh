@@ -15,8 +15,8 @@
 #     list stays as narrow as the code.
 #  2. Includes go downwards: io < formats < index < layouts, each naming
 #     its layer ("formats/tar.h"); a file in core/ includes its own layer
-#     or lower ones.  log.h, options.h, clock.h, bytes.h, search.h and
-#     hash.h, at the top of core/, may be included anywhere, and include
+#     or lower ones.  log.h, options.h, clock.h, bytes.h, decimal.h,
+#     search.h and hash.h, at the top of core/, may be included anywhere, and include
 #     nothing above io.  fs/ and tools/ sit above core/ and may include any of it.
 #  3. A core/ header is included with quotes, everywhere (core/, fs/,
 #     tools/, tests/): #include <layouts/x.h> finds it too (-Icore) and
@@ -286,7 +286,7 @@ includes() {
 			if (target ~ /^core\//) inc[f] = inc[f] " " target
 			L = f; sub(/^core\//, "", L)
 			L = L ~ /\// ? substr(L, 1, index(L, "/") - 1) : "top"
-			if (h == "log.h" || h == "options.h" || h == "clock.h" || h == "bytes.h" || h == "search.h" || h == "hash.h")
+			if (h == "log.h" || h == "options.h" || h == "clock.h" || h == "bytes.h" || h == "decimal.h" || h == "search.h" || h == "hash.h")
 				continue
 			to = h ~ /\// ? substr(h, 1, index(h, "/") - 1) : ""
 			why = ""
