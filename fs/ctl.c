@@ -308,7 +308,8 @@ static void write_metrics(struct ctl *c, FILE *f, const struct totals *t,
 		    "reads fetched again past every cache after a failed checksum",
 		    ss->checksum_refetches);
 	prom_source(f, src, "source_prefetch_hints_total",
-		    "ranges of sources asked for ahead of their reader (WILLNEED: shards' prefetch, index walks)", ss->prefetch_hints);
+		    "ranges of sources asked for ahead of their reader "
+		    "(WILLNEED: shards' prefetch, index walks)", ss->prefetch_hints);
 	prom_head(f, "index_build_seconds", "gauge", "time to open the layout");
 	fprintf(f, "samplefs_index_build_seconds %.3f\n", c->build_s);
 	prom_head(f, "uptime_seconds", "gauge", "since the mount");

@@ -83,7 +83,7 @@ local_read() {	# KEY LIST THREADS SOURCE INDEX_DIR
 # saved index, counting the data GETs each sends (the target is none) and
 # its listings
 http_mounts() {
-	local tag=$1 url=$2 idx=$3 mark n b r
+	local tag=$1 url=$2 idx=$3 mark n b r gets lists
 	rm -rf "$idx"
 	mark=$(http_log_mark) || return 1
 	samplefs_start "$url" "$idx" || { fail "http.$tag.mount1_s" "mount of $url failed"; return 1; }
@@ -101,10 +101,10 @@ http_mounts() {
 		# data GETs: of files; a GET of a URL ending in / is the
 		# directory's listing, which a remount asks for to see what
 		# files there are (counted apart)
-		read -r n b < <(http_log_lines "$mark" | awk -F'\t' '$1 == "GET" && $4 ~ /^20[06]$/ {
+		read -r gets lists < <(http_log_lines "$mark" | awk -F'\t' '$1 == "GET" && $4 ~ /^20[06]$/ {
 			if ($2 ~ /\/$/) l++; else d++ } END { print d + 0, l + 0 }')
-		rec "http.$tag.remount_gets" "$n"
-		rec "http.$tag.remount_lists" "$b"
+		rec "http.$tag.remount_gets" "$gets"
+		rec "http.$tag.remount_lists" "$lists"
 		rec "http.$tag.remount_heads" "$(http_log_count HEAD "$mark")"
 	done
 }

@@ -29,8 +29,8 @@
 # /var/tmp/samplefs-streambuild), STREAM_CAP (seconds a build may take,
 # 300), STREAM_OPTS (more -o options, e.g. cache_mem=128M), STREAM_DELAY
 # (ms, 20), STREAM_FLOORS (more floors of the flat tar, "N:J ...": the
-# start plus N ranged GETs, J in flight, against curl).  Not a test: no assertion; speed only.  Kills only what it
-# started (lib.sh's cleanup).  Prints Markdown table rows.
+# start plus N ranged GETs, J in flight, against curl).  Not a test: no
+# assertion; speed only.  Kills only what it started (lib.sh's cleanup).  Prints Markdown table rows.
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 . "$ROOT/tests/integration/lib.sh"
 . "$ROOT/tests/integration/http_lib.sh"
@@ -97,6 +97,14 @@ ranged() {
 	done
 	curl -sf --parallel --parallel-max "${3:-6}" "${args[@]}" 2>/dev/null
 }
+# floor URL N [J]: "START RANGED", ms of the mount's start (a one-file
+# tar's build) and of URL fetched in N ranged GETs, J (6) in flight
+floor() {
+	local st rg
+	st=$(ms build "$(proxy_url /one.tar)") || { echo "build of one.tar failed" >&2; return 1; }
+	rg=$(ms ranged "$1" "$2" "${3:-6}") || { echo "ranged curl failed" >&2; return 1; }
+	echo "$st $rg"
+}
 # stats N...: "median min max" of the numbers
 stats() {
 	printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END {
@@ -117,8 +125,7 @@ for t in flat nested; do
 		proxy_ctl "stats?reset=1" >/dev/null
 		b=$(ms build "$url") || { echo "build failed: $(tail -1 "$SFS_TMP/run.log")" >&2; exit 1; }
 		gets=$(proxy_stat method.GET)
-		st=$(ms build "$(proxy_url /one.tar)") || { echo "build of one.tar failed" >&2; exit 1; }
-		rg=$(ms ranged "$url" "$gets") || { echo "ranged curl failed" >&2; exit 1; }
+		read -r st rg < <(floor "$url" "$gets") && [ -n "$rg" ] || exit 1
 		f=$((st + rg))
 		cs+=("$c") bs+=("$b") rs+=("$(awk -v a="$b" -v b="$c" 'BEGIN { printf "%.2f", a / b }')")
 		fs+=("$f") fcs+=("$(awk -v a="$f" -v b="$c" 'BEGIN { printf "%.2f", a / b }')")
@@ -144,8 +151,7 @@ if [ -n "${STREAM_FLOORS:-}" ]; then
 		fcs=()
 		for ((i = 0; i < RUNS; i++)); do
 			c=$(ms fetch "$url") || exit 1
-			st=$(ms build "$(proxy_url /one.tar)") || exit 1
-			rg=$(ms ranged "$url" "${nj%:*}" "${nj#*:}") || exit 1
+			read -r st rg < <(floor "$url" "${nj%:*}" "${nj#*:}") && [ -n "$rg" ] || exit 1
 			fcs+=("$(awk -v a="$((st + rg))" -v b="$c" 'BEGIN { printf "%.2f", a / b }')")
 			echo "  floor $nj run $i: curl $c ms, start $st + ranged $rg ms" >&2
 		done
